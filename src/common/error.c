@@ -40,21 +40,36 @@ void drv_err_clear(struct drv_err *e)
 const char *drv_strerror(int code)
 {
     switch (code) {
-    case DRV_OK: return "ok";
-    case DRV_EINVAL: return "invalid";
-    case DRV_ENOENT: return "not-found";
-    case DRV_EEXIST: return "exists";
-    case DRV_EIO: return "io";
-    case DRV_EZK: return "zookeeper";
-    case DRV_EPG: return "database";
-    case DRV_ETIMEDOUT: return "timeout";
-    case DRV_ECONFLICT: return "conflict";
-    case DRV_EUNSAT: return "unsatisfiable";
-    case DRV_ECYCLE: return "cycle";
-    case DRV_EAGAIN: return "unavailable";
-    case DRV_ESSH: return "ssh";
-    case DRV_ETLS: return "tls";
-    case DRV_EPERM: return "forbidden";
+    case DRV_OK:
+        return "ok";
+    case DRV_EINVAL:
+        return "invalid";
+    case DRV_ENOENT:
+        return "not-found";
+    case DRV_EEXIST:
+        return "exists";
+    case DRV_EIO:
+        return "io";
+    case DRV_EZK:
+        return "zookeeper";
+    case DRV_EPG:
+        return "database";
+    case DRV_ETIMEDOUT:
+        return "timeout";
+    case DRV_ECONFLICT:
+        return "conflict";
+    case DRV_EUNSAT:
+        return "unsatisfiable";
+    case DRV_ECYCLE:
+        return "cycle";
+    case DRV_EAGAIN:
+        return "unavailable";
+    case DRV_ESSH:
+        return "ssh";
+    case DRV_ETLS:
+        return "tls";
+    case DRV_EPERM:
+        return "forbidden";
     }
     return "unknown";
 }

@@ -80,9 +80,10 @@ void log_vwrite(enum log_level level, const char *module, const char *fmt, va_li
     struct tm tm;
     gettimeofday(&tv, NULL);
     gmtime_r(&tv.tv_sec, &tm);
-    int n = snprintf(line, sizeof(line), "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s module=%s ",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, (long)(tv.tv_usec / 1000), level_names[level], module);
+    int n =
+        snprintf(line, sizeof(line), "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s module=%s ",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 (long)(tv.tv_usec / 1000), level_names[level], module);
     if (n < 0)
         return;
     int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
@@ -119,7 +120,7 @@ static void libevent_log(int severity, const char *msg)
 void log_zk_callback(const char *message)
 {
     /* ZooKeeper's lines look like "date:pid(0xtid):ZOO_LEVEL@func@line: text". */
-    enum log_level l = strstr(message, "ZOO_ERROR") ? LOG_ERROR
+    enum log_level l = strstr(message, "ZOO_ERROR")  ? LOG_ERROR
                        : strstr(message, "ZOO_WARN") ? LOG_WARN
                        : strstr(message, "ZOO_INFO") ? LOG_INFO
                                                      : LOG_DEBUG;

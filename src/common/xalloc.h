@@ -25,7 +25,7 @@ char *xvasprintf(const char *fmt, va_list ap);
 #define XGROW(arr, cap, need)                                                                      \
     do {                                                                                           \
         if ((size_t)(need) > (size_t)(cap)) {                                                      \
-            size_t xg_n_ = (cap) ? (size_t)(cap) * 2 : 8;                                          \
+            size_t xg_n_ = (cap) ? (size_t)(cap)*2 : 8;                                            \
             while (xg_n_ < (size_t)(need))                                                         \
                 xg_n_ *= 2;                                                                        \
             (arr) = xrealloc((arr), xg_n_ * sizeof(*(arr)));                                       \
