@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# droverd and drover-worker refuse a bad config file at once, naming the
+# file, the line, the key and the reason, and exit non-zero. No server needed.
+set -euo pipefail
+: "${DROVER_BUILD_DIR:?}"
+BIN="$DROVER_BUILD_DIR/src/bin"
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+
+check() { # check PROGRAM FILE-TEXT EXPECTED-MESSAGE
+  local prog=$1 text=$2 want=$3 out rc
+  printf '%s' "$text" > "$d/bad.conf"
+  set +e
+  out=$(timeout 5 "$BIN/$prog" --config "$d/bad.conf" 2>&1)
+  rc=$?
+  set -e
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { echo "FAIL: $prog exited $rc on: $text" >&2; exit 1; }
+  case "$out" in
+    *"$want"*) echo "ok: $prog: $out" ;;
+    *) echo "FAIL: $prog said \"$out\", expected \"$want\"" >&2; exit 1 ;;
+  esac
+}
+
+base=$'zookeeper.hosts = 127.0.0.1:1\npostgres.conninfo = host=127.0.0.1\n'
+check droverd "${base}zookeeper.hostz = x"$'\n' "$d/bad.conf:3: unknown key \"zookeeper.hostz\""
+check droverd "${base}http.listen = 127.0.0.1"$'\n' "$d/bad.conf:3: key \"http.listen\": expected host:port"
+check droverd "${base}postgres.pool_size = 0"$'\n' "$d/bad.conf:3: key \"postgres.pool_size\": integer 0 out of range 1..64"
+check droverd "${base}log.level = chatty"$'\n' "$d/bad.conf:3: key \"log.level\": expected one of debug|info|warn|error"
+check droverd $'zookeeper.hosts = 127.0.0.1:1\n' "$d/bad.conf: required key \"postgres.conninfo\" is missing"
+check drover-worker $'zookeeper.hosts = h:1\nworker.concurrency = many\n' "$d/bad.conf:2: key \"worker.concurrency\": expected an integer"
+# A missing file is an error too, and a good file passes --check-config.
+set +e
+out=$("$BIN/droverd" --config "$d/none.conf" 2>&1); rc=$?
+set -e
+[ $rc -ne 0 ] && [[ "$out" == *"$d/none.conf: cannot open"* ]] || { echo "FAIL: missing file: $out" >&2; exit 1; }
+"$BIN/droverd" --check-config "$DROVER_SOURCE_DIR/conf/droverd.conf" > /dev/null
+"$BIN/drover-worker" --check-config "$DROVER_SOURCE_DIR/conf/drover-worker.conf" > /dev/null
+echo "ok: example configs pass --check-config"

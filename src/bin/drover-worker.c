@@ -1,0 +1,161 @@
+/*
+ * drover-worker: a stateless worker (the seeds' "provisioner").
+ *
+ * It joins the fleet as an ephemeral member znode under
+ * /drover/members/worker, serves the task queues of one tenant and worker
+ * class, and leaves at once on SIGTERM. It keeps no state of its own: a
+ * worker that dies loses nothing (its claims on queue items vanish with its
+ * ZooKeeper session and the items go back to the queue).
+ *
+ * Threads: one libevent loop, as in droverd (docs/threading.md).
+ */
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/thread.h>
+
+#include "coord.h"
+#include "log.h"
+#include "progconf.h"
+#include "xalloc.h"
+
+#define MODULE "worker"
+
+struct worker {
+    struct worker_conf conf;
+    struct event_base *base;
+    struct coord_session *zk;
+    struct coord_member *member;
+    struct event *sig_term, *sig_int;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: drover-worker --config FILE\n"
+               "       drover-worker --check-config FILE   validate a config file and exit\n"
+               "       drover-worker --help-config         list the config keys\n");
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct worker *w = arg;
+    log_info(MODULE, "event=stopping signal=%s", sig == SIGTERM ? "TERM" : "INT");
+    coord_member_leave(w->member);
+    w->member = NULL;
+    coord_session_close(w->zk);
+    event_base_loopexit(w->base, NULL);
+}
+
+static int run(struct worker *w)
+{
+    struct drv_err err;
+    drv_err_clear(&err);
+    char q[600];
+    struct coord_session_opts zo = {
+        .hosts = w->conf.common.zk_hosts,
+        .chroot = w->conf.common.zk_chroot,
+        .digest_file = w->conf.common.zk_digest_file,
+        .session_timeout_ms = (int)w->conf.common.zk_session_ms,
+    };
+    w->zk = coord_session_new(w->base, &zo, &err);
+    if (!w->zk || coord_session_wait_connected(w->zk, 15000, &err) != 0) {
+        log_error(MODULE, "event=zookeeper_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+        return 1;
+    }
+    char host[256] = "";
+    gethostname(host, sizeof(host) - 1);
+    json_t *data =
+        json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:I}", "id", w->conf.common.node_id, "kind",
+                  "worker", "tenant", w->conf.tenant, "class", w->conf.worker_class, "concurrency",
+                  (json_int_t)w->conf.concurrency, "pid", (json_int_t)getpid(), "host", host,
+                  "started", (json_int_t)time(NULL));
+    w->member = coord_member_join(w->zk, "worker", w->conf.common.node_id, data, &err);
+    json_decref(data);
+    if (!w->member) {
+        log_error(MODULE, "event=join_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+        return 1;
+    }
+    w->sig_term = evsignal_new(w->base, SIGTERM, on_signal, w);
+    w->sig_int = evsignal_new(w->base, SIGINT, on_signal, w);
+    event_add(w->sig_term, NULL);
+    event_add(w->sig_int, NULL);
+    log_info(MODULE, "event=serving node=%s tenant=%s class=%s", w->conf.common.node_id,
+             w->conf.tenant, w->conf.worker_class);
+    event_base_dispatch(w->base);
+    log_info(MODULE, "event=stopped node=%s", w->conf.common.node_id);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"check-config", required_argument, NULL, 'k'},
+        {"help-config", no_argument, NULL, 'H'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *path = NULL;
+    int check_only = 0, c;
+    while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            path = optarg;
+            break;
+        case 'k':
+            path = optarg;
+            check_only = 1;
+            break;
+        case 'H':
+            config_print_help(worker_conf_keys);
+            return 0;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!path || optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+    struct worker w;
+    memset(&w, 0, sizeof(w));
+    struct drv_err err;
+    drv_err_clear(&err);
+    if (config_load(path, worker_conf_keys, &w.conf, &err) != 0) {
+        fprintf(stderr, "drover-worker: %s\n", err.msg);
+        config_free(worker_conf_keys, &w.conf);
+        return 1;
+    }
+    if (check_only) {
+        printf("drover-worker: %s: ok\n", path);
+        config_free(worker_conf_keys, &w.conf);
+        return 0;
+    }
+    common_conf_finish(&w.conf.common, "worker");
+    log_init((enum log_level)log_level_parse(w.conf.common.log_level), 2);
+    log_route_libraries();
+    signal(SIGPIPE, SIG_IGN);
+    evthread_use_pthreads();
+    w.base = event_base_new();
+    int rc = run(&w);
+    if (w.sig_term)
+        event_free(w.sig_term);
+    if (w.sig_int)
+        event_free(w.sig_int);
+    coord_member_leave(w.member);
+    coord_session_free(w.zk);
+    event_base_free(w.base);
+    config_free(worker_conf_keys, &w.conf);
+    return rc;
+}

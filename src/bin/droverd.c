@@ -1,0 +1,270 @@
+/*
+ * droverd: one orchestrator node.
+ *
+ * N equal droverd run behind a load balancer. Each one connects to ZooKeeper
+ * (membership, job ownership) and PostgreSQL (the system of record), applies
+ * the database schema at start-up, and serves the HTTP API.
+ *
+ * Threads: everything here runs on one libevent loop. The ZooKeeper client's
+ * threads and the store's pool hand their results to the loop (docs/threading.md).
+ *
+ * Lifecycle:
+ *
+ *   start --> connecting --(zk connected, schema applied)--> serving
+ *   serving --SIGTERM/SIGINT--> leaving: member znode deleted, session closed,
+ *                               HTTP closed, loop exits, exit status 0
+ *
+ * Signals are libevent signal events, so handlers run on the loop like
+ * everything else; SIGPIPE is ignored.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/thread.h>
+
+#include "coord.h"
+#include "log.h"
+#include "progconf.h"
+#include "store.h"
+#include "xalloc.h"
+
+#define MODULE "droverd"
+
+struct node {
+    struct droverd_conf conf;
+    struct event_base *base;
+    struct evhttp *http;
+    struct store *store;
+    struct coord_session *zk;
+    struct coord_member *member;
+    struct event *sig_term, *sig_int;
+    int draining;
+    time_t started;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: droverd --config FILE\n"
+               "       droverd --check-config FILE   validate a config file and exit\n"
+               "       droverd --help-config         list the config keys\n");
+}
+
+/* Reply with a JSON body; steals j. */
+static void reply_json(struct evhttp_request *req, int code, const char *reason, json_t *j)
+{
+    struct evbuffer *out = evbuffer_new();
+    char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+    evbuffer_add_printf(out, "%s\n", s);
+    free(s);
+    json_decref(j);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_send_reply(req, code, reason, out);
+    evbuffer_free(out);
+}
+
+static void on_healthz(struct evhttp_request *req, void *arg)
+{
+    struct node *n = arg;
+    reply_json(req, 200, "OK",
+               json_pack("{s:s, s:s, s:I}", "status", "alive", "node", n->conf.common.node_id,
+                         "uptime_s", (json_int_t)(time(NULL) - n->started)));
+}
+
+static void on_readyz(struct evhttp_request *req, void *arg)
+{
+    struct node *n = arg;
+    int zk_ok = coord_session_state(n->zk) == COORD_CONNECTED;
+    int pg_ok = store_healthy(n->store);
+    int ready = zk_ok && pg_ok && !n->draining;
+    json_t *j = json_pack("{s:s, s:s, s:{s:b, s:b, s:b}}", "status", ready ? "ready" : "unready",
+                          "node", n->conf.common.node_id, "checks", "zookeeper", zk_ok, "postgres",
+                          pg_ok, "draining", n->draining);
+    reply_json(req, ready ? 200 : 503, ready ? "OK" : "Service Unavailable", j);
+}
+
+static void on_other(struct evhttp_request *req, void *arg)
+{
+    reply_json(
+        req, 404, "Not Found",
+        json_pack("{s:{s:s, s:s}}", "error", "code", "not-found", "message", "no such path"));
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct node *n = arg;
+    log_info(MODULE, "event=stopping signal=%s", sig == SIGTERM ? "TERM" : "INT");
+    /* Leave at once: the member znode goes now, not after the session timeout. */
+    coord_member_leave(n->member);
+    n->member = NULL;
+    coord_session_close(n->zk);
+    event_base_loopexit(n->base, NULL);
+}
+
+static json_t *member_data(const struct node *n)
+{
+    char host[256] = "";
+    gethostname(host, sizeof(host) - 1);
+    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i}", "id", n->conf.common.node_id, "kind",
+                     "droverd", "http", n->conf.http_listen, "pid", (json_int_t)getpid(), "started",
+                     (json_int_t)n->started, "host", host, "schema", store_schema_version());
+}
+
+static int start_http(struct node *n, struct drv_err *err)
+{
+    char host[256];
+    int port;
+    config_split_addr(n->conf.http_listen, host, sizeof(host), &port);
+    n->http = evhttp_new(n->base);
+    evhttp_set_max_body_size(n->http, n->conf.http_max_body);
+    evhttp_set_max_headers_size(n->http, 16 * 1024);
+    evhttp_set_timeout(n->http, (int)((n->conf.http_timeout_ms + 999) / 1000));
+    evhttp_set_cb(n->http, "/healthz", on_healthz, n);
+    evhttp_set_cb(n->http, "/readyz", on_readyz, n);
+    evhttp_set_gencb(n->http, on_other, n);
+    if (!evhttp_bind_socket_with_handle(n->http, host, (ev_uint16_t)port))
+        return drv_err_set(err, DRV_EIO, errno, "cannot listen on %s: %s", n->conf.http_listen,
+                           strerror(errno));
+    return 0;
+}
+
+static int run(struct node *n)
+{
+    struct drv_err err;
+    drv_err_clear(&err);
+    char q[600];
+
+    /* Schema first: a node that cannot reach the database is of no use. Several
+       nodes starting together serialise on an advisory lock in store_migrate. */
+    int applied = 0;
+    int rc = store_migrate(n->conf.pg_conninfo, n->conf.common.node_id, &applied, &err);
+    if (rc) {
+        log_error(MODULE, "event=migrate_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+        return 1;
+    }
+    log_info(MODULE, "event=schema_ready version=%d applied=%d", store_schema_version(), applied);
+
+    n->store = store_new(n->base, n->conf.pg_conninfo, (int)n->conf.pg_pool_size);
+    store_start_health(n->store);
+
+    struct coord_session_opts zo = {
+        .hosts = n->conf.common.zk_hosts,
+        .chroot = n->conf.common.zk_chroot,
+        .digest_file = n->conf.common.zk_digest_file,
+        .session_timeout_ms = (int)n->conf.common.zk_session_ms,
+    };
+    n->zk = coord_session_new(n->base, &zo, &err);
+    if (!n->zk || coord_session_wait_connected(n->zk, 15000, &err) != 0) {
+        log_error(MODULE, "event=zookeeper_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+        return 1;
+    }
+    json_t *data = member_data(n);
+    n->member = coord_member_join(n->zk, "droverd", n->conf.common.node_id, data, &err);
+    json_decref(data);
+    if (!n->member) {
+        log_error(MODULE, "event=join_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+        return 1;
+    }
+    if (start_http(n, &err) != 0) {
+        log_error(MODULE, "event=listen_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+        return 1;
+    }
+    n->sig_term = evsignal_new(n->base, SIGTERM, on_signal, n);
+    n->sig_int = evsignal_new(n->base, SIGINT, on_signal, n);
+    event_add(n->sig_term, NULL);
+    event_add(n->sig_int, NULL);
+    log_info(MODULE, "event=serving node=%s http=%s zookeeper=%s", n->conf.common.node_id,
+             n->conf.http_listen, log_quote(n->conf.common.zk_hosts, q, sizeof(q)));
+    event_base_dispatch(n->base);
+    log_info(MODULE, "event=stopped node=%s", n->conf.common.node_id);
+    return 0;
+}
+
+static void node_release(struct node *n)
+{
+    if (n->http)
+        evhttp_free(n->http);
+    if (n->sig_term)
+        event_free(n->sig_term);
+    if (n->sig_int)
+        event_free(n->sig_int);
+    coord_member_leave(n->member);
+    coord_session_free(n->zk);
+    store_free(n->store);
+    if (n->base)
+        event_base_free(n->base);
+    config_free(droverd_conf_keys, &n->conf);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"check-config", required_argument, NULL, 'k'},
+        {"help-config", no_argument, NULL, 'H'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *path = NULL;
+    int check_only = 0, c;
+    while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            path = optarg;
+            break;
+        case 'k':
+            path = optarg;
+            check_only = 1;
+            break;
+        case 'H':
+            config_print_help(droverd_conf_keys);
+            return 0;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!path || optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+
+    struct node n;
+    memset(&n, 0, sizeof(n));
+    struct drv_err err;
+    drv_err_clear(&err);
+    if (config_load(path, droverd_conf_keys, &n.conf, &err) != 0) {
+        fprintf(stderr, "droverd: %s\n", err.msg);
+        config_free(droverd_conf_keys, &n.conf);
+        return 1;
+    }
+    if (check_only) {
+        printf("droverd: %s: ok\n", path);
+        config_free(droverd_conf_keys, &n.conf);
+        return 0;
+    }
+    common_conf_finish(&n.conf.common, "droverd");
+    log_init((enum log_level)log_level_parse(n.conf.common.log_level), 2);
+    log_route_libraries();
+    signal(SIGPIPE, SIG_IGN);
+    evthread_use_pthreads();
+    n.base = event_base_new();
+    n.started = time(NULL);
+    int rc = run(&n);
+    node_release(&n);
+    return rc;
+}

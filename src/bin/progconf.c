@@ -1,0 +1,100 @@
+/* progconf: see progconf.h. */
+#include "progconf.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "xalloc.h"
+
+#define COMMON_KEYS(type)                                                                          \
+    {"node.id",                                                                                    \
+     CONFIG_STRING,                                                                                \
+     offsetof(type, common.node_id),                                                               \
+     0,                                                                                            \
+     "",                                                                                           \
+     0,                                                                                            \
+     0,                                                                                            \
+     NULL,                                                                                         \
+     "this process's id among members (default: hostname-pid)"},                                   \
+        {"zookeeper.hosts",                                                                        \
+         CONFIG_STRING,                                                                            \
+         offsetof(type, common.zk_hosts),                                                          \
+         1,                                                                                        \
+         NULL,                                                                                     \
+         0,                                                                                        \
+         0,                                                                                        \
+         NULL,                                                                                     \
+         "ZooKeeper connection string, host:port[,host:port...]"},                                 \
+        {"zookeeper.chroot",                                                                       \
+         CONFIG_STRING,                                                                            \
+         offsetof(type, common.zk_chroot),                                                         \
+         0,                                                                                        \
+         "",                                                                                       \
+         0,                                                                                        \
+         0,                                                                                        \
+         NULL,                                                                                     \
+         "path under which Drover keeps its tree (empty: /)"},                                     \
+        {"zookeeper.digest_file",                                                                  \
+         CONFIG_STRING,                                                                            \
+         offsetof(type, common.zk_digest_file),                                                    \
+         0,                                                                                        \
+         "",                                                                                       \
+         0,                                                                                        \
+         0,                                                                                        \
+         NULL,                                                                                     \
+         "file holding user:password for ZooKeeper digest auth and ACLs"},                         \
+        {"zookeeper.session_timeout",                                                              \
+         CONFIG_DURATION,                                                                          \
+         offsetof(type, common.zk_session_ms),                                                     \
+         0,                                                                                        \
+         "10s",                                                                                    \
+         1000,                                                                                     \
+         60000,                                                                                    \
+         NULL,                                                                                     \
+         "ZooKeeper session timeout"},                                                             \
+    {                                                                                              \
+        "log.level", CONFIG_ENUM, offsetof(type, common.log_level), 0, "info", 0, 0,               \
+            "debug|info|warn|error", "minimum level of log lines"                                  \
+    }
+
+const struct config_key droverd_conf_keys[] = {
+    COMMON_KEYS(struct droverd_conf),
+    {"http.listen", CONFIG_ADDR, offsetof(struct droverd_conf, http_listen), 0, "127.0.0.1:8080", 0,
+     0, NULL, "address of the HTTP API"},
+    {"http.max_body", CONFIG_SIZE, offsetof(struct droverd_conf, http_max_body), 0, "4m", 1024,
+     1L << 30, NULL, "largest request body accepted (413 beyond)"},
+    {"http.max_connections", CONFIG_INT, offsetof(struct droverd_conf, http_max_connections), 0,
+     "1024", 1, 100000, NULL, "concurrent HTTP connections"},
+    {"http.timeout", CONFIG_DURATION, offsetof(struct droverd_conf, http_timeout_ms), 0, "30s",
+     1000, 3600000, NULL, "time a client has to send a request"},
+    {"postgres.conninfo", CONFIG_STRING, offsetof(struct droverd_conf, pg_conninfo), 1, NULL, 0, 0,
+     NULL, "libpq connection string of the system-of-record database"},
+    {"postgres.pool_size", CONFIG_INT, offsetof(struct droverd_conf, pg_pool_size), 0, "4", 1, 64,
+     NULL, "database connections (one thread each)"},
+    {NULL, 0, 0, 0, NULL, 0, 0, NULL, NULL},
+};
+
+const struct config_key worker_conf_keys[] = {
+    COMMON_KEYS(struct worker_conf),
+    {"worker.tenant", CONFIG_STRING, offsetof(struct worker_conf, tenant), 0, "default", 0, 0, NULL,
+     "tenant whose task queues this worker serves"},
+    {"worker.class", CONFIG_STRING, offsetof(struct worker_conf, worker_class), 0, "default", 0, 0,
+     NULL, "worker class (queue) this worker serves"},
+    {"worker.concurrency", CONFIG_INT, offsetof(struct worker_conf, concurrency), 0, "4", 1, 256,
+     NULL, "tasks run at once"},
+    {"worker.plugin_dir", CONFIG_STRING, offsetof(struct worker_conf, plugin_dir), 0, "plugins", 0,
+     0, NULL, "directory of plugin descriptors"},
+    {NULL, 0, 0, 0, NULL, 0, 0, NULL, NULL},
+};
+
+void common_conf_finish(struct common_conf *c, const char *prefix)
+{
+    if (c->node_id && *c->node_id)
+        return;
+    char host[256] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    free(c->node_id);
+    c->node_id = xasprintf("%s-%s-%ld", prefix, host, (long)getpid());
+}

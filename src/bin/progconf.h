@@ -1,0 +1,47 @@
+/*
+ * progconf: the configuration keys of droverd and drover-worker.
+ *
+ * One table per program (see src/common/config.h for the format and the
+ * errors); `droverd --help-config` and `drover-worker --help-config` print
+ * them, and docs/configuration.md lists them. conf/ holds an example of each.
+ */
+#ifndef DROVER_PROGCONF_H
+#define DROVER_PROGCONF_H
+
+#include "config.h"
+
+/* Settings both programs share: identity, ZooKeeper, logging. */
+struct common_conf {
+    char *node_id;        /* unique among members; default: hostname-pid */
+    char *zk_hosts;       /* "host:port,host:port" */
+    char *zk_chroot;      /* "" or "/path" */
+    char *zk_digest_file; /* "" or a file holding "user:password" (mode 0600) */
+    long zk_session_ms;
+    char *log_level;
+};
+
+struct droverd_conf {
+    struct common_conf common;
+    char *http_listen;
+    char *pg_conninfo;
+    long pg_pool_size;
+    long http_max_body;
+    long http_max_connections;
+    long http_timeout_ms;
+};
+
+struct worker_conf {
+    struct common_conf common;
+    char *tenant;
+    char *worker_class;
+    long concurrency;
+    char *plugin_dir;
+};
+
+extern const struct config_key droverd_conf_keys[];
+extern const struct config_key worker_conf_keys[];
+
+/* Fill in what defaults cannot express (node id from host and pid). */
+void common_conf_finish(struct common_conf *c, const char *prefix);
+
+#endif

@@ -1,0 +1,195 @@
+/*
+ * migrations: Drover's database schema, as numbered migrations.
+ *
+ * A migration is applied once, in its own transaction, and recorded in
+ * schema_migrations. store_migrate() holds a session-level advisory lock for
+ * the whole run, so several droverd starting at once serialise here: the
+ * first applies what is pending, the others find nothing left to do. Never
+ * edit a migration that has shipped; add the next one. docs/schema.md
+ * describes the tables.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "store.h"
+
+/* An arbitrary constant naming Drover's migration lock among advisory locks. */
+#define MIGRATION_LOCK_KEY "7301946285"
+
+struct migration {
+    int version;
+    const char *name;
+    const char *sql;
+};
+
+static const struct migration migrations[] = {
+    {1, "initial schema",
+     /* Tenants, users and their API tokens (salted hashes only). */
+     "CREATE TABLE tenants ("
+     "  id bigserial PRIMARY KEY,"
+     "  name text NOT NULL UNIQUE CHECK (name ~ '^[a-z0-9][a-z0-9_-]{0,62}$'),"
+     "  max_clusters integer, max_nodes integer,"
+     "  created_at timestamptz NOT NULL DEFAULT now());"
+     "CREATE TABLE users ("
+     "  id bigserial PRIMARY KEY,"
+     "  tenant_id bigint REFERENCES tenants(id) ON DELETE CASCADE,"
+     "  name text NOT NULL,"
+     "  role text NOT NULL CHECK (role IN ('superadmin', 'admin', 'user')),"
+     "  created_at timestamptz NOT NULL DEFAULT now(),"
+     "  UNIQUE (tenant_id, name));"
+     "CREATE TABLE api_tokens ("
+     "  id text PRIMARY KEY," /* public part of the token, used to find the row */
+     "  user_id bigint NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+     "  salt bytea NOT NULL, hash bytea NOT NULL," /* hash of the secret part */
+     "  created_at timestamptz NOT NULL DEFAULT now(),"
+     "  expires_at timestamptz, revoked_at timestamptz);"
+     /* Admin entities, versioned: a cluster keeps the template version it was made from. */
+     "CREATE TABLE entities ("
+     "  tenant_id bigint NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,"
+     "  kind text NOT NULL CHECK (kind IN ('provider', 'hardwaretype', 'imagetype',"
+     "                                     'service', 'clustertemplate')),"
+     "  name text NOT NULL,"
+     "  version integer NOT NULL CHECK (version > 0),"
+     "  body jsonb NOT NULL,"
+     "  created_at timestamptz NOT NULL DEFAULT now(),"
+     "  deleted_at timestamptz,"
+     "  PRIMARY KEY (tenant_id, kind, name, version));"
+     /* Clusters and their nodes, with the nodes' accumulated key-values. */
+     "CREATE TABLE clusters ("
+     "  id bigserial PRIMARY KEY,"
+     "  tenant_id bigint NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,"
+     "  owner_id bigint REFERENCES users(id) ON DELETE SET NULL,"
+     "  name text NOT NULL,"
+     "  template_name text NOT NULL, template_version integer NOT NULL,"
+     "  provider text, status text NOT NULL,"
+     "  layout jsonb NOT NULL DEFAULT '[]', config jsonb NOT NULL DEFAULT '{}',"
+     "  created_at timestamptz NOT NULL DEFAULT now(),"
+     "  updated_at timestamptz NOT NULL DEFAULT now(),"
+     "  deleted_at timestamptz);"
+     "CREATE UNIQUE INDEX clusters_live_name ON clusters (tenant_id, name)"
+     "  WHERE deleted_at IS NULL;"
+     "CREATE TABLE nodes ("
+     "  cluster_id bigint NOT NULL REFERENCES clusters(id) ON DELETE CASCADE,"
+     "  id text NOT NULL,"
+     "  hardwaretype text NOT NULL, imagetype text NOT NULL,"
+     "  services jsonb NOT NULL DEFAULT '[]',"
+     "  properties jsonb NOT NULL DEFAULT '{}',"
+     "  status text NOT NULL,"
+     "  PRIMARY KEY (cluster_id, id));"
+     /* Jobs and their tasks: the durable history of every operation. */
+     "CREATE TABLE jobs ("
+     "  id bigserial PRIMARY KEY,"
+     "  tenant_id bigint NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,"
+     "  cluster_id bigint REFERENCES clusters(id) ON DELETE SET NULL,"
+     "  operation text NOT NULL, status text NOT NULL,"
+     "  format_version integer NOT NULL DEFAULT 1,"
+     "  request jsonb NOT NULL DEFAULT '{}', plan jsonb, error text,"
+     "  requested_by bigint REFERENCES users(id) ON DELETE SET NULL,"
+     "  created_at timestamptz NOT NULL DEFAULT now(),"
+     "  started_at timestamptz, ended_at timestamptz);"
+     "CREATE INDEX jobs_cluster ON jobs (cluster_id, created_at);"
+     "CREATE INDEX jobs_open ON jobs (status) WHERE ended_at IS NULL;"
+     "CREATE TABLE tasks ("
+     "  job_id bigint NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+     "  id text NOT NULL,"
+     "  node_id text, service text, action text NOT NULL, status text NOT NULL,"
+     "  attempts integer NOT NULL DEFAULT 0, result jsonb,"
+     "  started_at timestamptz, ended_at timestamptz,"
+     "  PRIMARY KEY (job_id, id));"
+     /* Who did what to which entity, when, from where. Append-only. */
+     "CREATE TABLE audit_log ("
+     "  id bigserial PRIMARY KEY,"
+     "  at timestamptz NOT NULL DEFAULT now(),"
+     "  tenant_id bigint, user_id bigint, actor text NOT NULL,"
+     "  action text NOT NULL, entity_kind text, entity_id text,"
+     "  source text, detail jsonb NOT NULL DEFAULT '{}');"
+     "CREATE INDEX audit_log_tenant ON audit_log (tenant_id, at);"
+     /* The full state of a cluster after each successful operation. */
+     "CREATE TABLE snapshots ("
+     "  cluster_id bigint NOT NULL REFERENCES clusters(id) ON DELETE CASCADE,"
+     "  job_id bigint NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+     "  taken_at timestamptz NOT NULL DEFAULT now(),"
+     "  state jsonb NOT NULL,"
+     "  PRIMARY KEY (cluster_id, job_id));"},
+};
+
+#define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+int store_schema_version(void)
+{
+    return migrations[NMIGRATIONS - 1].version;
+}
+
+static int applied_versions(PGconn *c, int *max_applied, struct drv_err *err)
+{
+    PGresult *r;
+    int rc =
+        store_exec(c, "SELECT coalesce(max(version), 0) FROM schema_migrations", 0, NULL, &r, err);
+    if (rc)
+        return rc;
+    *max_applied = atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return 0;
+}
+
+int store_migrate(const char *conninfo, const char *node_id, int *applied, struct drv_err *err)
+{
+    if (applied)
+        *applied = 0;
+    PGconn *c = store_connect(conninfo, err);
+    if (!c)
+        return err ? err->code : DRV_EAGAIN;
+    int rc = store_exec(c, "SELECT pg_advisory_lock(" MIGRATION_LOCK_KEY ")", 0, NULL, NULL, err);
+    if (rc)
+        goto out;
+    rc = store_exec(c,
+                    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                    "  version integer PRIMARY KEY, name text NOT NULL,"
+                    "  applied_at timestamptz NOT NULL DEFAULT now(), applied_by text NOT NULL)",
+                    0, NULL, NULL, err);
+    int have = 0;
+    if (rc == 0)
+        rc = applied_versions(c, &have, err);
+    if (rc == 0 && have > store_schema_version()) {
+        /* A newer droverd migrated this database. Version N runs on N+1's schema
+           only if the migration was additive; refuse rather than guess. */
+        rc = drv_err_set(err, DRV_EINVAL, 0,
+                         "database schema version %d is newer than this build's %d", have,
+                         store_schema_version());
+    }
+    for (int i = 0; rc == 0 && i < NMIGRATIONS; i++) {
+        const struct migration *m = &migrations[i];
+        if (m->version <= have)
+            continue;
+        char v[16];
+        snprintf(v, sizeof(v), "%d", m->version);
+        const char *params[] = {v, m->name, node_id};
+        rc = store_exec(c, "BEGIN", 0, NULL, NULL, err);
+        if (rc == 0)
+            rc = store_exec(c, m->sql, 0, NULL, NULL, err);
+        if (rc == 0)
+            rc = store_exec(c,
+                            "INSERT INTO schema_migrations (version, name, applied_by)"
+                            " VALUES ($1::integer, $2, $3)",
+                            3, params, NULL, err);
+        if (rc == 0)
+            rc = store_exec(c, "COMMIT", 0, NULL, NULL, err);
+        if (rc) {
+            struct drv_err ignored;
+            store_exec(c, "ROLLBACK", 0, NULL, NULL, &ignored);
+            drv_err_prefix(err, "migration %d (%s)", m->version, m->name);
+            break;
+        }
+        log_info("store", "event=migration_applied version=%d name=\"%s\" by=%s", m->version,
+                 m->name, node_id);
+        if (applied)
+            (*applied)++;
+    }
+    struct drv_err ignored;
+    store_exec(c, "SELECT pg_advisory_unlock(" MIGRATION_LOCK_KEY ")", 0, NULL, NULL, &ignored);
+out:
+    PQfinish(c);
+    return rc;
+}

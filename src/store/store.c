@@ -1,0 +1,275 @@
+/*
+ * store: the PostgreSQL pool. See store.h for the contract.
+ *
+ * Shape: a FIFO of requests under one mutex and condition variable; N
+ * threads take requests, run them with their own connection and post the
+ * completion to the loop through a loopq. A thread (re)connects lazily:
+ * before running work it checks its connection, and after work that failed
+ * it drops a connection that PQstatus() reports bad.
+ *
+ * Shutdown: store_free sets `stopping`, wakes every thread and joins them;
+ * requests still queued are freed without their callbacks.
+ */
+#include "store.h"
+
+#include <event2/event.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "loopq.h"
+#include "xalloc.h"
+
+struct request {
+    struct request *next;
+    store_work_fn work;
+    store_done_fn done;
+    void *arg;
+    int rc;
+    struct drv_err err;
+};
+
+struct store {
+    struct event_base *base;
+    struct loopq *loopq;
+    char *conninfo;
+    int nthreads;
+    pthread_t *threads;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct request *head, *tail;
+    int stopping;
+    /* Loop-thread state. */
+    int healthy;
+    int ping_outstanding;
+    struct event *ping_timer;
+};
+
+static void notice_to_log(void *arg, const char *message)
+{
+    char q[600], m[512];
+    snprintf(m, sizeof(m), "%s", message);
+    m[strcspn(m, "\n")] = '\0';
+    log_debug("store", "event=notice msg=%s", log_quote(m, q, sizeof(q)));
+}
+
+PGconn *store_connect(const char *conninfo, struct drv_err *err)
+{
+    PGconn *c = PQconnectdb(conninfo);
+    if (PQstatus(c) != CONNECTION_OK) {
+        char msg[400];
+        snprintf(msg, sizeof(msg), "%s", PQerrorMessage(c));
+        msg[strcspn(msg, "\n")] = '\0';
+        PQfinish(c);
+        drv_err_set(err, DRV_EAGAIN, 0, "cannot connect to postgresql: %s", msg);
+        return NULL;
+    }
+    /* NOTICEs (CREATE ... IF NOT EXISTS) go to our log, not to stderr. */
+    PQsetNoticeProcessor(c, notice_to_log, NULL);
+    return c;
+}
+
+static int sqlstate_code(const char *s)
+{
+    if (!s || strlen(s) != 5)
+        return 0;
+    int v = 0;
+    for (int i = 0; i < 5; i++) {
+        char ch = s[i];
+        int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'A' && ch <= 'Z' ? ch - 'A' + 10 : 0;
+        v = v * 36 + d;
+    }
+    return v;
+}
+
+const char *store_sqlstate(const struct drv_err *err, char buf[6])
+{
+    int v = err ? err->lib_code : 0;
+    for (int i = 4; i >= 0; i--) {
+        int d = v % 36;
+        buf[i] = (char)(d < 10 ? '0' + d : 'A' + d - 10);
+        v /= 36;
+    }
+    buf[5] = '\0';
+    return buf;
+}
+
+int store_exec(PGconn *conn, const char *sql, int nparams, const char *const *params,
+               PGresult **res, struct drv_err *err)
+{
+    if (res)
+        *res = NULL;
+    PGresult *r = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+        if (res)
+            *res = r;
+        else
+            PQclear(r);
+        return 0;
+    }
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    char msg[400];
+    snprintf(msg, sizeof(msg), "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(conn));
+    msg[strcspn(msg, "\n")] = '\0';
+    int code = PQstatus(conn) == CONNECTION_BAD ? DRV_EAGAIN : DRV_EPG;
+    drv_err_set(err, code, sqlstate_code(state), "postgresql: %s", msg);
+    PQclear(r);
+    return code;
+}
+
+static void complete(void *arg);
+
+static void *pool_main(void *arg)
+{
+    struct store *s = arg;
+    PGconn *conn = NULL;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (!s->head && !s->stopping)
+            pthread_cond_wait(&s->cv, &s->mu);
+        if (s->stopping) {
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+        struct request *r = s->head;
+        s->head = r->next;
+        if (!s->head)
+            s->tail = NULL;
+        pthread_mutex_unlock(&s->mu);
+
+        drv_err_clear(&r->err);
+        if (conn && PQstatus(conn) != CONNECTION_OK) {
+            PQfinish(conn);
+            conn = NULL;
+        }
+        if (!conn)
+            conn = store_connect(s->conninfo, &r->err);
+        if (!conn) {
+            r->rc = DRV_EAGAIN;
+        } else {
+            r->rc = r->work(conn, r->arg, &r->err);
+            if (r->rc != 0 && PQstatus(conn) != CONNECTION_OK) {
+                PQfinish(conn);
+                conn = NULL;
+                if (r->rc == DRV_EPG)
+                    r->rc = r->err.code = DRV_EAGAIN;
+            }
+        }
+        loopq_post(s->loopq, complete, r);
+    }
+    if (conn)
+        PQfinish(conn);
+    return NULL;
+}
+
+static void complete(void *arg)
+{
+    struct request *r = arg;
+    if (r->done)
+        r->done(r->rc, &r->err, r->arg);
+    free(r);
+}
+
+struct store *store_new(struct event_base *base, const char *conninfo, int nthreads)
+{
+    struct store *s = xcalloc(1, sizeof(*s));
+    s->base = base;
+    s->loopq = loopq_new(base);
+    s->conninfo = xstrdup(conninfo);
+    s->nthreads = nthreads < 1 ? 1 : nthreads;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->threads = xcalloc((size_t)s->nthreads, sizeof(pthread_t));
+    for (int i = 0; i < s->nthreads; i++)
+        if (pthread_create(&s->threads[i], NULL, pool_main, s) != 0)
+            abort();
+    return s;
+}
+
+void store_free(struct store *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < s->nthreads; i++)
+        pthread_join(s->threads[i], NULL);
+    struct request *r = s->head;
+    while (r) {
+        struct request *next = r->next;
+        free(r);
+        r = next;
+    }
+    if (s->ping_timer)
+        event_free(s->ping_timer);
+    /* Completions already posted hold requests; the loopq drops (frees) them. */
+    loopq_free(s->loopq);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s->threads);
+    free(s->conninfo);
+    free(s);
+}
+
+void store_submit(struct store *s, store_work_fn work, store_done_fn done, void *arg)
+{
+    struct request *r = xcalloc(1, sizeof(*r));
+    r->work = work;
+    r->done = done;
+    r->arg = arg;
+    pthread_mutex_lock(&s->mu);
+    if (s->tail)
+        s->tail->next = r;
+    else
+        s->head = r;
+    s->tail = r;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+int store_healthy(const struct store *s)
+{
+    return s->healthy;
+}
+
+static int ping_work(PGconn *conn, void *arg, struct drv_err *err)
+{
+    return store_exec(conn, "SELECT 1", 0, NULL, NULL, err);
+}
+
+static void ping_done(int rc, const struct drv_err *err, void *arg)
+{
+    struct store *s = arg;
+    s->ping_outstanding = 0;
+    int ok = rc == 0;
+    if (ok != s->healthy) {
+        if (ok)
+            log_info("store", "event=postgres_up");
+        else {
+            char q[600];
+            log_warn("store", "event=postgres_down error=%s", log_quote(err->msg, q, sizeof(q)));
+        }
+    }
+    s->healthy = ok;
+}
+
+static void ping_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct store *s = arg;
+    if (!s->ping_outstanding) {
+        s->ping_outstanding = 1;
+        store_submit(s, ping_work, ping_done, s);
+    }
+}
+
+void store_start_health(struct store *s)
+{
+    struct timeval one = {1, 0};
+    s->ping_timer = event_new(s->base, -1, EV_PERSIST, ping_tick, s);
+    event_add(s->ping_timer, &one);
+    ping_tick(-1, 0, s);
+}
