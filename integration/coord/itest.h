@@ -1,0 +1,59 @@
+/*
+ * itest: helpers shared by the coord integration tests (one binary,
+ * coord_itest, with one subcommand per test and helper process).
+ *
+ * The tests run under scripts/with-stack, which exports DROVER_ZK and tears
+ * the servers down. Child processes a test starts are recorded here and
+ * killed (by pid) at exit, whether the test passes or fails.
+ */
+#ifndef DROVER_COORD_ITEST_H
+#define DROVER_COORD_ITEST_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/types.h>
+
+#include <event2/event.h>
+
+#include "coord.h"
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+const char *it_zk(void);
+/* A connected session on base, or exit. */
+struct coord_session *it_session(struct event_base *base, int timeout_ms);
+/* Run base until *flag or timeout_ms; returns *flag. */
+bool it_run_until(struct event_base *base, volatile bool *flag, int timeout_ms);
+/* Run base until pred(arg) holds or timeout_ms; returns pred(arg). */
+bool it_run_until_fn(struct event_base *base, bool (*pred)(void *), void *arg, int timeout_ms);
+/* Run base for ms. */
+void it_run_for(struct event_base *base, int ms);
+
+/* Start argv[0]-style child: this binary with the given subcommand args; killed at exit. */
+pid_t it_spawn(char *const argv[]);
+/* Wait for a child started with it_spawn; returns its exit status or -signal. */
+int it_wait(pid_t pid);
+void it_self_path(const char *argv0);
+const char *it_self(void);
+
+/* ZooKeeper server n (1-based): its pid and a restart with the same command line. */
+pid_t it_zk_pid(int n);
+void it_zk_kill(int n);
+void it_zk_start(int n);
+/* Index (1-based) of the ensemble's leader, or 0. */
+int it_zk_leader(void);
+int it_zk_count(void);
+
+/* Close the session of s from a second handle: s sees it expire. */
+void it_expire(struct coord_session *s);
+
+#endif

@@ -1,0 +1,289 @@
+/* itest_util: see itest.h. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "itest.h"
+#include "xalloc.h"
+#include "log.h"
+#include <zookeeper/zookeeper.h>
+
+static pid_t children[64];
+static int n_children;
+static char self[4096];
+
+const char *it_zk(void)
+{
+    const char *zk = getenv("DROVER_ZK");
+    CHECK(zk && *zk, "DROVER_ZK not set: run under scripts/with-stack");
+    return zk;
+}
+
+struct coord_session *it_session(struct event_base *base, int timeout_ms)
+{
+    struct drv_err err;
+    struct coord_session_opts o = {.hosts = it_zk(), .session_timeout_ms = timeout_ms};
+    struct coord_session *s = coord_session_new(base, &o, &err);
+    CHECK(s, "%s", err.msg);
+    CHECK(coord_session_wait_connected(s, 30000, &err) == 0, "%s", err.msg);
+    return s;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    event_base_loopbreak(arg);
+}
+
+bool it_run_until_fn(struct event_base *base, bool (*pred)(void *), void *arg, int timeout_ms)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct event *tick = event_new(base, -1, EV_PERSIST, on_tick, base);
+    struct timeval tv = {0, 20000};
+    event_add(tick, &tv);
+    while (!pred(arg)) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        long ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+        if (ms >= timeout_ms)
+            break;
+        event_base_loop(base, EVLOOP_ONCE);
+    }
+    event_free(tick);
+    return pred(arg);
+}
+
+static bool flag_pred(void *arg)
+{
+    return *(volatile bool *)arg;
+}
+
+bool it_run_until(struct event_base *base, volatile bool *flag, int timeout_ms)
+{
+    return it_run_until_fn(base, flag_pred, (void *)flag, timeout_ms);
+}
+
+static bool never(void *arg)
+{
+    return false;
+}
+
+void it_run_for(struct event_base *base, int ms)
+{
+    it_run_until_fn(base, never, NULL, ms);
+}
+
+static void kill_children(void)
+{
+    for (int i = 0; i < n_children; i++)
+        if (children[i] > 0) {
+            kill(children[i], SIGKILL);
+            waitpid(children[i], NULL, 0);
+        }
+}
+
+void it_self_path(const char *argv0)
+{
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0)
+        self[n] = '\0';
+    else
+        snprintf(self, sizeof(self), "%s", argv0);
+    atexit(kill_children);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+const char *it_self(void)
+{
+    return self;
+}
+
+pid_t it_spawn(char *const argv[])
+{
+    CHECK(n_children < 64, "too many children");
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        execv(self, argv);
+        _exit(127);
+    }
+    children[n_children++] = pid;
+    return pid;
+}
+
+int it_wait(pid_t pid)
+{
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid, "waitpid: %s", strerror(errno));
+    for (int i = 0; i < n_children; i++)
+        if (children[i] == pid)
+            children[i] = 0;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+}
+
+/* ---- ZooKeeper servers --------------------------------------------------- */
+
+static char *pid_file(int n)
+{
+    const char *dir = getenv("DROVER_STACK_DIR");
+    CHECK(dir, "DROVER_STACK_DIR not set");
+    return xasprintf("%s/pids/zk%d.pid", dir, n);
+}
+
+pid_t it_zk_pid(int n)
+{
+    char *f = pid_file(n);
+    FILE *fp = fopen(f, "r");
+    CHECK(fp, "cannot open \"%s\"", f);
+    long pid = 0;
+    CHECK(fscanf(fp, "%ld", &pid) == 1, "bad pid file \"%s\"", f);
+    fclose(fp);
+    free(f);
+    return (pid_t)pid;
+}
+
+/* argv of server n, saved before it is killed so that it can be started again. */
+static char *saved_cmd[8];
+static size_t saved_len[8];
+
+void it_zk_kill(int n)
+{
+    pid_t pid = it_zk_pid(n);
+    char *p = xasprintf("/proc/%d/cmdline", (int)pid);
+    int fd = open(p, O_RDONLY);
+    CHECK(fd >= 0, "cannot open \"%s\"", p);
+    char *buf = xmalloc(65536);
+    ssize_t len = read(fd, buf, 65536);
+    close(fd);
+    CHECK(len > 0, "empty cmdline for zk%d", n);
+    free(saved_cmd[n]);
+    saved_cmd[n] = buf;
+    saved_len[n] = (size_t)len;
+    CHECK(kill(pid, SIGKILL) == 0, "kill zk%d: %s", n, strerror(errno));
+    /* Not our child: wait until /proc says it is gone or a zombie. */
+    for (int i = 0; i < 500; i++) {
+        struct stat st;
+        if (stat(p, &st) != 0)
+            break;
+        char sp[64];
+        snprintf(sp, sizeof(sp), "/proc/%d/stat", (int)pid);
+        FILE *fp = fopen(sp, "r");
+        char state = 0;
+        if (fp) {
+            int r = fscanf(fp, "%*d %*s %c", &state);
+            (void)r;
+            fclose(fp);
+        }
+        if (state == 'Z' || !fp)
+            break;
+        usleep(20000);
+    }
+    free(p);
+}
+
+void it_zk_start(int n)
+{
+    CHECK(saved_cmd[n], "zk%d was not killed by this test", n);
+    char *argv[128];
+    int argc = 0;
+    for (size_t i = 0; i < saved_len[n] && argc < 127; i += strlen(saved_cmd[n] + i) + 1)
+        argv[argc++] = saved_cmd[n] + i;
+    argv[argc] = NULL;
+    const char *dir = getenv("DROVER_STACK_DIR");
+    char *log = xasprintf("%s/zk%d/stdout.log", dir, n);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        setsid();
+        int fd = open(log, O_WRONLY | O_APPEND | O_CREAT, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        int nul = open("/dev/null", O_RDONLY);
+        if (nul >= 0)
+            dup2(nul, 0);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    free(log);
+    char *f = pid_file(n);
+    FILE *fp = fopen(f, "w");
+    CHECK(fp, "cannot write \"%s\"", f);
+    fprintf(fp, "%d\n", (int)pid);
+    fclose(fp);
+    free(f);
+}
+
+static int zk_port(int n)
+{
+    const char *ports = getenv("DROVER_ZK_PORTS");
+    CHECK(ports, "DROVER_ZK_PORTS not set");
+    const char *p = ports;
+    for (int i = 1; i < n; i++) {
+        p = strchr(p, ' ');
+        if (!p)
+            return 0;
+        p++;
+    }
+    return atoi(p);
+}
+
+int it_zk_count(void)
+{
+    int n = 0;
+    while (zk_port(n + 1) > 0)
+        n++;
+    return n;
+}
+
+static bool zk_mode(int n, const char *want)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)zk_port(n))};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool ok = false;
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && write(fd, "srvr", 4) == 4) {
+        char buf[4096];
+        size_t got = 0;
+        ssize_t r;
+        while (got < sizeof(buf) - 1 && (r = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+            got += (size_t)r;
+        buf[got] = '\0';
+        char m[64];
+        snprintf(m, sizeof(m), "Mode: %s", want);
+        ok = strstr(buf, m) != NULL;
+    }
+    close(fd);
+    return ok;
+}
+
+int it_zk_leader(void)
+{
+    for (int n = 1; n <= it_zk_count(); n++)
+        if (zk_mode(n, "leader"))
+            return n;
+    return 0;
+}
+
+void it_expire(struct coord_session *s)
+{
+    int64_t id;
+    clientid_t cid;
+    CHECK(coord_session_credentials(s, &id, cid.passwd) == 0, "no session to expire");
+    cid.client_id = id;
+    zhandle_t *zh = zookeeper_init2(it_zk(), NULL, 10000, &cid, NULL, 0, log_zk_callback);
+    CHECK(zh, "zookeeper_init2");
+    for (int i = 0; i < 1500 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+        usleep(10000);
+    CHECK(zoo_state(zh) == ZOO_CONNECTED_STATE, "second handle did not connect");
+    /* Closing the second handle closes the shared session on the server. */
+    zookeeper_close(zh);
+}

@@ -1,0 +1,407 @@
+/*
+ * member: group membership (ephemeral znodes with JSON data) and group watches.
+ *
+ * A member is the ephemeral znode <group>/<id>. Joining creates it; a
+ * connection loss retries the create, and ZNODEEXISTS is resolved by its
+ * ephemeralOwner: ours means the lost create went through, another session's
+ * means a previous incarnation of this id left it (it is deleted and
+ * re-created). After an expiry the NEW_SESSION listener creates it again with
+ * the latest data.
+ *
+ * A group watch lists the children with a watch and reads each child's data
+ * with a watch, all pipelined; any event (join, leave, data change, new
+ * session) starts one more refresh, coalesced while one is in flight.
+ *
+ * Objects are reference counted by their in-flight ops: free marks them dead,
+ * and the last completion frees the memory. Loop thread only.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord_int.h"
+#include "log.h"
+#include "xalloc.h"
+
+#define MOD "coord"
+#define RETRY_MS 200
+
+struct coord_member {
+    struct coord_session *s;
+    char *group;
+    char *path;
+    char *json;
+    int refs;
+    bool dead;
+    bool joined_once;
+    bool creating;
+    coord_done_cb done;
+    void *arg;
+};
+
+static void member_unref(struct coord_member *m)
+{
+    if (--m->refs > 0)
+        return;
+    free(m->group);
+    free(m->path);
+    free(m->json);
+    free(m);
+}
+
+static void member_create(struct coord_member *m);
+
+static void member_first(struct coord_member *m, int rc)
+{
+    if (m->joined_once)
+        return;
+    m->joined_once = true;
+    if (m->done)
+        m->done(rc, m->arg);
+}
+
+static void member_retry(void *owner)
+{
+    struct coord_member *m = owner;
+    if (!m->dead)
+        member_create(m);
+    member_unref(m);
+}
+
+static void member_later(struct coord_member *m)
+{
+    m->refs++;
+    coord__timer(m->s, RETRY_MS, member_retry, m);
+}
+
+static void member_deleted_old(struct coord__op *op)
+{
+    struct coord_member *m = op->owner;
+    if (!m->dead)
+        member_create(m);
+    member_unref(m);
+}
+
+static void member_checked(struct coord__op *op)
+{
+    struct coord_member *m = op->owner;
+    if (m->dead) {
+        member_unref(m);
+        return;
+    }
+    if (op->rc == ZNONODE) {
+        member_create(m);
+    } else if (op->rc != ZOK) {
+        member_later(m);
+    } else if (op->stat.ephemeralOwner == coord_session_id(m->s)) {
+        m->creating = false;
+        log_info(MOD, "event=member-joined path=%s", m->path);
+        member_first(m, 0);
+    } else {
+        log_warn(MOD, "event=member-replace-stale path=%s owner=0x%llx", m->path,
+                 (unsigned long long)op->stat.ephemeralOwner);
+        m->refs++;
+        coord__zk_delete(coord__op_new(m->s, member_deleted_old, m), m->path, op->stat.version);
+    }
+    member_unref(m);
+}
+
+static void member_created(struct coord__op *op)
+{
+    struct coord_member *m = op->owner;
+    if (m->dead) {
+        member_unref(m);
+        return;
+    }
+    if (op->rc == ZOK) {
+        m->creating = false;
+        log_info(MOD, "event=member-joined path=%s", m->path);
+        member_first(m, 0);
+    } else if (op->rc == ZNODEEXISTS) {
+        m->refs++;
+        coord__zk_exists(coord__op_new(m->s, member_checked, m), m->path, false);
+    } else if (op->rc == ZNONODE) {
+        /* The group vanished (an operator?): make it again. */
+        coord_ensure_path(m->s, m->group, NULL, NULL);
+        member_later(m);
+    } else if (coord__zrc(op->rc) == DRV_EAGAIN && op->rc != ZSESSIONEXPIRED &&
+               op->rc != ZCLOSING) {
+        member_later(m);
+    } else if (op->rc == ZSESSIONEXPIRED || op->rc == ZCLOSING || op->rc == ZINVALIDSTATE) {
+        /* The NEW_SESSION listener creates it again. */
+        m->creating = false;
+    } else {
+        log_error(MOD, "event=member-join-failed path=%s zrc=%d", m->path, op->rc);
+        m->creating = false;
+        member_first(m, coord__zrc(op->rc));
+    }
+    member_unref(m);
+}
+
+static void member_create(struct coord_member *m)
+{
+    m->creating = true;
+    m->refs++;
+    coord__zk_create(coord__op_new(m->s, member_created, m), m->path, m->json, COORD_EPHEMERAL);
+}
+
+static void member_group_ready(int rc, void *arg)
+{
+    struct coord_member *m = arg;
+    if (!m->dead)
+        member_create(m);
+    member_unref(m);
+}
+
+static void member_session(void *owner, enum coord__session_event ev)
+{
+    struct coord_member *m = owner;
+    if (ev == COORD__NEW_SESSION && !m->dead && !m->creating)
+        member_create(m);
+}
+
+struct coord_member *coord_member_join(struct coord_session *s, const char *group, const char *id,
+                                       const char *json, coord_done_cb done, void *arg)
+{
+    struct coord_member *m = xcalloc(1, sizeof(*m));
+    m->s = s;
+    m->group = xstrdup(group);
+    m->path = xasprintf("%s/%s", group, id);
+    m->json = xstrdup(json && *json ? json : "{}");
+    m->done = done;
+    m->arg = arg;
+    m->refs = 2; /* the caller's, and the ensure_path below */
+    m->creating = true;
+    coord__listener_add(s, m, member_session);
+    coord_ensure_path(s, group, member_group_ready, m);
+    return m;
+}
+
+struct update {
+    struct coord_member *m;
+    coord_done_cb done;
+    void *arg;
+};
+
+static void member_updated(struct coord__op *op)
+{
+    struct update *u = op->owner;
+    if (op->rc != ZOK)
+        log_warn(MOD, "event=member-update-failed path=%s zrc=%d", op->path, op->rc);
+    if (u->done)
+        u->done(coord__zrc(op->rc), u->arg);
+    member_unref(u->m);
+    free(u);
+}
+
+void coord_member_update(struct coord_member *m, const char *json, coord_done_cb done, void *arg)
+{
+    free(m->json);
+    m->json = xstrdup(json);
+    struct update *u = xcalloc(1, sizeof(*u));
+    u->m = m;
+    u->done = done;
+    u->arg = arg;
+    m->refs++;
+    coord__zk_set(coord__op_new(m->s, member_updated, u), m->path, json, -1);
+}
+
+const char *coord_member_path(const struct coord_member *m)
+{
+    return m->path;
+}
+
+void coord_member_leave(struct coord_member *m)
+{
+    if (!m)
+        return;
+    m->dead = true;
+    coord__listener_remove(m->s, m);
+    /* Sent now, so a close of the session right after still comes behind it. */
+    coord__zk_delete(coord__op_new(m->s, NULL, NULL), m->path, -1);
+    log_info(MOD, "event=member-leave path=%s", m->path);
+    member_unref(m);
+}
+
+/* ---- group watch ------------------------------------------------------- */
+
+struct coord_group {
+    struct coord_session *s;
+    char *path;
+    coord_group_cb cb;
+    void *arg;
+    int refs;
+    bool dead;
+    bool busy;  /* a refresh is in flight */
+    bool again; /* an event came during it */
+    /* the refresh in flight */
+    size_t n, pending;
+    char **ids;
+    char **data;
+};
+
+static void group_unref(struct coord_group *g)
+{
+    if (--g->refs > 0)
+        return;
+    free(g->path);
+    free(g);
+}
+
+static void group_refresh(struct coord_group *g);
+
+static void group_clear(struct coord_group *g)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        free(g->ids[i]);
+        free(g->data[i]);
+    }
+    FREE_NULL(g->ids);
+    FREE_NULL(g->data);
+    g->n = 0;
+}
+
+static int cmp_info(const void *a, const void *b)
+{
+    return strcmp(((const struct coord_member_info *)a)->id,
+                  ((const struct coord_member_info *)b)->id);
+}
+
+static void group_finish(struct coord_group *g)
+{
+    if (!g->dead) {
+        struct coord_member_info *mi = xcalloc(g->n ? g->n : 1, sizeof(*mi));
+        size_t k = 0;
+        for (size_t i = 0; i < g->n; i++)
+            if (g->data[i]) /* NULL: gone between the list and the read */
+                mi[k++] = (struct coord_member_info){.id = g->ids[i], .json = g->data[i]};
+        qsort(mi, k, sizeof(*mi), cmp_info);
+        g->cb(mi, k, g->arg);
+        free(mi);
+    }
+    group_clear(g);
+    g->busy = false;
+    if (g->again && !g->dead) {
+        g->again = false;
+        group_refresh(g);
+    }
+}
+
+static void group_got(struct coord__op *op)
+{
+    struct coord_group *g = op->owner;
+    size_t i = (size_t)op->tag;
+    if (op->rc == ZOK && i < g->n)
+        g->data[i] = xstrdup(op->value);
+    else if (op->rc != ZNONODE)
+        g->again = true;
+    if (--g->pending == 0)
+        group_finish(g);
+    group_unref(g);
+}
+
+static void group_event(void *owner, int type, const char *path)
+{
+    struct coord_group *g = owner;
+    if (g->dead)
+        return;
+    if (g->busy)
+        g->again = true;
+    else
+        group_refresh(g);
+}
+
+static void group_retry(void *owner)
+{
+    struct coord_group *g = owner;
+    if (!g->dead && !g->busy)
+        group_refresh(g);
+    group_unref(g);
+}
+
+static void group_listed(struct coord__op *op)
+{
+    struct coord_group *g = op->owner;
+    if (g->dead) {
+        g->busy = false;
+        group_unref(g);
+        return;
+    }
+    if (op->rc != ZOK) {
+        g->busy = false;
+        if (op->rc == ZNONODE) {
+            coord_ensure_path(g->s, g->path, NULL, NULL);
+        }
+        if (op->rc != ZSESSIONEXPIRED && op->rc != ZCLOSING) {
+            g->refs++;
+            coord__timer(g->s, RETRY_MS, group_retry, g);
+        }
+        group_unref(g);
+        return;
+    }
+    g->n = (size_t)op->strc;
+    g->ids = xcalloc(g->n ? g->n : 1, sizeof(char *));
+    g->data = xcalloc(g->n ? g->n : 1, sizeof(char *));
+    g->pending = g->n;
+    coord__watch_remove(g->s, g);
+    coord__watch_add(g->s, g->path, g, group_event);
+    for (size_t i = 0; i < g->n; i++) {
+        g->ids[i] = xstrdup(op->strv[i]);
+        char *p = xasprintf("%s/%s", g->path, op->strv[i]);
+        coord__watch_add(g->s, p, g, group_event);
+        struct coord__op *get = coord__op_new(g->s, group_got, g);
+        get->tag = (intptr_t)i;
+        g->refs++;
+        coord__zk_get(get, p, true);
+        free(p);
+    }
+    if (g->n == 0)
+        group_finish(g);
+    group_unref(g);
+}
+
+static void group_refresh(struct coord_group *g)
+{
+    g->busy = true;
+    g->again = false;
+    g->refs++;
+    coord__zk_children(coord__op_new(g->s, group_listed, g), g->path, true);
+}
+
+static void group_session(void *owner, enum coord__session_event ev)
+{
+    if (ev == COORD__NEW_SESSION)
+        group_event(owner, 0, NULL);
+}
+
+static void group_ready(int rc, void *arg)
+{
+    struct coord_group *g = arg;
+    if (!g->dead)
+        group_refresh(g);
+    group_unref(g);
+}
+
+struct coord_group *coord_group_watch(struct coord_session *s, const char *group, coord_group_cb cb,
+                                      void *arg)
+{
+    struct coord_group *g = xcalloc(1, sizeof(*g));
+    g->s = s;
+    g->path = xstrdup(group);
+    g->cb = cb;
+    g->arg = arg;
+    g->refs = 2;
+    g->busy = true;
+    coord__listener_add(s, g, group_session);
+    coord_ensure_path(s, group, group_ready, g);
+    return g;
+}
+
+void coord_group_free(struct coord_group *g)
+{
+    if (!g)
+        return;
+    g->dead = true;
+    coord__listener_remove(g->s, g);
+    coord__watch_remove(g->s, g);
+    group_unref(g);
+}
