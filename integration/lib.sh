@@ -75,6 +75,20 @@ wait_http() {
   done
 }
 
+# wait_ready NAME PORT [SECONDS]: until /readyz answers 200; fails at once if NAME died.
+wait_ready() {
+  local name=$1 port=$2 limit=${3:-30} deadline pid
+  pid=$(pid_of "$name")
+  deadline=$((SECONDS + limit))
+  while :; do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz" || true)" = 200 ] &&
+      return 0
+    [ -d "/proc/$pid" ] || fail "$name (pid $pid) exited before it was ready"
+    [ $SECONDS -ge "$deadline" ] && fail "$name not ready after $limit s"
+    sleep 0.1
+  done
+}
+
 # wait_exit NAME [SECONDS]: until the process is gone; prints its exit status.
 wait_exit() {
   local pid limit=${2:-10} deadline

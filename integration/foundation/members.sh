@@ -10,7 +10,7 @@ write_worker_conf worker-a
 start_proc droverd-a "$BIN/droverd"
 start_proc worker-a "$BIN/drover-worker"
 
-wait_http "$port" /readyz 200 30 || fail "droverd never became ready"
+wait_ready droverd-a "$port" 30
 curl -sf "http://127.0.0.1:$port/healthz" | jq -e '.status == "alive"' > /dev/null ||
   fail "/healthz is not alive"
 curl -sf "http://127.0.0.1:$port/readyz" | jq -e '.checks.zookeeper and .checks.postgres' > /dev/null ||

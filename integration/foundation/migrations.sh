@@ -10,7 +10,7 @@ for n in 1 2 3; do
 done
 for n in 1 2 3; do start_proc "droverd-$n" "$BIN/droverd"; done
 for n in 1 2 3; do
-  wait_http "${ports[$n]}" /readyz 200 60 || fail "droverd-$n never became ready"
+  wait_ready "droverd-$n" "${ports[$n]}" 60
 done
 pass "three droverd ready"
 
@@ -32,7 +32,7 @@ kill -TERM "$(pid_of droverd-1)"
 wait_exit droverd-1 10 > /dev/null || fail "droverd-1 did not stop"
 : > "$T/droverd-1.log"
 start_proc droverd-1 "$BIN/droverd"
-wait_http "${ports[1]}" /readyz 200 60 || fail "droverd-1 did not come back"
+wait_ready droverd-1 "${ports[1]}" 60
 after=$(psql_q "SELECT string_agg(version || '@' || applied_at, ',' ORDER BY version) FROM schema_migrations")
 [ "$before" = "$after" ] || fail "schema_migrations changed on restart: $before -> $after"
 grep -q 'event=migration_applied' "$T/droverd-1.log" && fail "restart applied a migration again"

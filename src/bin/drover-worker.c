@@ -49,8 +49,15 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     log_info(MODULE, "event=stopping signal=%s", sig == SIGTERM ? "TERM" : "INT");
     coord_member_leave(w->member);
     w->member = NULL;
-    coord_session_close(w->zk);
     event_base_loopexit(w->base, NULL);
+}
+
+static void on_joined(int rc, void *arg)
+{
+    if (rc == 0)
+        log_info(MODULE, "event=joined group=worker");
+    else
+        log_error(MODULE, "event=join_failed group=worker error=%s", drv_strerror(rc));
 }
 
 static int run(struct worker *w)
@@ -58,13 +65,20 @@ static int run(struct worker *w)
     struct drv_err err;
     drv_err_clear(&err);
     char q[600];
+    struct zk_digest digest;
+    if (zk_digest_read(w->conf.common.zk_digest_file, &digest, &err) != 0) {
+        log_error(MODULE, "event=config_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+        return 1;
+    }
     struct coord_session_opts zo = {
         .hosts = w->conf.common.zk_hosts,
-        .chroot = w->conf.common.zk_chroot,
-        .digest_file = w->conf.common.zk_digest_file,
+        .chroot = *w->conf.common.zk_chroot ? w->conf.common.zk_chroot : NULL,
+        .digest_user = digest.user[0] ? digest.user : NULL,
+        .digest_password = digest.user[0] ? digest.password : NULL,
         .session_timeout_ms = (int)w->conf.common.zk_session_ms,
     };
     w->zk = coord_session_new(w->base, &zo, &err);
+    zk_digest_clear(&digest);
     if (!w->zk || coord_session_wait_connected(w->zk, 15000, &err) != 0) {
         log_error(MODULE, "event=zookeeper_failed error=%s", log_quote(err.msg, q, sizeof(q)));
         return 1;
@@ -76,12 +90,11 @@ static int run(struct worker *w)
                   "worker", "tenant", w->conf.tenant, "class", w->conf.worker_class, "concurrency",
                   (json_int_t)w->conf.concurrency, "pid", (json_int_t)getpid(), "host", host,
                   "started", (json_int_t)time(NULL));
-    w->member = coord_member_join(w->zk, "worker", w->conf.common.node_id, data, &err);
+    char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(data);
-    if (!w->member) {
-        log_error(MODULE, "event=join_failed error=%s", log_quote(err.msg, q, sizeof(q)));
-        return 1;
-    }
+    w->member = coord_member_join(w->zk, "/drover/members/worker", w->conf.common.node_id, json,
+                                  on_joined, w);
+    free(json);
     w->sig_term = evsignal_new(w->base, SIGTERM, on_signal, w);
     w->sig_int = evsignal_new(w->base, SIGINT, on_signal, w);
     event_add(w->sig_term, NULL);
@@ -137,12 +150,16 @@ int main(int argc, char **argv)
         config_free(worker_conf_keys, &w.conf);
         return 1;
     }
+    if (common_conf_finish(&w.conf.common, "worker", &err) != 0) {
+        fprintf(stderr, "drover-worker: %s: %s\n", path, err.msg);
+        config_free(worker_conf_keys, &w.conf);
+        return 1;
+    }
     if (check_only) {
         printf("drover-worker: %s: ok\n", path);
         config_free(worker_conf_keys, &w.conf);
         return 0;
     }
-    common_conf_finish(&w.conf.common, "worker");
     log_init((enum log_level)log_level_parse(w.conf.common.log_level), 2);
     log_route_libraries();
     signal(SIGPIPE, SIG_IGN);

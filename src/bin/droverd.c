@@ -108,7 +108,6 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     /* Leave at once: the member znode goes now, not after the session timeout. */
     coord_member_leave(n->member);
     n->member = NULL;
-    coord_session_close(n->zk);
     event_base_loopexit(n->base, NULL);
 }
 
@@ -139,6 +138,14 @@ static int start_http(struct node *n, struct drv_err *err)
     return 0;
 }
 
+static void on_joined(int rc, void *arg)
+{
+    if (rc == 0)
+        log_info(MODULE, "event=joined group=droverd");
+    else
+        log_error(MODULE, "event=join_failed group=droverd error=%s", drv_strerror(rc));
+}
+
 static int run(struct node *n)
 {
     struct drv_err err;
@@ -158,24 +165,30 @@ static int run(struct node *n)
     n->store = store_new(n->base, n->conf.pg_conninfo, (int)n->conf.pg_pool_size);
     store_start_health(n->store);
 
+    struct zk_digest digest;
+    if (zk_digest_read(n->conf.common.zk_digest_file, &digest, &err) != 0) {
+        log_error(MODULE, "event=config_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+        return 1;
+    }
     struct coord_session_opts zo = {
         .hosts = n->conf.common.zk_hosts,
-        .chroot = n->conf.common.zk_chroot,
-        .digest_file = n->conf.common.zk_digest_file,
+        .chroot = *n->conf.common.zk_chroot ? n->conf.common.zk_chroot : NULL,
+        .digest_user = digest.user[0] ? digest.user : NULL,
+        .digest_password = digest.user[0] ? digest.password : NULL,
         .session_timeout_ms = (int)n->conf.common.zk_session_ms,
     };
     n->zk = coord_session_new(n->base, &zo, &err);
+    zk_digest_clear(&digest);
     if (!n->zk || coord_session_wait_connected(n->zk, 15000, &err) != 0) {
         log_error(MODULE, "event=zookeeper_failed error=%s", log_quote(err.msg, q, sizeof(q)));
         return 1;
     }
     json_t *data = member_data(n);
-    n->member = coord_member_join(n->zk, "droverd", n->conf.common.node_id, data, &err);
+    char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(data);
-    if (!n->member) {
-        log_error(MODULE, "event=join_failed error=%s", log_quote(err.msg, q, sizeof(q)));
-        return 1;
-    }
+    n->member = coord_member_join(n->zk, "/drover/members/droverd", n->conf.common.node_id, json,
+                                  on_joined, n);
+    free(json);
     if (start_http(n, &err) != 0) {
         log_error(MODULE, "event=listen_failed error=%s", log_quote(err.msg, q, sizeof(q)));
         return 1;
@@ -252,12 +265,16 @@ int main(int argc, char **argv)
         config_free(droverd_conf_keys, &n.conf);
         return 1;
     }
+    if (common_conf_finish(&n.conf.common, "droverd", &err) != 0) {
+        fprintf(stderr, "droverd: %s: %s\n", path, err.msg);
+        config_free(droverd_conf_keys, &n.conf);
+        return 1;
+    }
     if (check_only) {
         printf("droverd: %s: ok\n", path);
         config_free(droverd_conf_keys, &n.conf);
         return 0;
     }
-    common_conf_finish(&n.conf.common, "droverd");
     log_init((enum log_level)log_level_parse(n.conf.common.log_level), 2);
     log_route_libraries();
     signal(SIGPIPE, SIG_IGN);

@@ -1,9 +1,14 @@
 /* progconf: see progconf.h. */
 #include "progconf.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "xalloc.h"
@@ -89,12 +94,72 @@ const struct config_key worker_conf_keys[] = {
     {NULL, 0, 0, 0, NULL, 0, 0, NULL, NULL},
 };
 
-void common_conf_finish(struct common_conf *c, const char *prefix)
+int common_conf_finish(struct common_conf *c, const char *prefix, struct drv_err *err)
 {
-    if (c->node_id && *c->node_id)
-        return;
-    char host[256] = "localhost";
-    gethostname(host, sizeof(host) - 1);
-    free(c->node_id);
-    c->node_id = xasprintf("%s-%s-%ld", prefix, host, (long)getpid());
+    if (!c->node_id || !*c->node_id) {
+        char host[256] = "localhost";
+        gethostname(host, sizeof(host) - 1);
+        free(c->node_id);
+        c->node_id = xasprintf("%s-%s-%ld", prefix, host, (long)getpid());
+    }
+    size_t len = strlen(c->node_id);
+    if (len > 128)
+        return drv_err_set(err, DRV_EINVAL, 0, "key \"node.id\": longer than 128 characters");
+    for (const char *p = c->node_id; *p; p++) {
+        if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_' && *p != '.')
+            return drv_err_set(err, DRV_EINVAL, 0,
+                               "key \"node.id\": \"%s\" may hold only letters, digits, '-', "
+                               "'_' and '.'",
+                               c->node_id);
+    }
+    if (strcmp(c->node_id, ".") == 0 || strcmp(c->node_id, "..") == 0)
+        return drv_err_set(err, DRV_EINVAL, 0, "key \"node.id\": \"%s\" is reserved", c->node_id);
+    if (c->zk_chroot && *c->zk_chroot && (c->zk_chroot[0] != '/' || c->zk_chroot[1] == '\0'))
+        return drv_err_set(err, DRV_EINVAL, 0,
+                           "key \"zookeeper.chroot\": \"%s\" must be an absolute path below /",
+                           c->zk_chroot);
+    return 0;
+}
+
+int zk_digest_read(const char *path, struct zk_digest *d, struct drv_err *err)
+{
+    memset(d, 0, sizeof(*d));
+    if (!path || !*path)
+        return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return drv_err_set(err, DRV_EIO, errno, "zookeeper.digest_file \"%s\": %s", path,
+                           strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (st.st_mode & 077)) {
+        close(fd);
+        return drv_err_set(err, DRV_EINVAL, 0,
+                           "zookeeper.digest_file \"%s\": readable by others (chmod 600 it)", path);
+    }
+    char buf[400];
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n < 0)
+        return drv_err_set(err, DRV_EIO, errno, "zookeeper.digest_file \"%s\": %s", path,
+                           strerror(errno));
+    buf[n] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    char *colon = strchr(buf, ':');
+    if (!colon || colon == buf || !colon[1] || (size_t)(colon - buf) >= sizeof(d->user) ||
+        strlen(colon + 1) >= sizeof(d->password)) {
+        explicit_bzero(buf, sizeof(buf));
+        return drv_err_set(err, DRV_EINVAL, 0,
+                           "zookeeper.digest_file \"%s\": expected one line \"user:password\"",
+                           path);
+    }
+    *colon = '\0';
+    snprintf(d->user, sizeof(d->user), "%s", buf);
+    snprintf(d->password, sizeof(d->password), "%s", colon + 1);
+    explicit_bzero(buf, sizeof(buf));
+    return 0;
+}
+
+void zk_digest_clear(struct zk_digest *d)
+{
+    explicit_bzero(d, sizeof(*d));
 }

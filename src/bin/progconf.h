@@ -41,7 +41,24 @@ struct worker_conf {
 extern const struct config_key droverd_conf_keys[];
 extern const struct config_key worker_conf_keys[];
 
-/* Fill in what defaults cannot express (node id from host and pid). */
-void common_conf_finish(struct common_conf *c, const char *prefix);
+/*
+ * Fill in what defaults cannot express (node id from host and pid) and check
+ * what a table cannot: a node id must be usable as a znode name.
+ */
+int common_conf_finish(struct common_conf *c, const char *prefix, struct drv_err *err);
+
+/* ZooKeeper digest credentials read from zookeeper.digest_file ("user:password"). */
+struct zk_digest {
+    char user[128];
+    char password[256];
+};
+
+/*
+ * Read path (empty: no credentials, both fields empty). The file must not be
+ * readable by group or others, since it holds a secret.
+ */
+int zk_digest_read(const char *path, struct zk_digest *d, struct drv_err *err);
+/* Wipe the secret from memory. */
+void zk_digest_clear(struct zk_digest *d);
 
 #endif

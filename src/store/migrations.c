@@ -168,7 +168,7 @@ int store_migrate(const char *conninfo, const char *node_id, int *applied, struc
         const char *params[] = {v, m->name, node_id};
         rc = store_exec(c, "BEGIN", 0, NULL, NULL, err);
         if (rc == 0)
-            rc = store_exec(c, m->sql, 0, NULL, NULL, err);
+            rc = store_exec_script(c, m->sql, err);
         if (rc == 0)
             rc = store_exec(c,
                             "INSERT INTO schema_migrations (version, name, applied_by)"

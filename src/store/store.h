@@ -59,6 +59,12 @@ void store_start_health(struct store *s);
 int store_exec(PGconn *conn, const char *sql, int nparams, const char *const *params,
                PGresult **res, struct drv_err *err);
 
+/*
+ * Run a constant script of several statements (the simple query protocol):
+ * for migrations only, never with data from outside.
+ */
+int store_exec_script(PGconn *conn, const char *sql, struct drv_err *err);
+
 /* The SQLSTATE carried in err->lib_code, as text (buf of 6 bytes). */
 const char *store_sqlstate(const struct drv_err *err, char buf[6]);
 
