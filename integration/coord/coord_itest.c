@@ -6,6 +6,8 @@
  *                              loop on lock/increment/unlock: no lost update, tokens grow
  *   coord_itest lock-expiry    the holder's session expires: it hears LOST before EXPIRED,
  *                              the next contender gets the lock, the old fenced write fails
+ *   coord_itest queue          priority order, batches, stats, two consumers share the work
+ *                              and every item is delivered once
  *
  * Each test is a subcommand; ctest runs each under scripts/with-stack.
  */
@@ -317,6 +319,192 @@ static int t_lock_expiry(void)
     return 0;
 }
 
+/* ---- queues --------------------------------------------------------------- */
+
+struct qt {
+    struct event_base *base;
+    struct coord_queue *q;
+    bool ready;
+    int puts_done;
+    int taken;
+    int completed;
+    int errors;
+    char order[256];
+    bool complete_each;
+    unsigned char *seen; /* per item number */
+    int seen_n;
+    int dupes;
+    int outstanding;
+};
+
+static void qt_ready(int rc, void *arg)
+{
+    CHECK(rc == 0, "queue open rc %d", rc);
+    ((struct qt *)arg)->ready = true;
+}
+
+static void qt_put(int rc, void *arg)
+{
+    CHECK(rc == 0, "put rc %d", rc);
+    ((struct qt *)arg)->puts_done++;
+}
+
+static void qt_completed(int rc, void *arg)
+{
+    struct qt *x = arg;
+    if (rc == 0)
+        x->completed++;
+    else
+        x->errors++;
+}
+
+static void qt_take(struct coord_queue_item *it, int rc, void *arg);
+
+static void qt_taken_common(struct qt *x, struct coord_queue_item *it)
+{
+    x->taken++;
+    int n = -1;
+    if (sscanf(it->json, "{\"n\":%d}", &n) == 1 && x->seen && n >= 0 && n < x->seen_n) {
+        if (x->seen[n])
+            x->dupes++;
+        x->seen[n] = 1;
+    }
+    char b[16];
+    snprintf(b, sizeof(b), "%d,", it->priority);
+    strncat(x->order, b, sizeof(x->order) - strlen(x->order) - 1);
+    if (x->complete_each)
+        coord_queue_complete(x->q, it->id, qt_completed, x);
+    coord_queue_item_free(it);
+}
+
+static void qt_take(struct coord_queue_item *it, int rc, void *arg)
+{
+    struct qt *x = arg;
+    x->outstanding--;
+    if (!it) {
+        x->errors += rc != DRV_ETIMEDOUT && rc != DRV_EAGAIN;
+        return;
+    }
+    qt_taken_common(x, it);
+}
+
+struct stat_out {
+    bool done;
+    int rc;
+    struct coord_queue_stats st;
+};
+
+static void on_stats(const struct coord_queue_stats *st, int rc, void *arg)
+{
+    struct stat_out *o = arg;
+    o->rc = rc;
+    if (st)
+        o->st = *st;
+    o->done = true;
+}
+
+static struct coord_queue_stats qstats(struct event_base *base, struct coord_queue *q)
+{
+    struct stat_out o = {0};
+    coord_queue_stats(q, on_stats, &o);
+    CHECK(it_run_until(base, &o.done, 20000) && o.rc == 0, "stats rc %d", o.rc);
+    return o.st;
+}
+
+static int t_queue(void)
+{
+    struct event_base *base = event_base_new();
+    struct coord_session *s = it_session(base, 10000);
+
+    /* One shard: strict priority, FIFO within a priority. */
+    struct qt a = {.base = base};
+    struct coord_queue_opts o1 = {.shards = 1, .consumer_id = "itest-a"};
+    a.q = coord_queue_open(s, "/drover/queues/itest/prio", &o1, qt_ready, &a);
+    struct coord_queue_put_item items[] = {
+        {"{\"n\":0}", 1}, {"{\"n\":1}", 9}, {"{\"n\":2}", 5}, {"{\"n\":3}", 9}};
+    CHECK(coord_queue_put(a.q, items, 4, qt_put, &a) == 0, "put");
+    CHECK(it_run_until(base, &a.ready, 20000), "ready");
+    while (a.puts_done < 1)
+        it_run_for(base, 10);
+    struct coord_queue_stats st = qstats(base, a.q);
+    CHECK(st.length == 4 && st.claimed == 0, "length %lld claimed %lld", (long long)st.length,
+          (long long)st.claimed);
+    for (int i = 0; i < 4; i++) {
+        a.outstanding++;
+        coord_queue_take(a.q, 10000, qt_take, &a);
+    }
+    for (int w = 0; w < 2000 && a.taken < 4; w++)
+        it_run_for(base, 10);
+    CHECK(strcmp(a.order, "9,9,5,1,") == 0, "order %s", a.order);
+    st = qstats(base, a.q);
+    CHECK(st.length == 4 && st.claimed == 4, "claimed %lld", (long long)st.claimed);
+    /* Nothing left to take: a take times out. */
+    a.outstanding++;
+    coord_queue_take(a.q, 200, qt_take, &a);
+    while (a.outstanding > 0)
+        it_run_for(base, 10);
+    CHECK(a.errors == 0 && a.taken == 4, "taken %d errors %d", a.taken, a.errors);
+    coord_queue_close(a.q);
+
+    /* Sixteen shards, 1000 items in batches, two consumers on two sessions. */
+    enum { N = 1000 };
+    struct coord_session *s2 = it_session(base, 10000);
+    struct qt b = {.base = base, .complete_each = true}, c = {.base = base, .complete_each = true};
+    b.seen = c.seen = xcalloc(N, 1);
+    b.seen_n = c.seen_n = N;
+    struct coord_queue_opts ob = {.consumer_id = "itest-b"}, oc = {.consumer_id = "itest-c"};
+    b.q = coord_queue_open(s, "/drover/queues/itest/many", &ob, qt_ready, &b);
+    c.q = coord_queue_open(s2, "/drover/queues/itest/many", &oc, qt_ready, &c);
+    char *json[N];
+    struct coord_queue_put_item batch[100];
+    for (int i = 0; i < N; i++)
+        json[i] = xasprintf("{\"n\":%d}", i);
+    for (int k = 0; k < N / 100; k++) {
+        for (int i = 0; i < 100; i++)
+            batch[i] = (struct coord_queue_put_item){json[k * 100 + i], i % 10};
+        CHECK(coord_queue_put(b.q, batch, 100, qt_put, &b) == 0, "put");
+    }
+    while (b.puts_done < N / 100)
+        it_run_for(base, 10);
+    st = qstats(base, c.q);
+    CHECK(st.length == N, "length %lld", (long long)st.length);
+    CHECK(st.oldest_age_ms >= 0, "age %lld", (long long)st.oldest_age_ms);
+    for (int i = 0; i < 8; i++) {
+        b.outstanding++;
+        coord_queue_take(b.q, -1, qt_take, &b);
+        c.outstanding++;
+        coord_queue_take(c.q, -1, qt_take, &c);
+    }
+    /* Keep 8 takes outstanding each until all are done. */
+    while (b.completed + c.completed < N) {
+        it_run_for(base, 5);
+        while (b.outstanding < 8 && b.taken + c.taken < N) {
+            b.outstanding++;
+            coord_queue_take(b.q, -1, qt_take, &b);
+        }
+        while (c.outstanding < 8 && b.taken + c.taken < N) {
+            c.outstanding++;
+            coord_queue_take(c.q, -1, qt_take, &c);
+        }
+    }
+    CHECK(b.dupes + c.dupes == 0, "delivered twice: %d", b.dupes + c.dupes);
+    for (int i = 0; i < N; i++)
+        CHECK(b.seen[i], "item %d never delivered", i);
+    CHECK(b.errors + c.errors == 0, "errors %d", b.errors + c.errors);
+    st = qstats(base, c.q);
+    CHECK(st.length == 0 && st.claimed == 0, "left %lld", (long long)st.length);
+    printf("queue: ok (b took %d, c took %d)\n", b.taken, c.taken);
+    coord_queue_close(b.q);
+    coord_queue_close(c.q);
+    for (int i = 0; i < N; i++)
+        free(json[i]);
+    free(b.seen);
+    coord_session_free(s);
+    coord_session_free(s2);
+    event_base_free(base);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     it_self_path(argv[0]);
@@ -332,6 +520,8 @@ int main(int argc, char **argv)
         return t_lock_worker(atoi(argv[2]));
     if (strcmp(t, "lock-expiry") == 0)
         return t_lock_expiry();
+    if (strcmp(t, "queue") == 0)
+        return t_queue();
     CHECK(false, "unknown test \"%s\"", t);
     return 2;
 }
