@@ -1,7 +1,13 @@
 /*
  * coord_itest: integration tests of src/coord against real ZooKeeper servers.
  *
- *   coord_itest members       join, watch, update, leave at once, re-join after expiry
+ *   coord_itest members        join, watch, update, leave at once, re-join after expiry
+ *   coord_itest lock           herd-free waiting, try-lock, deadline, then several processes
+ *                              loop on lock/increment/unlock: no lost update, tokens grow
+ *   coord_itest lock-expiry    the holder's session expires: it hears LOST before EXPIRED,
+ *                              the next contender gets the lock, the old fenced write fails
+ *   coord_itest queue          priority order, batches, stats, two consumers share the work
+ *                              and every item is delivered once
  *
  * Each test is a subcommand; ctest runs each under scripts/with-stack.
  */
@@ -11,6 +17,8 @@
 #include "itest.h"
 #include "log.h"
 #include "xalloc.h"
+
+static char order_trace[512];
 
 /* ---- members ------------------------------------------------------------ */
 
@@ -27,6 +35,11 @@ static void on_members(const struct coord_member_info *m, size_t n, void *arg)
         strncat(seen, ";", sizeof(seen) - strlen(seen) - 1);
     }
     seen_count++;
+}
+
+static bool seen_is_trace(void *want)
+{
+    return strcmp(order_trace, want) == 0;
 }
 
 static bool seen_is(void *want)
@@ -82,6 +95,416 @@ static int t_members(void)
     return 0;
 }
 
+/* ---- locks -------------------------------------------------------------- */
+
+struct lk {
+    struct coord_lock *l;
+    enum coord_lock_event last;
+    int events;
+    char trace[256];
+};
+
+static void on_lock(struct coord_lock *l, enum coord_lock_event ev, void *arg)
+{
+    struct lk *k = arg;
+    k->last = ev;
+    k->events++;
+    if (ev == COORD_LOCK_LOST)
+        strncat(order_trace, "lost;", sizeof(order_trace) - strlen(order_trace) - 1);
+}
+
+static bool lk_event(void *arg)
+{
+    return ((struct lk *)arg)->last != 0;
+}
+
+static void set_bool(int rc, void *arg)
+{
+    *(bool *)arg = true;
+}
+
+/* Child: loop on lock / read-increment-write (unversioned) / unlock. */
+static int t_lock_worker(int iters)
+{
+    struct event_base *base = event_base_new();
+    struct coord_session *s = it_session(base, 10000);
+    struct lk k = {0};
+    k.l = coord_lock_new(s, "/drover/locks/itest-counter", "{\"who\":\"worker\"}", on_lock, &k);
+    for (int i = 0; i < iters; i++) {
+        k.last = 0;
+        CHECK(coord_lock_acquire(k.l, -1) == 0, "acquire");
+        CHECK(it_run_until_fn(base, lk_event, &k, 60000), "no lock");
+        CHECK(k.last == COORD_LOCK_ACQUIRED, "event %d", k.last);
+        /* Read, then write without a version: only the lock prevents lost updates. */
+        long count = 0, token = 0;
+        it_read_counter(base, s, &count, &token);
+        CHECK(token < coord_lock_token(k.l), "token %ld not below ours %lld", token,
+              (long long)coord_lock_token(k.l));
+        it_write_counter(base, s, count + 1, (long)coord_lock_token(k.l));
+        coord_lock_release(k.l);
+    }
+    coord_lock_free(k.l);
+    coord_session_free(s);
+    event_base_free(base);
+    return 0;
+}
+
+static int t_lock(void)
+{
+    struct event_base *base = event_base_new();
+    enum { K = 5 };
+    struct coord_session *s[K];
+    struct lk k[K];
+    memset(k, 0, sizeof(k));
+    for (int i = 0; i < K; i++) {
+        s[i] = it_session(base, 10000);
+        k[i].l = coord_lock_new(s[i], "/drover/locks/itest-herd", "{}", on_lock, &k[i]);
+    }
+    /* One at a time, so that the order of the contenders is known. */
+    for (int i = 0; i < K; i++) {
+        CHECK(coord_lock_acquire(k[i].l, -1) == 0, "acquire");
+        if (i == 0)
+            CHECK(it_run_until_fn(base, lk_event, &k[0], 20000), "first gets it");
+        else
+            for (int w = 0; w < 1000 && !coord_lock_waiting_on(k[i].l); w++)
+                it_run_for(base, 10);
+    }
+    CHECK(k[0].last == COORD_LOCK_ACQUIRED && coord_lock_token(k[0].l) > 0, "held");
+    for (int i = 1; i < K; i++) {
+        CHECK(k[i].last == 0, "contender %d got event %d", i, k[i].last);
+        CHECK(coord_lock_waiting_on(k[i].l) &&
+                  strcmp(coord_lock_waiting_on(k[i].l), coord_lock_node(k[i - 1].l)) == 0,
+              "contender %d waits on %s, not its predecessor %s", i, coord_lock_waiting_on(k[i].l),
+              coord_lock_node(k[i - 1].l));
+    }
+    /* Try-lock and deadline while held elsewhere. */
+    struct lk t = {0};
+    t.l = coord_lock_new(s[0], "/drover/locks/itest-herd", "{}", on_lock, &t);
+    coord_lock_acquire(t.l, 0);
+    CHECK(it_run_until_fn(base, lk_event, &t, 20000) && t.last == COORD_LOCK_BUSY, "busy %d",
+          t.last);
+    t.last = 0;
+    coord_lock_acquire(t.l, 300);
+    CHECK(it_run_until_fn(base, lk_event, &t, 20000) && t.last == COORD_LOCK_TIMEDOUT,
+          "timedout %d", t.last);
+    coord_lock_free(t.l);
+    /* Hand-over down the line: each release wakes exactly the next one; tokens grow. */
+    int64_t prev = coord_lock_token(k[0].l);
+    for (int i = 0; i < K - 1; i++) {
+        coord_lock_release(k[i].l);
+        CHECK(it_run_until_fn(base, lk_event, &k[i + 1], 20000), "next %d", i + 1);
+        CHECK(k[i + 1].last == COORD_LOCK_ACQUIRED, "next %d event %d", i + 1, k[i + 1].last);
+        for (int j = i + 2; j < K; j++)
+            CHECK(k[j].last == 0, "contender %d woke early", j);
+        CHECK(coord_lock_token(k[i + 1].l) > prev, "token grows");
+        prev = coord_lock_token(k[i + 1].l);
+    }
+    for (int i = 0; i < K; i++) {
+        coord_lock_free(k[i].l);
+        coord_session_free(s[i]);
+    }
+
+    /* Several processes increment a shared counter under the lock. */
+    enum { P = 4, ITERS = 50 };
+    struct coord_session *cs = it_session(base, 10000);
+    it_write_counter(base, cs, 0, 0);
+    pid_t pids[P];
+    char iters[16];
+    snprintf(iters, sizeof(iters), "%d", ITERS);
+    for (int i = 0; i < P; i++) {
+        char *argv[] = {(char *)it_self(), "lock-worker", iters, NULL};
+        pids[i] = it_spawn(argv);
+    }
+    for (int i = 0; i < P; i++)
+        CHECK(it_wait(pids[i]) == 0, "worker %d failed", i);
+    long count = 0, token = 0;
+    it_read_counter(base, cs, &count, &token);
+    CHECK(count == P * ITERS, "counter %ld, want %d: lost updates", count, P * ITERS);
+    coord_session_free(cs);
+    event_base_free(base);
+    printf("lock: ok (%d processes x %d increments)\n", P, ITERS);
+    return 0;
+}
+
+static void on_state_trace(struct coord_session *s, enum coord_state st, void *arg)
+{
+    if (st == COORD_EXPIRED)
+        strncat(order_trace, "expired;", sizeof(order_trace) - strlen(order_trace) - 1);
+}
+
+struct txn_out {
+    bool done;
+    int rc;
+    int failed_op;
+};
+
+static void on_txn(const struct coord_txn_result *r, void *arg)
+{
+    struct txn_out *o = arg;
+    o->done = true;
+    o->rc = r->rc;
+    o->failed_op = r->failed_op;
+}
+
+static bool txn_done(void *arg)
+{
+    return ((struct txn_out *)arg)->done;
+}
+
+static int t_lock_expiry(void)
+{
+    struct event_base *base = event_base_new();
+    struct drv_err err;
+    struct coord_session_opts o = {
+        .hosts = it_zk(), .session_timeout_ms = 4000, .on_state = on_state_trace};
+    struct coord_session *s1 = coord_session_new(base, &o, &err);
+    CHECK(s1 && coord_session_wait_connected(s1, 30000, &err) == 0, "s1");
+    struct coord_session *s2 = it_session(base, 4000);
+    const char *dir = "/drover/locks/itest-expiry";
+    struct lk a = {0}, b = {0};
+    a.l = coord_lock_new(s1, dir, "{\"who\":\"a\"}", on_lock, &a);
+    b.l = coord_lock_new(s2, dir, "{\"who\":\"b\"}", on_lock, &b);
+    coord_lock_acquire(a.l, -1);
+    CHECK(it_run_until_fn(base, lk_event, &a, 20000) && a.last == COORD_LOCK_ACQUIRED, "a");
+    coord_lock_acquire(b.l, -1);
+    while (!coord_lock_waiting_on(b.l))
+        it_run_for(base, 10);
+    int64_t ta = coord_lock_token(a.l);
+
+    /* The holder writes the job with a fenced, versioned write. */
+    bool ok = false;
+    coord_ensure_path(s1, "/drover/itest/job", set_bool, &ok);
+    CHECK(it_run_until(base, &ok, 20000), "ensure");
+    struct txn_out w1 = {0};
+    struct coord_txn *t = coord_txn_new();
+    coord_txn_set(t, "/drover/itest/job", "{\"owner\":\"a\"}", 0);
+    coord_txn_commit(s1, t, a.l, on_txn, &w1);
+    CHECK(it_run_until_fn(base, txn_done, &w1, 20000) && w1.rc == 0, "fenced write rc %d", w1.rc);
+
+    /* Expire a's session behind its back, then let it write before it knows. */
+    it_expire(s1);
+    struct txn_out w2 = {0};
+    t = coord_txn_new();
+    coord_txn_set(t, "/drover/itest/job", "{\"owner\":\"a-stale\"}", 1);
+    CHECK(coord_lock_held(a.l), "a does not know yet");
+    coord_txn_commit(s1, t, a.l, on_txn, &w2);
+    CHECK(it_run_until_fn(base, txn_done, &w2, 20000), "stale write answered");
+    CHECK(w2.rc == DRV_ECONFLICT && w2.failed_op == -1, "stale write rc %d op %d", w2.rc,
+          w2.failed_op);
+    CHECK(it_run_until_fn(base, lk_event, &b, 20000) && b.last == COORD_LOCK_ACQUIRED, "b");
+    CHECK(a.last == COORD_LOCK_LOST, "a lost: %d", a.last);
+    CHECK(it_run_until_fn(base, seen_is_trace, "lost;expired;", 20000), "order: %s", order_trace);
+    CHECK(coord_lock_token(b.l) > ta, "token grows");
+
+    /* b's fenced write with the right version works; with a stale version it fails. */
+    struct txn_out w3 = {0}, w4 = {0};
+    t = coord_txn_new();
+    coord_txn_set(t, "/drover/itest/job", "{\"owner\":\"b\"}", 1);
+    coord_txn_commit(s2, t, b.l, on_txn, &w3);
+    CHECK(it_run_until_fn(base, txn_done, &w3, 20000) && w3.rc == 0, "b write %d", w3.rc);
+    t = coord_txn_new();
+    coord_txn_check(t, "/drover/itest", -1);
+    coord_txn_set(t, "/drover/itest/job", "{\"owner\":\"b\"}", 1);
+    coord_txn_commit(s2, t, b.l, on_txn, &w4);
+    CHECK(it_run_until_fn(base, txn_done, &w4, 20000), "w4");
+    CHECK(w4.rc == DRV_ECONFLICT && w4.failed_op == 1, "w4 rc %d op %d", w4.rc, w4.failed_op);
+    CHECK(coord_lock_held(b.l), "a version conflict does not lose the lock");
+
+    coord_lock_free(a.l);
+    coord_lock_free(b.l);
+    coord_session_free(s1);
+    coord_session_free(s2);
+    event_base_free(base);
+    printf("lock-expiry: ok\n");
+    return 0;
+}
+
+/* ---- queues --------------------------------------------------------------- */
+
+struct qt {
+    struct event_base *base;
+    struct coord_queue *q;
+    bool ready;
+    int puts_done;
+    int taken;
+    int completed;
+    int errors;
+    char order[256];
+    bool complete_each;
+    unsigned char *seen; /* per item number */
+    int seen_n;
+    int dupes;
+    int outstanding;
+};
+
+static void qt_ready(int rc, void *arg)
+{
+    CHECK(rc == 0, "queue open rc %d", rc);
+    ((struct qt *)arg)->ready = true;
+}
+
+static void qt_put(int rc, void *arg)
+{
+    CHECK(rc == 0, "put rc %d", rc);
+    ((struct qt *)arg)->puts_done++;
+}
+
+static void qt_completed(int rc, void *arg)
+{
+    struct qt *x = arg;
+    if (rc == 0)
+        x->completed++;
+    else
+        x->errors++;
+}
+
+static void qt_take(struct coord_queue_item *it, int rc, void *arg);
+
+static void qt_taken_common(struct qt *x, struct coord_queue_item *it)
+{
+    x->taken++;
+    int n = -1;
+    if (sscanf(it->json, "{\"n\":%d}", &n) == 1 && x->seen && n >= 0 && n < x->seen_n) {
+        if (x->seen[n])
+            x->dupes++;
+        x->seen[n] = 1;
+    }
+    char b[16];
+    snprintf(b, sizeof(b), "%d,", it->priority);
+    strncat(x->order, b, sizeof(x->order) - strlen(x->order) - 1);
+    if (x->complete_each)
+        coord_queue_complete(x->q, it->id, qt_completed, x);
+    coord_queue_item_free(it);
+}
+
+static void qt_take(struct coord_queue_item *it, int rc, void *arg)
+{
+    struct qt *x = arg;
+    x->outstanding--;
+    if (!it) {
+        x->errors += rc != DRV_ETIMEDOUT && rc != DRV_EAGAIN;
+        return;
+    }
+    qt_taken_common(x, it);
+}
+
+struct stat_out {
+    bool done;
+    int rc;
+    struct coord_queue_stats st;
+};
+
+static void on_stats(const struct coord_queue_stats *st, int rc, void *arg)
+{
+    struct stat_out *o = arg;
+    o->rc = rc;
+    if (st)
+        o->st = *st;
+    o->done = true;
+}
+
+static struct coord_queue_stats qstats(struct event_base *base, struct coord_queue *q)
+{
+    struct stat_out o = {0};
+    coord_queue_stats(q, on_stats, &o);
+    CHECK(it_run_until(base, &o.done, 20000) && o.rc == 0, "stats rc %d", o.rc);
+    return o.st;
+}
+
+static int t_queue(void)
+{
+    struct event_base *base = event_base_new();
+    struct coord_session *s = it_session(base, 10000);
+
+    /* One shard: strict priority, FIFO within a priority. */
+    struct qt a = {.base = base};
+    struct coord_queue_opts o1 = {.shards = 1, .consumer_id = "itest-a"};
+    a.q = coord_queue_open(s, "/drover/queues/itest/prio", &o1, qt_ready, &a);
+    struct coord_queue_put_item items[] = {
+        {"{\"n\":0}", 1}, {"{\"n\":1}", 9}, {"{\"n\":2}", 5}, {"{\"n\":3}", 9}};
+    CHECK(coord_queue_put(a.q, items, 4, qt_put, &a) == 0, "put");
+    CHECK(it_run_until(base, &a.ready, 20000), "ready");
+    while (a.puts_done < 1)
+        it_run_for(base, 10);
+    struct coord_queue_stats st = qstats(base, a.q);
+    CHECK(st.length == 4 && st.claimed == 0, "length %lld claimed %lld", (long long)st.length,
+          (long long)st.claimed);
+    for (int i = 0; i < 4; i++) {
+        a.outstanding++;
+        coord_queue_take(a.q, 10000, qt_take, &a);
+    }
+    for (int w = 0; w < 2000 && a.taken < 4; w++)
+        it_run_for(base, 10);
+    CHECK(strcmp(a.order, "9,9,5,1,") == 0, "order %s", a.order);
+    st = qstats(base, a.q);
+    CHECK(st.length == 4 && st.claimed == 4, "claimed %lld", (long long)st.claimed);
+    /* Nothing left to take: a take times out. */
+    a.outstanding++;
+    coord_queue_take(a.q, 200, qt_take, &a);
+    while (a.outstanding > 0)
+        it_run_for(base, 10);
+    CHECK(a.errors == 0 && a.taken == 4, "taken %d errors %d", a.taken, a.errors);
+    coord_queue_close(a.q);
+
+    /* Sixteen shards, 1000 items in batches, two consumers on two sessions. */
+    enum { N = 1000 };
+    struct coord_session *s2 = it_session(base, 10000);
+    struct qt b = {.base = base, .complete_each = true}, c = {.base = base, .complete_each = true};
+    b.seen = c.seen = xcalloc(N, 1);
+    b.seen_n = c.seen_n = N;
+    struct coord_queue_opts ob = {.consumer_id = "itest-b"}, oc = {.consumer_id = "itest-c"};
+    b.q = coord_queue_open(s, "/drover/queues/itest/many", &ob, qt_ready, &b);
+    c.q = coord_queue_open(s2, "/drover/queues/itest/many", &oc, qt_ready, &c);
+    char *json[N];
+    struct coord_queue_put_item batch[100];
+    for (int i = 0; i < N; i++)
+        json[i] = xasprintf("{\"n\":%d}", i);
+    for (int k = 0; k < N / 100; k++) {
+        for (int i = 0; i < 100; i++)
+            batch[i] = (struct coord_queue_put_item){json[k * 100 + i], i % 10};
+        CHECK(coord_queue_put(b.q, batch, 100, qt_put, &b) == 0, "put");
+    }
+    while (b.puts_done < N / 100)
+        it_run_for(base, 10);
+    st = qstats(base, c.q);
+    CHECK(st.length == N, "length %lld", (long long)st.length);
+    CHECK(st.oldest_age_ms >= 0, "age %lld", (long long)st.oldest_age_ms);
+    for (int i = 0; i < 8; i++) {
+        b.outstanding++;
+        coord_queue_take(b.q, -1, qt_take, &b);
+        c.outstanding++;
+        coord_queue_take(c.q, -1, qt_take, &c);
+    }
+    /* Keep 8 takes outstanding each until all are done. */
+    while (b.completed + c.completed < N) {
+        it_run_for(base, 5);
+        while (b.outstanding < 8 && b.taken + c.taken < N) {
+            b.outstanding++;
+            coord_queue_take(b.q, -1, qt_take, &b);
+        }
+        while (c.outstanding < 8 && b.taken + c.taken < N) {
+            c.outstanding++;
+            coord_queue_take(c.q, -1, qt_take, &c);
+        }
+    }
+    CHECK(b.dupes + c.dupes == 0, "delivered twice: %d", b.dupes + c.dupes);
+    for (int i = 0; i < N; i++)
+        CHECK(b.seen[i], "item %d never delivered", i);
+    CHECK(b.errors + c.errors == 0, "errors %d", b.errors + c.errors);
+    st = qstats(base, c.q);
+    CHECK(st.length == 0 && st.claimed == 0, "left %lld", (long long)st.length);
+    printf("queue: ok (b took %d, c took %d)\n", b.taken, c.taken);
+    coord_queue_close(b.q);
+    coord_queue_close(c.q);
+    for (int i = 0; i < N; i++)
+        free(json[i]);
+    free(b.seen);
+    coord_session_free(s);
+    coord_session_free(s2);
+    event_base_free(base);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     it_self_path(argv[0]);
@@ -91,6 +514,14 @@ int main(int argc, char **argv)
     const char *t = argv[1];
     if (strcmp(t, "members") == 0)
         return t_members();
+    if (strcmp(t, "lock") == 0)
+        return t_lock();
+    if (strcmp(t, "lock-worker") == 0 && argc >= 3)
+        return t_lock_worker(atoi(argv[2]));
+    if (strcmp(t, "lock-expiry") == 0)
+        return t_lock_expiry();
+    if (strcmp(t, "queue") == 0)
+        return t_queue();
     CHECK(false, "unknown test \"%s\"", t);
     return 2;
 }
