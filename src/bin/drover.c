@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "solver.h"
 
 struct command {
     const char *name;
@@ -17,6 +18,7 @@ struct command {
 };
 
 static const struct command commands[] = {
+    {"solve", solver_cli_main, "offline: solve a cluster layout from a catalogue"},
     {"zk", cli_zk_main, "inspect the ZooKeeper tree (ls, get, tree)"},
     {NULL, NULL, NULL},
 };
