@@ -415,8 +415,11 @@ static uint32_t add_task(struct build *b, const char *id, const char *node, int 
     uint32_t t = planner__add_task(b->plan, id, node, svc_name, a, type, fields, st);
     XGROW(b->task_svc, b->task_svc_cap, (size_t)t + 1);
     b->task_svc[t] = svc;
-    if (svc >= 0 && a != PLANNER_ACT_ANCHOR)
-        ulist_add(&b->by_sa[(size_t)svc * NA + a], t);
+    if (svc >= 0 && a != PLANNER_ACT_ANCHOR) {
+        struct ulist *l = &b->by_sa[(size_t)svc * NA + a]; /* new task: no duplicate check */
+        XGROW(l->v, l->cap, l->n + 1);
+        l->v[l->n++] = t;
+    }
     return t;
 }
 
@@ -637,8 +640,8 @@ static uint32_t every(struct build *b, size_t s, int a)
         snprintf(id, sizeof(id), "*/%s/%s", b->svc_name[s], planner_action_name(a));
         static const struct planner_strategy parallel = {PLANNER_STRAT_PARALLEL, 0};
         uint32_t t = add_task(b, id, NULL, (int)s, PLANNER_ACT_ANCHOR, NULL, NULL, parallel);
-        for (size_t k = 0; k < l->n; k++)
-            planner__add_dep(b->plan, t, l->v[k]);
+        for (size_t k = 0; k < l->n; k++) /* distinct tasks: no duplicate check */
+            planner__add_dep_new(b->plan, t, l->v[k]);
         *an = t;
     }
     return (uint32_t)*an;

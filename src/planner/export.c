@@ -141,6 +141,7 @@ int planner_plan_from_json(const json_t *json, struct planner_plan **out, struct
     for (size_t i = 0; i < p->n_tasks && rc == 0; i++)
         if (planner__map_put(&ids, p->tasks[i].id, (uint32_t)i) >= 0)
             rc = drv_err_set(err, DRV_EINVAL, 0, "plan: duplicate task id \"%s\"", p->tasks[i].id);
+    uint32_t *stamp = xcalloc(p->n_tasks + 1, sizeof(*stamp)); /* dep seen for task i + 1 */
     for (size_t i = 0; i < p->n_tasks && rc == 0; i++) {
         const json_t *deps = json_object_get(json_array_get(tasks, i), "deps");
         if (deps && !json_is_array(deps)) {
@@ -156,9 +157,13 @@ int planner_plan_from_json(const json_t *json, struct planner_plan **out, struct
                                  p->tasks[i].id, d ? d : "");
                 break;
             }
-            planner__add_dep(p, (uint32_t)i, (uint32_t)di);
+            if (stamp[di] != i + 1) {
+                stamp[di] = (uint32_t)i + 1;
+                planner__add_dep_new(p, (uint32_t)i, (uint32_t)di);
+            }
         }
     }
+    free(stamp);
     planner__map_free(&ids);
     if (rc == 0)
         rc = planner_toposort(p, NULL, err);

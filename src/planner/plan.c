@@ -274,6 +274,12 @@ void planner__add_dep(struct planner_plan *p, uint32_t task, uint32_t dep)
     for (uint32_t i = 0; i < t->n_deps; i++)
         if (t->deps[i] == dep)
             return;
+    planner__add_dep_new(p, task, dep);
+}
+
+void planner__add_dep_new(struct planner_plan *p, uint32_t task, uint32_t dep)
+{
+    struct planner_task *t = &p->tasks[task];
     if (t->n_deps == t->cap_deps) {
         t->cap_deps = t->cap_deps ? t->cap_deps * 2 : 4;
         t->deps = xrealloc(t->deps, t->cap_deps * sizeof(*t->deps));

@@ -28,23 +28,18 @@ struct ulist {
     size_t n, cap;
 };
 
-static void ul_add(struct ulist *l, uint32_t x)
+/* Append; duplicates and stale entries are filtered when the plan is emitted,
+ * so that no step here is quadratic in a 10,000-entry list. */
+static void ul_push(struct ulist *l, uint32_t x)
 {
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i] == x)
-            return;
     XGROW(l->v, l->cap, l->n + 1);
     l->v[l->n++] = x;
 }
 
-static void ul_del(struct ulist *l, uint32_t x)
+static int cmp_u32(const void *a, const void *b)
 {
-    for (size_t i = 0; i < l->n; i++) {
-        if (l->v[i] == x) {
-            l->v[i] = l->v[--l->n];
-            return;
-        }
-    }
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
 }
 
 struct inverse {
@@ -167,31 +162,38 @@ int planner_rollback(const struct planner_plan *failed, const enum planner_task_
             uint32_t d = t->deps[k];
             if (!in[d])
                 continue;
-            ul_add(&wait[d], (uint32_t)i); /* undo d after undoing i */
-            ul_add(&succ[i], d);
+            ul_push(&wait[d], (uint32_t)i); /* undo d after undoing i */
+            ul_push(&succ[i], d);
         }
     }
-    /* Contract tasks without an inverse, last first (the order undo runs in). */
+    /*
+     * Contract tasks without an inverse, last first (the order undo runs in):
+     * what waits for k waits for what k waited for. Entries naming a task
+     * contracted earlier are stale and skipped (in[] is 0).
+     */
     for (size_t k = n; k-- > 0;) {
         if (!in[k] || inv[k].action >= 0)
             continue;
         size_t np = wait[k].n, nsu = succ[k].n;
         if (np && nsu && np * nsu > np + nsu)
             continue; /* cheaper as an anchor */
+        in[k] = 0;
         for (size_t a = 0; a < nsu; a++) {
             uint32_t s = succ[k].v[a];
-            ul_del(&wait[s], (uint32_t)k);
+            if (!in[s])
+                continue;
             for (size_t c = 0; c < np; c++)
-                ul_add(&wait[s], wait[k].v[c]);
+                if (in[wait[k].v[c]])
+                    ul_push(&wait[s], wait[k].v[c]);
         }
         for (size_t c = 0; c < np; c++) {
             uint32_t pr = wait[k].v[c];
-            ul_del(&succ[pr], (uint32_t)k);
+            if (!in[pr])
+                continue;
             for (size_t a = 0; a < nsu; a++)
-                ul_add(&succ[pr], succ[k].v[a]);
+                if (in[succ[k].v[a]])
+                    ul_push(&succ[pr], succ[k].v[a]);
         }
-        wait[k].n = succ[k].n = 0;
-        in[k] = 0;
     }
 
     /* Emit, in reverse of the original order. */
@@ -226,16 +228,17 @@ int planner_rollback(const struct planner_plan *failed, const enum planner_task_
     for (size_t k = n; k-- > 0;) {
         if (!in[k])
             continue;
-        /* Deterministic dependency order: by original index. */
+        /* Live entries only, once each, by original index: deterministic. */
         uint32_t *w = wait[k].v;
-        for (size_t a = 1; a < wait[k].n; a++)
-            for (size_t c = a; c > 0 && w[c - 1] > w[c]; c--) {
-                uint32_t tmp = w[c];
-                w[c] = w[c - 1];
-                w[c - 1] = tmp;
-            }
+        size_t m = 0;
         for (size_t a = 0; a < wait[k].n; a++)
-            planner__add_dep(rb, newidx[k], newidx[w[a]]);
+            if (in[w[a]])
+                w[m++] = w[a];
+        if (m > 1)
+            qsort(w, m, sizeof(*w), cmp_u32);
+        for (size_t a = 0; a < m; a++)
+            if (a == 0 || w[a] != w[a - 1])
+                planner__add_dep_new(rb, newidx[k], newidx[w[a]]);
     }
 
     int rc = planner__check_ids(rb, err);
