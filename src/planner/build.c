@@ -661,6 +661,15 @@ static int runtime_done_action(struct build *b, size_t s)
     return has_tasks(b, s, PLANNER_ACT_START) ? PLANNER_ACT_START : PLANNER_ACT_INITIALIZE;
 }
 
+static void del_dep(struct planner_task *t, uint32_t dep)
+{
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < t->n_deps; i++)
+        if (t->deps[i] != dep)
+            t->deps[m++] = t->deps[i];
+    t->n_deps = m;
+}
+
 static void wire(struct build *b)
 {
     const unsigned inst = 1u << PLANNER_ACT_INSTALL, rm = 1u << PLANNER_ACT_REMOVE;
@@ -690,12 +699,18 @@ static void wire(struct build *b)
                 continue;
             enum planner_action a = b->plan->tasks[t].action;
             if (a == PLANNER_ACT_INSTALL) {
+                int local = 0;
                 for (size_t k = 0; k < e_inst[s].n; k++) {
                     size_t d = e_inst[s].v[k];
                     long lt = local_task(b, n, d, PLANNER_ACT_INSTALL);
                     planner__add_dep(b->plan, t,
                                      lt >= 0 ? (uint32_t)lt : every(b, d, PLANNER_ACT_INSTALL));
+                    local |= lt >= 0;
                 }
+                /* Every service task of the node follows its node-level tasks: a
+                 * local dependency implies them. */
+                if (local && n->pre_last >= 0)
+                    del_dep(&b->plan->tasks[t], (uint32_t)n->pre_last);
             } else if (a == PLANNER_ACT_REMOVE) {
                 for (size_t k = 0; k < r_rm[s].n; k++) {
                     size_t d = r_rm[s].v[k];
