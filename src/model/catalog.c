@@ -335,7 +335,8 @@ static int load_kind(struct model_catalog *c, const char *dir, enum model_kind k
         }
     }
     closedir(d);
-    qsort(files, n, sizeof(char *), name_cmp);
+    if (n)
+        qsort(files, n, sizeof(char *), name_cmp);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         char *file = xasprintf("%s/%s", path, files[i]);
