@@ -4,9 +4,10 @@
  * per process so that the peak belongs to that size:
  *   build-release/bench/planner/bench_planner 1000
  *   build-release/bench/planner/bench_planner 10000
- * The layout is the one the template's constraints call for: one master node
- * (namenode, resourcemanager, zookeeper, hbase master) and N - 1 workers
- * (datanode, nodemanager, regionserver), base everywhere.
+ * The layout is the solver's (or, in a build without the solver, the one the
+ * template's constraints call for: one master node with namenode,
+ * resourcemanager, zookeeper, hbase master and N - 1 workers with datanode,
+ * nodemanager, regionserver, base everywhere). The solve is timed apart.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,9 @@
 
 #include "planner.h"
 #include "planner_model.h"
+#ifdef DROVER_HAVE_SOLVER
+#include "solver.h"
+#endif
 
 static double now_ms(void)
 {
@@ -57,9 +61,23 @@ int main(int argc, char **argv)
                                    "zookeeper-server", "hbase-master"};
     static const char *worker[] = {"base", "hadoop-hdfs-datanode", "hadoop-yarn-nodemanager",
                                    "hbase-regionserver"};
-    struct model_layout *l = model_layout_new();
+    struct model_layout *l = NULL;
+    double ts = now_ms();
+#ifdef DROVER_HAVE_SOLVER
+    struct solver_request sr = {.catalog = c, .tmpl = t, .nodes = n, .cmp_prefers_supersets = true};
+    if (solver_solve(&sr, &l, &err)) {
+        fprintf(stderr, "error: solver: %s\n", err.msg);
+        return 1;
+    }
+    const char *from = "solver";
+#else
+    l = model_layout_new();
     model_layout_add(l, master, 5, "standard-large", "ubuntu12", 1, NULL);
     model_layout_add(l, worker, 4, "standard-large", "ubuntu12", n - 1, NULL);
+    const char *from = "fixed";
+#endif
+    double solve_ms = now_ms() - ts;
+    (void)master, (void)worker;
     long rss0 = peak_rss_kb();
 
     double t0 = now_ms();
@@ -79,8 +97,8 @@ int main(int argc, char **argv)
     struct planner_stages *st = NULL;
     planner_stages(p, &st, &err);
     double t2 = now_ms();
-    json_t *j = planner_plan_to_json(p);
-    char *s = json_dumps(j, JSON_COMPACT);
+    size_t json_len = 0;
+    char *s = planner_plan_to_json_text(p, &json_len);
     double t3 = now_ms();
     /* Rollback of a create that failed at its very last task. */
     enum planner_task_state *states = calloc(p->n_tasks, sizeof(*states));
@@ -93,16 +111,28 @@ int main(int argc, char **argv)
         return 1;
     }
     double t5 = now_ms();
+    long rss2 = peak_rss_kb();
+    /* The same JSON through a jansson tree (planner_plan_to_json + json_dumps). */
+    json_t *j = planner_plan_to_json(p);
+    char *s2 = json_dumps(j, JSON_COMPACT);
+    double t6 = now_ms();
+    if (strcmp(s, s2) != 0) {
+        fprintf(stderr, "error: the two JSON writers disagree\n");
+        return 1;
+    }
     size_t edges = 0;
     for (size_t i = 0; i < p->n_tasks; i++)
         edges += p->tasks[i].n_deps;
-    printf("nodes=%u tasks=%zu edges=%zu stages=%zu\n", n, p->n_tasks, edges, st->n_stages);
-    printf("plan_ms=%.1f stages_ms=%.1f json_ms=%.1f json_bytes=%zu rollback_ms=%.1f "
-           "rollback_tasks=%zu\n",
-           t1 - t0, t2 - t1, t3 - t2, strlen(s), t5 - t4, rb->n_tasks);
-    printf("peak_rss_mb_after_plan=%.1f peak_rss_mb_total=%.1f baseline_mb=%.1f\n", rss1 / 1024.0,
-           peak_rss_kb() / 1024.0, rss0 / 1024.0);
+    printf("nodes=%u layout=%s solve_ms=%.1f entries=%zu\n", n, from, solve_ms, l->n_nodes);
+    printf("tasks=%zu edges=%zu stages=%zu\n", p->n_tasks, edges, st->n_stages);
+    printf("plan_ms=%.1f stages_ms=%.1f json_text_ms=%.1f json_bytes=%zu rollback_ms=%.1f "
+           "rollback_tasks=%zu json_tree_ms=%.1f\n",
+           t1 - t0, t2 - t1, t3 - t2, json_len, t5 - t4, rb->n_tasks, t6 - t5);
+    printf("peak_rss_mb: before=%.1f after_plan=%.1f after_json_text_and_rollback=%.1f "
+           "after_json_tree=%.1f\n",
+           rss0 / 1024.0, rss1 / 1024.0, rss2 / 1024.0, peak_rss_kb() / 1024.0);
     free(s);
+    free(s2);
     free(states);
     planner_plan_free(rb);
     json_decref(j);

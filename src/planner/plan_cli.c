@@ -9,7 +9,8 @@
  * The starting layout is --existing (none for create). The target layout is
  * --target when given; else the solver's answer when the operation changes
  * the layout (create, expand, shrink, add-services: --nodes is the size after
- * it); remove-services takes the services off every node of the existing
+ * it; for create, --services replaces the template's default services);
+ * remove-services takes the services off every node of the existing
  * layout; the other operations keep the existing layout. --services is the
  * subset acted on (configure, start, stop, restart, upgrade) or the services
  * added or removed.
@@ -86,13 +87,53 @@ static struct model_layout *named(const struct planner_input *in)
     return l;
 }
 
+/*
+ * The target layout from the solver. The solver gets the existing layout as
+ * the user gave it (identical nodes grouped, which keeps its search small);
+ * planner_input_from_model() then pairs its nodes with the named ones.
+ */
 static int solve(const struct model_catalog *c, const struct model_template *t,
                  const struct model_layout *existing, unsigned nodes, char **svcs, size_t n_svcs,
                  enum planner_op op, struct model_layout **out, struct drv_err *err)
 {
 #ifdef DROVER_HAVE_SOLVER
-    return planner_cli_solve(c, t, existing, nodes, (const char *const *)svcs, n_svcs, op, out,
-                             err);
+    struct solver_request req;
+    memset(&req, 0, sizeof(req));
+    req.catalog = c;
+    req.tmpl = t;
+    req.nodes = nodes;
+    req.existing = existing;
+    req.cmp_prefers_supersets = true;
+    const char **all = NULL;
+    size_t n_all = 0, cap = 0;
+    if (op == PLANNER_OP_ADD_SERVICES) {
+        /* The cluster's services after the operation: what it has, and the new ones. */
+        for (size_t i = 0; existing && i < existing->n_nodes; i++)
+            for (size_t k = 0; k < existing->nodes[i].n_services; k++) {
+                const char *sv = existing->nodes[i].services[k];
+                int dup = 0;
+                for (size_t j = 0; j < n_all; j++)
+                    dup |= strcmp(all[j], sv) == 0;
+                if (!dup) {
+                    XGROW(all, cap, n_all + 1);
+                    all[n_all++] = sv;
+                }
+            }
+        for (size_t k = 0; k < n_svcs; k++) {
+            XGROW(all, cap, n_all + 1);
+            all[n_all++] = svcs[k];
+        }
+        req.services = all;
+        req.n_services = n_all;
+    } else if (op == PLANNER_OP_CREATE && n_svcs > 0) {
+        req.services = (const char *const *)svcs;
+        req.n_services = n_svcs;
+    }
+    int rc = solver_solve(&req, out, err);
+    free(all);
+    if (rc < 0)
+        drv_err_prefix(err, "solver");
+    return rc;
 #else
     (void)c, (void)t, (void)existing, (void)nodes, (void)svcs, (void)n_svcs, (void)out;
     return drv_err_set(err, DRV_EINVAL, 0,
@@ -217,10 +258,8 @@ static int run(int argc, char **argv, FILE **outp, struct drv_err *err)
     } else if (op == PLANNER_OP_REMOVE_SERVICES) {
         target = without_services(in0, svcs, n_svcs);
     } else if (planner_op_changes_layout((enum planner_op)op)) {
-        unsigned size =
-            nodes > 0 ? (unsigned)nodes : (named_existing ? model_layout_size(named_existing) : 0);
-        if ((rc = solve(c, t, named_existing, size, svcs, n_svcs, (enum planner_op)op, &target,
-                        err)) < 0)
+        unsigned size = nodes > 0 ? (unsigned)nodes : (existing ? model_layout_size(existing) : 0);
+        if ((rc = solve(c, t, existing, size, svcs, n_svcs, (enum planner_op)op, &target, err)) < 0)
             goto out;
     }
     if ((rc = planner_input_from_model(c, t, named_existing, target, &in, err)) < 0)

@@ -222,6 +222,12 @@ void fx_check_roundtrip(const struct planner_plan *p)
 {
     json_t *j = planner_plan_to_json(p);
     char *a = json_dumps(j, JSON_COMPACT);
+    /* The direct writer gives the same bytes. */
+    size_t len = 0;
+    char *direct = planner_plan_to_json_text(p, &len);
+    assert_string_equal(direct, a);
+    assert_int_equal(len, strlen(a));
+    free(direct);
     struct planner_plan *q = NULL;
     struct drv_err err = {0};
     json_t *parsed = json_loads(a, 0, NULL);

@@ -180,12 +180,63 @@ static void test_operations_on_existing(void **state)
                      1);
 }
 
+/* Operations that change the layout call the solver (when the build has it). */
+static void test_solver_operations(void **state)
+{
+#ifdef DROVER_HAVE_SOLVER
+    assert_int_equal(run("--catalog", "$C", "--template", "hadoop-distributed", "--operation",
+                         "create", "--nodes", "5", "--output", "$T/c5.json", NULL),
+                     0);
+    char *text = read_file("c5.json");
+    assert_non_null(strstr(text, "\"node-5/create\""));
+    assert_null(strstr(text, "\"node-6/create\""));
+    free(text);
+    write_file("existing.json", layout3);
+    assert_int_equal(run("--catalog", "$C", "--template", "hadoop-distributed", "--operation",
+                         "expand", "--nodes", "6", "--existing", "$T/existing.json", "--output",
+                         "$T/x6.json", NULL),
+                     0);
+    text = read_file("x6.json");
+    json_t *j = json_loads(text, 0, NULL);
+    struct planner_plan *p = NULL;
+    struct drv_err err = {0};
+    assert_int_equal(planner_plan_from_json(j, &p, &err), 0);
+    /* Only the three new nodes have tasks; the existing ones are left alone. */
+    for (size_t i = 0; i < p->n_tasks; i++)
+        if (p->tasks[i].node)
+            assert_true(strcmp(p->tasks[i].node, "node-4") == 0 ||
+                        strcmp(p->tasks[i].node, "node-5") == 0 ||
+                        strcmp(p->tasks[i].node, "node-6") == 0);
+    assert_true(planner_find(p, "node-6/hbase-regionserver/start") >= 0);
+    planner_plan_free(p);
+    json_decref(j);
+    free(text);
+    assert_int_equal(run("--catalog", "$C", "--template", "hadoop-distributed", "--operation",
+                         "add-services", "--services", "hadoop-mapreduce-historyserver",
+                         "--existing", "$T/existing.json", "--output", "$T/add.json", NULL),
+                     0);
+    text = read_file("add.json");
+    assert_non_null(strstr(text, "\"node-1/hadoop-mapreduce-historyserver/install\""));
+    assert_null(strstr(text, "hadoop-hdfs-namenode/install"));
+    free(text);
+    /* The solver's refusal is an error, not a usage error. */
+    assert_int_equal(run("--catalog", "$C", "--template", "hadoop-distributed", "--operation",
+                         "create", "--nodes", "1", NULL),
+                     1);
+#else
+    assert_int_equal(run("--catalog", "$C", "--template", "hadoop-distributed", "--operation",
+                         "create", "--nodes", "5", NULL),
+                     1);
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_create_with_target_formats),
         cmocka_unit_test(test_operations_on_existing),
+        cmocka_unit_test(test_solver_operations),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
