@@ -60,4 +60,8 @@ void it_expire(struct coord_session *s);
 void it_read_counter(struct event_base *base, struct coord_session *s, long *count, long *token);
 void it_write_counter(struct event_base *base, struct coord_session *s, long count, long token);
 
+/* Read path through s and check that it holds want. */
+void it_read_check(struct event_base *base, struct coord_session *s, const char *path,
+                   const char *want);
+
 #endif

@@ -331,3 +331,12 @@ void it_write_counter(struct event_base *base, struct coord_session *s, long cou
     coord_txn_commit(s, t, NULL, on_written, &e);
     CHECK(it_run_until(base, &e.done, 30000) && e.rc == 0, "write counter rc %d", e.rc);
 }
+
+void it_read_check(struct event_base *base, struct coord_session *s, const char *path,
+                   const char *want)
+{
+    struct rd r = {0};
+    coord_get(s, path, on_get, &r);
+    CHECK(it_run_until(base, &r.done, 30000) && r.rc == 0, "read %s rc %d", path, r.rc);
+    CHECK(strcmp(r.data, want) == 0, "%s holds %s, want %s", path, r.data, want);
+}

@@ -92,6 +92,11 @@ struct coord_queue {
     bool refilling;
     bool idle;  /* a whole round was empty: waiting for a watch */
     bool poked; /* a watch fired during the round */
+    bool pump_scheduled;
+    /* completes waiting for the end of this turn of the loop */
+    struct fin **fins;
+    size_t n_fins, cap_fins;
+    bool flush_scheduled;
     unsigned poke_shard;
     unsigned epoch; /* bumped on a new session: older claim results are void */
     /* stats */
@@ -114,6 +119,7 @@ static void q_unref(struct coord_queue *q)
     for (unsigned i = 0; i < q->shards; i++)
         free(q->head ? q->head[i] : NULL);
     free(q->head);
+    free(q->fins);
     free(q->path);
     free(q->consumer);
     free(q);
@@ -453,33 +459,49 @@ static void cache_clear(struct coord_queue *q)
     q->cache_n = q->cache_pos = 0;
 }
 
+/*
+ * One claim attempt for n names of one shard: a multi-op of n (check item,
+ * create claim) pairs, and n reads pipelined behind it. All or nothing: when
+ * one name is taken by another consumer (or gone), the others are tried again
+ * one by one.
+ */
 struct attempt {
     struct coord_queue *q;
     unsigned shard;
-    char *name;
     unsigned epoch;
-    int parts; /* results still to come: the multi and the read */
+    int n;
+    char **names;
+    int parts; /* results still to come: the multi and the n reads */
     int claim_rc;
-    int get_rc;
-    char *data;
-    int64_t ctime;
+    int failed; /* index of the name that failed the multi, -1 when unknown */
+    char **data;
+    int64_t *ctime;
+    int *get_rc;
 };
+
+static void claim(struct coord_queue *q, unsigned shard, char **names, int n);
 
 static void attempt_free(struct attempt *a)
 {
-    free(a->name);
+    for (int i = 0; i < a->n; i++) {
+        free(a->names[i]);
+        free(a->data[i]);
+    }
+    free(a->names);
     free(a->data);
+    free(a->ctime);
+    free(a->get_rc);
     free(a);
 }
 
-static void deliver(struct coord_queue *q, struct attempt *a)
+static void deliver(struct coord_queue *q, struct attempt *a, int i)
 {
     struct coord_queue_item *it = xcalloc(1, sizeof(*it));
-    it->id = xasprintf("s%02u/%s", a->shard, a->name);
-    it->json = a->data;
-    a->data = NULL;
-    it->priority = COORD_QUEUE_MAX_PRIORITY - (a->name[1] - '0');
-    it->ctime_ms = a->ctime;
+    it->id = xasprintf("s%02u/%s", a->shard, a->names[i]);
+    it->json = a->data[i];
+    a->data[i] = NULL;
+    it->priority = COORD_QUEUE_MAX_PRIORITY - (a->names[i][1] - '0');
+    it->ctime_ms = a->ctime[i];
     struct take *t = take_pop(q);
     if (t) {
         t->cb(it, 0, t->arg);
@@ -491,26 +513,45 @@ static void deliver(struct coord_queue *q, struct attempt *a)
     }
 }
 
+/* After an unknown outcome: delete the claim only if this session made it. */
+static void maybe_ours(struct coord__op *op)
+{
+    if (op->rc == ZOK && op->stat.ephemeralOwner == coord_session_id(op->s))
+        coord__delete_sure(op->s, op->path, op->stat.version);
+    else if (coord__zrc_unknown(op->rc))
+        coord__zk_exists(coord__op_new(op->s, maybe_ours, NULL), op->path, false);
+}
+
 static void attempt_part(struct attempt *a)
 {
     if (--a->parts > 0)
         return;
     struct coord_queue *q = a->q;
-    if (a->epoch == q->epoch)
-        q->claiming--;
-    if (!q->dead && a->epoch == q->epoch) {
-        if (a->claim_rc == ZOK && a->get_rc == ZOK) {
-            deliver(q, a);
-        } else if (a->claim_rc == ZOK) {
-            /* Claimed but unreadable: give it back. */
-            char *id = xasprintf("s%02u/%s", a->shard, a->name);
-            coord_queue_release(q, id, NULL, NULL);
-            free(id);
+    bool current = a->epoch == q->epoch;
+    if (current)
+        q->claiming -= (size_t)a->n;
+    if (!q->dead && current) {
+        if (a->claim_rc == ZOK) {
+            for (int i = 0; i < a->n; i++) {
+                if (a->get_rc[i] == ZOK) {
+                    deliver(q, a, i);
+                } else {
+                    char *id = xasprintf("s%02u/%s", a->shard, a->names[i]);
+                    coord_queue_release(q, id, NULL, NULL); /* claimed but unreadable */
+                    free(id);
+                }
+            }
         } else if (coord__zrc_unknown(a->claim_rc)) {
-            /* Unknown outcome: make sure no claim of ours stays behind. */
-            char *c = xasprintf("%s/claims/s%02u-%s", q->path, a->shard, a->name);
-            coord__delete_sure(q->s, c, -1);
-            free(c);
+            for (int i = 0; i < a->n; i++) {
+                char *c = xasprintf("%s/claims/s%02u-%s", q->path, a->shard, a->names[i]);
+                coord__zk_exists(coord__op_new(q->s, maybe_ours, NULL), c, false);
+                free(c);
+            }
+        } else if (a->n > 1) {
+            /* Someone else holds one of them: try the others one by one. */
+            for (int i = 0; i < a->n; i++)
+                if (i != a->failed)
+                    claim(q, a->shard, &a->names[i], 1);
         }
         pump(q);
     }
@@ -522,14 +563,13 @@ static void claim_done(struct coord__op *op)
 {
     struct attempt *a = op->owner;
     a->claim_rc = op->rc;
-    if (op->rc != ZOK && op->nops) {
+    a->failed = -1;
+    if (op->rc != ZOK && !coord__zrc_unknown(op->rc)) {
         for (int i = 0; i < op->nops; i++)
             if (op->results[i].err != ZOK && op->results[i].err != ZRUNTIMEINCONSISTENCY) {
-                a->claim_rc = op->results[i].err;
+                a->failed = i / 2;
                 break;
             }
-        if (a->claim_rc == ZOK)
-            a->claim_rc = op->rc;
     }
     attempt_part(a);
 }
@@ -537,27 +577,31 @@ static void claim_done(struct coord__op *op)
 static void claim_read(struct coord__op *op)
 {
     struct attempt *a = op->owner;
-    a->get_rc = op->rc;
+    int i = (int)op->tag;
+    a->get_rc[i] = op->rc;
     if (op->rc == ZOK) {
-        a->data = op->value;
+        a->data[i] = op->value;
         op->value = NULL;
-        a->ctime = op->stat.ctime;
+        a->ctime[i] = op->stat.ctime;
     }
     attempt_part(a);
 }
 
-static void claim(struct coord_queue *q, unsigned shard, const char *name)
+/* Claim names[0..n) of shard (the names are copied). */
+static void claim(struct coord_queue *q, unsigned shard, char **names, int n)
 {
     struct attempt *a = xcalloc(1, sizeof(*a));
     a->q = q;
     a->shard = shard;
-    a->name = xstrdup(name);
     a->epoch = q->epoch;
-    a->parts = 2;
+    a->n = n;
+    a->parts = n + 1;
+    a->names = xcalloc((size_t)n, sizeof(char *));
+    a->data = xcalloc((size_t)n, sizeof(char *));
+    a->ctime = xcalloc((size_t)n, sizeof(int64_t));
+    a->get_rc = xcalloc((size_t)n, sizeof(int));
     q->refs++;
-    q->claiming++;
-    char *item = xasprintf("%s/items/s%02u/%s", q->path, shard, name);
-    char *cl = xasprintf("%s/claims/s%02u-%s", q->path, shard, name);
+    q->claiming += (size_t)n;
     char data[256];
     char cq[128];
     snprintf(cq, sizeof(cq), "%s", q->consumer);
@@ -567,14 +611,25 @@ static void claim(struct coord_queue *q, unsigned shard, const char *name)
     snprintf(data, sizeof(data), "{\"consumer\":\"%s\",\"session\":\"0x%llx\",\"ms\":%lld}", cq,
              (unsigned long long)coord_session_id(q->s), (long long)coord__now_ms());
     struct coord__op *m = coord__op_new(q->s, claim_done, a);
-    coord__multi_init(m, 2);
-    coord__mop_check(m, 0, item, -1);
-    coord__mop_create(m, 1, cl, data, COORD_EPHEMERAL);
+    coord__multi_init(m, 2 * n);
+    for (int i = 0; i < n; i++) {
+        a->names[i] = xstrdup(names[i]);
+        char *item = xasprintf("%s/items/s%02u/%s", q->path, shard, names[i]);
+        char *cl = xasprintf("%s/claims/s%02u-%s", q->path, shard, names[i]);
+        coord__mop_check(m, 2 * i, item, -1);
+        coord__mop_create(m, 2 * i + 1, cl, data, COORD_EPHEMERAL);
+        free(item);
+        free(cl);
+    }
     coord__zk_multi(m);
-    /* Pipelined: read the item in the same round trip. */
-    coord__zk_get(coord__op_new(q->s, claim_read, a), item, false);
-    free(item);
-    free(cl);
+    /* Pipelined: read the items in the same round trip. */
+    for (int i = 0; i < n; i++) {
+        char *item = xasprintf("%s/items/s%02u/%s", q->path, shard, names[i]);
+        struct coord__op *g = coord__op_new(q->s, claim_read, a);
+        g->tag = i;
+        coord__zk_get(g, item, false);
+        free(item);
+    }
 }
 
 static void refill(struct coord_queue *q);
@@ -753,19 +808,47 @@ static void refill(struct coord_queue *q)
     free(cp);
 }
 
-static void pump(struct coord_queue *q)
+#define CLAIM_BATCH 32
+
+static void pump_now(struct coord_queue *q)
 {
     if (q->dead || !q->ready)
         return;
     while (q->claiming < q->n_takes && q->cache_pos < q->cache_n) {
-        char *name = q->cache[q->cache_pos];
-        q->cache[q->cache_pos++] = NULL;
-        claim(q, q->cache_shard, name);
-        free(name);
+        size_t want = q->n_takes - q->claiming;
+        size_t have = q->cache_n - q->cache_pos;
+        size_t n = want < have ? want : have;
+        if (n > CLAIM_BATCH)
+            n = CLAIM_BATCH;
+        claim(q, q->cache_shard, &q->cache[q->cache_pos], (int)n);
+        for (size_t i = 0; i < n; i++)
+            FREE_NULL(q->cache[q->cache_pos + i]);
+        q->cache_pos += n;
     }
     if (q->claiming < q->n_takes && q->cache_pos >= q->cache_n && !q->refilling && !q->idle &&
         coord_session_state(q->s) != COORD_EXPIRED)
         refill(q);
+}
+
+static void pump_timer(void *owner)
+{
+    struct coord_queue *q = owner;
+    q->pump_scheduled = false;
+    pump_now(q);
+    q_unref(q);
+}
+
+/*
+ * Claim for the waiting takes at the end of this turn of the loop, so that
+ * takes asked for in one turn share one multi-op.
+ */
+static void pump(struct coord_queue *q)
+{
+    if (q->pump_scheduled || q->dead)
+        return;
+    q->pump_scheduled = true;
+    q->refs++;
+    coord__timer(q->s, 0, pump_timer, q);
 }
 
 void coord_queue_take(struct coord_queue *q, int timeout_ms, coord_take_cb cb, void *arg)
@@ -881,6 +964,57 @@ static void bad_id(void *owner)
     fin_end(owner, DRV_EINVAL);
 }
 
+static void released(struct coord__op *op);
+
+struct fin_batch {
+    struct fin **f;
+    size_t n;
+};
+
+static void batch_done(struct coord__op *op)
+{
+    struct fin_batch *b = op->owner;
+    for (size_t i = 0; i < b->n; i++) {
+        if (op->rc == ZOK) {
+            fin_end(b->f[i], 0);
+        } else {
+            /* Settle each one alone: only the one at fault fails. */
+            b->f[i]->retried = b->f[i]->retried || coord__zrc_unknown(op->rc);
+            complete_send(b->f[i]);
+        }
+    }
+    free(b->f);
+    free(b);
+}
+
+static void flush_completes(void *owner)
+{
+    struct coord_queue *q = owner;
+    q->flush_scheduled = false;
+    size_t n = q->n_fins;
+    if (n == 1) {
+        complete_send(q->fins[0]);
+    } else if (n > 1) {
+        /* All of this turn's completes in one multi-op (up to 500 at a time). */
+        for (size_t start = 0; start < n; start += 500) {
+            size_t k = n - start < 500 ? n - start : 500;
+            struct fin_batch *b = xcalloc(1, sizeof(*b));
+            b->f = xcalloc(k, sizeof(*b->f));
+            b->n = k;
+            struct coord__op *op = coord__op_new(q->s, batch_done, b);
+            coord__multi_init(op, (int)(2 * k));
+            for (size_t i = 0; i < k; i++) {
+                b->f[i] = q->fins[start + i];
+                coord__mop_delete(op, (int)(2 * i), b->f[i]->claim, -1);
+                coord__mop_delete(op, (int)(2 * i + 1), b->f[i]->item, -1);
+            }
+            coord__zk_multi(op);
+        }
+    }
+    q->n_fins = 0;
+    q_unref(q);
+}
+
 void coord_queue_complete(struct coord_queue *q, const char *item_id, coord_done_cb done, void *arg)
 {
     struct fin *f = xcalloc(1, sizeof(*f));
@@ -892,17 +1026,13 @@ void coord_queue_complete(struct coord_queue *q, const char *item_id, coord_done
         coord__timer(q->s, 0, bad_id, f);
         return;
     }
-    complete_send(f);
-}
-
-static void released(struct coord__op *op)
-{
-    struct fin *f = op->owner;
-    if (coord__zrc_unknown(op->rc)) {
-        coord__zk_delete(coord__op_new(f->q->s, released, f), f->claim, -1);
-        return;
+    XGROW(q->fins, q->cap_fins, q->n_fins + 1);
+    q->fins[q->n_fins++] = f;
+    if (!q->flush_scheduled) {
+        q->flush_scheduled = true;
+        q->refs++;
+        coord__timer(q->s, 0, flush_completes, q);
     }
-    fin_end(f, op->rc == ZOK || op->rc == ZNONODE ? 0 : coord__zrc(op->rc));
 }
 
 void coord_queue_release(struct coord_queue *q, const char *item_id, coord_done_cb done, void *arg)
@@ -917,6 +1047,16 @@ void coord_queue_release(struct coord_queue *q, const char *item_id, coord_done_
         return;
     }
     coord__zk_delete(coord__op_new(q->s, released, f), f->claim, -1);
+}
+
+static void released(struct coord__op *op)
+{
+    struct fin *f = op->owner;
+    if (coord__zrc_unknown(op->rc)) {
+        coord__zk_delete(coord__op_new(f->q->s, released, f), f->claim, -1);
+        return;
+    }
+    fin_end(f, op->rc == ZOK || op->rc == ZNONODE ? 0 : coord__zrc(op->rc));
 }
 
 /* ---- stats ------------------------------------------------------------------- */
