@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "planner.h"
 #include "solver.h"
 
 struct command {
@@ -19,6 +20,7 @@ struct command {
 
 static const struct command commands[] = {
     {"solve", solver_cli_main, "offline: solve a cluster layout from a catalogue"},
+    {"plan", planner_cli_main, "offline: plan an operation's tasks (the dry run)"},
     {"zk", cli_zk_main, "inspect the ZooKeeper tree (ls, get, tree)"},
     {NULL, NULL, NULL},
 };
