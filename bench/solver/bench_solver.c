@@ -7,6 +7,8 @@
  *   hadoop-1000      hadoop-distributed from the Coopr catalogue, 1,000 nodes
  *   synthetic-10000  the synthetic template below, 48 constrained services, 10,000 nodes
  *   synthetic-expand the same cluster expanded to 12,000 nodes, existing nodes kept
+ *   hadoop-ids-*     a 10,000-node hadoop-distributed cluster given one entry per
+ *                    node (each with an id), expanded to 11,000 / shrunk to 5,000
  *   unsat-hadoop     hadoop-distributed with a namenode quantity of 2..2 (it must
  *                    coexist with the 1..1 resource manager): no layout
  *   unsat-synthetic  the synthetic template with every worker and utility
@@ -287,6 +289,34 @@ int main(int argc, char **argv)
         report("synthetic-expand", 12000, &res);
     }
     model_layout_free(l);
+
+    /* An existing 10,000-node hadoop cluster, one entry (with an id) per node. */
+    {
+        r.nodes = 10000;
+        struct model_layout *base = NULL;
+        res = run(&r, 1, &base);
+        struct model_layout *per = model_layout_new();
+        unsigned id = 0;
+        for (size_t i = 0; i < base->n_nodes; i++)
+            for (unsigned k = 0; k < base->nodes[i].count; k++) {
+                char name[32];
+                snprintf(name, sizeof(name), "node-%05u", id++);
+                model_layout_add(per, (const char *const *)base->nodes[i].services,
+                                 base->nodes[i].n_services, base->nodes[i].hardwaretype,
+                                 base->nodes[i].imagetype, 1, name);
+            }
+        struct solver_request re = r;
+        re.existing = per;
+        re.nodes = 11000;
+        res = run(&re, runs, NULL);
+        report("hadoop-ids-expand", 11000, &res);
+        re.nodes = 5000;
+        res = run(&re, runs, NULL);
+        report("hadoop-ids-shrink", 5000, &res);
+        model_layout_free(per);
+        model_layout_free(base);
+        r.nodes = 1000;
+    }
 
     /* hadoop with a namenode quantity 2..2. */
     for (size_t i = 0; i < h->n_svc_constraints; i++)
