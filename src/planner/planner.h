@@ -222,6 +222,18 @@ void planner_stages_free(struct planner_stages *st);
 int planner_rollback(const struct planner_plan *failed, const enum planner_task_state *states,
                      const struct planner_service *services, size_t n_services,
                      struct planner_plan **out, struct drv_err *err);
+/*
+ * The same, with the starting layout (may be NULL): a node the failed plan
+ * deleted (a shrink) is recreated whole, as an expand to the starting layout
+ * would (create, confirm, bootstrap, install > configure > initialize > start
+ * of its services, with services the definitions), instead of a bare create.
+ * The layout's node ids must be the plan's.
+ */
+int planner_rollback_layout(const struct planner_plan *failed,
+                            const enum planner_task_state *states,
+                            const struct planner_service *services, size_t n_services,
+                            const struct planner_layout *start, struct planner_plan **out,
+                            struct drv_err *err);
 
 /* ---- export and import ---- */
 
