@@ -242,6 +242,8 @@ json_t *planner_plan_to_json(const struct planner_plan *plan);
 /* The same as compact text (json_dumps(..., JSON_COMPACT) bytes) written directly: 10 times
  * faster and smaller in memory for big plans. *len (may be NULL) gets the length. */
 char *planner_plan_to_json_text(const struct planner_plan *plan, size_t *len);
+/* The same JSON with one task per line, for people (`drover plan`). */
+char *planner_plan_to_json_lines(const struct planner_plan *plan, size_t *len);
 /* Read it back (any format version this build reads), checking ids, deps and loops. */
 int planner_plan_from_json(const json_t *json, struct planner_plan **out, struct drv_err *err);
 /* Graphviz DOT; states (indexed like tasks, may be NULL) colour the tasks. */
