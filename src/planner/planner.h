@@ -235,6 +235,33 @@ int planner_rollback_layout(const struct planner_plan *failed,
                             const struct planner_layout *start, struct planner_plan **out,
                             struct drv_err *err);
 
+/* ---- execution helper ---- */
+
+/*
+ * Which tasks may run now: the engine's bookkeeping, pure. Dependencies done
+ * (anchors succeed on their own), at most max_per_node tasks of a node in
+ * progress, at most one (one-by-one) or amount (parallel) tasks of a strategy
+ * group (one service and action) in progress. Dispatch order is plan order
+ * among ready tasks. states (may be NULL: all waiting) resumes a run after a
+ * failover: in-progress tasks keep their slots, errors spread. The plan must
+ * outlive the helper.
+ */
+struct planner_exec;
+int planner_exec_new(const struct planner_plan *plan, const enum planner_task_state *states,
+                     struct planner_exec **out, struct drv_err *err);
+void planner_exec_free(struct planner_exec *x);
+/* Up to cap tasks to dispatch now, into out; they become in progress. */
+size_t planner_exec_next(struct planner_exec *x, uint32_t *out, size_t cap);
+/* A dispatched task ended. Not ok: error, and what depends on it (transitively) gets
+ * failed-dependencies. DRV_EINVAL when the task is not in progress. A retry is the
+ * engine's business: report the outcome of the last attempt only. */
+int planner_exec_done(struct planner_exec *x, uint32_t task, int ok, struct drv_err *err);
+/* Current state of every task (indexed like plan->tasks): for the DOT export and rollback. */
+const enum planner_task_state *planner_exec_states(const struct planner_exec *x);
+/* Nothing in progress and nothing can start: every task is success, error or
+ * failed-dependencies. */
+int planner_exec_finished(const struct planner_exec *x);
+
 /* ---- export and import ---- */
 
 /* The complete JSON form (new reference): what the engine stores and reloads. */

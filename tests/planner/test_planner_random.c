@@ -207,6 +207,16 @@ static void test_random_plans(void **state)
                 }
             }
             check_plan(c, p, from);
+            /* Run it, with a failover, and fail one task in every other round. */
+            const char *fail =
+                (round % 2 && p->n_tasks) ? p->tasks[rnd((unsigned)p->n_tasks)].id : NULL;
+            if (fail && p->tasks[planner_find(p, fail)].action == PLANNER_ACT_ANCHOR)
+                fail = NULL;
+            enum planner_task_state *st = fx_run(p, (unsigned)round, fail, rnd(8));
+            for (size_t i = 0; i < p->n_tasks; i++)
+                if (fail == NULL)
+                    assert_int_equal(st[i], PLANNER_TS_SUCCESS);
+            free(st);
             planner_plan_free(p);
             planner_plan_free(q);
         }
