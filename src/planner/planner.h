@@ -15,6 +15,9 @@
  * service dependencies become task dependencies, anchors, rollback) are in
  * docs/planner.md.
  *
+ * Threads: a finished plan may be read from several threads at once; building,
+ * freeing and a planner_exec belong to one thread at a time.
+ *
  * Ownership: every input is borrowed for the duration of the call only. A plan
  * owns all its strings and holds its own reference to every `fields` object;
  * free it with planner_plan_free(). Returned strings and JSON values belong to
@@ -256,7 +259,8 @@ size_t planner_exec_next(struct planner_exec *x, uint32_t *out, size_t cap);
  * failed-dependencies. DRV_EINVAL when the task is not in progress. A retry is the
  * engine's business: report the outcome of the last attempt only. */
 int planner_exec_done(struct planner_exec *x, uint32_t task, int ok, struct drv_err *err);
-/* Current state of every task (indexed like plan->tasks): for the DOT export and rollback. */
+/* Current state of every task (indexed like plan->tasks), for the DOT export and rollback.
+ * Borrowed: valid until the next call on x. */
 const enum planner_task_state *planner_exec_states(const struct planner_exec *x);
 /* Nothing in progress and nothing can start: every task is success, error or
  * failed-dependencies. */
