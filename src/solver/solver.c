@@ -39,6 +39,7 @@
 #define INF ((int64_t)1 << 40)
 #define MAX_ADDED_PER_NODE 20
 #define DEFAULT_MAX_STEPS 50000000UL
+#define MAX_CANDIDATES 1000000
 
 struct svc {
     const char *name;
@@ -207,9 +208,11 @@ static int cmp_cands(const struct ctx *c, const struct cand *a, const struct can
         /* The default comparator on bit sets: same order, no names built. */
         if (a->nsvc != b->nsvc)
             return a->nsvc > b->nsvc ? -1 : 1;
-        int r = pair_pref_cmp(a->hw, a->img, b->hw, b->img);
-        if (r)
-            return r;
+        if (a->hw != b->hw || a->img != b->img) {
+            int r = pair_pref_cmp(a->hw, a->img, b->hw, b->img);
+            if (r)
+                return r;
+        }
         return bits_name_cmp(&a->svcs, &b->svcs);
     }
     struct cand_view va, vb;
@@ -224,24 +227,44 @@ static _Thread_local const struct ctx *sort_ctx;
 
 static int qsort_cands(const void *a, const void *b)
 {
-    int r = cmp_cands(sort_ctx, a, b);
+    const struct cand *x = *(const struct cand *const *)a, *y = *(const struct cand *const *)b;
+    int r = cmp_cands(sort_ctx, x, y);
     if (r)
         return r;
     /* Identical layouts (shrink: two classes alike): keep the existing order. */
-    const struct cand *x = a, *y = b;
     return (x->cls > y->cls) - (x->cls < y->cls);
 }
 
+/* Sorts pointers, then moves the candidates once: they are large. */
 static void sort_cands(const struct ctx *c, struct cand *v, size_t n)
 {
     if (n < 2)
         return;
+    const struct cand **p = xcalloc(n, sizeof(*p));
+    for (size_t i = 0; i < n; i++)
+        p[i] = &v[i];
     sort_ctx = c;
-    qsort(v, n, sizeof(*v), qsort_cands);
+    qsort(p, n, sizeof(*p), qsort_cands);
     sort_ctx = NULL;
+    struct cand *tmp = xcalloc(n, sizeof(*tmp));
+    for (size_t i = 0; i < n; i++)
+        tmp[i] = *p[i];
+    memcpy(v, tmp, n * sizeof(*v));
+    free(tmp);
+    free(p);
 }
 
 /* ---- helpers ---------------------------------------------------------------- */
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
 
 static int svc_index(const struct ctx *c, const char *name)
 {
@@ -443,6 +466,9 @@ static int setup_services(struct ctx *c)
             s->qmin = s->cons->qmin;
         if (s->cons && s->cons->qmax >= 0)
             s->qmax = s->cons->qmax;
+        /* A maximum the cluster cannot reach binds nothing: no maximum (exact). */
+        if (s->qmax >= (int64_t)r->nodes)
+            s->qmax = INF;
     }
     return 0;
 }
@@ -783,11 +809,14 @@ struct enum_state {
     int m;
     struct bits *suffix; /* services of allowed units from index i on */
     struct cands *out;
+    bool overflow; /* more than MAX_CANDIDATES: stop */
 };
 
 static void enum_rec(struct enum_state *st, int u, struct bits units, struct bits svcs)
 {
     struct ctx *c = st->c;
+    if (st->overflow)
+        return;
     const struct bits *mask = &c->mask[st->m];
     while (u < c->n_unit && !bits_has(mask, u))
         u++;
@@ -797,8 +826,22 @@ static void enum_rec(struct enum_state *st, int u, struct bits units, struct bit
         struct bits all = bits_or(svcs, c->free_mask);
         if (bits_empty(&all))
             return;
+        /*
+         * Another mask that allows the set either generates it too (the
+         * first such mask keeps it) or shows it dominated: skip it here.
+         */
+        for (int m = 0; m < c->n_mask; m++) {
+            if (m == st->m || !bits_subset(&units, &c->mask[m]) ||
+                !usable_in_mask(c, &units, &all, m))
+                continue;
+            if (m < st->m || (c->dominance && dominated_in_mask(c, &units, &svcs, m)))
+                return;
+        }
         struct cand x = {.svcs = all, .units = units, .cls = -1};
-        cands_push(st->out, &x);
+        if (st->out->n >= MAX_CANDIDATES)
+            st->overflow = true;
+        else
+            cands_push(st->out, &x);
         return;
     }
     if (unit_fits(c, &svcs, u)) {
@@ -818,12 +861,6 @@ static void enum_rec(struct enum_state *st, int u, struct bits units, struct bit
             return;
     }
     enum_rec(st, u + 1, units, svcs);
-}
-
-static int cand_raw_cmp(const void *a, const void *b)
-{
-    const struct cand *x = a, *y = b;
-    return bits_raw_cmp(&x->svcs, &y->svcs);
 }
 
 /* Pick the preferred usable pair of each set; drop sets with none. */
@@ -866,35 +903,22 @@ static int fresh_candidates(struct ctx *c, struct cands *cs)
             if (bits_has(&c->mask[m], u))
                 suffix[u] = bits_or(suffix[u], c->unit[u].svcs);
         }
-        struct enum_state st = {c, m, suffix, cs};
+        struct enum_state st = {c, m, suffix, cs, false};
         struct bits none = {{0}};
         enum_rec(&st, 0, none, none);
+        if (st.overflow) {
+            free(suffix);
+            int bounded = 0;
+            for (int u = 0; u < c->n_unit; u++)
+                bounded += c->unit[u].bounded;
+            return drv_err_set(c->err, DRV_EUNSAT, 0,
+                               "more than %d node layouts: template \"%s\" has %d groups of "
+                               "services with a maximum that can combine freely; add "
+                               "can't-coexist constraints or drop maxima",
+                               MAX_CANDIDATES, c->t->name, bounded);
+        }
     }
     free(suffix);
-    /* Same set from several masks: keep one. */
-    if (cs->n)
-        qsort(cs->v, cs->n, sizeof(*cs->v), cand_raw_cmp);
-    size_t k = 0;
-    for (size_t i = 0; i < cs->n; i++)
-        if (!k || !bits_eq(&cs->v[k - 1].svcs, &cs->v[i].svcs))
-            cs->v[k++] = cs->v[i];
-    cs->n = k;
-    /* Maximal under one mask but dominated under another: drop. */
-    if (c->dominance && c->n_mask > 1) {
-        k = 0;
-        for (size_t i = 0; i < cs->n; i++) {
-            struct cand *x = &cs->v[i];
-            struct bits tracked = bits_andnot(x->svcs, c->free_mask);
-            bool dom = false;
-            for (int m = 0; m < c->n_mask && !dom; m++)
-                if (bits_subset(&x->units, &c->mask[m]) &&
-                    usable_in_mask(c, &x->units, &x->svcs, m))
-                    dom = dominated_in_mask(c, &x->units, &tracked, m);
-            if (!dom)
-                cs->v[k++] = *x;
-        }
-        cs->n = k;
-    }
     choose_pairs(c, cs);
     sort_cands(c, cs->v, cs->n);
     return 0;
@@ -948,6 +972,33 @@ static int explain_unplaceable(struct ctx *c, const struct cands *cs)
                            c->svc[worst].name);
     }
     return 0;
+}
+
+/*
+ * When every node must hold a unit with a maximum (no free service, no unit
+ * without one), the new nodes cannot outnumber the sum of those maxima.
+ */
+static int capacity_check(struct ctx *c, int64_t new_nodes)
+{
+    if (!bits_empty(&c->free_mask))
+        return 0;
+    int64_t cap = 0;
+    for (int u = 0; u < c->n_unit; u++) {
+        if (!c->unit[u].bounded)
+            return 0;
+        int64_t m = INF;
+        BITS_FOREACH(s, &c->unit[u].svcs)
+        {
+            m = min64(m, c->svc[s].qmax);
+        }
+        cap += m;
+    }
+    if (new_nodes <= cap)
+        return 0;
+    return drv_err_set(c->err, DRV_EUNSAT, 0,
+                       "%lld new nodes, but every node must hold a service with a maximum and "
+                       "those maxima allow at most %lld nodes",
+                       (long long)new_nodes, (long long)cap);
 }
 
 /* ---- existing nodes: what each existing node layout may become --------------------- */
@@ -1048,18 +1099,9 @@ struct search {
     int64_t *rem;   /* per group */
     int64_t *x, *lo;
     unsigned long steps, max_steps;
-    unsigned long *blame; /* per service */
+    unsigned long *blame;  /* per service */
+    struct bits saturated; /* services at their maximum */
 };
-
-static int64_t min64(int64_t a, int64_t b)
-{
-    return a < b ? a : b;
-}
-
-static int64_t max64(int64_t a, int64_t b)
-{
-    return a > b ? a : b;
-}
 
 /* Capacity of the vars after v in its group for service s. */
 static int64_t suffix_cap(const struct search *S, int i, int s)
@@ -1158,9 +1200,18 @@ empty:
 static void apply(struct search *S, int i, int64_t x)
 {
     const struct var *v = &S->var[i];
+    if (x == 0)
+        return;
     BITS_FOREACH(s, &v->counted)
     {
         S->count[s] += x;
+    }
+    BITS_FOREACH(s, &v->capped)
+    {
+        if (S->count[s] >= S->c->svc[s].qmax)
+            bits_set(&S->saturated, s);
+        else
+            S->saturated.w[s >> 6] &= ~((uint64_t)1 << (s & 63));
     }
     S->rem[v->group] -= x;
 }
@@ -1175,6 +1226,16 @@ static int search_run(struct search *S)
         if (++S->steps > S->max_steps)
             return -1;
         int64_t lo, hi;
+        /*
+         * A var holding a saturated service takes 0 nodes; the checks it
+         * would make are repeated, stricter, by the next var, so skip them.
+         */
+        if (i != S->grp[S->var[i].group].last &&
+            bits_intersects(&S->var[i].capped, &S->saturated)) {
+            S->lo[i] = S->x[i] = 0;
+            i++;
+            continue;
+        }
         if (interval(S, i, &lo, &hi)) {
             S->lo[i] = lo;
             S->x[i] = hi;
@@ -1245,12 +1306,23 @@ static void finish_groups(struct search *S)
         struct group *gr = &S->grp[g];
         gr->cap_later = xcalloc((size_t)c->n_svc, sizeof(int64_t));
         memcpy(gr->cap_later, acc, (size_t)c->n_svc * sizeof(int64_t));
-        for (int s = 0; s < c->n_svc; s++) {
-            int64_t cap = 0;
+        if (gr->finite) {
+            for (int s = 0; s < c->n_svc; s++) {
+                int64_t cap = 0;
+                for (int j = gr->first; j <= gr->last; j++)
+                    if (bits_has(&S->var[j].counted, s))
+                        cap += S->var[j].ub;
+                acc[s] += min64(cap, gr->total);
+            }
+        } else {
+            /* Any var holding s can take the whole group. */
+            struct bits any = {{0}};
             for (int j = gr->first; j <= gr->last; j++)
-                if (bits_has(&S->var[j].counted, s))
-                    cap = gr->finite ? cap + S->var[j].ub : gr->total;
-            acc[s] += min64(cap, gr->total);
+                any = bits_or(any, S->var[j].counted);
+            BITS_FOREACH(s, &any)
+            {
+                acc[s] += gr->total;
+            }
         }
     }
     /* acc is now the capacity of every group: the root check. */
@@ -1376,9 +1448,11 @@ int solver_solve(const struct solver_request *req, struct model_layout **out, st
         n_opts = c.n_cls;
         for (int k = 0; k < c.n_cls && rc == 0; k++)
             rc = existing_options(&c, &c.cls[k], &opts[k]);
+        if (rc == 0 && new_nodes > 0)
+            rc = capacity_check(&c, new_nodes);
         if (rc == 0 && new_nodes > 0) {
-            fresh_candidates(&c, &fresh);
-            if (!req->existing)
+            rc = fresh_candidates(&c, &fresh);
+            if (rc == 0 && !req->existing)
                 rc = explain_unplaceable(&c, &fresh);
             if (rc == 0 && fresh.n == 0)
                 rc = drv_err_set(err, DRV_EUNSAT, 0,

@@ -659,7 +659,9 @@ static void test_unsat_errors(void **state)
                   "2}}}, \"size\": {\"max\": 10}}}");
     r.tmpl = t;
     r.nodes = 3;
-    expect_error(&r, DRV_EUNSAT, "service \"s1\"");
+    expect_error(&r, DRV_EUNSAT,
+                 "3 new nodes, but every node must hold a service with a maximum and those "
+                 "maxima allow at most 2 nodes");
     r.nodes = 11;
     expect_error(&r, DRV_EUNSAT, "cluster size 11 is above the maximum 10");
     model_template_free(t);
