@@ -10,8 +10,9 @@
  * grouped, then split so that no node has two tasks in one stage) are derived
  * from the DAG for people to read.
  *
- * Pure library: no I/O, no globals, no threads. Same input, same plan, byte for
- * byte (DESIGN.md invariant 4). The rules (which tasks an operation makes, how
+ * Pure library: no I/O, no globals, no threads (plan_cli.c, the `drover plan`
+ * front, is the one file that reads and writes files). Same input, same plan,
+ * byte for byte (DESIGN.md invariant 4). The rules (which tasks an operation makes, how
  * service dependencies become task dependencies, anchors, rollback) are in
  * docs/planner.md.
  *
