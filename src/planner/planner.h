@@ -231,7 +231,8 @@ int planner_rollback(const struct planner_plan *failed, const enum planner_task_
  * deleted (a shrink) is recreated whole, as an expand to the starting layout
  * would (create, confirm, bootstrap, install > configure > initialize > start
  * of its services, with services the definitions), instead of a bare create.
- * The layout's node ids must be the plan's.
+ * The layout's node ids must be the plan's. Without services (NULL), as
+ * planner_rollback().
  */
 int planner_rollback_layout(const struct planner_plan *failed,
                             const enum planner_task_state *states,

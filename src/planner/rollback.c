@@ -186,7 +186,7 @@ int planner_rollback_layout(const struct planner_plan *failed,
     struct planner__map deleted;
     planner__map_init(&deleted, 16);
     struct planner_plan *sub = NULL;
-    if (start && states) {
+    if (start && states && services) {
         for (size_t i = 0; i < n; i++)
             if (failed->tasks[i].action == PLANNER_ACT_DELETE && states[i] == PLANNER_TS_SUCCESS &&
                 failed->tasks[i].node)
