@@ -120,6 +120,51 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: the two JSON writers disagree\n");
         return 1;
     }
+    /* Run the whole plan through planner_exec, finishing tasks first in, first out. */
+    double t7 = now_ms();
+    struct planner_exec *x = NULL;
+    if (planner_exec_new(p, NULL, &x, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    uint32_t *fifo = malloc((p->n_tasks + 1) * sizeof(*fifo));
+    size_t head = 0, tail = 0, dispatched = 0;
+    for (;;) {
+        size_t got = planner_exec_next(x, fifo + tail, p->n_tasks - tail);
+        tail += got;
+        dispatched += got;
+        if (head == tail)
+            break;
+        planner_exec_done(x, fifo[head++], 1, &err);
+    }
+    double t8 = now_ms();
+    int all_done = planner_exec_finished(x);
+    planner_exec_free(x);
+    free(fifo);
+    /* Expand by 100 nodes: the adapter pairs the target's nodes with the existing ones. */
+    double t9 = now_ms();
+    struct model_layout *big = model_layout_new();
+    for (size_t i = 0; i < l->n_nodes; i++) {
+        const struct model_node_layout *e = &l->nodes[i];
+        model_layout_add(big, (const char *const *)e->services, e->n_services, e->hardwaretype,
+                         e->imagetype, e->count + (i + 1 == l->n_nodes ? 100 : 0), NULL);
+    }
+    struct planner_input *in2 = NULL;
+    struct planner_plan *px = NULL;
+    if (planner_input_from_model(c, t, l, big, &in2, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    struct planner_request req2 = planner_input_request(in2, PLANNER_OP_EXPAND, NULL, 0);
+    if (planner_build(&req2, &px, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    double t10 = now_ms();
+    size_t expand_tasks = px->n_tasks;
+    planner_plan_free(px);
+    planner_input_free(in2);
+    model_layout_free(big);
     size_t edges = 0;
     for (size_t i = 0; i < p->n_tasks; i++)
         edges += p->tasks[i].n_deps;
@@ -128,6 +173,8 @@ int main(int argc, char **argv)
     printf("plan_ms=%.1f stages_ms=%.1f json_text_ms=%.1f json_bytes=%zu rollback_ms=%.1f "
            "rollback_tasks=%zu json_tree_ms=%.1f\n",
            t1 - t0, t2 - t1, t3 - t2, json_len, t5 - t4, rb->n_tasks, t6 - t5);
+    printf("exec_ms=%.1f dispatched=%zu finished=%d expand_by_100_ms=%.1f expand_tasks=%zu\n",
+           t8 - t7, dispatched, all_done, t10 - t9, expand_tasks);
     printf("peak_rss_mb: before=%.1f after_plan=%.1f after_json_text_and_rollback=%.1f "
            "after_json_tree=%.1f\n",
            rss0 / 1024.0, rss1 / 1024.0, rss2 / 1024.0, peak_rss_kb() / 1024.0);

@@ -318,7 +318,7 @@ char *planner_plan_to_dot(const struct planner_plan *plan, const enum planner_ta
  * tree of it ten times that. Fields objects are shared between tasks; each
  * distinct one is dumped once (a small cache by pointer).
  */
-char *planner_plan_to_json_text(const struct planner_plan *plan, size_t *len)
+static char *json_text(const struct planner_plan *plan, size_t *len, int lines)
 {
     struct sbuf b = {0};
     enum { NCACHE = 64 };
@@ -332,7 +332,9 @@ char *planner_plan_to_json_text(const struct planner_plan *plan, size_t *len)
     sb_printf(&b, "\"max_per_node\":%d,\"tasks\":[", plan->max_per_node);
     for (size_t i = 0; i < plan->n_tasks; i++) {
         const struct planner_task *t = &plan->tasks[i];
-        sb_put(&b, i ? ",{\"id\":" : "{\"id\":");
+        if (i)
+            sb_put(&b, ",");
+        sb_put(&b, lines ? "\n{\"id\":" : "{\"id\":");
         sb_jstr(&b, t->id);
         if (t->node) {
             sb_put(&b, ",\"node\":");
@@ -395,12 +397,22 @@ char *planner_plan_to_json_text(const struct planner_plan *plan, size_t *len)
         }
         sb_put(&b, "}");
     }
-    sb_put(&b, "]}");
+    sb_put(&b, lines ? "\n]}\n" : "]}");
     for (size_t k = 0; k < cn; k++)
         free(cv[k]);
     if (len)
         *len = b.len;
     return b.s;
+}
+
+char *planner_plan_to_json_text(const struct planner_plan *plan, size_t *len)
+{
+    return json_text(plan, len, 0);
+}
+
+char *planner_plan_to_json_lines(const struct planner_plan *plan, size_t *len)
+{
+    return json_text(plan, len, 1);
 }
 
 /* ---- stages ---- */

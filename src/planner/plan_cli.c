@@ -279,9 +279,7 @@ static int run(int argc, char **argv, FILE **outp, struct drv_err *err)
         text = planner_stages_to_text(plan, st);
         planner_stages_free(st);
     } else {
-        json_t *j = planner_plan_to_json(plan);
-        text = json_dumps(j, JSON_INDENT(2));
-        json_decref(j);
+        text = planner_plan_to_json_lines(plan, NULL); /* one task per line */
     }
     if (output) {
         *outp = fopen(output, "w");

@@ -16,6 +16,12 @@
  * adds no more edges than it removes; the others remain as anchors
  * ("* /<original id>"), which keeps the rollback of a 10,000-node create linear.
  *
+ * Deleted nodes: with the starting layout (planner_rollback_layout), a node the
+ * failed plan deleted is recreated whole (create, confirm, bootstrap, its
+ * services installed, configured, initialised and started, as an expand would)
+ * and nothing else is undone on it; without it, its delete is undone by a bare
+ * create.
+ *
  * A rollback plan is not rolled back: the cluster stops for an operator.
  */
 #include <string.h>
@@ -108,9 +114,61 @@ static struct inverse inverse_of(const struct planner_plan *p, const struct plan
     return inv;
 }
 
+/*
+ * Nodes that a failed plan deleted come back whole: the tasks of an expand
+ * from the starting layout without them to the starting layout (create,
+ * confirm, bootstrap, then each service's install > configure > initialize >
+ * start with the usual dependencies; services elsewhere are running and not
+ * waited for). The provider comes from the delete task. NULL plan when no
+ * node was deleted.
+ */
+static int recreate_deleted(const struct planner_plan *failed,
+                            const enum planner_task_state *states,
+                            const struct planner_service *services, size_t n_services,
+                            const struct planner_layout *start, struct planner__map *deleted,
+                            struct planner_plan **sub, struct drv_err *err)
+{
+    *sub = NULL;
+    const struct planner_task *del = NULL;
+    for (size_t i = 0; i < failed->n_tasks && !del; i++)
+        if (failed->tasks[i].action == PLANNER_ACT_DELETE && states[i] == PLANNER_TS_SUCCESS)
+            del = &failed->tasks[i];
+    if (del == NULL)
+        return 0;
+    struct planner_node *kept = xcalloc(start->n_nodes + 1, sizeof(*kept));
+    struct planner_layout now = {kept, 0};
+    for (size_t i = 0; i < start->n_nodes; i++)
+        if (planner__map_get(deleted, start->nodes[i].id) < 0)
+            kept[now.n_nodes++] = start->nodes[i];
+    struct planner_request req;
+    memset(&req, 0, sizeof(req));
+    req.op = PLANNER_OP_EXPAND;
+    req.start = &now;
+    req.target = start;
+    req.services = services;
+    req.n_services = n_services;
+    req.providertype = del->type;
+    const json_t *pv = del->fields ? json_object_get(del->fields, "provider") : NULL;
+    req.provider = json_is_string(pv) ? json_string_value(pv) : NULL;
+    int rc = planner_build(&req, sub, err);
+    if (rc < 0)
+        drv_err_prefix(err, "recreating deleted nodes");
+    free(kept);
+    return rc;
+}
+
 int planner_rollback(const struct planner_plan *failed, const enum planner_task_state *states,
                      const struct planner_service *services, size_t n_services,
                      struct planner_plan **out, struct drv_err *err)
+{
+    return planner_rollback_layout(failed, states, services, n_services, NULL, out, err);
+}
+
+int planner_rollback_layout(const struct planner_plan *failed,
+                            const enum planner_task_state *states,
+                            const struct planner_service *services, size_t n_services,
+                            const struct planner_layout *start, struct planner_plan **out,
+                            struct drv_err *err)
 {
     *out = NULL;
     if (failed->op == PLANNER_OP_ROLLBACK)
@@ -122,6 +180,25 @@ int planner_rollback(const struct planner_plan *failed, const enum planner_task_
     planner__map_init(&ids, n);
     for (size_t i = 0; i < n; i++)
         planner__map_put(&ids, failed->tasks[i].id, (uint32_t)i);
+
+    /* Nodes deleted by the failed plan: recreated whole when the starting layout
+     * is known, and then nothing else is undone on them. */
+    struct planner__map deleted;
+    planner__map_init(&deleted, 16);
+    struct planner_plan *sub = NULL;
+    if (start && states && services) {
+        for (size_t i = 0; i < n; i++)
+            if (failed->tasks[i].action == PLANNER_ACT_DELETE && states[i] == PLANNER_TS_SUCCESS &&
+                failed->tasks[i].node)
+                planner__map_put(&deleted, failed->tasks[i].node, 0);
+        int rc = recreate_deleted(failed, states, services, n_services, start, &deleted, &sub, err);
+        if (rc < 0) {
+            planner__map_free(&deleted);
+            planner__map_free(&ids);
+            json_decref(empty);
+            return rc;
+        }
+    }
 
     /* Which tasks take part, and their inverses. */
     unsigned char *in = xcalloc(n ? n : 1, 1);
@@ -135,6 +212,8 @@ int planner_rollback(const struct planner_plan *failed, const enum planner_task_
         }
         if (states == NULL || states[i] != PLANNER_TS_SUCCESS)
             continue;
+        if (sub && t->node && planner__map_get(&deleted, t->node) >= 0)
+            continue; /* the node comes back whole */
         in[i] = 1;
         const struct planner_service *sv = find_service(services, n_services, t->service);
         inv[i] = inverse_of(failed, t, sv, empty);
@@ -240,6 +319,27 @@ int planner_rollback(const struct planner_plan *failed, const enum planner_task_
             if (a == 0 || w[a] != w[a - 1])
                 planner__add_dep_new(rb, newidx[k], newidx[w[a]]);
     }
+
+    /* The recreated nodes, after the rest (they depend on nothing else undone). */
+    if (sub) {
+        uint32_t base = (uint32_t)rb->n_tasks;
+        for (size_t k = 0; k < sub->n_tasks; k++) {
+            const struct planner_task *t = &sub->tasks[k];
+            uint32_t x = planner__add_task(rb, t->id, planner__arena_strdup(rb->arena, t->node),
+                                           planner__arena_strdup(rb->arena, t->service), t->action,
+                                           planner__arena_strdup(rb->arena, t->type), t->fields,
+                                           t->strategy);
+            if (t->action == PLANNER_ACT_CREATE) {
+                char *orig = xasprintf("%s/delete", t->node);
+                rb->tasks[x].inverse_of = planner__arena_strdup(rb->arena, orig);
+                free(orig);
+            }
+            for (uint32_t d = 0; d < t->n_deps; d++)
+                planner__add_dep_new(rb, x, base + t->deps[d]);
+        }
+        planner_plan_free(sub);
+    }
+    planner__map_free(&deleted);
 
     int rc = planner__check_ids(rb, err);
     if (rc == 0)

@@ -44,6 +44,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct planner_plan *rb = NULL;
         if (planner_rollback(p, states, NULL, 0, &rb, &err) == 0)
             planner_plan_free(rb);
+        /* Resume a run from those states and finish it: every task ends settled. */
+        struct planner_exec *x = NULL;
+        if (planner_exec_new(p, states, &x, &err) == 0) {
+            uint32_t *batch = malloc((p->n_tasks + 1) * sizeof(*batch));
+            for (size_t i = 0; i < p->n_tasks; i++)
+                if (planner_exec_states(x)[i] == PLANNER_TS_IN_PROGRESS)
+                    planner_exec_done(x, (uint32_t)i, (int)(i % 3), &err);
+            for (size_t got; (got = planner_exec_next(x, batch, p->n_tasks + 1)) > 0;)
+                for (size_t k = 0; k < got; k++)
+                    if (planner_exec_done(x, batch[k], (int)((batch[k] + size) % 5), &err) != 0)
+                        abort();
+            if (!planner_exec_finished(x))
+                abort();
+            free(batch);
+            planner_exec_free(x);
+        }
         free(states);
         planner_plan_free(p);
     }

@@ -102,7 +102,8 @@ static struct model_layout *perturb(const struct model_layout *l)
     return o;
 }
 
-static void check_plan(const struct model_catalog *c, struct planner_plan *p)
+static void check_plan(const struct model_catalog *c, struct planner_plan *p,
+                       const struct model_layout *from)
 {
     fx_check_stages(p);
     fx_check_roundtrip(p);
@@ -115,12 +116,16 @@ static void check_plan(const struct model_catalog *c, struct planner_plan *p)
     for (size_t k = 0; k < cut; k++)
         st[order[k]] = PLANNER_TS_SUCCESS;
     struct planner_plan *rb = NULL;
-    if (planner_rollback(p, st, NULL, 0, &rb, &err))
+    struct planner_input *in = NULL;
+    if (from)
+        assert_int_equal(planner_input_from_model(c, NULL, from, NULL, &in, &err), 0);
+    if (planner_rollback_layout(p, st, in ? in->services : NULL, in ? in->n_services : 0,
+                                in ? &in->start : NULL, &rb, &err))
         fail_msg("rollback: %s", err.msg);
     for (size_t i = 0; i < rb->n_tasks; i++) {
         const struct planner_task *t = &rb->tasks[i];
-        if (t->action == PLANNER_ACT_ANCHOR)
-            continue;
+        if (t->action == PLANNER_ACT_ANCHOR || t->inverse_of == NULL)
+            continue; /* anchors, and the tasks of a deleted node made whole again */
         long o = planner_find(p, t->inverse_of);
         assert_true(o >= 0);
         assert_int_equal(st[o], PLANNER_TS_SUCCESS);
@@ -129,9 +134,9 @@ static void check_plan(const struct model_catalog *c, struct planner_plan *p)
     fx_check_stages(rb);
     fx_check_roundtrip(rb);
     planner_plan_free(rb);
+    planner_input_free(in);
     free(st);
     free(order);
-    (void)c;
 }
 
 static void test_random_plans(void **state)
@@ -201,7 +206,17 @@ static void test_random_plans(void **state)
                     }
                 }
             }
-            check_plan(c, p);
+            check_plan(c, p, from);
+            /* Run it, with a failover, and fail one task in every other round. */
+            const char *fail =
+                (round % 2 && p->n_tasks) ? p->tasks[rnd((unsigned)p->n_tasks)].id : NULL;
+            if (fail && p->tasks[planner_find(p, fail)].action == PLANNER_ACT_ANCHOR)
+                fail = NULL;
+            enum planner_task_state *st = fx_run(p, (unsigned)round, fail, rnd(8));
+            for (size_t i = 0; i < p->n_tasks; i++)
+                if (fail == NULL)
+                    assert_int_equal(st[i], PLANNER_TS_SUCCESS);
+            free(st);
             planner_plan_free(p);
             planner_plan_free(q);
         }
