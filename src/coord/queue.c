@@ -93,6 +93,7 @@ struct coord_queue {
     bool idle;  /* a whole round was empty: waiting for a watch */
     bool poked; /* a watch fired during the round */
     bool pump_scheduled;
+    struct event *pump_ev, *flush_ev;
     /* completes waiting for the end of this turn of the loop */
     struct fin **fins;
     size_t n_fins, cap_fins;
@@ -834,6 +835,7 @@ static void pump_timer(void *owner)
 {
     struct coord_queue *q = owner;
     q->pump_scheduled = false;
+    q->pump_ev = NULL;
     pump_now(q);
     q_unref(q);
 }
@@ -848,7 +850,16 @@ static void pump(struct coord_queue *q)
         return;
     q->pump_scheduled = true;
     q->refs++;
-    coord__timer(q->s, 0, pump_timer, q);
+    q->pump_ev = coord__timer(q->s, 0, pump_timer, q);
+}
+
+static void take_closed(void *owner)
+{
+    struct take *t = owner;
+    struct coord_queue *q = t->q;
+    t->cb(NULL, DRV_EAGAIN, t->arg);
+    free(t);
+    q_unref(q);
 }
 
 void coord_queue_take(struct coord_queue *q, int timeout_ms, coord_take_cb cb, void *arg)
@@ -857,6 +868,12 @@ void coord_queue_take(struct coord_queue *q, int timeout_ms, coord_take_cb cb, v
     t->q = q;
     t->cb = cb;
     t->arg = arg;
+    if (q->dead) {
+        /* Closed (a take from a callback during close): fail it, later. */
+        q->refs++;
+        coord__timer(q->s, 0, take_closed, t);
+        return;
+    }
     if (q->takes_tail)
         q->takes_tail->next = t;
     else
@@ -991,6 +1008,7 @@ static void flush_completes(void *owner)
 {
     struct coord_queue *q = owner;
     q->flush_scheduled = false;
+    q->flush_ev = NULL;
     size_t n = q->n_fins;
     if (n == 1) {
         complete_send(q->fins[0]);
@@ -1031,7 +1049,7 @@ void coord_queue_complete(struct coord_queue *q, const char *item_id, coord_done
     if (!q->flush_scheduled) {
         q->flush_scheduled = true;
         q->refs++;
-        coord__timer(q->s, 0, flush_completes, q);
+        q->flush_ev = coord__timer(q->s, 0, flush_completes, q);
     }
 }
 
@@ -1258,5 +1276,17 @@ void coord_queue_close(struct coord_queue *q)
         d = n;
     }
     cache_clear(q);
+    /* Send the completes of this turn now; no more claiming. */
+    if (q->flush_ev) {
+        coord__timer_cancel(q->flush_ev);
+        q->flush_ev = NULL;
+        flush_completes(q); /* drops the timer's reference */
+    }
+    if (q->pump_ev) {
+        coord__timer_cancel(q->pump_ev);
+        q->pump_ev = NULL;
+        q->pump_scheduled = false;
+        q->refs--;
+    }
     q_unref(q);
 }
