@@ -40,6 +40,7 @@
 #define MAX_ADDED_PER_NODE 20
 #define DEFAULT_MAX_STEPS 50000000UL
 #define MAX_CANDIDATES 1000000
+#define ABSORB_SCAN 64
 
 struct svc {
     const char *name;
@@ -102,7 +103,8 @@ struct ctx {
     struct svc *svc;
     int n_svc;
     struct bits free_mask, tracked_mask;
-    struct bits *must; /* effective must-coexist groups (>= 2 services on the cluster) */
+    struct bits capped_mask; /* tracked services with a maximum */
+    struct bits *must;       /* effective must-coexist groups (>= 2 services on the cluster) */
     int n_must;
     struct bits *cant; /* effective can't-coexist groups (all on the cluster) */
     int n_cant;
@@ -219,7 +221,18 @@ static int cmp_cands(const struct ctx *c, const struct cand *a, const struct can
     struct solver_candidate sa, sb;
     cand_view(c, a, &va, &sa);
     cand_view(c, b, &vb, &sb);
-    return c->req->cmp(&sa, &sb, c->req->cmp_arg);
+    int r = c->req->cmp(&sa, &sb, c->req->cmp_arg);
+    if (r)
+        return r < 0 ? -1 : 1;
+    /* A comparator that calls distinct layouts equal: settle it, deterministically. */
+    if (a->nsvc != b->nsvc)
+        return a->nsvc > b->nsvc ? -1 : 1;
+    if (a->hw != b->hw || a->img != b->img) {
+        r = pair_pref_cmp(a->hw, a->img, b->hw, b->img);
+        if (r)
+            return r;
+    }
+    return bits_name_cmp(&a->svcs, &b->svcs);
 }
 
 /* qsort has no context argument: sorting is the only user of this. */
@@ -516,6 +529,8 @@ static int setup_groups(struct ctx *c)
             bits_set(&c->free_mask, i);
         else
             bits_set(&c->tracked_mask, i);
+        if (!s->free_ && s->qmax < INF)
+            bits_set(&c->capped_mask, i);
     }
     /* Units: union-find over must-coexist groups. */
     int *parent = xcalloc((size_t)c->n_svc, sizeof(int));
@@ -1135,10 +1150,22 @@ static bool interval(struct search *S, int i, int64_t *lo_out, int64_t *hi_out)
     }
     if (lo > hi)
         goto empty;
-    /* Can the group's remaining nodes go anywhere? */
+    /*
+     * Can the group's remaining nodes go anywhere? When every later layout
+     * holds a capped service, each node uses up room of one: the rooms of
+     * those services bound the nodes left (cheap), and a short scan of the
+     * next layouts' own room settles most cases exactly.
+     */
     if (v->next_open < 0 && g->finite == false) {
+        struct bits u = bits_or(v->capped, bits_and(v->sufmask, c->capped_mask));
+        int64_t room = 0;
+        BITS_FOREACH(s, &u)
+        {
+            room += max64(c->svc[s].qmax - S->count[s], 0);
+        }
         int64_t absorb = 0;
-        for (int j = i; j <= g->last && absorb < rem; j++) {
+        int j = i;
+        for (; j <= g->last && j < i + ABSORB_SCAN && absorb < rem; j++) {
             int64_t cap = S->var[j].ub;
             BITS_FOREACH(s, &S->var[j].capped)
             {
@@ -1146,7 +1173,7 @@ static bool interval(struct search *S, int i, int64_t *lo_out, int64_t *hi_out)
             }
             absorb += max64(cap, 0);
         }
-        if (absorb < rem) {
+        if (room < rem || (j > g->last && absorb < rem)) {
             lo = hi + 1;
             goto empty;
         }
