@@ -687,6 +687,17 @@ static int setup_types(struct ctx *c)
     return 0;
 }
 
+static bool same_entry(const struct model_node_layout *a, const struct model_node_layout *b)
+{
+    if (a->n_services != b->n_services || strcmp(a->hardwaretype, b->hardwaretype) != 0 ||
+        strcmp(a->imagetype, b->imagetype) != 0)
+        return false;
+    for (size_t i = 0; i < a->n_services; i++)
+        if (strcmp(a->services[i], b->services[i]) != 0)
+            return false;
+    return true;
+}
+
 static int setup_existing(struct ctx *c)
 {
     const struct model_layout *e = c->req->existing;
@@ -720,12 +731,15 @@ static int setup_existing(struct ctx *c)
             }
         }
         c->existing_size += n->count;
-        /* Entries with an id stay apart; the others merge with their twins. */
+        /*
+         * Entries with an id stay apart; the others merge with their exact
+         * twins (same services before the change, same types), so that the
+         * answer's entries still map one to one onto the existing ones.
+         */
         int k = n->id ? c->n_cls : 0;
         for (; k < c->n_cls; k++) {
-            struct cls *x = &c->cls[k];
-            if (!n->id && !x->id && bits_eq(&x->svcs, &b) &&
-                strcmp(x->hw.name, n->hardwaretype) == 0 && strcmp(x->img.name, n->imagetype) == 0)
+            const struct model_node_layout *o = &e->nodes[c->cls[k].first_entry];
+            if (!o->id && bits_eq(&c->cls[k].svcs, &b) && same_entry(o, n))
                 break;
         }
         if (k < c->n_cls) {

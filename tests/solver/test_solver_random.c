@@ -452,11 +452,102 @@ static void test_shrink_against_reference(void **state)
     model_catalog_free(c);
 }
 
+/*
+ * Expand and add or remove services on random clusters: the answer passes
+ * solver_check(), existing entries come first with their hardware, image and
+ * count, keep their remaining services and gain only added ones.
+ */
+static void test_changes_keep_existing(void **state)
+{
+    struct model_catalog *c = random_catalog();
+    int changed = 0;
+    for (int round = 0; round < 1500; round++) {
+        struct tmpl t;
+        random_tmpl(&t);
+        json_t *j = tmpl_json(&t);
+        struct model_template *mt;
+        assert_int_equal(model_template_from_json(j, false, &mt, NULL), 0);
+        /* Start from a random subset of the services. */
+        const char *all[NS] = {"r0", "r1", "r2", "r3", "r4"}, *before[NS], *after[NS];
+        size_t nb = 0, na = 0;
+        for (int s = 0; s < NS; s++)
+            if (rnd(3))
+                before[nb++] = all[s];
+        for (int s = 0; s < NS; s++)
+            if (rnd(4))
+                after[na++] = all[s];
+        if (!nb || !na) {
+            model_template_free(mt);
+            json_decref(j);
+            continue;
+        }
+        int size = 1 + (int)rnd(5);
+        struct solver_request r = {.catalog = c,
+                                   .tmpl = mt,
+                                   .nodes = (unsigned)size,
+                                   .services = before,
+                                   .n_services = nb};
+        struct model_layout *e = NULL, *l = NULL;
+        if (solver_solve(&r, &e, NULL) == 0) {
+            r.existing = e;
+            r.services = after;
+            r.n_services = na;
+            r.nodes = (unsigned)(size + (int)rnd(3));
+            struct drv_err err = {0};
+            if (solver_solve(&r, &l, &err) == 0) {
+                changed++;
+                if (solver_check(&r, l, &err))
+                    fail_msg("round %d: %s", round, err.msg);
+                assert_int_equal(model_layout_size(l), r.nodes);
+                /* Entries of e appear first, possibly split, in order. */
+                size_t k = 0;
+                for (size_t i = 0; i < e->n_nodes; i++) {
+                    unsigned left = e->nodes[i].count;
+                    while (left) {
+                        assert_true(k < l->n_nodes);
+                        const struct model_node_layout *o = &e->nodes[i], *n = &l->nodes[k++];
+                        assert_string_equal(o->hardwaretype, n->hardwaretype);
+                        assert_string_equal(o->imagetype, n->imagetype);
+                        assert_true(n->count <= left);
+                        left -= n->count;
+                        for (size_t q = 0; q < o->n_services; q++) {
+                            bool kept = false, present = false;
+                            for (size_t w = 0; w < na; w++)
+                                kept = kept || strcmp(after[w], o->services[q]) == 0;
+                            for (size_t w = 0; w < n->n_services; w++)
+                                present = present || strcmp(n->services[w], o->services[q]) == 0;
+                            assert_int_equal(kept, present);
+                        }
+                        for (size_t w = 0; w < n->n_services; w++) {
+                            bool old = false, added = true;
+                            for (size_t q = 0; q < o->n_services; q++)
+                                old = old || strcmp(n->services[w], o->services[q]) == 0;
+                            /* added: on no existing node */
+                            for (size_t q = 0; q < e->n_nodes; q++)
+                                for (size_t z = 0; z < e->nodes[q].n_services; z++)
+                                    added = added &&
+                                            strcmp(n->services[w], e->nodes[q].services[z]) != 0;
+                            assert_true(old || added);
+                        }
+                    }
+                }
+            }
+            model_layout_free(l);
+            model_layout_free(e);
+        }
+        model_template_free(mt);
+        json_decref(j);
+    }
+    assert_true(changed > 200);
+    model_catalog_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_reference),
         cmocka_unit_test(test_shrink_against_reference),
+        cmocka_unit_test(test_changes_keep_existing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
