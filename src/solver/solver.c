@@ -569,6 +569,23 @@ static int setup_groups(struct ctx *c)
     }
     free(parent);
     free(root_unit);
+    /* Services that travel together share their quantities. */
+    for (int u = 0; u < c->n_unit; u++) {
+        int lo_s = -1, hi_s = -1;
+        BITS_FOREACH(s, &c->unit[u].svcs)
+        {
+            if (lo_s < 0 || c->svc[s].qmin > c->svc[lo_s].qmin)
+                lo_s = s;
+            if (hi_s < 0 || c->svc[s].qmax < c->svc[hi_s].qmax)
+                hi_s = s;
+        }
+        if (c->svc[lo_s].qmin > c->svc[hi_s].qmax)
+            return drv_err_set(c->err, DRV_EUNSAT, 0,
+                               "service \"%s\" needs at least %lld nodes, but must-coexist "
+                               "constraints tie it to \"%s\", which allows at most %lld",
+                               c->svc[lo_s].name, (long long)c->svc[lo_s].qmin, c->svc[hi_s].name,
+                               (long long)c->svc[hi_s].qmax);
+    }
     for (int u = 0; u < c->n_unit; u++) {
         struct unit *un = &c->unit[u];
         un->cant = xcalloc((size_t)c->n_cant + 1, sizeof(int));
@@ -1572,6 +1589,11 @@ int solver_solve(const struct solver_request *req, struct model_layout **out, st
                              "no layout found within %lu search steps (%zu node layouts, %lld "
                              "nodes)",
                              S.max_steps, total_vars, (long long)n);
+        else if (worst >= 0 && shrink)
+            rc = drv_err_set(err, DRV_EUNSAT, 0,
+                             "no %lld of the %lld existing nodes meet the constraints: the "
+                             "quantities of service \"%s\" (%s) fail most often",
+                             (long long)n, (long long)c.existing_size, c.svc[worst].name, q);
         else if (worst >= 0)
             rc = drv_err_set(err, DRV_EUNSAT, 0,
                              "no layout of %lld nodes meets the constraints: the quantities of "
