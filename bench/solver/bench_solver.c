@@ -9,6 +9,8 @@
  *   synthetic-expand the same cluster expanded to 12,000 nodes, existing nodes kept
  *   hadoop-ids-*     a 10,000-node hadoop-distributed cluster given one entry per
  *                    node (each with an id), expanded to 11,000 / shrunk to 5,000
+ *   unsat-shrink     the synthetic cluster shrunk to 3 nodes: z0 and z1 need 3
+ *                    nodes each and cannot share one (found by the search)
  *   unsat-hadoop     hadoop-distributed with a namenode quantity of 2..2 (it must
  *                    coexist with the 1..1 resource manager): no layout
  *   unsat-synthetic  the synthetic template with every worker and utility
@@ -310,6 +312,10 @@ int main(int argc, char **argv)
         rs.nodes = 12000;
         res = run(&rs, runs, NULL);
         report("synthetic-expand", 12000, &res);
+        /* z0 and z1 need 3 nodes each and cannot share one: 3 nodes are too few. */
+        rs.nodes = 3;
+        res = run(&rs, runs, NULL);
+        report("unsat-shrink", 3, &res);
     }
     model_layout_free(l);
 

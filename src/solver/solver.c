@@ -40,6 +40,7 @@
 #define MAX_ADDED_PER_NODE 20
 #define DEFAULT_MAX_STEPS 50000000UL
 #define MAX_CANDIDATES 1000000
+#define ABSORB_SCAN 64
 
 struct svc {
     const char *name;
@@ -102,7 +103,8 @@ struct ctx {
     struct svc *svc;
     int n_svc;
     struct bits free_mask, tracked_mask;
-    struct bits *must; /* effective must-coexist groups (>= 2 services on the cluster) */
+    struct bits capped_mask; /* tracked services with a maximum */
+    struct bits *must;       /* effective must-coexist groups (>= 2 services on the cluster) */
     int n_must;
     struct bits *cant; /* effective can't-coexist groups (all on the cluster) */
     int n_cant;
@@ -219,7 +221,18 @@ static int cmp_cands(const struct ctx *c, const struct cand *a, const struct can
     struct solver_candidate sa, sb;
     cand_view(c, a, &va, &sa);
     cand_view(c, b, &vb, &sb);
-    return c->req->cmp(&sa, &sb, c->req->cmp_arg);
+    int r = c->req->cmp(&sa, &sb, c->req->cmp_arg);
+    if (r)
+        return r < 0 ? -1 : 1;
+    /* A comparator that calls distinct layouts equal: settle it, deterministically. */
+    if (a->nsvc != b->nsvc)
+        return a->nsvc > b->nsvc ? -1 : 1;
+    if (a->hw != b->hw || a->img != b->img) {
+        r = pair_pref_cmp(a->hw, a->img, b->hw, b->img);
+        if (r)
+            return r;
+    }
+    return bits_name_cmp(&a->svcs, &b->svcs);
 }
 
 /* qsort has no context argument: sorting is the only user of this. */
@@ -516,6 +529,8 @@ static int setup_groups(struct ctx *c)
             bits_set(&c->free_mask, i);
         else
             bits_set(&c->tracked_mask, i);
+        if (!s->free_ && s->qmax < INF)
+            bits_set(&c->capped_mask, i);
     }
     /* Units: union-find over must-coexist groups. */
     int *parent = xcalloc((size_t)c->n_svc, sizeof(int));
@@ -554,6 +569,23 @@ static int setup_groups(struct ctx *c)
     }
     free(parent);
     free(root_unit);
+    /* Services that travel together share their quantities. */
+    for (int u = 0; u < c->n_unit; u++) {
+        int lo_s = -1, hi_s = -1;
+        BITS_FOREACH(s, &c->unit[u].svcs)
+        {
+            if (lo_s < 0 || c->svc[s].qmin > c->svc[lo_s].qmin)
+                lo_s = s;
+            if (hi_s < 0 || c->svc[s].qmax < c->svc[hi_s].qmax)
+                hi_s = s;
+        }
+        if (c->svc[lo_s].qmin > c->svc[hi_s].qmax)
+            return drv_err_set(c->err, DRV_EUNSAT, 0,
+                               "service \"%s\" needs at least %lld nodes, but must-coexist "
+                               "constraints tie it to \"%s\", which allows at most %lld",
+                               c->svc[lo_s].name, (long long)c->svc[lo_s].qmin, c->svc[hi_s].name,
+                               (long long)c->svc[hi_s].qmax);
+    }
     for (int u = 0; u < c->n_unit; u++) {
         struct unit *un = &c->unit[u];
         un->cant = xcalloc((size_t)c->n_cant + 1, sizeof(int));
@@ -672,6 +704,17 @@ static int setup_types(struct ctx *c)
     return 0;
 }
 
+static bool same_entry(const struct model_node_layout *a, const struct model_node_layout *b)
+{
+    if (a->n_services != b->n_services || strcmp(a->hardwaretype, b->hardwaretype) != 0 ||
+        strcmp(a->imagetype, b->imagetype) != 0)
+        return false;
+    for (size_t i = 0; i < a->n_services; i++)
+        if (strcmp(a->services[i], b->services[i]) != 0)
+            return false;
+    return true;
+}
+
 static int setup_existing(struct ctx *c)
 {
     const struct model_layout *e = c->req->existing;
@@ -705,12 +748,15 @@ static int setup_existing(struct ctx *c)
             }
         }
         c->existing_size += n->count;
-        /* Entries with an id stay apart; the others merge with their twins. */
+        /*
+         * Entries with an id stay apart; the others merge with their exact
+         * twins (same services before the change, same types), so that the
+         * answer's entries still map one to one onto the existing ones.
+         */
         int k = n->id ? c->n_cls : 0;
         for (; k < c->n_cls; k++) {
-            struct cls *x = &c->cls[k];
-            if (!n->id && !x->id && bits_eq(&x->svcs, &b) &&
-                strcmp(x->hw.name, n->hardwaretype) == 0 && strcmp(x->img.name, n->imagetype) == 0)
+            const struct model_node_layout *o = &e->nodes[c->cls[k].first_entry];
+            if (!o->id && bits_eq(&c->cls[k].svcs, &b) && same_entry(o, n))
                 break;
         }
         if (k < c->n_cls) {
@@ -1135,10 +1181,22 @@ static bool interval(struct search *S, int i, int64_t *lo_out, int64_t *hi_out)
     }
     if (lo > hi)
         goto empty;
-    /* Can the group's remaining nodes go anywhere? */
+    /*
+     * Can the group's remaining nodes go anywhere? When every later layout
+     * holds a capped service, each node uses up room of one: the rooms of
+     * those services bound the nodes left (cheap), and a short scan of the
+     * next layouts' own room settles most cases exactly.
+     */
     if (v->next_open < 0 && g->finite == false) {
+        struct bits u = bits_or(v->capped, bits_and(v->sufmask, c->capped_mask));
+        int64_t room = 0;
+        BITS_FOREACH(s, &u)
+        {
+            room += max64(c->svc[s].qmax - S->count[s], 0);
+        }
         int64_t absorb = 0;
-        for (int j = i; j <= g->last && absorb < rem; j++) {
+        int j = i;
+        for (; j <= g->last && j < i + ABSORB_SCAN && absorb < rem; j++) {
             int64_t cap = S->var[j].ub;
             BITS_FOREACH(s, &S->var[j].capped)
             {
@@ -1146,7 +1204,7 @@ static bool interval(struct search *S, int i, int64_t *lo_out, int64_t *hi_out)
             }
             absorb += max64(cap, 0);
         }
-        if (absorb < rem) {
+        if (room < rem || (j > g->last && absorb < rem)) {
             lo = hi + 1;
             goto empty;
         }
@@ -1531,6 +1589,11 @@ int solver_solve(const struct solver_request *req, struct model_layout **out, st
                              "no layout found within %lu search steps (%zu node layouts, %lld "
                              "nodes)",
                              S.max_steps, total_vars, (long long)n);
+        else if (worst >= 0 && shrink)
+            rc = drv_err_set(err, DRV_EUNSAT, 0,
+                             "no %lld of the %lld existing nodes meet the constraints: the "
+                             "quantities of service \"%s\" (%s) fail most often",
+                             (long long)n, (long long)c.existing_size, c.svc[worst].name, q);
         else if (worst >= 0)
             rc = drv_err_set(err, DRV_EUNSAT, 0,
                              "no layout of %lld nodes meets the constraints: the quantities of "

@@ -403,7 +403,7 @@ static void test_shrink_keeps_minimum(void **state)
                       "\"img1\",\"count\":2},{\"services\":[\"s1\"],\"hardwaretype\":\"hw2\","
                       "\"imagetype\":\"img1\",\"count\":1}]}");
     r.nodes = 2; /* s1 needs one node, s2 two */
-    expect_error(&r, DRV_EUNSAT, "no layout of 2 nodes");
+    expect_error(&r, DRV_EUNSAT, "no 2 of the 5 existing nodes meet the constraints");
     model_layout_free(l);
     model_template_free(t);
     model_catalog_free(c);
@@ -641,6 +641,17 @@ static void test_unsat_errors(void **state)
     expect_layout(&r, "{\"nodes\":[{\"services\":[\"s1\",\"s2\"],\"hardwaretype\":\"hw2\","
                       "\"imagetype\":\"img1\",\"count\":1},{\"services\":[\"s1\",\"s3\"],"
                       "\"hardwaretype\":\"hw2\",\"imagetype\":\"img1\",\"count\":1}]}");
+    model_template_free(t);
+    /* Must-coexist services share their quantities. */
+    t = tmpl_from("{\"name\": \"t\", \"defaults\": {\"services\": [\"s1\", \"s2\"], "
+                  "\"provider\": \"p\"}, \"constraints\": {\"layout\": {\"mustcoexist\": "
+                  "[[\"s1\", \"s2\"]]}, \"services\": {\"s1\": {\"quantities\": {\"min\": 2}}, "
+                  "\"s2\": {\"quantities\": {\"max\": 1}}}}}");
+    r.tmpl = t;
+    r.nodes = 5;
+    expect_error(&r, DRV_EUNSAT,
+                 "service \"s1\" needs at least 2 nodes, but must-coexist constraints tie it to "
+                 "\"s2\", which allows at most 1");
     model_template_free(t);
     /* Quantities that add up to more than the cluster. */
     t = tmpl_from("{\"name\": \"t\", \"defaults\": {\"services\": [\"s1\", \"s2\"], "

@@ -267,7 +267,7 @@ static char *reference(const struct tmpl *t, int nodes)
     return out;
 }
 
-static void test_against_reference(void **state)
+static struct model_catalog *random_catalog(void)
 {
     struct model_catalog *c = model_catalog_new();
     const char *ents[][2] = {
@@ -289,6 +289,12 @@ static void test_against_reference(void **state)
         assert_int_equal(model_catalog_put_json(c, MODEL_SERVICE, j, NULL, NULL), 0);
         json_decref(j);
     }
+    return c;
+}
+
+static void test_against_reference(void **state)
+{
+    struct model_catalog *c = random_catalog();
     int solved = 0, unsat = 0;
     for (int round = 0; round < 1500; round++) {
         struct tmpl t;
@@ -327,10 +333,221 @@ static void test_against_reference(void **state)
     model_catalog_free(c);
 }
 
+static char *layout_string(const struct model_layout *l)
+{
+    json_t *j = model_layout_to_json(l, false);
+    char *s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    return s;
+}
+
+/* Shrink: keep the lexicographically greatest counts of the existing entries, in order. */
+static char *reference_shrink(const struct tmpl *t, const struct model_layout *e, int nodes)
+{
+    int n = (int)e->n_nodes;
+    int sets[64], caps[64], x[64], count[NS] = {0};
+    for (int i = 0; i < n; i++) {
+        sets[i] = 0;
+        for (size_t k = 0; k < e->nodes[i].n_services; k++)
+            sets[i] |= 1 << (e->nodes[i].services[k][1] - '0');
+        caps[i] = (int)e->nodes[i].count;
+    }
+    for (int s = 0; s < NS; s++) {
+        qmin_[s] = t->qmin[s] >= 0 ? t->qmin[s] : 1;
+        qmax_[s] = t->qmax[s] >= 0 ? t->qmax[s] : INF;
+    }
+    /* iterative odometer over x in lexicographic descending order */
+    int rem = nodes;
+    for (int i = 0; i < n; i++) {
+        x[i] = caps[i] < rem ? caps[i] : rem;
+        rem -= x[i];
+    }
+    for (;;) {
+        if (rem == 0) {
+            memset(count, 0, sizeof(count));
+            for (int i = 0; i < n; i++)
+                for (int s = 0; s < NS; s++)
+                    count[s] += ((sets[i] >> s) & 1) * x[i];
+            bool ok = true;
+            for (int s = 0; s < NS; s++)
+                ok = ok && count[s] >= qmin_[s] && count[s] <= qmax_[s];
+            if (ok)
+                break;
+        }
+        /* next vector: lower the last position that can go down, refill after it */
+        int i;
+        int tail = rem;
+        for (i = n - 1; i >= 0; i--) {
+            if (i < n - 1 && x[i] > 0) {
+                /* can the positions after i take tail + 1? */
+                int room = 0;
+                for (int k = i + 1; k < n; k++)
+                    room += caps[k];
+                if (room >= tail + 1)
+                    break;
+            }
+            tail += x[i];
+            x[i] = 0;
+        }
+        if (i < 0)
+            return NULL;
+        x[i]--;
+        tail++;
+        for (int k = i + 1; k < n; k++) {
+            x[k] = caps[k] < tail ? caps[k] : tail;
+            tail -= x[k];
+        }
+        rem = tail;
+    }
+    struct model_layout *l = model_layout_new();
+    for (int i = 0; i < n; i++)
+        if (x[i])
+            model_layout_add(l, (const char *const *)e->nodes[i].services, e->nodes[i].n_services,
+                             e->nodes[i].hardwaretype, e->nodes[i].imagetype, (unsigned)x[i], NULL);
+    char *out = layout_string(l);
+    model_layout_free(l);
+    return out;
+}
+
+static void test_shrink_against_reference(void **state)
+{
+    struct model_catalog *c = random_catalog();
+    int compared = 0, none = 0;
+    for (int round = 0; round < 1500; round++) {
+        struct tmpl t;
+        random_tmpl(&t);
+        json_t *j = tmpl_json(&t);
+        struct model_template *mt;
+        assert_int_equal(model_template_from_json(j, false, &mt, NULL), 0);
+        int big = 3 + (int)rnd(6);
+        struct solver_request r = {.catalog = c, .tmpl = mt, .nodes = (unsigned)big};
+        struct model_layout *e = NULL;
+        if (solver_solve(&r, &e, NULL) == 0) {
+            int small = 1 + (int)rnd((uint32_t)big - 1);
+            char *want = reference_shrink(&t, e, small);
+            r.existing = e;
+            r.nodes = (unsigned)small;
+            struct model_layout *l = NULL;
+            struct drv_err err = {0};
+            int rc = solver_solve(&r, &l, &err);
+            char *got = rc == 0 ? layout_string(l) : NULL;
+            if (!want != !got || (want && strcmp(want, got) != 0)) {
+                char *tj = json_dumps(j, JSON_COMPACT), *es = layout_string(e);
+                fail_msg("round %d, %d -> %d nodes\ntemplate %s\nexisting %s\nwant %s\ngot  %s "
+                         "(%s)",
+                         round, big, small, tj, es, want ? want : "none", got ? got : "none",
+                         rc ? err.msg : "");
+            }
+            compared++;
+            none += want == NULL;
+            free(want);
+            free(got);
+            model_layout_free(l);
+            model_layout_free(e);
+        }
+        model_template_free(mt);
+        json_decref(j);
+    }
+    assert_true(compared > 200 && none > 20);
+    model_catalog_free(c);
+}
+
+/*
+ * Expand and add or remove services on random clusters: the answer passes
+ * solver_check(), existing entries come first with their hardware, image and
+ * count, keep their remaining services and gain only added ones.
+ */
+static void test_changes_keep_existing(void **state)
+{
+    struct model_catalog *c = random_catalog();
+    int changed = 0;
+    for (int round = 0; round < 1500; round++) {
+        struct tmpl t;
+        random_tmpl(&t);
+        json_t *j = tmpl_json(&t);
+        struct model_template *mt;
+        assert_int_equal(model_template_from_json(j, false, &mt, NULL), 0);
+        /* Start from a random subset of the services. */
+        const char *all[NS] = {"r0", "r1", "r2", "r3", "r4"}, *before[NS], *after[NS];
+        size_t nb = 0, na = 0;
+        for (int s = 0; s < NS; s++)
+            if (rnd(3))
+                before[nb++] = all[s];
+        for (int s = 0; s < NS; s++)
+            if (rnd(4))
+                after[na++] = all[s];
+        if (!nb || !na) {
+            model_template_free(mt);
+            json_decref(j);
+            continue;
+        }
+        int size = 1 + (int)rnd(5);
+        struct solver_request r = {.catalog = c,
+                                   .tmpl = mt,
+                                   .nodes = (unsigned)size,
+                                   .services = before,
+                                   .n_services = nb};
+        struct model_layout *e = NULL, *l = NULL;
+        if (solver_solve(&r, &e, NULL) == 0) {
+            r.existing = e;
+            r.services = after;
+            r.n_services = na;
+            r.nodes = (unsigned)(size + (int)rnd(3));
+            struct drv_err err = {0};
+            if (solver_solve(&r, &l, &err) == 0) {
+                changed++;
+                if (solver_check(&r, l, &err))
+                    fail_msg("round %d: %s", round, err.msg);
+                assert_int_equal(model_layout_size(l), r.nodes);
+                /* Entries of e appear first, possibly split, in order. */
+                size_t k = 0;
+                for (size_t i = 0; i < e->n_nodes; i++) {
+                    unsigned left = e->nodes[i].count;
+                    while (left) {
+                        assert_true(k < l->n_nodes);
+                        const struct model_node_layout *o = &e->nodes[i], *n = &l->nodes[k++];
+                        assert_string_equal(o->hardwaretype, n->hardwaretype);
+                        assert_string_equal(o->imagetype, n->imagetype);
+                        assert_true(n->count <= left);
+                        left -= n->count;
+                        for (size_t q = 0; q < o->n_services; q++) {
+                            bool kept = false, present = false;
+                            for (size_t w = 0; w < na; w++)
+                                kept = kept || strcmp(after[w], o->services[q]) == 0;
+                            for (size_t w = 0; w < n->n_services; w++)
+                                present = present || strcmp(n->services[w], o->services[q]) == 0;
+                            assert_int_equal(kept, present);
+                        }
+                        for (size_t w = 0; w < n->n_services; w++) {
+                            bool old = false, added = true;
+                            for (size_t q = 0; q < o->n_services; q++)
+                                old = old || strcmp(n->services[w], o->services[q]) == 0;
+                            /* added: on no existing node */
+                            for (size_t q = 0; q < e->n_nodes; q++)
+                                for (size_t z = 0; z < e->nodes[q].n_services; z++)
+                                    added = added &&
+                                            strcmp(n->services[w], e->nodes[q].services[z]) != 0;
+                            assert_true(old || added);
+                        }
+                    }
+                }
+            }
+            model_layout_free(l);
+            model_layout_free(e);
+        }
+        model_template_free(mt);
+        json_decref(j);
+    }
+    assert_true(changed > 200);
+    model_catalog_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_reference),
+        cmocka_unit_test(test_shrink_against_reference),
+        cmocka_unit_test(test_changes_keep_existing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
