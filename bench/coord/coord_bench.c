@@ -30,7 +30,7 @@
 #include "log.h"
 #include "xalloc.h"
 
-static int n_items = 20000, batch = 100, window = 64;
+static int n_items = 20000, batch = 100, window = 200;
 
 static double now(void)
 {
