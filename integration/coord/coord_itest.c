@@ -12,6 +12,9 @@
  *                              to another consumer, none is delivered twice or lost
  *   coord_itest connloss       creates whose replies are lost (a proxy swallows them, then
  *                              drops the connection): exactly one znode each
+ *   coord_itest election       leader election hands over on expiry and on leaving
+ *   coord_itest chroot-auth    a chrooted session with digest credentials: its znodes land
+ *                              under the chroot, readable by all, writable by it only
  *   coord_itest restart        the ZooKeeper server (or, in an ensemble, its leader) is killed
  *                              and started again while clients lock and use a queue
  *
@@ -784,6 +787,116 @@ static int t_connloss(void)
     return 0;
 }
 
+/* ---- election ------------------------------------------------------------- */
+
+struct el {
+    int leads, stops;
+    bool leader;
+    int64_t token;
+};
+
+static void on_elected(struct coord_election *e, bool leader, int64_t token, void *arg)
+{
+    struct el *x = arg;
+    x->leader = leader;
+    if (leader) {
+        x->leads++;
+        x->token = token;
+    } else {
+        x->stops++;
+    }
+}
+
+static bool el_leads(void *arg)
+{
+    return ((struct el *)arg)->leader;
+}
+
+static bool el_stopped(void *arg)
+{
+    return ((struct el *)arg)->stops > 0;
+}
+
+static int t_election(void)
+{
+    struct event_base *base = event_base_new();
+    struct coord_session *s1 = it_session(base, 4000), *s2 = it_session(base, 4000);
+    struct el x1 = {0}, x2 = {0};
+    struct coord_election *e1 = coord_election_new(s1, "itest", "{\"who\":1}", on_elected, &x1);
+    CHECK(it_run_until_fn(base, el_leads, &x1, 20000), "first leader");
+    struct coord_election *e2 = coord_election_new(s2, "itest", "{\"who\":2}", on_elected, &x2);
+    it_run_for(base, 300);
+    CHECK(!x2.leader && coord_election_leader(e1), "one leader");
+    it_expire(s1);
+    CHECK(it_run_until_fn(base, el_stopped, &x1, 20000), "old leader told");
+    CHECK(it_run_until_fn(base, el_leads, &x2, 20000), "second leader");
+    CHECK(x2.token > x1.token, "token grows");
+    /* The first contends again behind the second, and leads once it leaves. */
+    it_run_for(base, 500);
+    CHECK(!x1.leader, "two leaders");
+    coord_election_free(e2);
+    CHECK(it_run_until_fn(base, el_leads, &x1, 20000), "first leads again");
+    CHECK(x1.leads == 2, "leads %d", x1.leads);
+    coord_election_free(e1);
+    coord_session_free(s1);
+    coord_session_free(s2);
+    event_base_free(base);
+    printf("election: ok\n");
+    return 0;
+}
+
+/* ---- chroot-auth ---------------------------------------------------------------- */
+
+static void on_written_rc(const struct coord_txn_result *r, void *arg)
+{
+    int *out = arg;
+    *out = r->rc == 0 ? 1 : r->rc;
+}
+
+static int t_chroot_auth(void)
+{
+    struct event_base *base = event_base_new();
+    struct coord_session *direct = it_session(base, 10000);
+    bool ok = false;
+    coord_ensure_path(direct, "/tenant-x", set_bool, &ok);
+    CHECK(it_run_until(base, &ok, 20000), "chroot node");
+    struct drv_err err;
+    struct coord_session_opts o = {.hosts = it_zk(),
+                                   .chroot = "/tenant-x",
+                                   .digest_user = "drover",
+                                   .digest_password = "not-a-real-secret",
+                                   .session_timeout_ms = 10000};
+    struct coord_session *s = coord_session_new(base, &o, &err);
+    CHECK(s && coord_session_wait_connected(s, 20000, &err) == 0, "chroot session");
+    bool joined = false;
+    struct coord_member *m =
+        coord_member_join(s, "/drover/members/x", "a", "{\"n\":1}", set_flag, &joined);
+    CHECK(it_run_until(base, &joined, 20000), "join");
+    it_read_check(base, direct, "/tenant-x/drover/members/x/a", "{\"n\":1}");
+    /* The world may read, not write. */
+    int rc = 0;
+    struct coord_txn *t = coord_txn_new();
+    coord_txn_set(t, "/tenant-x/drover/members/x/a", "{\"n\":2}", -1);
+    coord_txn_commit(direct, t, NULL, on_written_rc, &rc);
+    while (rc == 0)
+        it_run_for(base, 10);
+    CHECK(rc == DRV_EPERM, "an unauthenticated write got %d", rc);
+    /* The owner may. */
+    rc = 0;
+    t = coord_txn_new();
+    coord_txn_set(t, "/drover/members/x/a", "{\"n\":3}", -1);
+    coord_txn_commit(s, t, NULL, on_written_rc, &rc);
+    while (rc == 0)
+        it_run_for(base, 10);
+    CHECK(rc == 1, "the owner's write got %d", rc);
+    coord_member_leave(m);
+    coord_session_free(s);
+    coord_session_free(direct);
+    event_base_free(base);
+    printf("chroot-auth: ok\n");
+    return 0;
+}
+
 /* ---- restart ------------------------------------------------------------------- */
 
 static struct {
@@ -936,6 +1049,10 @@ int main(int argc, char **argv)
         return t_connloss();
     if (strcmp(t, "restart") == 0)
         return t_restart();
+    if (strcmp(t, "election") == 0)
+        return t_election();
+    if (strcmp(t, "chroot-auth") == 0)
+        return t_chroot_auth();
     CHECK(false, "unknown test \"%s\"", t);
     return 2;
 }
