@@ -535,6 +535,12 @@ static int start_handle(struct coord_session *s, struct drv_err *err)
         return drv_err_set(err, DRV_EZK, errno, "cannot start zookeeper client for \"%s\": %s",
                            s->hosts, strerror(errno));
     }
+    /*
+     * By default the client resolves the host names every time it polls its
+     * socket (a netlink dump per getaddrinfo): a large share of its CPU under
+     * load. Once per 30 s (and on every connection loss) is plenty.
+     */
+    zoo_set_servers_resolution_delay(s->zh, 30000);
     if (s->digest)
         zoo_add_auth(s->zh, "digest", s->digest, (int)strlen(s->digest), NULL, NULL);
     return 0;
