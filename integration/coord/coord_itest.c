@@ -8,6 +8,8 @@
  *                              the next contender gets the lock, the old fenced write fails
  *   coord_itest queue          priority order, batches, stats, two consumers share the work
  *                              and every item is delivered once
+ *   coord_itest queue-backlog  100,000 items: every shard's listing stays far below 1 MB, the
+ *                              figures are right, consumers take from it
  *   coord_itest queue-kill     a consumer holding claims is killed with SIGKILL: its items go
  *                              to another consumer, none is delivered twice or lost
  *   coord_itest connloss       creates whose replies are lost (a proxy swallows them, then
@@ -521,6 +523,81 @@ static int t_queue(void)
     coord_session_free(s);
     coord_session_free(s2);
     event_base_free(base);
+    return 0;
+}
+
+/* ---- queue-backlog --------------------------------------------------------- */
+
+struct shard_size {
+    bool done;
+    int rc;
+    size_t n, bytes;
+};
+
+static void on_shard(int rc, char *const *names, size_t n, void *arg)
+{
+    struct shard_size *z = arg;
+    z->rc = rc;
+    z->n = n;
+    for (size_t i = 0; i < n; i++)
+        z->bytes += 4 + strlen(names[i]); /* jute: length + bytes */
+    z->done = true;
+}
+
+static int t_queue_backlog(void)
+{
+    enum { N = 100000, B = 1000 };
+    struct event_base *base = event_base_new();
+    struct coord_session *s = it_session(base, 10000);
+    struct qt p = {.base = base, .complete_each = true};
+    struct coord_queue_opts o = {.consumer_id = "backlog"};
+    p.q = coord_queue_open(s, "/drover/queues/itest/backlog", &o, qt_ready, &p);
+    char *json = xasprintf("{\"task\":\"configure\",\"node\":\"n-0001\",\"attempt\":1}");
+    struct coord_queue_put_item *items = xcalloc(B, sizeof(*items));
+    for (int i = 0; i < B; i++)
+        items[i] = (struct coord_queue_put_item){json, i % 10};
+    /* A few puts in flight at a time. */
+    int sent = 0;
+    while (p.puts_done < N / B) {
+        while (sent < N / B && sent - p.puts_done < 8) {
+            CHECK(coord_queue_put(p.q, items, B, qt_put, &p) == 0, "put");
+            sent++;
+        }
+        it_run_for(base, 5);
+    }
+    struct coord_queue_stats st = qstats(base, p.q);
+    CHECK(st.length == N && st.claimed == 0, "length %lld", (long long)st.length);
+    size_t max = 0, total = 0;
+    for (unsigned k = 0; k < COORD_QUEUE_DEFAULT_SHARDS; k++) {
+        char path[128];
+        snprintf(path, sizeof(path), "/drover/queues/itest/backlog/items/s%02u", k);
+        struct shard_size z = {0};
+        coord_children(s, path, on_shard, &z);
+        CHECK(it_run_until(base, &z.done, 30000) && z.rc == 0, "list %s", path);
+        total += z.n;
+        if (z.bytes > max)
+            max = z.bytes;
+    }
+    CHECK(total == N, "listed %zu", total);
+    printf("queue-backlog: %d items, largest shard listing %zu bytes (limit 1048576)\n", N, max);
+    CHECK(max < 1048576 / 2, "a shard listing of %zu bytes is too close to 1 MB", max);
+    /* Consumers take from it: 2,000 items. */
+    while (p.completed < 2000) {
+        while (p.outstanding < 64 && p.taken + p.outstanding < 2000) {
+            p.outstanding++;
+            coord_queue_take(p.q, -1, qt_take, &p);
+        }
+        it_run_for(base, 5);
+    }
+    st = qstats(base, p.q);
+    CHECK(st.length == N - 2000, "length %lld", (long long)st.length);
+    CHECK(st.oldest_age_ms >= 0, "age %lld", (long long)st.oldest_age_ms);
+    printf("queue-backlog: ok (oldest item %lld ms old)\n", (long long)st.oldest_age_ms);
+    coord_queue_close(p.q);
+    coord_session_free(s);
+    event_base_free(base);
+    free(items);
+    free(json);
     return 0;
 }
 
@@ -1041,6 +1118,8 @@ int main(int argc, char **argv)
         return t_lock_expiry();
     if (strcmp(t, "queue") == 0)
         return t_queue();
+    if (strcmp(t, "queue-backlog") == 0)
+        return t_queue_backlog();
     if (strcmp(t, "queue-kill") == 0)
         return t_queue_kill();
     if (strcmp(t, "queue-consumer") == 0 && argc >= 4)
