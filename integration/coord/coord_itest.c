@@ -14,6 +14,9 @@
  *                              to another consumer, none is delivered twice or lost
  *   coord_itest connloss       creates whose replies are lost (a proxy swallows them, then
  *                              drops the connection): exactly one znode each
+ *   coord_itest lock-partition the holder is cut off from ZooKeeper: it gives the lock up (a
+ *                              third of the timeout later) before the server expires its
+ *                              session and the next contender gets it
  *   coord_itest election       leader election hands over on expiry and on leaving
  *   coord_itest chroot-auth    a chrooted session with digest credentials: its znodes land
  *                              under the chroot, readable by all, writable by it only
@@ -113,7 +116,7 @@ struct lk {
     struct coord_lock *l;
     enum coord_lock_event last;
     int events;
-    char trace[256];
+    const char *trace;
 };
 
 static void on_lock(struct coord_lock *l, enum coord_lock_event ev, void *arg)
@@ -864,6 +867,64 @@ static int t_connloss(void)
     return 0;
 }
 
+/* ---- lock-partition ---------------------------------------------------------- */
+
+static char part_trace[256];
+
+static void on_part_lock(struct coord_lock *l, enum coord_lock_event ev, void *arg)
+{
+    struct lk *k = arg;
+    k->last = ev;
+    k->events++;
+    strncat(part_trace, k->trace, sizeof(part_trace) - strlen(part_trace) - 1);
+    strncat(part_trace,
+            ev == COORD_LOCK_ACQUIRED ? "-acquired;"
+            : ev == COORD_LOCK_LOST   ? "-lost;"
+                                      : "-other;",
+            sizeof(part_trace) - strlen(part_trace) - 1);
+}
+
+static bool trace_has(void *want)
+{
+    return strstr(part_trace, want) != NULL;
+}
+
+static int t_lock_partition(void)
+{
+    struct event_base *base = event_base_new();
+    char *proxy = it_proxy_start(it_zk_port(1));
+    struct coord_session *sa = it_session_at(base, proxy, 3000);
+    struct coord_session *sb = it_session(base, 3000);
+    const char *dir = "/drover/locks/itest-partition";
+    struct lk a = {.trace = "a"}, b = {.trace = "b"};
+    a.l = coord_lock_new(sa, dir, "{\"who\":\"a\"}", on_part_lock, &a);
+    b.l = coord_lock_new(sb, dir, "{\"who\":\"b\"}", on_part_lock, &b);
+    coord_lock_acquire(a.l, -1);
+    CHECK(it_run_until_fn(base, trace_has, "a-acquired;", 20000), "a");
+    coord_lock_acquire(b.l, -1);
+    while (!coord_lock_waiting_on(b.l))
+        it_run_for(base, 10);
+    /* Cut a off: its session expires on the server; a must stop before b starts. */
+    it_proxy_down(true);
+    it_proxy_cut();
+    CHECK(it_run_until_fn(base, trace_has, "b-acquired;", 30000), "b never got it: %s", part_trace);
+    CHECK(strcmp(part_trace, "a-acquired;a-lost;b-acquired;") == 0, "order: %s", part_trace);
+    CHECK(coord_session_state(sa) == COORD_SUSPENDED, "a still cut off");
+    /* a comes back: its session is gone, it gets a new one. */
+    it_proxy_down(false);
+    for (int w = 0; w < 2000 && coord_session_generation(sa) == 0; w++)
+        it_run_for(base, 10);
+    CHECK(coord_session_generation(sa) == 1, "a's new session");
+    coord_lock_free(a.l);
+    coord_lock_free(b.l);
+    coord_session_free(sa);
+    coord_session_free(sb);
+    event_base_free(base);
+    free(proxy);
+    printf("lock-partition: ok\n");
+    return 0;
+}
+
 /* ---- election ------------------------------------------------------------- */
 
 struct el {
@@ -1128,6 +1189,8 @@ int main(int argc, char **argv)
         return t_connloss();
     if (strcmp(t, "restart") == 0)
         return t_restart();
+    if (strcmp(t, "lock-partition") == 0)
+        return t_lock_partition();
     if (strcmp(t, "election") == 0)
         return t_election();
     if (strcmp(t, "chroot-auth") == 0)
