@@ -8,10 +8,18 @@
  *                              the next contender gets the lock, the old fenced write fails
  *   coord_itest queue          priority order, batches, stats, two consumers share the work
  *                              and every item is delivered once
+ *   coord_itest queue-backlog  100,000 items: every shard's listing stays far below 1 MB, the
+ *                              figures are right, consumers take from it
  *   coord_itest queue-kill     a consumer holding claims is killed with SIGKILL: its items go
  *                              to another consumer, none is delivered twice or lost
  *   coord_itest connloss       creates whose replies are lost (a proxy swallows them, then
  *                              drops the connection): exactly one znode each
+ *   coord_itest lock-partition the holder is cut off from ZooKeeper: it gives the lock up (a
+ *                              third of the timeout later) before the server expires its
+ *                              session and the next contender gets it
+ *   coord_itest election       leader election hands over on expiry and on leaving
+ *   coord_itest chroot-auth    a chrooted session with digest credentials: its znodes land
+ *                              under the chroot, readable by all, writable by it only
  *   coord_itest restart        the ZooKeeper server (or, in an ensemble, its leader) is killed
  *                              and started again while clients lock and use a queue
  *
@@ -108,7 +116,7 @@ struct lk {
     struct coord_lock *l;
     enum coord_lock_event last;
     int events;
-    char trace[256];
+    const char *trace;
 };
 
 static void on_lock(struct coord_lock *l, enum coord_lock_event ev, void *arg)
@@ -521,6 +529,81 @@ static int t_queue(void)
     return 0;
 }
 
+/* ---- queue-backlog --------------------------------------------------------- */
+
+struct shard_size {
+    bool done;
+    int rc;
+    size_t n, bytes;
+};
+
+static void on_shard(int rc, char *const *names, size_t n, void *arg)
+{
+    struct shard_size *z = arg;
+    z->rc = rc;
+    z->n = n;
+    for (size_t i = 0; i < n; i++)
+        z->bytes += 4 + strlen(names[i]); /* jute: length + bytes */
+    z->done = true;
+}
+
+static int t_queue_backlog(void)
+{
+    enum { N = 100000, B = 1000 };
+    struct event_base *base = event_base_new();
+    struct coord_session *s = it_session(base, 10000);
+    struct qt p = {.base = base, .complete_each = true};
+    struct coord_queue_opts o = {.consumer_id = "backlog"};
+    p.q = coord_queue_open(s, "/drover/queues/itest/backlog", &o, qt_ready, &p);
+    char *json = xasprintf("{\"task\":\"configure\",\"node\":\"n-0001\",\"attempt\":1}");
+    struct coord_queue_put_item *items = xcalloc(B, sizeof(*items));
+    for (int i = 0; i < B; i++)
+        items[i] = (struct coord_queue_put_item){json, i % 10};
+    /* A few puts in flight at a time. */
+    int sent = 0;
+    while (p.puts_done < N / B) {
+        while (sent < N / B && sent - p.puts_done < 8) {
+            CHECK(coord_queue_put(p.q, items, B, qt_put, &p) == 0, "put");
+            sent++;
+        }
+        it_run_for(base, 5);
+    }
+    struct coord_queue_stats st = qstats(base, p.q);
+    CHECK(st.length == N && st.claimed == 0, "length %lld", (long long)st.length);
+    size_t max = 0, total = 0;
+    for (unsigned k = 0; k < COORD_QUEUE_DEFAULT_SHARDS; k++) {
+        char path[128];
+        snprintf(path, sizeof(path), "/drover/queues/itest/backlog/items/s%02u", k);
+        struct shard_size z = {0};
+        coord_children(s, path, on_shard, &z);
+        CHECK(it_run_until(base, &z.done, 30000) && z.rc == 0, "list %s", path);
+        total += z.n;
+        if (z.bytes > max)
+            max = z.bytes;
+    }
+    CHECK(total == N, "listed %zu", total);
+    printf("queue-backlog: %d items, largest shard listing %zu bytes (limit 1048576)\n", N, max);
+    CHECK(max < 1048576 / 2, "a shard listing of %zu bytes is too close to 1 MB", max);
+    /* Consumers take from it: 2,000 items. */
+    while (p.completed < 2000) {
+        while (p.outstanding < 64 && p.taken + p.outstanding < 2000) {
+            p.outstanding++;
+            coord_queue_take(p.q, -1, qt_take, &p);
+        }
+        it_run_for(base, 5);
+    }
+    st = qstats(base, p.q);
+    CHECK(st.length == N - 2000, "length %lld", (long long)st.length);
+    CHECK(st.oldest_age_ms >= 0, "age %lld", (long long)st.oldest_age_ms);
+    printf("queue-backlog: ok (oldest item %lld ms old)\n", (long long)st.oldest_age_ms);
+    coord_queue_close(p.q);
+    coord_session_free(s);
+    event_base_free(base);
+    free(items);
+    free(json);
+    return 0;
+}
+
 /* ---- queue-kill ----------------------------------------------------------- */
 
 /* Child: "hold K" takes K items, prints them, and waits to be killed;
@@ -784,6 +867,174 @@ static int t_connloss(void)
     return 0;
 }
 
+/* ---- lock-partition ---------------------------------------------------------- */
+
+static char part_trace[256];
+
+static void on_part_lock(struct coord_lock *l, enum coord_lock_event ev, void *arg)
+{
+    struct lk *k = arg;
+    k->last = ev;
+    k->events++;
+    strncat(part_trace, k->trace, sizeof(part_trace) - strlen(part_trace) - 1);
+    strncat(part_trace,
+            ev == COORD_LOCK_ACQUIRED ? "-acquired;"
+            : ev == COORD_LOCK_LOST   ? "-lost;"
+                                      : "-other;",
+            sizeof(part_trace) - strlen(part_trace) - 1);
+}
+
+static bool trace_has(void *want)
+{
+    return strstr(part_trace, want) != NULL;
+}
+
+static int t_lock_partition(void)
+{
+    struct event_base *base = event_base_new();
+    char *proxy = it_proxy_start(it_zk_port(1));
+    struct coord_session *sa = it_session_at(base, proxy, 3000);
+    struct coord_session *sb = it_session(base, 3000);
+    const char *dir = "/drover/locks/itest-partition";
+    struct lk a = {.trace = "a"}, b = {.trace = "b"};
+    a.l = coord_lock_new(sa, dir, "{\"who\":\"a\"}", on_part_lock, &a);
+    b.l = coord_lock_new(sb, dir, "{\"who\":\"b\"}", on_part_lock, &b);
+    coord_lock_acquire(a.l, -1);
+    CHECK(it_run_until_fn(base, trace_has, "a-acquired;", 20000), "a");
+    coord_lock_acquire(b.l, -1);
+    while (!coord_lock_waiting_on(b.l))
+        it_run_for(base, 10);
+    /* Cut a off: its session expires on the server; a must stop before b starts. */
+    it_proxy_down(true);
+    it_proxy_cut();
+    CHECK(it_run_until_fn(base, trace_has, "b-acquired;", 30000), "b never got it: %s", part_trace);
+    CHECK(strcmp(part_trace, "a-acquired;a-lost;b-acquired;") == 0, "order: %s", part_trace);
+    CHECK(coord_session_state(sa) == COORD_SUSPENDED, "a still cut off");
+    /* a comes back: its session is gone, it gets a new one. */
+    it_proxy_down(false);
+    for (int w = 0; w < 2000 && coord_session_generation(sa) == 0; w++)
+        it_run_for(base, 10);
+    CHECK(coord_session_generation(sa) == 1, "a's new session");
+    coord_lock_free(a.l);
+    coord_lock_free(b.l);
+    coord_session_free(sa);
+    coord_session_free(sb);
+    event_base_free(base);
+    free(proxy);
+    printf("lock-partition: ok\n");
+    return 0;
+}
+
+/* ---- election ------------------------------------------------------------- */
+
+struct el {
+    int leads, stops;
+    bool leader;
+    int64_t token;
+};
+
+static void on_elected(struct coord_election *e, bool leader, int64_t token, void *arg)
+{
+    struct el *x = arg;
+    x->leader = leader;
+    if (leader) {
+        x->leads++;
+        x->token = token;
+    } else {
+        x->stops++;
+    }
+}
+
+static bool el_leads(void *arg)
+{
+    return ((struct el *)arg)->leader;
+}
+
+static bool el_stopped(void *arg)
+{
+    return ((struct el *)arg)->stops > 0;
+}
+
+static int t_election(void)
+{
+    struct event_base *base = event_base_new();
+    struct coord_session *s1 = it_session(base, 4000), *s2 = it_session(base, 4000);
+    struct el x1 = {0}, x2 = {0};
+    struct coord_election *e1 = coord_election_new(s1, "itest", "{\"who\":1}", on_elected, &x1);
+    CHECK(it_run_until_fn(base, el_leads, &x1, 20000), "first leader");
+    struct coord_election *e2 = coord_election_new(s2, "itest", "{\"who\":2}", on_elected, &x2);
+    it_run_for(base, 300);
+    CHECK(!x2.leader && coord_election_leader(e1), "one leader");
+    it_expire(s1);
+    CHECK(it_run_until_fn(base, el_stopped, &x1, 20000), "old leader told");
+    CHECK(it_run_until_fn(base, el_leads, &x2, 20000), "second leader");
+    CHECK(x2.token > x1.token, "token grows");
+    /* The first contends again behind the second, and leads once it leaves. */
+    it_run_for(base, 500);
+    CHECK(!x1.leader, "two leaders");
+    coord_election_free(e2);
+    CHECK(it_run_until_fn(base, el_leads, &x1, 20000), "first leads again");
+    CHECK(x1.leads == 2, "leads %d", x1.leads);
+    coord_election_free(e1);
+    coord_session_free(s1);
+    coord_session_free(s2);
+    event_base_free(base);
+    printf("election: ok\n");
+    return 0;
+}
+
+/* ---- chroot-auth ---------------------------------------------------------------- */
+
+static void on_written_rc(const struct coord_txn_result *r, void *arg)
+{
+    int *out = arg;
+    *out = r->rc == 0 ? 1 : r->rc;
+}
+
+static int t_chroot_auth(void)
+{
+    struct event_base *base = event_base_new();
+    struct coord_session *direct = it_session(base, 10000);
+    bool ok = false;
+    coord_ensure_path(direct, "/tenant-x", set_bool, &ok);
+    CHECK(it_run_until(base, &ok, 20000), "chroot node");
+    struct drv_err err;
+    struct coord_session_opts o = {.hosts = it_zk(),
+                                   .chroot = "/tenant-x",
+                                   .digest_user = "drover",
+                                   .digest_password = "not-a-real-secret",
+                                   .session_timeout_ms = 10000};
+    struct coord_session *s = coord_session_new(base, &o, &err);
+    CHECK(s && coord_session_wait_connected(s, 20000, &err) == 0, "chroot session");
+    bool joined = false;
+    struct coord_member *m =
+        coord_member_join(s, "/drover/members/x", "a", "{\"n\":1}", set_flag, &joined);
+    CHECK(it_run_until(base, &joined, 20000), "join");
+    it_read_check(base, direct, "/tenant-x/drover/members/x/a", "{\"n\":1}");
+    /* The world may read, not write. */
+    int rc = 0;
+    struct coord_txn *t = coord_txn_new();
+    coord_txn_set(t, "/tenant-x/drover/members/x/a", "{\"n\":2}", -1);
+    coord_txn_commit(direct, t, NULL, on_written_rc, &rc);
+    while (rc == 0)
+        it_run_for(base, 10);
+    CHECK(rc == DRV_EPERM, "an unauthenticated write got %d", rc);
+    /* The owner may. */
+    rc = 0;
+    t = coord_txn_new();
+    coord_txn_set(t, "/drover/members/x/a", "{\"n\":3}", -1);
+    coord_txn_commit(s, t, NULL, on_written_rc, &rc);
+    while (rc == 0)
+        it_run_for(base, 10);
+    CHECK(rc == 1, "the owner's write got %d", rc);
+    coord_member_leave(m);
+    coord_session_free(s);
+    coord_session_free(direct);
+    event_base_free(base);
+    printf("chroot-auth: ok\n");
+    return 0;
+}
+
 /* ---- restart ------------------------------------------------------------------- */
 
 static struct {
@@ -928,6 +1179,8 @@ int main(int argc, char **argv)
         return t_lock_expiry();
     if (strcmp(t, "queue") == 0)
         return t_queue();
+    if (strcmp(t, "queue-backlog") == 0)
+        return t_queue_backlog();
     if (strcmp(t, "queue-kill") == 0)
         return t_queue_kill();
     if (strcmp(t, "queue-consumer") == 0 && argc >= 4)
@@ -936,6 +1189,12 @@ int main(int argc, char **argv)
         return t_connloss();
     if (strcmp(t, "restart") == 0)
         return t_restart();
+    if (strcmp(t, "lock-partition") == 0)
+        return t_lock_partition();
+    if (strcmp(t, "election") == 0)
+        return t_election();
+    if (strcmp(t, "chroot-auth") == 0)
+        return t_chroot_auth();
     CHECK(false, "unknown test \"%s\"", t);
     return 2;
 }

@@ -53,7 +53,11 @@ struct event_base;
  *   any ------------------> CLOSED           (coord_session_free)
  *
  * SUSPENDED: the connection is lost but the session may still live; locks are
- * kept, but a holder should not start new work until CONNECTED again.
+ * kept, but a holder should not start new work until CONNECTED again. After a
+ * third of the session timeout still SUSPENDED, every held lock reports
+ * COORD_LOCK_LOST (and its znode is deleted once connected again): by then the
+ * server may have expired the session without the client knowing, and another
+ * process may hold the lock.
  * EXPIRED: everything ephemeral of the old session is gone. Before the owner
  * hears EXPIRED, every lock of the session has already reported
  * COORD_LOCK_LOST. Members re-join and watches re-arm by themselves once the

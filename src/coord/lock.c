@@ -428,7 +428,15 @@ static void lock_session(void *owner, enum coord__session_event ev)
     struct coord_lock *l = owner;
     if (l->dead)
         return;
-    if (ev == COORD__LOST) {
+    if (ev == COORD__SUSPECT) {
+        if (l->st == L_HELD) {
+            /* Give it up for good: the delete goes out once connected (if the session lives). */
+            log_warn(MOD, "event=lock-lost reason=disconnected-too-long node=%s", l->node);
+            coord__delete_sure(l->s, l->node, -1);
+            reset(l, L_IDLE);
+            l->cb(l, COORD_LOCK_LOST, l->arg);
+        }
+    } else if (ev == COORD__LOST) {
         if (l->st == L_HELD) {
             log_warn(MOD, "event=lock-lost reason=session-expired node=%s", l->node);
             reset(l, L_IDLE);

@@ -548,11 +548,16 @@ static void attempt_part(struct attempt *a)
                 coord__zk_exists(coord__op_new(q->s, maybe_ours, NULL), c, false);
                 free(c);
             }
-        } else if (a->n > 1) {
-            /* Someone else holds one of them: try the others one by one. */
-            for (int i = 0; i < a->n; i++)
-                if (i != a->failed)
-                    claim(q, a->shard, &a->names[i], 1);
+        } else if (a->shard == q->cache_shard) {
+            /*
+             * Another consumer holds one of them (or completed it): it works
+             * this shard too. Leave the shard to it rather than race it name
+             * by name: drop the cache and list another shard. The names not
+             * claimed stay in the queue for the next listing.
+             */
+            cache_clear(q);
+            q->shard = (a->shard + 1 + (unsigned)rand() % q->shards) % q->shards;
+            q->scanned = 0;
         }
         pump(q);
     }
@@ -809,7 +814,7 @@ static void refill(struct coord_queue *q)
     free(cp);
 }
 
-#define CLAIM_BATCH 32
+#define CLAIM_BATCH 64
 
 static void pump_now(struct coord_queue *q)
 {

@@ -487,13 +487,27 @@ struct timer_closure {
     void (*fn)(void *owner);
     void *owner;
     struct event *ev;
+    struct coord_session *s;
+    struct timer_closure *prev, *next; /* the session's pending timers */
 };
+
+static void timer_unlink(struct timer_closure *tc)
+{
+    struct coord_session *s = tc->s;
+    if (tc->prev)
+        tc->prev->next = tc->next;
+    else
+        s->timers = tc->next;
+    if (tc->next)
+        tc->next->prev = tc->prev;
+}
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct timer_closure *tc = arg;
     void (*fn)(void *) = tc->fn;
     void *owner = tc->owner;
+    timer_unlink(tc);
     event_free(tc->ev);
     free(tc);
     fn(owner);
@@ -504,6 +518,11 @@ struct event *coord__timer(struct coord_session *s, int ms, void (*fn)(void *own
     struct timer_closure *tc = xcalloc(1, sizeof(*tc));
     tc->fn = fn;
     tc->owner = owner;
+    tc->s = s;
+    tc->next = s->timers;
+    if (s->timers)
+        s->timers->prev = tc;
+    s->timers = tc;
     tc->ev = evtimer_new(s->base, on_timer, tc);
     struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
     evtimer_add(tc->ev, &tv);
@@ -514,8 +533,20 @@ void coord__timer_cancel(struct event *ev)
 {
     if (!ev)
         return;
-    free(event_get_callback_arg(ev));
+    struct timer_closure *tc = event_get_callback_arg(ev);
+    timer_unlink(tc);
+    free(tc);
     event_free(ev);
+}
+
+/* At close: run every pending timer now, so that what waits on one unwinds. */
+static void fire_all_timers(struct coord_session *s)
+{
+    while (s->timers) {
+        struct timer_closure *tc = s->timers;
+        event_del(tc->ev);
+        on_timer(-1, EV_TIMEOUT, tc);
+    }
 }
 
 /* ---- handles and states ----------------------------------------------- */
@@ -535,6 +566,12 @@ static int start_handle(struct coord_session *s, struct drv_err *err)
         return drv_err_set(err, DRV_EZK, errno, "cannot start zookeeper client for \"%s\": %s",
                            s->hosts, strerror(errno));
     }
+    /*
+     * By default the client resolves the host names every time it polls its
+     * socket (a netlink dump per getaddrinfo): a large share of its CPU under
+     * load. Once per 30 s (and on every connection loss) is plenty.
+     */
+    zoo_set_servers_resolution_delay(s->zh, 30000);
     if (s->digest)
         zoo_add_auth(s->zh, "digest", s->digest, (int)strlen(s->digest), NULL, NULL);
     return 0;
@@ -561,22 +598,53 @@ static void report(struct coord_session *s, enum coord_state st)
         s->on_state(s, st, s->arg);
 }
 
+static void cancel_suspect(struct coord_session *s)
+{
+    if (s->suspect_timer) {
+        coord__timer_cancel(s->suspect_timer);
+        s->suspect_timer = NULL;
+    }
+    s->suspected = false;
+}
+
+static void on_suspect(void *owner)
+{
+    struct coord_session *s = owner;
+    s->suspect_timer = NULL;
+    if (s->state != COORD_SUSPENDED)
+        return;
+    /*
+     * The client notices a silent connection after up to 2/3 of the timeout;
+     * one more third and the server may expire the session and give our locks
+     * to others before we can hear of it. Holders stop now.
+     */
+    log_warn(MOD, "event=session-suspect session=0x%llx", (unsigned long long)coord_session_id(s));
+    s->suspected = true;
+    tell_listeners(s, COORD__SUSPECT);
+}
+
 static void on_session_event(struct coord_session *s, int state)
 {
     if (state == ZOO_CONNECTED_STATE) {
         bool renew =
             s->state == COORD_EXPIRED || (s->state == COORD_CONNECTING && s->ever_connected);
         s->ever_connected = true;
+        cancel_suspect(s);
         if (renew)
             tell_listeners(s, COORD__NEW_SESSION);
         report(s, COORD_CONNECTED);
     } else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE) {
-        if (s->state == COORD_CONNECTED)
+        if (s->state == COORD_CONNECTED) {
             report(s, COORD_SUSPENDED);
+            cancel_suspect(s);
+            int t = s->zh ? zoo_recv_timeout(s->zh) : s->timeout_ms;
+            s->suspect_timer = coord__timer(s, (t > 0 ? t : s->timeout_ms) / 3, on_suspect, s);
+        }
     } else if (state == ZOO_EXPIRED_SESSION_STATE) {
         log_warn(MOD, "event=session-expired session=0x%llx",
                  (unsigned long long)coord_session_id(s));
         /* Lock holders first, then the owner, then a new session. */
+        cancel_suspect(s);
         tell_listeners(s, COORD__LOST);
         report(s, COORD_EXPIRED);
         if (s->closing)
@@ -760,11 +828,17 @@ void coord_session_free(struct coord_session *s)
     }
     /* zookeeper_close sends what is queued, then the close request. */
     close_handle(s);
-    /* Run what the close completed (with ZCLOSING) so that owners' refs drop. */
+    /*
+     * Run what the close completed (with ZCLOSING) and every pending timer
+     * (retries, deferred work: they fail at once now) so that owners' refs drop.
+     */
     s->gen++;
-    for (int i = 0; i < 100 && s->q_head; i++)
+    for (int i = 0; i < 100 && (s->q_head || s->timers); i++) {
         on_efd(s->efd, EV_READ, s);
+        fire_all_timers(s);
+    }
     report(s, COORD_CLOSED);
+    cancel_suspect(s);
     event_free(s->ev);
     close(s->efd);
     for (size_t i = 0; i < s->n_watches; i++)
