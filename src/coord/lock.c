@@ -391,7 +391,8 @@ static void created(struct coord__op *op)
         list(l);
     } else if (op->rc == ZNONODE) {
         l->refs++;
-        coord_ensure_path(l->s, l->dir, dir_ready, l);
+        /* A container: the server deletes it once its last contender is gone. */
+        coord__ensure_path(l->s, l->dir, COORD__CONTAINER, dir_ready, l);
     } else if (coord__zrc_unknown(op->rc)) {
         log_info(MOD, "event=lock-create-unknown want=%s zrc=%d", l->want, op->rc);
         l->st = L_RECOVERING;
