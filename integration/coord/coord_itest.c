@@ -757,6 +757,16 @@ static const char *coord__basename_it(const char *p)
     return s ? s + 1 : "";
 }
 
+static void on_written_rc(const struct coord_txn_result *r, void *arg);
+
+static void on_seq_created(int rc, const char *path, void *arg)
+{
+    int *out = arg;
+    CHECK(rc != 0 || (path && strstr(path, "/drover/itest/log/x-")), "created %s",
+          path ? path : "(null)");
+    *out = rc == 0 ? 1 : rc;
+}
+
 /* ---- connloss ----------------------------------------------------------------- */
 
 struct children_out {
@@ -833,12 +843,25 @@ static int t_connloss(void)
     }
     for (int i = 0; i < P; i++)
         coord_queue_put(q.q, items, B, qt_put, &q);
+    /* And a fenced commit with sequential creates, and a lone sequential create. */
+    ok = false;
+    coord_ensure_path(direct, "/drover/itest/log", set_bool, &ok);
+    CHECK(it_run_until(base, &ok, 20000), "log dir");
+    int txn_rc = 0, seq_rc = 0;
+    struct coord_txn *t = coord_txn_new();
+    coord_txn_create(t, "/drover/itest/log/e-", "{\"event\":\"a\"}", COORD_SEQUENTIAL);
+    coord_txn_create(t, "/drover/itest/log/e-", "{\"event\":\"b\"}", COORD_SEQUENTIAL);
+    coord_txn_commit(s, t, NULL, on_written_rc, &txn_rc);
+    coord_create_seq(s, "/drover/itest/log/x-", "{}", COORD_EPHEMERAL, on_seq_created, &seq_rc);
     /* Wait until the server has applied them all (seen through the direct session). */
     for (int w = 0; w < 3000 && list_children(base, direct, dir)->n < L; w++)
         it_run_for(base, 10);
     CHECK(list_children(base, direct, dir)->n == L, "server has %zu contenders",
           list_children(base, direct, dir)->n);
     CHECK(q.puts_done == 0, "a put was answered through the blackhole");
+    for (int w = 0; w < 3000 && list_children(base, direct, "/drover/itest/log")->n < 3; w++)
+        it_run_for(base, 10);
+    CHECK(txn_rc == 0 && seq_rc == 0, "answered through the blackhole");
     /* Now the connection drops: every one of those creates has an unknown outcome. */
     it_proxy_cut();
     CHECK(it_run_until_fn(base, all_known, k, 30000), "locks did not settle");
@@ -853,6 +876,11 @@ static int t_connloss(void)
     }
     struct coord_queue_stats st = qstats(base, q.q);
     CHECK(st.length == P * B, "%lld items for %d put", (long long)st.length, P * B);
+    while (txn_rc == 0 || seq_rc == 0)
+        it_run_for(base, 10);
+    CHECK(txn_rc == 1 && seq_rc == 1, "txn %d seq %d", txn_rc, seq_rc);
+    c = list_children(base, direct, "/drover/itest/log");
+    CHECK(c->n == 3, "%zu log entries, want 3", c->n);
     CHECK(coord_session_generation(s) == 0, "the session survived");
     for (int i = 0; i < L; i++)
         coord_lock_free(k[i].l);

@@ -331,9 +331,25 @@ typedef void (*coord_txn_cb)(const struct coord_txn_result *r, void *arg);
  * Commit t (taken over and freed) in one multi-op. With fence != NULL the ops
  * apply only if fence is still held: its contender znode must exist, checked
  * in the same multi-op, so a stale holder's writes fail. cb may be NULL.
+ *
+ * Sequential creates are safe across a connection loss: the name asked for
+ * gets a suffix unique to this commit ("<path><session>-<n>-" then
+ * ZooKeeper's 10-digit sequence), and when the answer is lost the parents
+ * are searched for it before the multi-op is sent again. A commit without
+ * sequential creates reports DRV_EAGAIN when its answer is lost: read the
+ * znodes again to learn whether it applied.
  */
 void coord_txn_commit(struct coord_session *s, struct coord_txn *t, struct coord_lock *fence,
                       coord_txn_cb cb, void *arg);
+
+/*
+ * Create one sequential znode (COORD_EPHEMERAL may be added to flags), safely
+ * across a connection loss as above. cb gets the created path (valid during
+ * the call) or NULL with rc < 0.
+ */
+typedef void (*coord_create_cb)(int rc, const char *path, void *arg);
+void coord_create_seq(struct coord_session *s, const char *path, const char *json, int flags,
+                      coord_create_cb cb, void *arg);
 
 /* ------------------------------------------------------------------------ */
 /* Locking queues                                                           */

@@ -118,6 +118,13 @@ struct coord__op *coord__op_new(struct coord_session *s, void (*done)(struct coo
                                 void *owner);
 void coord__op_free(struct coord__op *op);
 
+/* Internal create flag (with COORD_EPHEMERAL, COORD_SEQUENTIAL): a container znode. */
+#define COORD__CONTAINER 4
+
+/* coord_ensure_path, with flags for the last component (e.g. COORD__CONTAINER). */
+void coord__ensure_path(struct coord_session *s, const char *path, int last_flags,
+                        coord_done_cb done, void *arg);
+
 /* Issue op; the path (and data) are copied. */
 void coord__zk_create(struct coord__op *op, const char *path, const char *data, int flags);
 void coord__zk_delete(struct coord__op *op, const char *path, int version);

@@ -309,6 +309,8 @@ void coord__zk_create(struct coord__op *op, const char *path, const char *data, 
     CLOSED_GUARD(op);
     int mode = ((flags & COORD_EPHEMERAL) ? ZOO_EPHEMERAL : ZOO_PERSISTENT) |
                ((flags & COORD_SEQUENTIAL) ? ZOO_SEQUENCE : 0);
+    if (flags & COORD__CONTAINER)
+        mode = ZOO_CONTAINER;
     issued(op, zoo_acreate2(s->zh, path, data, data ? (int)strlen(data) : -1, s->acl, mode,
                             c_string_stat, op));
 }
@@ -872,6 +874,12 @@ static void ensure_done(struct coord__op *op)
 
 void coord_ensure_path(struct coord_session *s, const char *path, coord_done_cb done, void *arg)
 {
+    coord__ensure_path(s, path, 0, done, arg);
+}
+
+void coord__ensure_path(struct coord_session *s, const char *path, int last_flags,
+                        coord_done_cb done, void *arg)
+{
     /* Pipelined: one create per ancestor, in order; the last one's result counts. */
     char *p = xstrdup(path);
     size_t n = strlen(p);
@@ -886,7 +894,7 @@ void coord_ensure_path(struct coord_session *s, const char *path, coord_done_cb 
             struct ensure *e = xcalloc(1, sizeof(*e));
             e->done = done;
             e->arg = arg;
-            coord__zk_create(coord__op_new(s, ensure_done, e), p, "{}", 0);
+            coord__zk_create(coord__op_new(s, ensure_done, e), p, "{}", last_flags);
         } else {
             coord__zk_create(coord__op_new(s, NULL, NULL), p, "{}", 0);
         }
