@@ -1,0 +1,271 @@
+/*
+ * planner_model: see planner_model.h. Everything the input points to lives in
+ * the store: node arrays, generated ids, and the services' action tables (the
+ * strings themselves stay in the catalogue and layouts, which must outlive the
+ * input).
+ */
+#include "planner_model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "planner_int.h"
+#include "xalloc.h"
+
+struct planner_input__store {
+    struct planner__arena *arena;
+    struct planner_node *snodes, *tnodes;
+};
+
+static const enum planner_action svc_actions[] = {
+    PLANNER_ACT_INSTALL, PLANNER_ACT_CONFIGURE, PLANNER_ACT_INITIALIZE,
+    PLANNER_ACT_START,   PLANNER_ACT_STOP,      PLANNER_ACT_REMOVE,
+};
+
+static struct planner_strlist sl(const struct model_strlist *l)
+{
+    return (struct planner_strlist){(const char *const *)l->v, l->n};
+}
+
+static void convert_service(const struct model_service *m, struct planner_service *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->name = m->name;
+    p->install_requires = sl(&m->install_requires);
+    p->install_uses = sl(&m->install_uses);
+    p->runtime_requires = sl(&m->runtime_requires);
+    p->runtime_uses = sl(&m->runtime_uses);
+    p->provides = sl(&m->provides);
+    for (size_t k = 0; k < sizeof(svc_actions) / sizeof(svc_actions[0]); k++) {
+        enum planner_action a = svc_actions[k];
+        const struct model_action *ma = model_service_action(m, planner_action_name(a));
+        if (ma == NULL || ma->type == NULL)
+            continue;
+        p->actions[a].type = ma->type;
+        p->actions[a].fields = ma->fields;
+        p->actions[a].strategy.type = ma->strategy == MODEL_STRATEGY_ONE_BY_ONE
+                                          ? PLANNER_STRAT_ONE_BY_ONE
+                                          : PLANNER_STRAT_PARALLEL;
+        p->actions[a].strategy.amount = ma->strategy == MODEL_STRATEGY_PARALLEL ? ma->amount : 0;
+    }
+}
+
+static size_t layout_count(const struct model_layout *l)
+{
+    return l ? model_layout_size(l) : 0;
+}
+
+static void fill_node(struct planner_node *pn, const struct model_node_layout *nl, const char *id)
+{
+    pn->id = id;
+    pn->hardwaretype = nl->hardwaretype;
+    pn->imagetype = nl->imagetype;
+    pn->services = (const char *const *)nl->services;
+    pn->n_services = nl->n_services;
+}
+
+static int same_services(const struct planner_node *a, const struct model_node_layout *b)
+{
+    if (a->n_services != b->n_services)
+        return 0;
+    for (size_t i = 0; i < a->n_services; i++)
+        if (strcmp(a->services[i], b->services[i]) != 0)
+            return 0;
+    return 1;
+}
+
+static int same_str(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+/* Next "node-<k>" not taken. */
+static const char *fresh_id(struct planner__arena *a, struct planner__map *taken, unsigned *next)
+{
+    char buf[32];
+    for (;;) {
+        snprintf(buf, sizeof(buf), "node-%u", ++*next);
+        if (planner__map_get(taken, buf) < 0)
+            break;
+    }
+    char *id = planner__arena_strdup(a, buf);
+    planner__map_put(taken, id, 0);
+    return id;
+}
+
+int planner_input_from_model(const struct model_catalog *c, const struct model_template *tmpl,
+                             const struct model_layout *start, const struct model_layout *target,
+                             struct planner_input **out, struct drv_err *err)
+{
+    *out = NULL;
+    struct planner_input *in = xcalloc(1, sizeof(*in));
+    in->store = xcalloc(1, sizeof(*in->store));
+    struct planner__arena *ar = in->store->arena = planner__arena_new();
+
+    /* Services of either layout, sorted by name (model layouts keep each node's sorted). */
+    struct planner__map seen;
+    planner__map_init(&seen, 64);
+    const char **names = NULL;
+    size_t nn = 0, cap = 0;
+    const struct model_layout *ls[2] = {start, target};
+    for (int w = 0; w < 2; w++) {
+        for (size_t i = 0; ls[w] && i < ls[w]->n_nodes; i++) {
+            const struct model_node_layout *nl = &ls[w]->nodes[i];
+            for (size_t k = 0; k < nl->n_services; k++) {
+                if (planner__map_put(&seen, nl->services[k], (uint32_t)nn) >= 0)
+                    continue;
+                XGROW(names, cap, nn + 1);
+                names[nn++] = nl->services[k];
+            }
+        }
+    }
+    planner__map_free(&seen);
+    for (size_t i = 1; i < nn; i++)
+        for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            const char *t = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = t;
+        }
+    in->services = xcalloc(nn ? nn : 1, sizeof(*in->services));
+    in->n_services = nn;
+    for (size_t i = 0; i < nn; i++) {
+        const struct model_service *ms = model_catalog_service(c, names[i]);
+        if (ms == NULL) {
+            int rc = drv_err_set(err, DRV_ENOENT, 0, "unknown service \"%s\"", names[i]);
+            free(names);
+            planner_input_free(in);
+            return rc;
+        }
+        convert_service(ms, &in->services[i]);
+    }
+    free(names);
+
+    if (tmpl && tmpl->default_provider) {
+        in->provider = tmpl->default_provider;
+        const struct model_provider *p = model_catalog_provider(c, tmpl->default_provider);
+        if (p && p->providertype && p->providertype[0])
+            in->providertype = p->providertype;
+    }
+
+    /* Node ids. */
+    struct planner__map taken;
+    planner__map_init(&taken, layout_count(start) + layout_count(target));
+    for (int w = 0; w < 2; w++)
+        for (size_t i = 0; ls[w] && i < ls[w]->n_nodes; i++)
+            if (ls[w]->nodes[i].id)
+                planner__map_put(&taken, ls[w]->nodes[i].id, 0);
+    unsigned next = 0;
+    size_t ns = layout_count(start);
+    struct planner_node *sn = in->store->snodes = xcalloc(ns + 1, sizeof(*sn));
+    size_t k = 0;
+    for (size_t i = 0; start && i < start->n_nodes; i++) {
+        const struct model_node_layout *nl = &start->nodes[i];
+        for (unsigned c2 = 0; c2 < nl->count; c2++, k++)
+            fill_node(&sn[k], nl, nl->id ? nl->id : fresh_id(ar, &taken, &next));
+    }
+    in->start.nodes = sn;
+    in->start.n_nodes = ns;
+
+    if (target == NULL || target == start) {
+        in->target = in->start;
+    } else {
+        size_t nt = layout_count(target);
+        struct planner_node *tn = in->store->tnodes = xcalloc(nt + 1, sizeof(*tn));
+        unsigned char *used = xcalloc(ns + 1, 1);
+        struct planner__map sids;
+        planner__map_init(&sids, ns);
+        for (size_t i = 0; i < ns; i++)
+            planner__map_put(&sids, sn[i].id, (uint32_t)i);
+        /* Pass 0: explicit ids. Pass 1: same node layout. Pass 2: same hardware
+         * and image. Pass 3: new nodes. */
+        const char **ids = xcalloc(nt + 1, sizeof(*ids));
+        for (int pass = 0; pass < 4; pass++) {
+            k = 0;
+            for (size_t i = 0; i < target->n_nodes; i++) {
+                const struct model_node_layout *nl = &target->nodes[i];
+                for (unsigned c2 = 0; c2 < nl->count; c2++, k++) {
+                    if (ids[k])
+                        continue;
+                    if (pass == 0 && nl->id) {
+                        ids[k] = nl->id;
+                        long j = planner__map_get(&sids, nl->id);
+                        if (j >= 0)
+                            used[j] = 1;
+                        continue;
+                    }
+                    if (pass == 0 || nl->id)
+                        continue;
+                    if (pass == 3) {
+                        ids[k] = fresh_id(ar, &taken, &next);
+                        continue;
+                    }
+                    for (size_t j = 0; j < ns; j++) {
+                        if (used[j] || !same_str(sn[j].hardwaretype, nl->hardwaretype) ||
+                            !same_str(sn[j].imagetype, nl->imagetype))
+                            continue;
+                        if (pass == 1 && !same_services(&sn[j], nl))
+                            continue;
+                        used[j] = 1;
+                        ids[k] = sn[j].id;
+                        break;
+                    }
+                }
+            }
+        }
+        k = 0;
+        for (size_t i = 0; i < target->n_nodes; i++) {
+            const struct model_node_layout *nl = &target->nodes[i];
+            for (unsigned c2 = 0; c2 < nl->count; c2++, k++)
+                fill_node(&tn[k], nl, ids[k]);
+        }
+        free(ids);
+        free(used);
+        planner__map_free(&sids);
+        in->target.nodes = tn;
+        in->target.n_nodes = nt;
+    }
+    planner__map_free(&taken);
+    *out = in;
+    return 0;
+}
+
+void planner_input_free(struct planner_input *in)
+{
+    if (in == NULL)
+        return;
+    if (in->store) {
+        planner__arena_free(in->store->arena);
+        free(in->store->snodes);
+        free(in->store->tnodes);
+        free(in->store);
+    }
+    free(in->services);
+    free(in);
+}
+
+struct planner_request planner_input_request(const struct planner_input *in, enum planner_op op,
+                                             const char *const *subset, size_t n_subset)
+{
+    struct planner_request r;
+    memset(&r, 0, sizeof(r));
+    r.op = op;
+    r.start = &in->start;
+    r.target = &in->target;
+    r.services = in->services;
+    r.n_services = in->n_services;
+    r.subset.v = subset;
+    r.subset.n = n_subset;
+    r.provider = in->provider;
+    r.providertype = in->providertype;
+    return r;
+}
+
+struct model_layout *planner_input_target_layout(const struct planner_input *in)
+{
+    struct model_layout *l = model_layout_new();
+    for (size_t i = 0; i < in->target.n_nodes; i++) {
+        const struct planner_node *n = &in->target.nodes[i];
+        model_layout_add(l, n->services, n->n_services, n->hardwaretype, n->imagetype, 1, n->id);
+    }
+    return l;
+}
