@@ -56,4 +56,8 @@ int it_zk_count(void);
 /* Close the session of s from a second handle: s sees it expire. */
 void it_expire(struct coord_session *s);
 
+/* The lock test's counter znode /drover/itest/counter: {"count":N,"token":T}. */
+void it_read_counter(struct event_base *base, struct coord_session *s, long *count, long *token);
+void it_write_counter(struct event_base *base, struct coord_session *s, long count, long token);
+
 #endif

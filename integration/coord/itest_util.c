@@ -287,3 +287,47 @@ void it_expire(struct coord_session *s)
     /* Closing the second handle closes the shared session on the server. */
     zookeeper_close(zh);
 }
+
+/* ---- the shared counter of the lock test ------------------------------------ */
+
+struct rd {
+    bool done;
+    int rc;
+    char data[256];
+};
+
+static void on_get(int rc, const char *data, int version, void *arg)
+{
+    struct rd *r = arg;
+    r->rc = rc;
+    snprintf(r->data, sizeof(r->data), "%s", data ? data : "");
+    r->done = true;
+}
+
+void it_read_counter(struct event_base *base, struct coord_session *s, long *count, long *token)
+{
+    struct rd r = {0};
+    coord_get(s, "/drover/itest/counter", on_get, &r);
+    CHECK(it_run_until(base, &r.done, 30000) && r.rc == 0, "read counter rc %d", r.rc);
+    CHECK(sscanf(r.data, "{\"count\":%ld,\"token\":%ld}", count, token) == 2, "bad counter %s",
+          r.data);
+}
+
+static void on_written(const struct coord_txn_result *res, void *arg)
+{
+    struct rd *r = arg;
+    r->rc = res->rc;
+    r->done = true;
+}
+
+void it_write_counter(struct event_base *base, struct coord_session *s, long count, long token)
+{
+    struct rd e = {0};
+    coord_ensure_path(s, "/drover/itest/counter", NULL, NULL);
+    char json[128];
+    snprintf(json, sizeof(json), "{\"count\":%ld,\"token\":%ld}", count, token);
+    struct coord_txn *t = coord_txn_new();
+    coord_txn_set(t, "/drover/itest/counter", json, -1);
+    coord_txn_commit(s, t, NULL, on_written, &e);
+    CHECK(it_run_until(base, &e.done, 30000) && e.rc == 0, "write counter rc %d", e.rc);
+}

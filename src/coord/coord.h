@@ -132,6 +132,14 @@ typedef void (*coord_done_cb)(int rc, void *arg);
  */
 void coord_ensure_path(struct coord_session *s, const char *path, coord_done_cb done, void *arg);
 
+/* Read a znode: cb gets rc, its data (NUL-terminated, valid during the call) and version. */
+typedef void (*coord_get_cb)(int rc, const char *data, int version, void *arg);
+void coord_get(struct coord_session *s, const char *path, coord_get_cb cb, void *arg);
+
+/* List a znode's children: names valid during the call, unsorted. */
+typedef void (*coord_children_cb)(int rc, char *const *names, size_t n, void *arg);
+void coord_children(struct coord_session *s, const char *path, coord_children_cb cb, void *arg);
+
 /* ------------------------------------------------------------------------ */
 /* Membership                                                               */
 /* ------------------------------------------------------------------------ */
@@ -255,6 +263,12 @@ int64_t coord_lock_token(const struct coord_lock *l);
 
 /* The contender znode's path while acquiring or held, else NULL. Owned by l. */
 const char *coord_lock_node(const struct coord_lock *l);
+
+/*
+ * While waiting: the path of the one contender this one watches (its
+ * predecessor), else NULL. For tests and diagnostics. Owned by l.
+ */
+const char *coord_lock_waiting_on(const struct coord_lock *l);
 
 /* Give the lock up (or stop acquiring); no callback follows. It may be acquired again. */
 void coord_lock_release(struct coord_lock *l);

@@ -131,6 +131,9 @@ void coord__watch_remove(struct coord_session *s, void *owner);
 struct event *coord__timer(struct coord_session *s, int ms, void (*fn)(void *owner), void *owner);
 void coord__timer_cancel(struct event *ev);
 
+/* Delete path, retrying after connection losses until the server answers. */
+void coord__delete_sure(struct coord_session *s, const char *path, int version);
+
 /* A name prefix unique to this session and call: "<session id hex>-<counter hex>-". */
 void coord__unique_prefix(struct coord_session *s, char *buf, size_t n);
 

@@ -776,3 +776,77 @@ void coord_ensure_path(struct coord_session *s, const char *path, coord_done_cb 
     }
     free(p);
 }
+
+/* ---- delete, surely ----------------------------------------------------- */
+
+static void sure_again(void *owner);
+
+static void sure_done(struct coord__op *op)
+{
+    /* Retry while the outcome is unknown; NONODE means done (by us or the session). */
+    if (coord__zrc_unknown(op->rc) && !op->s->closing) {
+        struct coord__op *again = coord__op_new(op->s, sure_done, NULL);
+        again->path = op->path;
+        again->tag = op->tag;
+        op->path = NULL;
+        coord__timer(op->s, 200, sure_again, again);
+    } else if (op->rc != ZOK && op->rc != ZNONODE && op->rc != ZCLOSING &&
+               op->rc != ZSESSIONEXPIRED) {
+        log_warn(MOD, "event=delete-failed path=%s zrc=%d", op->path, op->rc);
+    }
+}
+
+static void sure_again(void *owner)
+{
+    struct coord__op *op = owner;
+    char *path = op->path;
+    op->path = NULL;
+    coord__zk_delete(op, path, (int)op->tag);
+    free(path);
+}
+
+void coord__delete_sure(struct coord_session *s, const char *path, int version)
+{
+    struct coord__op *op = coord__op_new(s, sure_done, NULL);
+    op->tag = version;
+    coord__zk_delete(op, path, version);
+}
+
+/* ---- plain reads ---------------------------------------------------------- */
+
+struct read_cb {
+    coord_get_cb get;
+    coord_children_cb children;
+    void *arg;
+};
+
+static void got(struct coord__op *op)
+{
+    struct read_cb *r = op->owner;
+    r->get(coord__zrc(op->rc), op->rc == ZOK ? op->value : NULL,
+           op->has_stat ? op->stat.version : -1, r->arg);
+    free(r);
+}
+
+void coord_get(struct coord_session *s, const char *path, coord_get_cb cb, void *arg)
+{
+    struct read_cb *r = xcalloc(1, sizeof(*r));
+    r->get = cb;
+    r->arg = arg;
+    coord__zk_get(coord__op_new(s, got, r), path, false);
+}
+
+static void listed_children(struct coord__op *op)
+{
+    struct read_cb *r = op->owner;
+    r->children(coord__zrc(op->rc), op->strv, op->rc == ZOK ? (size_t)op->strc : 0, r->arg);
+    free(r);
+}
+
+void coord_children(struct coord_session *s, const char *path, coord_children_cb cb, void *arg)
+{
+    struct read_cb *r = xcalloc(1, sizeof(*r));
+    r->children = cb;
+    r->arg = arg;
+    coord__zk_children(coord__op_new(s, listed_children, r), path, false);
+}
