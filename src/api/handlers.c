@@ -685,10 +685,12 @@ static int h_cluster_create(PGconn *conn, struct call *c, struct drv_err *err)
     snprintf(version, sizeof(version), "%d", entity_version(rows, "clustertemplate", tname));
     snprintf(size, sizeof(size), "%ld", nodes);
     char *svc_text = services ? json_dumps(services, JSON_COMPACT) : NULL;
+    json_t *empty = json_object();
     char *cfg_text = json_dumps(jc                       ? jc
                                 : t && t->default_config ? t->default_config
-                                                         : json_object(),
+                                                         : empty,
                                 JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(empty);
     char *req_text = json_dumps(c->body, JSON_COMPACT | JSON_SORT_KEYS);
     char *prov = provider ? xstrdup(provider) : NULL, *hwc = hw ? xstrdup(hw) : NULL,
          *imgc = img ? xstrdup(img) : NULL;
