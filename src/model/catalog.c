@@ -294,10 +294,12 @@ int model_codec_roundtrip(enum model_kind kind, const char *text, size_t len, st
     json_t *a = entity_to_json(kind, e);
     void *e2;
     rc = entity_from_json(kind, a, &e2, err);
+    if (rc < 0 && err)
+        err->lib_code = 1; /* its own output must parse */
     if (rc == 0) {
         json_t *b = entity_to_json(kind, e2);
         if (!json_equal(a, b))
-            rc = drv_err_set(err, DRV_EINVAL, 0, "%s: round trip changed the entity",
+            rc = drv_err_set(err, DRV_EINVAL, 1, "%s: round trip changed the entity",
                              kind_names[kind]);
         json_decref(b);
         entity_free(kind, e2);
@@ -335,7 +337,8 @@ static int load_kind(struct model_catalog *c, const char *dir, enum model_kind k
         }
     }
     closedir(d);
-    qsort(files, n, sizeof(char *), name_cmp);
+    if (n)
+        qsort(files, n, sizeof(char *), name_cmp);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         char *file = xasprintf("%s/%s", path, files[i]);

@@ -212,9 +212,11 @@ void model_service_free(struct model_service *s);
 void model_template_free(struct model_template *t);
 
 /*
- * Parse text (a JSON document of the given kind) and serialise it again; the
- * fuzz target and the corpus replay test drive the codec through this.
- * Returns 0 or DRV_EINVAL with err filled.
+ * Parse text (a JSON document of the given kind), serialise it, parse and
+ * serialise again; the fuzz target and the corpus replay test drive the
+ * codec through this. Returns 0 or DRV_EINVAL with err filled; err->lib_code
+ * is 1 when the codec itself is at fault (its own output does not parse, or
+ * the second round changed it), 0 when the input was bad.
  */
 int model_codec_roundtrip(enum model_kind kind, const char *text, size_t len, struct drv_err *err);
 
