@@ -1,18 +1,21 @@
 /*
  * bench_solver: how fast the solver is, and how much memory it takes.
  *
- *   bench_solver [--catalog DIR] [--runs N] [--write-synthetic FILE]
+ *   bench_solver [--catalog DIR] [--runs N] [--write-synthetic DIR]
  *
  * Cases (docs/solver.md has the figures):
  *   hadoop-1000      hadoop-distributed from the Coopr catalogue, 1,000 nodes
  *   synthetic-10000  the synthetic template below, 48 constrained services, 10,000 nodes
  *   synthetic-expand the same cluster expanded to 12,000 nodes, existing nodes kept
+ *   hadoop-ids-*     a 10,000-node hadoop-distributed cluster given one entry per
+ *                    node (each with an id), expanded to 11,000 / shrunk to 5,000
  *   unsat-hadoop     hadoop-distributed with a namenode quantity of 2..2 (it must
  *                    coexist with the 1..1 resource manager): no layout
  *   unsat-synthetic  the synthetic template with every worker and utility
  *                    service capped at 400 nodes: 10,000 nodes cannot be placed
  *
- * The synthetic template (written out by --write-synthetic), on provider "p"
+ * The synthetic template (--write-synthetic DIR writes its whole catalogue,
+ * for `drover solve --catalog DIR --template synthetic-48`), on provider "p"
  * with hardware types h-small (cost 1), h-medium (2), h-large (4) and image
  * types i1, i2; 48 services, every one in some constraint:
  *   m0..m5   masters, one must-coexist group, each 1..1
@@ -31,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "model.h"
@@ -179,6 +183,30 @@ static struct model_catalog *synthetic_catalog(void)
     return c;
 }
 
+/* The synthetic catalogue as a directory that `drover solve --catalog` reads. */
+static void write_catalog(const struct model_catalog *c, const char *dir)
+{
+    mkdir(dir, 0755);
+    for (int k = 0; k < MODEL_KIND_COUNT; k++) {
+        if (model_catalog_count(c, k) == 0)
+            continue;
+        char *sub = xasprintf("%s/%s", dir, model_kind_dir(k));
+        mkdir(sub, 0755);
+        for (size_t i = 0; i < model_catalog_count(c, k); i++) {
+            const char *name = *(char *const *)model_catalog_at(c, k, i);
+            char *path = xasprintf("%s/%s.json", sub, name);
+            json_t *j = model_catalog_get_json(c, k, name);
+            if (json_dump_file(j, path, JSON_INDENT(2)) != 0) {
+                fprintf(stderr, "bench_solver: cannot write %s\n", path);
+                exit(1);
+            }
+            json_decref(j);
+            free(path);
+        }
+        free(sub);
+    }
+}
+
 struct result {
     double best_ms;
     int rc;
@@ -239,7 +267,7 @@ int main(int argc, char **argv)
             write = argv[++i];
         else {
             fprintf(stderr, "usage: bench_solver [--catalog DIR] [--runs N] "
-                            "[--write-synthetic FILE]\n");
+                            "[--write-synthetic DIR]\n");
             return 2;
         }
     }
@@ -251,11 +279,8 @@ int main(int argc, char **argv)
     if (model_catalog_load_dir(coopr, dir, &err))
         die(dir, &err);
     struct model_catalog *syn = synthetic_catalog();
-    if (write) {
-        json_t *t = model_catalog_get_json(syn, MODEL_TEMPLATE, "synthetic-48");
-        json_dump_file(t, write, JSON_INDENT(2));
-        json_decref(t);
-    }
+    if (write)
+        write_catalog(syn, write);
     printf("bench_solver: best of %d runs, peak RSS is the process's so far\n", runs);
 
     struct model_template *h;
@@ -287,6 +312,34 @@ int main(int argc, char **argv)
         report("synthetic-expand", 12000, &res);
     }
     model_layout_free(l);
+
+    /* An existing 10,000-node hadoop cluster, one entry (with an id) per node. */
+    {
+        r.nodes = 10000;
+        struct model_layout *base = NULL;
+        res = run(&r, 1, &base);
+        struct model_layout *per = model_layout_new();
+        unsigned id = 0;
+        for (size_t i = 0; i < base->n_nodes; i++)
+            for (unsigned k = 0; k < base->nodes[i].count; k++) {
+                char name[32];
+                snprintf(name, sizeof(name), "node-%05u", id++);
+                model_layout_add(per, (const char *const *)base->nodes[i].services,
+                                 base->nodes[i].n_services, base->nodes[i].hardwaretype,
+                                 base->nodes[i].imagetype, 1, name);
+            }
+        struct solver_request re = r;
+        re.existing = per;
+        re.nodes = 11000;
+        res = run(&re, runs, NULL);
+        report("hadoop-ids-expand", 11000, &res);
+        re.nodes = 5000;
+        res = run(&re, runs, NULL);
+        report("hadoop-ids-shrink", 5000, &res);
+        model_layout_free(per);
+        model_layout_free(base);
+        r.nodes = 1000;
+    }
 
     /* hadoop with a namenode quantity 2..2. */
     for (size_t i = 0; i < h->n_svc_constraints; i++)

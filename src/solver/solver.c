@@ -705,8 +705,9 @@ static int setup_existing(struct ctx *c)
             }
         }
         c->existing_size += n->count;
-        int k;
-        for (k = 0; k < c->n_cls; k++) {
+        /* Entries with an id stay apart; the others merge with their twins. */
+        int k = n->id ? c->n_cls : 0;
+        for (; k < c->n_cls; k++) {
             struct cls *x = &c->cls[k];
             if (!n->id && !x->id && bits_eq(&x->svcs, &b) &&
                 strcmp(x->hw.name, n->hardwaretype) == 0 && strcmp(x->img.name, n->imagetype) == 0)
@@ -1079,6 +1080,7 @@ struct var {
     struct bits sufmask; /* tracked services of the later vars of its group */
     int64_t sufub;       /* sum of the later vars' ub (finite groups), else INF */
     int next_open;       /* index of a var at or after this one, same group, with no maximum */
+    int64_t *sufcap;     /* finite groups: per service, the later vars' ub holding it */
 };
 
 struct group {
@@ -1101,6 +1103,7 @@ struct search {
     unsigned long steps, max_steps;
     unsigned long *blame;  /* per service */
     struct bits saturated; /* services at their maximum */
+    int64_t **sufcaps;     /* per group, the storage of its vars' sufcap */
 };
 
 /* Capacity of the vars after v in its group for service s. */
@@ -1110,13 +1113,7 @@ static int64_t suffix_cap(const struct search *S, int i, int s)
     const struct group *g = &S->grp[v->group];
     if (!bits_has(&v->sufmask, s))
         return 0;
-    if (!g->finite)
-        return INF;
-    int64_t cap = 0;
-    for (int j = i + 1; j <= g->last; j++)
-        if (bits_has(&S->var[j].counted, s))
-            cap += S->var[j].ub;
-    return cap;
+    return g->finite ? v->sufcap[s] : INF;
 }
 
 /* The interval [*lo, *hi] for var i; false when empty. */
@@ -1285,8 +1282,24 @@ static void add_group(struct search *S, const struct cand *v, size_t n, int64_t 
     struct bits suf = {{0}};
     int64_t sufub = 0;
     int next_open = -1;
+    int64_t *caps = NULL;
+    if (finite) {
+        caps = xcalloc(n * (size_t)c->n_svc + 1, sizeof(int64_t));
+        S->sufcaps[S->n_grp] = caps;
+    }
     for (int j = g->last; j >= g->first; j--) {
         struct var *x = &S->var[j];
+        if (finite) {
+            x->sufcap = caps + (size_t)(j - g->first) * (size_t)c->n_svc;
+            if (j < g->last) {
+                const struct var *y = &S->var[j + 1];
+                memcpy(x->sufcap, y->sufcap, (size_t)c->n_svc * sizeof(int64_t));
+                BITS_FOREACH(t, &y->counted)
+                {
+                    x->sufcap[t] += y->ub;
+                }
+            }
+        }
         x->sufmask = suf;
         x->sufub = finite ? sufub : INF;
         if (bits_empty(&x->capped) && !finite)
@@ -1335,8 +1348,11 @@ static void finish_groups(struct search *S)
 
 static void search_free(struct search *S)
 {
-    for (int g = 0; g < S->n_grp; g++)
+    for (int g = 0; g < S->n_grp; g++) {
         free(S->grp[g].cap_later);
+        free(S->sufcaps[g]);
+    }
+    free(S->sufcaps);
     free(S->grp);
     free(S->var);
     free(S->count);
@@ -1469,6 +1485,7 @@ int solver_solve(const struct solver_request *req, struct model_layout **out, st
         goto free_cands;
     S.var = xcalloc(total_vars + 1, sizeof(*S.var));
     S.grp = xcalloc((size_t)n_opts + 2, sizeof(*S.grp));
+    S.sufcaps = xcalloc((size_t)n_opts + 2, sizeof(*S.sufcaps));
     if (shrink) {
         add_group(&S, opts[0].v, opts[0].n, n, true, -1);
     } else {
@@ -1531,10 +1548,15 @@ int solver_solve(const struct solver_request *req, struct model_layout **out, st
     struct model_layout *l = model_layout_new();
     if (shrink) {
         /* Kept nodes, in the existing order. */
-        for (int k = 0; k < c.n_cls; k++)
-            for (int i = 0; i < S.n_var; i++)
-                if (S.var[i].cand->cls == k && S.x[i] > 0)
-                    emit(&c, l, S.var[i].cand, S.x[i], c.cls[k].id);
+        int *var_of = xcalloc((size_t)c.n_cls + 1, sizeof(int));
+        for (int i = 0; i < S.n_var; i++)
+            var_of[S.var[i].cand->cls] = i;
+        for (int k = 0; k < c.n_cls; k++) {
+            int i = var_of[k];
+            if (S.x[i] > 0)
+                emit(&c, l, S.var[i].cand, S.x[i], c.cls[k].id);
+        }
+        free(var_of);
     } else {
         for (int i = 0; i < S.n_var; i++) {
             if (S.x[i] == 0)
