@@ -415,8 +415,11 @@ static uint32_t add_task(struct build *b, const char *id, const char *node, int 
     uint32_t t = planner__add_task(b->plan, id, node, svc_name, a, type, fields, st);
     XGROW(b->task_svc, b->task_svc_cap, (size_t)t + 1);
     b->task_svc[t] = svc;
-    if (svc >= 0 && a != PLANNER_ACT_ANCHOR)
-        ulist_add(&b->by_sa[(size_t)svc * NA + a], t);
+    if (svc >= 0 && a != PLANNER_ACT_ANCHOR) {
+        struct ulist *l = &b->by_sa[(size_t)svc * NA + a]; /* new task: no duplicate check */
+        XGROW(l->v, l->cap, l->n + 1);
+        l->v[l->n++] = t;
+    }
     return t;
 }
 
@@ -637,8 +640,8 @@ static uint32_t every(struct build *b, size_t s, int a)
         snprintf(id, sizeof(id), "*/%s/%s", b->svc_name[s], planner_action_name(a));
         static const struct planner_strategy parallel = {PLANNER_STRAT_PARALLEL, 0};
         uint32_t t = add_task(b, id, NULL, (int)s, PLANNER_ACT_ANCHOR, NULL, NULL, parallel);
-        for (size_t k = 0; k < l->n; k++)
-            planner__add_dep(b->plan, t, l->v[k]);
+        for (size_t k = 0; k < l->n; k++) /* distinct tasks: no duplicate check */
+            planner__add_dep_new(b->plan, t, l->v[k]);
         *an = t;
     }
     return (uint32_t)*an;
@@ -656,6 +659,15 @@ static long local_task(struct build *b, const struct pnode *n, size_t s, int a)
 static int runtime_done_action(struct build *b, size_t s)
 {
     return has_tasks(b, s, PLANNER_ACT_START) ? PLANNER_ACT_START : PLANNER_ACT_INITIALIZE;
+}
+
+static void del_dep(struct planner_task *t, uint32_t dep)
+{
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < t->n_deps; i++)
+        if (t->deps[i] != dep)
+            t->deps[m++] = t->deps[i];
+    t->n_deps = m;
 }
 
 static void wire(struct build *b)
@@ -687,12 +699,18 @@ static void wire(struct build *b)
                 continue;
             enum planner_action a = b->plan->tasks[t].action;
             if (a == PLANNER_ACT_INSTALL) {
+                int local = 0;
                 for (size_t k = 0; k < e_inst[s].n; k++) {
                     size_t d = e_inst[s].v[k];
                     long lt = local_task(b, n, d, PLANNER_ACT_INSTALL);
                     planner__add_dep(b->plan, t,
                                      lt >= 0 ? (uint32_t)lt : every(b, d, PLANNER_ACT_INSTALL));
+                    local |= lt >= 0;
                 }
+                /* Every service task of the node follows its node-level tasks: a
+                 * local dependency implies them. */
+                if (local && n->pre_last >= 0)
+                    del_dep(&b->plan->tasks[t], (uint32_t)n->pre_last);
             } else if (a == PLANNER_ACT_REMOVE) {
                 for (size_t k = 0; k < r_rm[s].n; k++) {
                     size_t d = r_rm[s].v[k];

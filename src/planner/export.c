@@ -21,6 +21,93 @@
 #include "planner_int.h"
 #include "xalloc.h"
 
+/* ---- text buffer ---- */
+
+struct sbuf {
+    char *s;
+    size_t len, cap;
+};
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    XGROW(b->s, b->cap, b->len + (size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+static void sb_put(struct sbuf *b, const char *s)
+{
+    size_t n = strlen(s);
+    XGROW(b->s, b->cap, b->len + n + 1);
+    memcpy(b->s + b->len, s, n + 1);
+    b->len += n;
+}
+
+/* DOT string body: quotes and backslashes escaped. */
+static void sb_dotstr(struct sbuf *b, const char *s)
+{
+    size_t n = strlen(s);
+    XGROW(b->s, b->cap, b->len + 2 * n + 1);
+    char *o = b->s + b->len;
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            *o++ = '\\';
+        *o++ = *s;
+    }
+    *o = '\0';
+    b->len = (size_t)(o - b->s);
+}
+
+/* A JSON string, escaped as jansson escapes it (so that the two writers agree). */
+static void sb_jstr(struct sbuf *b, const char *s)
+{
+    size_t n = strlen(s);
+    XGROW(b->s, b->cap, b->len + n * 6 + 3);
+    char *o = b->s + b->len;
+    *o++ = '"';
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        unsigned char ch = *p;
+        if (ch == '"' || ch == '\\') {
+            *o++ = '\\';
+            *o++ = (char)ch;
+        } else if (ch < 0x20) {
+            *o++ = '\\';
+            switch (ch) {
+            case '\b':
+                *o++ = 'b';
+                break;
+            case '\f':
+                *o++ = 'f';
+                break;
+            case '\n':
+                *o++ = 'n';
+                break;
+            case '\r':
+                *o++ = 'r';
+                break;
+            case '\t':
+                *o++ = 't';
+                break;
+            default:
+                o += sprintf(o, "u%04X", ch);
+            }
+        } else {
+            *o++ = (char)ch;
+        }
+    }
+    *o++ = '"';
+    *o = '\0';
+    b->len = (size_t)(o - b->s);
+}
+
 static json_t *strategy_json(const struct planner_strategy *s)
 {
     json_t *o = json_object();
@@ -141,6 +228,7 @@ int planner_plan_from_json(const json_t *json, struct planner_plan **out, struct
     for (size_t i = 0; i < p->n_tasks && rc == 0; i++)
         if (planner__map_put(&ids, p->tasks[i].id, (uint32_t)i) >= 0)
             rc = drv_err_set(err, DRV_EINVAL, 0, "plan: duplicate task id \"%s\"", p->tasks[i].id);
+    uint32_t *stamp = xcalloc(p->n_tasks + 1, sizeof(*stamp)); /* dep seen for task i + 1 */
     for (size_t i = 0; i < p->n_tasks && rc == 0; i++) {
         const json_t *deps = json_object_get(json_array_get(tasks, i), "deps");
         if (deps && !json_is_array(deps)) {
@@ -156,9 +244,13 @@ int planner_plan_from_json(const json_t *json, struct planner_plan **out, struct
                                  p->tasks[i].id, d ? d : "");
                 break;
             }
-            planner__add_dep(p, (uint32_t)i, (uint32_t)di);
+            if (stamp[di] != i + 1) {
+                stamp[di] = (uint32_t)i + 1;
+                planner__add_dep_new(p, (uint32_t)i, (uint32_t)di);
+            }
         }
     }
+    free(stamp);
     planner__map_free(&ids);
     if (rc == 0)
         rc = planner_toposort(p, NULL, err);
@@ -170,37 +262,6 @@ int planner_plan_from_json(const json_t *json, struct planner_plan **out, struct
 }
 
 /* ---- DOT ---- */
-
-struct sbuf {
-    char *s;
-    size_t len, cap;
-};
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    XGROW(b->s, b->cap, b->len + (size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
-/* DOT string body: quotes and backslashes escaped. */
-static void sb_dotstr(struct sbuf *b, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            sb_printf(b, "\\%c", *s);
-        else
-            sb_printf(b, "%c", *s);
-    }
-}
 
 static const char *const state_colour[PLANNER_TS_COUNT] = {
     "white", "lightblue", "yellow", "palegreen", "tomato", "orange",
@@ -214,39 +275,144 @@ char *planner_plan_to_dot(const struct planner_plan *plan, const enum planner_ta
     sb_printf(&b, "  label=\"%s\";\n", planner_op_name(plan->op));
     for (size_t i = 0; i < plan->n_tasks; i++) {
         const struct planner_task *t = &plan->tasks[i];
-        sb_printf(&b, "  \"");
+        sb_put(&b, "  \"");
         sb_dotstr(&b, t->id);
         if (t->action == PLANNER_ACT_ANCHOR) {
-            sb_printf(&b, "\" [shape=diamond, label=\"");
+            sb_put(&b, "\" [shape=diamond, label=\"");
             sb_dotstr(&b, t->id);
-            sb_printf(&b, "\"");
+            sb_put(&b, "\"");
         } else {
             sb_printf(&b, "\" [label=\"%s", planner_action_name(t->action));
             if (t->service) {
-                sb_printf(&b, "\\n");
+                sb_put(&b, "\\n");
                 sb_dotstr(&b, t->service);
             }
-            sb_printf(&b, "\\n");
+            sb_put(&b, "\\n");
             sb_dotstr(&b, t->node);
-            sb_printf(&b, "\"");
+            sb_put(&b, "\"");
         }
         if (states && (unsigned)states[i] < PLANNER_TS_COUNT)
             sb_printf(&b, ", fillcolor=%s, tooltip=\"%s\"", state_colour[states[i]],
                       planner_state_name(states[i]));
-        sb_printf(&b, "];\n");
+        sb_put(&b, "];\n");
     }
     for (size_t i = 0; i < plan->n_tasks; i++) {
         const struct planner_task *t = &plan->tasks[i];
         for (uint32_t d = 0; d < t->n_deps; d++) {
-            sb_printf(&b, "  \"");
+            sb_put(&b, "  \"");
             sb_dotstr(&b, plan->tasks[t->deps[d]].id);
-            sb_printf(&b, "\" -> \"");
+            sb_put(&b, "\" -> \"");
             sb_dotstr(&b, t->id);
-            sb_printf(&b, "\";\n");
+            sb_put(&b, "\";\n");
         }
     }
-    sb_printf(&b, "}\n");
+    sb_put(&b, "}\n");
     return b.s;
+}
+
+/* ---- JSON text, written directly ---- */
+
+/*
+ * The same bytes as json_dumps(planner_plan_to_json(plan), JSON_COMPACT)
+ * without building a tree: a 10,000-node plan is 40 MB of text and a jansson
+ * tree of it ten times that. Fields objects are shared between tasks; each
+ * distinct one is dumped once (a small cache by pointer).
+ */
+static char *json_text(const struct planner_plan *plan, size_t *len, int lines)
+{
+    struct sbuf b = {0};
+    enum { NCACHE = 64 };
+    const json_t *ck[NCACHE] = {0};
+    char *cv[NCACHE] = {0};
+    size_t cn = 0, cnext = 0;
+    sb_printf(&b, "{\"format_version\":%d,\"operation\":\"%s\",", plan->format_version,
+              planner_op_name(plan->op));
+    if (plan->rollback_of >= 0)
+        sb_printf(&b, "\"rollback_of\":\"%s\",", planner_op_name(plan->rollback_of));
+    sb_printf(&b, "\"max_per_node\":%d,\"tasks\":[", plan->max_per_node);
+    for (size_t i = 0; i < plan->n_tasks; i++) {
+        const struct planner_task *t = &plan->tasks[i];
+        if (i)
+            sb_put(&b, ",");
+        sb_put(&b, lines ? "\n{\"id\":" : "{\"id\":");
+        sb_jstr(&b, t->id);
+        if (t->node) {
+            sb_put(&b, ",\"node\":");
+            sb_jstr(&b, t->node);
+        }
+        if (t->service) {
+            sb_put(&b, ",\"service\":");
+            sb_jstr(&b, t->service);
+        }
+        sb_put(&b, ",\"action\":\"");
+        sb_put(&b, planner_action_name(t->action));
+        sb_put(&b, "\"");
+        if (t->type) {
+            sb_put(&b, ",\"type\":");
+            sb_jstr(&b, t->type);
+        }
+        if (t->fields) {
+            const char *f = NULL;
+            for (size_t k = 0; k < cn && !f; k++)
+                if (ck[k] == t->fields)
+                    f = cv[k];
+            if (f == NULL) {
+                char *d = json_dumps(t->fields, JSON_COMPACT);
+                if (cn < NCACHE) {
+                    cn++;
+                } else {
+                    free(cv[cnext]);
+                }
+                ck[cnext] = t->fields;
+                cv[cnext] = d;
+                f = d;
+                cnext = (cnext + 1) % NCACHE;
+            }
+            sb_put(&b, ",\"fields\":");
+            sb_put(&b, f);
+        }
+        if (t->action != PLANNER_ACT_ANCHOR) {
+            if (t->strategy.type == PLANNER_STRAT_ONE_BY_ONE)
+                sb_put(&b, ",\"strategy\":{\"type\":\"one-by-one\"}");
+            else if (t->strategy.amount > 0)
+                sb_printf(&b, ",\"strategy\":{\"type\":\"parallel\",\"amount\":%u}",
+                          t->strategy.amount);
+            else
+                sb_put(&b, ",\"strategy\":{\"type\":\"parallel\"}");
+        }
+        sb_put(&b, ",\"deps\":[");
+        for (uint32_t d = 0; d < t->n_deps; d++) {
+            if (d)
+                sb_put(&b, ",");
+            sb_jstr(&b, plan->tasks[t->deps[d]].id);
+        }
+        sb_put(&b, "]");
+        if (t->inverse_of) {
+            sb_put(&b, ",\"inverse_of\":");
+            sb_jstr(&b, t->inverse_of);
+        }
+        if (t->restore) {
+            sb_put(&b, ",\"restore\":");
+            sb_jstr(&b, t->restore);
+        }
+        sb_put(&b, "}");
+    }
+    sb_put(&b, lines ? "\n]}\n" : "]}");
+    for (size_t k = 0; k < cn; k++)
+        free(cv[k]);
+    if (len)
+        *len = b.len;
+    return b.s;
+}
+
+char *planner_plan_to_json_text(const struct planner_plan *plan, size_t *len)
+{
+    return json_text(plan, len, 0);
+}
+
+char *planner_plan_to_json_lines(const struct planner_plan *plan, size_t *len)
+{
+    return json_text(plan, len, 1);
 }
 
 /* ---- stages ---- */
@@ -270,8 +436,11 @@ char *planner_stages_to_text(const struct planner_plan *plan, const struct plann
               st->n_stages);
     for (size_t s = 0; s < st->n_stages; s++) {
         sb_printf(&b, "stage %zu (%zu tasks)\n", s + 1, st->start[s + 1] - st->start[s]);
-        for (size_t k = st->start[s]; k < st->start[s + 1]; k++)
-            sb_printf(&b, "  %s\n", plan->tasks[st->tasks[k]].id);
+        for (size_t k = st->start[s]; k < st->start[s + 1]; k++) {
+            sb_put(&b, "  ");
+            sb_put(&b, plan->tasks[st->tasks[k]].id);
+            sb_put(&b, "\n");
+        }
     }
     if (b.s == NULL)
         b.s = xstrdup("");

@@ -274,6 +274,12 @@ void planner__add_dep(struct planner_plan *p, uint32_t task, uint32_t dep)
     for (uint32_t i = 0; i < t->n_deps; i++)
         if (t->deps[i] == dep)
             return;
+    planner__add_dep_new(p, task, dep);
+}
+
+void planner__add_dep_new(struct planner_plan *p, uint32_t task, uint32_t dep)
+{
+    struct planner_task *t = &p->tasks[task];
     if (t->n_deps == t->cap_deps) {
         t->cap_deps = t->cap_deps ? t->cap_deps * 2 : 4;
         t->deps = xrealloc(t->deps, t->cap_deps * sizeof(*t->deps));
@@ -404,29 +410,48 @@ int planner_stages(const struct planner_plan *plan, struct planner_stages **out,
                 max_level = l + 1;
         }
     }
-    /* Split each level: a node's k-th task of the level goes to sub-stage k.
-     * sub[t] counts per (level, node): walk tasks in index order, keyed by node. */
+    /* Split each level: a node's k-th task of the level (in plan order) goes to
+     * sub-stage k. Tasks bucketed by level, then counted per node with a stamp. */
     uint32_t *sub = xcalloc(n ? n : 1, sizeof(*sub));
-    struct planner__map last; /* "level node" -> count so far */
-    planner__map_init(&last, n);
-    char **keys = xcalloc(n ? n : 1, sizeof(*keys));
-    uint32_t *counts = xcalloc(n ? n : 1, sizeof(*counts));
-    size_t n_keys = 0;
+    uint32_t *node_of = xcalloc(n ? n : 1, sizeof(*node_of));
+    struct planner__map nodes;
+    planner__map_init(&nodes, 1024);
+    uint32_t n_nodes = 0;
+    size_t *bstart = xcalloc((size_t)max_level + 2, sizeof(*bstart));
     for (size_t v = 0; v < n; v++) {
         const struct planner_task *t = &plan->tasks[v];
         if (t->action == PLANNER_ACT_ANCHOR || t->node == NULL)
             continue;
-        keys[n_keys] = xasprintf("%u %s", level[v], t->node);
-        long have = planner__map_put(&last, keys[n_keys], (uint32_t)n_keys);
-        if (have < 0) {
-            counts[n_keys] = 1;
-            sub[v] = 0;
-            n_keys++;
-        } else {
-            FREE_NULL(keys[n_keys]);
-            sub[v] = counts[have]++;
+        long ni = planner__map_put(&nodes, t->node, n_nodes);
+        node_of[v] = ni < 0 ? n_nodes++ : (uint32_t)ni;
+        bstart[level[v] + 1]++;
+    }
+    for (uint32_t l = 0; l <= max_level; l++)
+        bstart[l + 1] += bstart[l];
+    uint32_t *bucket = xmalloc((bstart[max_level + 1] + 1) * sizeof(*bucket));
+    size_t *bfill = xcalloc((size_t)max_level + 1, sizeof(*bfill));
+    for (size_t v = 0; v < n; v++)
+        if (plan->tasks[v].action != PLANNER_ACT_ANCHOR && plan->tasks[v].node)
+            bucket[bstart[level[v]] + bfill[level[v]]++] = (uint32_t)v;
+    uint32_t *cnt = xcalloc(n_nodes + 1, sizeof(*cnt));
+    uint32_t *stamp = xcalloc(n_nodes + 1, sizeof(*stamp));
+    for (uint32_t l = 0; l < max_level; l++) {
+        for (size_t k = bstart[l]; k < bstart[l + 1]; k++) {
+            uint32_t v = bucket[k], ni = node_of[v];
+            if (stamp[ni] != l + 1) {
+                stamp[ni] = l + 1;
+                cnt[ni] = 0;
+            }
+            sub[v] = cnt[ni]++;
         }
     }
+    free(cnt);
+    free(stamp);
+    free(bucket);
+    free(bfill);
+    free(bstart);
+    free(node_of);
+    planner__map_free(&nodes);
     /* Sub-stages per level. */
     uint32_t *width = xcalloc(max_level + 1, sizeof(*width)); /* sub-stages in a level */
     for (size_t v = 0; v < n; v++)
@@ -454,11 +479,6 @@ int planner_stages(const struct planner_plan *plan, struct planner_stages **out,
         size_t s = first[level[v]] + sub[v];
         st->tasks[st->start[s] + fill[s]++] = (uint32_t)v;
     }
-    for (size_t k = 0; k < n_keys; k++)
-        free(keys[k]);
-    free(keys);
-    free(counts);
-    planner__map_free(&last);
     free(fill);
     free(first);
     free(width);

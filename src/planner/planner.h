@@ -10,10 +10,14 @@
  * grouped, then split so that no node has two tasks in one stage) are derived
  * from the DAG for people to read.
  *
- * Pure library: no I/O, no globals, no threads. Same input, same plan, byte for
- * byte (DESIGN.md invariant 4). The rules (which tasks an operation makes, how
+ * Pure library: no I/O, no globals, no threads (plan_cli.c, the `drover plan`
+ * front, is the one file that reads and writes files). Same input, same plan,
+ * byte for byte (DESIGN.md invariant 4). The rules (which tasks an operation makes, how
  * service dependencies become task dependencies, anchors, rollback) are in
  * docs/planner.md.
+ *
+ * Threads: a finished plan may be read from several threads at once; building,
+ * freeing and a planner_exec belong to one thread at a time.
  *
  * Ownership: every input is borrowed for the duration of the call only. A plan
  * owns all its strings and holds its own reference to every `fields` object;
@@ -222,11 +226,57 @@ void planner_stages_free(struct planner_stages *st);
 int planner_rollback(const struct planner_plan *failed, const enum planner_task_state *states,
                      const struct planner_service *services, size_t n_services,
                      struct planner_plan **out, struct drv_err *err);
+/*
+ * The same, with the starting layout (may be NULL): a node the failed plan
+ * deleted (a shrink) is recreated whole, as an expand to the starting layout
+ * would (create, confirm, bootstrap, install > configure > initialize > start
+ * of its services, with services the definitions), instead of a bare create.
+ * The layout's node ids must be the plan's. Without services (NULL), as
+ * planner_rollback().
+ */
+int planner_rollback_layout(const struct planner_plan *failed,
+                            const enum planner_task_state *states,
+                            const struct planner_service *services, size_t n_services,
+                            const struct planner_layout *start, struct planner_plan **out,
+                            struct drv_err *err);
+
+/* ---- execution helper ---- */
+
+/*
+ * Which tasks may run now: the engine's bookkeeping, pure. Dependencies done
+ * (anchors succeed on their own), at most max_per_node tasks of a node in
+ * progress, at most one (one-by-one) or amount (parallel) tasks of a strategy
+ * group (one service and action) in progress. Dispatch order is plan order
+ * among ready tasks. states (may be NULL: all waiting) resumes a run after a
+ * failover: in-progress tasks keep their slots, errors spread. The plan must
+ * outlive the helper.
+ */
+struct planner_exec;
+int planner_exec_new(const struct planner_plan *plan, const enum planner_task_state *states,
+                     struct planner_exec **out, struct drv_err *err);
+void planner_exec_free(struct planner_exec *x);
+/* Up to cap tasks to dispatch now, into out; they become in progress. */
+size_t planner_exec_next(struct planner_exec *x, uint32_t *out, size_t cap);
+/* A dispatched task ended. Not ok: error, and what depends on it (transitively) gets
+ * failed-dependencies. DRV_EINVAL when the task is not in progress. A retry is the
+ * engine's business: report the outcome of the last attempt only. */
+int planner_exec_done(struct planner_exec *x, uint32_t task, int ok, struct drv_err *err);
+/* Current state of every task (indexed like plan->tasks), for the DOT export and rollback.
+ * Borrowed: valid until the next call on x. */
+const enum planner_task_state *planner_exec_states(const struct planner_exec *x);
+/* Nothing in progress and nothing can start: every task is success, error or
+ * failed-dependencies. */
+int planner_exec_finished(const struct planner_exec *x);
 
 /* ---- export and import ---- */
 
 /* The complete JSON form (new reference): what the engine stores and reloads. */
 json_t *planner_plan_to_json(const struct planner_plan *plan);
+/* The same as compact text (json_dumps(..., JSON_COMPACT) bytes) written directly: 10 times
+ * faster and smaller in memory for big plans. *len (may be NULL) gets the length. */
+char *planner_plan_to_json_text(const struct planner_plan *plan, size_t *len);
+/* The same JSON with one task per line, for people (`drover plan`). */
+char *planner_plan_to_json_lines(const struct planner_plan *plan, size_t *len);
 /* Read it back (any format version this build reads), checking ids, deps and loops. */
 int planner_plan_from_json(const json_t *json, struct planner_plan **out, struct drv_err *err);
 /* Graphviz DOT; states (indexed like tasks, may be NULL) colour the tasks. */

@@ -35,6 +35,8 @@ uint32_t planner__add_task(struct planner_plan *p, const char *id, const char *n
                            json_t *fields, struct planner_strategy strategy);
 /* Add a dependency unless it is already there. */
 void planner__add_dep(struct planner_plan *p, uint32_t task, uint32_t dep);
+/* The same without the check, for a dependency known to be new (anchors). */
+void planner__add_dep_new(struct planner_plan *p, uint32_t task, uint32_t dep);
 
 /* Fail with DRV_EINVAL when two tasks share an id. */
 int planner__check_ids(const struct planner_plan *p, struct drv_err *err);

@@ -64,21 +64,6 @@ static void fill_node(struct planner_node *pn, const struct model_node_layout *n
     pn->n_services = nl->n_services;
 }
 
-static int same_services(const struct planner_node *a, const struct model_node_layout *b)
-{
-    if (a->n_services != b->n_services)
-        return 0;
-    for (size_t i = 0; i < a->n_services; i++)
-        if (strcmp(a->services[i], b->services[i]) != 0)
-            return 0;
-    return 1;
-}
-
-static int same_str(const char *a, const char *b)
-{
-    return strcmp(a ? a : "", b ? b : "") == 0;
-}
-
 /* Next "node-<k>" not taken. */
 static const char *fresh_id(struct planner__arena *a, struct planner__map *taken, unsigned *next)
 {
@@ -91,6 +76,68 @@ static const char *fresh_id(struct planner__arena *a, struct planner__map *taken
     char *id = planner__arena_strdup(a, buf);
     planner__map_put(taken, id, 0);
     return id;
+}
+
+/* Starting nodes by signature: hardware, image and (for the first pass) services. */
+struct bucket {
+    uint32_t *v;
+    size_t n, cap, cur;
+};
+
+struct sigs {
+    struct planner__map map; /* signature -> bucket index */
+    struct bucket *b;
+    size_t n, cap;
+};
+
+static char *signature(const struct planner_node *n, int with_services)
+{
+    size_t len = strlen(n->hardwaretype ? n->hardwaretype : "") +
+                 strlen(n->imagetype ? n->imagetype : "") + 3;
+    for (size_t i = 0; with_services && i < n->n_services; i++)
+        len += strlen(n->services[i]) + 1;
+    char *key = xmalloc(len);
+    snprintf(key, len, "%s\n%s\n", n->hardwaretype ? n->hardwaretype : "",
+             n->imagetype ? n->imagetype : "");
+    for (size_t i = 0; with_services && i < n->n_services; i++) {
+        strcat(key, n->services[i]);
+        strcat(key, "\n");
+    }
+    return key;
+}
+
+static void sigs_init(struct sigs *s)
+{
+    memset(s, 0, sizeof(*s));
+    planner__map_init(&s->map, 16);
+}
+
+static void sigs_add(struct sigs *s, struct planner__arena *ar, const char *key, uint32_t j)
+{
+    long bi = planner__map_get(&s->map, key);
+    if (bi < 0) {
+        XGROW(s->b, s->cap, s->n + 1);
+        memset(&s->b[s->n], 0, sizeof(s->b[s->n]));
+        planner__map_put(&s->map, planner__arena_strdup(ar, key), (uint32_t)s->n);
+        bi = (long)s->n++;
+    }
+    struct bucket *b = &s->b[bi];
+    XGROW(b->v, b->cap, b->n + 1);
+    b->v[b->n++] = j;
+}
+
+static struct bucket *sigs_get(struct sigs *s, const char *key)
+{
+    long bi = planner__map_get(&s->map, key);
+    return bi < 0 ? NULL : &s->b[bi];
+}
+
+static void sigs_free(struct sigs *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->b[i].v);
+    free(s->b);
+    planner__map_free(&s->map);
 }
 
 int planner_input_from_model(const struct model_catalog *c, const struct model_template *tmpl,
@@ -177,12 +224,30 @@ int planner_input_from_model(const struct model_catalog *c, const struct model_t
         for (size_t i = 0; i < ns; i++)
             planner__map_put(&sids, sn[i].id, (uint32_t)i);
         /* Pass 0: explicit ids. Pass 1: same node layout. Pass 2: same hardware
-         * and image. Pass 3: new nodes. */
+         * and image. Pass 3: new nodes. Passes 1 and 2 take the starting nodes
+         * of a signature in order from a bucket, so pairing is linear. */
+        struct sigs bk[2];
+        for (int w = 0; w < 2; w++) {
+            sigs_init(&bk[w]);
+            for (size_t j = 0; j < ns; j++) {
+                char *key = signature(&sn[j], w == 0);
+                sigs_add(&bk[w], ar, key, (uint32_t)j);
+                free(key);
+            }
+        }
         const char **ids = xcalloc(nt + 1, sizeof(*ids));
         for (int pass = 0; pass < 4; pass++) {
             k = 0;
             for (size_t i = 0; i < target->n_nodes; i++) {
                 const struct model_node_layout *nl = &target->nodes[i];
+                struct bucket *b = NULL;
+                if (pass == 1 || pass == 2) {
+                    struct planner_node probe;
+                    fill_node(&probe, nl, NULL);
+                    char *key = signature(&probe, pass == 1);
+                    b = sigs_get(&bk[pass - 1], key);
+                    free(key);
+                }
                 for (unsigned c2 = 0; c2 < nl->count; c2++, k++) {
                     if (ids[k])
                         continue;
@@ -199,19 +264,18 @@ int planner_input_from_model(const struct model_catalog *c, const struct model_t
                         ids[k] = fresh_id(ar, &taken, &next);
                         continue;
                     }
-                    for (size_t j = 0; j < ns; j++) {
-                        if (used[j] || !same_str(sn[j].hardwaretype, nl->hardwaretype) ||
-                            !same_str(sn[j].imagetype, nl->imagetype))
-                            continue;
-                        if (pass == 1 && !same_services(&sn[j], nl))
-                            continue;
+                    while (b && b->cur < b->n && used[b->v[b->cur]])
+                        b->cur++;
+                    if (b && b->cur < b->n) {
+                        uint32_t j = b->v[b->cur++];
                         used[j] = 1;
                         ids[k] = sn[j].id;
-                        break;
                     }
                 }
             }
         }
+        sigs_free(&bk[0]);
+        sigs_free(&bk[1]);
         k = 0;
         for (size_t i = 0; i < target->n_nodes; i++) {
             const struct model_node_layout *nl = &target->nodes[i];

@@ -16,6 +16,12 @@
  * adds no more edges than it removes; the others remain as anchors
  * ("* /<original id>"), which keeps the rollback of a 10,000-node create linear.
  *
+ * Deleted nodes: with the starting layout (planner_rollback_layout), a node the
+ * failed plan deleted is recreated whole (create, confirm, bootstrap, its
+ * services installed, configured, initialised and started, as an expand would)
+ * and nothing else is undone on it; without it, its delete is undone by a bare
+ * create.
+ *
  * A rollback plan is not rolled back: the cluster stops for an operator.
  */
 #include <string.h>
@@ -28,23 +34,18 @@ struct ulist {
     size_t n, cap;
 };
 
-static void ul_add(struct ulist *l, uint32_t x)
+/* Append; duplicates and stale entries are filtered when the plan is emitted,
+ * so that no step here is quadratic in a 10,000-entry list. */
+static void ul_push(struct ulist *l, uint32_t x)
 {
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i] == x)
-            return;
     XGROW(l->v, l->cap, l->n + 1);
     l->v[l->n++] = x;
 }
 
-static void ul_del(struct ulist *l, uint32_t x)
+static int cmp_u32(const void *a, const void *b)
 {
-    for (size_t i = 0; i < l->n; i++) {
-        if (l->v[i] == x) {
-            l->v[i] = l->v[--l->n];
-            return;
-        }
-    }
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
 }
 
 struct inverse {
@@ -113,9 +114,61 @@ static struct inverse inverse_of(const struct planner_plan *p, const struct plan
     return inv;
 }
 
+/*
+ * Nodes that a failed plan deleted come back whole: the tasks of an expand
+ * from the starting layout without them to the starting layout (create,
+ * confirm, bootstrap, then each service's install > configure > initialize >
+ * start with the usual dependencies; services elsewhere are running and not
+ * waited for). The provider comes from the delete task. NULL plan when no
+ * node was deleted.
+ */
+static int recreate_deleted(const struct planner_plan *failed,
+                            const enum planner_task_state *states,
+                            const struct planner_service *services, size_t n_services,
+                            const struct planner_layout *start, struct planner__map *deleted,
+                            struct planner_plan **sub, struct drv_err *err)
+{
+    *sub = NULL;
+    const struct planner_task *del = NULL;
+    for (size_t i = 0; i < failed->n_tasks && !del; i++)
+        if (failed->tasks[i].action == PLANNER_ACT_DELETE && states[i] == PLANNER_TS_SUCCESS)
+            del = &failed->tasks[i];
+    if (del == NULL)
+        return 0;
+    struct planner_node *kept = xcalloc(start->n_nodes + 1, sizeof(*kept));
+    struct planner_layout now = {kept, 0};
+    for (size_t i = 0; i < start->n_nodes; i++)
+        if (planner__map_get(deleted, start->nodes[i].id) < 0)
+            kept[now.n_nodes++] = start->nodes[i];
+    struct planner_request req;
+    memset(&req, 0, sizeof(req));
+    req.op = PLANNER_OP_EXPAND;
+    req.start = &now;
+    req.target = start;
+    req.services = services;
+    req.n_services = n_services;
+    req.providertype = del->type;
+    const json_t *pv = del->fields ? json_object_get(del->fields, "provider") : NULL;
+    req.provider = json_is_string(pv) ? json_string_value(pv) : NULL;
+    int rc = planner_build(&req, sub, err);
+    if (rc < 0)
+        drv_err_prefix(err, "recreating deleted nodes");
+    free(kept);
+    return rc;
+}
+
 int planner_rollback(const struct planner_plan *failed, const enum planner_task_state *states,
                      const struct planner_service *services, size_t n_services,
                      struct planner_plan **out, struct drv_err *err)
+{
+    return planner_rollback_layout(failed, states, services, n_services, NULL, out, err);
+}
+
+int planner_rollback_layout(const struct planner_plan *failed,
+                            const enum planner_task_state *states,
+                            const struct planner_service *services, size_t n_services,
+                            const struct planner_layout *start, struct planner_plan **out,
+                            struct drv_err *err)
 {
     *out = NULL;
     if (failed->op == PLANNER_OP_ROLLBACK)
@@ -127,6 +180,25 @@ int planner_rollback(const struct planner_plan *failed, const enum planner_task_
     planner__map_init(&ids, n);
     for (size_t i = 0; i < n; i++)
         planner__map_put(&ids, failed->tasks[i].id, (uint32_t)i);
+
+    /* Nodes deleted by the failed plan: recreated whole when the starting layout
+     * is known, and then nothing else is undone on them. */
+    struct planner__map deleted;
+    planner__map_init(&deleted, 16);
+    struct planner_plan *sub = NULL;
+    if (start && states && services) {
+        for (size_t i = 0; i < n; i++)
+            if (failed->tasks[i].action == PLANNER_ACT_DELETE && states[i] == PLANNER_TS_SUCCESS &&
+                failed->tasks[i].node)
+                planner__map_put(&deleted, failed->tasks[i].node, 0);
+        int rc = recreate_deleted(failed, states, services, n_services, start, &deleted, &sub, err);
+        if (rc < 0) {
+            planner__map_free(&deleted);
+            planner__map_free(&ids);
+            json_decref(empty);
+            return rc;
+        }
+    }
 
     /* Which tasks take part, and their inverses. */
     unsigned char *in = xcalloc(n ? n : 1, 1);
@@ -140,6 +212,8 @@ int planner_rollback(const struct planner_plan *failed, const enum planner_task_
         }
         if (states == NULL || states[i] != PLANNER_TS_SUCCESS)
             continue;
+        if (sub && t->node && planner__map_get(&deleted, t->node) >= 0)
+            continue; /* the node comes back whole */
         in[i] = 1;
         const struct planner_service *sv = find_service(services, n_services, t->service);
         inv[i] = inverse_of(failed, t, sv, empty);
@@ -167,31 +241,38 @@ int planner_rollback(const struct planner_plan *failed, const enum planner_task_
             uint32_t d = t->deps[k];
             if (!in[d])
                 continue;
-            ul_add(&wait[d], (uint32_t)i); /* undo d after undoing i */
-            ul_add(&succ[i], d);
+            ul_push(&wait[d], (uint32_t)i); /* undo d after undoing i */
+            ul_push(&succ[i], d);
         }
     }
-    /* Contract tasks without an inverse, last first (the order undo runs in). */
+    /*
+     * Contract tasks without an inverse, last first (the order undo runs in):
+     * what waits for k waits for what k waited for. Entries naming a task
+     * contracted earlier are stale and skipped (in[] is 0).
+     */
     for (size_t k = n; k-- > 0;) {
         if (!in[k] || inv[k].action >= 0)
             continue;
         size_t np = wait[k].n, nsu = succ[k].n;
         if (np && nsu && np * nsu > np + nsu)
             continue; /* cheaper as an anchor */
+        in[k] = 0;
         for (size_t a = 0; a < nsu; a++) {
             uint32_t s = succ[k].v[a];
-            ul_del(&wait[s], (uint32_t)k);
+            if (!in[s])
+                continue;
             for (size_t c = 0; c < np; c++)
-                ul_add(&wait[s], wait[k].v[c]);
+                if (in[wait[k].v[c]])
+                    ul_push(&wait[s], wait[k].v[c]);
         }
         for (size_t c = 0; c < np; c++) {
             uint32_t pr = wait[k].v[c];
-            ul_del(&succ[pr], (uint32_t)k);
+            if (!in[pr])
+                continue;
             for (size_t a = 0; a < nsu; a++)
-                ul_add(&succ[pr], succ[k].v[a]);
+                if (in[succ[k].v[a]])
+                    ul_push(&succ[pr], succ[k].v[a]);
         }
-        wait[k].n = succ[k].n = 0;
-        in[k] = 0;
     }
 
     /* Emit, in reverse of the original order. */
@@ -226,17 +307,39 @@ int planner_rollback(const struct planner_plan *failed, const enum planner_task_
     for (size_t k = n; k-- > 0;) {
         if (!in[k])
             continue;
-        /* Deterministic dependency order: by original index. */
+        /* Live entries only, once each, by original index: deterministic. */
         uint32_t *w = wait[k].v;
-        for (size_t a = 1; a < wait[k].n; a++)
-            for (size_t c = a; c > 0 && w[c - 1] > w[c]; c--) {
-                uint32_t tmp = w[c];
-                w[c] = w[c - 1];
-                w[c - 1] = tmp;
-            }
+        size_t m = 0;
         for (size_t a = 0; a < wait[k].n; a++)
-            planner__add_dep(rb, newidx[k], newidx[w[a]]);
+            if (in[w[a]])
+                w[m++] = w[a];
+        if (m > 1)
+            qsort(w, m, sizeof(*w), cmp_u32);
+        for (size_t a = 0; a < m; a++)
+            if (a == 0 || w[a] != w[a - 1])
+                planner__add_dep_new(rb, newidx[k], newidx[w[a]]);
     }
+
+    /* The recreated nodes, after the rest (they depend on nothing else undone). */
+    if (sub) {
+        uint32_t base = (uint32_t)rb->n_tasks;
+        for (size_t k = 0; k < sub->n_tasks; k++) {
+            const struct planner_task *t = &sub->tasks[k];
+            uint32_t x = planner__add_task(rb, t->id, planner__arena_strdup(rb->arena, t->node),
+                                           planner__arena_strdup(rb->arena, t->service), t->action,
+                                           planner__arena_strdup(rb->arena, t->type), t->fields,
+                                           t->strategy);
+            if (t->action == PLANNER_ACT_CREATE) {
+                char *orig = xasprintf("%s/delete", t->node);
+                rb->tasks[x].inverse_of = planner__arena_strdup(rb->arena, orig);
+                free(orig);
+            }
+            for (uint32_t d = 0; d < t->n_deps; d++)
+                planner__add_dep_new(rb, x, base + t->deps[d]);
+        }
+        planner_plan_free(sub);
+    }
+    planner__map_free(&deleted);
 
     int rc = planner__check_ids(rb, err);
     if (rc == 0)

@@ -222,6 +222,12 @@ void fx_check_roundtrip(const struct planner_plan *p)
 {
     json_t *j = planner_plan_to_json(p);
     char *a = json_dumps(j, JSON_COMPACT);
+    /* The direct writer gives the same bytes. */
+    size_t len = 0;
+    char *direct = planner_plan_to_json_text(p, &len);
+    assert_string_equal(direct, a);
+    assert_int_equal(len, strlen(a));
+    free(direct);
     struct planner_plan *q = NULL;
     struct drv_err err = {0};
     json_t *parsed = json_loads(a, 0, NULL);
@@ -237,4 +243,74 @@ void fx_check_roundtrip(const struct planner_plan *p)
     json_decref(j2);
     json_decref(parsed);
     planner_plan_free(q);
+}
+
+enum planner_task_state *fx_run(const struct planner_plan *p, unsigned seed, const char *fail_id,
+                                size_t resume_at)
+{
+    struct planner_exec *x = NULL;
+    struct drv_err err = {0};
+    if (planner_exec_new(p, NULL, &x, &err))
+        fail_msg("exec: %s", err.msg);
+    long fail = fail_id ? planner_find(p, fail_id) : -1;
+    uint32_t *running = malloc((p->n_tasks + 1) * sizeof(*running));
+    uint32_t *batch = malloc((p->n_tasks + 1) * sizeof(*batch));
+    size_t n_running = 0, completions = 0;
+    uint64_t r = 0x2545F4914F6CDD1DULL ^ seed;
+    for (;;) {
+        size_t got = planner_exec_next(x, batch, p->n_tasks + 1);
+        const enum planner_task_state *st = planner_exec_states(x);
+        for (size_t i = 0; i < got; i++) {
+            const struct planner_task *t = &p->tasks[batch[i]];
+            assert_int_not_equal(t->action, PLANNER_ACT_ANCHOR);
+            for (uint32_t d = 0; d < t->n_deps; d++)
+                assert_int_equal(st[t->deps[d]], PLANNER_TS_SUCCESS);
+            running[n_running++] = batch[i];
+        }
+        /* Limits hold over everything in progress. */
+        for (size_t a = 0; a < n_running; a++) {
+            const struct planner_task *ta = &p->tasks[running[a]];
+            unsigned same_group = 0;
+            for (size_t b2 = 0; b2 < n_running; b2++) {
+                const struct planner_task *tb = &p->tasks[running[b2]];
+                if (b2 != a && strcmp(ta->node, tb->node) == 0)
+                    fail_msg("node %s runs %s and %s", ta->node, ta->id, tb->id);
+                if (ta->service && tb->service && strcmp(ta->service, tb->service) == 0 &&
+                    ta->action == tb->action)
+                    same_group++;
+            }
+            if (ta->strategy.type == PLANNER_STRAT_ONE_BY_ONE)
+                assert_true(same_group <= 1);
+            else if (ta->strategy.amount)
+                assert_true(same_group <= ta->strategy.amount);
+        }
+        if (n_running == 0) {
+            assert_true(planner_exec_finished(x));
+            break;
+        }
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        size_t pick = r % n_running;
+        uint32_t t = running[pick];
+        running[pick] = running[--n_running];
+        assert_int_equal(planner_exec_done(x, t, (long)t != fail, &err), 0);
+        assert_int_equal(planner_exec_done(x, t, 1, &err), DRV_EINVAL); /* not twice */
+        if (++completions == resume_at) {
+            /* Failover: a new helper from the states, the running tasks still running. */
+            enum planner_task_state *copy = malloc((p->n_tasks + 1) * sizeof(*copy));
+            memcpy(copy, planner_exec_states(x), p->n_tasks * sizeof(*copy));
+            planner_exec_free(x);
+            if (planner_exec_new(p, copy, &x, &err))
+                fail_msg("exec resume: %s", err.msg);
+            free(copy);
+        }
+    }
+    enum planner_task_state *out = malloc((p->n_tasks + 1) * sizeof(*out));
+    memcpy(out, planner_exec_states(x), p->n_tasks * sizeof(*out));
+    for (size_t i = 0; i < p->n_tasks; i++)
+        assert_true(out[i] == PLANNER_TS_SUCCESS || out[i] == PLANNER_TS_ERROR ||
+                    out[i] == PLANNER_TS_FAILED_DEPS);
+    planner_exec_free(x);
+    free(running);
+    free(batch);
+    return out;
 }

@@ -48,4 +48,15 @@ void fx_check_stages(const struct planner_plan *p);
 /* JSON round trip gives the same bytes. */
 void fx_check_roundtrip(const struct planner_plan *p);
 
+/*
+ * Run the plan with planner_exec, finishing in-progress tasks in a pseudo-random
+ * order (seed), failing the task with id fail_id (may be NULL), and checking
+ * the limits at every step (one task per node, strategy groups, dependencies
+ * done before dispatch). With resume_at > 0, the run is handed over to a new
+ * helper built from the states after that many completions (a failover).
+ * Returns the final states (caller frees).
+ */
+enum planner_task_state *fx_run(const struct planner_plan *p, unsigned seed, const char *fail_id,
+                                size_t resume_at);
+
 #endif
