@@ -31,6 +31,7 @@
 const char *it_zk(void);
 /* A connected session on base, or exit. */
 struct coord_session *it_session(struct event_base *base, int timeout_ms);
+struct coord_session *it_session_at(struct event_base *base, const char *hosts, int timeout_ms);
 /* Run base until *flag or timeout_ms; returns *flag. */
 bool it_run_until(struct event_base *base, volatile bool *flag, int timeout_ms);
 /* Run base until pred(arg) holds or timeout_ms; returns pred(arg). */
@@ -59,5 +60,24 @@ void it_expire(struct coord_session *s);
 /* The lock test's counter znode /drover/itest/counter: {"count":N,"token":T}. */
 void it_read_counter(struct event_base *base, struct coord_session *s, long *count, long *token);
 void it_write_counter(struct event_base *base, struct coord_session *s, long count, long token);
+
+/* Read path through s and check that it holds want. */
+void it_read_check(struct event_base *base, struct coord_session *s, const char *path,
+                   const char *want);
+
+/* Start a child with its stdout on a pipe (*out_fd); read one line with a timeout. */
+pid_t it_spawn_pipe(char *const argv[], int *out_fd);
+bool it_read_line(int fd, char *buf, size_t n, int timeout_ms);
+
+/*
+ * A TCP proxy (threads of this process) to 127.0.0.1:target_port; returns its
+ * "host:port". In blackhole mode requests still reach the server but replies
+ * are swallowed; cut closes every proxied connection (the client sees a
+ * connection loss) and ends the blackhole.
+ */
+char *it_proxy_start(int target_port);
+void it_proxy_blackhole(bool on);
+void it_proxy_cut(void);
+int it_zk_port(int n);
 
 #endif

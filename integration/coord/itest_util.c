@@ -1,5 +1,7 @@
 /* itest_util: see itest.h. */
 #include <arpa/inet.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -29,8 +31,13 @@ const char *it_zk(void)
 
 struct coord_session *it_session(struct event_base *base, int timeout_ms)
 {
+    return it_session_at(base, it_zk(), timeout_ms);
+}
+
+struct coord_session *it_session_at(struct event_base *base, const char *hosts, int timeout_ms)
+{
     struct drv_err err;
-    struct coord_session_opts o = {.hosts = it_zk(), .session_timeout_ms = timeout_ms};
+    struct coord_session_opts o = {.hosts = hosts, .session_timeout_ms = timeout_ms};
     struct coord_session *s = coord_session_new(base, &o, &err);
     CHECK(s, "%s", err.msg);
     CHECK(coord_session_wait_connected(s, 30000, &err) == 0, "%s", err.msg);
@@ -330,4 +337,147 @@ void it_write_counter(struct event_base *base, struct coord_session *s, long cou
     coord_txn_set(t, "/drover/itest/counter", json, -1);
     coord_txn_commit(s, t, NULL, on_written, &e);
     CHECK(it_run_until(base, &e.done, 30000) && e.rc == 0, "write counter rc %d", e.rc);
+}
+
+void it_read_check(struct event_base *base, struct coord_session *s, const char *path,
+                   const char *want)
+{
+    struct rd r = {0};
+    coord_get(s, path, on_get, &r);
+    CHECK(it_run_until(base, &r.done, 30000) && r.rc == 0, "read %s rc %d", path, r.rc);
+    CHECK(strcmp(r.data, want) == 0, "%s holds %s, want %s", path, r.data, want);
+}
+
+/* ---- child output ------------------------------------------------------------ */
+
+#include <poll.h>
+
+pid_t it_spawn_pipe(char *const argv[], int *out_fd)
+{
+    int fds[2];
+    CHECK(pipe(fds) == 0, "pipe");
+    CHECK(n_children < 64, "too many children");
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], 1);
+        close(fds[1]);
+        execv(self, argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    children[n_children++] = pid;
+    *out_fd = fds[0];
+    return pid;
+}
+
+bool it_read_line(int fd, char *buf, size_t n, int timeout_ms)
+{
+    size_t got = 0;
+    while (got + 1 < n) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = poll(&p, 1, timeout_ms);
+        if (r <= 0)
+            return false;
+        ssize_t k = read(fd, buf + got, 1);
+        if (k <= 0)
+            return false;
+        if (buf[got] == '\n') {
+            buf[got] = '\0';
+            return true;
+        }
+        got++;
+    }
+    buf[got] = '\0';
+    return true;
+}
+
+/* ---- a TCP proxy that can swallow replies ----------------------------------------- */
+
+#include <pthread.h>
+
+static int proxy_listen_fd, proxy_target_port;
+static atomic_int proxy_blackhole, proxy_cut_gen;
+
+static void *proxy_conn(void *arg)
+{
+    int c = (int)(intptr_t)arg;
+    int gen = atomic_load(&proxy_cut_gen);
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)proxy_target_port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(s, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        close(c);
+        close(s);
+        return NULL;
+    }
+    char buf[65536];
+    for (;;) {
+        if (atomic_load(&proxy_cut_gen) != gen)
+            break;
+        struct pollfd p[2] = {{.fd = c, .events = POLLIN}, {.fd = s, .events = POLLIN}};
+        if (poll(p, 2, 50) < 0)
+            break;
+        if (p[0].revents) {
+            ssize_t k = read(c, buf, sizeof(buf));
+            if (k <= 0 || write(s, buf, (size_t)k) != k)
+                break;
+        }
+        if (p[1].revents) {
+            ssize_t k = read(s, buf, sizeof(buf));
+            if (k <= 0)
+                break;
+            if (!atomic_load(&proxy_blackhole) && write(c, buf, (size_t)k) != k)
+                break;
+        }
+    }
+    close(c);
+    close(s);
+    return NULL;
+}
+
+static void *proxy_main(void *arg)
+{
+    for (;;) {
+        int c = accept(proxy_listen_fd, NULL, NULL);
+        if (c < 0)
+            continue;
+        pthread_t t;
+        pthread_create(&t, NULL, proxy_conn, (void *)(intptr_t)c);
+        pthread_detach(t);
+    }
+    return NULL;
+}
+
+char *it_proxy_start(int target_port)
+{
+    proxy_target_port = target_port;
+    proxy_listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(bind(proxy_listen_fd, (struct sockaddr *)&a, sizeof(a)) == 0, "bind");
+    CHECK(listen(proxy_listen_fd, 16) == 0, "listen");
+    socklen_t len = sizeof(a);
+    getsockname(proxy_listen_fd, (struct sockaddr *)&a, &len);
+    pthread_t t;
+    pthread_create(&t, NULL, proxy_main, NULL);
+    pthread_detach(t);
+    return xasprintf("127.0.0.1:%d", ntohs(a.sin_port));
+}
+
+void it_proxy_blackhole(bool on)
+{
+    atomic_store(&proxy_blackhole, on);
+}
+
+void it_proxy_cut(void)
+{
+    atomic_fetch_add(&proxy_cut_gen, 1);
+    atomic_store(&proxy_blackhole, 0);
+}
+
+int it_zk_port(int n)
+{
+    return zk_port(n);
 }

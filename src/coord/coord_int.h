@@ -33,6 +33,7 @@ struct coord__op {
     void *owner;
     intptr_t tag;
     unsigned gen; /* session generation at issue */
+    bool counted; /* a request counted in s->inflight */
     /* results, copied from ZooKeeper's buffers */
     int rc;
     bool has_stat;
@@ -97,6 +98,8 @@ struct coord_session {
     int dispatching; /* > 0 while iterating the arrays above: removals only mark */
     bool dirty;
     uint64_t uniq; /* counter for per-session unique name prefixes */
+    long inflight; /* requests issued and not yet done */
+    bool draining; /* coord_session_free waits on cond for results (guarded by mu) */
     const struct ACL_vector *acl;
 };
 

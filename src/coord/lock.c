@@ -671,7 +671,8 @@ static void committed(struct coord__op *op)
                 failed = i;
         int zrc = failed >= 0 ? op->results[failed].err : op->rc;
         r.zrc = zrc;
-        bool fence_gone = c->fence && ((failed == 0 && zrc == ZNONODE) || zrc == ZSESSIONEXPIRED);
+        bool fence_gone = c->fence && ((failed == 0 && zrc == ZNONODE) || zrc == ZSESSIONEXPIRED ||
+                                       zrc == ZINVALIDSTATE);
         if (fence_gone) {
             r.rc = DRV_ECONFLICT;
             r.failed_op = -1;

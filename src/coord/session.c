@@ -138,6 +138,8 @@ static void push(struct coord_session *s, struct coord__op *op)
     else
         s->q_head = op;
     s->q_tail = op;
+    if (s->draining)
+        pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mu);
     if (was_empty) {
         uint64_t one = 1;
@@ -279,8 +281,20 @@ static void watcher(zhandle_t *zh, int type, int state, const char *path, void *
 
 /* ---- issuing (loop thread) -------------------------------------------- */
 
+/* After coord_session_free closed the handle, requests fail at once with ZCLOSING. */
+#define CLOSED_GUARD(op)                                                                           \
+    do {                                                                                           \
+        if (!(op)->s->zh) {                                                                        \
+            (op)->rc = ZCLOSING;                                                                   \
+            push((op)->s, (op));                                                                   \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
 static void issued(struct coord__op *op, int zrc)
 {
+    op->counted = true;
+    op->s->inflight++;
     if (zrc != ZOK) {
         /* Deliver the immediate failure like any other result. */
         op->rc = zrc;
@@ -291,9 +305,10 @@ static void issued(struct coord__op *op, int zrc)
 void coord__zk_create(struct coord__op *op, const char *path, const char *data, int flags)
 {
     struct coord_session *s = op->s;
+    op->path = xstrdup(path);
+    CLOSED_GUARD(op);
     int mode = ((flags & COORD_EPHEMERAL) ? ZOO_EPHEMERAL : ZOO_PERSISTENT) |
                ((flags & COORD_SEQUENTIAL) ? ZOO_SEQUENCE : 0);
-    op->path = xstrdup(path);
     issued(op, zoo_acreate2(s->zh, path, data, data ? (int)strlen(data) : -1, s->acl, mode,
                             c_string_stat, op));
 }
@@ -301,30 +316,35 @@ void coord__zk_create(struct coord__op *op, const char *path, const char *data, 
 void coord__zk_delete(struct coord__op *op, const char *path, int version)
 {
     op->path = xstrdup(path);
+    CLOSED_GUARD(op);
     issued(op, zoo_adelete(op->s->zh, path, version, c_void, op));
 }
 
 void coord__zk_exists(struct coord__op *op, const char *path, bool watch)
 {
     op->path = xstrdup(path);
+    CLOSED_GUARD(op);
     issued(op, zoo_aexists(op->s->zh, path, watch, c_stat, op));
 }
 
 void coord__zk_get(struct coord__op *op, const char *path, bool watch)
 {
     op->path = xstrdup(path);
+    CLOSED_GUARD(op);
     issued(op, zoo_aget(op->s->zh, path, watch, c_data, op));
 }
 
 void coord__zk_set(struct coord__op *op, const char *path, const char *data, int version)
 {
     op->path = xstrdup(path);
+    CLOSED_GUARD(op);
     issued(op, zoo_aset(op->s->zh, path, data, (int)strlen(data), version, c_stat, op));
 }
 
 void coord__zk_children(struct coord__op *op, const char *path, bool watch)
 {
     op->path = xstrdup(path);
+    CLOSED_GUARD(op);
     issued(op, zoo_aget_children2(op->s->zh, path, watch, c_strings_stat, op));
 }
 
@@ -374,6 +394,7 @@ void coord__mop_check(struct coord__op *op, int i, const char *path, int version
 
 void coord__zk_multi(struct coord__op *op)
 {
+    CLOSED_GUARD(op);
     issued(op, zoo_amulti(op->s->zh, op->nops, op->ops, op->results, c_void, op));
 }
 
@@ -514,6 +535,12 @@ static int start_handle(struct coord_session *s, struct drv_err *err)
         return drv_err_set(err, DRV_EZK, errno, "cannot start zookeeper client for \"%s\": %s",
                            s->hosts, strerror(errno));
     }
+    /*
+     * By default the client resolves the host names every time it polls its
+     * socket (a netlink dump per getaddrinfo): a large share of its CPU under
+     * load. Once per 30 s (and on every connection loss) is plenty.
+     */
+    zoo_set_servers_resolution_delay(s->zh, 30000);
     if (s->digest)
         zoo_add_auth(s->zh, "digest", s->digest, (int)strlen(s->digest), NULL, NULL);
     return 0;
@@ -587,6 +614,8 @@ static void on_efd(evutil_socket_t fd, short what, void *arg)
     while (op) {
         struct coord__op *next = op->next;
         if (op->done) {
+            if (op->counted)
+                s->inflight--;
             op->done(op);
         } else if (op->gen == s->gen) {
             if (op->ev_type == ZOO_SESSION_EVENT)
@@ -715,11 +744,32 @@ void coord_session_free(struct coord_session *s)
         return;
     s->closing = true;
     log_info(MOD, "event=session-close session=0x%llx", (unsigned long long)coord_session_id(s));
+    /*
+     * Let the requests in flight finish first (a member's delete, a lock's
+     * release, a queue's completes), for at most 2 s: the client library
+     * does not complete every kind of request when closed under it.
+     */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 2;
+    while (s->inflight > 0 && s->zh && zoo_state(s->zh) == ZOO_CONNECTED_STATE) {
+        pthread_mutex_lock(&s->mu);
+        s->draining = true;
+        int r = 0;
+        while (!s->q_head && r != ETIMEDOUT)
+            r = pthread_cond_timedwait(&s->cond, &s->mu, &until);
+        s->draining = false;
+        pthread_mutex_unlock(&s->mu);
+        if (r == ETIMEDOUT)
+            break;
+        on_efd(s->efd, EV_READ, s);
+    }
     /* zookeeper_close sends what is queued, then the close request. */
     close_handle(s);
     /* Run what the close completed (with ZCLOSING) so that owners' refs drop. */
     s->gen++;
-    on_efd(s->efd, EV_READ, s);
+    for (int i = 0; i < 100 && s->q_head; i++)
+        on_efd(s->efd, EV_READ, s);
     report(s, COORD_CLOSED);
     event_free(s->ev);
     close(s->efd);
