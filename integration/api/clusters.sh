@@ -27,7 +27,7 @@ r=$(api POST /v1/clusters '{"name":"web1","template":"lamp","nodes":3,"provider"
 expect 202 "$r" '.cluster.status == "pending" and .job.status == "pending" and .job.operation == "create" and .cluster.template == "lamp" and .cluster.template_version == 1' "create cluster"
 CID=$(body_of "$r" | jq -r .cluster.id)
 JID=$(body_of "$r" | jq -r .job.id)
-expect 200 "$(api GET "/v1/clusters/$CID" '' "$USER")" '.name == "web1" and .size == 3 and (.services | length > 0)' "get cluster"
+expect 200 "$(api GET "/v1/clusters/$CID" '' "$USER")" '.name == "web1" and .size == 3 and (.services | length > 0) and (.layout.nodes | map(.count) | add) == 3' "get cluster (with the solved layout)"
 expect 200 "$(api GET "/v1/jobs/$JID" '' "$USER")" '.status == "pending" and .progress.total == 0 and .cluster == "'"$CID"'"' "get job"
 expect 200 "$(api GET /v1/clusters '' "$USER")" '.items | length == 1' "list clusters"
 [ "$(psql_q "SELECT status FROM jobs WHERE id = $JID")" = pending ] || fail "job not pending in the database"
@@ -54,13 +54,31 @@ bad 422 unknown-reference template '{"name":"x","template":"no-such-template","n
 bad 422 unknown-reference provider '{"name":"x","template":"lamp","nodes":1,"provider":"nowhere"}' "unknown provider"
 bad 422 unsatisfiable services '{"name":"x","template":"lamp","nodes":1,"provider":"rackspace","services":["hadoop-hdfs-namenode"]}' "service outside the template"
 bad 422 unsatisfiable nodes '{"name":"x","template":"hadoop-singlenode","nodes":5,"provider":"rackspace"}' "more nodes than the template allows"
+TOKEN=$ADMIN
+api POST /v1/services '{"name":"a1","provisioner":{"actions":{}}}' > /dev/null
+api POST /v1/services '{"name":"b1","provisioner":{"actions":{}}}' > /dev/null
+expect 201 "$(api POST /v1/clustertemplates '{"name":"tight","compatibility":{"services":["a1","b1"]},"defaults":{"services":["a1","b1"],"provider":"rackspace","hardwaretype":"standard-small","imagetype":"centos6"},"constraints":{"layout":{"cantcoexist":[["a1","b1"]]},"services":{"a1":{"quantities":{"min":2}},"b1":{"quantities":{"min":2}}}}}')" '' "template tight"
+before=$(counts)
+expect 422 "$(api POST /v1/clusters '{"name":"x","template":"tight","nodes":3}' "$USER")"   '.error.code == "unsatisfiable" and (.error.message | test("^no layout: "))' "unsatisfiable layout (the solver's reason)"
+expect 202 "$(api POST /v1/clusters '{"name":"t4","template":"tight","nodes":4}' "$USER")"   '.cluster.layout.nodes | length == 2' "the same template with enough nodes"
+before=$(counts)
 bad 409 conflict name '{"name":"web1","template":"lamp","nodes":1,"provider":"rackspace"}' "name in use"
 head -c 1100000 /dev/zero | tr '\0' 'a' | jq -Rc '{name: "big", template: "lamp", nodes: 1, config: {blob: .}}' > "$T/big.json"
 code=$(curl -s -o "$T/big.out" -w '%{http_code}' -X POST -H "Authorization: Bearer $USER" \
   --data-binary "@$T/big.json" "http://127.0.0.1:$PORT/v1/clusters")
 [ "$code" = 413 ] || fail "oversized body: expected 413, got $code"
 [ "$(counts)" = "$before" ] || fail "bad inputs wrote rows: $before -> $(counts)"
-pass "bad inputs: 400 malformed/invalid with the field, 422 unknown-reference/unsatisfiable, 409, 413; nothing written"
+pass "bad inputs: 400 malformed/invalid with the field, 422 unknown-reference/unsatisfiable (solver's reason), 409, 413; nothing written"
+
+# Preview: solve and plan, nothing written.
+expect 200 "$(api POST /v1/plans '{"template":"hadoop-distributed","nodes":5,"provider":"rackspace"}' "$USER")" \
+  '(.layout.nodes | map(.count) | add) == 5 and .tasks > 0 and (.plan.tasks | length) == .tasks' "preview"
+code=$(curl -s -o "$T/plan.dot" -w '%{http_code}' -X POST -H "Authorization: Bearer $USER" \
+  --data-binary '{"template":"lamp","nodes":2,"provider":"rackspace"}' "http://127.0.0.1:$PORT/v1/plans?format=dot")
+[ "$code" = 200 ] && grep -q '^digraph' "$T/plan.dot" || fail "preview as dot: $code $(head -c 200 "$T/plan.dot")"
+expect 422 "$(api POST /v1/plans '{"template":"tight","nodes":3}' "$USER")" '.error.code == "unsatisfiable"' "unsatisfiable preview"
+[ "$(counts)" = "$before" ] || fail "a preview wrote rows"
+pass "POST /v1/plans: layout and task DAG (json, dot), nothing written"
 
 # Operations: busy cluster -> 409; job state changes.
 expect 409 "$(api POST "/v1/clusters/$CID/expand" '{"nodes":2}' "$USER")" '.error.code == "conflict" and (.error.message | test("busy"))' "operation on a busy cluster"

@@ -23,6 +23,8 @@
 #include "log.h"
 #include "model.h"
 #include "planner.h"
+#include "planner_model.h"
+#include "solver.h"
 #include "store.h"
 #include "xalloc.h"
 
@@ -625,17 +627,51 @@ static int opt_string(struct call *c, const char *field, const char **out)
     return 0;
 }
 
-static int h_cluster_create(PGconn *conn, struct call *c, struct drv_err *err)
+/* A create (or preview) request, validated and solved. */
+struct create_req {
+    const char *name, *tname; /* borrowed from the body */
+    long nodes;
+    json_t *services; /* the cluster's services (array) */
+    char *provider, *hw, *img;
+    char *config; /* JSON text */
+    int tversion;
+    struct model_catalog *cat;
+    struct model_template *t;
+    struct model_layout *layout;
+};
+
+static void create_req_release(struct create_req *r)
 {
+    json_decref(r->services);
+    free(r->provider);
+    free(r->hw);
+    free(r->img);
+    free(r->config);
+    model_layout_free(r->layout);
+    model_template_free(r->t);
+    model_catalog_free(r->cat);
+    memset(r, 0, sizeof(*r));
+}
+
+/*
+ * Check the body's fields (400), the references (422 unknown-reference), the
+ * template's rules (422 unsatisfiable), then solve the layout (422
+ * unsatisfiable with the solver's reason). need_name: a create (a preview
+ * may leave the name out).
+ */
+static int create_prepare(PGconn *conn, struct call *c, int need_name, struct create_req *r,
+                          struct drv_err *err)
+{
+    memset(r, 0, sizeof(*r));
     int rc = need_body(c);
     if (rc)
         return rc;
     json_t *jname = json_object_get(c->body, "name"), *jt = json_object_get(c->body, "template"),
            *jn = json_object_get(c->body, "nodes"), *js = json_object_get(c->body, "services"),
            *jc = json_object_get(c->body, "config");
-    if (!jname)
+    if (!jname && need_name)
         return call_fail(c, 400, "invalid", "name", "field \"name\": required");
-    if (!json_is_string(jname) || !name_ok(json_string_value(jname), 0))
+    if (jname && (!json_is_string(jname) || !name_ok(json_string_value(jname), 0)))
         return call_fail(c, 400, "invalid", "name",
                          "field \"name\": expected 1 to 63 letters, digits, '.', '_' or '-'");
     if (!jt)
@@ -646,8 +682,8 @@ static int h_cluster_create(PGconn *conn, struct call *c, struct drv_err *err)
         return call_fail(c, 400, "invalid", "nodes", "field \"nodes\": required");
     if (!json_is_integer(jn))
         return call_fail(c, 400, "invalid", "nodes", "field \"nodes\": expected an integer");
-    long nodes = (long)json_integer_value(jn);
-    if (nodes < 1 || nodes > 10000)
+    r->nodes = (long)json_integer_value(jn);
+    if (r->nodes < 1 || r->nodes > 10000)
         return call_fail(c, 400, "invalid", "nodes", "field \"nodes\": expected 1 to 10000");
     if (js && !string_list_ok(js))
         return call_fail(c, 400, "invalid", "services",
@@ -658,46 +694,74 @@ static int h_cluster_create(PGconn *conn, struct call *c, struct drv_err *err)
     if ((rc = opt_string(c, "provider", &provider)) || (rc = opt_string(c, "hardwaretype", &hw)) ||
         (rc = opt_string(c, "imagetype", &img)))
         return rc;
+    const char *req_hw = hw, *req_img = img;
+    r->name = jname ? json_string_value(jname) : NULL;
+    r->tname = json_string_value(jt);
 
-    struct model_catalog *cat;
     json_t *rows;
-    if ((rc = load_catalog(conn, c, &cat, &rows, err)) != 0)
+    if ((rc = load_catalog(conn, c, &r->cat, &rows, err)) != 0)
         return rc;
-    struct model_template *t = NULL;
-    const char *tname = json_string_value(jt);
-    if (!model_catalog_template(cat, tname, false)) {
-        rc = call_fail(c, 422, "unknown-reference", "template", "no clustertemplate \"%s\"", tname);
-    } else if (model_template_resolve(cat, tname, &t, err) != 0) {
-        rc = call_fail(c, 422, "unsatisfiable", "template", "%s", err->msg);
-    }
-    json_t *services = NULL;
-    if (rc == 0) {
-        if (js) {
-            services = json_incref(js);
-        } else {
-            services = json_array();
-            for (size_t i = 0; i < t->default_services.n; i++)
-                json_array_append_new(services, json_string(t->default_services.v[i]));
-        }
-        rc = check_create(c, cat, t, nodes, &provider, &hw, &img, services);
-    }
-    char version[16], size[16];
-    snprintf(version, sizeof(version), "%d", entity_version(rows, "clustertemplate", tname));
-    snprintf(size, sizeof(size), "%ld", nodes);
-    char *svc_text = services ? json_dumps(services, JSON_COMPACT) : NULL;
-    json_t *empty = json_object();
-    char *cfg_text = json_dumps(jc                       ? jc
-                                : t && t->default_config ? t->default_config
-                                                         : empty,
-                                JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(empty);
-    char *req_text = json_dumps(c->body, JSON_COMPACT | JSON_SORT_KEYS);
-    char *prov = provider ? xstrdup(provider) : NULL, *hwc = hw ? xstrdup(hw) : NULL,
-         *imgc = img ? xstrdup(img) : NULL;
-    model_template_free(t);
-    model_catalog_free(cat);
+    r->tversion = entity_version(rows, "clustertemplate", r->tname);
     json_decref(rows);
-    json_decref(services);
+    if (!model_catalog_template(r->cat, r->tname, false))
+        return call_fail(c, 422, "unknown-reference", "template", "no clustertemplate \"%s\"",
+                         r->tname);
+    if (model_template_resolve(r->cat, r->tname, &r->t, err) != 0)
+        return call_fail(c, 422, "unsatisfiable", "template", "%s", err->msg);
+    if (js) {
+        r->services = json_incref(js);
+    } else {
+        r->services = json_array();
+        for (size_t i = 0; i < r->t->default_services.n; i++)
+            json_array_append_new(r->services, json_string(r->t->default_services.v[i]));
+    }
+    rc = check_create(c, r->cat, r->t, r->nodes, &provider, &hw, &img, r->services);
+    if (rc)
+        return rc;
+    r->provider = xstrdup(provider);
+    r->hw = hw ? xstrdup(hw) : NULL;
+    r->img = img ? xstrdup(img) : NULL;
+    r->config = json_dumps(jc                     ? jc
+                           : r->t->default_config ? r->t->default_config
+                                                  : NULL,
+                           JSON_COMPACT | JSON_SORT_KEYS);
+    if (!r->config)
+        r->config = xstrdup("{}");
+
+    size_t n = json_array_size(r->services);
+    const char **names = xcalloc(n + 1, sizeof(*names));
+    for (size_t i = 0; i < n; i++)
+        names[i] = json_string_value(json_array_get(r->services, i));
+    struct solver_request sr = {
+        .catalog = r->cat,
+        .tmpl = r->t,
+        .nodes = (unsigned)r->nodes,
+        .services = names,
+        .n_services = n,
+        .provider = r->provider,
+        .hardwaretype = req_hw,
+        .imagetype = req_img,
+        .cmp_prefers_supersets = true,
+    };
+    rc = solver_solve(&sr, &r->layout, err);
+    free(names);
+    if (rc == DRV_EUNSAT || rc == DRV_EINVAL)
+        return call_fail(c, 422, "unsatisfiable", NULL, "no layout: %s", err->msg);
+    return rc;
+}
+
+static int h_cluster_create(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    struct create_req r;
+    int rc = create_prepare(conn, c, 1, &r, err);
+    char version[16], size[16];
+    snprintf(version, sizeof(version), "%d", r.tversion);
+    snprintf(size, sizeof(size), "%ld", r.nodes);
+    char *svc_text = r.services ? json_dumps(r.services, JSON_COMPACT) : NULL;
+    json_t *lj = r.layout ? model_layout_to_json(r.layout, false) : NULL;
+    char *layout_text = lj ? json_dumps(lj, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(lj);
+    char *req_text = json_dumps(c->body, JSON_COMPACT | JSON_SORT_KEYS);
     json_t *cluster = NULL, *job = NULL;
     if (rc == 0)
         rc = store_begin(conn, err);
@@ -705,15 +769,16 @@ static int h_cluster_create(PGconn *conn, struct call *c, struct drv_err *err)
         struct store_cluster_new n = {
             .tenant_id = c->who.tenant_id,
             .owner_id = c->who.user_id,
-            .name = json_string_value(jname),
-            .template_name = tname,
+            .name = r.name,
+            .template_name = r.tname,
             .template_version = version,
-            .provider = prov,
+            .provider = r.provider,
             .size = size,
             .services = svc_text,
-            .hardwaretype = hwc,
-            .imagetype = imgc,
-            .config = cfg_text,
+            .hardwaretype = r.hw,
+            .imagetype = r.img,
+            .config = r.config,
+            .layout = layout_text,
         };
         rc = store_cluster_insert(conn, &n, &cluster, err);
     }
@@ -723,17 +788,15 @@ static int h_cluster_create(PGconn *conn, struct call *c, struct drv_err *err)
                               err);
     if (rc == 0)
         rc = audit(conn, c, "cluster.create", "cluster", cid,
-                   json_pack("{s:s, s:s, s:s}", "name", json_string_value(jname), "template", tname,
-                             "job", json_string_value(json_object_get(job, "id"))),
+                   json_pack("{s:s, s:s, s:s}", "name", r.name, "template", r.tname, "job",
+                             json_string_value(json_object_get(job, "id"))),
                    err);
     if (rc == 0)
         rc = store_commit(conn, err);
     free(svc_text);
-    free(cfg_text);
+    free(layout_text);
     free(req_text);
-    free(prov);
-    free(hwc);
-    free(imgc);
+    create_req_release(&r);
     if (rc) {
         json_decref(cluster);
         json_decref(job);
@@ -742,6 +805,45 @@ static int h_cluster_create(PGconn *conn, struct call *c, struct drv_err *err)
     c->out = json_pack("{s:o, s:o}", "cluster", cluster, "job", job);
     c->status = 202;
     return 0;
+}
+
+/* POST /v1/plans: solve and plan a create, write nothing. */
+static int h_preview(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    char *format = call_query(c, "format");
+    int dot = format && strcmp(format, "dot") == 0;
+    int bad = format && !dot && strcmp(format, "json") != 0;
+    free(format);
+    if (bad)
+        return call_fail(c, 400, "invalid", "format", "query parameter \"format\": json or dot");
+    struct create_req r;
+    int rc = create_prepare(conn, c, 0, &r, err);
+    struct planner_input *in = NULL;
+    struct planner_plan *plan = NULL;
+    if (rc == 0)
+        rc = planner_input_from_model(r.cat, r.t, NULL, r.layout, &in, err);
+    if (rc == 0) {
+        in->provider = r.provider;
+        const struct model_provider *p = model_catalog_provider(r.cat, r.provider);
+        in->providertype = p && *p->providertype ? p->providertype : in->providertype;
+        struct planner_request pr = planner_input_request(in, PLANNER_OP_CREATE, NULL, 0);
+        rc = planner_build(&pr, &plan, err);
+        if (rc == DRV_EINVAL || rc == DRV_ECYCLE)
+            rc = call_fail(c, 422, "unsatisfiable", NULL, "no plan: %s", err->msg);
+    }
+    if (rc == 0 && dot) {
+        c->raw = planner_plan_to_dot(plan, NULL);
+        c->raw_type = "text/vnd.graphviz";
+    } else if (rc == 0) {
+        c->out = json_pack("{s:o, s:o, s:I}", "layout", model_layout_to_json(r.layout, false),
+                           "plan", planner_plan_to_json(plan), "tasks", (json_int_t)plan->n_tasks);
+    }
+    if (rc == 0)
+        c->status = 200;
+    planner_plan_free(plan);
+    planner_input_free(in);
+    create_req_release(&r);
+    return rc;
 }
 
 static int h_cluster_list(PGconn *conn, struct call *c, struct drv_err *err)
@@ -1064,7 +1166,7 @@ static const struct route routes[] = {
     {GET, "v1/clusters/*", h_cluster_get, TENANT},
     {DEL, "v1/clusters/*", h_cluster_delete, TENANT},
     {POST, "v1/clusters/*/*", h_cluster_op, TENANT},
-    {POST, "v1/plans", h_not_yet, TENANT},
+    {POST, "v1/plans", h_preview, TENANT},
     {GET, "v1/jobs", h_job_list, TENANT},
     {GET, "v1/jobs/*", h_job_get, TENANT},
     {GET, "v1/jobs/*/plan", h_job_plan, TENANT},

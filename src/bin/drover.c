@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "planner.h"
+#include "solver.h"
 
 struct command {
     const char *name;
@@ -36,6 +38,8 @@ static const struct command commands[] = {
     {"tenant", cli_tenant_main, "tenants: list, create (superadmin)"},
     {"user", cli_user_main, "users: list, create (with their first token)"},
     {"token", cli_token_main, "create a new token for the caller"},
+    {"solve", solver_cli_main, "offline: the layout for a template and a node count"},
+    {"plan", planner_cli_main, "offline: the task DAG of an operation"},
     {"zk", cli_zk_main, "inspect the ZooKeeper tree (ls, get, tree)"},
     {NULL, NULL, NULL},
 };

@@ -160,6 +160,7 @@ int store_cluster_get(PGconn *conn, const char *tenant_id, const char *owner_id,
 struct store_cluster_new {
     const char *tenant_id, *owner_id, *name, *template_name, *template_version, *provider;
     const char *size, *services, *hardwaretype, *imagetype, *config; /* services, config: JSON */
+    const char *layout;                                              /* JSON, NULL: [] */
 };
 /* DRV_EEXIST when a live cluster of the tenant has the name. */
 int store_cluster_insert(PGconn *conn, const struct store_cluster_new *c, json_t **row,

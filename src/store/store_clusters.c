@@ -96,17 +96,17 @@ int store_cluster_get(PGconn *conn, const char *tenant_id, const char *owner_id,
 int store_cluster_insert(PGconn *conn, const struct store_cluster_new *c, json_t **row,
                          struct drv_err *err)
 {
-    const char *p[] = {c->tenant_id,        c->owner_id,  c->name,  c->template_name,
-                       c->template_version, c->provider,  c->size,  c->services,
-                       c->hardwaretype,     c->imagetype, c->config};
+    const char *p[] = {c->tenant_id,        c->owner_id,  c->name,   c->template_name,
+                       c->template_version, c->provider,  c->size,   c->services,
+                       c->hardwaretype,     c->imagetype, c->config, c->layout};
     json_t *ids;
     int rc = store_query_row(
         conn,
         "INSERT INTO clusters (tenant_id, owner_id, name, template_name, template_version,"
-        " provider, status, size, services, hardwaretype, imagetype, config)"
+        " provider, status, size, services, hardwaretype, imagetype, config, layout)"
         " VALUES ($1::bigint, $2::bigint, $3, $4, $5::integer, $6, 'pending', $7::integer,"
-        " $8::jsonb, $9, $10, $11::jsonb) RETURNING id::text AS id",
-        11, p, &ids, err);
+        " $8::jsonb, $9, $10, $11::jsonb, coalesce($12::jsonb, '[]')) RETURNING id::text AS id",
+        12, p, &ids, err);
     if (rc) {
         char buf[6];
         if (rc == DRV_EPG && strcmp(store_sqlstate(err, buf), "23505") == 0)
