@@ -88,6 +88,14 @@ int store_schema_version(void);
 /* ------------------------------------------------------------------------ */
 
 /*
+ * store_exec through a named prepared statement, prepared on first use per
+ * connection. sql must be a string constant: its address names the statement.
+ * Every API query goes through this (store_query_json included).
+ */
+int store_execp(PGconn *conn, const char *sql, int nparams, const char *const *params,
+                PGresult **res, struct drv_err *err);
+
+/*
  * Run sql and give its rows as a JSON array of objects keyed by column name:
  * integers as integers, booleans as booleans, json/jsonb parsed, SQL NULL as
  * null, everything else as text.

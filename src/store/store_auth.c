@@ -36,17 +36,17 @@ int store_token_insert(PGconn *conn, const char *token_id, const char *user_id,
                        const char *salt_hex, const char *hash_hex, struct drv_err *err)
 {
     const char *p[] = {token_id, user_id, salt_hex, hash_hex};
-    return store_exec(conn,
-                      "INSERT INTO api_tokens (id, user_id, salt, hash)"
-                      " VALUES ($1, $2::bigint, decode($3, 'hex'), decode($4, 'hex'))",
-                      4, p, NULL, err);
+    return store_execp(conn,
+                       "INSERT INTO api_tokens (id, user_id, salt, hash)"
+                       " VALUES ($1, $2::bigint, decode($3, 'hex'), decode($4, 'hex'))",
+                       4, p, NULL, err);
 }
 
 int store_superadmin_exists(PGconn *conn, int *exists, struct drv_err *err)
 {
     PGresult *r;
     int rc =
-        store_exec(conn, "SELECT count(*) FROM users WHERE role = 'superadmin'", 0, NULL, &r, err);
+        store_execp(conn, "SELECT count(*) FROM users WHERE role = 'superadmin'", 0, NULL, &r, err);
     if (rc)
         return rc;
     *exists = strcmp(PQgetvalue(r, 0, 0), "0") != 0;
@@ -59,10 +59,10 @@ int store_user_insert(PGconn *conn, const char *tenant_id, const char *name, con
 {
     const char *p[] = {tenant_id, name, role};
     PGresult *r;
-    int rc = store_exec(conn,
-                        "INSERT INTO users (tenant_id, name, role) VALUES ($1::bigint, $2, $3)"
-                        " RETURNING id",
-                        3, p, &r, err);
+    int rc = store_execp(conn,
+                         "INSERT INTO users (tenant_id, name, role) VALUES ($1::bigint, $2, $3)"
+                         " RETURNING id",
+                         3, p, &r, err);
     if (rc) {
         if (is_unique_violation(err))
             return drv_err_set(err, DRV_EEXIST, 0, "user \"%s\" already exists", name);
@@ -105,7 +105,7 @@ int store_tenant_id(PGconn *conn, const char *name, char id[24], struct drv_err 
 {
     const char *p[] = {name};
     PGresult *r;
-    int rc = store_exec(conn, "SELECT id FROM tenants WHERE name = $1", 1, p, &r, err);
+    int rc = store_execp(conn, "SELECT id FROM tenants WHERE name = $1", 1, p, &r, err);
     if (rc)
         return rc;
     if (PQntuples(r) == 0) {
@@ -123,9 +123,9 @@ int store_audit(PGconn *conn, const char *tenant_id, const char *user_id, const 
 {
     const char *p[] = {tenant_id,   user_id,   actor,  action,
                        entity_kind, entity_id, source, detail ? detail : "{}"};
-    return store_exec(conn,
-                      "INSERT INTO audit_log (tenant_id, user_id, actor, action, entity_kind,"
-                      " entity_id, source, detail)"
-                      " VALUES ($1::bigint, $2::bigint, $3, $4, $5, $6, $7, $8::jsonb)",
-                      8, p, NULL, err);
+    return store_execp(conn,
+                       "INSERT INTO audit_log (tenant_id, user_id, actor, action, entity_kind,"
+                       " entity_id, source, detail)"
+                       " VALUES ($1::bigint, $2::bigint, $3, $4, $5, $6, $7, $8::jsonb)",
+                       8, p, NULL, err);
 }

@@ -123,9 +123,9 @@ int store_cluster_set_status(PGconn *conn, const char *cluster_id, const char *s
                              struct drv_err *err)
 {
     const char *p[] = {cluster_id, status};
-    return store_exec(conn,
-                      "UPDATE clusters SET status = $2, updated_at = now() WHERE id = $1::bigint",
-                      2, p, NULL, err);
+    return store_execp(conn,
+                       "UPDATE clusters SET status = $2, updated_at = now() WHERE id = $1::bigint",
+                       2, p, NULL, err);
 }
 
 int store_cluster_open_job(PGconn *conn, const char *cluster_id, json_t **row, struct drv_err *err)
@@ -251,10 +251,10 @@ int store_job_transition(PGconn *conn, const char *tenant_id, const char *owner_
         return drv_err_set(err, DRV_ECONFLICT, 0, "job \"%s\" is %s: cannot become %s", job_id,
                            status, to);
     const char *q[] = {job_id, to};
-    rc = store_exec(conn,
-                    "UPDATE jobs SET status = $2, ended_at = CASE WHEN $2 IN ('cancelled')"
-                    " THEN now() ELSE NULL END WHERE id = $1::bigint",
-                    2, q, NULL, err);
+    rc = store_execp(conn,
+                     "UPDATE jobs SET status = $2, ended_at = CASE WHEN $2 IN ('cancelled')"
+                     " THEN now() ELSE NULL END WHERE id = $1::bigint",
+                     2, q, NULL, err);
     if (rc)
         return rc;
     return store_job_get(conn, tenant_id, owner_id, job_id, row, err);

@@ -55,10 +55,10 @@ static int lock_name(PGconn *conn, const char *tenant_id, const char *kind, cons
                      struct drv_err *err)
 {
     const char *p[] = {tenant_id, kind, name};
-    return store_exec(conn,
-                      "SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2 || '/' || $3,"
-                      " 0))",
-                      3, p, NULL, err);
+    return store_execp(conn,
+                       "SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2 || '/' || $3,"
+                       " 0))",
+                       3, p, NULL, err);
 }
 
 int store_entity_put(PGconn *conn, const char *tenant_id, const char *kind, const char *name,
@@ -69,7 +69,8 @@ int store_entity_put(PGconn *conn, const char *tenant_id, const char *kind, cons
         return rc;
     const char *p[] = {tenant_id, kind, name};
     PGresult *r;
-    rc = store_exec(conn,
+    rc =
+        store_execp(conn,
                     "SELECT coalesce(max(version), 0), coalesce(bool_or(deleted_at IS NULL), false)"
                     " FROM entities WHERE tenant_id = $1::bigint AND kind = $2 AND name = $3",
                     3, p, &r, err);
@@ -85,10 +86,10 @@ int store_entity_put(PGconn *conn, const char *tenant_id, const char *kind, cons
     char v[16];
     snprintf(v, sizeof(v), "%d", max + 1);
     const char *q[] = {tenant_id, kind, name, v, body};
-    rc = store_exec(conn,
-                    "INSERT INTO entities (tenant_id, kind, name, version, body)"
-                    " VALUES ($1::bigint, $2, $3, $4::integer, $5::jsonb)",
-                    5, q, NULL, err);
+    rc = store_execp(conn,
+                     "INSERT INTO entities (tenant_id, kind, name, version, body)"
+                     " VALUES ($1::bigint, $2, $3, $4::integer, $5::jsonb)",
+                     5, q, NULL, err);
     if (rc == 0 && version)
         *version = max + 1;
     return rc;
@@ -102,10 +103,10 @@ int store_entity_delete(PGconn *conn, const char *tenant_id, const char *kind, c
         return rc;
     const char *p[] = {tenant_id, kind, name};
     PGresult *r;
-    rc = store_exec(conn,
-                    "UPDATE entities SET deleted_at = now() WHERE tenant_id = $1::bigint"
-                    " AND kind = $2 AND name = $3 AND deleted_at IS NULL",
-                    3, p, &r, err);
+    rc = store_execp(conn,
+                     "UPDATE entities SET deleted_at = now() WHERE tenant_id = $1::bigint"
+                     " AND kind = $2 AND name = $3 AND deleted_at IS NULL",
+                     3, p, &r, err);
     if (rc)
         return rc;
     int n = atoi(PQcmdTuples(r));

@@ -45,7 +45,7 @@ int store_query_json(PGconn *conn, const char *sql, int nparams, const char *con
 {
     PGresult *r;
     *rows = NULL;
-    int rc = store_exec(conn, sql, nparams, params, &r, err);
+    int rc = store_execp(conn, sql, nparams, params, &r, err);
     if (rc)
         return rc;
     json_t *a = json_array();
