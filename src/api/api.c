@@ -205,6 +205,9 @@ static void map_error(struct call *c, int rc, const struct drv_err *err)
     case DRV_EAGAIN:
         call_fail(c, 503, "unavailable", NULL, "database unavailable, try again");
         break;
+    case DRV_ETIMEDOUT:
+        call_fail(c, 503, "unavailable", NULL, "the database took too long, try again");
+        break;
     case DRV_EPERM:
         call_fail(c, 403, "forbidden", NULL, "%s", msg);
         break;
@@ -533,6 +536,8 @@ struct api *api_new(struct event_base *base, struct store *store, struct coord_s
         drv_err_set(err, DRV_EINVAL, 0, "bad listen address \"%s\"", o->listen);
         goto fail;
     }
+    /* No query may outlast the request's time limit. */
+    store_set_query_timeout(o->timeout_ms);
     a->hook = event_new(base, -1, 0, on_hook, a);
     a->http = evhttp_new(base);
     evhttp_set_max_body_size(a->http, o->max_body);

@@ -94,6 +94,8 @@ int store_schema_version(void);
  */
 int store_execp(PGconn *conn, const char *sql, int nparams, const char *const *params,
                 PGresult **res, struct drv_err *err);
+/* statement_timeout (ms, 0: none) for the connections store_execp sees next. Call at start-up. */
+void store_set_query_timeout(long ms);
 
 /*
  * Run sql and give its rows as a JSON array of objects keyed by column name:

@@ -6,7 +6,9 @@
  * prepared lives in thread-local storage, tagged with the connection and its
  * backend pid: a new connection (after PostgreSQL restarted) starts empty. If
  * the server says a statement does not exist (SQLSTATE 26000), the cache is
- * dropped and the statement prepared again, once.
+ * dropped and the statement prepared again, once. A new connection also gets
+ * statement_timeout (store_set_query_timeout): a query past it fails with
+ * DRV_ETIMEDOUT instead of holding a pool thread.
  */
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +25,14 @@ struct prepared_cache {
 };
 
 static _Thread_local struct prepared_cache cache;
+
+/* Set once at start-up (store_set_query_timeout), read by the pool threads after. */
+static long query_timeout_ms;
+
+void store_set_query_timeout(long ms)
+{
+    query_timeout_ms = ms;
+}
 
 static int sqlstate_is(const PGresult *r, const char *state)
 {
@@ -64,6 +74,17 @@ static int prepare(PGconn *conn, const char *sql, int nparams, int *rc, struct d
     int pid = PQbackendPID(conn);
     if (cache.conn != conn || cache.backend_pid != pid) {
         memset(&cache, 0, sizeof(cache));
+        if (query_timeout_ms > 0) {
+            /* A new connection: bound every statement's time on it. */
+            char set[64];
+            snprintf(set, sizeof(set), "SET statement_timeout = %ld", query_timeout_ms);
+            PGresult *r = PQexec(conn, set);
+            if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+                *rc = fail(conn, r, err);
+                return -1;
+            }
+            PQclear(r);
+        }
         cache.conn = conn;
         cache.backend_pid = pid;
     }
@@ -111,6 +132,11 @@ int store_execp(PGconn *conn, const char *sql, int nparams, const char *const *p
             PQclear(r);
             memset(&cache, 0, sizeof(cache));
             continue;
+        }
+        if (sqlstate_is(r, "57014")) { /* statement_timeout */
+            PQclear(r);
+            return drv_err_set(err, DRV_ETIMEDOUT, 0, "postgresql: query took longer than %ld ms",
+                               query_timeout_ms);
         }
         return fail(conn, r, err);
     }
