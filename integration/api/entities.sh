@@ -99,6 +99,10 @@ expect 200 "$(api PUT /v1/providers/p2 '{"name":"p2","providertype":"aws","provi
 [ "$(psql_q "SELECT count(DISTINCT body->'provisioner'->>'api_password') FROM entities WHERE name = 'p2'")" = 1 ] ||
   fail "\"********\" did not keep the stored password"
 grep -rq hunter2 "$T"/droverd-a.log && fail "a password reached the log"
+expect 201 "$(api POST /v1/providers '{"name":"p3","providertype":"x","sensitive":["login"],"provisioner":{"login":"opensesame"}}')" \
+  '.provisioner.login == "********"' "provider marking a field sensitive"
+psql_q "SELECT body::text FROM entities WHERE name = 'p3'" | grep -q opensesame && fail "a marked field is stored in clear"
+expect 400 "$(api POST /v1/providers '{"name":"p4","sensitive":"login","provisioner":{}}')" '.error.field == "sensitive"' "bad sensitive list"
 pass "sensitive provider fields sealed (AES-GCM), shown as ********, kept on replace"
 
 # Import the whole Coopr catalogue, then export it.
@@ -108,7 +112,7 @@ r=$(api POST /v1/import "@$T/catalogue.json")
 expect 200 "$r" ".imported.services == $(jq '.services|length' "$T/catalogue.json")" "import catalogue"
 r=$(api GET /v1/export)
 expect 200 "$r" ".clustertemplates | map(.name) | index(\"hadoop-distributed\") != null" "export"
-got=$(body_of "$r" | jq -c --argjson w "$want" '{providers: [.providers[] | select(.name | IN("p1","p2") | not)] | length, hardwaretypes: ([.hardwaretypes[] | select(.name != "h1")] | length), imagetypes: ([.imagetypes[] | select(.name != "i1")] | length), services: ([.services[] | select(.name != "s1")] | length), clustertemplates: ([.clustertemplates[] | select(.name != "t1")] | length)}')
+got=$(body_of "$r" | jq -c --argjson w "$want" '{providers: [.providers[] | select(.name | IN("p1","p2","p3") | not)] | length, hardwaretypes: ([.hardwaretypes[] | select(.name != "h1")] | length), imagetypes: ([.imagetypes[] | select(.name != "i1")] | length), services: ([.services[] | select(.name != "s1")] | length), clustertemplates: ([.clustertemplates[] | select(.name != "t1")] | length)}')
 [ "$got" = "$want" ] || fail "export holds $got, the catalogue $want"
 pass "import of the whole catalogue: $want; export gives it back"
 

@@ -91,6 +91,16 @@ static void model_field(const char *msg, const char *prefix, char *out, size_t n
     snprintf(out, n, "%s%s%.*s", prefix ? prefix : "", prefix && *prefix ? "." : "", (int)len, f);
 }
 
+static int string_list_ok(const json_t *j)
+{
+    size_t i;
+    json_t *v;
+    if (!json_is_array(j))
+        return 0;
+    json_array_foreach(j, i, v) if (!json_is_string(v)) return 0;
+    return 1;
+}
+
 /* ---- entities ------------------------------------------------------------------ */
 
 static int kind_of(const char *seg)
@@ -120,12 +130,22 @@ static int seal_provider(struct call *c, json_t *body, const json_t *prev, const
     if (!json_is_object(prov))
         return 0;
     const json_t *prev_prov = prev ? json_object_get(prev, "provisioner") : NULL;
+    /* Fields named in the provider's "sensitive" list are sealed too. */
+    const json_t *marked = json_object_get(body, "sensitive");
+    if (marked && !string_list_ok(marked))
+        return call_fail(c, 400, "invalid", "sensitive",
+                         "field \"sensitive\": expected an array of provisioner field names");
     const char *k;
     json_t *v;
     void *tmp;
     json_object_foreach_safe(prov, tmp, k, v)
     {
-        if (!api_field_sensitive(k) || !json_is_string(v) || json_string_length(v) == 0)
+        int listed = 0;
+        size_t mi;
+        json_t *mv;
+        json_array_foreach(marked, mi, mv) listed |= strcmp(json_string_value(mv), k) == 0;
+        if ((!listed && !api_field_sensitive(k)) || !json_is_string(v) ||
+            json_string_length(v) == 0)
             continue;
         char field[200];
         snprintf(field, sizeof(field), "%s%sprovisioner.%s", where, *where ? "." : "", k);
@@ -517,16 +537,6 @@ static int h_user_list(PGconn *conn, struct call *c, struct drv_err *err)
 }
 
 /* ---- clusters ---------------------------------------------------------------------- */
-
-static int string_list_ok(const json_t *j)
-{
-    size_t i;
-    json_t *v;
-    if (!json_is_array(j))
-        return 0;
-    json_array_foreach(j, i, v) if (!json_is_string(v)) return 0;
-    return 1;
-}
 
 /* The tenant's catalogue as the model sees it, and each entity's version. */
 static int load_catalog(PGconn *conn, struct call *c, struct model_catalog **out, json_t **rows,
