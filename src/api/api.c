@@ -249,14 +249,9 @@ static int call_work(PGconn *conn, void *arg, struct drv_err *err)
     return rc;
 }
 
-static void call_done(int rc, const struct drv_err *err, void *arg)
+void api__reply(struct call *c)
 {
-    struct call *c = arg;
     struct api *a = c->api;
-    if (rc)
-        map_error(c, rc, err);
-    else if (c->on_loop)
-        c->on_loop(c);
     if (c->status >= 400) {
         send_error(a, c->req, c->status, c->code, c->msg, c->field);
     } else if (c->raw) {
@@ -273,6 +268,21 @@ static void call_done(int rc, const struct drv_err *err, void *arg)
         send_json(a, c->req, c->status ? c->status : 200, c->out, c->version);
     }
     call_free(c);
+}
+
+static void call_done(int rc, const struct drv_err *err, void *arg)
+{
+    struct call *c = arg;
+    if (rc)
+        map_error(c, rc, err);
+    else if (c->on_loop && c->on_loop(c) != 0)
+        return; /* it replies later */
+    api__reply(c);
+}
+
+struct coord_session *api__zk(struct api *a)
+{
+    return a->zk;
 }
 
 /* ---- the loop part ------------------------------------------------------ */

@@ -27,8 +27,9 @@ struct call;
 /* A handler's database part: runs on a pool thread. Returns 0 with c->status
    and c->out set, or a DRV_E* code (mapped to a status) / call_fail(). */
 typedef int (*api_handler)(PGconn *conn, struct call *c, struct drv_err *err);
-/* Optional second part on the loop's thread, before the reply (fleet views). */
-typedef void (*api_loop_fn)(struct call *c);
+/* Optional second part on the loop's thread, before the reply (fleet views). Return 0 to
+   reply at once, 1 when it will call api__reply(c) itself later (asynchronous reads). */
+typedef int (*api_loop_fn)(struct call *c);
 
 #define CALL_MAX_SEGS 6
 
@@ -75,6 +76,10 @@ int api__load_key(const char *path, unsigned char key[32], struct drv_err *err);
 
 /* handlers.c: resolve a route; 0 and c->handler/roles set, or 404/405 via call_fail. */
 int api__route(struct call *c);
+/* Send c's reply (its out, raw or error) and free c. Loop thread. */
+void api__reply(struct call *c);
+/* The ZooKeeper session (may be NULL). */
+struct coord_session *api__zk(struct api *a);
 /* Fleet data cached on the loop (api.c). */
 json_t *api__members(struct api *a); /* borrowed array of {id, data} */
 json_t *api__workers(struct api *a);

@@ -982,12 +982,6 @@ static int h_cluster_delete(PGconn *conn, struct call *c, struct drv_err *err)
     return cluster_operation(conn, c, "delete", err);
 }
 
-static int h_not_yet(PGconn *conn, struct call *c, struct drv_err *err)
-{
-    return call_fail(c, 501, "not-implemented", NULL,
-                     "%s is not implemented until the engine lands (docs/api.md)", c->path);
-}
-
 /* ---- jobs ------------------------------------------------------------------------------- */
 
 static int h_job_list(PGconn *conn, struct call *c, struct drv_err *err)
@@ -1091,7 +1085,7 @@ static int h_job_action(PGconn *conn, struct call *c, struct drv_err *err)
 
 /* ---- fleet --------------------------------------------------------------------------- */
 
-static void members_on_loop(struct call *c)
+static int members_on_loop(struct call *c)
 {
     json_t *members = api__members(c->api);
     struct coord_ring *ring = coord_ring_new(0);
@@ -1117,6 +1111,7 @@ static void members_on_loop(struct call *c)
                        (json_int_t)coord_ring_size(ring), "jobs", jobs);
     coord_ring_free(ring);
     c->status = 200;
+    return 0;
 }
 
 static int h_members(PGconn *conn, struct call *c, struct drv_err *err)
@@ -1127,7 +1122,7 @@ static int h_members(PGconn *conn, struct call *c, struct drv_err *err)
     return rc;
 }
 
-static void workers_on_loop(struct call *c)
+static int workers_on_loop(struct call *c)
 {
     json_t *out = json_array();
     size_t i;
@@ -1140,6 +1135,119 @@ static void workers_on_loop(struct call *c)
     }
     c->out = json_pack("{s:o}", "workers", out);
     c->status = 200;
+    return 0;
+}
+
+/*
+ * GET /v1/queues: the tenant's queues (/drover/queues/<tenant>/<class>, one
+ * per worker class) and their figures, read from ZooKeeper on the loop: list
+ * the classes, open each queue, read its stats, close it; reply when the last
+ * answer is in.
+ */
+struct queues_read {
+    struct call *c;
+    size_t waiting;
+    json_t *items;
+};
+
+struct queue_stat {
+    struct queues_read *r;
+    struct coord_queue *q;
+    char *cls;
+    size_t slot; /* index in r->items: the classes' sorted order */
+};
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void queues_finish(struct queues_read *r)
+{
+    struct call *c = r->c;
+    json_t *items = json_array();
+    size_t i;
+    json_t *v;
+    json_array_foreach(r->items, i, v) if (json_is_object(v)) json_array_append(items, v);
+    json_decref(r->items);
+    c->out = json_pack("{s:o}", "queues", items);
+    c->status = 200;
+    free(r);
+    api__reply(c);
+}
+
+static void on_queue_stats(const struct coord_queue_stats *st, int rc, void *arg)
+{
+    struct queue_stat *qs = arg;
+    struct queues_read *r = qs->r;
+    if (rc == 0)
+        json_array_set_new(r->items, qs->slot,
+                           json_pack("{s:s, s:s, s:I, s:I, s:I}", "tenant", r->c->who.tenant,
+                                     "class", qs->cls, "length", (json_int_t)st->length, "claimed",
+                                     (json_int_t)st->claimed, "oldest_age_ms",
+                                     (json_int_t)st->oldest_age_ms));
+    coord_queue_close(qs->q);
+    free(qs->cls);
+    free(qs);
+    if (--r->waiting == 0)
+        queues_finish(r);
+}
+
+static void on_queue_classes(int rc, char *const *names, size_t n, void *arg)
+{
+    struct queues_read *r = arg;
+    struct call *c = r->c;
+    if (rc != 0 && rc != DRV_ENOENT) {
+        json_decref(r->items);
+        free(r);
+        call_fail(c, 503, "unavailable", NULL, "zookeeper unavailable, try again");
+        api__reply(c);
+        return;
+    }
+    if (rc != 0 || n == 0) {
+        queues_finish(r);
+        return;
+    }
+    r->waiting = n;
+    char **sorted = xcalloc(n, sizeof(*sorted));
+    for (size_t i = 0; i < n; i++) {
+        sorted[i] = names[i];
+        json_array_append_new(r->items, json_null());
+    }
+    qsort(sorted, n, sizeof(*sorted), cmp_name);
+    for (size_t i = 0; i < n; i++) {
+        struct queue_stat *qs = xcalloc(1, sizeof(*qs));
+        qs->r = r;
+        qs->slot = i;
+        qs->cls = xstrdup(sorted[i]);
+        char *path = xasprintf("/drover/queues/%s/%s", c->who.tenant, sorted[i]);
+        qs->q = coord_queue_open(api__zk(c->api), path, NULL, NULL, NULL);
+        free(path);
+        coord_queue_stats(qs->q, on_queue_stats, qs);
+    }
+    free(sorted);
+}
+
+static int queues_on_loop(struct call *c)
+{
+    struct coord_session *zk = api__zk(c->api);
+    if (!zk || coord_session_state(zk) != COORD_CONNECTED) {
+        call_fail(c, 503, "unavailable", NULL, "zookeeper unavailable, try again");
+        return 0;
+    }
+    struct queues_read *r = xcalloc(1, sizeof(*r));
+    r->c = c;
+    r->items = json_array();
+    char *path = xasprintf("/drover/queues/%s", c->who.tenant);
+    coord_children(zk, path, on_queue_classes, r);
+    free(path);
+    return 1;
+}
+
+static int h_queues(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    c->on_loop = queues_on_loop;
+    return 0;
 }
 
 static int h_workers(PGconn *conn, struct call *c, struct drv_err *err)
@@ -1183,7 +1291,7 @@ static const struct route routes[] = {
     {POST, "v1/jobs/*/*", h_job_action, TENANT},
     {GET, "v1/members", h_members, ROLE_ADMIN},
     {GET, "v1/workers", h_workers, ROLE_ADMIN},
-    {GET, "v1/queues", h_not_yet, ROLE_ADMIN},
+    {GET, "v1/queues", h_queues, ROLE_ADMIN},
     {GET, "v1/{kind}", h_entity_list, TENANT},
     {POST, "v1/{kind}", h_entity_create, ROLE_ADMIN},
     {GET, "v1/{kind}/*", h_entity_get, TENANT},

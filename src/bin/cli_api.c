@@ -666,8 +666,8 @@ int cli_fleet_main(int argc, char **argv)
         json_decref(out);
         return 0;
     }
-    o.json = 1;
-    return run(&o, "GET", "/v1/queues", NULL, NULL, NULL);
+    static const char *const qcols[] = {"class", "length", "claimed", "oldest_age_ms", NULL};
+    return run(&o, "GET", "/v1/queues", NULL, qcols, "queues");
 }
 
 int cli_tenant_main(int argc, char **argv)
