@@ -10,4 +10,17 @@
 
 int cli_zk_main(int argc, char **argv);
 
+/* cli_api.c: the HTTP API's commands (argv[0] names the entity kind for cli_entity_main,
+   the view for cli_fleet_main). */
+int cli_entity_main(int argc, char **argv);
+int cli_import_main(int argc, char **argv);
+int cli_export_main(int argc, char **argv);
+int cli_cluster_main(int argc, char **argv);
+int cli_preview_main(int argc, char **argv);
+int cli_job_main(int argc, char **argv);
+int cli_fleet_main(int argc, char **argv);
+int cli_tenant_main(int argc, char **argv);
+int cli_user_main(int argc, char **argv);
+int cli_token_main(int argc, char **argv);
+
 #endif

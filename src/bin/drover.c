@@ -3,7 +3,8 @@
  *
  * One binary, one subcommand per word; the table below is the list `drover
  * --help` prints. Offline commands (solve, plan) need no server; zk reads
- * the ZooKeeper tree directly. Exit status: 0 ok, 1 error, 2 usage error.
+ * the ZooKeeper tree directly; the rest speak the HTTP API (cli_api.c).
+ * Exit status: 0 ok, 1 error, 2 usage error.
  */
 #include <stdio.h>
 #include <string.h>
@@ -19,8 +20,26 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"solve", solver_cli_main, "offline: solve a cluster layout from a catalogue"},
-    {"plan", planner_cli_main, "offline: plan an operation's tasks (the dry run)"},
+    {"providers", cli_entity_main, "providers: list, get, create, replace, delete"},
+    {"hardwaretypes", cli_entity_main, "hardware types: list, get, create, replace, delete"},
+    {"imagetypes", cli_entity_main, "image types: list, get, create, replace, delete"},
+    {"services", cli_entity_main, "services: list, get, create, replace, delete"},
+    {"clustertemplates", cli_entity_main, "cluster templates: list, get, create, replace, delete"},
+    {"partialtemplates", cli_entity_main, "partial templates: list, get, create, replace, delete"},
+    {"import", cli_import_main, "import a catalogue directory or JSON document"},
+    {"export", cli_export_main, "export the catalogue as one JSON document"},
+    {"cluster", cli_cluster_main, "clusters: list, get, create, delete and operations"},
+    {"preview", cli_preview_main, "solve and plan a cluster without running anything"},
+    {"job", cli_job_main, "jobs: list, get, watch, plan, cancel, pause, resume, retry"},
+    {"members", cli_fleet_main, "orchestrator nodes, the ring and who owns which jobs"},
+    {"workers", cli_fleet_main, "the tenant's workers"},
+    {"queues", cli_fleet_main, "task queues: length and oldest item age"},
+    {"whoami", cli_fleet_main, "the caller's user, role and tenant"},
+    {"tenant", cli_tenant_main, "tenants: list, create (superadmin)"},
+    {"user", cli_user_main, "users: list, create (with their first token)"},
+    {"token", cli_token_main, "create a new token for the caller"},
+    {"solve", solver_cli_main, "offline: the layout for a template and a node count"},
+    {"plan", planner_cli_main, "offline: the task DAG of an operation"},
     {"zk", cli_zk_main, "inspect the ZooKeeper tree (ls, get, tree)"},
     {NULL, NULL, NULL},
 };
@@ -29,8 +48,10 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: drover COMMAND [ARGS...]\n\ncommands:\n");
     for (const struct command *c = commands; c->name; c++)
-        fprintf(f, "  %-10s %s\n", c->name, c->summary);
-    fprintf(f, "\n`drover COMMAND --help` tells more about one.\n");
+        fprintf(f, "  %-17s %s\n", c->name, c->summary);
+    fprintf(f, "\nAPI commands read DROVER_URL and DROVER_TOKEN (or --url, --token) and print\n"
+               "tables, or the API's JSON with --json. Exit status: 0 ok, 1 API error, 2 usage.\n"
+               "`drover COMMAND` without arguments tells more about one.\n");
 }
 
 int main(int argc, char **argv)
@@ -44,6 +65,21 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    /* Global flags may come before the command: move the command to the front. */
+    int cmd = 1;
+    while (cmd < argc && (strcmp(argv[cmd], "--json") == 0 || strncmp(argv[cmd], "--url", 5) == 0 ||
+                          strncmp(argv[cmd], "--token", 7) == 0)) {
+        if (strchr(argv[cmd], '=') == NULL && strcmp(argv[cmd], "--json") != 0)
+            cmd++;
+        cmd++;
+    }
+    if (cmd >= argc) {
+        usage(stderr);
+        return 2;
+    }
+    char *name = argv[cmd];
+    memmove(&argv[2], &argv[1], (size_t)(cmd - 1) * sizeof(*argv));
+    argv[1] = name;
     for (const struct command *c = commands; c->name; c++)
         if (strcmp(c->name, argv[1]) == 0)
             return c->main(argc - 1, argv + 1);

@@ -34,6 +34,7 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/thread.h>
 
+#include "api.h"
 #include "coord.h"
 #include "log.h"
 #include "progconf.h"
@@ -45,7 +46,7 @@
 struct node {
     struct droverd_conf conf;
     struct event_base *base;
-    struct evhttp *http;
+    struct api *api;
     struct store *store;
     struct coord_session *zk;
     struct coord_member *member;
@@ -94,13 +95,6 @@ static void on_readyz(struct evhttp_request *req, void *arg)
     reply_json(req, ready ? 200 : 503, ready ? "OK" : "Service Unavailable", j);
 }
 
-static void on_other(struct evhttp_request *req, void *arg)
-{
-    reply_json(
-        req, 404, "Not Found",
-        json_pack("{s:{s:s, s:s}}", "error", "code", "not-found", "message", "no such path"));
-}
-
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     struct node *n = arg;
@@ -122,19 +116,22 @@ static json_t *member_data(const struct node *n)
 
 static int start_http(struct node *n, struct drv_err *err)
 {
-    char host[256];
-    int port;
-    config_split_addr(n->conf.http_listen, host, sizeof(host), &port);
-    n->http = evhttp_new(n->base);
-    evhttp_set_max_body_size(n->http, n->conf.http_max_body);
-    evhttp_set_max_headers_size(n->http, 16 * 1024);
-    evhttp_set_timeout(n->http, (int)((n->conf.http_timeout_ms + 999) / 1000));
-    evhttp_set_cb(n->http, "/healthz", on_healthz, n);
-    evhttp_set_cb(n->http, "/readyz", on_readyz, n);
-    evhttp_set_gencb(n->http, on_other, n);
-    if (!evhttp_bind_socket_with_handle(n->http, host, (ev_uint16_t)port))
-        return drv_err_set(err, DRV_EIO, errno, "cannot listen on %s: %s", n->conf.http_listen,
-                           strerror(errno));
+    struct api_opts o = {
+        .listen = n->conf.http_listen,
+        .max_body = n->conf.http_max_body,
+        .max_headers = n->conf.http_max_headers,
+        .max_connections = n->conf.http_max_connections,
+        .timeout_ms = n->conf.http_timeout_ms,
+        .tls_cert = n->conf.tls_cert,
+        .tls_key = n->conf.tls_key,
+        .secrets_key = n->conf.secrets_key_file,
+        .node_id = n->conf.common.node_id,
+    };
+    n->api = api_new(n->base, n->store, n->zk, &o, err);
+    if (!n->api)
+        return err->code ? err->code : DRV_EIO;
+    evhttp_set_cb(api_http(n->api), "/healthz", on_healthz, n);
+    evhttp_set_cb(api_http(n->api), "/readyz", on_readyz, n);
     return 0;
 }
 
@@ -161,6 +158,15 @@ static int run(struct node *n)
         return 1;
     }
     log_info(MODULE, "event=schema_ready version=%d applied=%d", store_schema_version(), applied);
+    int created = 0;
+    rc = api_bootstrap(n->conf.pg_conninfo, n->conf.bootstrap_token_file, &created, &err);
+    if (rc) {
+        log_error(MODULE, "event=bootstrap_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+        return 1;
+    }
+    if (created)
+        log_info(MODULE, "event=superadmin_created token_file=%s",
+                 log_quote(n->conf.bootstrap_token_file, q, sizeof(q)));
 
     n->store = store_new(n->base, n->conf.pg_conninfo, (int)n->conf.pg_pool_size);
     store_start_health(n->store);
@@ -206,8 +212,7 @@ static int run(struct node *n)
 
 static void node_release(struct node *n)
 {
-    if (n->http)
-        evhttp_free(n->http);
+    api_free(n->api);
     if (n->sig_term)
         event_free(n->sig_term);
     if (n->sig_int)

@@ -28,6 +28,11 @@ struct droverd_conf {
     long http_max_body;
     long http_max_connections;
     long http_timeout_ms;
+    long http_max_headers;
+    char *tls_cert;
+    char *tls_key;
+    char *secrets_key_file;
+    char *bootstrap_token_file;
 };
 
 struct worker_conf {

@@ -113,6 +113,21 @@ static const struct migration migrations[] = {
      "  taken_at timestamptz NOT NULL DEFAULT now(),"
      "  state jsonb NOT NULL,"
      "  PRIMARY KEY (cluster_id, job_id));"},
+    {2, "api: partial templates, cluster request fields, lookup indexes",
+     /* Partial templates are entities too (extends/includes). */
+     "ALTER TABLE entities DROP CONSTRAINT entities_kind_check;"
+     "ALTER TABLE entities ADD CONSTRAINT entities_kind_check CHECK (kind IN ('provider',"
+     "  'hardwaretype', 'imagetype', 'service', 'clustertemplate', 'partialtemplate'));"
+     "CREATE INDEX entities_live ON entities (tenant_id, kind, name) WHERE deleted_at IS NULL;"
+     /* Superadmins belong to no tenant; their names are unique among themselves. */
+     "CREATE UNIQUE INDEX users_global_name ON users (name) WHERE tenant_id IS NULL;"
+     "CREATE INDEX api_tokens_user ON api_tokens (user_id);"
+     /* What the cluster was asked to be: size, services, hardware and image. */
+     "ALTER TABLE clusters ADD COLUMN size integer NOT NULL DEFAULT 0,"
+     "  ADD COLUMN services jsonb NOT NULL DEFAULT '[]',"
+     "  ADD COLUMN hardwaretype text, ADD COLUMN imagetype text;"
+     "CREATE INDEX clusters_tenant ON clusters (tenant_id, id) WHERE deleted_at IS NULL;"
+     "CREATE INDEX jobs_tenant ON jobs (tenant_id, id);"},
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -23,6 +23,7 @@
 #ifndef DROVER_STORE_H
 #define DROVER_STORE_H
 
+#include <jansson.h>
 #include <libpq-fe.h>
 
 #include "error.h"
@@ -75,5 +76,125 @@ PGconn *store_connect(const char *conninfo, struct drv_err *err);
 int store_migrate(const char *conninfo, const char *node_id, int *applied, struct drv_err *err);
 /* The newest schema version this build knows. */
 int store_schema_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Queries for the API (store_rows.c, store_auth.c, store_entities.c,       */
+/* store_clusters.c). Each runs on a pool thread with the connection it is  */
+/* given; ids travel as decimal text. Every `json_t **out` receives a new   */
+/* reference owned by the caller. Errors: DRV_ENOENT (no such row, or not   */
+/* visible to the tenant/owner given), DRV_EEXIST (a unique name in use),   */
+/* DRV_ECONFLICT (a state that forbids the change; err says which),         */
+/* DRV_EAGAIN (database unreachable), DRV_EPG (anything else).              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * store_exec through a named prepared statement, prepared on first use per
+ * connection. sql must be a string constant: its address names the statement.
+ * Every API query goes through this (store_query_json included).
+ */
+int store_execp(PGconn *conn, const char *sql, int nparams, const char *const *params,
+                PGresult **res, struct drv_err *err);
+/* statement_timeout (ms, 0: none) for the connections store_execp sees next. Call at start-up. */
+void store_set_query_timeout(long ms);
+
+/*
+ * Run sql and give its rows as a JSON array of objects keyed by column name:
+ * integers as integers, booleans as booleans, json/jsonb parsed, SQL NULL as
+ * null, everything else as text.
+ */
+int store_query_json(PGconn *conn, const char *sql, int nparams, const char *const *params,
+                     json_t **rows, struct drv_err *err);
+/* The first row of the same, or DRV_ENOENT when there is none. */
+int store_query_row(PGconn *conn, const char *sql, int nparams, const char *const *params,
+                    json_t **row, struct drv_err *err);
+
+/* Transactions: BEGIN, COMMIT, and a ROLLBACK that never fails (errors ignored). */
+int store_begin(PGconn *conn, struct drv_err *err);
+int store_commit(PGconn *conn, struct drv_err *err);
+void store_rollback(PGconn *conn);
+
+/* ---- tenants, users, tokens, audit (store_auth.c) ---- */
+
+/* The token row by its public id: user_id, role, tenant_id (null for a
+ * superadmin), user, tenant, salt and hash (hex). DRV_ENOENT when unknown,
+ * revoked or expired. */
+int store_token_lookup(PGconn *conn, const char *token_id, json_t **row, struct drv_err *err);
+int store_token_insert(PGconn *conn, const char *token_id, const char *user_id,
+                       const char *salt_hex, const char *hash_hex, struct drv_err *err);
+/* 1 when a superadmin exists. */
+int store_superadmin_exists(PGconn *conn, int *exists, struct drv_err *err);
+/* tenant_id NULL for a superadmin. *user_id receives the new id (text, 24 bytes). */
+int store_user_insert(PGconn *conn, const char *tenant_id, const char *name, const char *role,
+                      char user_id[24], struct drv_err *err);
+int store_user_list(PGconn *conn, const char *tenant_id, json_t **items, struct drv_err *err);
+int store_tenant_insert(PGconn *conn, const char *name, json_t **row, struct drv_err *err);
+int store_tenant_list(PGconn *conn, json_t **items, struct drv_err *err);
+/* The tenant's id by name (text, 24 bytes), DRV_ENOENT when absent. */
+int store_tenant_id(PGconn *conn, const char *name, char id[24], struct drv_err *err);
+/* Append to the audit log; detail is JSON text (NULL: {}). Any id may be NULL. */
+int store_audit(PGconn *conn, const char *tenant_id, const char *user_id, const char *actor,
+                const char *action, const char *entity_kind, const char *entity_id,
+                const char *source, const char *detail, struct drv_err *err);
+
+/* ---- admin entities (store_entities.c) ---- */
+
+enum store_put_mode {
+    STORE_PUT_CREATE,  /* DRV_EEXIST when a live entity has the name */
+    STORE_PUT_REPLACE, /* DRV_ENOENT when none has */
+    STORE_PUT_UPSERT,  /* either */
+};
+
+/* Live entities of a kind ("provider", ...), by name: [{name, version, body}]. */
+int store_entity_list(PGconn *conn, const char *tenant_id, const char *kind, json_t **items,
+                      struct drv_err *err);
+/* Every live entity of the tenant: [{kind, name, version, body}], by kind then name. */
+int store_entity_all(PGconn *conn, const char *tenant_id, json_t **items, struct drv_err *err);
+/* {name, version, body}, DRV_ENOENT when absent or deleted. */
+int store_entity_get(PGconn *conn, const char *tenant_id, const char *kind, const char *name,
+                     json_t **row, struct drv_err *err);
+/* Write body (JSON text) as the entity's next version; *version receives it. */
+int store_entity_put(PGconn *conn, const char *tenant_id, const char *kind, const char *name,
+                     const char *body, enum store_put_mode mode, int *version, struct drv_err *err);
+/* Mark every version deleted; DRV_ENOENT when none is live. */
+int store_entity_delete(PGconn *conn, const char *tenant_id, const char *kind, const char *name,
+                        struct drv_err *err);
+
+/* ---- clusters and jobs (store_clusters.c) ---- */
+
+/* owner_id: NULL for every cluster of the tenant, else only that user's. */
+int store_cluster_list(PGconn *conn, const char *tenant_id, const char *owner_id, json_t **items,
+                       struct drv_err *err);
+/* The cluster with its nodes; lock (inside a transaction) takes FOR UPDATE. */
+int store_cluster_get(PGconn *conn, const char *tenant_id, const char *owner_id,
+                      const char *cluster_id, int lock, json_t **row, struct drv_err *err);
+struct store_cluster_new {
+    const char *tenant_id, *owner_id, *name, *template_name, *template_version, *provider;
+    const char *size, *services, *hardwaretype, *imagetype, *config; /* services, config: JSON */
+    const char *layout;                                              /* JSON, NULL: [] */
+};
+/* DRV_EEXIST when a live cluster of the tenant has the name. */
+int store_cluster_insert(PGconn *conn, const struct store_cluster_new *c, json_t **row,
+                         struct drv_err *err);
+int store_cluster_set_status(PGconn *conn, const char *cluster_id, const char *status,
+                             struct drv_err *err);
+/* The unfinished job (pending, running, paused) of a cluster, or DRV_ENOENT. */
+int store_cluster_open_job(PGconn *conn, const char *cluster_id, json_t **row, struct drv_err *err);
+/* A new pending job; request is JSON text. */
+int store_job_insert(PGconn *conn, const char *tenant_id, const char *cluster_id,
+                     const char *operation, const char *request, const char *user_id, json_t **row,
+                     struct drv_err *err);
+/* The job with its tasks and progress; owner_id as for clusters. */
+int store_job_get(PGconn *conn, const char *tenant_id, const char *owner_id, const char *job_id,
+                  json_t **row, struct drv_err *err);
+/* cluster_id NULL: every visible job. Newest first, at most 500. */
+int store_job_list(PGconn *conn, const char *tenant_id, const char *owner_id,
+                   const char *cluster_id, json_t **items, struct drv_err *err);
+/* Move a job from one of from[] (NULL-terminated) to `to`; DRV_ECONFLICT naming the
+   current status otherwise. */
+int store_job_transition(PGconn *conn, const char *tenant_id, const char *owner_id,
+                         const char *job_id, const char *const *from, const char *to, json_t **row,
+                         struct drv_err *err);
+/* Ids of the tenant's unfinished jobs (every tenant's when tenant_id is NULL). */
+int store_job_open_ids(PGconn *conn, const char *tenant_id, json_t **ids, struct drv_err *err);
 
 #endif

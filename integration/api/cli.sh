@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The `drover` client over the API: DROVER_URL/DROVER_TOKEN and flags, tables
+# and --json, import of a catalogue directory, clusters and jobs, `job watch`
+# until the job ends, exit codes (0 ok, 1 API error, 2 usage), and HTTPS
+# with a certificate from the config.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/api_lib.sh"
+
+start_api_node droverd-a
+D="$BIN/drover"
+export DROVER_URL="http://127.0.0.1:$PORT" DROVER_TOKEN=$SUPER
+
+"$D" whoami | grep -q 'superadmin (superadmin)' || fail "whoami: $("$D" whoami 2>&1)"
+"$D" tenant create acme > /dev/null || fail "tenant create"
+ADMIN=$("$D" user create alice --role admin --tenant acme --json | jq -r .token)
+[ -n "$ADMIN" ] && [ "$ADMIN" != null ] || fail "user create gave no token"
+"$D" tenant list | grep -q '^[0-9]* *acme' || fail "tenant list table: $("$D" tenant list)"
+pass "superadmin: tenant and admin through the client"
+
+export DROVER_TOKEN=$ADMIN
+"$D" import "$FIXTURES" > "$T/import.out" || fail "import: $(cat "$T/import.out")"
+grep -q '^imported 15 clustertemplates$' "$T/import.out" || fail "import output: $(cat "$T/import.out")"
+"$D" clustertemplates list | awk 'NR == 1 {print $1, $2}' | grep -q '^NAME DESCRIPTION$' || fail "table header"
+"$D" clustertemplates list | grep -q '^hadoop-distributed ' || fail "templates table"
+[ "$("$D" clustertemplates get lamp --json | jq -r .name)" = lamp ] || fail "get --json"
+"$D" export | jq -e '.services | length == 53' > /dev/null || fail "export"
+echo '{"name":"s1","provisioner":{"actions":{}}}' | "$D" services create - > /dev/null || fail "create from stdin"
+"$D" services delete s1 > /dev/null || fail "delete"
+pass "entities, import of a directory, export, tables and --json"
+
+out=$("$D" cluster create --name web1 --template lamp --nodes 2 --provider rackspace) ||
+  fail "cluster create: $out"
+echo "$out" | grep -q 'job [0-9]* create pending' || fail "cluster create output: $out"
+CID=$("$D" cluster list --json | jq -r '.items[0].id')
+JID=$("$D" job list --cluster "$CID" --json | jq -r '.items[0].id')
+"$D" cluster list | grep -q "^$CID *web1 *lamp *2 *pending" || fail "cluster table: $("$D" cluster list)"
+"$D" job get "$JID" | grep -q "create of cluster $CID, pending" || fail "job get: $("$D" job get "$JID")"
+
+# job watch follows the job until it ends; here it ends by cancel.
+"$D" job watch "$JID" > "$T/watch.out" 2>&1 &
+watch=$!
+deadline=$((SECONDS + 20))
+until grep -q pending "$T/watch.out"; do
+  [ $SECONDS -ge $deadline ] && fail "job watch printed nothing"
+  sleep 0.1
+done
+"$D" job cancel "$JID" | grep -q 'cancelled' || fail "job cancel"
+wait "$watch" && fail "job watch exited 0 for a cancelled job"
+grep -q 'cancelled' "$T/watch.out" || fail "job watch output: $(cat "$T/watch.out")"
+pass "cluster create, job get, job watch until the job ends (cancelled: exit 1)"
+
+# Exit codes and messages.
+set +e
+"$D" cluster create --name web1 --template lamp --nodes 2 --provider rackspace 2> "$T/err" > /dev/null
+rc=$?
+set -e
+[ $rc = 1 ] && grep -q 'already exists (409 conflict, field name)' "$T/err" || fail "API error: rc $rc, $(cat "$T/err")"
+set +e
+"$D" cluster create --name x --nodes many > /dev/null 2>&1; rc1=$?
+"$D" job > /dev/null 2>&1; rc2=$?
+"$D" nonsense > /dev/null 2>&1; rc3=$?
+DROVER_URL=http://127.0.0.1:1 "$D" whoami > /dev/null 2>&1; rc4=$?
+"$D" --token wrong whoami 2> "$T/err" > /dev/null; rc5=$?
+set -e
+[ "$rc1 $rc2 $rc3 $rc4 $rc5" = "2 2 2 1 1" ] || fail "exit codes: $rc1 $rc2 $rc3 $rc4 $rc5"
+grep -q '401 unauthenticated' "$T/err" || fail "bad token message: $(cat "$T/err")"
+pass "exit codes: 0 ok, 1 API error with its message, 2 usage"
+
+# HTTPS: a second node with a certificate; the client verifies it.
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/tls.key" -out "$T/tls.crt" -days 1 \
+  -subj /CN=127.0.0.1 -addext "subjectAltName=IP:127.0.0.1" > /dev/null 2>&1
+chmod 600 "$T/tls.key"
+tport=$(free_port)
+write_droverd_conf droverd-tls "$tport" "http.tls_cert = $T/tls.crt" "http.tls_key = $T/tls.key" \
+  "secrets.key_file = $KEYFILE"
+start_proc droverd-tls "$BIN/droverd"
+deadline=$((SECONDS + 30))
+until curl -sf --cacert "$T/tls.crt" "https://127.0.0.1:$tport/readyz" > /dev/null; do
+  [ $SECONDS -ge $deadline ] && fail "TLS droverd not ready"
+  sleep 0.2
+done
+DROVER_CA_FILE="$T/tls.crt" "$D" --url "https://127.0.0.1:$tport" whoami | grep -q '^alice (admin)' ||
+  fail "drover over https"
+curl -s -o /dev/null "http://127.0.0.1:$tport/healthz" && fail "plain HTTP accepted on the TLS port"
+set +e
+"$D" --url "https://127.0.0.1:$tport" whoami > /dev/null 2>&1; rc=$?
+set -e
+[ $rc = 1 ] || fail "an unverified certificate was accepted"
+pass "HTTPS with the configured certificate; the client verifies it"

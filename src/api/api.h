@@ -1,0 +1,75 @@
+/*
+ * api: Drover's HTTP API (docs/api.md is the contract).
+ *
+ * One struct api per droverd: a libevent HTTP server (optionally TLS through
+ * OpenSSL), routing under /v1, bearer-token authentication, roles and tenant
+ * isolation, and the handlers. /healthz and /readyz stay with the program
+ * (api_http() gives the server to add them); /metrics is served here.
+ *
+ * Threads: everything here runs on the loop's thread except the handlers'
+ * database part, which runs on a store pool thread: a request is parsed on
+ * the loop, handed to store_submit() (authentication and the handler's
+ * queries in one go, so one thread hop per request), and answered from the
+ * completion on the loop. Pool-thread code touches only its call and the
+ * read-only parts of struct api (the secrets key). The loop never blocks.
+ *
+ * Ownership: api_new's caller owns the api and frees it with api_free before
+ * the store, the coord session and the event base.
+ */
+#ifndef DROVER_API_H
+#define DROVER_API_H
+
+#include <jansson.h>
+
+#include "error.h"
+
+struct event_base;
+struct evhttp;
+struct store;
+struct coord_session;
+struct api;
+
+struct api_opts {
+    const char *listen;      /* host:port */
+    long max_body;           /* bytes; larger bodies get 413 */
+    long max_headers;        /* bytes */
+    long max_connections;    /* beyond: 503 and close */
+    long timeout_ms;         /* per read/write of a request */
+    const char *tls_cert;    /* PEM file, "" for plain HTTP */
+    const char *tls_key;     /* PEM file */
+    const char *secrets_key; /* file with 64 hex digits (mode 0600), "" for none */
+    const char *node_id;
+};
+
+/* Listen and serve. zk may be NULL (no fleet views). NULL with err on failure. */
+struct api *api_new(struct event_base *base, struct store *store, struct coord_session *zk,
+                    const struct api_opts *o, struct drv_err *err);
+void api_free(struct api *a);
+
+/* The HTTP server, to add the program's own paths (/healthz, /readyz). */
+struct evhttp *api_http(struct api *a);
+
+/*
+ * Create the first superadmin and its token when the database has none, and
+ * write the token to path (created exclusively, mode 0600). Blocking: for
+ * start-up, after the migrations. Of several nodes starting together exactly
+ * one creates it (advisory lock); *created says whether this call did.
+ */
+int api_bootstrap(const char *conninfo, const char *path, int *created, struct drv_err *err);
+
+/* ---- exposed for unit tests (pure functions) ---- */
+
+/* Parse "drv_<16 hex>_<64 hex>" into id (17 bytes) and secret (65 bytes). */
+int api_token_parse(const char *token, char id[17], char secret[65]);
+/* Hex SHA-256 of salt bytes followed by the secret's text (out: 65 bytes). */
+void api_token_hash(const unsigned char *salt, size_t salt_len, const char *secret, char out[65]);
+/* Is a provider provisioner field name sensitive? */
+int api_field_sensitive(const char *name);
+/* Encrypt text with key (32 bytes) as "enc:v1:<base64>"; decrypt back. Caller frees. */
+char *api_secret_encrypt(const unsigned char key[32], const char *text);
+int api_secret_decrypt(const unsigned char key[32], const char *enc, char **text,
+                       struct drv_err *err);
+/* Replace every "enc:v1:..." string inside j by "********" (in place). */
+void api_redact(json_t *j);
+
+#endif

@@ -1,0 +1,87 @@
+/*
+ * api_int: what the API's files share (server, auth, handlers). Not public.
+ */
+#ifndef DROVER_API_INT_H
+#define DROVER_API_INT_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "api.h"
+
+#define API_REDACTED "********"
+
+enum api_role { ROLE_SUPER = 1, ROLE_ADMIN = 2, ROLE_USER = 4 };
+
+struct api_principal {
+    enum api_role role;
+    char user_id[24];
+    char tenant_id[24]; /* "" for a superadmin */
+    char user[128];
+    char tenant[128];
+};
+
+struct api;
+struct call;
+
+/* A handler's database part: runs on a pool thread. Returns 0 with c->status
+   and c->out set, or a DRV_E* code (mapped to a status) / call_fail(). */
+typedef int (*api_handler)(PGconn *conn, struct call *c, struct drv_err *err);
+/* Optional second part on the loop's thread, before the reply (fleet views). Return 0 to
+   reply at once, 1 when it will call api__reply(c) itself later (asynchronous reads). */
+typedef int (*api_loop_fn)(struct call *c);
+
+#define CALL_MAX_SEGS 6
+
+struct call {
+    struct api *api;
+    struct evhttp_request *req;
+    int method;   /* enum evhttp_cmd_type */
+    char *path;   /* decoded, owned */
+    char *segbuf; /* path copy that seg[] points into, owned */
+    char *seg[CALL_MAX_SEGS];
+    int nseg;
+    char *query;  /* raw query string or NULL, owned */
+    json_t *body; /* request body (object) or NULL */
+    char source[64];
+    char token[128];
+    api_handler handler;
+    unsigned roles;
+    struct api_principal who;
+    const unsigned char *key; /* secrets key or NULL (read-only, shared) */
+    /* result */
+    int status;
+    json_t *out; /* reply body */
+    char *raw;   /* or a raw text body (owned) with raw_type */
+    const char *raw_type;
+    char version[16]; /* X-Drover-Version */
+    char code[32], field[128], msg[512];
+    api_loop_fn on_loop;
+    json_t *loop_data;
+};
+
+/* Set an explicit error on c; returns DRV_EINVAL so handlers can `return call_fail(...)`. */
+int call_fail(struct call *c, int status, const char *code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Query parameter value (decoded, owned by caller) or NULL. */
+char *call_query(struct call *c, const char *key);
+/* The tenant or owner filters for the caller: owner is NULL for admins. */
+const char *call_owner(const struct call *c);
+
+/* auth.c */
+int api__token_check(PGconn *conn, const char *token, struct api_principal *who,
+                     struct drv_err *err);
+int api__token_new(PGconn *conn, const char *user_id, char token[90], struct drv_err *err);
+int api__load_key(const char *path, unsigned char key[32], struct drv_err *err);
+
+/* handlers.c: resolve a route; 0 and c->handler/roles set, or 404/405 via call_fail. */
+int api__route(struct call *c);
+/* Send c's reply (its out, raw or error) and free c. Loop thread. */
+void api__reply(struct call *c);
+/* The ZooKeeper session (may be NULL). */
+struct coord_session *api__zk(struct api *a);
+/* Fleet data cached on the loop (api.c). */
+json_t *api__members(struct api *a); /* borrowed array of {id, data} */
+json_t *api__workers(struct api *a);
+
+#endif

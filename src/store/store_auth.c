@@ -1,0 +1,131 @@
+/*
+ * store_auth: tenants, users, API tokens and the audit log.
+ *
+ * Tokens are stored as (public id, salt, hash of the secret); hashing and
+ * checking happen in the API (src/api/auth.c), so the secret never reaches
+ * this file. bytea values travel as hex text ('\x...').
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "store.h"
+
+/* SQLSTATE unique_violation (23505) as store_exec encodes it. */
+static int is_unique_violation(const struct drv_err *err)
+{
+    char buf[6];
+    return err->code == DRV_EPG && strcmp(store_sqlstate(err, buf), "23505") == 0;
+}
+
+int store_token_lookup(PGconn *conn, const char *token_id, json_t **row, struct drv_err *err)
+{
+    const char *p[] = {token_id};
+    return store_query_row(
+        conn,
+        "SELECT u.id::text AS user_id, u.role, u.tenant_id::text AS tenant_id, u.name AS user,"
+        " coalesce(tn.name, '') AS tenant, encode(t.salt, 'hex') AS salt,"
+        " encode(t.hash, 'hex') AS hash"
+        " FROM api_tokens t JOIN users u ON u.id = t.user_id"
+        " LEFT JOIN tenants tn ON tn.id = u.tenant_id"
+        " WHERE t.id = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > "
+        "now())",
+        1, p, row, err);
+}
+
+int store_token_insert(PGconn *conn, const char *token_id, const char *user_id,
+                       const char *salt_hex, const char *hash_hex, struct drv_err *err)
+{
+    const char *p[] = {token_id, user_id, salt_hex, hash_hex};
+    return store_execp(conn,
+                       "INSERT INTO api_tokens (id, user_id, salt, hash)"
+                       " VALUES ($1, $2::bigint, decode($3, 'hex'), decode($4, 'hex'))",
+                       4, p, NULL, err);
+}
+
+int store_superadmin_exists(PGconn *conn, int *exists, struct drv_err *err)
+{
+    PGresult *r;
+    int rc =
+        store_execp(conn, "SELECT count(*) FROM users WHERE role = 'superadmin'", 0, NULL, &r, err);
+    if (rc)
+        return rc;
+    *exists = strcmp(PQgetvalue(r, 0, 0), "0") != 0;
+    PQclear(r);
+    return 0;
+}
+
+int store_user_insert(PGconn *conn, const char *tenant_id, const char *name, const char *role,
+                      char user_id[24], struct drv_err *err)
+{
+    const char *p[] = {tenant_id, name, role};
+    PGresult *r;
+    int rc = store_execp(conn,
+                         "INSERT INTO users (tenant_id, name, role) VALUES ($1::bigint, $2, $3)"
+                         " RETURNING id",
+                         3, p, &r, err);
+    if (rc) {
+        if (is_unique_violation(err))
+            return drv_err_set(err, DRV_EEXIST, 0, "user \"%s\" already exists", name);
+        return rc;
+    }
+    snprintf(user_id, 24, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return 0;
+}
+
+int store_user_list(PGconn *conn, const char *tenant_id, json_t **items, struct drv_err *err)
+{
+    const char *p[] = {tenant_id};
+    return store_query_json(conn,
+                            "SELECT id::text AS id, name, role, created_at FROM users"
+                            " WHERE tenant_id = $1::bigint ORDER BY name",
+                            1, p, items, err);
+}
+
+int store_tenant_insert(PGconn *conn, const char *name, json_t **row, struct drv_err *err)
+{
+    const char *p[] = {name};
+    int rc = store_query_row(conn,
+                             "INSERT INTO tenants (name) VALUES ($1)"
+                             " RETURNING id::text AS id, name, created_at",
+                             1, p, row, err);
+    if (rc && is_unique_violation(err))
+        return drv_err_set(err, DRV_EEXIST, 0, "tenant \"%s\" already exists", name);
+    return rc;
+}
+
+int store_tenant_list(PGconn *conn, json_t **items, struct drv_err *err)
+{
+    return store_query_json(conn,
+                            "SELECT id::text AS id, name, created_at FROM tenants ORDER BY name", 0,
+                            NULL, items, err);
+}
+
+int store_tenant_id(PGconn *conn, const char *name, char id[24], struct drv_err *err)
+{
+    const char *p[] = {name};
+    PGresult *r;
+    int rc = store_execp(conn, "SELECT id FROM tenants WHERE name = $1", 1, p, &r, err);
+    if (rc)
+        return rc;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return drv_err_set(err, DRV_ENOENT, 0, "no tenant \"%s\"", name);
+    }
+    snprintf(id, 24, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return 0;
+}
+
+int store_audit(PGconn *conn, const char *tenant_id, const char *user_id, const char *actor,
+                const char *action, const char *entity_kind, const char *entity_id,
+                const char *source, const char *detail, struct drv_err *err)
+{
+    const char *p[] = {tenant_id,   user_id,   actor,  action,
+                       entity_kind, entity_id, source, detail ? detail : "{}"};
+    return store_execp(conn,
+                       "INSERT INTO audit_log (tenant_id, user_id, actor, action, entity_kind,"
+                       " entity_id, source, detail)"
+                       " VALUES ($1::bigint, $2::bigint, $3, $4, $5, $6, $7, $8::jsonb)",
+                       8, p, NULL, err);
+}

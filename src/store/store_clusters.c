@@ -1,0 +1,272 @@
+/*
+ * store_clusters: clusters, their nodes, and jobs.
+ *
+ * Visibility is part of every query: a row is found only with its tenant's
+ * id, and, when an owner is given (role user), only when that user owns the
+ * cluster. So a caller can never tell "not yours" from "does not exist".
+ *
+ * A cluster operation is a job row; a cluster has at most one unfinished
+ * job. Callers check that under the cluster row's lock (store_cluster_get
+ * with lock=1 inside a transaction), so two operations on one cluster never
+ * both pass the check.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store.h"
+
+#define CLUSTER_COLS                                                                               \
+    "c.id::text AS id, c.name, c.template_name AS template, c.template_version,"                   \
+    " c.provider, c.hardwaretype, c.imagetype, c.size, c.services, c.status, c.config,"            \
+    " c.layout, u.name AS owner, c.created_at, c.updated_at"
+
+#define JOB_COLS                                                                                   \
+    "j.id::text AS id, j.cluster_id::text AS cluster, j.operation, j.status, j.request,"           \
+    " j.error, j.format_version, u.name AS requested_by, j.created_at, j.started_at,"              \
+    " j.ended_at"
+
+int store_cluster_list(PGconn *conn, const char *tenant_id, const char *owner_id, json_t **items,
+                       struct drv_err *err)
+{
+    const char *p[] = {tenant_id, owner_id};
+    return store_query_json(conn,
+                            "SELECT " CLUSTER_COLS " FROM clusters c"
+                            " LEFT JOIN users u ON u.id = c.owner_id"
+                            " WHERE c.tenant_id = $1::bigint AND c.deleted_at IS NULL"
+                            " AND ($2::bigint IS NULL OR c.owner_id = $2::bigint) ORDER BY c.id",
+                            2, p, items, err);
+}
+
+static int not_found(struct drv_err *err, const char *what, const char *id)
+{
+    return drv_err_set(err, DRV_ENOENT, 0, "no %s \"%s\"", what, id);
+}
+
+/* Ids come from URLs: anything but 1..18 digits is simply not found. */
+static int bad_id(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n > 18)
+        return 1;
+    for (const char *p = id; *p; p++)
+        if (*p < '0' || *p > '9')
+            return 1;
+    return 0;
+}
+
+int store_cluster_get(PGconn *conn, const char *tenant_id, const char *owner_id,
+                      const char *cluster_id, int lock, json_t **row, struct drv_err *err)
+{
+    *row = NULL;
+    if (bad_id(cluster_id))
+        return not_found(err, "cluster", cluster_id);
+    const char *p[] = {tenant_id, owner_id, cluster_id};
+    int rc = store_query_row(conn,
+                             lock ? "SELECT " CLUSTER_COLS " FROM clusters c"
+                                    " LEFT JOIN users u ON u.id = c.owner_id"
+                                    " WHERE c.tenant_id = $1::bigint AND c.deleted_at IS NULL"
+                                    " AND ($2::bigint IS NULL OR c.owner_id = $2::bigint)"
+                                    " AND c.id = $3::bigint FOR UPDATE OF c"
+                                  : "SELECT " CLUSTER_COLS " FROM clusters c"
+                                    " LEFT JOIN users u ON u.id = c.owner_id"
+                                    " WHERE c.tenant_id = $1::bigint AND c.deleted_at IS NULL"
+                                    " AND ($2::bigint IS NULL OR c.owner_id = $2::bigint)"
+                                    " AND c.id = $3::bigint",
+                             3, p, row, err);
+    if (rc == DRV_ENOENT)
+        return not_found(err, "cluster", cluster_id);
+    if (rc)
+        return rc;
+    json_t *nodes;
+    const char *q[] = {cluster_id};
+    rc = store_query_json(conn,
+                          "SELECT id, hardwaretype, imagetype, services, properties, status"
+                          " FROM nodes WHERE cluster_id = $1::bigint ORDER BY id",
+                          1, q, &nodes, err);
+    if (rc) {
+        json_decref(*row);
+        *row = NULL;
+        return rc;
+    }
+    json_object_set_new(*row, "nodes", nodes);
+    return 0;
+}
+
+int store_cluster_insert(PGconn *conn, const struct store_cluster_new *c, json_t **row,
+                         struct drv_err *err)
+{
+    const char *p[] = {c->tenant_id,        c->owner_id,  c->name,   c->template_name,
+                       c->template_version, c->provider,  c->size,   c->services,
+                       c->hardwaretype,     c->imagetype, c->config, c->layout};
+    json_t *ids;
+    int rc = store_query_row(
+        conn,
+        "INSERT INTO clusters (tenant_id, owner_id, name, template_name, template_version,"
+        " provider, status, size, services, hardwaretype, imagetype, config, layout)"
+        " VALUES ($1::bigint, $2::bigint, $3, $4, $5::integer, $6, 'pending', $7::integer,"
+        " $8::jsonb, $9, $10, $11::jsonb, coalesce($12::jsonb, '[]')) RETURNING id::text AS id",
+        12, p, &ids, err);
+    if (rc) {
+        char buf[6];
+        if (rc == DRV_EPG && strcmp(store_sqlstate(err, buf), "23505") == 0)
+            return drv_err_set(err, DRV_EEXIST, 0, "cluster \"%s\" already exists", c->name);
+        return rc;
+    }
+    char id[24];
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(ids, "id")));
+    json_decref(ids);
+    return store_cluster_get(conn, c->tenant_id, NULL, id, 0, row, err);
+}
+
+int store_cluster_set_status(PGconn *conn, const char *cluster_id, const char *status,
+                             struct drv_err *err)
+{
+    const char *p[] = {cluster_id, status};
+    return store_execp(conn,
+                       "UPDATE clusters SET status = $2, updated_at = now() WHERE id = $1::bigint",
+                       2, p, NULL, err);
+}
+
+int store_cluster_open_job(PGconn *conn, const char *cluster_id, json_t **row, struct drv_err *err)
+{
+    const char *p[] = {cluster_id};
+    return store_query_row(conn,
+                           "SELECT id::text AS id, operation, status FROM jobs"
+                           " WHERE cluster_id = $1::bigint"
+                           " AND status IN ('pending', 'running', 'paused') LIMIT 1",
+                           1, p, row, err);
+}
+
+int store_job_insert(PGconn *conn, const char *tenant_id, const char *cluster_id,
+                     const char *operation, const char *request, const char *user_id, json_t **row,
+                     struct drv_err *err)
+{
+    const char *p[] = {tenant_id, cluster_id, operation, request, user_id};
+    json_t *ids;
+    int rc = store_query_row(conn,
+                             "INSERT INTO jobs (tenant_id, cluster_id, operation, status, request,"
+                             " requested_by) VALUES ($1::bigint, $2::bigint, $3, 'pending',"
+                             " $4::jsonb, $5::bigint) RETURNING id::text AS id",
+                             5, p, &ids, err);
+    if (rc)
+        return rc;
+    char id[24];
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(ids, "id")));
+    json_decref(ids);
+    return store_job_get(conn, tenant_id, NULL, id, row, err);
+}
+
+int store_job_get(PGconn *conn, const char *tenant_id, const char *owner_id, const char *job_id,
+                  json_t **row, struct drv_err *err)
+{
+    *row = NULL;
+    if (bad_id(job_id))
+        return not_found(err, "job", job_id);
+    const char *p[] = {tenant_id, owner_id, job_id};
+    int rc = store_query_row(conn,
+                             "SELECT " JOB_COLS ", j.plan IS NOT NULL AS has_plan FROM jobs j"
+                             " LEFT JOIN clusters c ON c.id = j.cluster_id"
+                             " LEFT JOIN users u ON u.id = j.requested_by"
+                             " WHERE j.tenant_id = $1::bigint AND j.id = $3::bigint"
+                             " AND ($2::bigint IS NULL OR c.owner_id = $2::bigint)",
+                             3, p, row, err);
+    if (rc == DRV_ENOENT)
+        return not_found(err, "job", job_id);
+    if (rc)
+        return rc;
+    json_t *tasks;
+    const char *q[] = {job_id};
+    rc = store_query_json(conn,
+                          "SELECT id, node_id, service, action, status, attempts, started_at,"
+                          " ended_at FROM tasks WHERE job_id = $1::bigint ORDER BY id",
+                          1, q, &tasks, err);
+    if (rc) {
+        json_decref(*row);
+        *row = NULL;
+        return rc;
+    }
+    size_t done = 0, i;
+    json_t *t;
+    json_array_foreach(tasks, i, t)
+    {
+        const char *st = json_string_value(json_object_get(t, "status"));
+        if (st && strcmp(st, "succeeded") == 0)
+            done++;
+    }
+    json_object_set_new(*row, "progress",
+                        json_pack("{s:I, s:I}", "done", (json_int_t)done, "total",
+                                  (json_int_t)json_array_size(tasks)));
+    json_object_set_new(*row, "tasks", tasks);
+    return 0;
+}
+
+int store_job_list(PGconn *conn, const char *tenant_id, const char *owner_id,
+                   const char *cluster_id, json_t **items, struct drv_err *err)
+{
+    if (cluster_id && bad_id(cluster_id)) {
+        *items = json_array();
+        return 0;
+    }
+    const char *p[] = {tenant_id, owner_id, cluster_id};
+    return store_query_json(conn,
+                            "SELECT " JOB_COLS " FROM jobs j"
+                            " LEFT JOIN clusters c ON c.id = j.cluster_id"
+                            " LEFT JOIN users u ON u.id = j.requested_by"
+                            " WHERE j.tenant_id = $1::bigint"
+                            " AND ($2::bigint IS NULL OR c.owner_id = $2::bigint)"
+                            " AND ($3::bigint IS NULL OR j.cluster_id = $3::bigint)"
+                            " ORDER BY j.id DESC LIMIT 500",
+                            3, p, items, err);
+}
+
+int store_job_transition(PGconn *conn, const char *tenant_id, const char *owner_id,
+                         const char *job_id, const char *const *from, const char *to, json_t **row,
+                         struct drv_err *err)
+{
+    json_t *cur;
+    *row = NULL;
+    if (bad_id(job_id))
+        return not_found(err, "job", job_id);
+    const char *p[] = {tenant_id, owner_id, job_id};
+    int rc =
+        store_query_row(conn,
+                        "SELECT j.status FROM jobs j LEFT JOIN clusters c ON c.id = j.cluster_id"
+                        " WHERE j.tenant_id = $1::bigint AND j.id = $3::bigint"
+                        " AND ($2::bigint IS NULL OR c.owner_id = $2::bigint)"
+                        " FOR UPDATE OF j",
+                        3, p, &cur, err);
+    if (rc == DRV_ENOENT)
+        return not_found(err, "job", job_id);
+    if (rc)
+        return rc;
+    char status[32];
+    snprintf(status, sizeof(status), "%s", json_string_value(json_object_get(cur, "status")));
+    json_decref(cur);
+    int ok = 0;
+    for (const char *const *f = from; *f; f++)
+        if (strcmp(*f, status) == 0)
+            ok = 1;
+    if (!ok)
+        return drv_err_set(err, DRV_ECONFLICT, 0, "job \"%s\" is %s: cannot become %s", job_id,
+                           status, to);
+    const char *q[] = {job_id, to};
+    rc = store_execp(conn,
+                     "UPDATE jobs SET status = $2, ended_at = CASE WHEN $2 IN ('cancelled')"
+                     " THEN now() ELSE NULL END WHERE id = $1::bigint",
+                     2, q, NULL, err);
+    if (rc)
+        return rc;
+    return store_job_get(conn, tenant_id, owner_id, job_id, row, err);
+}
+
+int store_job_open_ids(PGconn *conn, const char *tenant_id, json_t **ids, struct drv_err *err)
+{
+    const char *p[] = {tenant_id};
+    return store_query_json(
+        conn,
+        "SELECT id::text AS id, operation, status FROM jobs"
+        " WHERE ($1::bigint IS NULL OR tenant_id = $1::bigint)"
+        " AND status IN ('pending', 'running', 'paused') ORDER BY id LIMIT 1000",
+        1, p, ids, err);
+}
