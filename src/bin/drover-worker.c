@@ -9,7 +9,6 @@
  *
  * Threads: one libevent loop, as in droverd (docs/threading.md).
  */
-#include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,7 +18,6 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <event2/thread.h>
 
 #include "coord.h"
 #include "log.h"
@@ -35,13 +33,6 @@ struct worker {
     struct coord_member *member;
     struct event *sig_term, *sig_int;
 };
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: drover-worker --config FILE\n"
-               "       drover-worker --check-config FILE   validate a config file and exit\n"
-               "       drover-worker --help-config         list the config keys\n");
-}
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -108,64 +99,14 @@ static int run(struct worker *w)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"check-config", required_argument, NULL, 'k'},
-        {"help-config", no_argument, NULL, 'H'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *path = NULL;
-    int check_only = 0, c;
-    while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            path = optarg;
-            break;
-        case 'k':
-            path = optarg;
-            check_only = 1;
-            break;
-        case 'H':
-            config_print_help(worker_conf_keys);
-            return 0;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!path || optind != argc) {
-        usage(stderr);
-        return 2;
-    }
     struct worker w;
     memset(&w, 0, sizeof(w));
-    struct drv_err err;
-    drv_err_clear(&err);
-    if (config_load(path, worker_conf_keys, &w.conf, &err) != 0) {
-        fprintf(stderr, "drover-worker: %s\n", err.msg);
-        config_free(worker_conf_keys, &w.conf);
-        return 1;
-    }
-    if (common_conf_finish(&w.conf.common, "worker", &err) != 0) {
-        fprintf(stderr, "drover-worker: %s: %s\n", path, err.msg);
-        config_free(worker_conf_keys, &w.conf);
-        return 1;
-    }
-    if (check_only) {
-        printf("drover-worker: %s: ok\n", path);
-        config_free(worker_conf_keys, &w.conf);
-        return 0;
-    }
-    log_init((enum log_level)log_level_parse(w.conf.common.log_level), 2);
-    log_route_libraries();
-    signal(SIGPIPE, SIG_IGN);
-    evthread_use_pthreads();
+    int rc = prog_start(argc, argv, "drover-worker", "worker", worker_conf_keys, &w.conf,
+                        &w.conf.common);
+    if (rc >= 0)
+        return rc;
     w.base = event_base_new();
-    int rc = run(&w);
+    rc = run(&w);
     if (w.sig_term)
         event_free(w.sig_term);
     if (w.sig_int)

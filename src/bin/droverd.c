@@ -18,7 +18,6 @@
  * everything else; SIGPIPE is ignored.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,7 +31,6 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-#include <event2/thread.h>
 
 #include "api.h"
 #include "coord.h"
@@ -54,13 +52,6 @@ struct node {
     int draining;
     time_t started;
 };
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: droverd --config FILE\n"
-               "       droverd --check-config FILE   validate a config file and exit\n"
-               "       droverd --help-config         list the config keys\n");
-}
 
 /* Reply with a JSON body; steals j. */
 static void reply_json(struct evhttp_request *req, int code, const char *reason, json_t *j)
@@ -227,66 +218,15 @@ static void node_release(struct node *n)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"check-config", required_argument, NULL, 'k'},
-        {"help-config", no_argument, NULL, 'H'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *path = NULL;
-    int check_only = 0, c;
-    while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            path = optarg;
-            break;
-        case 'k':
-            path = optarg;
-            check_only = 1;
-            break;
-        case 'H':
-            config_print_help(droverd_conf_keys);
-            return 0;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!path || optind != argc) {
-        usage(stderr);
-        return 2;
-    }
-
     struct node n;
     memset(&n, 0, sizeof(n));
-    struct drv_err err;
-    drv_err_clear(&err);
-    if (config_load(path, droverd_conf_keys, &n.conf, &err) != 0) {
-        fprintf(stderr, "droverd: %s\n", err.msg);
-        config_free(droverd_conf_keys, &n.conf);
-        return 1;
-    }
-    if (common_conf_finish(&n.conf.common, "droverd", &err) != 0) {
-        fprintf(stderr, "droverd: %s: %s\n", path, err.msg);
-        config_free(droverd_conf_keys, &n.conf);
-        return 1;
-    }
-    if (check_only) {
-        printf("droverd: %s: ok\n", path);
-        config_free(droverd_conf_keys, &n.conf);
-        return 0;
-    }
-    log_init((enum log_level)log_level_parse(n.conf.common.log_level), 2);
-    log_route_libraries();
-    signal(SIGPIPE, SIG_IGN);
-    evthread_use_pthreads();
+    int rc =
+        prog_start(argc, argv, "droverd", "droverd", droverd_conf_keys, &n.conf, &n.conf.common);
+    if (rc >= 0)
+        return rc;
     n.base = event_base_new();
     n.started = time(NULL);
-    int rc = run(&n);
+    rc = run(&n);
     node_release(&n);
     return rc;
 }

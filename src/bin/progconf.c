@@ -4,6 +4,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <event2/thread.h>
+
+#include "log.h"
 #include "xalloc.h"
 
 #define COMMON_KEYS(type)                                                                          \
@@ -173,4 +178,71 @@ int zk_digest_read(const char *path, struct zk_digest *d, struct drv_err *err)
 void zk_digest_clear(struct zk_digest *d)
 {
     explicit_bzero(d, sizeof(*d));
+}
+
+static void prog_usage(FILE *f, const char *prog)
+{
+    fprintf(f,
+            "usage: %s --config FILE\n"
+            "       %s --check-config FILE   validate a config file and exit\n"
+            "       %s --help-config         list the config keys\n",
+            prog, prog, prog);
+}
+
+int prog_start(int argc, char **argv, const char *prog, const char *id_prefix,
+               const struct config_key *keys, void *conf, struct common_conf *common)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"check-config", required_argument, NULL, 'k'},
+        {"help-config", no_argument, NULL, 'H'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *path = NULL;
+    int check_only = 0, c;
+    while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            path = optarg;
+            break;
+        case 'k':
+            path = optarg;
+            check_only = 1;
+            break;
+        case 'H':
+            config_print_help(keys);
+            return 0;
+        case 'h':
+            prog_usage(stdout, prog);
+            return 0;
+        default:
+            prog_usage(stderr, prog);
+            return 2;
+        }
+    }
+    if (!path || optind != argc) {
+        prog_usage(stderr, prog);
+        return 2;
+    }
+    struct drv_err err;
+    drv_err_clear(&err);
+    int rc = config_load(path, keys, conf, &err);
+    if (rc == 0 && common_conf_finish(common, id_prefix, &err) != 0) {
+        drv_err_prefix(&err, "%s", path);
+        rc = DRV_EINVAL;
+    }
+    if (rc != 0 || check_only) {
+        if (rc != 0)
+            fprintf(stderr, "%s: %s\n", prog, err.msg);
+        else
+            printf("%s: %s: ok\n", prog, path);
+        config_free(keys, conf);
+        return rc != 0;
+    }
+    log_init((enum log_level)log_level_parse(common->log_level), 2);
+    log_route_libraries();
+    signal(SIGPIPE, SIG_IGN);
+    evthread_use_pthreads();
+    return -1;
 }

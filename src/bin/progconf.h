@@ -52,6 +52,20 @@ extern const struct config_key worker_conf_keys[];
  */
 int common_conf_finish(struct common_conf *c, const char *prefix, struct drv_err *err);
 
+/*
+ * The start of both daemons' main(): parse --config FILE, --check-config FILE,
+ * --help and --help-config; load FILE into conf with keys; finish the common
+ * part (id_prefix names a default node id); with --check-config, report and
+ * stop. Then set up the process: logger, libraries' logs, SIGPIPE ignored,
+ * libevent's pthread support (before any event_base is made).
+ *
+ * Returns -1 when the program should go on and run, else the exit status
+ * main() should return (0 after --help or a good --check-config, 1 for a bad
+ * file, 2 for bad arguments); conf is then already freed.
+ */
+int prog_start(int argc, char **argv, const char *prog, const char *id_prefix,
+               const struct config_key *keys, void *conf, struct common_conf *common);
+
 /* ZooKeeper digest credentials read from zookeeper.digest_file ("user:password"). */
 struct zk_digest {
     char user[128];
