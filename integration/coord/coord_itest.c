@@ -8,10 +8,15 @@
  *                              the next contender gets the lock, the old fenced write fails
  *   coord_itest queue          priority order, batches, stats, two consumers share the work
  *                              and every item is delivered once
+ *   coord_itest queue-backlog  100,000 items: every shard's listing stays far below 1 MB, the
+ *                              figures are right, consumers take from it
  *   coord_itest queue-kill     a consumer holding claims is killed with SIGKILL: its items go
  *                              to another consumer, none is delivered twice or lost
  *   coord_itest connloss       creates whose replies are lost (a proxy swallows them, then
  *                              drops the connection): exactly one znode each
+ *   coord_itest lock-partition the holder is cut off from ZooKeeper: it gives the lock up (a
+ *                              third of the timeout later) before the server expires its
+ *                              session and the next contender gets it
  *   coord_itest election       leader election hands over on expiry and on leaving
  *   coord_itest chroot-auth    a chrooted session with digest credentials: its znodes land
  *                              under the chroot, readable by all, writable by it only
@@ -111,7 +116,7 @@ struct lk {
     struct coord_lock *l;
     enum coord_lock_event last;
     int events;
-    char trace[256];
+    const char *trace;
 };
 
 static void on_lock(struct coord_lock *l, enum coord_lock_event ev, void *arg)
@@ -524,6 +529,81 @@ static int t_queue(void)
     return 0;
 }
 
+/* ---- queue-backlog --------------------------------------------------------- */
+
+struct shard_size {
+    bool done;
+    int rc;
+    size_t n, bytes;
+};
+
+static void on_shard(int rc, char *const *names, size_t n, void *arg)
+{
+    struct shard_size *z = arg;
+    z->rc = rc;
+    z->n = n;
+    for (size_t i = 0; i < n; i++)
+        z->bytes += 4 + strlen(names[i]); /* jute: length + bytes */
+    z->done = true;
+}
+
+static int t_queue_backlog(void)
+{
+    enum { N = 100000, B = 1000 };
+    struct event_base *base = event_base_new();
+    struct coord_session *s = it_session(base, 10000);
+    struct qt p = {.base = base, .complete_each = true};
+    struct coord_queue_opts o = {.consumer_id = "backlog"};
+    p.q = coord_queue_open(s, "/drover/queues/itest/backlog", &o, qt_ready, &p);
+    char *json = xasprintf("{\"task\":\"configure\",\"node\":\"n-0001\",\"attempt\":1}");
+    struct coord_queue_put_item *items = xcalloc(B, sizeof(*items));
+    for (int i = 0; i < B; i++)
+        items[i] = (struct coord_queue_put_item){json, i % 10};
+    /* A few puts in flight at a time. */
+    int sent = 0;
+    while (p.puts_done < N / B) {
+        while (sent < N / B && sent - p.puts_done < 8) {
+            CHECK(coord_queue_put(p.q, items, B, qt_put, &p) == 0, "put");
+            sent++;
+        }
+        it_run_for(base, 5);
+    }
+    struct coord_queue_stats st = qstats(base, p.q);
+    CHECK(st.length == N && st.claimed == 0, "length %lld", (long long)st.length);
+    size_t max = 0, total = 0;
+    for (unsigned k = 0; k < COORD_QUEUE_DEFAULT_SHARDS; k++) {
+        char path[128];
+        snprintf(path, sizeof(path), "/drover/queues/itest/backlog/items/s%02u", k);
+        struct shard_size z = {0};
+        coord_children(s, path, on_shard, &z);
+        CHECK(it_run_until(base, &z.done, 30000) && z.rc == 0, "list %s", path);
+        total += z.n;
+        if (z.bytes > max)
+            max = z.bytes;
+    }
+    CHECK(total == N, "listed %zu", total);
+    printf("queue-backlog: %d items, largest shard listing %zu bytes (limit 1048576)\n", N, max);
+    CHECK(max < 1048576 / 2, "a shard listing of %zu bytes is too close to 1 MB", max);
+    /* Consumers take from it: 2,000 items. */
+    while (p.completed < 2000) {
+        while (p.outstanding < 64 && p.taken + p.outstanding < 2000) {
+            p.outstanding++;
+            coord_queue_take(p.q, -1, qt_take, &p);
+        }
+        it_run_for(base, 5);
+    }
+    st = qstats(base, p.q);
+    CHECK(st.length == N - 2000, "length %lld", (long long)st.length);
+    CHECK(st.oldest_age_ms >= 0, "age %lld", (long long)st.oldest_age_ms);
+    printf("queue-backlog: ok (oldest item %lld ms old)\n", (long long)st.oldest_age_ms);
+    coord_queue_close(p.q);
+    coord_session_free(s);
+    event_base_free(base);
+    free(items);
+    free(json);
+    return 0;
+}
+
 /* ---- queue-kill ----------------------------------------------------------- */
 
 /* Child: "hold K" takes K items, prints them, and waits to be killed;
@@ -677,6 +757,16 @@ static const char *coord__basename_it(const char *p)
     return s ? s + 1 : "";
 }
 
+static void on_written_rc(const struct coord_txn_result *r, void *arg);
+
+static void on_seq_created(int rc, const char *path, void *arg)
+{
+    int *out = arg;
+    CHECK(rc != 0 || (path && strstr(path, "/drover/itest/log/x-")), "created %s",
+          path ? path : "(null)");
+    *out = rc == 0 ? 1 : rc;
+}
+
 /* ---- connloss ----------------------------------------------------------------- */
 
 struct children_out {
@@ -753,12 +843,25 @@ static int t_connloss(void)
     }
     for (int i = 0; i < P; i++)
         coord_queue_put(q.q, items, B, qt_put, &q);
+    /* And a fenced commit with sequential creates, and a lone sequential create. */
+    ok = false;
+    coord_ensure_path(direct, "/drover/itest/log", set_bool, &ok);
+    CHECK(it_run_until(base, &ok, 20000), "log dir");
+    int txn_rc = 0, seq_rc = 0;
+    struct coord_txn *t = coord_txn_new();
+    coord_txn_create(t, "/drover/itest/log/e-", "{\"event\":\"a\"}", COORD_SEQUENTIAL);
+    coord_txn_create(t, "/drover/itest/log/e-", "{\"event\":\"b\"}", COORD_SEQUENTIAL);
+    coord_txn_commit(s, t, NULL, on_written_rc, &txn_rc);
+    coord_create_seq(s, "/drover/itest/log/x-", "{}", COORD_EPHEMERAL, on_seq_created, &seq_rc);
     /* Wait until the server has applied them all (seen through the direct session). */
     for (int w = 0; w < 3000 && list_children(base, direct, dir)->n < L; w++)
         it_run_for(base, 10);
     CHECK(list_children(base, direct, dir)->n == L, "server has %zu contenders",
           list_children(base, direct, dir)->n);
     CHECK(q.puts_done == 0, "a put was answered through the blackhole");
+    for (int w = 0; w < 3000 && list_children(base, direct, "/drover/itest/log")->n < 3; w++)
+        it_run_for(base, 10);
+    CHECK(txn_rc == 0 && seq_rc == 0, "answered through the blackhole");
     /* Now the connection drops: every one of those creates has an unknown outcome. */
     it_proxy_cut();
     CHECK(it_run_until_fn(base, all_known, k, 30000), "locks did not settle");
@@ -773,6 +876,11 @@ static int t_connloss(void)
     }
     struct coord_queue_stats st = qstats(base, q.q);
     CHECK(st.length == P * B, "%lld items for %d put", (long long)st.length, P * B);
+    while (txn_rc == 0 || seq_rc == 0)
+        it_run_for(base, 10);
+    CHECK(txn_rc == 1 && seq_rc == 1, "txn %d seq %d", txn_rc, seq_rc);
+    c = list_children(base, direct, "/drover/itest/log");
+    CHECK(c->n == 3, "%zu log entries, want 3", c->n);
     CHECK(coord_session_generation(s) == 0, "the session survived");
     for (int i = 0; i < L; i++)
         coord_lock_free(k[i].l);
@@ -784,6 +892,64 @@ static int t_connloss(void)
         free(json[i]);
     free(proxy);
     printf("connloss: ok\n");
+    return 0;
+}
+
+/* ---- lock-partition ---------------------------------------------------------- */
+
+static char part_trace[256];
+
+static void on_part_lock(struct coord_lock *l, enum coord_lock_event ev, void *arg)
+{
+    struct lk *k = arg;
+    k->last = ev;
+    k->events++;
+    strncat(part_trace, k->trace, sizeof(part_trace) - strlen(part_trace) - 1);
+    strncat(part_trace,
+            ev == COORD_LOCK_ACQUIRED ? "-acquired;"
+            : ev == COORD_LOCK_LOST   ? "-lost;"
+                                      : "-other;",
+            sizeof(part_trace) - strlen(part_trace) - 1);
+}
+
+static bool trace_has(void *want)
+{
+    return strstr(part_trace, want) != NULL;
+}
+
+static int t_lock_partition(void)
+{
+    struct event_base *base = event_base_new();
+    char *proxy = it_proxy_start(it_zk_port(1));
+    struct coord_session *sa = it_session_at(base, proxy, 3000);
+    struct coord_session *sb = it_session(base, 3000);
+    const char *dir = "/drover/locks/itest-partition";
+    struct lk a = {.trace = "a"}, b = {.trace = "b"};
+    a.l = coord_lock_new(sa, dir, "{\"who\":\"a\"}", on_part_lock, &a);
+    b.l = coord_lock_new(sb, dir, "{\"who\":\"b\"}", on_part_lock, &b);
+    coord_lock_acquire(a.l, -1);
+    CHECK(it_run_until_fn(base, trace_has, "a-acquired;", 20000), "a");
+    coord_lock_acquire(b.l, -1);
+    while (!coord_lock_waiting_on(b.l))
+        it_run_for(base, 10);
+    /* Cut a off: its session expires on the server; a must stop before b starts. */
+    it_proxy_down(true);
+    it_proxy_cut();
+    CHECK(it_run_until_fn(base, trace_has, "b-acquired;", 30000), "b never got it: %s", part_trace);
+    CHECK(strcmp(part_trace, "a-acquired;a-lost;b-acquired;") == 0, "order: %s", part_trace);
+    CHECK(coord_session_state(sa) == COORD_SUSPENDED, "a still cut off");
+    /* a comes back: its session is gone, it gets a new one. */
+    it_proxy_down(false);
+    for (int w = 0; w < 2000 && coord_session_generation(sa) == 0; w++)
+        it_run_for(base, 10);
+    CHECK(coord_session_generation(sa) == 1, "a's new session");
+    coord_lock_free(a.l);
+    coord_lock_free(b.l);
+    coord_session_free(sa);
+    coord_session_free(sb);
+    event_base_free(base);
+    free(proxy);
+    printf("lock-partition: ok\n");
     return 0;
 }
 
@@ -1041,6 +1207,8 @@ int main(int argc, char **argv)
         return t_lock_expiry();
     if (strcmp(t, "queue") == 0)
         return t_queue();
+    if (strcmp(t, "queue-backlog") == 0)
+        return t_queue_backlog();
     if (strcmp(t, "queue-kill") == 0)
         return t_queue_kill();
     if (strcmp(t, "queue-consumer") == 0 && argc >= 4)
@@ -1049,6 +1217,8 @@ int main(int argc, char **argv)
         return t_connloss();
     if (strcmp(t, "restart") == 0)
         return t_restart();
+    if (strcmp(t, "lock-partition") == 0)
+        return t_lock_partition();
     if (strcmp(t, "election") == 0)
         return t_election();
     if (strcmp(t, "chroot-auth") == 0)

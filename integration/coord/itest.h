@@ -78,6 +78,8 @@ bool it_read_line(int fd, char *buf, size_t n, int timeout_ms);
 char *it_proxy_start(int target_port);
 void it_proxy_blackhole(bool on);
 void it_proxy_cut(void);
+/* While down, the proxy closes every new connection at once. */
+void it_proxy_down(bool down);
 int it_zk_port(int n);
 
 #endif

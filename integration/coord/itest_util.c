@@ -398,7 +398,7 @@ bool it_read_line(int fd, char *buf, size_t n, int timeout_ms)
 #include <pthread.h>
 
 static int proxy_listen_fd, proxy_target_port;
-static atomic_int proxy_blackhole, proxy_cut_gen;
+static atomic_int proxy_blackhole, proxy_cut_gen, proxy_down;
 
 static void *proxy_conn(void *arg)
 {
@@ -443,6 +443,10 @@ static void *proxy_main(void *arg)
         int c = accept(proxy_listen_fd, NULL, NULL);
         if (c < 0)
             continue;
+        if (atomic_load(&proxy_down)) {
+            close(c);
+            continue;
+        }
         pthread_t t;
         pthread_create(&t, NULL, proxy_conn, (void *)(intptr_t)c);
         pthread_detach(t);
@@ -469,6 +473,11 @@ char *it_proxy_start(int target_port)
 void it_proxy_blackhole(bool on)
 {
     atomic_store(&proxy_blackhole, on);
+}
+
+void it_proxy_down(bool down)
+{
+    atomic_store(&proxy_down, down);
 }
 
 void it_proxy_cut(void)

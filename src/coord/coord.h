@@ -53,7 +53,11 @@ struct event_base;
  *   any ------------------> CLOSED           (coord_session_free)
  *
  * SUSPENDED: the connection is lost but the session may still live; locks are
- * kept, but a holder should not start new work until CONNECTED again.
+ * kept, but a holder should not start new work until CONNECTED again. After a
+ * third of the session timeout still SUSPENDED, every held lock reports
+ * COORD_LOCK_LOST (and its znode is deleted once connected again): by then the
+ * server may have expired the session without the client knowing, and another
+ * process may hold the lock.
  * EXPIRED: everything ephemeral of the old session is gone. Before the owner
  * hears EXPIRED, every lock of the session has already reported
  * COORD_LOCK_LOST. Members re-join and watches re-arm by themselves once the
@@ -327,9 +331,25 @@ typedef void (*coord_txn_cb)(const struct coord_txn_result *r, void *arg);
  * Commit t (taken over and freed) in one multi-op. With fence != NULL the ops
  * apply only if fence is still held: its contender znode must exist, checked
  * in the same multi-op, so a stale holder's writes fail. cb may be NULL.
+ *
+ * Sequential creates are safe across a connection loss: the name asked for
+ * gets a suffix unique to this commit ("<path><session>-<n>-" then
+ * ZooKeeper's 10-digit sequence), and when the answer is lost the parents
+ * are searched for it before the multi-op is sent again. A commit without
+ * sequential creates reports DRV_EAGAIN when its answer is lost: read the
+ * znodes again to learn whether it applied.
  */
 void coord_txn_commit(struct coord_session *s, struct coord_txn *t, struct coord_lock *fence,
                       coord_txn_cb cb, void *arg);
+
+/*
+ * Create one sequential znode (COORD_EPHEMERAL may be added to flags), safely
+ * across a connection loss as above. cb gets the created path (valid during
+ * the call) or NULL with rc < 0.
+ */
+typedef void (*coord_create_cb)(int rc, const char *path, void *arg);
+void coord_create_seq(struct coord_session *s, const char *path, const char *json, int flags,
+                      coord_create_cb cb, void *arg);
 
 /* ------------------------------------------------------------------------ */
 /* Locking queues                                                           */

@@ -11,7 +11,8 @@
  * Watches: every watch is set with the session's global watcher (watch=1).
  * Events reach the objects that registered the path with coord__watch_add.
  *
- * Session listeners hear LOST (the session expired: before the owner does) and
+ * Session listeners hear LOST (the session expired: before the owner does),
+ * SUSPECT (disconnected long enough that the session may be gone) and
  * NEW_SESSION (a new session is connected: re-create ephemeral state).
  */
 #ifndef DROVER_COORD_INT_H
@@ -25,6 +26,7 @@
 #include "coord.h"
 
 struct event;
+struct timer_closure;
 
 struct coord__op {
     struct coord__op *next; /* in the session's hand-off queue */
@@ -55,7 +57,13 @@ struct coord__op {
     char *path; /* a copy of the path the op or event is about */
 };
 
-enum coord__session_event { COORD__LOST = 1, COORD__NEW_SESSION };
+/*
+ * LOST: the session expired. SUSPECT: the connection has been down for a third
+ * of the session timeout, so the server may expire the session before the
+ * client can hear of it: locks must be given up now. NEW_SESSION: a new
+ * session is connected.
+ */
+enum coord__session_event { COORD__LOST = 1, COORD__SUSPECT, COORD__NEW_SESSION };
 
 struct coord__listener {
     void (*fn)(void *owner, enum coord__session_event ev);
@@ -97,15 +105,25 @@ struct coord_session {
     size_t n_watches, cap_watches;
     int dispatching; /* > 0 while iterating the arrays above: removals only mark */
     bool dirty;
-    uint64_t uniq; /* counter for per-session unique name prefixes */
-    long inflight; /* requests issued and not yet done */
-    bool draining; /* coord_session_free waits on cond for results (guarded by mu) */
+    uint64_t uniq;                /* counter for per-session unique name prefixes */
+    long inflight;                /* requests issued and not yet done */
+    struct event *suspect_timer;  /* runs while SUSPENDED */
+    struct timer_closure *timers; /* pending coord__timer closures */
+    bool suspected;               /* SUSPECT was told during this suspension */
+    bool draining;                /* coord_session_free waits on cond for results (guarded by mu) */
     const struct ACL_vector *acl;
 };
 
 struct coord__op *coord__op_new(struct coord_session *s, void (*done)(struct coord__op *),
                                 void *owner);
 void coord__op_free(struct coord__op *op);
+
+/* Internal create flag (with COORD_EPHEMERAL, COORD_SEQUENTIAL): a container znode. */
+#define COORD__CONTAINER 4
+
+/* coord_ensure_path, with flags for the last component (e.g. COORD__CONTAINER). */
+void coord__ensure_path(struct coord_session *s, const char *path, int last_flags,
+                        coord_done_cb done, void *arg);
 
 /* Issue op; the path (and data) are copied. */
 void coord__zk_create(struct coord__op *op, const char *path, const char *data, int flags);

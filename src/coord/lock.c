@@ -391,7 +391,8 @@ static void created(struct coord__op *op)
         list(l);
     } else if (op->rc == ZNONODE) {
         l->refs++;
-        coord_ensure_path(l->s, l->dir, dir_ready, l);
+        /* A container: the server deletes it once its last contender is gone. */
+        coord__ensure_path(l->s, l->dir, COORD__CONTAINER, dir_ready, l);
     } else if (coord__zrc_unknown(op->rc)) {
         log_info(MOD, "event=lock-create-unknown want=%s zrc=%d", l->want, op->rc);
         l->st = L_RECOVERING;
@@ -428,7 +429,15 @@ static void lock_session(void *owner, enum coord__session_event ev)
     struct coord_lock *l = owner;
     if (l->dead)
         return;
-    if (ev == COORD__LOST) {
+    if (ev == COORD__SUSPECT) {
+        if (l->st == L_HELD) {
+            /* Give it up for good: the delete goes out once connected (if the session lives). */
+            log_warn(MOD, "event=lock-lost reason=disconnected-too-long node=%s", l->node);
+            coord__delete_sure(l->s, l->node, -1);
+            reset(l, L_IDLE);
+            l->cb(l, COORD_LOCK_LOST, l->arg);
+        }
+    } else if (ev == COORD__LOST) {
         if (l->st == L_HELD) {
             log_warn(MOD, "event=lock-lost reason=session-expired node=%s", l->node);
             reset(l, L_IDLE);
@@ -646,13 +655,100 @@ void coord_txn_free(struct coord_txn *t)
 }
 
 struct commit {
+    struct coord_session *s;
     struct coord_lock *fence; /* a reference is held */
     unsigned fence_attempt;
     coord_txn_cb cb;
     void *arg;
     int first; /* index of the first user op in the multi (1 when fenced) */
     struct coord_txn *t;
+    char *prefix;   /* "<session>-<n>-" appended to sequential creates, or NULL */
+    char **created; /* per user op, after a recovery */
+    int searching;  /* listings in flight during a recovery */
+    bool found_any;
+    bool search_failed;
 };
+
+static void send_commit(struct commit *c);
+static void recover_txn(void *owner);
+
+static void commit_end(struct commit *c, struct coord_txn_result *r)
+{
+    if (c->cb)
+        c->cb(r, c->arg);
+    if (c->fence)
+        lock_unref(c->fence);
+    if (c->created) {
+        for (size_t i = 0; i < c->t->n; i++)
+            free(c->created[i]);
+        free(c->created);
+    }
+    coord_txn_free(c->t);
+    free(c->prefix);
+    free(c);
+}
+
+static char *parent_of(const char *path)
+{
+    const char *b = coord__basename(path);
+    return b - path > 1 ? xstrndup(path, (size_t)(b - path - 1)) : xstrdup("/");
+}
+
+/* After an unknown outcome: a listing of one sequential create's parent. */
+static void recover_listed_txn(struct coord__op *op)
+{
+    struct commit *c = op->owner;
+    size_t i = (size_t)op->tag;
+    if (op->rc == ZOK) {
+        const char *want = coord__basename(c->t->r[i].path); /* "<name><prefix>" */
+        size_t wl = strlen(want);
+        for (int k = 0; k < op->strc; k++)
+            if (strncmp(op->strv[k], want, wl) == 0 && coord__seq_of(op->strv[k]) >= 0) {
+                free(c->created[i]);
+                c->created[i] = xasprintf("%s/%s", op->path, op->strv[k]);
+                c->found_any = true;
+            }
+    } else if (op->rc != ZNONODE) {
+        c->search_failed = true;
+    }
+    if (--c->searching > 0)
+        return;
+    if (c->search_failed) {
+        /* Cannot tell yet (still disconnected?): look again later. */
+        c->search_failed = false;
+        coord__timer(c->s, RETRY_MS, recover_txn, c);
+    } else if (c->found_any) {
+        /* The lost multi-op went through (and so all of it). */
+        log_info(MOD, "event=txn-recovered prefix=%s", c->prefix);
+        struct coord_txn_result r = {.rc = 0, .failed_op = -1, .created = c->created, .n = c->t->n};
+        commit_end(c, &r);
+    } else {
+        send_commit(c);
+    }
+}
+
+static void recover_txn(void *owner)
+{
+    struct commit *c = owner;
+    c->found_any = false;
+    c->searching = 0;
+    if (!c->created)
+        c->created = xcalloc(c->t->n, sizeof(char *));
+    for (size_t i = 0; i < c->t->n; i++)
+        if (c->t->r[i].type == T_CREATE && (c->t->r[i].flags & COORD_SEQUENTIAL))
+            c->searching++;
+    int n = c->searching;
+    for (size_t i = 0; i < c->t->n && n > 0; i++) {
+        if (c->t->r[i].type != T_CREATE || !(c->t->r[i].flags & COORD_SEQUENTIAL))
+            continue;
+        char *parent = parent_of(c->t->r[i].path);
+        struct coord__op *op = coord__op_new(c->s, recover_listed_txn, c);
+        op->tag = (intptr_t)i;
+        coord__zk_children(op, parent, false);
+        free(parent);
+        n--;
+    }
+}
 
 static void committed(struct coord__op *op)
 {
@@ -664,6 +760,12 @@ static void committed(struct coord__op *op)
         for (size_t i = 0; i < r.n; i++)
             if (c->t->r[i].type == T_CREATE)
                 r.created[i] = op->bufs[c->first + (int)i];
+    } else if (coord__zrc_unknown(op->rc) && c->prefix && !c->s->closing) {
+        /* Lost answer, sequential creates: look for them before sending again. */
+        free(r.created);
+        log_info(MOD, "event=txn-unknown prefix=%s zrc=%d", c->prefix, op->rc);
+        coord__timer(c->s, RETRY_MS, recover_txn, c);
+        return;
     } else {
         int failed = -2;
         for (int i = 0; i < op->nops && failed == -2; i++)
@@ -692,31 +794,21 @@ static void committed(struct coord__op *op)
         log_info(MOD, "event=txn-failed zrc=%d failed_op=%d fenced=%s", zrc, r.failed_op,
                  c->fence ? "yes" : "no");
     }
-    if (c->cb)
-        c->cb(&r, c->arg);
+    commit_end(c, &r);
     free(r.created);
-    if (c->fence)
-        lock_unref(c->fence);
-    coord_txn_free(c->t);
-    free(c);
 }
 
-void coord_txn_commit(struct coord_session *s, struct coord_txn *t, struct coord_lock *fence,
-                      coord_txn_cb cb, void *arg)
+static void send_commit(struct commit *c)
 {
-    struct commit *c = xcalloc(1, sizeof(*c));
-    c->cb = cb;
-    c->arg = arg;
-    c->t = t;
-    c->fence = fence;
-    c->first = fence ? 1 : 0;
-    struct coord__op *op = coord__op_new(s, committed, c);
+    struct coord_txn *t = c->t;
+    struct coord__op *op = coord__op_new(c->s, committed, c);
     coord__multi_init(op, (int)t->n + c->first);
-    if (fence) {
-        fence->refs++;
-        c->fence_attempt = fence->attempt;
-        /* Not held: check a path that cannot exist, so the commit fails the same way. */
-        const char *node = fence->st == L_HELD && fence->node ? fence->node : "/drover/.not-held";
+    if (c->fence) {
+        /* Not held (any more): check a path that cannot exist, so the commit fails the same way. */
+        struct coord_lock *fence = c->fence;
+        const char *node = fence->st == L_HELD && fence->attempt == c->fence_attempt && fence->node
+                               ? fence->node
+                               : "/drover/.not-held";
         coord__mop_check(op, 0, node, -1);
     }
     for (size_t i = 0; i < t->n; i++) {
@@ -738,4 +830,61 @@ void coord_txn_commit(struct coord_session *s, struct coord_txn *t, struct coord
         }
     }
     coord__zk_multi(op);
+}
+
+void coord_txn_commit(struct coord_session *s, struct coord_txn *t, struct coord_lock *fence,
+                      coord_txn_cb cb, void *arg)
+{
+    struct commit *c = xcalloc(1, sizeof(*c));
+    c->s = s;
+    c->cb = cb;
+    c->arg = arg;
+    c->t = t;
+    c->fence = fence;
+    c->first = fence ? 1 : 0;
+    if (fence) {
+        fence->refs++;
+        c->fence_attempt = fence->attempt;
+    }
+    /* Sequential creates get a name prefix unique to this commit (see coord.h). */
+    for (size_t i = 0; i < t->n; i++) {
+        struct trec *r = &t->r[i];
+        if (r->type != T_CREATE || !(r->flags & COORD_SEQUENTIAL))
+            continue;
+        if (!c->prefix) {
+            char prefix[64];
+            coord__unique_prefix(s, prefix, sizeof(prefix));
+            c->prefix = xstrdup(prefix);
+        }
+        char *p = xasprintf("%s%s", r->path, c->prefix);
+        free(r->path);
+        r->path = p;
+    }
+    send_commit(c);
+}
+
+/* ---- safe sequential create ---------------------------------------------------- */
+
+struct seq_create {
+    coord_create_cb cb;
+    void *arg;
+};
+
+static void seq_created(const struct coord_txn_result *r, void *arg)
+{
+    struct seq_create *sc = arg;
+    if (sc->cb)
+        sc->cb(r->rc, r->rc == 0 && r->n ? r->created[0] : NULL, sc->arg);
+    free(sc);
+}
+
+void coord_create_seq(struct coord_session *s, const char *path, const char *json, int flags,
+                      coord_create_cb cb, void *arg)
+{
+    struct seq_create *sc = xcalloc(1, sizeof(*sc));
+    sc->cb = cb;
+    sc->arg = arg;
+    struct coord_txn *t = coord_txn_new();
+    coord_txn_create(t, path, json, flags | COORD_SEQUENTIAL);
+    coord_txn_commit(s, t, NULL, seq_created, sc);
 }

@@ -309,6 +309,8 @@ void coord__zk_create(struct coord__op *op, const char *path, const char *data, 
     CLOSED_GUARD(op);
     int mode = ((flags & COORD_EPHEMERAL) ? ZOO_EPHEMERAL : ZOO_PERSISTENT) |
                ((flags & COORD_SEQUENTIAL) ? ZOO_SEQUENCE : 0);
+    if (flags & COORD__CONTAINER)
+        mode = ZOO_CONTAINER;
     issued(op, zoo_acreate2(s->zh, path, data, data ? (int)strlen(data) : -1, s->acl, mode,
                             c_string_stat, op));
 }
@@ -487,13 +489,27 @@ struct timer_closure {
     void (*fn)(void *owner);
     void *owner;
     struct event *ev;
+    struct coord_session *s;
+    struct timer_closure *prev, *next; /* the session's pending timers */
 };
+
+static void timer_unlink(struct timer_closure *tc)
+{
+    struct coord_session *s = tc->s;
+    if (tc->prev)
+        tc->prev->next = tc->next;
+    else
+        s->timers = tc->next;
+    if (tc->next)
+        tc->next->prev = tc->prev;
+}
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct timer_closure *tc = arg;
     void (*fn)(void *) = tc->fn;
     void *owner = tc->owner;
+    timer_unlink(tc);
     event_free(tc->ev);
     free(tc);
     fn(owner);
@@ -504,6 +520,11 @@ struct event *coord__timer(struct coord_session *s, int ms, void (*fn)(void *own
     struct timer_closure *tc = xcalloc(1, sizeof(*tc));
     tc->fn = fn;
     tc->owner = owner;
+    tc->s = s;
+    tc->next = s->timers;
+    if (s->timers)
+        s->timers->prev = tc;
+    s->timers = tc;
     tc->ev = evtimer_new(s->base, on_timer, tc);
     struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
     evtimer_add(tc->ev, &tv);
@@ -514,8 +535,20 @@ void coord__timer_cancel(struct event *ev)
 {
     if (!ev)
         return;
-    free(event_get_callback_arg(ev));
+    struct timer_closure *tc = event_get_callback_arg(ev);
+    timer_unlink(tc);
+    free(tc);
     event_free(ev);
+}
+
+/* At close: run every pending timer now, so that what waits on one unwinds. */
+static void fire_all_timers(struct coord_session *s)
+{
+    while (s->timers) {
+        struct timer_closure *tc = s->timers;
+        event_del(tc->ev);
+        on_timer(-1, EV_TIMEOUT, tc);
+    }
 }
 
 /* ---- handles and states ----------------------------------------------- */
@@ -567,22 +600,53 @@ static void report(struct coord_session *s, enum coord_state st)
         s->on_state(s, st, s->arg);
 }
 
+static void cancel_suspect(struct coord_session *s)
+{
+    if (s->suspect_timer) {
+        coord__timer_cancel(s->suspect_timer);
+        s->suspect_timer = NULL;
+    }
+    s->suspected = false;
+}
+
+static void on_suspect(void *owner)
+{
+    struct coord_session *s = owner;
+    s->suspect_timer = NULL;
+    if (s->state != COORD_SUSPENDED)
+        return;
+    /*
+     * The client notices a silent connection after up to 2/3 of the timeout;
+     * one more third and the server may expire the session and give our locks
+     * to others before we can hear of it. Holders stop now.
+     */
+    log_warn(MOD, "event=session-suspect session=0x%llx", (unsigned long long)coord_session_id(s));
+    s->suspected = true;
+    tell_listeners(s, COORD__SUSPECT);
+}
+
 static void on_session_event(struct coord_session *s, int state)
 {
     if (state == ZOO_CONNECTED_STATE) {
         bool renew =
             s->state == COORD_EXPIRED || (s->state == COORD_CONNECTING && s->ever_connected);
         s->ever_connected = true;
+        cancel_suspect(s);
         if (renew)
             tell_listeners(s, COORD__NEW_SESSION);
         report(s, COORD_CONNECTED);
     } else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE) {
-        if (s->state == COORD_CONNECTED)
+        if (s->state == COORD_CONNECTED) {
             report(s, COORD_SUSPENDED);
+            cancel_suspect(s);
+            int t = s->zh ? zoo_recv_timeout(s->zh) : s->timeout_ms;
+            s->suspect_timer = coord__timer(s, (t > 0 ? t : s->timeout_ms) / 3, on_suspect, s);
+        }
     } else if (state == ZOO_EXPIRED_SESSION_STATE) {
         log_warn(MOD, "event=session-expired session=0x%llx",
                  (unsigned long long)coord_session_id(s));
         /* Lock holders first, then the owner, then a new session. */
+        cancel_suspect(s);
         tell_listeners(s, COORD__LOST);
         report(s, COORD_EXPIRED);
         if (s->closing)
@@ -766,11 +830,17 @@ void coord_session_free(struct coord_session *s)
     }
     /* zookeeper_close sends what is queued, then the close request. */
     close_handle(s);
-    /* Run what the close completed (with ZCLOSING) so that owners' refs drop. */
+    /*
+     * Run what the close completed (with ZCLOSING) and every pending timer
+     * (retries, deferred work: they fail at once now) so that owners' refs drop.
+     */
     s->gen++;
-    for (int i = 0; i < 100 && s->q_head; i++)
+    for (int i = 0; i < 100 && (s->q_head || s->timers); i++) {
         on_efd(s->efd, EV_READ, s);
+        fire_all_timers(s);
+    }
     report(s, COORD_CLOSED);
+    cancel_suspect(s);
     event_free(s->ev);
     close(s->efd);
     for (size_t i = 0; i < s->n_watches; i++)
@@ -804,6 +874,12 @@ static void ensure_done(struct coord__op *op)
 
 void coord_ensure_path(struct coord_session *s, const char *path, coord_done_cb done, void *arg)
 {
+    coord__ensure_path(s, path, 0, done, arg);
+}
+
+void coord__ensure_path(struct coord_session *s, const char *path, int last_flags,
+                        coord_done_cb done, void *arg)
+{
     /* Pipelined: one create per ancestor, in order; the last one's result counts. */
     char *p = xstrdup(path);
     size_t n = strlen(p);
@@ -818,7 +894,7 @@ void coord_ensure_path(struct coord_session *s, const char *path, coord_done_cb 
             struct ensure *e = xcalloc(1, sizeof(*e));
             e->done = done;
             e->arg = arg;
-            coord__zk_create(coord__op_new(s, ensure_done, e), p, "{}", 0);
+            coord__zk_create(coord__op_new(s, ensure_done, e), p, "{}", last_flags);
         } else {
             coord__zk_create(coord__op_new(s, NULL, NULL), p, "{}", 0);
         }

@@ -248,7 +248,10 @@ const struct model_service *model_catalog_service(const struct model_catalog *c,
 const struct model_template *model_catalog_template(const struct model_catalog *c, const char *name,
                                                     bool partial);
 
-/* Number of entities of a kind, and the i-th in name order (borrowed). */
+/*
+ * Number of entities of a kind, and the i-th in name order (borrowed; cast it
+ * to the kind's struct: every entity struct starts with `char *name`).
+ */
 size_t model_catalog_count(const struct model_catalog *c, enum model_kind k);
 const void *model_catalog_at(const struct model_catalog *c, enum model_kind k, size_t i);
 

@@ -3,11 +3,10 @@
  * engine reloads after a failover. Whatever it accepts must also export,
  * stage, roll back and read back without a fault.
  *
- * Built two ways: with -DDROVER_FUZZ=ON and clang, a libFuzzer binary
- * (fuzz_plan_json CORPUS_DIR); always, a ctest (test_fuzz_plan_json_replay)
- * whose main() replays tests/planner/corpus/ and byte-level mutations of it.
+ * Built by drover_fuzz_target: always a ctest (fuzz_replay_plan_json) that
+ * replays tests/planner/corpus/ and byte-level mutations of it; with
+ * -DDROVER_FUZZ=ON and clang also a libFuzzer program (fuzz_plan_json).
  */
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,63 +65,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_decref(j);
     return 0;
 }
-
-#ifndef DROVER_LIBFUZZER
-static int replay(const char *path, unsigned long *runs)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return -1;
-    static uint8_t buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof(buf), f);
-    fclose(f);
-    LLVMFuzzerTestOneInput(buf, n);
-    (*runs)++;
-    /* Deterministic mutations: flip, drop and duplicate bytes. */
-    static uint8_t mut[(1 << 20) + 16];
-    uint64_t x = 88172645463325252ULL ^ n;
-    for (int k = 0; k < 300 && n > 0; k++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        size_t pos = x % n, m = n;
-        memcpy(mut, buf, n);
-        switch (k % 3) {
-        case 0:
-            mut[pos] ^= (uint8_t)(1u << (x >> 32) % 8);
-            break;
-        case 1:
-            memmove(mut + pos, mut + pos + 1, n - pos - 1);
-            m = n - 1;
-            break;
-        default:
-            memmove(mut + pos + 1, mut + pos, n - pos);
-            m = n + 1;
-            break;
-        }
-        LLVMFuzzerTestOneInput(mut, m);
-        (*runs)++;
-    }
-    return 0;
-}
-
-int main(int argc, char **argv)
-{
-    const char *dir = argc > 1 ? argv[1] : DROVER_CORPUS_DIR;
-    DIR *d = opendir(dir);
-    if (d == NULL) {
-        fprintf(stderr, "cannot open corpus \"%s\"\n", dir);
-        return 1;
-    }
-    unsigned long runs = 0, files = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[4096];
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        if (replay(path, &runs) == 0)
-            files++;
-    }
-    closedir(d);
-    printf("replayed %lu files, %lu inputs\n", files, runs);
-    return files > 0 ? 0 : 1;
-}
-#endif
