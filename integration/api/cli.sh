@@ -26,7 +26,15 @@ grep -q '^imported 15 clustertemplates$' "$T/import.out" || fail "import output:
 "$D" export | jq -e '.services | length == 53' > /dev/null || fail "export"
 echo '{"name":"s1","provisioner":{"actions":{}}}' | "$D" services create - > /dev/null || fail "create from stdin"
 "$D" services delete s1 > /dev/null || fail "delete"
-pass "entities, import of a directory, export, tables and --json"
+"$D" audit --limit 3 | awk 'NR == 1 {print $1, $2, $3}' | grep -q '^AT ACTOR ACTION$' || fail "audit table"
+"$D" audit --limit 3 --json | jq -e '.items[0].action == "delete" and .items[0].entity_id == "s1"' > /dev/null ||
+  fail "audit: $("$D" audit --limit 3 --json)"
+tok=$("$D" token create --json)
+tid=$(echo "$tok" | jq -r .id)
+"$D" --token "$(echo "$tok" | jq -r .token)" whoami > /dev/null || fail "a new token"
+"$D" token revoke "$tid" | grep -q revoked || fail "token revoke"
+"$D" --token "$(echo "$tok" | jq -r .token)" whoami > /dev/null 2>&1 && fail "a revoked token still works"
+pass "entities, import of a directory, export, tables and --json, audit, token create and revoke"
 
 out=$("$D" cluster create --name web1 --template lamp --nodes 2 --provider rackspace) ||
   fail "cluster create: $out"

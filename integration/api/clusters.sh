@@ -100,9 +100,32 @@ for op in 'expand {"nodes":2}' 'shrink {"nodes":1}' 'addservices {"services":["p
   expect 202 "$r" ".job.operation == \"$name\" and .job.status == \"pending\"" "$name"
   expect 200 "$(api POST "/v1/jobs/$(body_of "$r" | jq -r .job.id)/cancel" '' "$USER")" '' "cancel $name"
 done
+# Ten operations at once on the idle cluster: exactly one is accepted.
+racers=()
+for i in $(seq 1 10); do
+  curl -s -o /dev/null -w '%{http_code}\n' -X POST -H "Authorization: Bearer $USER" \
+    --data-binary '{}' "http://127.0.0.1:$PORT/v1/clusters/$CID/restart" > "$T/race.$i" &
+  racers+=($!)
+done
+wait "${racers[@]}"
+[ "$(cat "$T"/race.* | sort | uniq -c | tr -s ' ' | sed 's/^ //' | paste -sd, -)" = "1 202,9 409" ] ||
+  fail "ten concurrent operations: $(cat "$T"/race.* | sort | uniq -c | paste -sd, -)"
+RJ=$(body_of "$(api GET "/v1/jobs?cluster=$CID" '' "$USER")" | jq -r '.items[0].id')
+expect 200 "$(api POST "/v1/jobs/$RJ/cancel" '' "$USER")" '' "cancel the raced restart"
+pass "ten concurrent operations on one cluster: one 202, nine 409"
+
+# A cluster keeps the template version it was made from.
+TOKEN=$ADMIN
+lamp=$(body_of "$(api GET /v1/clustertemplates/lamp)" | jq -c '.description = "lamp, second edition"')
+expect 200 "$(api PUT /v1/clustertemplates/lamp "$lamp")" '' "replace lamp"
+expect 200 "$(api GET "/v1/clusters/$CID" '' "$USER")" '.template_version == 1' "old cluster keeps version 1"
+expect 202 "$(api POST /v1/clusters '{"name":"web2","template":"lamp","nodes":1,"provider":"rackspace"}' "$USER")" \
+  '.cluster.template_version == 2' "new cluster takes version 2"
+pass "clusters keep the template version they were created from"
+
 r=$(api DELETE "/v1/clusters/$CID" '' "$USER")
 expect 202 "$r" '.job.operation == "delete" and .cluster.status == "deleting"' "delete cluster"
-expect 200 "$(api GET "/v1/jobs?cluster=$CID" '' "$USER")" '.items | length == 11' "jobs of the cluster"
+expect 200 "$(api GET "/v1/jobs?cluster=$CID" '' "$USER")" '.items | length == 12' "jobs of the cluster"
 pass "operations recorded as pending jobs, 409 while busy, job cancel/pause/resume/retry rules"
 
 # Isolation: another tenant's admin sees nothing; another user of the tenant neither.

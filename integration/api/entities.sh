@@ -133,3 +133,18 @@ done
 pass "no token (nor its secret) in clear in the database (pg_dump checked)"
 [ "$(psql_q "SELECT count(*) FROM audit_log WHERE actor = 'alice'")" -gt 10 ] || fail "audit log is thin"
 pass "audit log records the admin's writes"
+
+# Revoking a token; reading the audit log.
+r=$(api POST /v1/tokens '{}' "$USER")
+expect 201 "$r" '.id | length == 16' "new token"
+T2=$(body_of "$r" | jq -r .token)
+T2ID=$(body_of "$r" | jq -r .id)
+expect 200 "$(api GET /v1/whoami '' "$T2")" '.user == "bob"' "second token works"
+expect 404 "$(api DELETE "/v1/tokens/${ADMIN:4:16}" '' "$USER")" '.error.code == "not-found"' "user revokes the admin's token"
+expect 204 "$(api DELETE "/v1/tokens/$T2ID" '' "$USER")" '' "user revokes its own"
+expect 401 "$(api GET /v1/whoami '' "$T2")" '.error.code == "unauthenticated"' "revoked token"
+expect 200 "$(api GET /v1/whoami '' "$USER")" '' "the other token still works"
+expect 200 "$(api GET '/v1/audit?limit=5' '' "$ADMIN")" '(.items | length == 5) and .items[0].action == "token.revoke" and .items[0].actor == "bob"' "audit log"
+expect 400 "$(api GET '/v1/audit?limit=0' '' "$ADMIN")" '.error.field == "limit"' "bad limit"
+expect 403 "$(api GET /v1/audit '' "$USER")" '.error.code == "forbidden"' "user reads the audit log"
+pass "tokens revoked at once; the audit log readable by admins"

@@ -252,6 +252,11 @@ static int call_work(PGconn *conn, void *arg, struct drv_err *err)
 void api__reply(struct call *c)
 {
     struct api *a = c->api;
+    if (log_get_level() <= LOG_DEBUG)
+        log_debug(MODULE, "event=request method=%d path=%s status=%d user=%s tenant=%s source=%s",
+                  c->method, c->path, c->status ? c->status : 200,
+                  c->who.user[0] ? c->who.user : "-", c->who.tenant[0] ? c->who.tenant : "-",
+                  c->source);
     if (c->status >= 400) {
         send_error(a, c->req, c->status, c->code, c->msg, c->field);
     } else if (c->raw) {

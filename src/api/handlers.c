@@ -421,8 +421,58 @@ static int h_token_new(PGconn *conn, struct call *c, struct drv_err *err)
         rc = store_commit(conn, err);
     if (rc)
         return rc;
-    c->out = json_pack("{s:s}", "token", token);
+    c->out = json_pack("{s:s, s:s#}", "token", token, "id", token + 4, (int)16);
     c->status = 201;
+    return 0;
+}
+
+static int h_token_revoke(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    /* A user revokes its own tokens, an admin any of its tenant's, a superadmin any. */
+    const char *tenant = c->who.role == ROLE_ADMIN ? c->who.tenant_id : NULL;
+    const char *user = c->who.role == ROLE_USER ? c->who.user_id : NULL;
+    int rc = store_begin(conn, err);
+    if (rc == 0)
+        rc = store_token_revoke(conn, c->seg[2], tenant, user, err);
+    if (rc == 0)
+        rc = audit(conn, c, "token.revoke", "token", c->seg[2], NULL, err);
+    if (rc == 0)
+        rc = store_commit(conn, err);
+    if (rc == 0)
+        c->status = 204;
+    return rc;
+}
+
+static int h_audit(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    char *limit = call_query(c, "limit");
+    long n = 100;
+    if (limit) {
+        char *end;
+        n = strtol(limit, &end, 10);
+        int bad = !*limit || *end || n < 1 || n > 1000;
+        free(limit);
+        if (bad)
+            return call_fail(c, 400, "invalid", "limit",
+                             "query parameter \"limit\": expected 1 to 1000");
+    }
+    char tenant_id[24] = "", ns[16];
+    snprintf(ns, sizeof(ns), "%ld", n);
+    int rc;
+    if (c->who.role == ROLE_SUPER) {
+        char *t = call_query(c, "tenant");
+        rc = t ? store_tenant_id(conn, t, tenant_id, err) : 0;
+        free(t);
+        if (rc)
+            return rc;
+    } else {
+        snprintf(tenant_id, sizeof(tenant_id), "%s", c->who.tenant_id);
+    }
+    json_t *items;
+    if ((rc = store_audit_list(conn, *tenant_id ? tenant_id : NULL, ns, &items, err)) != 0)
+        return rc;
+    c->out = json_pack("{s:o}", "items", items);
+    c->status = 200;
     return 0;
 }
 
@@ -1273,6 +1323,8 @@ struct route {
 static const struct route routes[] = {
     {GET, "v1/whoami", h_whoami, ALL},
     {POST, "v1/tokens", h_token_new, ALL},
+    {DEL, "v1/tokens/*", h_token_revoke, ALL},
+    {GET, "v1/audit", h_audit, ROLE_SUPER | ROLE_ADMIN},
     {GET, "v1/tenants", h_tenant_list, ROLE_SUPER},
     {POST, "v1/tenants", h_tenant_create, ROLE_SUPER},
     {GET, "v1/users", h_user_list, ROLE_SUPER | ROLE_ADMIN},

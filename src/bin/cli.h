@@ -22,5 +22,6 @@ int cli_fleet_main(int argc, char **argv);
 int cli_tenant_main(int argc, char **argv);
 int cli_user_main(int argc, char **argv);
 int cli_token_main(int argc, char **argv);
+int cli_audit_main(int argc, char **argv);
 
 #endif

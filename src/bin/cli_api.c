@@ -733,8 +733,17 @@ int cli_token_main(int argc, char **argv)
 {
     struct cli_opts o;
     argc = cli_take_opts(argc, argv, &o);
+    if (argc == 3 && strcmp(argv[1], "revoke") == 0) {
+        char *p = xasprintf("/v1/tokens/%s", argv[2]);
+        int rc = run(&o, "DELETE", p, NULL, NULL, NULL);
+        free(p);
+        if (rc == 0 && !o.json)
+            printf("token %s revoked\n", argv[2]);
+        return rc;
+    }
     if (argc != 2 || strcmp(argv[1], "create") != 0) {
-        fprintf(stderr, "usage: drover token create   (a new token for the caller)\n");
+        fprintf(stderr, "usage: drover token create          a new token for the caller\n"
+                        "       drover token revoke ID       ID: the 16 hex digits after drv_\n");
         return 2;
     }
     json_t *out, *empty = json_object();
@@ -753,4 +762,23 @@ int cli_token_main(int argc, char **argv)
         printf("%s\n", str(out, "token"));
     json_decref(out);
     return 0;
+}
+
+int cli_audit_main(int argc, char **argv)
+{
+    struct cli_opts o;
+    argc = cli_take_opts(argc, argv, &o);
+    static const char *const cols[] = {"at",        "actor",  "action", "entity_kind",
+                                       "entity_id", "source", NULL};
+    const char *limit = flag(&argc, argv, "--limit");
+    const char *tenant = flag(&argc, argv, "--tenant");
+    if (argc != 1) {
+        fprintf(stderr, "usage: drover audit [--limit N] [--tenant T]   (newest first)\n");
+        return 2;
+    }
+    char *p = xasprintf("/v1/audit?limit=%s%s%s", limit ? limit : "100", tenant ? "&tenant=" : "",
+                        tenant ? tenant : "");
+    int rc = run(&o, "GET", p, NULL, cols, NULL);
+    free(p);
+    return rc;
 }

@@ -121,6 +121,15 @@ void store_rollback(PGconn *conn);
 int store_token_lookup(PGconn *conn, const char *token_id, json_t **row, struct drv_err *err);
 int store_token_insert(PGconn *conn, const char *token_id, const char *user_id,
                        const char *salt_hex, const char *hash_hex, struct drv_err *err);
+/*
+ * Revoke a token by its public id. Only a token of user_id (when not NULL) or
+ * of a user of tenant_id (when not NULL) is found: DRV_ENOENT otherwise.
+ */
+int store_token_revoke(PGconn *conn, const char *token_id, const char *tenant_id,
+                       const char *user_id, struct drv_err *err);
+/* The newest limit audit entries of a tenant (every tenant's when NULL). */
+int store_audit_list(PGconn *conn, const char *tenant_id, const char *limit, json_t **items,
+                     struct drv_err *err);
 /* 1 when a superadmin exists. */
 int store_superadmin_exists(PGconn *conn, int *exists, struct drv_err *err);
 /* tenant_id NULL for a superadmin. *user_id receives the new id (text, 24 bytes). */

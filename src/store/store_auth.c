@@ -6,6 +6,7 @@
  * this file. bytea values travel as hex text ('\x...').
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store.h"
@@ -128,4 +129,34 @@ int store_audit(PGconn *conn, const char *tenant_id, const char *user_id, const 
                        " entity_id, source, detail)"
                        " VALUES ($1::bigint, $2::bigint, $3, $4, $5, $6, $7, $8::jsonb)",
                        8, p, NULL, err);
+}
+
+int store_token_revoke(PGconn *conn, const char *token_id, const char *tenant_id,
+                       const char *user_id, struct drv_err *err)
+{
+    const char *p[] = {token_id, tenant_id, user_id};
+    PGresult *r;
+    int rc = store_execp(conn,
+                         "UPDATE api_tokens t SET revoked_at = now() FROM users u"
+                         " WHERE u.id = t.user_id AND t.id = $1 AND t.revoked_at IS NULL"
+                         " AND ($2::bigint IS NULL OR u.tenant_id = $2::bigint)"
+                         " AND ($3::bigint IS NULL OR u.id = $3::bigint)",
+                         3, p, &r, err);
+    if (rc)
+        return rc;
+    int n = atoi(PQcmdTuples(r));
+    PQclear(r);
+    return n ? 0 : drv_err_set(err, DRV_ENOENT, 0, "no token \"%s\"", token_id);
+}
+
+int store_audit_list(PGconn *conn, const char *tenant_id, const char *limit, json_t **items,
+                     struct drv_err *err)
+{
+    const char *p[] = {tenant_id, limit};
+    return store_query_json(conn,
+                            "SELECT id::text AS id, at, actor, action, entity_kind, entity_id,"
+                            " source, detail FROM audit_log"
+                            " WHERE ($1::bigint IS NULL OR tenant_id = $1::bigint)"
+                            " ORDER BY audit_log.id DESC LIMIT $2::integer",
+                            2, p, items, err);
 }

@@ -267,6 +267,6 @@ int store_job_open_ids(PGconn *conn, const char *tenant_id, json_t **ids, struct
         conn,
         "SELECT id::text AS id, operation, status FROM jobs"
         " WHERE ($1::bigint IS NULL OR tenant_id = $1::bigint)"
-        " AND status IN ('pending', 'running', 'paused') ORDER BY id LIMIT 1000",
+        " AND status IN ('pending', 'running', 'paused') ORDER BY jobs.id LIMIT 1000",
         1, p, ids, err);
 }
