@@ -56,6 +56,11 @@ int it_zk_count(void);
 
 /* Close the session of s from a second handle: s sees it expire. */
 void it_expire(struct coord_session *s);
+/* Read path through s (running base) until it holds want, or fail after timeout_ms. */
+void it_read_until(struct event_base *base, struct coord_session *s, const char *path,
+                   const char *want, int timeout_ms);
+/* Wait (blocking, without running any loop) until path is gone on the server. */
+void it_wait_gone(const char *path);
 
 /* The lock test's counter znode /drover/itest/counter: {"count":N,"token":T}. */
 void it_read_counter(struct event_base *base, struct coord_session *s, long *count, long *token);

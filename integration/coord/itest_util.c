@@ -16,6 +16,7 @@
 #include "itest.h"
 #include "xalloc.h"
 #include "log.h"
+#define THREADED 1 /* the synchronous calls of libzookeeper_mt */
 #include <zookeeper/zookeeper.h>
 
 static pid_t children[64];
@@ -286,13 +287,29 @@ void it_expire(struct coord_session *s)
     clientid_t cid;
     CHECK(coord_session_credentials(s, &id, cid.passwd) == 0, "no session to expire");
     cid.client_id = id;
-    zhandle_t *zh = zookeeper_init2(it_zk(), NULL, 10000, &cid, NULL, 0, log_zk_callback);
-    CHECK(zh, "zookeeper_init2");
-    for (int i = 0; i < 1500 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-        usleep(10000);
-    CHECK(zoo_state(zh) == ZOO_CONNECTED_STATE, "second handle did not connect");
-    /* Closing the second handle closes the shared session on the server. */
-    zookeeper_close(zh);
+    /*
+     * Take the session over from a second handle and close it there. The
+     * owner's client may reconnect (moving the session back) before the close
+     * request is processed, so check from a fresh handle that the session is
+     * really gone, and close it again until it is.
+     */
+    for (int attempt = 0; attempt < 20; attempt++) {
+        zhandle_t *zh = zookeeper_init2(it_zk(), NULL, 10000, &cid, NULL, 0, log_zk_callback);
+        CHECK(zh, "zookeeper_init2");
+        int st = 0;
+        for (int i = 0; i < 1500; i++) {
+            st = zoo_state(zh);
+            if (st == ZOO_CONNECTED_STATE || st == ZOO_EXPIRED_SESSION_STATE)
+                break;
+            usleep(10000);
+        }
+        zookeeper_close(zh);
+        if (st == ZOO_EXPIRED_SESSION_STATE)
+            return;
+        CHECK(st == ZOO_CONNECTED_STATE, "second handle state %d", st);
+        usleep(50000);
+    }
+    CHECK(false, "session 0x%llx would not end", (unsigned long long)id);
 }
 
 /* ---- the shared counter of the lock test ------------------------------------ */
@@ -346,6 +363,21 @@ void it_read_check(struct event_base *base, struct coord_session *s, const char 
     coord_get(s, path, on_get, &r);
     CHECK(it_run_until(base, &r.done, 30000) && r.rc == 0, "read %s rc %d", path, r.rc);
     CHECK(strcmp(r.data, want) == 0, "%s holds %s, want %s", path, r.data, want);
+}
+
+void it_read_until(struct event_base *base, struct coord_session *s, const char *path,
+                   const char *want, int timeout_ms)
+{
+    struct rd r = {0};
+    for (int waited = 0;; waited += 20) {
+        memset(&r, 0, sizeof(r));
+        coord_get(s, path, on_get, &r);
+        CHECK(it_run_until(base, &r.done, 30000), "read %s", path);
+        if (r.rc == 0 && strcmp(r.data, want) == 0)
+            return;
+        CHECK(waited < timeout_ms, "%s: rc %d, holds %s, want %s", path, r.rc, r.data, want);
+        it_run_for(base, 20);
+    }
 }
 
 /* ---- child output ------------------------------------------------------------ */
@@ -489,4 +521,22 @@ void it_proxy_cut(void)
 int it_zk_port(int n)
 {
     return zk_port(n);
+}
+
+void it_wait_gone(const char *path)
+{
+    zhandle_t *zh = zookeeper_init2(it_zk(), NULL, 10000, NULL, NULL, 0, log_zk_callback);
+    CHECK(zh, "zookeeper_init2");
+    for (int i = 0; i < 1500 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+        usleep(10000);
+    int rc = ZOK;
+    for (int i = 0; i < 3000; i++) {
+        struct Stat st;
+        rc = zoo_exists(zh, path, 0, &st);
+        if (rc == ZNONODE)
+            break;
+        usleep(10000);
+    }
+    zookeeper_close(zh);
+    CHECK(rc == ZNONODE, "%s is still there (rc %d)", path, rc);
 }

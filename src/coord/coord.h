@@ -408,7 +408,8 @@ void coord_queue_take(struct coord_queue *q, int timeout_ms, coord_take_cb cb, v
 /*
  * Done with an item: delete item and claim in one multi-op, applied only if
  * the claim still exists in this session (DRV_ECONFLICT otherwise: someone else
- * may now hold it). done may be NULL.
+ * may now hold it). Completes asked for in one turn of the loop share one
+ * multi-op. done may be NULL.
  */
 void coord_queue_complete(struct coord_queue *q, const char *item_id, coord_done_cb done,
                           void *arg);
@@ -425,7 +426,8 @@ typedef void (*coord_stats_cb)(const struct coord_queue_stats *st, int rc, void 
 
 /*
  * Read the queue's figures: shards + 1 small stat reads (no listing) for
- * length and claims, and one head read per shard for the age.
+ * length and claims, and for the age one stat read per non-empty shard of its
+ * cached oldest item (a shard is listed again only when that item is gone).
  */
 void coord_queue_stats(struct coord_queue *q, coord_stats_cb cb, void *arg);
 

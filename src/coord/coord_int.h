@@ -36,6 +36,8 @@ struct coord__op {
     intptr_t tag;
     unsigned gen; /* session generation at issue */
     bool counted; /* a request counted in s->inflight */
+    bool queued;  /* handed to the loop already (guarded by s->mu) */
+    bool zombie;  /* refused at once: kept until its handle is closed */
     /* results, copied from ZooKeeper's buffers */
     int rc;
     bool has_stat;
@@ -109,6 +111,7 @@ struct coord_session {
     long inflight;                /* requests issued and not yet done */
     struct event *suspect_timer;  /* runs while SUSPENDED */
     struct timer_closure *timers; /* pending coord__timer closures */
+    struct coord__op *zombies;    /* see issued() in session.c */
     bool suspected;               /* SUSPECT was told during this suspension */
     bool draining;                /* coord_session_free waits on cond for results (guarded by mu) */
     const struct ACL_vector *acl;

@@ -798,19 +798,30 @@ static void committed(struct coord__op *op)
     free(r.created);
 }
 
+static void fence_not_held(void *owner)
+{
+    struct commit *c = owner;
+    struct coord_txn_result r = {.rc = DRV_ECONFLICT, .failed_op = -1, .zrc = ZNONODE};
+    r.n = c->t->n;
+    r.created = xcalloc(r.n ? r.n : 1, sizeof(char *));
+    log_info(MOD, "event=txn-failed reason=fence-not-held");
+    commit_end(c, &r);
+    free(r.created);
+}
+
 static void send_commit(struct commit *c)
 {
     struct coord_txn *t = c->t;
+    struct coord_lock *fence = c->fence;
+    if (fence && !(fence->st == L_HELD && fence->attempt == c->fence_attempt && fence->node)) {
+        /* Not held (any more): fail without asking the server, on the next turn. */
+        coord__timer(c->s, 0, fence_not_held, c);
+        return;
+    }
     struct coord__op *op = coord__op_new(c->s, committed, c);
     coord__multi_init(op, (int)t->n + c->first);
-    if (c->fence) {
-        /* Not held (any more): check a path that cannot exist, so the commit fails the same way. */
-        struct coord_lock *fence = c->fence;
-        const char *node = fence->st == L_HELD && fence->attempt == c->fence_attempt && fence->node
-                               ? fence->node
-                               : "/drover/.not-held";
-        coord__mop_check(op, 0, node, -1);
-    }
+    if (fence)
+        coord__mop_check(op, 0, fence->node, -1);
     for (size_t i = 0; i < t->n; i++) {
         struct trec *r = &t->r[i];
         int k = c->first + (int)i;

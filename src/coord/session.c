@@ -128,10 +128,15 @@ void coord__unique_prefix(struct coord_session *s, char *buf, size_t n)
 
 /* ---- the hand-off queue ------------------------------------------------ */
 
-static void push(struct coord_session *s, struct coord__op *op)
+/*
+ * Queue op for the loop, once. Called with s->mu held; returns whether the
+ * loop must be woken. An op is queued at most once: by its completion or, when
+ * the client library refused the request at once, by the issuer (see issued()).
+ */
+static bool enqueue_locked(struct coord_session *s, struct coord__op *op)
 {
-    pthread_mutex_lock(&s->mu);
     bool was_empty = s->q_head == NULL;
+    op->queued = true;
     op->next = NULL;
     if (s->q_tail)
         s->q_tail->next = op;
@@ -140,14 +145,50 @@ static void push(struct coord_session *s, struct coord__op *op)
     s->q_tail = op;
     if (s->draining)
         pthread_cond_broadcast(&s->cond);
+    return was_empty;
+}
+
+static void wake(struct coord_session *s)
+{
+    uint64_t one = 1;
+    ssize_t w;
+    do {
+        w = write(s->efd, &one, sizeof(one));
+    } while (w < 0 && errno == EINTR);
+}
+
+static void push(struct coord_session *s, struct coord__op *op)
+{
+    pthread_mutex_lock(&s->mu);
+    bool w = enqueue_locked(s, op);
     pthread_mutex_unlock(&s->mu);
-    if (was_empty) {
-        uint64_t one = 1;
-        ssize_t w;
-        do {
-            w = write(s->efd, &one, sizeof(one));
-        } while (w < 0 && errno == EINTR);
+    if (w)
+        wake(s);
+}
+
+/*
+ * A completion starts here: false when the op was already queued by its
+ * issuer (an immediate failure), in which case the completion must not touch
+ * it. On true the caller fills the op and calls completion_end(), all under
+ * s->mu, so that the issuer never sees a half-filled op.
+ */
+static bool completion_begin(struct coord__op *op)
+{
+    pthread_mutex_lock(&op->s->mu);
+    if (op->queued) {
+        pthread_mutex_unlock(&op->s->mu);
+        return false;
     }
+    return true;
+}
+
+static void completion_end(struct coord__op *op)
+{
+    struct coord_session *s = op->s;
+    bool w = enqueue_locked(s, op);
+    pthread_mutex_unlock(&s->mu);
+    if (w)
+        wake(s);
 }
 
 static void noop_done(struct coord__op *op)
@@ -192,24 +233,30 @@ void coord__op_free(struct coord__op *op)
 static void c_void(int rc, const void *data)
 {
     struct coord__op *op = (struct coord__op *)data;
+    if (!completion_begin(op))
+        return;
     op->rc = rc;
-    push(op->s, op);
+    completion_end(op);
 }
 
 static void c_stat(int rc, const struct Stat *stat, const void *data)
 {
     struct coord__op *op = (struct coord__op *)data;
+    if (!completion_begin(op))
+        return;
     op->rc = rc;
     if (rc == ZOK && stat) {
         op->stat = *stat;
         op->has_stat = true;
     }
-    push(op->s, op);
+    completion_end(op);
 }
 
 static void c_string_stat(int rc, const char *value, const struct Stat *stat, const void *data)
 {
     struct coord__op *op = (struct coord__op *)data;
+    if (!completion_begin(op))
+        return;
     op->rc = rc;
     if (rc == ZOK && value)
         op->value = xstrdup(value);
@@ -217,13 +264,15 @@ static void c_string_stat(int rc, const char *value, const struct Stat *stat, co
         op->stat = *stat;
         op->has_stat = true;
     }
-    push(op->s, op);
+    completion_end(op);
 }
 
 static void c_data(int rc, const char *value, int value_len, const struct Stat *stat,
                    const void *data)
 {
     struct coord__op *op = (struct coord__op *)data;
+    if (!completion_begin(op))
+        return;
     op->rc = rc;
     if (rc == ZOK) {
         int n = value && value_len > 0 ? value_len : 0;
@@ -237,13 +286,15 @@ static void c_data(int rc, const char *value, int value_len, const struct Stat *
             op->has_stat = true;
         }
     }
-    push(op->s, op);
+    completion_end(op);
 }
 
 static void c_strings_stat(int rc, const struct String_vector *strings, const struct Stat *stat,
                            const void *data)
 {
     struct coord__op *op = (struct coord__op *)data;
+    if (!completion_begin(op))
+        return;
     op->rc = rc;
     if (rc == ZOK && strings) {
         op->strc = strings->count;
@@ -255,7 +306,7 @@ static void c_strings_stat(int rc, const struct String_vector *strings, const st
         op->stat = *stat;
         op->has_stat = true;
     }
-    push(op->s, op);
+    completion_end(op);
 }
 
 static void watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
@@ -282,10 +333,16 @@ static void watcher(zhandle_t *zh, int type, int state, const char *path, void *
 /* ---- issuing (loop thread) -------------------------------------------- */
 
 /* After coord_session_free closed the handle, requests fail at once with ZCLOSING. */
+/*
+ * ... and on a handle whose session has expired, they fail at once with
+ * ZINVALIDSTATE without calling the client library, whose multi-op call
+ * frees memory it does not own when it refuses a request on such a handle.
+ */
 #define CLOSED_GUARD(op)                                                                           \
     do {                                                                                           \
-        if (!(op)->s->zh) {                                                                        \
-            (op)->rc = ZCLOSING;                                                                   \
+        int zst_ = (op)->s->zh ? zoo_state((op)->s->zh) : 0;                                       \
+        if (!(op)->s->zh || zst_ == ZOO_EXPIRED_SESSION_STATE || zst_ == ZOO_AUTH_FAILED_STATE) {  \
+            (op)->rc = (op)->s->zh ? ZINVALIDSTATE : ZCLOSING;                                     \
             push((op)->s, (op));                                                                   \
             return;                                                                                \
         }                                                                                          \
@@ -293,13 +350,27 @@ static void watcher(zhandle_t *zh, int type, int state, const char *path, void *
 
 static void issued(struct coord__op *op, int zrc)
 {
+    struct coord_session *s = op->s;
     op->counted = true;
-    op->s->inflight++;
-    if (zrc != ZOK) {
-        /* Deliver the immediate failure like any other result. */
+    s->inflight++;
+    if (zrc == ZOK)
+        return;
+    /*
+     * Refused at once. The client library may still have registered the
+     * completion (it does for some late failures), so queue the failure
+     * ourselves unless the completion already did, and keep the op alive
+     * until the handle is closed (see the zombie list) in case it fires.
+     */
+    pthread_mutex_lock(&s->mu);
+    bool w = false;
+    if (!op->queued) {
         op->rc = zrc;
-        push(op->s, op);
+        op->zombie = true;
+        w = enqueue_locked(s, op);
     }
+    pthread_mutex_unlock(&s->mu);
+    if (w)
+        wake(s);
 }
 
 void coord__zk_create(struct coord__op *op, const char *path, const char *data, int flags)
@@ -397,7 +468,12 @@ void coord__mop_check(struct coord__op *op, int i, const char *path, int version
 void coord__zk_multi(struct coord__op *op)
 {
     CLOSED_GUARD(op);
-    issued(op, zoo_amulti(op->s->zh, op->nops, op->ops, op->results, c_void, op));
+    int zrc = zoo_amulti(op->s->zh, op->nops, op->ops, op->results, c_void, op);
+    if (zrc != ZOK) {
+        /* The library may have freed some of the op's strings: leak them rather. */
+        op->nstrs = 0;
+    }
+    issued(op, zrc);
 }
 
 /* ---- listeners and watches -------------------------------------------- */
@@ -587,6 +663,12 @@ static void close_handle(struct coord_session *s)
     zookeeper_close(s->zh);
     s->zh = NULL;
     free(hc);
+    /* No completion of the closed handle can come any more. */
+    while (s->zombies) {
+        struct coord__op *z = s->zombies;
+        s->zombies = z->next;
+        coord__op_free(z);
+    }
 }
 
 static void report(struct coord_session *s, enum coord_state st)
@@ -687,7 +769,13 @@ static void on_efd(evutil_socket_t fd, short what, void *arg)
             else
                 dispatch_watch(s, op->ev_type, op->path);
         }
-        coord__op_free(op);
+        if (op->zombie) {
+            /* Its completion may still come: free it once the handle is closed. */
+            op->next = s->zombies;
+            s->zombies = op;
+        } else {
+            coord__op_free(op);
+        }
         op = next;
     }
 }
@@ -841,6 +929,11 @@ void coord_session_free(struct coord_session *s)
     }
     report(s, COORD_CLOSED);
     cancel_suspect(s);
+    while (s->zombies) {
+        struct coord__op *z = s->zombies;
+        s->zombies = z->next;
+        coord__op_free(z);
+    }
     event_free(s->ev);
     close(s->efd);
     for (size_t i = 0; i < s->n_watches; i++)
