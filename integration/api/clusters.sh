@@ -60,7 +60,22 @@ api POST /v1/services '{"name":"b1","provisioner":{"actions":{}}}' > /dev/null
 expect 201 "$(api POST /v1/clustertemplates '{"name":"tight","compatibility":{"services":["a1","b1"]},"defaults":{"services":["a1","b1"],"provider":"rackspace","hardwaretype":"standard-small","imagetype":"centos6"},"constraints":{"layout":{"cantcoexist":[["a1","b1"]]},"services":{"a1":{"quantities":{"min":2}},"b1":{"quantities":{"min":2}}}}}')" '' "template tight"
 before=$(counts)
 expect 422 "$(api POST /v1/clusters '{"name":"x","template":"tight","nodes":3}' "$USER")"   '.error.code == "unsatisfiable" and (.error.message | test("^no layout: "))' "unsatisfiable layout (the solver's reason)"
-expect 202 "$(api POST /v1/clusters '{"name":"t4","template":"tight","nodes":4}' "$USER")"   '.cluster.layout.nodes | length == 2' "the same template with enough nodes"
+r=$(api POST /v1/clusters '{"name":"t4","template":"tight","nodes":4}' "$USER")
+expect 202 "$r" '.cluster.layout.nodes | length == 2' "the same template with enough nodes"
+T4=$(body_of "$r" | jq -r .cluster.id)
+expect 200 "$(api POST "/v1/jobs/$(body_of "$r" | jq -r .job.id)/cancel" '' "$USER")" '' "cancel t4's create"
+# Layout changes are solved against the cluster as it is: a shrink that would
+# break a quantity is refused with the solver's reason, and records nothing.
+before_t4=$(counts)
+expect 422 "$(api POST "/v1/clusters/$T4/shrink" '{"nodes":1}' "$USER")" \
+  '.error.code == "unsatisfiable" and (.error.message | test("^no layout: "))' "shrink below a service's minimum"
+[ "$(counts)" = "$before_t4" ] || fail "a refused shrink wrote rows"
+r=$(api POST "/v1/clusters/$T4/expand" '{"nodes":2}' "$USER")
+expect 202 "$r" '.job.operation == "expand"' "expand t4 by 2"
+expect 200 "$(api GET "/v1/jobs/$(body_of "$r" | jq -r .job.id)" '' "$USER")" \
+  '.request.target.size == 6 and (.request.target.layout.nodes | map(.count) | add) == 6' \
+  "the expand's job carries the solved target layout"
+expect 200 "$(api POST "/v1/jobs/$(body_of "$r" | jq -r .job.id)/cancel" '' "$USER")" '' "cancel t4's expand"
 before=$(counts)
 bad 409 conflict name '{"name":"web1","template":"lamp","nodes":1,"provider":"rackspace"}' "name in use"
 head -c 1100000 /dev/zero | tr '\0' 'a' | jq -Rc '{name: "big", template: "lamp", nodes: 1, config: {blob: .}}' > "$T/big.json"
@@ -92,8 +107,10 @@ expect 404 "$(api GET "/v1/jobs/$JID/plan" '' "$USER")" '.error.code == "not-fou
 expect 400 "$(api POST "/v1/clusters/$CID/expand" '{"nodes":"two"}' "$USER")" '.error.field == "nodes"' "expand with a bad body"
 expect 422 "$(api POST "/v1/clusters/$CID/shrink" '{"nodes":3}' "$USER")" '.error.code == "unsatisfiable"' "shrink to nothing"
 expect 404 "$(api POST "/v1/clusters/$CID/fly" '{}' "$USER")" '.error.code == "not-found"' "unknown operation"
-for op in 'expand {"nodes":2}' 'shrink {"nodes":1}' 'addservices {"services":["php"]}' \
-  'removeservices {"services":["php"]}' 'configure {"config":{"a":1}}' 'start {}' 'stop {}' \
+expect 422 "$(api POST "/v1/clusters/$CID/removeservices" '{"services":["php"]}' "$USER")" \
+  '.error.code == "unsatisfiable" and (.error.message | test("php-modules"))' "remove a service another one requires"
+for op in 'expand {"nodes":2}' 'shrink {"nodes":1}' 'addservices {"services":["memcached"]}' \
+  'removeservices {"services":["mysql-server"]}' 'configure {"config":{"a":1}}' 'start {}' 'stop {}' \
   'restart {}' 'upgrade {}'; do
   name=${op%% *}
   r=$(api POST "/v1/clusters/$CID/$name" "${op#* }" "$USER")

@@ -966,6 +966,103 @@ static int check_op(struct call *c, const char *op, const json_t *cluster)
     return 0;
 }
 
+/* The cluster's services after addservices or removeservices of body's "services". */
+static json_t *services_after(const json_t *now, const char *op, const json_t *change)
+{
+    json_t *out = json_array();
+    size_t i, k;
+    json_t *v, *w;
+    json_array_foreach(now, i, v)
+    {
+        int named = 0;
+        json_array_foreach(change, k, w) named |= json_equal(v, w);
+        if (!(named && strcmp(op, "removeservices") == 0))
+            json_array_append(out, v);
+    }
+    if (strcmp(op, "addservices") == 0) {
+        json_array_foreach(change, k, w)
+        {
+            int have = 0;
+            json_array_foreach(out, i, v) have |= json_equal(v, w);
+            if (!have)
+                json_array_append(out, w);
+        }
+    }
+    return out;
+}
+
+/*
+ * Operations that change the layout (expand, shrink, addservices,
+ * removeservices) solve the target before anything is recorded, with the
+ * cluster's current layout as a constraint: its nodes keep their hardware and
+ * image, uninvolved services never move, a shrink never drops the only
+ * holder of a service. A change that cannot be met is 422 with the solver's
+ * reason; otherwise *target is the new layout (JSON), stored with the job.
+ * Other operations leave *target NULL. The tenant's current catalogue is used.
+ */
+static int solve_change(PGconn *conn, struct call *c, const char *op, const json_t *cluster,
+                        json_t **target, struct drv_err *err)
+{
+    *target = NULL;
+    int grow = strcmp(op, "expand") == 0 || strcmp(op, "shrink") == 0;
+    if (!grow && strcmp(op, "addservices") != 0 && strcmp(op, "removeservices") != 0)
+        return 0;
+    const char *tname = json_string_value(json_object_get(cluster, "template"));
+    struct model_catalog *cat = NULL;
+    struct model_template *t = NULL;
+    struct model_layout *existing = NULL, *layout = NULL;
+    json_t *rows = NULL, *services = NULL;
+    int rc = load_catalog(conn, c, &cat, &rows, err);
+    json_decref(rows);
+    if (rc == 0 && model_template_resolve(cat, tname, &t, err) != 0)
+        rc = call_fail(c, 422, "unknown-reference", "template", "template \"%s\": %s", tname,
+                       err->msg);
+    if (rc == 0 &&
+        model_layout_from_json(json_object_get(cluster, "layout"), &existing, err) != 0) {
+        log_error("api", "event=bad_stored_layout cluster=%s error=\"%s\"", c->seg[2], err->msg);
+        rc = call_fail(c, 500, "internal", NULL, "internal error (see the server log)");
+    }
+    if (rc == 0) {
+        json_int_t nodes = grow ? json_integer_value(json_object_get(c->body, "nodes"))
+                                : json_integer_value(json_object_get(cluster, "size"));
+        if (strcmp(op, "expand") == 0)
+            nodes += json_integer_value(json_object_get(cluster, "size"));
+        else if (strcmp(op, "shrink") == 0)
+            nodes = json_integer_value(json_object_get(cluster, "size")) - nodes;
+        services = grow ? json_incref(json_object_get(cluster, "services"))
+                        : services_after(json_object_get(cluster, "services"), op,
+                                         json_object_get(c->body, "services"));
+        size_t n = json_array_size(services);
+        const char **names = xcalloc(n + 1, sizeof(*names));
+        for (size_t i = 0; i < n; i++)
+            names[i] = json_string_value(json_array_get(services, i));
+        struct solver_request sr = {
+            .catalog = cat,
+            .tmpl = t,
+            .nodes = (unsigned)nodes,
+            .services = n ? names : NULL,
+            .n_services = n,
+            .provider = json_string_value(json_object_get(cluster, "provider")),
+            .existing = existing,
+            .cmp_prefers_supersets = true,
+        };
+        rc = solver_solve(&sr, &layout, err);
+        free(names);
+        if (rc == DRV_EUNSAT || rc == DRV_EINVAL)
+            rc = call_fail(c, 422, "unsatisfiable", NULL, "no layout: %s", err->msg);
+    }
+    if (rc == 0)
+        *target =
+            json_pack("{s:o, s:o, s:I}", "layout", model_layout_to_json(layout, false), "services",
+                      json_incref(services), "size", (json_int_t)model_layout_size(layout));
+    json_decref(services);
+    model_layout_free(layout);
+    model_layout_free(existing);
+    model_template_free(t);
+    model_catalog_free(cat);
+    return rc;
+}
+
 static int cluster_operation(PGconn *conn, struct call *c, const char *op, struct drv_err *err)
 {
     /* Unknown operations are 404 before anything is read. */
@@ -994,7 +1091,15 @@ static int cluster_operation(PGconn *conn, struct call *c, const char *op, struc
             rc = 0;
         json_decref(open);
     }
-    char *req = c->body ? json_dumps(c->body, JSON_COMPACT | JSON_SORT_KEYS) : xstrdup("{}");
+    json_t *target = NULL;
+    if (rc == 0)
+        rc = solve_change(conn, c, op, cluster, &target, err);
+    /* The job's request: what was asked, and the solved target when the layout changes. */
+    json_t *request = c->body ? json_deep_copy(c->body) : json_object();
+    if (target)
+        json_object_set_new(request, "target", target);
+    char *req = json_dumps(request, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(request);
     if (rc == 0)
         rc =
             store_job_insert(conn, c->who.tenant_id, c->seg[2], op, req, c->who.user_id, &job, err);
