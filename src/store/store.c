@@ -11,6 +11,7 @@
  * requests still queued are freed without their callbacks.
  */
 #include "store.h"
+#include "store_int.h"
 
 #include <event2/event.h>
 #include <pthread.h>
@@ -95,24 +96,21 @@ const char *store_sqlstate(const struct drv_err *err, char buf[6])
     return buf;
 }
 
-static int finish_result(PGconn *conn, PGresult *r, PGresult **res, struct drv_err *err);
-
 int store_exec(PGconn *conn, const char *sql, int nparams, const char *const *params,
                PGresult **res, struct drv_err *err)
 {
     if (res)
         *res = NULL;
-    return finish_result(conn, PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0), res,
+    return store__result(conn, PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0), res,
                          err);
 }
 
 int store_exec_script(PGconn *conn, const char *sql, struct drv_err *err)
 {
-    return finish_result(conn, PQexec(conn, sql), NULL, err);
+    return store__result(conn, PQexec(conn, sql), NULL, err);
 }
 
-/* Check r's status: keep it in *res (when asked) on success, else fill err and free it. */
-static int finish_result(PGconn *conn, PGresult *r, PGresult **res, struct drv_err *err)
+int store__result(PGconn *conn, PGresult *r, PGresult **res, struct drv_err *err)
 {
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {

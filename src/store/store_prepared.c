@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "store.h"
+#include "store_int.h"
 
 #define MAX_PREPARED 256
 
@@ -40,33 +41,6 @@ static int sqlstate_is(const PGresult *r, const char *state)
     return s && strcmp(s, state) == 0;
 }
 
-/* Same encoding as store.c: the five SQLSTATE characters as a base-36 number. */
-static int sqlstate_code(const PGresult *r)
-{
-    const char *s = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    if (!s || strlen(s) != 5)
-        return 0;
-    int v = 0;
-    for (int i = 0; i < 5; i++) {
-        char ch = s[i];
-        v = v * 36 + (ch >= '0' && ch <= '9'   ? ch - '0'
-                      : ch >= 'A' && ch <= 'Z' ? ch - 'A' + 10
-                                               : 0);
-    }
-    return v;
-}
-
-static int fail(PGconn *conn, PGresult *r, struct drv_err *err)
-{
-    char msg[400];
-    snprintf(msg, sizeof(msg), "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(conn));
-    msg[strcspn(msg, "\n")] = '\0';
-    int code = PQstatus(conn) == CONNECTION_BAD ? DRV_EAGAIN : DRV_EPG;
-    drv_err_set(err, code, sqlstate_code(r), "postgresql: %s", msg);
-    PQclear(r);
-    return code;
-}
-
 /* The statement's index in the cache, preparing it when new; -1 when the cache is full. */
 static int prepare(PGconn *conn, const char *sql, int nparams, int *rc, struct drv_err *err)
 {
@@ -80,7 +54,7 @@ static int prepare(PGconn *conn, const char *sql, int nparams, int *rc, struct d
             snprintf(set, sizeof(set), "SET statement_timeout = %ld", query_timeout_ms);
             PGresult *r = PQexec(conn, set);
             if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-                *rc = fail(conn, r, err);
+                *rc = store__result(conn, r, NULL, err);
                 return -1;
             }
             PQclear(r);
@@ -97,7 +71,7 @@ static int prepare(PGconn *conn, const char *sql, int nparams, int *rc, struct d
     snprintf(name, sizeof(name), "drv_%d", cache.n);
     PGresult *r = PQprepare(conn, name, sql, nparams, NULL);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        *rc = fail(conn, r, err);
+        *rc = store__result(conn, r, NULL, err);
         return -1;
     }
     PQclear(r);
@@ -120,14 +94,6 @@ int store_execp(PGconn *conn, const char *sql, int nparams, const char *const *p
         char name[24];
         snprintf(name, sizeof(name), "drv_%d", i);
         PGresult *r = PQexecPrepared(conn, name, nparams, params, NULL, NULL, 0);
-        ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-        if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-            if (res)
-                *res = r;
-            else
-                PQclear(r);
-            return 0;
-        }
         if (attempt == 0 && sqlstate_is(r, "26000")) { /* not prepared after all */
             PQclear(r);
             memset(&cache, 0, sizeof(cache));
@@ -138,7 +104,7 @@ int store_execp(PGconn *conn, const char *sql, int nparams, const char *const *p
             return drv_err_set(err, DRV_ETIMEDOUT, 0, "postgresql: query took longer than %ld ms",
                                query_timeout_ms);
         }
-        return fail(conn, r, err);
+        return store__result(conn, r, res, err);
     }
     return drv_err_set(err, DRV_EPG, 0, "postgresql: prepared statement lost twice");
 }
