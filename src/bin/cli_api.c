@@ -84,18 +84,32 @@ static void table(const json_t *items, const char *const *cols)
 }
 
 /* Do the call and print: table cols for {"items": [...]}, else JSON. */
+/*
+ * One API call: 0 with the reply in *out (the caller's, may be NULL for an
+ * empty body), or 1 once the failure has been told on stderr (*out NULL).
+ */
+static int call(const struct cli_opts *o, const char *method, const char *path, const json_t *body,
+                json_t **out)
+{
+    int st = cli_call(o, method, path, body, out, NULL);
+    if (st < 0)
+        return 1;
+    if (st >= 400) {
+        int rc = cli_api_error(st, *out);
+        json_decref(*out);
+        *out = NULL;
+        return rc;
+    }
+    return 0;
+}
+
 static int run(const struct cli_opts *o, const char *method, const char *path, const json_t *body,
                const char *const *cols, const char *list_key)
 {
     json_t *out;
-    int st = cli_call(o, method, path, body, &out, NULL);
-    if (st < 0)
-        return 1;
-    if (st >= 400) {
-        int rc = cli_api_error(st, out);
-        json_decref(out);
+    int rc = call(o, method, path, body, &out);
+    if (rc)
         return rc;
-    }
     if (o->json || !cols) {
         if (out)
             print_json(out);
@@ -237,15 +251,10 @@ int cli_import_main(int argc, char **argv)
     if (!body)
         return 2;
     json_t *out;
-    int st = cli_call(&o, "POST", "/v1/import", body, &out, NULL);
+    int rc = call(&o, "POST", "/v1/import", body, &out);
     json_decref(body);
-    if (st < 0)
-        return 1;
-    if (st >= 400) {
-        int rc = cli_api_error(st, out);
-        json_decref(out);
+    if (rc)
         return rc;
-    }
     if (o.json) {
         print_json(out);
     } else {
@@ -542,15 +551,10 @@ int cli_job_main(int argc, char **argv)
     if (strcmp(verb, "get") == 0) {
         char *p = xasprintf("/v1/jobs/%s", id);
         json_t *out;
-        int st = cli_call(&o, "GET", p, NULL, &out, NULL);
+        int rc = call(&o, "GET", p, NULL, &out);
         free(p);
-        if (st < 0)
-            return 1;
-        if (st >= 400) {
-            int rc = cli_api_error(st, out);
-            json_decref(out);
+        if (rc)
             return rc;
-        }
         if (o.json) {
             print_json(out);
         } else {
@@ -587,15 +591,10 @@ int cli_job_main(int argc, char **argv)
         strcmp(verb, "retry") == 0) {
         char *p = xasprintf("/v1/jobs/%s/%s", id, verb);
         json_t *out;
-        int st = cli_call(&o, "POST", p, NULL, &out, NULL);
+        int rc = call(&o, "POST", p, NULL, &out);
         free(p);
-        if (st < 0)
-            return 1;
-        if (st >= 400) {
-            int rc = cli_api_error(st, out);
-            json_decref(out);
+        if (rc)
             return rc;
-        }
         if (o.json)
             print_json(out);
         else
@@ -619,14 +618,9 @@ int cli_fleet_main(int argc, char **argv)
     }
     if (strcmp(argv[0], "members") == 0) {
         json_t *out;
-        int st = cli_call(&o, "GET", "/v1/members", NULL, &out, NULL);
-        if (st < 0)
-            return 1;
-        if (st >= 400) {
-            int rc = cli_api_error(st, out);
-            json_decref(out);
+        int rc = call(&o, "GET", "/v1/members", NULL, &out);
+        if (rc)
             return rc;
-        }
         if (o.json) {
             print_json(out);
         } else {
@@ -650,14 +644,9 @@ int cli_fleet_main(int argc, char **argv)
         return run(&o, "GET", "/v1/workers", NULL, wcols, "workers");
     if (strcmp(argv[0], "whoami") == 0) {
         json_t *out;
-        int st = cli_call(&o, "GET", "/v1/whoami", NULL, &out, NULL);
-        if (st < 0)
-            return 1;
-        if (st >= 400) {
-            int rc = cli_api_error(st, out);
-            json_decref(out);
+        int rc = call(&o, "GET", "/v1/whoami", NULL, &out);
+        if (rc)
             return rc;
-        }
         if (o.json)
             print_json(out);
         else
@@ -705,15 +694,10 @@ int cli_user_main(int argc, char **argv)
         if (tenant)
             json_object_set_new(b, "tenant", json_string(tenant));
         json_t *out;
-        int st = cli_call(&o, "POST", "/v1/users", b, &out, NULL);
+        int rc = call(&o, "POST", "/v1/users", b, &out);
         json_decref(b);
-        if (st < 0)
-            return 1;
-        if (st >= 400) {
-            int rc = cli_api_error(st, out);
-            json_decref(out);
+        if (rc)
             return rc;
-        }
         if (o.json)
             print_json(out);
         else
@@ -747,15 +731,10 @@ int cli_token_main(int argc, char **argv)
         return 2;
     }
     json_t *out, *empty = json_object();
-    int st = cli_call(&o, "POST", "/v1/tokens", empty, &out, NULL);
+    int rc = call(&o, "POST", "/v1/tokens", empty, &out);
     json_decref(empty);
-    if (st < 0)
-        return 1;
-    if (st >= 400) {
-        int rc = cli_api_error(st, out);
-        json_decref(out);
+    if (rc)
         return rc;
-    }
     if (o.json)
         print_json(out);
     else
