@@ -36,3 +36,20 @@ set -e
 "$BIN/droverd" --check-config "$DROVER_SOURCE_DIR/conf/droverd.conf" > /dev/null
 "$BIN/drover-worker" --check-config "$DROVER_SOURCE_DIR/conf/drover-worker.conf" > /dev/null
 echo "ok: example configs pass --check-config"
+
+# The command line: --help lists the commands; CMD --help is usage on stdout, status 0;
+# a wrong command or argument is status 2.
+out=$("$BIN/drover" --help)
+for c in solve plan zk cluster job import members; do
+  grep -q "^  $c " <<< "$out" || { echo "FAIL: drover --help does not list $c" >&2; exit 1; }
+done
+for c in cluster import solve zk; do
+  out=$("$BIN/drover" "$c" --help 2> /dev/null) || { echo "FAIL: drover $c --help failed" >&2; exit 1; }
+  [[ "$out" == usage:* ]] || { echo "FAIL: drover $c --help printed \"$out\"" >&2; exit 1; }
+done
+set +e
+"$BIN/drover" frobnicate > /dev/null 2>&1; rc1=$?
+"$BIN/drover" cluster frobnicate > /dev/null 2>&1; rc2=$?
+set -e
+[ $rc1 = 2 ] && [ $rc2 = 2 ] || { echo "FAIL: usage errors exit $rc1 and $rc2, not 2" >&2; exit 1; }
+echo "ok: drover --help, CMD --help and usage errors"

@@ -236,9 +236,11 @@ int cli_import_main(int argc, char **argv)
 {
     struct cli_opts o;
     argc = cli_take_opts(argc, argv, &o);
-    if (argc != 2) {
-        fprintf(stderr, "usage: drover import DIR|FILE   (DIR: providers/, hardwaretypes/, ...)\n");
-        return 2;
+    int help = argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+    if (argc != 2 || help) {
+        fprintf(help ? stdout : stderr,
+                "usage: drover import DIR|FILE   (DIR: providers/, hardwaretypes/, ...)\n");
+        return help ? 0 : 2;
     }
     DIR *d = opendir(argv[1]);
     json_t *body;

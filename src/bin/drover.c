@@ -8,6 +8,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "planner.h"
@@ -81,9 +82,20 @@ int main(int argc, char **argv)
     char *name = argv[cmd];
     memmove(&argv[2], &argv[1], (size_t)(cmd - 1) * sizeof(*argv));
     argv[1] = name;
-    for (const struct command *c = commands; c->name; c++)
-        if (strcmp(c->name, argv[1]) == 0)
-            return c->main(argc - 1, argv + 1);
+    for (const struct command *c = commands; c->name; c++) {
+        if (strcmp(c->name, argv[1]) != 0)
+            continue;
+        if (argc == 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+            /* `drover CMD --help`: every command answers an argument it does not
+               take with its usage on stderr and status 2; asked for, that is
+               help, so it goes to stdout with status 0. */
+            fflush(stderr);
+            dup2(STDOUT_FILENO, STDERR_FILENO);
+            int rc = c->main(argc - 1, argv + 1);
+            return rc == 2 ? 0 : rc;
+        }
+        return c->main(argc - 1, argv + 1);
+    }
     fprintf(stderr, "drover: unknown command \"%s\"\n\n", argv[1]);
     usage(stderr);
     return 2;
