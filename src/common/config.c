@@ -76,6 +76,13 @@ static int parse_scaled(const char *v, const struct unit *units, long *out)
     return 0;
 }
 
+int config_parse_duration(const char *s, long *ms)
+{
+    static const struct unit units[] = {
+        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {NULL, 0}};
+    return parse_scaled(s, units, ms) == 0 ? 0 : DRV_EINVAL;
+}
+
 int config_split_addr(const char *addr, char *host, size_t n, int *port)
 {
     const char *colon = strrchr(addr, ':');

@@ -63,6 +63,9 @@ void config_free(const struct config_key *keys, void *cfg);
 /* Print the keys, types, defaults and help to stdout (one key a line). */
 void config_print_help(const struct config_key *keys);
 
+/* Parse a duration ("250ms", "5s", "2m", "1h" or bare milliseconds) into *ms; 0 or DRV_EINVAL. */
+int config_parse_duration(const char *s, long *ms);
+
 /* Split "host:port" into host (copied into host, size n) and port; 0 or DRV_EINVAL. */
 int config_split_addr(const char *addr, char *host, size_t n, int *port);
 

@@ -1,0 +1,190 @@
+/*
+ * sleep: a plugin for tests and benchmarks only (docs/plugins.md).
+ *
+ * It reads the task JSON on standard input, sleeps, and succeeds or fails as
+ * asked, so that tests can inject faults and benchmarks can give tasks a
+ * duration. Parameters come from the service action's fields, then from the
+ * cluster config's "sleep" object (the first that has the key wins):
+ *
+ *   duration_ms  how long to sleep (default 0)
+ *   jitter_ms    a random extra of up to this long
+ *   fail_rate    probability of failing (0..1)
+ *   fail_on      {"node":..., "task":..., "service":..., "attempts": n}: fail
+ *                the matching tasks (all given keys must match), only on
+ *                attempts <= n when n is given
+ *   hang         true: never exit (time-limit tests)
+ *   exclusive_dir  hold an exclusive flock on <dir>/<job>-<phase><index>.lock
+ *                while running; if another attempt of the task holds it, two
+ *                attempts overlap: append "OVERLAP <taskId>" to <dir>/overlaps
+ *                and fail
+ *   record_dir   append "<taskId> <task> <start ms> <end ms> <ok|failed>" to
+ *                <dir>/runs.log when done (one write, O_APPEND)
+ *
+ * Provider tasks return what a provider would: create "provider-id", confirm
+ * "hostname" and "ipaddresses". The same executable serves as the sleep
+ * provider and the sleep automator (two descriptors).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+static json_t *task;
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The parameter named key: the action's fields first, then config.cluster.sleep. */
+static json_t *param(const char *key)
+{
+    json_t *config = json_object_get(task, "config");
+    json_t *fields =
+        json_object_get(json_object_get(json_object_get(config, "service"), "action"), "fields");
+    json_t *v = json_object_get(fields, key);
+    if (v)
+        return v;
+    return json_object_get(json_object_get(json_object_get(config, "cluster"), "sleep"), key);
+}
+
+static double num(const char *key, double dflt)
+{
+    json_t *v = param(key);
+    if (json_is_number(v))
+        return json_number_value(v);
+    if (json_is_string(v))
+        return atof(json_string_value(v));
+    return dflt;
+}
+
+static const char *str(const char *key)
+{
+    return json_string_value(json_object_get(task, key));
+}
+
+static int matches_fail_on(void)
+{
+    json_t *f = param("fail_on");
+    if (!json_is_object(f))
+        return 0;
+    static const char *const keys[][2] = {
+        {"node", "nodeId"}, {"task", "taskName"}, {"service", "service"}, {"id", "task"}};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        const char *want = json_string_value(json_object_get(f, keys[i][0]));
+        const char *have = str(keys[i][1]);
+        if (want && (!have || strcmp(want, have) != 0))
+            return 0;
+    }
+    json_t *att = json_object_get(f, "attempts");
+    if (json_is_integer(att) &&
+        json_integer_value(json_object_get(task, "attempt")) > json_integer_value(att))
+        return 0;
+    return 1;
+}
+
+static void append_line(const char *dir, const char *file, const char *line)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0)
+        return;
+    ssize_t w = write(fd, line, strlen(line));
+    (void)w;
+    close(fd);
+}
+
+static void reply(int ok, json_t *result, const char *message)
+{
+    json_t *r = json_pack("{s:s, s:o, s:s}", "status", ok ? "ok" : "failed", "result",
+                          result ? result : json_object(), "message", message);
+    char *s = json_dumps(r, JSON_COMPACT);
+    printf("%s\n", s);
+    free(s);
+    json_decref(r);
+}
+
+int main(void)
+{
+    json_error_t je;
+    task = json_loadf(stdin, 0, &je);
+    if (!json_is_object(task)) {
+        fprintf(stderr, "sleep: bad task JSON: %s\n", je.text);
+        return 2;
+    }
+    const char *task_id = str("taskId") ? str("taskId") : "?";
+    const char *name = str("taskName") ? str("taskName") : "?";
+    long long start = now_ms();
+    srand((unsigned)(start ^ getpid()));
+
+    int lock_fd = -1;
+    const char *xdir = json_string_value(param("exclusive_dir"));
+    if (xdir) {
+        /* taskId is job.index.attempt: the lock is per task, across attempts. */
+        char key[256], path[4096];
+        snprintf(key, sizeof(key), "%s", task_id);
+        char *dot = strrchr(key, '.');
+        if (dot)
+            *dot = '\0';
+        snprintf(path, sizeof(path), "%s/%s.lock", xdir, key);
+        lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (lock_fd >= 0 && flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+            char line[512];
+            snprintf(line, sizeof(line), "OVERLAP %s %s\n", task_id, str("task"));
+            append_line(xdir, "overlaps", line);
+            reply(0, NULL, "another attempt of this task is running");
+            return 1;
+        }
+    }
+    fprintf(stderr, "sleep: %s %s on %s\n", name, str("task"), str("nodeId"));
+
+    if (json_is_true(param("hang")))
+        for (;;)
+            pause();
+    long ms = (long)num("duration_ms", 0);
+    long jitter = (long)num("jitter_ms", 0);
+    if (jitter > 0)
+        ms += rand() % (jitter + 1);
+    if (ms > 0) {
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+    double rate = num("fail_rate", 0);
+    int fail = matches_fail_on() || (rate > 0 && (double)rand() / RAND_MAX < rate);
+
+    json_t *result = json_object();
+    const char *node = str("nodeId") ? str("nodeId") : "node";
+    if (!fail && strcmp(name, "create") == 0) {
+        char id[256];
+        snprintf(id, sizeof(id), "sleep-%s-%s", str("clusterId") ? str("clusterId") : "0", node);
+        json_object_set_new(result, "provider-id", json_string(id));
+    } else if (!fail && strcmp(name, "confirm") == 0) {
+        char host[256];
+        snprintf(host, sizeof(host), "%s.sleep.invalid", node);
+        json_object_set_new(result, "hostname", json_string(host));
+        json_object_set_new(result, "ipaddresses", json_pack("{s:s}", "access_v4", "192.0.2.1"));
+    }
+    const char *rdir = json_string_value(param("record_dir"));
+    if (rdir) {
+        char line[1024];
+        snprintf(line, sizeof(line), "%s %s %lld %lld %s\n", task_id, str("task"), start, now_ms(),
+                 fail ? "failed" : "ok");
+        append_line(rdir, "runs.log", line);
+    }
+    if (fail)
+        fprintf(stderr, "sleep: failing %s as asked\n", str("task"));
+    reply(!fail, result, fail ? "failed as asked (sleep plugin)" : "slept");
+    if (lock_fd >= 0)
+        close(lock_fd); /* releases the flock */
+    return fail ? 1 : 0;
+}

@@ -1,0 +1,528 @@
+/*
+ * proc: run one plugin as a child process, on the worker's event loop.
+ *
+ * The promise (DESIGN.md invariant 3): when the worker decides a plugin must
+ * stop (time limit, claim lost, SIGTERM past the grace) every process of the
+ * plugin dies, and a plugin never outlives its worker, even a worker killed
+ * with SIGKILL, which can run no code of its own.
+ *
+ * Processes:
+ *
+ *   worker (loop thread) --fork--> guard --fork--> plugin (execve)
+ *                                    |               |
+ *             process group leader --+---------------+-- one process group
+ *
+ *   1. The guard becomes the leader of a new process group, asks the kernel
+ *      for SIGTERM when its parent (the worker) dies (PR_SET_PDEATHSIG), and
+ *      checks the parent is still the worker (it may have died before).
+ *   2. It forks the plugin, which resets its signals and execs. An exec that
+ *      fails writes 'E' + errno on the status pipe (close-on-exec, so a
+ *      successful exec just closes it there).
+ *   3. The guard waits for the plugin, writes 'S' + its wait status on the
+ *      status pipe, then SIGKILLs its own group (itself and whatever the
+ *      plugin left behind).
+ *   4. When the worker dies, the guard's SIGTERM handler SIGKILLs the group.
+ *   The guard runs between fork and _exit only async-signal-safe calls, as
+ *   a forked copy of a threaded process must.
+ *
+ * The worker side, one state machine per proc, all on the loop thread:
+ *
+ *   RUNNING --guard exited (pidfd readable)--> DRAINING --out, err, status
+ *      |                                          |         pipes at EOF,
+ *      | time limit / kill / output too large     |         or 200 ms--> DONE
+ *      +--> SIGKILL to the group --(still RUNNING until the guard exits)
+ *
+ * Invariants (proc_check, in debug builds):
+ *   1. pgid > 0 and guard_fd >= 0 while RUNNING.
+ *   2. out_len <= max_output, err_len <= stderr_tail.
+ *   3. done runs exactly once, from finish(), in DONE; nothing is freed before.
+ *
+ * Cost: two forks per run (the guard is a copy-on-write child of the worker
+ * that touches a few pages), four pipes and a pidfd.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+#include "worker_int.h"
+#include "xalloc.h"
+
+#define MOD "worker"
+#define DRAIN_MS 200
+
+enum pstate { P_RUNNING, P_DRAINING, P_DONE };
+
+struct worker__proc {
+    struct event_base *base;
+    enum pstate st;
+    pid_t pgid;   /* the guard's pid = the group id */
+    int guard_fd; /* pidfd of the guard */
+    int in_fd, out_fd, err_fd, status_fd;
+    struct event *ev_guard, *ev_in, *ev_out, *ev_err, *ev_status, *ev_timer, *ev_drain;
+    char *input;
+    size_t input_len, input_off;
+    size_t max_output, tail_cap;
+    int timeout_ms;
+    struct worker__proc_result r;
+    size_t out_cap;
+    char *tail; /* ring buffer of the last tail_cap bytes */
+    size_t tail_pos, tail_n;
+    unsigned char status_buf[1 + sizeof(int)];
+    size_t status_got;
+    bool have_status;
+    int wait_status;
+    worker__proc_done_cb done;
+    void *arg;
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void proc_check(const struct worker__proc *p)
+{
+#ifndef NDEBUG
+    if (p->st == P_RUNNING && (p->pgid <= 0 || p->guard_fd < 0))
+        abort();
+    if (p->r.out_len > p->max_output || p->tail_n > p->tail_cap)
+        abort();
+#else
+    (void)p;
+#endif
+}
+
+/* ---- the guard and the plugin (after fork: async-signal-safe only) ------------- */
+
+static void guard_on_term(int sig)
+{
+    (void)sig;
+    kill(0, SIGKILL); /* the whole group, the guard included */
+}
+
+static void write_record(int fd, char tag, int value)
+{
+    unsigned char b[1 + sizeof(int)];
+    b[0] = (unsigned char)tag;
+    memcpy(b + 1, &value, sizeof(int));
+    ssize_t w = write(fd, b, sizeof(b));
+    (void)w;
+}
+
+static void reset_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            sigaction(s, &sa, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static void __attribute__((noreturn)) guard_main(pid_t worker, const struct worker__proc_opts *o,
+                                                 int in_r, int out_w, int err_w, int status_w)
+{
+    reset_signals();
+    setpgid(0, 0);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = guard_on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != worker)
+        guard_on_term(SIGTERM);
+    pid_t child = fork();
+    if (child < 0) {
+        write_record(status_w, 'E', errno);
+        _exit(127);
+    }
+    if (child == 0) {
+        dup2(in_r, 0);
+        dup2(out_w, 1);
+        dup2(err_w, 2);
+        if (in_r > 2)
+            close(in_r);
+        if (out_w > 2)
+            close(out_w);
+        if (err_w > 2)
+            close(err_w);
+        if (o->cwd && chdir(o->cwd) != 0) {
+            write_record(status_w, 'E', errno);
+            _exit(127);
+        }
+        char *argv[] = {(char *)o->path, NULL};
+        execve(o->path, argv, o->envp);
+        write_record(status_w, 'E', errno);
+        _exit(127);
+    }
+    close(in_r);
+    close(out_w);
+    close(err_w);
+    int st = 0;
+    while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+        ;
+    write_record(status_w, 'S', st);
+    kill(0, SIGKILL);
+    _exit(0);
+}
+
+/* ---- the worker side -------------------------------------------------------------- */
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+}
+
+static void free_event(struct event **ev)
+{
+    if (*ev) {
+        event_free(*ev);
+        *ev = NULL;
+    }
+}
+
+static void proc_free(struct worker__proc *p)
+{
+    free_event(&p->ev_guard);
+    free_event(&p->ev_in);
+    free_event(&p->ev_out);
+    free_event(&p->ev_err);
+    free_event(&p->ev_status);
+    free_event(&p->ev_timer);
+    free_event(&p->ev_drain);
+    close_fd(&p->guard_fd);
+    close_fd(&p->in_fd);
+    close_fd(&p->out_fd);
+    close_fd(&p->err_fd);
+    close_fd(&p->status_fd);
+    if (p->input) {
+        explicit_bzero(p->input, p->input_len);
+        free(p->input);
+    }
+    free(p->r.out);
+    free(p->r.err_tail);
+    free(p->tail);
+    free(p);
+}
+
+static void finish(struct worker__proc *p)
+{
+    if (p->st == P_DONE)
+        return;
+    p->st = P_DONE;
+    p->r.end_ms = now_ms();
+    if (p->have_status) {
+        if (WIFEXITED(p->wait_status)) {
+            p->r.exited = true;
+            p->r.exit_code = WEXITSTATUS(p->wait_status);
+        } else if (WIFSIGNALED(p->wait_status)) {
+            p->r.signal = WTERMSIG(p->wait_status);
+        }
+    } else if (!p->r.spawn_errno) {
+        p->r.signal = SIGKILL; /* the group was killed before the guard could tell */
+    }
+    /* The stderr ring, in order. */
+    p->r.err_tail = xmalloc(p->tail_n + 1);
+    size_t start = (p->tail_pos + p->tail_cap - p->tail_n) % (p->tail_cap ? p->tail_cap : 1);
+    for (size_t i = 0; i < p->tail_n; i++)
+        p->r.err_tail[i] = p->tail[(start + i) % p->tail_cap];
+    p->r.err_tail[p->tail_n] = '\0';
+    p->r.err_len = p->tail_n;
+    if (!p->r.out)
+        p->r.out = xcalloc(1, 1);
+    p->r.out[p->r.out_len] = '\0';
+    p->done(&p->r, p->arg);
+    proc_free(p);
+}
+
+static bool drained(const struct worker__proc *p)
+{
+    return p->out_fd < 0 && p->err_fd < 0 && p->status_fd < 0;
+}
+
+static void maybe_finish(struct worker__proc *p)
+{
+    if (p->st == P_DRAINING && drained(p))
+        finish(p);
+}
+
+static void kill_group(struct worker__proc *p)
+{
+    /* The guard is a zombie at worst (reaped only in on_guard), so its pid
+     * still names the group: never another process's. */
+    if (p->pgid > 0 && p->st == P_RUNNING)
+        kill(-p->pgid, SIGKILL);
+}
+
+static void on_drain_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    /* A process that left the group (setsid) still holds a pipe: stop reading. */
+    struct worker__proc *p = arg;
+    finish(p);
+}
+
+static void on_guard(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker__proc *p = arg;
+    kill_group(p); /* leftovers of the plugin, while the guard's pid still names the group */
+    int st;
+    while (waitpid(p->pgid, &st, WNOHANG) < 0 && errno == EINTR)
+        ;
+    free_event(&p->ev_guard);
+    close_fd(&p->guard_fd);
+    free_event(&p->ev_timer);
+    p->st = P_DRAINING;
+    proc_check(p);
+    if (drained(p)) {
+        finish(p);
+        return;
+    }
+    p->ev_drain = evtimer_new(p->base, on_drain_timeout, p);
+    struct timeval tv = {0, DRAIN_MS * 1000};
+    evtimer_add(p->ev_drain, &tv);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker__proc *p = arg;
+    p->r.timed_out = true;
+    kill_group(p);
+}
+
+static void tail_append(struct worker__proc *p, const char *b, size_t n)
+{
+    if (p->tail_cap == 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        p->tail[p->tail_pos] = b[i];
+        p->tail_pos = (p->tail_pos + 1) % p->tail_cap;
+        if (p->tail_n < p->tail_cap)
+            p->tail_n++;
+    }
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker__proc *p = arg;
+    char buf[16384];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0) {
+            /* EOF (or an error: treated alike) */
+            if (fd == p->out_fd) {
+                free_event(&p->ev_out);
+                close_fd(&p->out_fd);
+            } else if (fd == p->err_fd) {
+                free_event(&p->ev_err);
+                close_fd(&p->err_fd);
+            } else {
+                free_event(&p->ev_status);
+                close_fd(&p->status_fd);
+            }
+            maybe_finish(p);
+            return;
+        }
+        if (fd == p->out_fd) {
+            size_t room = p->max_output - p->r.out_len;
+            size_t take = (size_t)n < room ? (size_t)n : room;
+            XGROW(p->r.out, p->out_cap, p->r.out_len + take + 1);
+            memcpy(p->r.out + p->r.out_len, buf, take);
+            p->r.out_len += take;
+            if ((size_t)n > room && !p->r.too_large) {
+                p->r.too_large = true;
+                kill_group(p);
+            }
+        } else if (fd == p->err_fd) {
+            tail_append(p, buf, (size_t)n);
+        } else {
+            for (ssize_t i = 0; i < n; i++) {
+                p->status_buf[p->status_got++] = (unsigned char)buf[i];
+                if (p->status_got == sizeof(p->status_buf)) {
+                    int v;
+                    memcpy(&v, p->status_buf + 1, sizeof(int));
+                    if (p->status_buf[0] == 'E') {
+                        p->r.spawn_errno = v ? v : EIO;
+                    } else {
+                        p->have_status = true;
+                        p->wait_status = v;
+                    }
+                    p->status_got = 0;
+                }
+            }
+        }
+        proc_check(p);
+    }
+}
+
+static void on_writable(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker__proc *p = arg;
+    while (p->input_off < p->input_len) {
+        ssize_t n = write(fd, p->input + p->input_off, p->input_len - p->input_off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n < 0)
+            break; /* EPIPE: the plugin does not read its input; that is its business */
+        p->input_off += (size_t)n;
+    }
+    free_event(&p->ev_in);
+    close_fd(&p->in_fd);
+    explicit_bzero(p->input, p->input_len);
+}
+
+static void cloexec_nonblock(int fd, bool nonblock)
+{
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    if (nonblock)
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+struct worker__proc *worker__proc_start(struct event_base *base, const struct worker__proc_opts *o,
+                                        worker__proc_done_cb done, void *arg, struct drv_err *err)
+{
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1}, status[2] = {-1, -1};
+    if (pipe(in) || pipe(out) || pipe(errp) || pipe2(status, O_CLOEXEC)) {
+        int e = errno;
+        for (int i = 0; i < 2; i++) {
+            if (in[i] >= 0)
+                close(in[i]);
+            if (out[i] >= 0)
+                close(out[i]);
+            if (errp[i] >= 0)
+                close(errp[i]);
+            if (status[i] >= 0)
+                close(status[i]);
+        }
+        drv_err_set(err, DRV_EIO, e, "pipe: %s", strerror(e));
+        return NULL;
+    }
+    /* The worker's ends never reach the child's exec. */
+    cloexec_nonblock(in[1], true);
+    cloexec_nonblock(out[0], true);
+    cloexec_nonblock(errp[0], true);
+    cloexec_nonblock(status[0], true);
+    int64_t start = now_ms();
+    pid_t worker = getpid();
+    pid_t g = fork();
+    if (g < 0) {
+        int e = errno;
+        close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+        close(errp[0]), close(errp[1]), close(status[0]), close(status[1]);
+        drv_err_set(err, DRV_EIO, e, "fork: %s", strerror(e));
+        return NULL;
+    }
+    if (g == 0) {
+        close(in[1]);
+        close(out[0]);
+        close(errp[0]);
+        close(status[0]);
+        guard_main(worker, o, in[0], out[1], errp[1], status[1]);
+    }
+    /* Also here, so that the group exists before anyone signals it. */
+    setpgid(g, g);
+    close(in[0]);
+    close(out[1]);
+    close(errp[1]);
+    close(status[1]);
+
+    struct worker__proc *p = xcalloc(1, sizeof(*p));
+    p->base = base;
+    p->st = P_RUNNING;
+    p->pgid = g;
+    p->in_fd = in[1];
+    p->out_fd = out[0];
+    p->err_fd = errp[0];
+    p->status_fd = status[0];
+    p->guard_fd = pidfd_open(g, 0);
+    p->max_output = o->max_output ? o->max_output : 1 << 20;
+    p->tail_cap = o->stderr_tail;
+    p->tail = xmalloc(p->tail_cap + 1);
+    p->timeout_ms = o->timeout_ms;
+    p->input_len = o->input ? o->input_len : 0;
+    p->input = xmalloc(p->input_len + 1);
+    if (p->input_len)
+        memcpy(p->input, o->input, p->input_len);
+    p->done = done;
+    p->arg = arg;
+    p->r.start_ms = start;
+    if (p->guard_fd < 0) {
+        /* No pidfd (an old kernel): cannot wait on the loop. Refuse cleanly. */
+        int e = errno;
+        kill(-g, SIGKILL);
+        waitpid(g, NULL, 0);
+        proc_free(p);
+        drv_err_set(err, DRV_EIO, e, "pidfd_open: %s", strerror(e));
+        return NULL;
+    }
+    p->ev_guard = event_new(base, p->guard_fd, EV_READ, on_guard, p);
+    event_add(p->ev_guard, NULL);
+    p->ev_out = event_new(base, p->out_fd, EV_READ | EV_PERSIST, on_readable, p);
+    p->ev_err = event_new(base, p->err_fd, EV_READ | EV_PERSIST, on_readable, p);
+    p->ev_status = event_new(base, p->status_fd, EV_READ | EV_PERSIST, on_readable, p);
+    event_add(p->ev_out, NULL);
+    event_add(p->ev_err, NULL);
+    event_add(p->ev_status, NULL);
+    p->ev_in = event_new(base, p->in_fd, EV_WRITE | EV_PERSIST, on_writable, p);
+    event_add(p->ev_in, NULL);
+    if (o->timeout_ms > 0) {
+        p->ev_timer = evtimer_new(base, on_timer, p);
+        struct timeval tv = {o->timeout_ms / 1000, (o->timeout_ms % 1000) * 1000};
+        evtimer_add(p->ev_timer, &tv);
+    }
+    proc_check(p);
+    return p;
+}
+
+void worker__proc_kill(struct worker__proc *p)
+{
+    if (!p || p->st != P_RUNNING)
+        return;
+    p->r.killed = true;
+    kill_group(p);
+}
+
+pid_t worker__proc_pgid(const struct worker__proc *p)
+{
+    return p->pgid;
+}
+
+void worker__proc_describe(const struct worker__proc_result *r, int timeout_ms, char *buf, size_t n)
+{
+    if (r->spawn_errno)
+        snprintf(buf, n, "cannot run the plugin: %s", strerror(r->spawn_errno));
+    else if (r->timed_out)
+        snprintf(buf, n, "timed out after %d ms", timeout_ms);
+    else if (r->too_large)
+        snprintf(buf, n, "output larger than the limit");
+    else if (r->killed)
+        snprintf(buf, n, "killed by the worker");
+    else if (r->exited)
+        snprintf(buf, n, "exit %d", r->exit_code);
+    else
+        snprintf(buf, n, "killed by signal %d", r->signal);
+}

@@ -1,0 +1,122 @@
+/*
+ * worker_int: what the files of src/worker share. Not a public header (tests
+ * include it to drive the pieces alone).
+ *
+ * proc.c runs one plugin as a child process; plugin.c reads plugin
+ * descriptors and picks the plugin of a task; task.c turns a queue item into
+ * the plugin's task JSON and the plugin's output into a run record; worker.c
+ * is the take-run-complete loop (worker.h).
+ */
+#ifndef DROVER_WORKER_INT_H
+#define DROVER_WORKER_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+struct event_base;
+
+/* ---- proc.c: one child process ------------------------------------------------ */
+
+struct worker__proc_opts {
+    const char *path;   /* executable (argv[0]; no other argument) */
+    const char *cwd;    /* NULL: the worker's */
+    char *const *envp;  /* the whole environment, NULL-terminated */
+    const char *input;  /* written to standard input, then closed */
+    size_t input_len;   /* (a secret may be in it: it is wiped once written) */
+    size_t max_output;  /* standard output beyond this: the group is killed (too_large) */
+    size_t stderr_tail; /* keep the last this many bytes of standard error */
+    int timeout_ms;     /* > 0: the group is killed after this long (timed_out) */
+};
+
+struct worker__proc_result {
+    bool exited;     /* exit_code is valid */
+    int exit_code;   /* when exited */
+    int signal;      /* the signal that ended it, 0 when none */
+    bool timed_out;  /* the time limit passed */
+    bool killed;     /* worker__proc_kill() was called */
+    bool too_large;  /* standard output passed max_output */
+    int spawn_errno; /* the executable could not be started (0 when it was) */
+    char *out;       /* standard output, NUL-terminated (owned by the proc) */
+    size_t out_len;
+    char *err_tail; /* the last stderr_tail bytes of standard error, NUL-terminated */
+    size_t err_len;
+    int64_t start_ms; /* wall clock */
+    int64_t end_ms;
+};
+
+struct worker__proc;
+/* r and its buffers live until the callback returns; the proc is freed after it. */
+typedef void (*worker__proc_done_cb)(const struct worker__proc_result *r, void *arg);
+
+/*
+ * Start o->path as the leader of a new process group, through a guard
+ * process: the guard (a forked copy of the worker that only forks, waits and
+ * kills) asks the kernel for a signal when the worker dies and then kills
+ * the whole group, so a plugin never outlives a worker killed with SIGKILL.
+ * done runs once on base's loop after the plugin has ended and its output is
+ * read. Returns NULL (err filled) only when the pipes or the fork fail; an
+ * executable that cannot be run is reported through done (spawn_errno).
+ */
+struct worker__proc *worker__proc_start(struct event_base *base, const struct worker__proc_opts *o,
+                                        worker__proc_done_cb done, void *arg, struct drv_err *err);
+
+/* SIGKILL the whole group now; done still follows (killed). Idempotent. */
+void worker__proc_kill(struct worker__proc *p);
+
+/* The process group id (the plugin's pid), for tests and logs. */
+pid_t worker__proc_pgid(const struct worker__proc *p);
+
+/* Describe how it ended for people: "exit 3", "killed by signal 9", "timed out after 30s", ... */
+void worker__proc_describe(const struct worker__proc_result *r, int timeout_ms, char *buf,
+                           size_t n);
+
+/* ---- plugin.c: descriptors (docs/plugins.md) ------------------------------------- */
+
+enum worker__plugin_type { WORKER__PROVIDER = 0, WORKER__AUTOMATOR };
+
+struct worker__plugin {
+    char *name;
+    enum worker__plugin_type type;
+    char *dir;     /* the plugin's directory (absolute) */
+    char *exec;    /* the executable (absolute), NULL for a builtin */
+    char *builtin; /* "noop" for "builtin:noop", else NULL */
+    char **serves; /* provider types or action types ("*": any) */
+    size_t n_serves;
+    json_t *fields; /* the descriptor's "fields" object (never NULL) */
+    long timeout_ms;
+    bool wants_nodes;
+    bool testing;
+};
+
+struct worker__plugins {
+    struct worker__plugin *v;
+    size_t n;
+};
+
+/*
+ * Read every <dir>/<name>/plugin.json. Errors name the file and the field:
+ * `plugins/sleep/plugin.json: field "type": expected "provider" or
+ * "automator"`; two plugins serving one type is an error too. A missing dir is
+ * DRV_ENOENT. On success *out is owned by the caller (worker__plugins_free).
+ */
+int worker__plugins_load(const char *dir, struct worker__plugins **out, struct drv_err *err);
+void worker__plugins_free(struct worker__plugins *ps);
+
+/* The plugin for a task: a provider for create/confirm/delete (type = the
+ * provider's providertype), else an automator (type = the action's type).
+ * A plugin naming the type wins over one serving "*". NULL when none. */
+const struct worker__plugin *worker__plugins_find(const struct worker__plugins *ps,
+                                                  enum worker__plugin_type type, const char *what);
+
+/* Does the descriptor mark this result or config field sensitive? */
+bool worker__plugin_sensitive(const struct worker__plugin *p, const char *field);
+
+/* Is taskName one that a provider handles (create, confirm, delete)? */
+bool worker__is_provider_task(const char *task_name);
+
+#endif

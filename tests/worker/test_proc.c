@@ -1,0 +1,294 @@
+/*
+ * Unit tests of the worker's process runner (src/worker/proc.c) with real
+ * processes: exit codes, output capture and its limit, the stderr tail, the
+ * time limit killing the whole process group, kill, an executable that cannot
+ * run, and the promise that a plugin never outlives its worker, even one
+ * killed with SIGKILL.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "worker_int.h"
+#include "xalloc.h"
+
+static char *const env[] = {"PATH=/usr/bin:/bin", NULL};
+static char tmpdir[256];
+
+struct outcome {
+    bool done;
+    struct worker__proc_result r;
+    char *out, *err;
+};
+
+static void on_done(const struct worker__proc_result *r, void *arg)
+{
+    struct outcome *o = arg;
+    o->done = true;
+    o->r = *r;
+    o->out = xstrdup(r->out);
+    o->err = xstrdup(r->err_tail);
+    o->r.out = o->out;
+    o->r.err_tail = o->err;
+}
+
+/* Write a shell script into tmpdir and return its path (owned by the caller). */
+static char *script(const char *name, const char *body)
+{
+    char *p = xasprintf("%s/%s", tmpdir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fprintf(f, "#!/bin/sh\n%s\n", body);
+    fclose(f);
+    chmod(p, 0755);
+    return p;
+}
+
+static struct outcome run(const char *path, const char *input, size_t max_out, size_t tail,
+                          int timeout_ms, int kill_after_ms)
+{
+    struct event_base *base = event_base_new();
+    struct outcome o = {0};
+    struct worker__proc_opts opts = {
+        .path = path,
+        .envp = env,
+        .input = input,
+        .input_len = input ? strlen(input) : 0,
+        .max_output = max_out,
+        .stderr_tail = tail,
+        .timeout_ms = timeout_ms,
+    };
+    struct drv_err err;
+    struct worker__proc *p = worker__proc_start(base, &opts, on_done, &o, &err);
+    assert_non_null(p);
+    if (kill_after_ms > 0) {
+        struct timespec ts = {kill_after_ms / 1000, (kill_after_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        worker__proc_kill(p);
+    }
+    while (!o.done)
+        event_base_loop(base, EVLOOP_ONCE);
+    event_base_free(base);
+    return o;
+}
+
+static void outcome_free(struct outcome *o)
+{
+    free(o->out);
+    free(o->err);
+}
+
+static void test_exit_and_output(void **state)
+{
+    char *p = script("echo.sh", "cat; echo; echo oops >&2; exit 3");
+    struct outcome o = run(p, "{\"task\":1}", 1 << 20, 4096, 0, 0);
+    assert_true(o.r.exited);
+    assert_int_equal(o.r.exit_code, 3);
+    assert_string_equal(o.out, "{\"task\":1}\n");
+    assert_string_equal(o.err, "oops\n");
+    assert_false(o.r.timed_out);
+    assert_true(o.r.end_ms >= o.r.start_ms);
+    outcome_free(&o);
+    free(p);
+}
+
+static void test_stderr_tail_and_output_limit(void **state)
+{
+    /* 100 lines on stderr, keep the last 16 bytes; 2 MB on stdout over a 1 KB limit. */
+    char *p = script("noisy.sh", "i=0; while [ $i -lt 100 ]; do echo \"line $i\" >&2; "
+                                 "i=$((i+1)); done; head -c 2000000 /dev/zero; sleep 30");
+    struct outcome o = run(p, NULL, 1024, 16, 0, 0);
+    assert_true(o.r.too_large);
+    assert_int_equal(o.r.out_len, 1024);
+    assert_int_equal(o.r.err_len, 16);
+    assert_string_equal(o.err + 16 - 8, "line 99\n");
+    assert_false(o.r.exited);
+    outcome_free(&o);
+    free(p);
+}
+
+/* Alive and not a zombie (a killed orphan waits for init to reap it). */
+static bool alive(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
+static pid_t read_pid(const char *file)
+{
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return -1;
+    int pid = -1;
+    if (fscanf(f, "%d", &pid) != 1)
+        pid = -1;
+    fclose(f);
+    return pid;
+}
+
+static void test_timeout_kills_group(void **state)
+{
+    /* A grandchild in the background must die with the plugin. */
+    char *pidfile = xasprintf("%s/bg.pid", tmpdir);
+    char *body = xasprintf("sleep 60 & echo $! > %s; wait", pidfile);
+    char *p = script("slow.sh", body);
+    struct outcome o = run(p, NULL, 1024, 64, 300, 0);
+    assert_true(o.r.timed_out);
+    assert_false(o.r.exited);
+    pid_t bg = read_pid(pidfile);
+    assert_true(bg > 0);
+    /* SIGKILL is delivered at once; the zombie is reaped by init shortly. */
+    for (int i = 0; i < 100 && alive(bg); i++)
+        usleep(10000);
+    assert_false(alive(bg));
+    char buf[128];
+    worker__proc_describe(&o.r, 300, buf, sizeof(buf));
+    assert_string_equal(buf, "timed out after 300 ms");
+    outcome_free(&o);
+    free(p);
+    free(body);
+    unlink(pidfile);
+    free(pidfile);
+}
+
+static void test_kill(void **state)
+{
+    char *p = script("forever.sh", "sleep 60");
+    struct outcome o = run(p, NULL, 1024, 64, 0, 100);
+    assert_true(o.r.killed);
+    assert_false(o.r.exited);
+    outcome_free(&o);
+    free(p);
+}
+
+static void test_cannot_run(void **state)
+{
+    char *p = xasprintf("%s/missing", tmpdir);
+    struct outcome o = run(p, NULL, 1024, 64, 0, 0);
+    assert_int_equal(o.r.spawn_errno, ENOENT);
+    char buf[128];
+    worker__proc_describe(&o.r, 0, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "cannot run the plugin"));
+    outcome_free(&o);
+    free(p);
+}
+
+static void test_large_input(void **state)
+{
+    /* More than a pipe's buffer: written as the plugin reads. */
+    size_t n = 300000;
+    char *in = xmalloc(n + 1);
+    memset(in, 'x', n);
+    in[n] = '\0';
+    char *p = script("wc.sh", "wc -c");
+    struct outcome o = run(p, in, 1024, 64, 0, 0);
+    assert_true(o.r.exited);
+    assert_int_equal(atol(o.out), (long)n);
+    outcome_free(&o);
+    free(p);
+    free(in);
+}
+
+/*
+ * The worker dies by SIGKILL while its plugin runs: the plugin and its
+ * background child must die too. A forked "worker" starts the plugin and is
+ * killed; the plugin wrote its pid and its child's.
+ */
+static void test_worker_death_kills_plugin(void **state)
+{
+    char *pidfile = xasprintf("%s/plugin.pids", tmpdir);
+    unlink(pidfile);
+    char *body = xasprintf("sleep 60 & echo $$ $! > %s; wait", pidfile);
+    char *p = script("orphan.sh", body);
+    pid_t w = fork();
+    assert_true(w >= 0);
+    if (w == 0) {
+        struct event_base *base = event_base_new();
+        struct outcome o = {0};
+        struct worker__proc_opts opts = {.path = p, .envp = env, .max_output = 64};
+        struct drv_err err;
+        if (!worker__proc_start(base, &opts, on_done, &o, &err))
+            _exit(1);
+        event_base_dispatch(base);
+        _exit(0);
+    }
+    pid_t plugin = -1, bg = -1;
+    for (int i = 0; i < 500; i++) {
+        FILE *f = fopen(pidfile, "r");
+        if (f) {
+            int a, b;
+            if (fscanf(f, "%d %d", &a, &b) == 2)
+                plugin = a, bg = b;
+            fclose(f);
+        }
+        if (bg > 0)
+            break;
+        usleep(10000);
+    }
+    assert_true(plugin > 0 && bg > 0);
+    assert_true(alive(plugin));
+    kill(w, SIGKILL);
+    waitpid(w, NULL, 0);
+    bool gone = false;
+    for (int i = 0; i < 300 && !gone; i++) {
+        gone = !alive(plugin) && !alive(bg);
+        if (!gone)
+            usleep(10000);
+    }
+    assert_true(gone);
+    free(p);
+    free(body);
+    unlink(pidfile);
+    free(pidfile);
+}
+
+static int setup(void **state)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/drover-test-proc-XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exit_and_output),
+        cmocka_unit_test(test_stderr_tail_and_output_limit),
+        cmocka_unit_test(test_timeout_kills_group),
+        cmocka_unit_test(test_kill),
+        cmocka_unit_test(test_cannot_run),
+        cmocka_unit_test(test_large_input),
+        cmocka_unit_test(test_worker_death_kills_plugin),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
