@@ -342,6 +342,61 @@ int planner_exec_done(struct planner_exec *x, uint32_t t, int ok, struct drv_err
     return 0;
 }
 
+int planner_exec_requeue(struct planner_exec *x, uint32_t t, struct drv_err *err)
+{
+    if (t >= x->plan->n_tasks || x->state[t] != PLANNER_TS_IN_PROGRESS)
+        return drv_err_set(err, DRV_EINVAL, 0, "task %u is not in progress", t);
+    x->running--;
+    uint32_t ni = x->node_of[t], gi = x->group_of[t];
+    if (ni != UINT32_MAX)
+        x->node_busy[ni]--;
+    if (gi != UINT32_MAX)
+        x->group_busy[gi]--;
+    release_node(x, ni);
+    release_group(x, gi);
+    x->state[t] = PLANNER_TS_WAITING;
+    heap_push(&x->ready, t);
+    return 0;
+}
+
+int planner_exec_why(const struct planner_exec *x, uint32_t t, uint32_t *blocker)
+{
+    *blocker = UINT32_MAX;
+    if (t >= x->plan->n_tasks)
+        return PLANNER_WHY_NONE;
+    enum planner_task_state s = x->state[t];
+    const struct planner_task *task = &x->plan->tasks[t];
+    if (s == PLANNER_TS_WAITING || s == PLANNER_TS_FAILED_DEPS) {
+        for (uint32_t d = 0; d < task->n_deps; d++) {
+            uint32_t dep = task->deps[d];
+            if (x->state[dep] != PLANNER_TS_SUCCESS) {
+                *blocker = dep;
+                return PLANNER_WHY_DEPENDENCY;
+            }
+        }
+        return s == PLANNER_TS_WAITING ? PLANNER_WHY_READY : PLANNER_WHY_NONE;
+    }
+    if (s != PLANNER_TS_PENDING)
+        return PLANNER_WHY_NONE;
+    uint32_t ni = x->node_of[t], gi = x->group_of[t];
+    if (ni != UINT32_MAX && x->node_busy[ni] >= per_node(x)) {
+        for (size_t i = 0; i < x->plan->n_tasks; i++)
+            if (x->node_of[i] == ni && x->state[i] == PLANNER_TS_IN_PROGRESS) {
+                *blocker = (uint32_t)i;
+                break;
+            }
+        return PLANNER_WHY_NODE;
+    }
+    if (gi != UINT32_MAX && x->group_busy[gi] >= x->group_limit[gi])
+        return PLANNER_WHY_STRATEGY;
+    return PLANNER_WHY_READY;
+}
+
+size_t planner_exec_running(const struct planner_exec *x)
+{
+    return x->running;
+}
+
 const enum planner_task_state *planner_exec_states(const struct planner_exec *x)
 {
     return x->state;

@@ -261,6 +261,22 @@ size_t planner_exec_next(struct planner_exec *x, uint32_t *out, size_t cap);
  * failed-dependencies. DRV_EINVAL when the task is not in progress. A retry is the
  * engine's business: report the outcome of the last attempt only. */
 int planner_exec_done(struct planner_exec *x, uint32_t task, int ok, struct drv_err *err);
+/* A dispatched task goes back to ready without an outcome (its queue item was
+ * taken back before anyone ran it: a pause, say). DRV_EINVAL when not in progress. */
+int planner_exec_requeue(struct planner_exec *x, uint32_t task, struct drv_err *err);
+/* Why a task is not running: */
+enum planner_why {
+    PLANNER_WHY_NONE = 0,   /* it is in progress or finished */
+    PLANNER_WHY_DEPENDENCY, /* *blocker: a dependency not yet succeeded */
+    PLANNER_WHY_NODE,       /* *blocker: the task its node is busy with (one per node) */
+    PLANNER_WHY_STRATEGY,   /* its service/action's strategy limit is reached */
+    PLANNER_WHY_READY,      /* nothing in the plan holds it: the engine's own limits do */
+};
+/* *blocker is a task index or UINT32_MAX. Linear in the plan for PLANNER_WHY_NODE:
+ * for explanations, not for the dispatch path. */
+int planner_exec_why(const struct planner_exec *x, uint32_t task, uint32_t *blocker);
+/* Tasks in progress. */
+size_t planner_exec_running(const struct planner_exec *x);
 /* Current state of every task (indexed like plan->tasks), for the DOT export and rollback.
  * Borrowed: valid until the next call on x. */
 const enum planner_task_state *planner_exec_states(const struct planner_exec *x);
