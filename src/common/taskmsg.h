@@ -1,0 +1,76 @@
+/*
+ * taskmsg: the messages between the engine (droverd) and the workers.
+ *
+ * Two kinds travel through ZooKeeper (docs/engine.md, docs/zookeeper-tree.md):
+ *
+ *   - the queue item of one attempt of one task, put by the job's owner on
+ *     /drover/queues/<tenant>/<class> under the key
+ *     "<job>.<phase><task index>.<attempt>" ("42.f17.1": job 42, forward
+ *     plan, task 17, first attempt; phase 'r' for the rollback plan). The key
+ *     is also the plugin's taskId. Its JSON holds what the task needs and
+ *     its node's key-values; the job-wide rest (cluster config, provider) is
+ *     in jobs/<id>/ctx.
+ *   - the run record of one delivery of an attempt, jobs/<id>/runs/<name>
+ *     with name "<phase><index>.<attempt>.<worker>.<nonce>": the worker
+ *     creates it before the plugin starts (DESIGN.md invariant 3: every
+ *     attempt is recorded before it starts) and sets its outcome in the same
+ *     multi-op that completes the queue item.
+ *
+ * Both carry "v": the format version. A build writes TASKMSG_VERSION and
+ * reads it and the version before (rolling upgrades: workers and droverd of
+ * versions N and N+1 work side by side).
+ *
+ * Pure functions, any thread.
+ */
+#ifndef DROVER_TASKMSG_H
+#define DROVER_TASKMSG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define TASKMSG_VERSION 1
+
+/* The key of an attempt into buf (>= 64 bytes is plenty). DRV_EINVAL for a bad job id or phase. */
+int taskmsg_key(char *buf, size_t n, const char *job, char phase, uint32_t idx, unsigned attempt);
+/* Parse a key; job receives the job id (a number as text). 0 or DRV_EINVAL. */
+int taskmsg_key_parse(const char *key, char job[24], char *phase, uint32_t *idx, unsigned *attempt);
+
+/* The run record name of a delivery, and back (worker and nonce ignored). */
+int taskmsg_run_name(char *buf, size_t n, char phase, uint32_t idx, unsigned attempt,
+                     const char *worker, unsigned nonce);
+int taskmsg_run_name_parse(const char *name, char *phase, uint32_t *idx, unsigned *attempt);
+
+/*
+ * Check a queue item: a JSON object with "v" this build reads, "job",
+ * "phase", "idx", "attempt", "task", "name" (the task name: create, install,
+ * ...), "tenant", "cluster", "plugin" (the provider type or action type that
+ * picks the plugin). 0 or DRV_EINVAL naming the field.
+ */
+int taskmsg_item_check(const json_t *item, struct drv_err *err);
+
+/* A run record as read back. Strings and JSON values are borrowed from root. */
+struct taskmsg_run {
+    json_t *root;
+    const char *worker;  /* worker id */
+    const char *session; /* the worker's ZooKeeper session, hex */
+    const char *item;    /* the queue item id */
+    int64_t start_ms;
+    bool ended;          /* the outcome is there */
+    bool ok;             /* when ended */
+    int64_t end_ms;      /* when ended */
+    json_t *result;      /* when ended and ok: key-values (object), may be empty */
+    json_t *undo;        /* may be NULL */
+    const char *message; /* "" when none */
+    const char *how;     /* how the plugin ended: "exit 0", "timed out after 30000 ms" */
+    const char *tail;    /* the last bytes of its standard error */
+};
+
+/* Parse data; r->root is a new reference (taskmsg_run_clear). 0 or DRV_EINVAL. */
+int taskmsg_run_parse(const char *data, size_t len, struct taskmsg_run *r, struct drv_err *err);
+void taskmsg_run_clear(struct taskmsg_run *r);
+
+#endif
