@@ -27,6 +27,7 @@
 
 #include "api.h"
 #include "api_int.h"
+#include "seal.h"
 #include "store.h"
 #include "xalloc.h"
 
@@ -170,61 +171,13 @@ int api_field_sensitive(const char *name)
 
 char *api_secret_encrypt(const unsigned char key[32], const char *text)
 {
-    size_t n = strlen(text);
-    unsigned char *buf = xmalloc(12 + n + 16);
-    if (RAND_bytes(buf, 12) != 1)
-        abort();
-    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
-    int len = 0, fin = 0;
-    EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, buf);
-    EVP_EncryptUpdate(ctx, buf + 12, &len, (const unsigned char *)text, (int)n);
-    EVP_EncryptFinal_ex(ctx, buf + 12 + len, &fin);
-    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, buf + 12 + n);
-    EVP_CIPHER_CTX_free(ctx);
-    size_t total = 12 + n + 16;
-    char *out = xmalloc(strlen(ENC_PREFIX) + 4 * ((total + 2) / 3) + 1);
-    strcpy(out, ENC_PREFIX);
-    EVP_EncodeBlock((unsigned char *)out + strlen(ENC_PREFIX), buf, (int)total);
-    free(buf);
-    return out;
+    return seal_text(key, text);
 }
 
 int api_secret_decrypt(const unsigned char key[32], const char *enc, char **text,
                        struct drv_err *err)
 {
-    *text = NULL;
-    if (strncmp(enc, ENC_PREFIX, strlen(ENC_PREFIX)) != 0)
-        return drv_err_set(err, DRV_EINVAL, 0, "not a sealed value");
-    const char *b64 = enc + strlen(ENC_PREFIX);
-    size_t blen = strlen(b64);
-    if (blen % 4 || blen == 0)
-        return drv_err_set(err, DRV_EINVAL, 0, "sealed value: bad base64");
-    unsigned char *buf = xmalloc(blen);
-    int n = EVP_DecodeBlock(buf, (const unsigned char *)b64, (int)blen);
-    if (n > 0 && b64[blen - 1] == '=')
-        n--;
-    if (n > 0 && b64[blen - 2] == '=')
-        n--;
-    if (n < 28) {
-        free(buf);
-        return drv_err_set(err, DRV_EINVAL, 0, "sealed value: too short");
-    }
-    int clen = n - 28, len = 0, fin = 0;
-    char *out = xmalloc((size_t)clen + 1);
-    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
-    EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, buf);
-    EVP_DecryptUpdate(ctx, (unsigned char *)out, &len, buf + 12, clen);
-    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, 16, buf + 12 + clen);
-    int ok = EVP_DecryptFinal_ex(ctx, (unsigned char *)out + len, &fin) == 1;
-    EVP_CIPHER_CTX_free(ctx);
-    free(buf);
-    if (!ok) {
-        free(out);
-        return drv_err_set(err, DRV_ETLS, 0, "sealed value: wrong key or corrupted");
-    }
-    out[clen] = '\0';
-    *text = out;
-    return 0;
+    return seal_open(key, enc, text, err);
 }
 
 void api_redact(json_t *j)
@@ -253,31 +206,7 @@ void api_redact(json_t *j)
 
 int api__load_key(const char *path, unsigned char key[32], struct drv_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return drv_err_set(err, DRV_EIO, errno, "secrets.key_file \"%s\": %s", path,
-                           strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || (st.st_mode & 077)) {
-        close(fd);
-        return drv_err_set(err, DRV_EINVAL, 0,
-                           "secrets.key_file \"%s\": readable by others (chmod 600 it)", path);
-    }
-    char buf[130];
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n < 0)
-        n = 0;
-    buf[n] = '\0';
-    buf[strcspn(buf, "\r\n")] = '\0';
-    size_t got = 0;
-    int rc = 0;
-    if (strlen(buf) != 64 || from_hex(buf, key, 32, &got) != 0 || got != 32)
-        rc = drv_err_set(err, DRV_EINVAL, 0,
-                         "secrets.key_file \"%s\": expected 64 hex digits (openssl rand -hex 32)",
-                         path);
-    OPENSSL_cleanse(buf, sizeof(buf));
-    return rc;
+    return seal_key_load(path, key, err);
 }
 
 /* Arbitrary constant naming the bootstrap among advisory locks. */

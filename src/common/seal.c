@@ -1,0 +1,195 @@
+/*
+ * seal: AES-256-GCM sealing of secrets (seal.h).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include "seal.h"
+#include "xalloc.h"
+
+static int from_hex(const char *s, unsigned char *out, size_t max, size_t *n)
+{
+    size_t len = strlen(s);
+    if (len % 2 || len / 2 > max)
+        return -1;
+    for (size_t i = 0; i < len / 2; i++) {
+        unsigned v;
+        if (!isxdigit((unsigned char)s[2 * i]) || !isxdigit((unsigned char)s[2 * i + 1]) ||
+            sscanf(s + 2 * i, "%2x", &v) != 1)
+            return -1;
+        out[i] = (unsigned char)v;
+    }
+    *n = len / 2;
+    return 0;
+}
+
+int seal_key_load(const char *path, unsigned char key[32], struct drv_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return drv_err_set(err, DRV_EIO, errno, "secrets.key_file \"%s\": %s", path,
+                           strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (st.st_mode & 077)) {
+        close(fd);
+        return drv_err_set(err, DRV_EINVAL, 0,
+                           "secrets.key_file \"%s\": readable by others (chmod 600 it)", path);
+    }
+    char buf[130];
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n < 0)
+        n = 0;
+    buf[n] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    size_t got = 0;
+    int rc = 0;
+    if (strlen(buf) != 64 || from_hex(buf, key, 32, &got) != 0 || got != 32)
+        rc = drv_err_set(err, DRV_EINVAL, 0,
+                         "secrets.key_file \"%s\": expected 64 hex digits (openssl rand -hex 32)",
+                         path);
+    OPENSSL_cleanse(buf, sizeof(buf));
+    return rc;
+}
+
+bool seal_is_sealed(const char *s)
+{
+    return s && strncmp(s, SEAL_PREFIX, strlen(SEAL_PREFIX)) == 0;
+}
+
+char *seal_text(const unsigned char key[32], const char *text)
+{
+    size_t n = strlen(text);
+    unsigned char *buf = xmalloc(12 + n + 16);
+    if (RAND_bytes(buf, 12) != 1)
+        abort();
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    int len = 0, fin = 0;
+    EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, buf);
+    EVP_EncryptUpdate(ctx, buf + 12, &len, (const unsigned char *)text, (int)n);
+    EVP_EncryptFinal_ex(ctx, buf + 12 + len, &fin);
+    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, buf + 12 + n);
+    EVP_CIPHER_CTX_free(ctx);
+    size_t total = 12 + n + 16;
+    char *out = xmalloc(strlen(SEAL_PREFIX) + 4 * ((total + 2) / 3) + 1);
+    strcpy(out, SEAL_PREFIX);
+    EVP_EncodeBlock((unsigned char *)out + strlen(SEAL_PREFIX), buf, (int)total);
+    OPENSSL_cleanse(buf, total);
+    free(buf);
+    return out;
+}
+
+int seal_open(const unsigned char key[32], const char *enc, char **text, struct drv_err *err)
+{
+    *text = NULL;
+    if (!seal_is_sealed(enc))
+        return drv_err_set(err, DRV_EINVAL, 0, "not a sealed value");
+    const char *b64 = enc + strlen(SEAL_PREFIX);
+    size_t blen = strlen(b64);
+    if (blen % 4 || blen == 0)
+        return drv_err_set(err, DRV_EINVAL, 0, "sealed value: bad base64");
+    unsigned char *buf = xmalloc(blen);
+    int n = EVP_DecodeBlock(buf, (const unsigned char *)b64, (int)blen);
+    if (n > 0 && b64[blen - 1] == '=')
+        n--;
+    if (n > 0 && b64[blen - 2] == '=')
+        n--;
+    if (n < 28) {
+        free(buf);
+        return drv_err_set(err, DRV_EINVAL, 0, "sealed value: too short");
+    }
+    int clen = n - 28, len = 0, fin = 0;
+    char *out = xmalloc((size_t)clen + 1);
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, buf);
+    EVP_DecryptUpdate(ctx, (unsigned char *)out, &len, buf + 12, clen);
+    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, 16, buf + 12 + clen);
+    int ok = EVP_DecryptFinal_ex(ctx, (unsigned char *)out + len, &fin) == 1;
+    EVP_CIPHER_CTX_free(ctx);
+    free(buf);
+    if (!ok) {
+        OPENSSL_cleanse(out, (size_t)clen);
+        free(out);
+        return drv_err_set(err, DRV_ETLS, 0, "sealed value: wrong key or corrupted");
+    }
+    out[clen] = '\0';
+    *text = out;
+    return 0;
+}
+
+void seal_wipe_free(char *s)
+{
+    if (s) {
+        OPENSSL_cleanse(s, strlen(s));
+        free(s);
+    }
+}
+
+static int open_at(const unsigned char key[32], json_t *j, char *path, size_t plen,
+                   struct drv_err *err)
+{
+    size_t len = strlen(path);
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(j, tmp, k, v)
+        {
+            snprintf(path + len, plen - len, "%s%s", len ? "." : "", k);
+            if (json_is_string(v) && seal_is_sealed(json_string_value(v))) {
+                char *text;
+                int rc = seal_open(key, json_string_value(v), &text, err);
+                if (rc) {
+                    drv_err_prefix(err, "%s", path);
+                    return rc;
+                }
+                json_object_set_new(j, k, json_string(text));
+                seal_wipe_free(text);
+            } else {
+                int rc = open_at(key, v, path, plen, err);
+                if (rc)
+                    return rc;
+            }
+            path[len] = '\0';
+        }
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+        {
+            snprintf(path + len, plen - len, "[%zu]", i);
+            if (json_is_string(v) && seal_is_sealed(json_string_value(v))) {
+                char *text;
+                int rc = seal_open(key, json_string_value(v), &text, err);
+                if (rc) {
+                    drv_err_prefix(err, "%s", path);
+                    return rc;
+                }
+                json_array_set_new(j, i, json_string(text));
+                seal_wipe_free(text);
+            } else {
+                int rc = open_at(key, v, path, plen, err);
+                if (rc)
+                    return rc;
+            }
+            path[len] = '\0';
+        }
+    }
+    return 0;
+}
+
+int seal_open_json(const unsigned char key[32], json_t *j, struct drv_err *err)
+{
+    char path[512] = "";
+    return open_at(key, j, path, sizeof(path), err);
+}

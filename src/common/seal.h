@@ -1,0 +1,46 @@
+/*
+ * seal: secrets at rest and in transit through ZooKeeper (DESIGN.md
+ * invariant 6).
+ *
+ * A sealed value is "enc:v1:" + base64(nonce 12 || AES-256-GCM ciphertext ||
+ * tag 16) under the fleet's 32-byte key (secrets.key_file: 64 hex digits,
+ * mode 0600, the same file on every droverd and worker). droverd seals what
+ * it stores; the secret travels sealed through PostgreSQL and ZooKeeper; a
+ * worker opens it just before a plugin's standard input and seals what a
+ * plugin returns as sensitive. So a secret is in clear only in memory.
+ *
+ * Pure functions, any thread. Returned strings belong to the caller; wipe
+ * and free them with seal_wipe_free().
+ */
+#ifndef DROVER_SEAL_H
+#define DROVER_SEAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+#define SEAL_PREFIX "enc:v1:"
+
+/* Read the key file: DRV_EIO (cannot be read), DRV_EINVAL (readable by others, not 64 hex digits).
+ */
+int seal_key_load(const char *path, unsigned char key[32], struct drv_err *err);
+
+/* Seal text (never fails). */
+char *seal_text(const unsigned char key[32], const char *text);
+/* Open a sealed value into *text: DRV_EINVAL (not sealed, malformed), DRV_ETLS (wrong key). */
+int seal_open(const unsigned char key[32], const char *enc, char **text, struct drv_err *err);
+bool seal_is_sealed(const char *s);
+
+/*
+ * Open, in place, every sealed string anywhere in j (objects and arrays, at
+ * any depth). The first failure stops it: DRV_EINVAL/DRV_ETLS, err names the
+ * key path ("config.provider.api_password").
+ */
+int seal_open_json(const unsigned char key[32], json_t *j, struct drv_err *err);
+
+/* Wipe s (strlen bytes) and free it. NULL is fine. */
+void seal_wipe_free(char *s);
+
+#endif
