@@ -236,3 +236,37 @@ bool worker__is_provider_task(const char *task_name)
     return task_name && (strcmp(task_name, "create") == 0 || strcmp(task_name, "confirm") == 0 ||
                          strcmp(task_name, "delete") == 0);
 }
+
+/* Is name in the comma-separated list (blanks around names allowed)? */
+static bool listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        while (len && *p == ' ')
+            p++, len--;
+        while (len && p[len - 1] == ' ')
+            len--;
+        if (len == n && strncmp(p, name, n) == 0)
+            return true;
+        if (!c)
+            break;
+        p = c + 1;
+    }
+    return false;
+}
+
+void worker__plugins_filter(struct worker__plugins *ps, const char *allow)
+{
+    if (!allow || !*allow)
+        return;
+    size_t keep = 0;
+    for (size_t i = 0; i < ps->n; i++) {
+        if (listed(allow, ps->v[i].name))
+            ps->v[keep++] = ps->v[i];
+        else
+            plugin_clear(&ps->v[i]);
+    }
+    ps->n = keep;
+}

@@ -106,6 +106,8 @@ struct worker__plugins {
  */
 int worker__plugins_load(const char *dir, struct worker__plugins **out, struct drv_err *err);
 void worker__plugins_free(struct worker__plugins *ps);
+/* Keep only the plugins named in allow (comma-separated; NULL or "": keep all). */
+void worker__plugins_filter(struct worker__plugins *ps, const char *allow);
 
 /* The plugin for a task: a provider for create/confirm/delete (type = the
  * provider's providertype), else an automator (type = the action's type).
@@ -118,5 +120,24 @@ bool worker__plugin_sensitive(const struct worker__plugin *p, const char *field)
 
 /* Is taskName one that a provider handles (create, confirm, delete)? */
 bool worker__is_provider_task(const char *task_name);
+
+/* ---- task.c: the plugin's task JSON and the run record's outcome -------------------- */
+
+/*
+ * The plugin's standard input (docs/plugins.md) from a queue item (checked
+ * with taskmsg_item_check), the job's context (jobs/<id>/ctx, an object) and
+ * the nodes map (NULL unless the plugin wants it). Sealed values stay sealed:
+ * the caller opens them (seal_open_json) just before writing. New reference.
+ */
+json_t *worker__task_json(const json_t *item, const json_t *ctx, const json_t *nodes);
+
+/*
+ * Fill rec (the run record, an object) with the outcome of a plugin run:
+ * "status" ("ok" or "failed"), "message" (why, for people), "how", "end",
+ * "tail", "result" (sensitive keys sealed with key; dropped when key is
+ * NULL, and DRV_EPERM returned), "undo". 0 or DRV_EPERM.
+ */
+int worker__task_outcome(const struct worker__proc_result *r, int timeout_ms,
+                         const struct worker__plugin *p, const unsigned char *key, json_t *rec);
 
 #endif

@@ -1,0 +1,949 @@
+/*
+ * worker: take a task, record the attempt, run its plugin, complete the item
+ * with the outcome (worker.h has the promises, docs/worker.md the story).
+ *
+ * One task's life (struct wtask), all on the loop thread:
+ *
+ *   TAKEN --record the attempt (run record created, checked against our
+ *     |    claim in one multi-op)--> CONTEXT --job context read--> RUNNING
+ *     |                                                              |
+ *     | claim not ours / job gone                          plugin ended
+ *     v                                                              v
+ *   DONE <--complete the item + set the run record's outcome, one multi-op-- COMPLETING
+ *
+ *   any state --claim lost (coord's on_lost)--> the plugin is killed, nothing
+ *     more is written for this delivery: another worker will run the attempt
+ *     once our session has expired (after the plugin is dead).
+ *   RUNNING --worker_stop past the grace--> plugin killed, item released
+ *     (handed back at once), the run record stays without an outcome.
+ *
+ * Invariants (wtask_check):
+ *   1. A plugin is started only after the run record was created under the
+ *      claim (st >= RUNNING implies recorded).
+ *   2. A task that lost its claim never writes again (lost implies no
+ *      further coord call on its item).
+ *   3. running == number of tasks not DONE; outstanding takes + running <=
+ *      concurrency while not stopping.
+ *
+ * Costs per task: the claim (shared multi-ops, coord), one multi-op to
+ * record the attempt, one read of the job's context per job (cached), one
+ * multi-op to complete. The ZooKeeper writes: claim, run record, and the
+ * complete (claim and item deleted, run record set).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "coord.h"
+#include "log.h"
+#include "seal.h"
+#include "taskmsg.h"
+#include "worker.h"
+#include "worker_int.h"
+#include "xalloc.h"
+
+#define MOD "worker"
+#define TAKE_WAIT_MS 1000
+#define RETRY_MS 200
+#define AVOID_HOLD_MS 1000
+#define CTX_IDLE_MS 60000
+
+extern char **environ;
+
+enum wstate { WT_RECORDING, WT_CONTEXT, WT_RUNNING, WT_COMPLETING, WT_DONE };
+
+struct wqueue {
+    struct worker *w;
+    char *cls;
+    char *path;
+    struct coord_queue *q;
+};
+
+struct wctx {
+    struct wctx *next;
+    char job[24];
+    json_t *ctx; /* NULL while loading */
+    int64_t last_used;
+    bool failed;
+};
+
+struct wtask {
+    struct wtask *next;
+    struct worker *w;
+    struct wqueue *wq;
+    enum wstate st;
+    char *item_id;
+    json_t *item;
+    char key[80];
+    char job[24];
+    char *run_path;
+    bool recorded, lost, killed_by_stop;
+    int refs;
+    struct worker__proc *proc;
+    const struct worker__plugin *plugin;
+    int timeout_ms;
+    json_t *rec;
+};
+
+struct worker {
+    struct event_base *base;
+    struct coord_session *zk;
+    char *id, *tenant, *resources, *zk_hosts, *zk_digest, *version;
+    unsigned concurrency;
+    int grace_ms;
+    unsigned char key[32];
+    bool has_key;
+    struct worker__plugins *plugins;
+    struct wqueue *queues;
+    size_t n_queues, next_queue;
+    struct wtask *tasks;
+    size_t running;
+    unsigned takes; /* outstanding */
+    struct wctx *ctxs;
+    struct coord_group *peers;
+    size_t n_peers; /* other live workers of this tenant sharing a class */
+    char **env;     /* the plugins' base environment */
+    size_t n_env;
+    bool stopping, freed;
+    void (*stop_done)(void *);
+    void *stop_arg;
+    struct event *grace_ev, *pump_ev, *gc_ev;
+    struct worker_stats stats;
+    unsigned nonce;
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void pump(struct worker *w);
+static void task_finish(struct wtask *t);
+
+static void wtask_check(const struct wtask *t)
+{
+#ifndef NDEBUG
+    if (t->st >= WT_RUNNING && t->st != WT_DONE && !t->recorded)
+        abort(); /* 1 */
+    if (t->proc && t->st != WT_RUNNING)
+        abort();
+#else
+    (void)t;
+#endif
+}
+
+/* ---- the plugins' environment ---------------------------------------------------- */
+
+static void env_add(struct worker *w, char *kv)
+{
+    w->env = xrealloc(w->env, (w->n_env + 2) * sizeof(char *));
+    w->env[w->n_env++] = kv;
+    w->env[w->n_env] = NULL;
+}
+
+static void env_build(struct worker *w)
+{
+    for (char **e = environ; *e; e++)
+        if (strncmp(*e, "DROVER_", 7) != 0)
+            env_add(w, xstrdup(*e));
+    env_add(w, xasprintf("DROVER_WORKER_ID=%s", w->id));
+    if (w->resources)
+        env_add(w, xasprintf("DROVER_RESOURCES=%s", w->resources));
+    if (w->zk_hosts)
+        env_add(w, xasprintf("DROVER_ZK_HOSTS=%s", w->zk_hosts));
+    if (w->zk_digest)
+        env_add(w, xasprintf("DROVER_ZK_DIGEST_FILE=%s", w->zk_digest));
+}
+
+/* The base environment plus this task's variables: a new array (free each string). */
+static char **env_for(struct worker *w, struct wtask *t)
+{
+    char **e = xcalloc(w->n_env + 5, sizeof(char *));
+    size_t n = 0;
+    for (size_t i = 0; i < w->n_env; i++)
+        e[n++] = xstrdup(w->env[i]);
+    e[n++] = xasprintf("DROVER_TASK_ID=%s", t->key);
+    e[n++] = xasprintf("DROVER_JOB_ID=%s", t->job);
+    e[n++] = xasprintf("DROVER_ATTEMPT=%lld",
+                       (long long)json_integer_value(json_object_get(t->item, "attempt")));
+    e[n++] = xasprintf("DROVER_PLUGIN_DIR=%s", t->plugin ? t->plugin->dir : "");
+    return e;
+}
+
+static void env_free(char **e)
+{
+    for (char **p = e; p && *p; p++)
+        free(*p);
+    free(e);
+}
+
+/* ---- tasks ----------------------------------------------------------------------- */
+
+static void task_unref(struct wtask *t)
+{
+    if (--t->refs > 0)
+        return;
+    free(t->item_id);
+    json_decref(t->item);
+    free(t->run_path);
+    json_decref(t->rec);
+    free(t);
+}
+
+static void task_unlink(struct wtask *t)
+{
+    struct worker *w = t->w;
+    for (struct wtask **pp = &w->tasks; *pp; pp = &(*pp)->next)
+        if (*pp == t) {
+            *pp = t->next;
+            break;
+        }
+    w->running--;
+}
+
+static void maybe_stopped(struct worker *w)
+{
+    if (w->stopping && w->running == 0 && w->takes == 0 && w->stop_done) {
+        void (*done)(void *) = w->stop_done;
+        w->stop_done = NULL;
+        if (w->grace_ev) {
+            event_free(w->grace_ev);
+            w->grace_ev = NULL;
+        }
+        log_info(MOD, "event=worker-stopped worker=%s", w->id);
+        done(w->stop_arg);
+    }
+}
+
+/* The task is over for this worker: forget it and take the next. */
+static void task_finish(struct wtask *t)
+{
+    struct worker *w = t->w;
+    if (t->st == WT_DONE)
+        return;
+    t->st = WT_DONE;
+    task_unlink(t);
+    task_unref(t);
+    if (!w->freed) {
+        pump(w);
+        maybe_stopped(w);
+    }
+}
+
+static struct wtask *task_by_item(struct worker *w, const char *item_id)
+{
+    for (struct wtask *t = w->tasks; t; t = t->next)
+        if (strcmp(t->item_id, item_id) == 0)
+            return t;
+    return NULL;
+}
+
+static void on_claim_lost(struct coord_queue *q, const char *item_id, void *arg)
+{
+    struct worker *w = arg;
+    struct wtask *t = task_by_item(w, item_id);
+    if (!t || t->lost)
+        return;
+    t->lost = true;
+    w->stats.lost++;
+    log_warn(MOD, "event=claim-lost worker=%s task=%s state=%d", w->id, t->key, (int)t->st);
+    if (t->proc) {
+        worker__proc_kill(t->proc); /* invariant 3 of worker.h: before anyone else can run it */
+    } else if (t->st != WT_COMPLETING) {
+        /* Recording or reading the context: their callbacks see lost and stop. */
+    }
+}
+
+static void released_done(int rc, void *arg)
+{
+    struct wtask *t = arg;
+    if (rc && rc != DRV_ECONFLICT)
+        log_warn(MOD, "event=release-failed task=%s error=%s", t->key, drv_strerror(rc));
+    task_finish(t);
+    task_unref(t);
+}
+
+static void hand_back(struct wtask *t)
+{
+    t->refs++;
+    t->w->stats.handed_back++;
+    coord_queue_release(t->wq->q, t->item_id, released_done, t);
+}
+
+static void complete_plain_done(int rc, void *arg)
+{
+    struct wtask *t = arg;
+    if (rc)
+        log_warn(MOD, "event=complete-failed task=%s error=%s", t->key, drv_strerror(rc));
+    task_finish(t);
+    task_unref(t);
+}
+
+/* Drop an item whose job is gone (its run directory no longer exists). */
+static void drop_item(struct wtask *t, const char *why)
+{
+    log_info(MOD, "event=task-dropped worker=%s task=%s reason=\"%s\"", t->w->id, t->key, why);
+    t->refs++;
+    coord_queue_complete(t->wq->q, t->item_id, complete_plain_done, t);
+}
+
+static void complete_send(struct wtask *t);
+
+static void complete_retry(evutil_socket_t fd, short what, void *arg)
+{
+    struct wtask *t = arg;
+    complete_send(t);
+    task_unref(t);
+}
+
+static void later(struct wtask *t, void (*fn)(evutil_socket_t, short, void *), int ms)
+{
+    t->refs++;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    event_base_once(t->w->base, -1, EV_TIMEOUT, fn, t, &tv);
+}
+
+static void on_completed(const struct coord_txn_result *r, void *arg)
+{
+    struct wtask *t = arg;
+    struct worker *w = t->w;
+    if (r->rc == 0) {
+        if (strcmp(json_string_value(json_object_get(t->rec, "status")), "ok") == 0)
+            w->stats.succeeded++;
+        else
+            w->stats.failed++;
+        task_finish(t);
+    } else if (r->rc == DRV_ECONFLICT && r->failed_op < 0) {
+        /* Not our claim any more: another delivery runs it; write nothing. */
+        t->lost = true;
+        task_finish(t);
+    } else if (r->failed_op >= 0) {
+        /* The run record is gone: the job ended (cancelled, handed over and
+         * finished...). The item still goes. */
+        drop_item(t, "the job's run record is gone");
+    } else if (!w->freed) {
+        later(t, complete_retry, RETRY_MS);
+    }
+    task_unref(t);
+}
+
+static void complete_send(struct wtask *t)
+{
+    if (t->lost || t->w->freed) {
+        task_finish(t);
+        return;
+    }
+    char *data = json_dumps(t->rec, JSON_COMPACT);
+    struct coord_txn *txn = coord_txn_new();
+    coord_txn_set(txn, t->run_path, data, 0);
+    free(data);
+    t->refs++;
+    coord_queue_complete_txn(t->wq->q, t->item_id, txn, on_completed, t);
+}
+
+/* ---- running the plugin ---------------------------------------------------------- */
+
+static void on_plugin_done(const struct worker__proc_result *r, void *arg)
+{
+    struct wtask *t = arg;
+    struct worker *w = t->w;
+    t->proc = NULL;
+    if (t->lost || w->freed) {
+        task_finish(t);
+        task_unref(t);
+        return;
+    }
+    if (t->killed_by_stop) {
+        hand_back(t);
+        task_unref(t);
+        return;
+    }
+    int rc = worker__task_outcome(r, t->timeout_ms, t->plugin, w->has_key ? w->key : NULL, t->rec);
+    if (rc == DRV_EPERM)
+        log_error(MOD,
+                  "event=secret-dropped task=%s reason=\"no secrets key to seal a sensitive "
+                  "result with\"",
+                  t->key);
+    log_info(MOD, "event=task-ended worker=%s task=%s id=%s status=%s how=\"%s\" ms=%lld", w->id,
+             t->key, json_string_value(json_object_get(t->item, "task")),
+             json_string_value(json_object_get(t->rec, "status")),
+             json_string_value(json_object_get(t->rec, "how")),
+             (long long)(r->end_ms - r->start_ms));
+    t->st = WT_COMPLETING;
+    complete_send(t);
+    task_unref(t);
+}
+
+static void fail_now(struct wtask *t, const char *why)
+{
+    json_object_set_new(t->rec, "status", json_string("failed"));
+    json_object_set_new(t->rec, "message", json_string(why));
+    json_object_set_new(t->rec, "how", json_string("not run"));
+    json_object_set_new(t->rec, "end", json_integer(now_ms()));
+    log_warn(MOD, "event=task-failed worker=%s task=%s reason=\"%s\"", t->w->id, t->key, why);
+    t->st = WT_COMPLETING;
+    complete_send(t);
+}
+
+static void run_plugin(struct wtask *t, const json_t *ctx)
+{
+    struct worker *w = t->w;
+    const char *name = json_string_value(json_object_get(t->item, "name"));
+    const char *type = json_string_value(json_object_get(t->item, "plugin"));
+    t->plugin = worker__plugins_find(
+        w->plugins, worker__is_provider_task(name) ? WORKER__PROVIDER : WORKER__AUTOMATOR, type);
+    if (!t->plugin) {
+        char why[256];
+        snprintf(why, sizeof(why), "no plugin serves %s type \"%s\" on worker %s",
+                 worker__is_provider_task(name) ? "provider" : "action", type, w->id);
+        fail_now(t, why);
+        return;
+    }
+    json_int_t tmo = json_integer_value(json_object_get(t->item, "timeout_ms"));
+    t->timeout_ms = tmo > 0 && tmo < INT32_MAX ? (int)tmo : (int)t->plugin->timeout_ms;
+    t->st = WT_RUNNING;
+    if (t->plugin->builtin) {
+        /* builtin:noop: an outcome without a process, on the next turn of the loop. */
+        struct worker__proc_result r = {.exited = true,
+                                        .out = "{\"status\":\"ok\",\"message\":\"noop\"}"};
+        r.out_len = strlen(r.out);
+        r.start_ms = r.end_ms = now_ms();
+        r.err_tail = "";
+        t->refs++;
+        on_plugin_done(&r, t);
+        return;
+    }
+    json_t *task = worker__task_json(t->item, ctx, NULL);
+    struct drv_err err;
+    if (w->has_key && seal_open_json(w->key, task, &err) != 0) {
+        json_decref(task);
+        char why[600];
+        snprintf(why, sizeof(why), "cannot open a secret: %s", err.msg);
+        fail_now(t, why);
+        return;
+    }
+    char *input = json_dumps(task, JSON_COMPACT);
+    json_decref(task);
+    char **env = env_for(w, t);
+    struct worker__proc_opts po = {
+        .path = t->plugin->exec,
+        .cwd = t->plugin->dir,
+        .envp = env,
+        .input = input,
+        .input_len = strlen(input),
+        .max_output = 1 << 20,
+        .stderr_tail = 4096,
+        .timeout_ms = t->timeout_ms,
+    };
+    t->refs++;
+    t->proc = worker__proc_start(w->base, &po, on_plugin_done, t, &err);
+    seal_wipe_free(input);
+    env_free(env);
+    if (!t->proc) {
+        task_unref(t);
+        char why[600];
+        snprintf(why, sizeof(why), "cannot start the plugin: %s", err.msg);
+        fail_now(t, why);
+        return;
+    }
+    log_debug(MOD, "event=task-started worker=%s task=%s plugin=%s pgid=%d", w->id, t->key,
+              t->plugin->name, (int)worker__proc_pgid(t->proc));
+    wtask_check(t);
+}
+
+/* ---- the job's context (cached per job) --------------------------------------------- */
+
+struct ctx_read {
+    struct worker *w;
+    struct wctx *c;
+    int parts, got;
+    char **text;
+    int rc;
+};
+
+static void ctx_ready(struct worker *w, struct wctx *c)
+{
+    for (struct wtask *t = w->tasks; t; t = t->next) {
+        if (t->st != WT_CONTEXT || strcmp(t->job, c->job) != 0)
+            continue;
+        if (t->lost) {
+            task_finish(t);
+            return ctx_ready(w, c); /* the list changed */
+        }
+        if (c->failed) {
+            fail_now(t, "cannot read the job's context from ZooKeeper");
+            return ctx_ready(w, c);
+        }
+        run_plugin(t, c->ctx);
+        return ctx_ready(w, c);
+    }
+}
+
+static void ctx_read_end(struct ctx_read *cr)
+{
+    struct wctx *c = cr->c;
+    struct worker *w = cr->w;
+    if (cr->rc == 0) {
+        size_t total = 0;
+        for (int i = 0; i < cr->parts; i++)
+            total += strlen(cr->text[i]);
+        char *all = xmalloc(total + 1);
+        all[0] = '\0';
+        for (int i = 0; i < cr->parts; i++)
+            strcat(all, cr->text[i]);
+        json_error_t je;
+        c->ctx = json_loads(all, 0, &je);
+        free(all);
+        if (!json_is_object(c->ctx)) {
+            json_decref(c->ctx);
+            c->ctx = NULL;
+            cr->rc = DRV_EINVAL;
+        }
+    }
+    if (cr->rc) {
+        log_error(MOD, "event=context-unreadable job=%s error=%s", c->job, drv_strerror(cr->rc));
+        c->failed = true;
+    }
+    for (int i = 0; i < cr->parts; i++)
+        free(cr->text ? cr->text[i] : NULL);
+    free(cr->text);
+    free(cr);
+    if (!w->freed)
+        ctx_ready(w, c);
+    if (c->failed) {
+        /* Forget it: the next task of the job reads it again. */
+        for (struct wctx **pp = &w->ctxs; *pp; pp = &(*pp)->next)
+            if (*pp == c) {
+                *pp = c->next;
+                break;
+            }
+        free(c);
+    }
+}
+
+struct part_arg {
+    struct ctx_read *cr;
+    int i;
+};
+
+static void on_ctx_part(int rc, const char *data, int version, void *arg)
+{
+    struct part_arg *pa = arg;
+    struct ctx_read *cr = pa->cr;
+    if (rc)
+        cr->rc = rc;
+    else
+        cr->text[pa->i] = xstrdup(data);
+    free(pa);
+    if (++cr->got == cr->parts)
+        ctx_read_end(cr);
+}
+
+static void on_ctx_head(int rc, const char *data, int version, void *arg)
+{
+    struct ctx_read *cr = arg;
+    json_error_t je;
+    json_t *h = rc == 0 ? json_loads(data, 0, &je) : NULL;
+    json_int_t parts = json_integer_value(json_object_get(h, "parts"));
+    if (rc == 0 && json_is_object(h) && json_object_get(h, "parts") && parts > 0 && parts < 4096 &&
+        !cr->w->freed) {
+        cr->parts = (int)parts;
+        cr->text = xcalloc((size_t)parts, sizeof(char *));
+        for (int i = 0; i < cr->parts; i++) {
+            struct part_arg *pa = xcalloc(1, sizeof(*pa));
+            pa->cr = cr;
+            pa->i = i;
+            char *p = xasprintf("/drover/jobs/%s/ctx/p%d", cr->c->job, i);
+            coord_get(cr->w->zk, p, on_ctx_part, pa);
+            free(p);
+        }
+        json_decref(h);
+        return;
+    }
+    json_decref(h);
+    cr->rc = rc;
+    cr->parts = 1;
+    cr->text = xcalloc(1, sizeof(char *));
+    if (rc == 0)
+        cr->text[0] = xstrdup(data);
+    ctx_read_end(cr);
+}
+
+static void need_context(struct wtask *t)
+{
+    struct worker *w = t->w;
+    t->st = WT_CONTEXT;
+    for (struct wctx *c = w->ctxs; c; c = c->next)
+        if (strcmp(c->job, t->job) == 0) {
+            c->last_used = now_ms();
+            if (c->ctx)
+                run_plugin(t, c->ctx);
+            return; /* loading: ctx_ready runs it */
+        }
+    struct wctx *c = xcalloc(1, sizeof(*c));
+    snprintf(c->job, sizeof(c->job), "%s", t->job);
+    c->last_used = now_ms();
+    c->next = w->ctxs;
+    w->ctxs = c;
+    struct ctx_read *cr = xcalloc(1, sizeof(*cr));
+    cr->w = w;
+    cr->c = c;
+    char *p = xasprintf("/drover/jobs/%s/ctx", t->job);
+    coord_get(w->zk, p, on_ctx_head, cr);
+    free(p);
+}
+
+/* Forget contexts of jobs not seen for a minute. */
+static void ctx_gc(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    int64_t now = now_ms();
+    for (struct wctx **pp = &w->ctxs; *pp;) {
+        struct wctx *c = *pp;
+        bool used = false;
+        for (struct wtask *t = w->tasks; t && !used; t = t->next)
+            used = strcmp(t->job, c->job) == 0;
+        if (c->ctx && !used && now - c->last_used > CTX_IDLE_MS) {
+            *pp = c->next;
+            json_decref(c->ctx);
+            free(c);
+        } else {
+            pp = &c->next;
+        }
+    }
+}
+
+/* ---- recording the attempt ------------------------------------------------------------ */
+
+static void record_send(struct wtask *t);
+
+static void record_retry(evutil_socket_t fd, short what, void *arg)
+{
+    struct wtask *t = arg;
+    record_send(t);
+    task_unref(t);
+}
+
+static void on_recorded(const struct coord_txn_result *r, void *arg)
+{
+    struct wtask *t = arg;
+    struct worker *w = t->w;
+    if (w->freed) {
+        task_unref(t);
+        return;
+    }
+    if (r->rc == 0) {
+        t->recorded = true;
+        if (t->lost)
+            task_finish(t);
+        else if (w->stopping)
+            hand_back(t);
+        else
+            need_context(t);
+    } else if (r->rc == DRV_ECONFLICT && r->failed_op < 0) {
+        t->lost = true;
+        task_finish(t);
+    } else if (r->failed_op >= 0) {
+        drop_item(t, "the job has no run directory: it is over");
+    } else {
+        later(t, record_retry, RETRY_MS);
+    }
+    task_unref(t);
+}
+
+static void record_send(struct wtask *t)
+{
+    if (t->lost) {
+        task_finish(t);
+        return;
+    }
+    char *data = json_dumps(t->rec, JSON_COMPACT);
+    struct coord_txn *txn = coord_txn_new();
+    coord_txn_create(txn, t->run_path, data, 0);
+    free(data);
+    t->refs++;
+    coord_queue_txn_commit(t->wq->q, t->item_id, txn, on_recorded, t);
+}
+
+static void avoid_release(evutil_socket_t fd, short what, void *arg)
+{
+    struct wtask *t = arg;
+    if (!t->lost && !t->w->freed)
+        hand_back(t);
+    else
+        task_finish(t);
+    task_unref(t);
+}
+
+static void start_task(struct wqueue *wq, struct coord_queue_item *it)
+{
+    struct worker *w = wq->w;
+    struct wtask *t = xcalloc(1, sizeof(*t));
+    t->w = w;
+    t->wq = wq;
+    t->refs = 1;
+    t->item_id = xstrdup(it->id);
+    t->next = w->tasks;
+    w->tasks = t;
+    w->running++;
+    w->stats.taken++;
+    json_error_t je;
+    struct drv_err err;
+    t->item = json_loads(it->json, 0, &je);
+    if (taskmsg_item_check(t->item, &err) != 0) {
+        /* Nothing can run it, now or later: drop it loudly rather than loop. */
+        snprintf(t->key, sizeof(t->key), "%s", it->id);
+        log_error(MOD, "event=bad-task-item worker=%s item=%s error=\"%s\"", w->id, it->id,
+                  err.msg);
+        drop_item(t, err.msg);
+        return;
+    }
+    const char *ph = json_string_value(json_object_get(t->item, "phase"));
+    uint32_t idx = (uint32_t)json_integer_value(json_object_get(t->item, "idx"));
+    unsigned att = (unsigned)json_integer_value(json_object_get(t->item, "attempt"));
+    snprintf(t->job, sizeof(t->job), "%s", json_string_value(json_object_get(t->item, "job")));
+    taskmsg_key(t->key, sizeof(t->key), t->job, ph[0], idx, att);
+    const char *avoid = json_string_value(json_object_get(t->item, "avoid"));
+    if (avoid && strcmp(avoid, w->id) == 0 && w->n_peers > 0) {
+        /* A retry after a failure here: leave it to another worker for a while. */
+        log_info(MOD, "event=task-avoided worker=%s task=%s", w->id, t->key);
+        later(t, avoid_release, AVOID_HOLD_MS);
+        return;
+    }
+    char name[200];
+    taskmsg_run_name(name, sizeof(name), ph[0], idx, att, w->id, ++w->nonce ^ (unsigned)rand());
+    t->run_path = xasprintf("/drover/jobs/%s/runs/%s", t->job, name);
+    char sess[32];
+    snprintf(sess, sizeof(sess), "0x%llx", (unsigned long long)coord_session_id(w->zk));
+    t->rec = json_pack("{s:i, s:s, s:s, s:s, s:I}", "v", TASKMSG_VERSION, "worker", w->id,
+                       "session", sess, "item", it->id, "start", (json_int_t)now_ms());
+    t->st = WT_RECORDING;
+    record_send(t);
+}
+
+/* ---- taking ------------------------------------------------------------------------- */
+
+static void on_take(struct coord_queue_item *it, int rc, void *arg)
+{
+    struct wqueue *wq = arg;
+    struct worker *w = wq->w;
+    w->takes--;
+    if (w->freed) {
+        coord_queue_item_free(it);
+        return;
+    }
+    if (it) {
+        if (w->stopping) {
+            coord_queue_release(wq->q, it->id, NULL, NULL);
+        } else {
+            start_task(wq, it);
+        }
+        coord_queue_item_free(it);
+    }
+    pump(w);
+    maybe_stopped(w);
+}
+
+static void pump_now(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    while (!w->stopping && !w->freed && w->running + w->takes < w->concurrency &&
+           coord_session_state(w->zk) == COORD_CONNECTED) {
+        struct wqueue *wq = &w->queues[w->next_queue++ % w->n_queues];
+        w->takes++;
+        coord_queue_take(wq->q, TAKE_WAIT_MS, on_take, wq);
+    }
+}
+
+static void pump(struct worker *w)
+{
+    if (!w->freed)
+        event_active(w->pump_ev, EV_TIMEOUT, 0);
+}
+
+static void on_peers(const struct coord_member_info *m, size_t n, void *arg)
+{
+    struct worker *w = arg;
+    size_t peers = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(m[i].id, w->id) == 0)
+            continue;
+        json_error_t je;
+        json_t *j = json_loads(m[i].json, 0, &je);
+        const char *tenant = json_string_value(json_object_get(j, "tenant"));
+        bool shares = false;
+        size_t k;
+        json_t *c;
+        json_array_foreach(json_object_get(j, "classes"), k, c) for (size_t q = 0; q < w->n_queues;
+                                                                     q++) shares |=
+            json_is_string(c) && strcmp(json_string_value(c), w->queues[q].cls) == 0;
+        if (tenant && strcmp(tenant, w->tenant) == 0 && shares)
+            peers++;
+        json_decref(j);
+    }
+    w->n_peers = peers;
+    pump(w); /* also a good moment: the session is likely connected */
+}
+
+/* ---- life ---------------------------------------------------------------------------- */
+
+struct worker *worker_new(struct event_base *base, struct coord_session *zk,
+                          const struct worker_opts *o, struct drv_err *err)
+{
+    if (!o->id || !o->tenant || !o->plugin_dir || o->concurrency < 1) {
+        drv_err_set(err, DRV_EINVAL, 0,
+                    "worker: id, tenant, plugin_dir and concurrency >= 1 are required");
+        return NULL;
+    }
+    struct worker__plugins *ps;
+    if (worker__plugins_load(o->plugin_dir, &ps, err) != 0)
+        return NULL;
+    worker__plugins_filter(ps, o->plugins);
+    struct worker *w = xcalloc(1, sizeof(*w));
+    w->base = base;
+    w->zk = zk;
+    w->plugins = ps;
+    w->id = xstrdup(o->id);
+    w->tenant = xstrdup(o->tenant);
+    w->resources = o->resources_dir && *o->resources_dir ? xstrdup(o->resources_dir) : NULL;
+    w->zk_hosts = o->zk_hosts ? xstrdup(o->zk_hosts) : NULL;
+    w->zk_digest = o->zk_digest_file && *o->zk_digest_file ? xstrdup(o->zk_digest_file) : NULL;
+    w->version = xstrdup(o->version ? o->version : "");
+    w->concurrency = o->concurrency;
+    w->grace_ms = o->grace_ms;
+    if (o->key) {
+        memcpy(w->key, o->key, 32);
+        w->has_key = true;
+    }
+    env_build(w);
+    const char *classes = o->classes && *o->classes ? o->classes : "default";
+    for (const char *p = classes; *p;) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        while (len && *p == ' ')
+            p++, len--;
+        if (len) {
+            w->queues = xrealloc(w->queues, (w->n_queues + 1) * sizeof(*w->queues));
+            struct wqueue *wq = &w->queues[w->n_queues++];
+            memset(wq, 0, sizeof(*wq));
+            wq->w = w;
+            wq->cls = xstrndup(p, len);
+        }
+        if (!c)
+            break;
+        p = c + 1;
+    }
+    for (size_t i = 0; i < w->n_queues; i++) {
+        struct wqueue *wq = &w->queues[i];
+        wq->path = xasprintf("/drover/queues/%s/%s", w->tenant, wq->cls);
+        struct coord_queue_opts qo = {
+            .consumer_id = w->id, .on_lost = on_claim_lost, .lost_arg = w};
+        wq->q = coord_queue_open(zk, wq->path, &qo, NULL, NULL);
+    }
+    w->pump_ev = event_new(base, -1, 0, pump_now, w);
+    w->gc_ev = event_new(base, -1, EV_PERSIST, ctx_gc, w);
+    struct timeval tv = {10, 0};
+    event_add(w->gc_ev, &tv);
+    w->peers = coord_group_watch(zk, "/drover/members/worker", on_peers, w);
+    srand((unsigned)(now_ms() ^ getpid()));
+    log_info(MOD, "event=worker-ready worker=%s tenant=%s classes=%s concurrency=%u plugins=%zu",
+             w->id, w->tenant, classes, w->concurrency, ps->n);
+    pump(w);
+    return w;
+}
+
+static void on_grace(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    for (struct wtask *t = w->tasks; t; t = t->next)
+        if (t->proc) {
+            log_warn(MOD, "event=task-handed-back worker=%s task=%s reason=\"grace over\"", w->id,
+                     t->key);
+            t->killed_by_stop = true;
+            worker__proc_kill(t->proc);
+        }
+}
+
+void worker_stop(struct worker *w, void (*done)(void *arg), void *arg)
+{
+    if (w->stopping)
+        return;
+    w->stopping = true;
+    w->stop_done = done;
+    w->stop_arg = arg;
+    log_info(MOD, "event=worker-stopping worker=%s running=%zu grace_ms=%d", w->id, w->running,
+             w->grace_ms);
+    w->grace_ev = evtimer_new(w->base, on_grace, w);
+    struct timeval tv = {w->grace_ms / 1000, (w->grace_ms % 1000) * 1000};
+    evtimer_add(w->grace_ev, &tv);
+    maybe_stopped(w);
+}
+
+size_t worker_running(const struct worker *w)
+{
+    return w->running;
+}
+
+void worker_get_stats(const struct worker *w, struct worker_stats *st)
+{
+    *st = w->stats;
+}
+
+void worker_free(struct worker *w)
+{
+    if (!w)
+        return;
+    w->freed = true;
+    for (struct wtask *t = w->tasks; t; t = t->next)
+        if (t->proc)
+            worker__proc_kill(t->proc);
+    /* Let the killed plugins be reaped so their procs free themselves. */
+    while (w->tasks) {
+        bool any = false;
+        for (struct wtask *t = w->tasks; t; t = t->next)
+            any |= t->proc != NULL;
+        if (!any)
+            break;
+        event_base_loop(w->base, EVLOOP_ONCE);
+    }
+    while (w->tasks) {
+        struct wtask *t = w->tasks;
+        w->tasks = t->next;
+        task_unref(t);
+    }
+    coord_group_free(w->peers);
+    for (size_t i = 0; i < w->n_queues; i++) {
+        coord_queue_close(w->queues[i].q);
+        free(w->queues[i].cls);
+        free(w->queues[i].path);
+    }
+    free(w->queues);
+    while (w->ctxs) {
+        struct wctx *c = w->ctxs;
+        w->ctxs = c->next;
+        json_decref(c->ctx);
+        free(c);
+    }
+    if (w->grace_ev)
+        event_free(w->grace_ev);
+    event_free(w->pump_ev);
+    event_free(w->gc_ev);
+    worker__plugins_free(w->plugins);
+    env_free(w->env);
+    explicit_bzero(w->key, sizeof(w->key));
+    free(w->id);
+    free(w->tenant);
+    free(w->resources);
+    free(w->zk_hosts);
+    free(w->zk_digest);
+    free(w->version);
+    free(w);
+}

@@ -1,0 +1,84 @@
+/*
+ * worker: the take-run-complete loop of drover-worker, the fleet's stateless
+ * workers (the seeds' "provisioners").
+ *
+ * A worker serves one tenant and one or more worker classes: it takes task
+ * items from /drover/queues/<tenant>/<class>, records each attempt before
+ * running it, runs the plugin that serves the task (docs/plugins.md) as a
+ * child process, and completes the item and writes the attempt's outcome
+ * in one multi-op. docs/worker.md tells the whole story; the formats are in
+ * src/common/taskmsg.h.
+ *
+ * Guarantees (DESIGN.md invariant 3), each checked by a test:
+ *   - An attempt is recorded (its run record created, under the worker's
+ *     claim) before its plugin starts (integration engine_worker_death).
+ *   - When the worker's claim on an item is gone or may be gone (ZooKeeper
+ *     session suspended past a third of its timeout, or expired), it kills
+ *     the plugin's whole process group at once and writes nothing: the item
+ *     goes to another worker only after the session has expired, so two
+ *     attempts of one task never run at the same time (integration
+ *     engine_worker_partition; the sleep plugin's flock checks it).
+ *   - A plugin never outlives its worker, even a worker killed with SIGKILL
+ *     (unit test_proc).
+ *
+ * Threads: everything on the loop thread of the coord session's event_base;
+ * plugins are child processes watched from that loop.
+ *
+ * Ownership: the caller owns the worker (worker_free) and must free it
+ * before the coord session.
+ */
+#ifndef DROVER_WORKER_H
+#define DROVER_WORKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+struct event_base;
+struct coord_session;
+struct worker;
+
+struct worker_opts {
+    const char *id;             /* the worker's member id (required) */
+    const char *tenant;         /* required */
+    const char *classes;        /* comma-separated worker classes, e.g. "default" */
+    unsigned concurrency;       /* tasks at once (>= 1) */
+    const char *plugin_dir;     /* required */
+    const char *plugins;        /* comma-separated allow-list of plugin names, NULL or "": all */
+    int grace_ms;               /* worker_stop: how long running tasks may finish */
+    const unsigned char *key;   /* secrets key (32 bytes) or NULL: sealed values stay sealed */
+    const char *resources_dir;  /* DROVER_RESOURCES for plugins, NULL: none */
+    const char *zk_hosts;       /* DROVER_ZK_HOSTS for plugins (ssh-pool) */
+    const char *zk_digest_file; /* DROVER_ZK_DIGEST_FILE for plugins */
+    const char *version;        /* shown in the member znode */
+};
+
+/*
+ * Load the plugins, open the queues and start taking (once the session is
+ * connected). NULL with err filled on a bad option or plugin descriptor.
+ */
+struct worker *worker_new(struct event_base *base, struct coord_session *zk,
+                          const struct worker_opts *o, struct drv_err *err);
+
+/*
+ * Stop taking; running tasks have grace_ms to finish, after which their
+ * plugins are killed and their items handed back (released) at once so that
+ * other workers take them without waiting for this session to expire. done
+ * runs once nothing runs any more. Idempotent.
+ */
+void worker_stop(struct worker *w, void (*done)(void *arg), void *arg);
+
+/* Tasks running now. */
+size_t worker_running(const struct worker *w);
+
+/* Counters since start, for logs and tests. */
+struct worker_stats {
+    unsigned long taken, succeeded, failed, lost, handed_back;
+};
+void worker_get_stats(const struct worker *w, struct worker_stats *st);
+
+/* Kill every plugin at once and free (no waiting: use worker_stop first to drain). */
+void worker_free(struct worker *w);
+
+#endif

@@ -1,0 +1,166 @@
+/*
+ * Unit tests of src/worker/task.c: the plugin's task JSON has the shape of
+ * docs/plugins.md (node key-values, the job's context, the action), and a
+ * plugin's exit becomes the right outcome: success only with exit 0 and
+ * "status": "ok"; each kind of failure with its reason; sensitive result
+ * keys sealed, or dropped without a key.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "seal.h"
+#include "worker_int.h"
+#include "xalloc.h"
+
+static json_t *item(const char *name, const char *service)
+{
+    return json_pack(
+        "{s:i, s:s, s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:s, s:s?, s:s, s:{s:s}, s:{s:s},"
+        " s:{s:s}, s:b, s:i}",
+        "v", 1, "job", "42", "phase", "f", "idx", 17, "attempt", 2, "task", "node-3/zk/install",
+        "name", name, "tenant", "acme", "cluster", "7", "node", "node-3", "service", service,
+        "plugin", "shell", "fields", "script", "zk/install.sh", "props", "ipaddress", "127.77.0.3",
+        "nodeinfo", "flavor", "small", "cleanup", 0, "timeout_ms", 5000);
+}
+
+static void test_task_json(void **state)
+{
+    json_t *ctx = json_pack("{s:s, s:{s:i}, s:{s:s, s:s}}", "clustername", "zk1", "cluster", "port",
+                            2181, "provider", "name", "local", "password", "enc:v1:xx");
+    json_t *it = item("install", "zk");
+    json_t *t = worker__task_json(it, ctx, NULL);
+    assert_string_equal(json_string_value(json_object_get(t, "taskId")), "42.f17.2");
+    assert_string_equal(json_string_value(json_object_get(t, "taskName")), "install");
+    assert_string_equal(json_string_value(json_object_get(t, "nodeId")), "node-3");
+    assert_int_equal(json_integer_value(json_object_get(t, "attempt")), 2);
+    json_t *c = json_object_get(t, "config");
+    assert_string_equal(json_string_value(json_object_get(c, "ipaddress")), "127.77.0.3");
+    assert_string_equal(json_string_value(json_object_get(c, "flavor")), "small");
+    assert_string_equal(json_string_value(json_object_get(c, "clustername")), "zk1");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(c, "cluster"), "port")),
+                     2181);
+    json_t *action = json_object_get(json_object_get(c, "service"), "action");
+    assert_string_equal(json_string_value(json_object_get(action, "type")), "shell");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(action, "fields"), "script")),
+        "zk/install.sh");
+    /* Sealed values stay sealed here: the worker opens them just before the plugin. */
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(c, "provider"), "password")),
+        "enc:v1:xx");
+    assert_null(json_object_get(c, "nodes"));
+    json_decref(t);
+    json_decref(it);
+    /* A provider task: the fields go to the provider, no service. */
+    it = item("create", NULL);
+    t = worker__task_json(it, ctx, json_pack("{s:{}}", "node-1"));
+    c = json_object_get(t, "config");
+    assert_null(json_object_get(c, "service"));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(c, "provider"), "script")),
+        "zk/install.sh");
+    assert_non_null(json_object_get(json_object_get(c, "nodes"), "node-1"));
+    json_decref(t);
+    json_decref(it);
+    json_decref(ctx);
+}
+
+static json_t *outcome(bool exited, int code, const char *out, bool timed_out,
+                       const struct worker__plugin *p, const unsigned char *key, int *rc)
+{
+    struct worker__proc_result r = {.exited = exited,
+                                    .exit_code = code,
+                                    .timed_out = timed_out,
+                                    .out = (char *)out,
+                                    .out_len = strlen(out),
+                                    .err_tail = "some stderr",
+                                    .end_ms = 99};
+    if (!exited && !timed_out)
+        r.signal = 9;
+    json_t *rec = json_object();
+    *rc = worker__task_outcome(&r, 3000, p, key, rec);
+    return rec;
+}
+
+static const char *field(json_t *rec, const char *k)
+{
+    return json_string_value(json_object_get(rec, k));
+}
+
+static void test_outcomes(void **state)
+{
+    int rc;
+    json_t *rec =
+        outcome(true, 0, "{\"status\":\"ok\",\"result\":{\"ip\":\"1.2.3.4\"},\"message\":\"up\"}\n",
+                false, NULL, NULL, &rc);
+    assert_string_equal(field(rec, "status"), "ok");
+    assert_string_equal(field(rec, "message"), "up");
+    assert_string_equal(field(rec, "tail"), "some stderr");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(rec, "result"), "ip")),
+                        "1.2.3.4");
+    json_decref(rec);
+    struct {
+        bool exited;
+        int code;
+        const char *out;
+        bool timed_out;
+        const char *needle;
+    } bad[] = {
+        {true, 0, "", false, "plugin printed nothing"},
+        {true, 0, "not json", false, "plugin printed invalid JSON"},
+        {true, 0, "{\"status\":\"ok\"} trailing", false, "plugin printed invalid JSON"},
+        {true, 0, "{\"result\":{}}", false, "no \"status\""},
+        {true, 3, "{\"status\":\"ok\"}", false, "exit 3"},
+        {true, 0, "{\"status\":\"failed\",\"message\":\"disk full\"}", false, "disk full"},
+        {false, 0, "", true, "timed out after 3000 ms"},
+        {false, 0, "", false, "killed by signal 9"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        rec = outcome(bad[i].exited, bad[i].code, bad[i].out, bad[i].timed_out, NULL, NULL, &rc);
+        assert_string_equal(field(rec, "status"), "failed");
+        if (!strstr(field(rec, "message"), bad[i].needle))
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, field(rec, "message"), bad[i].needle);
+        json_decref(rec);
+    }
+}
+
+static void test_sensitive_results(void **state)
+{
+    static const unsigned char key[32] = {7};
+    struct worker__plugin p = {.fields = json_pack("{s:{s:b}}", "token", "sensitive", 1)};
+    int rc;
+    const char *out = "{\"status\":\"ok\",\"result\":{\"password\":\"pw\",\"token\":{\"t\":1},"
+                      "\"host\":\"h\"},\"sensitive\":[\"password\"]}";
+    json_t *rec = outcome(true, 0, out, false, &p, key, &rc);
+    assert_int_equal(rc, 0);
+    json_t *res = json_object_get(rec, "result");
+    assert_true(seal_is_sealed(json_string_value(json_object_get(res, "password"))));
+    assert_true(seal_is_sealed(json_string_value(json_object_get(res, "token"))));
+    assert_string_equal(json_string_value(json_object_get(res, "host")), "h");
+    char *dump = json_dumps(rec, 0);
+    assert_null(strstr(dump, "\"pw\""));
+    free(dump);
+    json_decref(rec);
+    rec = outcome(true, 0, out, false, &p, NULL, &rc); /* no key: dropped, never in clear */
+    assert_int_equal(rc, DRV_EPERM);
+    res = json_object_get(rec, "result");
+    assert_null(json_object_get(res, "password"));
+    assert_null(json_object_get(res, "token"));
+    assert_string_equal(json_string_value(json_object_get(res, "host")), "h");
+    json_decref(rec);
+    json_decref(p.fields);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_task_json),
+        cmocka_unit_test(test_outcomes),
+        cmocka_unit_test(test_sensitive_results),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
