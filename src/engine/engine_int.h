@@ -179,4 +179,46 @@ int engine__state_decode(const char *json, size_t len, struct engine_state *st,
 char engine__b62(unsigned v);
 int engine__b62_value(char c);
 
+/* ---- plan.c: a job's plan from its pinned inputs (pure) ------------------------------ */
+
+#include <jansson.h>
+
+struct planner_plan;
+struct planner_exec;
+struct planner_input;
+struct model_catalog;
+
+struct engine__plan_in {
+    const char *op;            /* the API's operation name */
+    const json_t *request;     /* the job's request (configure's "restart") */
+    const json_t *catalog;     /* [{kind, name, body}]: the tenant's catalogue as pinned */
+    const char *template_name; /* the cluster's template */
+    const char *provider;      /* the cluster's provider (may be NULL) */
+    const json_t *start;       /* layout before the operation (NULL or null: none) */
+    const json_t *target;      /* layout after it (NULL: the same as start) */
+    const json_t *subset;      /* services the operation acts on (NULL: all) */
+};
+
+struct engine__plan_out {
+    struct planner_plan *plan;
+    char *text; /* planner_plan_to_json_text */
+    size_t len;
+    char sha[65];
+    struct planner_input *in; /* kept: rollback plans need its services and layouts */
+    struct model_catalog *cat;
+    json_t *target_layout; /* per node with ids: the cluster's layout once the job succeeds */
+    json_t *nodeinfo;      /* node id -> {hardwaretype, imagetype, services, flavor, image, ...} */
+    json_t *provider;      /* {name, providertype, fields... (sealed as stored)} */
+};
+
+void engine__sha256_hex(const char *data, size_t len, char out[65]);
+/* The planner's operation for an API operation name, or -1. */
+int engine__op_parse(const char *op, const json_t *request);
+int engine__plan_build(const struct engine__plan_in *in, struct engine__plan_out *out,
+                       struct drv_err *err);
+void engine__plan_out_clear(struct engine__plan_out *o);
+/* A stored plan's JSON text back (a newer planner's digest did not match). */
+int engine__plan_from_text(const char *text, size_t len, struct planner_plan **out,
+                           struct drv_err *err);
+
 #endif

@@ -128,6 +128,32 @@ static const struct migration migrations[] = {
      "  ADD COLUMN hardwaretype text, ADD COLUMN imagetype text;"
      "CREATE INDEX clusters_tenant ON clusters (tenant_id, id) WHERE deleted_at IS NULL;"
      "CREATE INDEX jobs_tenant ON jobs (tenant_id, id);"},
+    {3, "engine: job ownership and fencing, pinned inputs, task phases, attempts",
+     /* The owner's fencing token: a write carrying a lower one changes nothing. */
+     "ALTER TABLE jobs ADD COLUMN owner text,"
+     "  ADD COLUMN owner_token bigint NOT NULL DEFAULT 0,"
+     "  ADD COLUMN control text, ADD COLUMN phase text,"
+     "  ADD COLUMN inputs jsonb, ADD COLUMN plan_sha text, ADD COLUMN rollback_plan jsonb,"
+     "  ADD COLUMN snapshot jsonb, ADD COLUMN target jsonb;"
+     "UPDATE jobs SET status = 'rolled-back' WHERE status = 'rolledback';"
+     /* A job has a forward plan ('f') and maybe a rollback plan ('r'): task ids repeat. */
+     "ALTER TABLE tasks ADD COLUMN phase text NOT NULL DEFAULT 'f',"
+     "  ADD COLUMN idx integer, ADD COLUMN deps jsonb, ADD COLUMN strategy text,"
+     "  ADD COLUMN worker text, ADD COLUMN message text,"
+     "  ADD COLUMN format_version integer NOT NULL DEFAULT 1;"
+     "ALTER TABLE tasks DROP CONSTRAINT tasks_pkey, ADD PRIMARY KEY (job_id, phase, id);"
+     "CREATE UNIQUE INDEX tasks_idx ON tasks (job_id, phase, idx);"
+     /* Every delivery of every attempt: who ran it, when, how it ended. */
+     "CREATE TABLE task_attempts ("
+     "  job_id bigint NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+     "  phase text NOT NULL, task_id text NOT NULL, attempt integer NOT NULL,"
+     "  run text NOT NULL," /* the run record's name: one per delivery */
+     "  worker text, status text NOT NULL,"
+     "  started_at timestamptz, ended_at timestamptz,"
+     "  message text, how text, output_tail text, result jsonb, undo jsonb,"
+     "  PRIMARY KEY (job_id, phase, task_id, attempt, run));"
+     "ALTER TABLE clusters ADD COLUMN secrets jsonb NOT NULL DEFAULT '{}';"
+     "ALTER TABLE nodes ADD COLUMN updated_at timestamptz NOT NULL DEFAULT now();"},
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

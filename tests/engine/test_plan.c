@@ -1,0 +1,137 @@
+/*
+ * Unit tests of src/engine/plan.c: a job's plan from its pinned inputs is
+ * the same byte for byte every time (the failover check rests on it), the
+ * target layout names every node, node info carries the provider's maps,
+ * and bad inputs are refused with the reason.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine_int.h"
+#include "model.h"
+#include "planner.h"
+
+static json_t *rows;
+
+/* The Coopr catalogue as pinned rows [{kind, name, body}]. */
+static int setup(void **state)
+{
+    struct model_catalog *c = model_catalog_new();
+    struct drv_err err;
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/../shared/fixtures/coopr-templates", DROVER_SOURCE_DIR);
+    if (model_catalog_load_dir(c, dir, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        return -1;
+    }
+    rows = json_array();
+    for (int k = 0; k < MODEL_KIND_COUNT; k++)
+        for (size_t i = 0; i < model_catalog_count(c, k); i++) {
+            const char *name = *(char *const *)model_catalog_at(c, k, i);
+            json_array_append_new(rows,
+                                  json_pack("{s:s, s:s, s:o}", "kind", model_kind_name(k), "name",
+                                            name, "body", model_catalog_get_json(c, k, name)));
+        }
+    model_catalog_free(c);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    json_decref(rows);
+    return 0;
+}
+
+static void test_create_is_deterministic(void **state)
+{
+    json_t *layout = json_pack("{s:[{s:[s,s], s:s, s:s, s:i}]}", "nodes", "services", "base",
+                               "hadoop-hdfs-datanode", "hardwaretype", "standard-small",
+                               "imagetype", "ubuntu14", "count", 3);
+    struct engine__plan_in in = {.op = "create",
+                                 .catalog = rows,
+                                 .template_name = "hadoop-distributed",
+                                 .provider = "aws-us-east-1",
+                                 .target = layout};
+    struct engine__plan_out a, b;
+    struct drv_err err;
+    if (engine__plan_build(&in, &a, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(engine__plan_build(&in, &b, &err), 0);
+    assert_string_equal(a.sha, b.sha);
+    assert_int_equal(a.len, b.len);
+    assert_memory_equal(a.text, b.text, a.len);
+    assert_true(a.plan->n_tasks > 3);
+    json_t *nodes = json_object_get(a.target_layout, "nodes");
+    assert_int_equal(json_array_size(nodes), 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(nodes, 0), "id")),
+                        "node-1");
+    json_t *n1 = json_object_get(a.nodeinfo, "node-1");
+    assert_string_equal(json_string_value(json_object_get(n1, "flavor")), "m1.small");
+    assert_string_equal(json_string_value(json_object_get(n1, "image")), "ami-a15e0db6");
+    assert_null(json_object_get(n1, "cost"));
+    assert_string_equal(json_string_value(json_object_get(a.provider, "providertype")), "aws");
+    /* The stored text reads back into the same plan. */
+    struct planner_plan *back;
+    assert_int_equal(engine__plan_from_text(a.text, a.len, &back, &err), 0);
+    char *t2 = planner_plan_to_json_text(back, NULL);
+    char sha[65];
+    engine__sha256_hex(t2, strlen(t2), sha);
+    assert_string_equal(sha, a.sha);
+    free(t2);
+    planner_plan_free(back);
+    /* A start from the target: configure of one service keeps the ids. */
+    struct engine__plan_in cin = {.op = "configure",
+                                  .catalog = rows,
+                                  .template_name = "hadoop-distributed",
+                                  .provider = "aws-us-east-1",
+                                  .start = a.target_layout,
+                                  .subset = json_pack("[s]", "base")};
+    struct engine__plan_out c;
+    if (engine__plan_build(&cin, &c, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(c.plan->op, PLANNER_OP_CONFIGURE);
+    for (size_t i = 0; i < c.plan->n_tasks; i++)
+        assert_true(!c.plan->tasks[i].service || strcmp(c.plan->tasks[i].service, "base") == 0);
+    json_decref((json_t *)cin.subset);
+    engine__plan_out_clear(&c);
+    engine__plan_out_clear(&a);
+    engine__plan_out_clear(&b);
+    json_decref(layout);
+}
+
+static void test_ops_and_errors(void **state)
+{
+    json_t *restart = json_pack("{s:b}", "restart", 1);
+    assert_int_equal(engine__op_parse("addservices", NULL), PLANNER_OP_ADD_SERVICES);
+    assert_int_equal(engine__op_parse("removeservices", NULL), PLANNER_OP_REMOVE_SERVICES);
+    assert_int_equal(engine__op_parse("configure", restart), PLANNER_OP_CONFIGURE_RESTART);
+    assert_int_equal(engine__op_parse("configure", NULL), PLANNER_OP_CONFIGURE);
+    assert_int_equal(engine__op_parse("rollback", NULL), -1);
+    assert_int_equal(engine__op_parse("fly", NULL), -1);
+    json_decref(restart);
+    struct engine__plan_out o;
+    struct drv_err err;
+    struct engine__plan_in in = {.op = "create", .catalog = rows, .template_name = "nope"};
+    assert_int_equal(engine__plan_build(&in, &o, &err), DRV_EINVAL);
+    assert_non_null(strstr(err.msg, "template \"nope\""));
+    in.template_name = "lamp";
+    in.provider = "moon";
+    assert_int_equal(engine__plan_build(&in, &o, &err), DRV_EINVAL);
+    assert_non_null(strstr(err.msg, "provider \"moon\""));
+    in.op = "teleport";
+    assert_int_equal(engine__plan_build(&in, &o, &err), DRV_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_create_is_deterministic),
+        cmocka_unit_test(test_ops_and_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
