@@ -2,10 +2,15 @@
  * drover-worker: a stateless worker (the seeds' "provisioner").
  *
  * It joins the fleet as an ephemeral member znode under
- * /drover/members/worker, serves the task queues of one tenant and worker
- * class, and leaves at once on SIGTERM. It keeps no state of its own: a
- * worker that dies loses nothing (its claims on queue items vanish with its
- * ZooKeeper session and the items go back to the queue).
+ * /drover/members/worker, serves the task queues of one tenant and its
+ * worker classes (src/worker: take, record the attempt, run the plugin,
+ * complete with the outcome). It keeps no state of its own: a worker that
+ * dies loses nothing (its claims on queue items vanish with its ZooKeeper
+ * session and the items go back to the queue; its plugins die with it).
+ *
+ * SIGTERM/SIGINT: stop taking; running tasks have worker.grace to finish,
+ * then their plugins are killed and their items handed back; then the member
+ * znode goes and the process exits 0. A second signal leaves at once.
  *
  * Threads: one libevent loop, as in droverd (docs/threading.md).
  */
@@ -22,25 +27,45 @@
 #include "coord.h"
 #include "log.h"
 #include "progconf.h"
+#include "seal.h"
+#include "worker.h"
 #include "xalloc.h"
 
 #define MODULE "worker"
 
-struct worker {
+struct node {
     struct worker_conf conf;
     struct event_base *base;
     struct coord_session *zk;
     struct coord_member *member;
+    struct worker *worker;
     struct event *sig_term, *sig_int;
+    bool stopping;
 };
 
-static void on_signal(evutil_socket_t sig, short what, void *arg)
+static void leave(struct node *w)
 {
-    struct worker *w = arg;
-    log_info(MODULE, "event=stopping signal=%s", sig == SIGTERM ? "TERM" : "INT");
     coord_member_leave(w->member);
     w->member = NULL;
     event_base_loopexit(w->base, NULL);
+}
+
+static void on_stopped(void *arg)
+{
+    leave(arg);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct node *w = arg;
+    log_info(MODULE, "event=stopping signal=%s running=%zu", sig == SIGTERM ? "TERM" : "INT",
+             w->worker ? worker_running(w->worker) : (size_t)0);
+    if (w->stopping || !w->worker) {
+        leave(w);
+        return;
+    }
+    w->stopping = true;
+    worker_stop(w->worker, on_stopped, w);
 }
 
 static void on_joined(int rc, void *arg)
@@ -51,7 +76,7 @@ static void on_joined(int rc, void *arg)
         log_error(MODULE, "event=join_failed group=worker error=%s", drv_strerror(rc));
 }
 
-static int run(struct worker *w)
+static int run(struct node *w)
 {
     struct drv_err err;
     drv_err_clear(&err);
@@ -76,16 +101,53 @@ static int run(struct worker *w)
     }
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
-    json_t *data =
-        json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:I}", "id", w->conf.common.node_id, "kind",
-                  "worker", "tenant", w->conf.tenant, "class", w->conf.worker_class, "concurrency",
-                  (json_int_t)w->conf.concurrency, "pid", (json_int_t)getpid(), "host", host,
-                  "started", (json_int_t)time(NULL));
+    json_t *classes = json_array();
+    for (char *c = w->conf.worker_class, *e; c && *c; c = e ? e + 1 : NULL) {
+        e = strchr(c, ',');
+        char *one = e ? xstrndup(c, (size_t)(e - c)) : xstrdup(c);
+        json_array_append_new(classes, json_string(one));
+        free(one);
+    }
+    json_t *data = json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:s, s:I, s:s}", "id",
+                             w->conf.common.node_id, "kind", "worker", "tenant", w->conf.tenant,
+                             "class", w->conf.worker_class, "classes", classes, "concurrency",
+                             (json_int_t)w->conf.concurrency, "capacity",
+                             (json_int_t)w->conf.concurrency, "pid", (json_int_t)getpid(), "host",
+                             host, "started", (json_int_t)time(NULL), "version", DROVER_VERSION);
     char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(data);
     w->member = coord_member_join(w->zk, "/drover/members/worker", w->conf.common.node_id, json,
                                   on_joined, w);
     free(json);
+    unsigned char key[32];
+    bool has_key = false;
+    if (*w->conf.secrets_key_file) {
+        if (seal_key_load(w->conf.secrets_key_file, key, &err) != 0) {
+            log_error(MODULE, "event=config_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+            return 1;
+        }
+        has_key = true;
+    }
+    struct worker_opts wo = {
+        .id = w->conf.common.node_id,
+        .tenant = w->conf.tenant,
+        .classes = w->conf.worker_class,
+        .concurrency = (unsigned)w->conf.concurrency,
+        .plugin_dir = w->conf.plugin_dir,
+        .plugins = w->conf.plugins,
+        .grace_ms = (int)w->conf.grace_ms,
+        .key = has_key ? key : NULL,
+        .resources_dir = w->conf.resources_dir,
+        .zk_hosts = w->conf.common.zk_hosts,
+        .zk_digest_file = w->conf.common.zk_digest_file,
+        .version = DROVER_VERSION,
+    };
+    w->worker = worker_new(w->base, w->zk, &wo, &err);
+    explicit_bzero(key, sizeof(key));
+    if (!w->worker) {
+        log_error(MODULE, "event=worker_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+        return 1;
+    }
     w->sig_term = evsignal_new(w->base, SIGTERM, on_signal, w);
     w->sig_int = evsignal_new(w->base, SIGINT, on_signal, w);
     event_add(w->sig_term, NULL);
@@ -99,7 +161,7 @@ static int run(struct worker *w)
 
 int main(int argc, char **argv)
 {
-    struct worker w;
+    struct node w;
     memset(&w, 0, sizeof(w));
     int rc = prog_start(argc, argv, "drover-worker", "worker", worker_conf_keys, &w.conf,
                         &w.conf.common);
@@ -111,6 +173,7 @@ int main(int argc, char **argv)
         event_free(w.sig_term);
     if (w.sig_int)
         event_free(w.sig_int);
+    worker_free(w.worker);
     coord_member_leave(w.member);
     coord_session_free(w.zk);
     event_base_free(w.base);

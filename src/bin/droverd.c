@@ -11,8 +11,13 @@
  * Lifecycle:
  *
  *   start --> connecting --(zk connected, schema applied)--> serving
- *   serving --SIGTERM/SIGINT--> leaving: member znode deleted, session closed,
- *                               HTTP closed, loop exits, exit status 0
+ *   serving --SIGTERM/SIGINT--> draining: the member says "draining" (so every
+ *       ring steps over it and the other members contend for its jobs), /readyz
+ *       answers 503, the engine hands each job over (its lock released after
+ *       its last write, so the next owner takes it at once)
+ *   draining --every job handed over, or shutdown.grace passed--> leaving:
+ *       member znode deleted, session closed, HTTP closed, exit status 0
+ *   draining --a second SIGTERM/SIGINT--> leaving at once
  *
  * Signals are libevent signal events, so handlers run on the loop like
  * everything else; SIGPIPE is ignored.
@@ -34,6 +39,8 @@
 
 #include "api.h"
 #include "coord.h"
+#include "engine.h"
+#include "seal.h"
 #include "log.h"
 #include "progconf.h"
 #include "store.h"
@@ -48,10 +55,13 @@ struct node {
     struct store *store;
     struct coord_session *zk;
     struct coord_member *member;
-    struct event *sig_term, *sig_int;
+    struct engine *engine;
+    struct event *sig_term, *sig_int, *grace;
     int draining;
     time_t started;
 };
+
+static json_t *member_data(const struct node *n);
 
 /* Reply with a JSON body; steals j. */
 static void reply_json(struct evhttp_request *req, int code, const char *reason, json_t *j)
@@ -86,14 +96,52 @@ static void on_readyz(struct evhttp_request *req, void *arg)
     reply_json(req, ready ? 200 : 503, ready ? "OK" : "Service Unavailable", j);
 }
 
-static void on_signal(evutil_socket_t sig, short what, void *arg)
+static void leave(struct node *n)
 {
-    struct node *n = arg;
-    log_info(MODULE, "event=stopping signal=%s", sig == SIGTERM ? "TERM" : "INT");
-    /* Leave at once: the member znode goes now, not after the session timeout. */
+    /* The member znode goes now, not after the session timeout. */
     coord_member_leave(n->member);
     n->member = NULL;
     event_base_loopexit(n->base, NULL);
+}
+
+static void on_handed_over(void *arg)
+{
+    struct node *n = arg;
+    log_info(MODULE, "event=drained node=%s", n->conf.common.node_id);
+    leave(n);
+}
+
+static void on_grace(evutil_socket_t fd, short what, void *arg)
+{
+    struct node *n = arg;
+    struct engine_stats st;
+    engine_get_stats(n->engine, &st);
+    log_warn(MODULE, "event=grace-over node=%s still_owned=%zu", n->conf.common.node_id, st.owned);
+    leave(n);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct node *n = arg;
+    if (n->draining || !n->engine) {
+        log_info(MODULE, "event=stopping signal=%s now=1", sig == SIGTERM ? "TERM" : "INT");
+        leave(n);
+        return;
+    }
+    log_info(MODULE, "event=stopping signal=%s grace_ms=%ld", sig == SIGTERM ? "TERM" : "INT",
+             n->conf.shutdown_grace_ms);
+    /* Drain: out of every ring, jobs handed over, then leave. */
+    n->draining = 1;
+    json_t *data = member_data(n);
+    json_object_set_new(data, "draining", json_true());
+    char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(data);
+    coord_member_update(n->member, json, NULL, NULL);
+    free(json);
+    n->grace = evtimer_new(n->base, on_grace, n);
+    struct timeval tv = {n->conf.shutdown_grace_ms / 1000, (n->conf.shutdown_grace_ms % 1000) * 1000};
+    evtimer_add(n->grace, &tv);
+    engine_stop(n->engine, on_handed_over, n);
 }
 
 static json_t *member_data(const struct node *n)
@@ -190,6 +238,30 @@ static int run(struct node *n)
         log_error(MODULE, "event=listen_failed error=%s", log_quote(err.msg, q, sizeof(q)));
         return 1;
     }
+    unsigned char key[32];
+    bool has_key = false;
+    if (*n->conf.secrets_key_file) {
+        if (seal_key_load(n->conf.secrets_key_file, key, &err) != 0) {
+            log_error(MODULE, "event=config_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+            return 1;
+        }
+        has_key = true;
+    }
+    struct engine_opts eo = {
+        .node_id = n->conf.common.node_id,
+        .max_failures = (unsigned)n->conf.engine_max_failures,
+        .max_in_flight = (unsigned)n->conf.engine_max_in_flight,
+        .no_rollback = !n->conf.engine_rollback,
+        .txn_budget = (size_t)n->conf.engine_txn_budget,
+        .task_timeout_ms = (int)n->conf.engine_task_timeout_ms,
+        .key = has_key ? key : NULL,
+    };
+    n->engine = engine_new(n->base, n->zk, n->store, &eo, &err);
+    explicit_bzero(key, sizeof(key));
+    if (!n->engine) {
+        log_error(MODULE, "event=engine_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+        return 1;
+    }
     n->sig_term = evsignal_new(n->base, SIGTERM, on_signal, n);
     n->sig_int = evsignal_new(n->base, SIGINT, on_signal, n);
     event_add(n->sig_term, NULL);
@@ -203,6 +275,9 @@ static int run(struct node *n)
 
 static void node_release(struct node *n)
 {
+    engine_free(n->engine);
+    if (n->grace)
+        event_free(n->grace);
     api_free(n->api);
     if (n->sig_term)
         event_free(n->sig_term);

@@ -33,6 +33,12 @@ struct droverd_conf {
     char *tls_key;
     char *secrets_key_file;
     char *bootstrap_token_file;
+    long engine_max_failures;
+    long engine_max_in_flight;
+    int engine_rollback;
+    long engine_task_timeout_ms;
+    long engine_txn_budget;
+    long shutdown_grace_ms;
 };
 
 struct worker_conf {
@@ -41,6 +47,10 @@ struct worker_conf {
     char *worker_class;
     long concurrency;
     char *plugin_dir;
+    char *plugins;
+    long grace_ms;
+    char *resources_dir;
+    char *secrets_key_file;
 };
 
 extern const struct config_key droverd_conf_keys[];

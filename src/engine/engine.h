@@ -1,15 +1,86 @@
 /*
- * engine: the part of droverd that runs jobs.
+ * engine: the part of droverd that runs jobs (docs/engine.md).
  *
- * (The public API grows with the runtime; see docs/engine.md.)
+ * Every droverd runs one engine. A job belongs to the member that the hash
+ * ring of /drover/members/droverd names for its id; that member takes the
+ * job's lock (/drover/locks/jobs/<id>) and, holding it, plans the job,
+ * dispatches its ready tasks to the workers' queues, consumes their run
+ * records, retries, rolls back, and writes the outcome. Jobs are announced
+ * by the API as /drover/jobs/<id>; every engine watches that list and the
+ * members, and takes or hands over jobs as the ring says.
+ *
+ * Guarantees (DESIGN.md invariants 1, 2, 3, 5, 7), each checked by a test in
+ * integration/engine (docs/engine.md lists which):
+ *   - one owner acts on a job at a time: every ZooKeeper write of an owner is
+ *     a multi-op that checks its lock, and every PostgreSQL write carries its
+ *     fencing token and changes nothing when a newer token is recorded; an
+ *     owner that hears its lock is lost stops touching the job at once;
+ *   - a new owner resumes from the task log: a task that succeeded never runs
+ *     again, an attempt in flight is waited for, the rest continues;
+ *   - a job ends succeeded, rolled-back, cancelled, failed (rollback not
+ *     wanted) or needs-operator (a rollback failed), and says why;
+ *   - no znode over a few KB, no children list longer than the tasks in
+ *     flight or the task log's chunks (512 tasks each).
+ *
+ * Threads: everything on the loop thread of the event_base; PostgreSQL work
+ * on the store's pool, plans on a thread of their own, each handing back to
+ * the loop.
+ *
+ * Ownership: the caller owns the engine and frees it before the coord
+ * session and the store it was given.
  */
 #ifndef DROVER_ENGINE_H
 #define DROVER_ENGINE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
+
+struct event_base;
+struct coord_session;
+struct store;
+struct engine;
+
+struct engine_opts {
+    const char *node_id;       /* this droverd's member id in /drover/members/droverd (required) */
+    unsigned max_failures;     /* failed attempts before a task gives up (0: 3) */
+    unsigned max_in_flight;    /* tasks queued or running per job (0: only the plan's limits) */
+    bool no_rollback;          /* leave a failed job "failed" instead of rolling it back */
+    size_t txn_budget;         /* bytes of one ZooKeeper multi-op (0: 256 KiB) */
+    int task_timeout_ms;       /* time limit given to workers (0: the plugin's own) */
+    const unsigned char *key;  /* the secrets key (32 bytes), or NULL */
+};
+
+/* Start: watch the members and the job list, take the jobs the ring gives this node. */
+struct engine *engine_new(struct event_base *base, struct coord_session *zk, struct store *db,
+                          const struct engine_opts *o, struct drv_err *err);
+
+/*
+ * Hand every job over (drain, SIGTERM): stop dispatching, finish the writes
+ * in flight, release each job's lock so that the next owner takes it at
+ * once, without waiting for a session timeout. done runs once this node
+ * owns nothing. The engine takes no job after this.
+ */
+void engine_stop(struct engine *e, void (*done)(void *arg), void *arg);
+
+struct engine_stats {
+    size_t owned;               /* jobs this node holds the lock of */
+    unsigned long dispatched;   /* task attempts put on queues */
+    unsigned long results;      /* outcomes consumed */
+    unsigned long finished;     /* jobs brought to a final state */
+    unsigned long taken;        /* jobs whose lock this node acquired */
+    unsigned long handed_over;  /* jobs released because the ring moved them */
+    unsigned long lost;         /* jobs whose lock was lost */
+};
+void engine_get_stats(const struct engine *e, struct engine_stats *st);
+
+/* The ids of the jobs owned now, as a JSON array (new reference). */
+json_t *engine_owned(const struct engine *e);
+
+/* Release every lock at once and free (use engine_stop first for a clean handover). */
+void engine_free(struct engine *e);
 
 #endif

@@ -221,4 +221,208 @@ void engine__plan_out_clear(struct engine__plan_out *o);
 int engine__plan_from_text(const char *text, size_t len, struct planner_plan **out,
                            struct drv_err *err);
 
+/* ---- the runtime (engine.c, job.c, run.c, commit.c, job_pg.c) ------------------------ */
+
+struct engine;
+struct ejob;
+struct coord_queue;
+struct coord_watch;
+struct coord_watcher;
+struct coord_lock;
+struct store;
+
+/* A task queue this node puts on: /drover/queues/<tenant>/<class>. */
+struct equeue {
+    char *path;
+    struct coord_queue *q;
+    bool ready; /* opened */
+};
+
+/* The queue for tenant and class, opened on first use (engine.c). */
+struct equeue *engine__queue(struct engine *e, const char *tenant, const char *cls);
+
+/* Run fn(arg) on a thread of its own, then done(arg) on the loop (heavy pure work). */
+void engine__offload(struct engine *e, void (*fn)(void *), void (*done)(void *), void *arg);
+
+/* One run record being followed (jobs/<id>/runs/<name>). */
+struct erun {
+    struct ejob *j;
+    char *name;
+    char *path;
+    char phase;
+    uint32_t idx;
+    unsigned attempt;
+    struct coord_watch *w; /* while waiting for its outcome */
+    bool reading;
+    bool started;   /* its start was seen */
+    bool ended;     /* its outcome was seen */
+    bool recorded;  /* its PostgreSQL row is written */
+    bool deleting;  /* its delete is in a ZooKeeper transaction */
+    bool queued_pg; /* its row is in the PostgreSQL batch */
+    bool deleted;   /* its delete was committed */
+    json_t *data;   /* the record as last read */
+};
+
+/* One plan being run: the forward plan or the rollback plan. */
+struct eplan {
+    char phase; /* 'f' or 'r' */
+    struct planner_plan *plan;
+    struct planner_exec *x;
+    struct engine_task_rec *recs; /* the task log, in memory */
+    uint32_t n;
+    size_t n_chunks;
+    int32_t *chunk_ver;   /* ZooKeeper versions of log/<phase><k> */
+    uint8_t *chunk_dirty; /* to write in the next transaction */
+    char **worker;        /* worker of the current attempt (for "avoid"), may be NULL */
+    uint8_t *pg_dirty;    /* the task's PostgreSQL row needs an update (and is in pg_list) */
+    uint32_t *pg_list;    /* the tasks whose flag is set */
+    size_t n_pg, cap_pg;
+    int64_t *t_start, *t_end; /* of the current attempt, ms (0: unknown) */
+    bool owns_plan;       /* the rollback plan is the job's; the forward plan is po's */
+    bool chunks_new;      /* the chunks do not exist in ZooKeeper yet */
+    char sha[65];
+    size_t in_flight; /* queued or running */
+    size_t done;      /* succeeded or skipped */
+    bool gave_up;     /* a task failed past its retries */
+};
+
+struct loopq;
+struct event;
+struct coord_group;
+struct coord_ring;
+struct coord_txn;
+struct strmap;
+struct etxn;
+
+struct engine {
+    struct event_base *base;
+    struct coord_session *zk;
+    struct store *db;
+    char *node_id;
+    unsigned max_failures, max_in_flight;
+    bool no_rollback;
+    size_t budget;
+    int task_timeout_ms;
+    unsigned char key[32];
+    bool has_key;
+    struct coord_group *members;
+    struct coord_ring *ring;
+    bool have_ring;
+    struct coord_watcher *jobs_w;
+    char **ids; /* the announced jobs, sorted */
+    size_t n_ids;
+    bool have_ids;
+    struct strmap *jobs;   /* id -> struct ejob (owned or contending) */
+    struct strmap *queues; /* "<tenant>/<class>" -> struct equeue */
+    struct loopq *lq;
+    bool stopping;
+    void (*stop_done)(void *);
+    void *stop_arg;
+    struct event *tick;
+    struct engine_stats stats;
+};
+
+enum ejob_own {
+    EJ_CONTENDING,   /* waiting for the lock */
+    EJ_LOADING,      /* reading PostgreSQL and ZooKeeper, planning */
+    EJ_ACTIVE,       /* owner: dispatching, consuming results */
+    EJ_HANDING_OVER, /* the ring moved it: finishing the commit in flight, then release */
+    EJ_FINISHING,    /* final status written: cleaning up ZooKeeper */
+    EJ_DEAD,         /* lock lost or released: every callback ignores it */
+};
+
+struct ejob {
+    struct engine *e;
+    char id[24];
+    int refs;
+    enum ejob_own own;
+    struct coord_lock *lock;
+    int64_t token;
+    /* from PostgreSQL */
+    char tenant_id[24], tenant[128], cluster_id[24], op[32];
+    json_t *job;     /* the job row */
+    json_t *cluster; /* the cluster row, with "nodes" */
+    json_t *catalog; /* the catalogue rows, when the job has no pinned inputs yet */
+    /* the plans */
+    struct engine__plan_out po; /* the forward plan and what it was made of */
+    json_t *inputs;             /* the pinned inputs */
+    struct eplan fwd, rb, *cur;
+    struct engine_state st;
+    int32_t st_ver; /* the state znode's version, -1 before it exists */
+    bool state_dirty;
+    json_t *props;    /* node id -> key-values of that node (result key-values merged) */
+    json_t *snapshot; /* the cluster before the job */
+    json_t *ctx;      /* jobs/<id>/ctx */
+    char cls[64];     /* worker class of the job's tasks */
+    struct equeue *queue;
+    struct coord_watcher *runs_w, *control_w;
+    struct strmap *runs; /* run record name -> struct erun */
+    /* the commit pipeline (commit.c) */
+    uint32_t *retries; /* tasks of cur to put again (a failed attempt retried) */
+    size_t n_retries, cap_retries;
+    bool zk_busy, pg_busy;
+    bool pg_job;       /* the job row's phase and status to write */
+    json_t *pg_nodes;  /* node id -> key-values to write */
+    struct etxn *txn;  /* the ZooKeeper transaction in flight */
+    struct event *kick_ev, *retry_ev;
+    int backoff_ms;
+    size_t withdrawing; /* queue items being taken back */
+    bool finishing;     /* FINISH asked: flush, then the final write */
+    bool pg_rb;         /* the rollback plan's rows to write */
+    bool final_sent;    /* the final PostgreSQL write is in flight or done */
+    int sweeps;         /* attempts at removing the subtree */
+    bool building;      /* a plan is being built on a thread */
+    int64_t t_acquired; /* when the lock was acquired (ms) */
+};
+
+/* engine.c */
+void engine__reconcile(struct engine *e);
+/* A job is gone from this node (lost, released, finished): forget it. */
+void engine__job_gone(struct engine *e, struct ejob *j);
+
+/* job.c */
+struct ejob *engine__job_new(struct engine *e, const char *id);
+/* The ring gave the job to another member, or the engine stops: hand it over. */
+void engine__job_handover(struct ejob *j);
+/* The lock is lost: stop touching the job at once. */
+void engine__job_lost(struct ejob *j, const char *why);
+void engine__job_ref(struct ejob *j);
+void engine__job_unref(struct ejob *j);
+/* Give the lock up now (nothing more is written); the job leaves this node. */
+void engine__job_release(struct ejob *j);
+/* The commit pipeline went idle: a handover waiting for it continues. */
+void engine__job_idle(struct ejob *j);
+int engine__job_rollback_plan(struct ejob *j, struct drv_err *err);
+void engine__control_watch(struct ejob *j);
+void engine__pg_rollback_tasks(struct ejob *j);
+/* Final status written: remove the job's ZooKeeper subtree, then release. */
+void engine__job_cleanup(struct ejob *j);
+/* Remove the job's znodes (keep_root: the announcement and control stay), then release. */
+void engine__job_sweep(struct ejob *j, bool keep_root);
+/* Feed the job state machine (fsm.c) an event and carry out its actions. */
+void engine__job_event(struct ejob *j, enum engine_job_event ev);
+/* Asserts the numbered invariants of a job (debug builds). */
+void engine__job_check(const struct ejob *j);
+bool engine__job_alive(const struct ejob *j);
+
+/* run.c */
+int engine__plan_init(struct eplan *p, char phase, struct planner_plan *plan,
+                      const struct engine_task_rec *recs, struct drv_err *err);
+/* The planner's bookkeeping from the records (after a start or a read of the task log). */
+int engine__plan_exec(struct eplan *p, struct drv_err *err);
+void engine__plan_clear(struct eplan *p);
+/* The task changed: its chunk and its PostgreSQL row are to be written. */
+void engine__task_touch(struct eplan *p, uint32_t idx);
+/* Would dispatch move the task: the planner's next ready tasks. */
+bool engine__run_superseded(const struct ejob *j, const struct erun *run);
+void engine__runs_watch(struct ejob *j);
+/* The queue item of task idx of p (new string). */
+char *engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup,
+                        const char *avoid);
+void engine__withdraw(struct ejob *j);
+
+/* commit.c */
+void engine__kick(struct ejob *j);
+void engine__commit_cancel(struct ejob *j);
+
 #endif

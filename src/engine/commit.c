@@ -1,0 +1,685 @@
+/*
+ * commit: a job's writes. Everything an owner decides is first made in
+ * memory (run.c, job.c), then written by this pipeline, one PostgreSQL
+ * transaction and one ZooKeeper multi-op in flight per job at a time; what
+ * happens meanwhile waits for the next round, so a busy job's writes batch
+ * themselves.
+ *
+ * A round (commit_cb, at the end of a turn of the loop):
+ *   1. PostgreSQL (fenced, job_pg.c): the job row's phase, the tasks'
+ *      changed rows, the attempts of the run records that ended or were
+ *      superseded, the nodes' key-values, the rollback plan's rows.
+ *   2. ZooKeeper (fenced by the job's lock): one multi-op of
+ *        set state (expected version)  -- the sequencer: every write of the
+ *                                         owner bumps it, so after a lost
+ *                                         answer its version says whether
+ *                                         the multi-op went through
+ *        create the rollback chunks (the first rollback round)
+ *        put the retries, then newly ready tasks, each with its chunk's
+ *        set chunks that changed      -- the task log: 'q' and the attempt
+ *                                         travel with the queue item
+ *        delete run records whose PostgreSQL row is written
+ *      under the byte budget; tasks that do not fit wait for the next round.
+ *   3. When the job is finishing and nothing is left to write: the final
+ *      PostgreSQL write, then the ZooKeeper subtree goes (sweep), then the
+ *      lock.
+ *
+ * The rule that makes a failover lose nothing: a run record is deleted only
+ * after its attempt's row is in PostgreSQL, and a queue item is created only
+ * in the multi-op that writes its task's 'q'. The task log may run ahead of
+ * PostgreSQL (a new owner writes the rows again from the run records still
+ * there), never behind ZooKeeper's queues.
+ *
+ * Failures: a lost lock or a version that moved means another owner: the job
+ * is lost (job.c). An unknown outcome (connection loss) is settled by
+ * reading the state's version: one more than expected, it applied; the same,
+ * the same multi-op is sent again (keyed puts cannot duplicate: the version
+ * check comes first). Anything else waits and tries again.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "coord.h"
+#include "engine_int.h"
+#include "job_pg.h"
+#include "log.h"
+#include "planner.h"
+#include "store.h"
+#include "strmap.h"
+#include "taskmsg.h"
+#include "xalloc.h"
+
+#define MOD "engine"
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+
+/* ---- the ZooKeeper multi-op, kept until it is settled ------------------------------------ */
+
+enum op_kind { OP_CREATE, OP_SET, OP_DELETE, OP_PUT };
+
+struct etxn_op {
+    enum op_kind kind;
+    char *path;
+    char *data;
+    int version;
+    struct equeue *q;
+    char key[80];
+    int prio;
+};
+
+struct etxn {
+    struct ejob *j;
+    struct etxn_op *ops;
+    size_t n, cap;
+    size_t bytes;
+    struct {
+        struct eplan *p;
+        size_t k;
+    } *chunks;
+    size_t n_chunks, cap_chunks;
+    struct erun **dels;
+    size_t n_dels, cap_dels;
+    struct eplan *created; /* the plan whose chunks this multi-op creates */
+    int32_t st_ver;        /* the state version it expects */
+    size_t dispatched;
+};
+
+static void etxn_free(struct etxn *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        free(t->ops[i].path);
+        free(t->ops[i].data);
+    }
+    free(t->ops);
+    free(t->chunks);
+    free(t->dels);
+    free(t);
+}
+
+static void add_op(struct etxn *t, enum op_kind kind, char *path, char *data, int version)
+{
+    XGROW(t->ops, t->cap, t->n + 1);
+    struct etxn_op *o = &t->ops[t->n++];
+    memset(o, 0, sizeof(*o));
+    o->kind = kind;
+    o->path = path;
+    o->data = data;
+    o->version = version;
+    t->bytes += (path ? strlen(path) : 0) + (data ? strlen(data) : 0) + 32;
+}
+
+static struct coord_txn *to_coord(struct etxn *t)
+{
+    struct coord_txn *c = coord_txn_new();
+    for (size_t i = 0; i < t->n; i++) {
+        struct etxn_op *o = &t->ops[i];
+        switch (o->kind) {
+        case OP_CREATE:
+            coord_txn_create(c, o->path, o->data, 0);
+            break;
+        case OP_SET:
+            coord_txn_set(c, o->path, o->data, o->version);
+            break;
+        case OP_DELETE:
+            coord_txn_delete(c, o->path, o->version);
+            break;
+        case OP_PUT:
+            coord_txn_queue_put(c, o->q->q, o->key, o->data, o->prio);
+            break;
+        }
+    }
+    return c;
+}
+
+void engine__commit_cancel(struct ejob *j)
+{
+    if (j->retry_ev)
+        event_del(j->retry_ev);
+}
+
+static void commit_cb(evutil_socket_t fd, short what, void *arg);
+
+void engine__kick(struct ejob *j)
+{
+    if (!engine__job_alive(j))
+        return;
+    if (!j->kick_ev)
+        j->kick_ev = event_new(j->e->base, -1, 0, commit_cb, j);
+    event_active(j->kick_ev, EV_TIMEOUT, 0);
+}
+
+static void retry_later(struct ejob *j)
+{
+    j->backoff_ms = j->backoff_ms ? j->backoff_ms * 2 : BACKOFF_MIN_MS;
+    if (j->backoff_ms > BACKOFF_MAX_MS)
+        j->backoff_ms = BACKOFF_MAX_MS;
+    /* Jitter, so that many jobs of one node do not retry in step. */
+    int ms = j->backoff_ms / 2 + rand() % (j->backoff_ms / 2 + 1);
+    if (!j->retry_ev)
+        j->retry_ev = evtimer_new(j->e->base, commit_cb, j);
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(j->retry_ev, &tv);
+}
+
+/* ---- PostgreSQL --------------------------------------------------------------------------- */
+
+struct pgb {
+    struct ejob *j;
+    struct engine__pg_batch *b;
+    struct erun **runs;
+    size_t n_runs;
+    json_t *nodes; /* what was taken from pg_nodes, to put back on failure */
+    bool job, rb;
+    struct {
+        struct eplan *p;
+        uint32_t idx;
+    } *tasks;
+    size_t n_tasks;
+};
+
+static void task_row(struct ebuf *b, const struct eplan *p, uint32_t i, bool first)
+{
+    const struct engine_task_rec *r = &p->recs[i];
+    ebuf_printf(b, "%s{\"p\":\"%c\",\"i\":%u,\"st\":\"%s\",\"at\":%u,\"w\":", first ? "" : ",",
+                p->phase, i, engine_task_state_name((enum engine_task_state)r->state), r->attempt);
+    ebuf_jstr(b, p->worker[i]);
+    if (p->t_start[i])
+        ebuf_printf(b, ",\"s\":%lld", (long long)p->t_start[i]);
+    if (p->t_end[i] && (r->state == ENGINE_TS_SUCCEEDED || r->state == ENGINE_TS_FAILED))
+        ebuf_printf(b, ",\"e\":%lld", (long long)p->t_end[i]);
+    ebuf_add(b, "}", 1);
+}
+
+static void attempt_row(struct ebuf *b, const struct ejob *j, const struct erun *run, bool first)
+{
+    const struct eplan *p = run->phase == 'f' ? &j->fwd : &j->rb;
+    const char *task = p->plan && run->idx < p->n ? p->plan->tasks[run->idx].id : "?";
+    json_t *d = run->data;
+    const char *status = json_string_value(json_object_get(d, "status"));
+    const char *st = status && strcmp(status, "ok") == 0 ? "succeeded"
+                     : status                            ? "failed"
+                                                         : "lost";
+    ebuf_printf(b, "%s{\"p\":\"%c\",\"t\":", first ? "" : ",", run->phase);
+    ebuf_jstr(b, task);
+    ebuf_printf(b, ",\"a\":%u,\"r\":", run->attempt);
+    ebuf_jstr(b, run->name);
+    ebuf_add(b, ",\"w\":", 5);
+    ebuf_jstr(b, json_string_value(json_object_get(d, "worker")));
+    ebuf_printf(b, ",\"st\":\"%s\"", st);
+    json_int_t s = json_integer_value(json_object_get(d, "start")),
+               e = json_integer_value(json_object_get(d, "end"));
+    if (s)
+        ebuf_printf(b, ",\"s\":%lld", (long long)s);
+    if (e)
+        ebuf_printf(b, ",\"e\":%lld", (long long)e);
+    ebuf_add(b, ",\"m\":", 5);
+    ebuf_jstr(b, json_string_value(json_object_get(d, "message")));
+    ebuf_add(b, ",\"h\":", 5);
+    ebuf_jstr(b, json_string_value(json_object_get(d, "how")));
+    ebuf_add(b, ",\"tail\":", 8);
+    ebuf_jstr(b, json_string_value(json_object_get(d, "tail")));
+    json_t *res = json_object_get(d, "result"), *undo = json_object_get(d, "undo");
+    if (res) {
+        char *t = json_dumps(res, JSON_COMPACT | JSON_ENCODE_ANY);
+        ebuf_printf(b, ",\"res\":%s", t);
+        free(t);
+    }
+    if (undo) {
+        char *t = json_dumps(undo, JSON_COMPACT | JSON_ENCODE_ANY);
+        ebuf_printf(b, ",\"undo\":%s", t);
+        free(t);
+    }
+    ebuf_add(b, "}", 1);
+}
+
+static void pg_done(int rc, const struct drv_err *err, void *arg);
+
+/* Collect what PostgreSQL lacks; submit it. false when there is nothing. */
+static bool pg_flush(struct ejob *j)
+{
+    struct pgb *g = xcalloc(1, sizeof(*g));
+    g->j = j;
+    struct engine__pg_batch *b = xcalloc(1, sizeof(*b));
+    g->b = b;
+    b->j = j;
+    snprintf(b->id, sizeof(b->id), "%s", j->id);
+    b->token = j->token;
+    bool any = false;
+    if (j->pg_job) {
+        b->job_phase = xstrdup(engine_phase_name(j->st.phase));
+        b->job_status = xstrdup(engine_phase_status(j->st.phase, j->st.cancel));
+        b->job_error = xstrdup(j->st.error);
+        g->job = true;
+        j->pg_job = false;
+        any = true;
+    }
+    if (j->pg_rb && j->rb.plan) {
+        b->rb_tasks = engine__pg_task_rows(j->rb.plan, 0, j->rb.n);
+        b->rb_plan = planner_plan_to_json_text(j->rb.plan, NULL);
+        g->rb = true;
+        j->pg_rb = false;
+        any = true;
+    }
+    struct eplan *plans[2] = {&j->fwd, &j->rb};
+    struct ebuf tb = {0};
+    for (int k = 0; k < 2; k++) {
+        struct eplan *p = plans[k];
+        for (size_t i = 0; i < p->n_pg; i++) {
+            uint32_t idx = p->pg_list[i];
+            p->pg_dirty[idx] = 0;
+            task_row(&tb, p, idx, tb.n == 0);
+            g->tasks = xrealloc(g->tasks, (g->n_tasks + 1) * sizeof(*g->tasks));
+            g->tasks[g->n_tasks].p = p;
+            g->tasks[g->n_tasks++].idx = idx;
+        }
+        p->n_pg = 0;
+    }
+    if (tb.n) {
+        b->tasks = xasprintf("[%s]", tb.p);
+        free(tb.p);
+        any = true;
+    }
+    struct ebuf ab = {0};
+    size_t pos = 0;
+    void *v;
+    while (strmap_next(j->runs, &pos, NULL, &v)) {
+        struct erun *run = v;
+        if (run->recorded || run->queued_pg || !run->data ||
+            (!run->ended && !engine__run_superseded(j, run)))
+            continue;
+        attempt_row(&ab, j, run, ab.n == 0);
+        run->queued_pg = true;
+        g->runs = xrealloc(g->runs, (g->n_runs + 1) * sizeof(*g->runs));
+        g->runs[g->n_runs++] = run;
+    }
+    if (ab.n) {
+        b->attempts = xasprintf("[%s]", ab.p);
+        free(ab.p);
+        any = true;
+    }
+    if (json_object_size(j->pg_nodes)) {
+        b->nodes = json_dumps(j->pg_nodes, JSON_COMPACT);
+        g->nodes = j->pg_nodes;
+        j->pg_nodes = json_object();
+        any = true;
+    }
+    if (!any) {
+        engine__pg_batch_free(b);
+        free(g);
+        return false;
+    }
+    j->pg_busy = true;
+    engine__job_ref(j);
+    store_submit(j->e->db, engine__pg_batch_work, pg_done, g);
+    return true;
+}
+
+static void pg_done(int rc, const struct drv_err *err, void *arg)
+{
+    struct pgb *g = arg;
+    struct ejob *j = g->j;
+    j->pg_busy = false;
+    for (size_t i = 0; i < g->n_runs; i++) {
+        g->runs[i]->queued_pg = false;
+        if (rc == 0)
+            g->runs[i]->recorded = true;
+    }
+    if (rc == 0) {
+        j->backoff_ms = 0;
+    } else if (engine__job_alive(j)) {
+        /* Put it all back for the next round. */
+        j->pg_job |= g->job;
+        j->pg_rb |= g->rb;
+        for (size_t i = 0; i < g->n_tasks; i++)
+            engine__task_touch(g->tasks[i].p, g->tasks[i].idx);
+        if (g->nodes) {
+            json_object_update_missing(j->pg_nodes, g->nodes);
+        }
+        if (rc == DRV_ECONFLICT)
+            engine__job_lost(j, err->msg);
+        else {
+            log_warn(MOD, "event=job-pg-write-failed job=%s error=\"%s\"", j->id, err->msg);
+            retry_later(j);
+        }
+    }
+    json_decref(g->nodes);
+    engine__pg_batch_free(g->b);
+    free(g->tasks);
+    free(g);
+    if (engine__job_alive(j)) {
+        engine__kick(j);
+        engine__job_idle(j);
+    }
+    engine__job_unref(j);
+}
+
+void engine__pg_rollback_tasks(struct ejob *j)
+{
+    j->pg_rb = true;
+}
+
+/* ---- ZooKeeper ----------------------------------------------------------------------------- */
+
+static void zk_send(struct etxn *t);
+
+static void chunk_add(struct etxn *t, struct eplan *p, size_t k)
+{
+    struct ejob *j = t->j;
+    size_t first = k * ENGINE_LOG_CHUNK;
+    size_t cnt = p->n - first < ENGINE_LOG_CHUNK ? p->n - first : ENGINE_LOG_CHUNK;
+    char *path = xasprintf("/drover/jobs/%s/log/%c%zu", j->id, p->phase, k);
+    add_op(t, p->chunks_new ? OP_CREATE : OP_SET, path, engine__log_encode(p->recs, first, cnt),
+           p->chunk_ver[k]);
+    XGROW(t->chunks, t->cap_chunks, t->n_chunks + 1);
+    t->chunks[t->n_chunks].p = p;
+    t->chunks[t->n_chunks++].k = k;
+    p->chunk_dirty[k] = 0;
+}
+
+static void put_task(struct etxn *t, struct eplan *p, uint32_t idx, bool cleanup, const char *avoid)
+{
+    struct ejob *j = t->j;
+    add_op(t, OP_PUT, NULL, engine__item_json(j, p, idx, cleanup, avoid), 0);
+    struct etxn_op *o = &t->ops[t->n - 1];
+    o->q = j->queue;
+    o->prio = p->phase == 'r' ? 7 : 5;
+    taskmsg_key(o->key, sizeof(o->key), j->id, p->phase, idx, p->recs[idx].attempt);
+    t->dispatched++;
+}
+
+/* Build the next multi-op; NULL when there is nothing to write. */
+static struct etxn *zk_build(struct ejob *j)
+{
+    struct engine *e = j->e;
+    struct etxn *t = xcalloc(1, sizeof(*t));
+    t->j = j;
+    t->st_ver = j->st_ver;
+    /* 0: the sequencer (filled last, with the state as it will be). */
+    add_op(t, OP_SET, xasprintf("/drover/jobs/%s/state", j->id), NULL, j->st_ver);
+    struct eplan *p = j->cur;
+    bool can_put = p && j->own == EJ_ACTIVE && !j->finishing && j->queue && j->queue->ready;
+    if (p && j->own == EJ_ACTIVE && !j->finishing && !can_put)
+        retry_later(j); /* the queue is still opening */
+    /* Retries first: a failed attempt's next one (its task is in flight already). */
+    size_t kept = 0;
+    for (size_t i = 0; i < j->n_retries; i++) {
+        uint32_t idx = j->retries[i];
+        if (!p || idx >= p->n || p->recs[idx].state != ENGINE_TS_QUEUED)
+            continue; /* superseded (the plan changed) */
+        if (!can_put || t->bytes > e->budget * 3 / 4) {
+            j->retries[kept++] = idx;
+            continue;
+        }
+        const struct planner_task *task = &p->plan->tasks[idx];
+        put_task(t, p, idx, task->action == PLANNER_ACT_CREATE, p->worker[idx]);
+    }
+    j->n_retries = kept;
+    /* Newly ready tasks. */
+    if (can_put && engine_phase_dispatches(j->st.phase)) {
+        while (t->bytes < e->budget * 3 / 4 &&
+               (!e->max_in_flight || p->in_flight < e->max_in_flight)) {
+            uint32_t idx;
+            if (planner_exec_next(p->x, &idx, 1) == 0)
+                break;
+            const struct planner_task *task = &p->plan->tasks[idx];
+            struct engine_task_policy pol = {e->max_failures, task->action == PLANNER_ACT_CREATE};
+            struct engine_task_out o = engine_task_step(&p->recs[idx], ENGINE_TEV_DISPATCH, &pol);
+            engine__task_touch(p, idx);
+            if (o.actions & ENGINE_TACT_GAVE_UP) {
+                struct drv_err err;
+                planner_exec_done(p->x, idx, 0, &err);
+                p->gave_up = true;
+                continue;
+            }
+            p->in_flight++;
+            put_task(t, p, idx, (o.actions & ENGINE_TACT_CLEANUP) != 0, NULL);
+        }
+    }
+    /* The task log: a new plan's chunks created whole, the others' changed ones set;
+     * after the puts, so that they carry the attempts just dispatched. */
+    struct eplan *plans[2] = {&j->fwd, &j->rb};
+    for (int k = 0; k < 2; k++) {
+        struct eplan *q = plans[k];
+        if (!q->plan)
+            continue;
+        if (q->chunks_new) {
+            if (q != j->cur || q->phase != 'r')
+                continue; /* the forward log is created by the start (job.c) */
+            for (size_t c = 0; c < q->n_chunks; c++)
+                chunk_add(t, q, c);
+            t->created = q;
+            continue;
+        }
+        for (size_t c = 0; c < q->n_chunks; c++)
+            if (q->chunk_dirty[c])
+                chunk_add(t, q, c);
+    }
+    /* Run records whose rows are in PostgreSQL. */
+    size_t pos = 0;
+    void *v;
+    while (strmap_next(j->runs, &pos, NULL, &v)) {
+        struct erun *run = v;
+        if (!run->recorded || run->deleting || run->deleted)
+            continue;
+        if (t->bytes > e->budget)
+            break;
+        add_op(t, OP_DELETE, xstrdup(run->path), NULL, -1);
+        run->deleting = true;
+        XGROW(t->dels, t->cap_dels, t->n_dels + 1);
+        t->dels[t->n_dels++] = run;
+    }
+    if (t->n == 1 && !j->state_dirty) {
+        etxn_free(t);
+        return NULL;
+    }
+    free(t->ops[0].data);
+    t->ops[0].data = engine__state_encode(&j->st, e->node_id, j->token);
+    j->state_dirty = false;
+    return t;
+}
+
+static void zk_settled(struct etxn *t, bool applied);
+
+static void on_state_version(int rc, const char *data, int version, void *arg)
+{
+    struct etxn *t = arg;
+    struct ejob *j = t->j;
+    if (!engine__job_alive(j)) {
+        j->zk_busy = false;
+        etxn_free(t);
+        engine__job_unref(j);
+        return;
+    }
+    if (rc == 0 && version == t->st_ver + 1) {
+        zk_settled(t, true);
+    } else if (rc == 0 && version == t->st_ver) {
+        zk_send(t); /* it did not apply: the very same multi-op again */
+    } else if (rc == 0) {
+        j->zk_busy = false;
+        engine__job_lost(j, "the job's state was written by someone else");
+        etxn_free(t);
+    } else {
+        /* Still cannot read: try the read again shortly. */
+        char *p = xasprintf("/drover/jobs/%s/state", j->id);
+        engine__job_ref(j);
+        coord_sync(j->e->zk, p, NULL, NULL);
+        coord_get(j->e->zk, p, on_state_version, t);
+        free(p);
+    }
+    engine__job_unref(j);
+}
+
+static void on_zk(const struct coord_txn_result *r, void *arg)
+{
+    struct etxn *t = arg;
+    struct ejob *j = t->j;
+    if (!engine__job_alive(j)) {
+        j->zk_busy = false;
+        etxn_free(t);
+        engine__job_unref(j);
+        return;
+    }
+    if (r->rc == 0) {
+        zk_settled(t, true);
+    } else if (r->rc == DRV_EAGAIN) {
+        /* Outcome unknown: the state's version tells. */
+        char *p = xasprintf("/drover/jobs/%s/state", j->id);
+        engine__job_ref(j);
+        coord_get(j->e->zk, p, on_state_version, t);
+        free(p);
+    } else if (r->rc == DRV_ECONFLICT && r->failed_op < 0) {
+        j->zk_busy = false;
+        engine__job_lost(j, "the lock is gone (fenced write refused)");
+        etxn_free(t);
+    } else if (r->failed_op >= 0 && (size_t)r->failed_op < t->n &&
+               t->ops[r->failed_op].kind == OP_DELETE) {
+        /* A run record already gone: forget that delete, send the rest. */
+        struct etxn_op *o = &t->ops[r->failed_op];
+        for (size_t i = 0; i < t->n_dels; i++)
+            if (strcmp(t->dels[i]->path, o->path) == 0)
+                t->dels[i]->deleted = true;
+        free(o->path);
+        memmove(o, o + 1, (t->n - r->failed_op - 1) * sizeof(*o));
+        t->n--;
+        zk_send(t);
+    } else if (r->failed_op == 0 || (r->failed_op > 0 && (size_t)r->failed_op < t->n &&
+                                     t->ops[r->failed_op].kind == OP_SET)) {
+        j->zk_busy = false;
+        engine__job_lost(j, "a version of the job's znodes moved: another owner wrote");
+        etxn_free(t);
+    } else {
+        log_warn(MOD, "event=job-zk-write-failed job=%s error=%s op=%d", j->id, drv_strerror(r->rc),
+                 r->failed_op);
+        zk_settled(t, false);
+        retry_later(j);
+    }
+    engine__job_unref(j);
+}
+
+static void zk_send(struct etxn *t)
+{
+    struct ejob *j = t->j;
+    engine__job_ref(j);
+    coord_txn_commit(j->e->zk, to_coord(t), j->lock, on_zk, t);
+}
+
+/*
+ * The multi-op is settled: applied (versions move on) or refused for a reason
+ * that is no one else's write: what it carried must be carried again, which
+ * the in-memory state does by itself except for the puts (the tasks stay in
+ * flight with an item that does not exist): those go back to the retries.
+ */
+static void zk_settled(struct etxn *t, bool applied)
+{
+    struct ejob *j = t->j;
+    j->zk_busy = false;
+    if (applied) {
+        j->st_ver = t->st_ver + 1;
+        for (size_t i = 0; i < t->n_chunks; i++) {
+            struct eplan *p = t->chunks[i].p;
+            p->chunk_ver[t->chunks[i].k] = p->chunk_ver[t->chunks[i].k] + (p->chunks_new ? 0 : 1);
+        }
+        if (t->created)
+            t->created->chunks_new = false;
+        for (size_t i = 0; i < t->n_dels; i++) {
+            t->dels[i]->deleting = false;
+            t->dels[i]->deleted = true;
+        }
+        j->e->stats.dispatched += t->dispatched;
+        j->backoff_ms = 0;
+    } else {
+        for (size_t i = 0; i < t->n_chunks; i++)
+            t->chunks[i].p->chunk_dirty[t->chunks[i].k] = 1;
+        for (size_t i = 0; i < t->n_dels; i++)
+            t->dels[i]->deleting = false;
+        j->state_dirty = true;
+        for (size_t i = 0; i < t->n; i++) {
+            if (t->ops[i].kind != OP_PUT)
+                continue;
+            char job[24], ph;
+            uint32_t idx;
+            unsigned att;
+            if (taskmsg_key_parse(t->ops[i].key, job, &ph, &idx, &att) == 0) {
+                XGROW(j->retries, j->cap_retries, j->n_retries + 1);
+                j->retries[j->n_retries++] = idx;
+            }
+        }
+    }
+    etxn_free(t);
+    engine__kick(j);
+    engine__job_idle(j);
+}
+
+static void zk_flush(struct ejob *j)
+{
+    struct etxn *t = zk_build(j);
+    if (!t)
+        return;
+    j->zk_busy = true;
+    zk_send(t);
+}
+
+/* ---- the end ------------------------------------------------------------------------------------ */
+
+static bool nothing_to_write(struct ejob *j)
+{
+    if (j->pg_job || j->pg_rb || json_object_size(j->pg_nodes) || j->fwd.n_pg || j->rb.n_pg)
+        return false;
+    size_t pos = 0;
+    void *v;
+    while (strmap_next(j->runs, &pos, NULL, &v)) {
+        struct erun *run = v;
+        if (!run->recorded && run->data && (run->ended || engine__run_superseded(j, run)))
+            return false;
+    }
+    return true;
+}
+
+static void final_done(int rc, const struct drv_err *err, void *arg)
+{
+    struct engine__pg_final *f = arg;
+    struct ejob *j = f->j;
+    j->pg_busy = false;
+    if (engine__job_alive(j)) {
+        if (rc == 0) {
+            log_info(MOD, "event=job-finished job=%s status=%s node=%s", j->id,
+                     engine_phase_status(j->st.phase, j->st.cancel), j->e->node_id);
+            j->own = EJ_FINISHING;
+            engine__job_cleanup(j);
+        } else if (rc == DRV_ECONFLICT) {
+            engine__job_lost(j, err->msg);
+        } else {
+            log_warn(MOD, "event=job-final-write-failed job=%s error=\"%s\"", j->id, err->msg);
+            j->final_sent = false;
+            retry_later(j);
+        }
+    }
+    engine__pg_final_free(f);
+    engine__job_unref(j);
+}
+
+static void commit_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct ejob *j = arg;
+    if (!engine__job_alive(j) || j->own == EJ_CONTENDING || j->own == EJ_LOADING)
+        return;
+    if (j->own == EJ_FINISHING && j->final_sent)
+        return;
+    if (!j->pg_busy)
+        pg_flush(j);
+    if (!j->zk_busy && j->own != EJ_FINISHING)
+        zk_flush(j);
+    if (j->finishing && !j->final_sent && !j->pg_busy && !j->zk_busy && j->withdrawing == 0 &&
+        nothing_to_write(j)) {
+        j->final_sent = true;
+        j->pg_busy = true;
+        struct engine__pg_final *f = engine__pg_final_new(j);
+        engine__job_ref(j);
+        store_submit(j->e->db, engine__pg_final_work, final_done, f);
+    }
+    engine__job_idle(j);
+}

@@ -1,0 +1,314 @@
+/*
+ * engine: which jobs this node owns (engine.h has the promises).
+ *
+ * Ownership recipe:
+ *   1. Every engine watches /drover/members/droverd (the ring) and the
+ *      children of /drover/jobs (the announced jobs, one znode per job that
+ *      has not ended).
+ *   2. After either changes (reconcile): for each announced job, the ring
+ *      names one member. If it is this one and the job has no object here,
+ *      one is made and contends for the job's lock, waiting as long as it
+ *      takes (the last owner may be finishing a write). If it names another
+ *      member and the job is here, the job is handed over: no new work, the
+ *      write in flight finishes, the lock is released at once, so the next
+ *      owner, waiting on it, takes it within a round trip.
+ *   3. A job's znode that disappears (it ended) drops any object left here.
+ *   4. A draining member keeps its points in the ring but lookups step over
+ *      it, so only its jobs move (coord_ring_add). engine_stop makes this
+ *      node take nothing and hand everything over.
+ *
+ * Two members with different views of the ring for a moment both contend;
+ * the lock decides, and the one that should not own the job releases it as
+ * soon as its view catches up. Fencing (job.c) makes a stale owner's writes
+ * fail, so a wrong view costs time, never correctness.
+ *
+ * Cost: a reconcile is O(jobs announced + jobs here), on a membership or job
+ * list change; a job's lock costs one contender znode and one exists-watch.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "coord.h"
+#include "engine_int.h"
+#include "log.h"
+#include "loopq.h"
+#include "strmap.h"
+#include "xalloc.h"
+
+#define MOD "engine"
+#define TXN_BUDGET (256 * 1024)
+
+/* ---- offload: heavy pure work on a thread ----------------------------------------- */
+
+struct offload {
+    struct engine *e;
+    void (*fn)(void *);
+    void (*done)(void *);
+    void *arg;
+};
+
+static void offload_done(void *arg)
+{
+    struct offload *o = arg;
+    o->done(o->arg);
+    free(o);
+}
+
+static void *offload_main(void *arg)
+{
+    struct offload *o = arg;
+    o->fn(o->arg);
+    loopq_post(o->e->lq, offload_done, o);
+    return NULL;
+}
+
+void engine__offload(struct engine *e, void (*fn)(void *), void (*done)(void *), void *arg)
+{
+    struct offload *o = xcalloc(1, sizeof(*o));
+    o->e = e;
+    o->fn = fn;
+    o->done = done;
+    o->arg = arg;
+    pthread_t t;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&at, 8 << 20);
+    if (pthread_create(&t, &at, offload_main, o) != 0) {
+        /* No thread to be had: do it here, late but correct. */
+        o->fn(o->arg);
+        loopq_post(e->lq, offload_done, o);
+    }
+    pthread_attr_destroy(&at);
+}
+
+/* ---- queues ------------------------------------------------------------------------ */
+
+static void queue_opened(int rc, void *arg)
+{
+    struct equeue *q = arg;
+    q->ready = rc == 0;
+    if (rc)
+        log_error(MOD, "event=queue-open-failed path=%s error=%s", q->path, drv_strerror(rc));
+}
+
+struct equeue *engine__queue(struct engine *e, const char *tenant, const char *cls)
+{
+    char key[300];
+    snprintf(key, sizeof(key), "%s/%s", tenant, cls);
+    struct equeue *q = strmap_get(e->queues, key);
+    if (!q) {
+        q = xcalloc(1, sizeof(*q));
+        q->path = xasprintf("/drover/queues/%s", key);
+        struct coord_queue_opts qo = {.consumer_id = e->node_id};
+        q->q = coord_queue_open(e->zk, q->path, &qo, queue_opened, q);
+        strmap_put(e->queues, key, q);
+    }
+    return q;
+}
+
+/* ---- ownership ---------------------------------------------------------------------- */
+
+static bool announced(const struct engine *e, const char *id)
+{
+    size_t lo = 0, hi = e->n_ids;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(e->ids[mid], id);
+        if (c == 0)
+            return true;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+static bool mine(struct engine *e, const char *id)
+{
+    if (e->stopping || !e->have_ring)
+        return false;
+    const char *owner = coord_ring_lookup(e->ring, id);
+    return owner && strcmp(owner, e->node_id) == 0;
+}
+
+void engine__reconcile(struct engine *e)
+{
+    if (!e->have_ring || !e->have_ids)
+        return;
+    for (size_t i = 0; i < e->n_ids; i++)
+        if (mine(e, e->ids[i]) && !strmap_get(e->jobs, e->ids[i]))
+            strmap_put(e->jobs, e->ids[i], engine__job_new(e, e->ids[i]));
+    /* Jobs here that the ring moved, or that ended (their znode is gone). */
+    size_t pos = 0, n = strmap_count(e->jobs), k = 0;
+    struct ejob **move = xcalloc(n + 1, sizeof(*move));
+    const char *id;
+    void *v;
+    while (strmap_next(e->jobs, &pos, &id, &v))
+        if (!mine(e, id) || !announced(e, id))
+            move[k++] = v;
+    for (size_t i = 0; i < k; i++)
+        engine__job_handover(move[i]);
+    free(move);
+}
+
+void engine__job_gone(struct engine *e, struct ejob *j)
+{
+    if (strmap_get(e->jobs, j->id) == j) {
+        strmap_del(e->jobs, j->id);
+        engine__job_unref(j);
+    }
+    if (e->stopping && strmap_count(e->jobs) == 0 && e->stop_done) {
+        void (*done)(void *) = e->stop_done;
+        e->stop_done = NULL;
+        log_info(MOD, "event=engine-stopped node=%s", e->node_id);
+        done(e->stop_arg);
+    }
+}
+
+static void on_members(const struct coord_member_info *m, size_t n, void *arg)
+{
+    struct engine *e = arg;
+    coord_ring_free(e->ring);
+    e->ring = coord_ring_from_members(m, n, 0);
+    e->have_ring = true;
+    engine__reconcile(e);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void on_jobs(int rc, char *const *names, size_t n, const struct coord_stat *st, void *arg)
+{
+    struct engine *e = arg;
+    if (rc != 0 && rc != DRV_ENOENT)
+        return; /* the watcher reads again by itself */
+    for (size_t i = 0; i < e->n_ids; i++)
+        free(e->ids[i]);
+    free(e->ids);
+    e->ids = xcalloc(n + 1, sizeof(char *));
+    e->n_ids = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        e->ids[e->n_ids++] = xstrdup(names[i]);
+    qsort(e->ids, e->n_ids, sizeof(char *), cmp_str);
+    e->have_ids = true;
+    engine__reconcile(e);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct engine *e = arg;
+    engine__reconcile(e); /* a lock that failed to be taken is tried again here */
+}
+
+struct engine *engine_new(struct event_base *base, struct coord_session *zk, struct store *db,
+                          const struct engine_opts *o, struct drv_err *err)
+{
+    if (!o->node_id || !*o->node_id) {
+        drv_err_set(err, DRV_EINVAL, 0, "engine: node_id is required");
+        return NULL;
+    }
+    struct engine *e = xcalloc(1, sizeof(*e));
+    e->base = base;
+    e->zk = zk;
+    e->db = db;
+    e->node_id = xstrdup(o->node_id);
+    e->max_failures = o->max_failures ? o->max_failures : 3;
+    e->max_in_flight = o->max_in_flight;
+    e->no_rollback = o->no_rollback;
+    e->budget = o->txn_budget ? o->txn_budget : TXN_BUDGET;
+    e->task_timeout_ms = o->task_timeout_ms;
+    if (o->key) {
+        memcpy(e->key, o->key, 32);
+        e->has_key = true;
+    }
+    e->jobs = strmap_new();
+    e->queues = strmap_new();
+    e->lq = loopq_new(base);
+    coord_ensure_path(zk, "/drover/jobs", NULL, NULL);
+    e->members = coord_group_watch(zk, "/drover/members/droverd", on_members, e);
+    e->jobs_w = coord_watch_children(zk, "/drover/jobs", on_jobs, e);
+    e->tick = event_new(base, -1, EV_PERSIST, on_tick, e);
+    struct timeval tv = {5, 0};
+    event_add(e->tick, &tv);
+    log_info(MOD, "event=engine-started node=%s max_failures=%u", e->node_id, e->max_failures);
+    return e;
+}
+
+void engine_stop(struct engine *e, void (*done)(void *arg), void *arg)
+{
+    if (e->stopping)
+        return;
+    e->stopping = true;
+    e->stop_done = done;
+    e->stop_arg = arg;
+    log_info(MOD, "event=engine-stopping node=%s owned=%zu", e->node_id, strmap_count(e->jobs));
+    engine__reconcile(e);
+    if (strmap_count(e->jobs) == 0 && e->stop_done) {
+        e->stop_done = NULL;
+        done(arg);
+    }
+}
+
+void engine_get_stats(const struct engine *e, struct engine_stats *st)
+{
+    *st = e->stats;
+    st->owned = 0;
+    size_t pos = 0;
+    void *v;
+    while (strmap_next(e->jobs, &pos, NULL, &v))
+        st->owned += ((struct ejob *)v)->own >= EJ_LOADING && ((struct ejob *)v)->own <= EJ_FINISHING;
+}
+
+json_t *engine_owned(const struct engine *e)
+{
+    json_t *a = json_array();
+    size_t pos = 0;
+    const char *id;
+    void *v;
+    while (strmap_next(e->jobs, &pos, &id, &v))
+        if (((struct ejob *)v)->own >= EJ_LOADING && ((struct ejob *)v)->own <= EJ_FINISHING)
+            json_array_append_new(a, json_string(id));
+    return a;
+}
+
+void engine_free(struct engine *e)
+{
+    if (!e)
+        return;
+    e->stopping = true;
+    coord_watcher_free(e->jobs_w);
+    coord_group_free(e->members);
+    size_t pos = 0;
+    void *v;
+    while (strmap_next(e->jobs, &pos, NULL, &v)) {
+        struct ejob *j = v;
+        engine__job_lost(j, "engine stopped");
+    }
+    /* engine__job_lost removed them; what is left holds references only. */
+    strmap_free(e->jobs);
+    pos = 0;
+    while (strmap_next(e->queues, &pos, NULL, &v)) {
+        struct equeue *q = v;
+        coord_queue_close(q->q);
+        free(q->path);
+        free(q);
+    }
+    strmap_free(e->queues);
+    coord_ring_free(e->ring);
+    for (size_t i = 0; i < e->n_ids; i++)
+        free(e->ids[i]);
+    free(e->ids);
+    event_free(e->tick);
+    loopq_free(e->lq);
+    explicit_bzero(e->key, sizeof(e->key));
+    free(e->node_id);
+    free(e);
+}

@@ -1,0 +1,575 @@
+/*
+ * job_pg: the engine's PostgreSQL work (job_pg.h has the contract).
+ *
+ * Every write of an owner is one transaction that starts with the fence:
+ * the job's row locked FOR UPDATE and its token compared with the owner's.
+ * A newer owner records its higher token when it loads the job (that
+ * update waits for the row lock, so it is ordered with the older owner's
+ * transactions), after which the older owner's fence finds a different
+ * token and its transaction changes nothing (DRV_ECONFLICT).
+ *
+ * Bulk rows (140,007 tasks of a 10,000-node create) travel as one JSON
+ * parameter per 10,000 rows, expanded by jsonb_to_recordset: one round trip
+ * each, no SQL built from strings.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_int.h"
+#include "job_pg.h"
+#include "planner.h"
+#include "store.h"
+#include "xalloc.h"
+
+#define ROWS_PER_INSERT 10000
+
+/* ---- a text buffer ------------------------------------------------------------------- */
+
+void ebuf_add(struct ebuf *b, const char *s, size_t n)
+{
+    XGROW(b->p, b->cap, b->n + n + 1);
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+void ebuf_printf(struct ebuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = xvasprintf(fmt, ap);
+    va_end(ap);
+    ebuf_add(b, s, strlen(s));
+    free(s);
+}
+
+void ebuf_jstr(struct ebuf *b, const char *s)
+{
+    if (!s) {
+        ebuf_add(b, "null", 4);
+        return;
+    }
+    ebuf_add(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            char e[2] = {'\\', (char)*p};
+            ebuf_add(b, e, 2);
+        } else if (*p < 0x20) {
+            char e[8];
+            snprintf(e, sizeof(e), "\\u%04x", *p);
+            ebuf_add(b, e, 6);
+        } else {
+            ebuf_add(b, (const char *)p, 1);
+        }
+    }
+    ebuf_add(b, "\"", 1);
+}
+
+char *ebuf_take(struct ebuf *b)
+{
+    char *p = b->p ? b->p : xstrdup("");
+    memset(b, 0, sizeof(*b));
+    return p;
+}
+
+/* ---- shared ----------------------------------------------------------------------------- */
+
+static int fence(PGconn *conn, const char *id, int64_t token, struct drv_err *err)
+{
+    char tok[24];
+    snprintf(tok, sizeof(tok), "%lld", (long long)token);
+    const char *p[] = {id, tok};
+    PGresult *r;
+    int rc = store_execp(conn,
+                         "SELECT owner_token = $2::bigint AS mine FROM jobs WHERE id = $1::bigint"
+                         " FOR UPDATE",
+                         2, p, &r, err);
+    if (rc)
+        return rc;
+    int mine = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
+    PQclear(r);
+    if (!mine)
+        return drv_err_set(err, DRV_ECONFLICT, 0,
+                           "job %s: a newer owner's token is recorded: this owner is fenced out",
+                           id);
+    return 0;
+}
+
+/* Run the writes of fn inside BEGIN, the fence, COMMIT. */
+static int fenced(PGconn *conn, const char *id, int64_t token,
+                  int (*fn)(PGconn *, void *, struct drv_err *), void *arg, struct drv_err *err)
+{
+    int rc = store_begin(conn, err);
+    if (rc)
+        return rc;
+    rc = store_execp(conn, "SET LOCAL statement_timeout = 300000", 0, NULL, NULL, err);
+    if (rc == 0)
+        rc = fence(conn, id, token, err);
+    if (rc == 0)
+        rc = fn(conn, arg, err);
+    if (rc == 0)
+        rc = store_commit(conn, err);
+    if (rc)
+        store_rollback(conn);
+    return rc;
+}
+
+static int audit(PGconn *conn, const char *tenant_id, const char *node, const char *action,
+                 const char *job_id, const char *detail, struct drv_err *err)
+{
+    char actor[160];
+    snprintf(actor, sizeof(actor), "engine:%s", node);
+    return store_audit(conn, tenant_id, NULL, actor, action, "job", job_id, NULL, detail, err);
+}
+
+/* ---- load --------------------------------------------------------------------------------- */
+
+int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err)
+{
+    struct engine__pg_load *l = arg;
+    char tok[24];
+    snprintf(tok, sizeof(tok), "%lld", (long long)l->token);
+    const char *p[] = {l->id, l->node, tok};
+    PGresult *r;
+    int rc = store_execp(conn,
+                         "UPDATE jobs SET owner = $2, owner_token = $3::bigint"
+                         " WHERE id = $1::bigint AND owner_token < $3::bigint RETURNING id",
+                         3, p, &r, err);
+    if (rc)
+        return rc;
+    int claimed = PQntuples(r);
+    PQclear(r);
+    const char *q[] = {l->id};
+    rc = store_query_row(conn,
+                         "SELECT j.id::text AS id, j.tenant_id::text AS tenant_id,"
+                         " t.name AS tenant, j.cluster_id::text AS cluster_id, j.operation,"
+                         " j.status, j.phase, j.request, j.inputs, j.plan_sha, j.control,"
+                         " j.error, j.snapshot, j.format_version, j.owner_token"
+                         " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
+                         " WHERE j.id = $1::bigint",
+                         1, q, &l->job, err);
+    if (rc == DRV_ENOENT)
+        return drv_err_set(err, DRV_ENOENT, 0, "no job %s", l->id);
+    if (rc)
+        return rc;
+    if (!claimed)
+        return drv_err_set(err, DRV_ECONFLICT, 0, "job %s: a newer owner's token is recorded",
+                           l->id);
+    const char *c[] = {json_string_value(json_object_get(l->job, "cluster_id"))};
+    if (!c[0])
+        return drv_err_set(err, DRV_ENOENT, 0, "job %s has no cluster", l->id);
+    rc = store_query_row(conn,
+                         "SELECT id::text AS id, name, template_name AS template,"
+                         " template_version, provider, status, layout, config, services, size,"
+                         " hardwaretype, imagetype FROM clusters WHERE id = $1::bigint",
+                         1, c, &l->cluster, err);
+    if (rc)
+        return rc;
+    json_t *nodes;
+    rc = store_query_json(conn,
+                          "SELECT id, hardwaretype, imagetype, services, properties, status"
+                          " FROM nodes WHERE cluster_id = $1::bigint ORDER BY id",
+                          1, c, &nodes, err);
+    if (rc)
+        return rc;
+    json_object_set_new(l->cluster, "nodes", nodes);
+    if (!json_is_object(json_object_get(l->job, "inputs")))
+        rc = store_entity_all(conn, json_string_value(json_object_get(l->job, "tenant_id")),
+                              &l->catalog, err);
+    return rc;
+}
+
+void engine__pg_load_free(struct engine__pg_load *l)
+{
+    json_decref(l->job);
+    json_decref(l->cluster);
+    json_decref(l->catalog);
+    free(l);
+}
+
+/* ---- start ----------------------------------------------------------------------------------- */
+
+char *engine__pg_task_rows(const struct planner_plan *plan, size_t first, size_t n)
+{
+    struct ebuf b = {0};
+    ebuf_add(&b, "[", 1);
+    for (size_t i = first; i < first + n && i < plan->n_tasks; i++) {
+        const struct planner_task *t = &plan->tasks[i];
+        ebuf_printf(&b, "%s{\"i\":%zu,\"id\":", i > first ? "," : "", i);
+        ebuf_jstr(&b, t->id);
+        ebuf_add(&b, ",\"n\":", 5);
+        ebuf_jstr(&b, t->node);
+        ebuf_add(&b, ",\"s\":", 5);
+        ebuf_jstr(&b, t->service);
+        ebuf_add(&b, ",\"a\":", 5);
+        ebuf_jstr(&b, planner_action_name(t->action));
+        ebuf_add(&b, ",\"d\":[", 6);
+        for (uint32_t d = 0; d < t->n_deps; d++)
+            ebuf_printf(&b, "%s%u", d ? "," : "", t->deps[d]);
+        if (t->strategy.type == PLANNER_STRAT_ONE_BY_ONE)
+            ebuf_add(&b, "],\"g\":\"one-by-one\"}", 19);
+        else if (t->strategy.amount)
+            ebuf_printf(&b, "],\"g\":\"parallel:%u\"}", t->strategy.amount);
+        else
+            ebuf_add(&b, "],\"g\":null}", 11);
+    }
+    ebuf_add(&b, "]", 1);
+    return ebuf_take(&b);
+}
+
+struct engine__pg_start {
+    char id[24], tenant_id[24], cluster_id[24], node[128];
+    int64_t token;
+    char *status, *phase;
+    char *inputs, *plan, *sha, *snapshot, *target;
+    char **task_chunks; /* JSON arrays of ROWS_PER_INSERT rows */
+    size_t n_chunks;
+    char *new_nodes; /* JSON array of {id, hw, img, svc} */
+    const char *cluster_status;
+    char *detail;
+    struct ejob *j;
+};
+
+struct engine__pg_start *engine__pg_start_new(struct ejob *j)
+{
+    struct engine__pg_start *s = xcalloc(1, sizeof(*s));
+    s->j = j;
+    snprintf(s->id, sizeof(s->id), "%s", j->id);
+    snprintf(s->tenant_id, sizeof(s->tenant_id), "%s", j->tenant_id);
+    snprintf(s->cluster_id, sizeof(s->cluster_id), "%s", j->cluster_id);
+    snprintf(s->node, sizeof(s->node), "%s", j->e->node_id);
+    s->token = j->token;
+    s->status = xstrdup(engine_phase_status(j->st.paused ? ENGINE_PH_PAUSED : ENGINE_PH_RUNNING,
+                                            false));
+    s->phase = xstrdup(s->status);
+    s->inputs = json_dumps(j->inputs, JSON_COMPACT);
+    s->plan = xstrndup(j->po.text, j->po.len);
+    s->sha = xstrdup(j->po.sha);
+    s->snapshot = json_dumps(j->snapshot, JSON_COMPACT);
+    s->target = json_dumps(j->po.target_layout, JSON_COMPACT);
+    /* The task rows, in chunks. */
+    size_t n = j->po.plan->n_tasks;
+    s->n_chunks = (n + ROWS_PER_INSERT - 1) / ROWS_PER_INSERT;
+    s->task_chunks = xcalloc(s->n_chunks + 1, sizeof(char *));
+    for (size_t c = 0; c < s->n_chunks; c++)
+        s->task_chunks[c] = engine__pg_task_rows(j->po.plan, c * ROWS_PER_INSERT, ROWS_PER_INSERT);
+    /* Nodes the target has and the cluster does not: rows to show while they are made. */
+    json_t *nodes = json_array();
+    const char *nid;
+    json_t *info;
+    json_object_foreach(j->po.nodeinfo, nid, info)
+    {
+        bool have = false;
+        size_t i;
+        json_t *row;
+        json_array_foreach(json_object_get(j->cluster, "nodes"), i, row) have |=
+            strcmp(json_string_value(json_object_get(row, "id")), nid) == 0;
+        if (!have)
+            json_array_append_new(
+                nodes, json_pack("{s:s, s:O, s:O, s:O}", "id", nid, "hw",
+                                 json_object_get(info, "hardwaretype"), "img",
+                                 json_object_get(info, "imagetype"), "svc",
+                                 json_object_get(info, "services")));
+    }
+    s->new_nodes = json_dumps(nodes, JSON_COMPACT);
+    json_decref(nodes);
+    s->cluster_status = strcmp(j->op, "create") == 0   ? "creating"
+                        : strcmp(j->op, "delete") == 0 ? "deleting"
+                                                       : "updating";
+    s->detail = xasprintf("{\"tasks\":%u,\"operation\":\"%s\",\"plan_sha\":\"%s\"}", j->fwd.n,
+                          j->op, j->po.sha);
+    return s;
+}
+
+static void start_free(struct engine__pg_start *s)
+{
+    free(s->status);
+    free(s->phase);
+    free(s->inputs);
+    free(s->plan);
+    free(s->sha);
+    free(s->snapshot);
+    free(s->target);
+    for (size_t i = 0; i < s->n_chunks; i++)
+        free(s->task_chunks[i]);
+    free(s->task_chunks);
+    free(s->new_nodes);
+    free(s->detail);
+    free(s);
+}
+
+static int start_writes(PGconn *conn, void *arg, struct drv_err *err)
+{
+    struct engine__pg_start *s = arg;
+    const char *p[] = {s->id, s->status, s->phase, s->inputs, s->plan, s->sha, s->snapshot, s->target};
+    int rc = store_execp(conn,
+                         "UPDATE jobs SET status = $2, phase = $3, inputs = $4::jsonb,"
+                         " plan = $5::jsonb, plan_sha = $6, snapshot = $7::jsonb,"
+                         " target = $8::jsonb, error = NULL,"
+                         " started_at = coalesce(started_at, now()) WHERE id = $1::bigint",
+                         8, p, NULL, err);
+    for (size_t c = 0; rc == 0 && c < s->n_chunks; c++) {
+        const char *q[] = {s->id, s->task_chunks[c]};
+        rc = store_execp(conn,
+                         "INSERT INTO tasks (job_id, phase, idx, id, node_id, service, action,"
+                         " status, deps, strategy)"
+                         " SELECT $1::bigint, 'f', r.i, r.id, r.n, r.s, r.a, 'waiting', r.d, r.g"
+                         " FROM jsonb_to_recordset($2::jsonb)"
+                         "   AS r(i int, id text, n text, s text, a text, d jsonb, g text)"
+                         " ON CONFLICT DO NOTHING",
+                         2, q, NULL, err);
+    }
+    if (rc == 0) {
+        const char *q[] = {s->cluster_id, s->new_nodes};
+        rc = store_execp(conn,
+                         "INSERT INTO nodes (cluster_id, id, hardwaretype, imagetype, services,"
+                         " status) SELECT $1::bigint, r.id, coalesce(r.hw, ''),"
+                         " coalesce(r.img, ''), coalesce(r.svc, '[]'), 'creating'"
+                         " FROM jsonb_to_recordset($2::jsonb)"
+                         "   AS r(id text, hw text, img text, svc jsonb)"
+                         " ON CONFLICT DO NOTHING",
+                         2, q, NULL, err);
+    }
+    if (rc == 0) {
+        const char *q[] = {s->cluster_id, s->cluster_status};
+        rc = store_execp(conn,
+                         "UPDATE clusters SET status = $2, updated_at = now()"
+                         " WHERE id = $1::bigint",
+                         2, q, NULL, err);
+    }
+    if (rc == 0)
+        rc = audit(conn, s->tenant_id, s->node, "job.started", s->id, s->detail, err);
+    return rc;
+}
+
+int engine__pg_start_work(PGconn *conn, void *arg, struct drv_err *err)
+{
+    struct engine__pg_start *s = arg;
+    int rc = fenced(conn, s->id, s->token, start_writes, s, err);
+    start_free(s); /* the completion only needs the job, which it has */
+    return rc;
+}
+
+/* ---- a batch ------------------------------------------------------------------------------------ */
+
+static int batch_writes(PGconn *conn, void *arg, struct drv_err *err)
+{
+    struct engine__pg_batch *b = arg;
+    int rc = 0;
+    if (b->job_phase) {
+        const char *p[] = {b->id, b->job_phase, b->job_status, b->job_error};
+        rc = store_execp(conn,
+                         "UPDATE jobs SET phase = $2, status = $3, error = nullif($4, '')"
+                         " WHERE id = $1::bigint",
+                         4, p, NULL, err);
+    }
+    if (rc == 0 && b->rb_tasks) {
+        const char *p[] = {b->id, b->rb_tasks};
+        rc = store_execp(conn,
+                         "INSERT INTO tasks (job_id, phase, idx, id, node_id, service, action,"
+                         " status, deps, strategy)"
+                         " SELECT $1::bigint, 'r', r.i, r.id, r.n, r.s, r.a, 'waiting', r.d, r.g"
+                         " FROM jsonb_to_recordset($2::jsonb)"
+                         "   AS r(i int, id text, n text, s text, a text, d jsonb, g text)"
+                         " ON CONFLICT DO NOTHING",
+                         2, p, NULL, err);
+        if (rc == 0) {
+            const char *q[] = {b->id, b->rb_plan};
+            rc = store_execp(conn, "UPDATE jobs SET rollback_plan = $2::jsonb WHERE id = $1::bigint",
+                             2, q, NULL, err);
+        }
+    }
+    if (rc == 0 && b->tasks) {
+        const char *p[] = {b->id, b->tasks};
+        rc = store_execp(
+            conn,
+            "UPDATE tasks t SET status = u.st, attempts = u.at,"
+            " worker = coalesce(u.w, t.worker), message = coalesce(u.m, t.message),"
+            " started_at = coalesce(t.started_at, to_timestamp(u.s / 1000.0)),"
+            " ended_at = CASE WHEN u.e IS NULL THEN t.ended_at ELSE to_timestamp(u.e / 1000.0) END"
+            " FROM jsonb_to_recordset($2::jsonb)"
+            "   AS u(p text, i int, st text, at int, w text, m text, s bigint, e bigint)"
+            " WHERE t.job_id = $1::bigint AND t.phase = u.p AND t.idx = u.i",
+            2, p, NULL, err);
+    }
+    if (rc == 0 && b->attempts) {
+        const char *p[] = {b->id, b->attempts};
+        rc = store_execp(
+            conn,
+            "INSERT INTO task_attempts (job_id, phase, task_id, attempt, run, worker, status,"
+            " started_at, ended_at, message, how, output_tail, result, undo)"
+            " SELECT $1::bigint, u.p, u.t, u.a, u.r, u.w, u.st, to_timestamp(u.s / 1000.0),"
+            " to_timestamp(u.e / 1000.0), u.m, u.h, u.tail, u.res, u.undo"
+            " FROM jsonb_to_recordset($2::jsonb) AS u(p text, t text, a int, r text, w text,"
+            "   st text, s bigint, e bigint, m text, h text, tail text, res jsonb, undo jsonb)"
+            " ON CONFLICT (job_id, phase, task_id, attempt, run) DO UPDATE SET"
+            " status = excluded.status, ended_at = excluded.ended_at,"
+            " message = excluded.message, how = excluded.how,"
+            " output_tail = excluded.output_tail, result = excluded.result",
+            2, p, NULL, err);
+    }
+    if (rc == 0 && b->nodes) {
+        const char *p[] = {b->id, b->nodes};
+        rc = store_execp(conn,
+                         "UPDATE nodes n SET properties = u.value, updated_at = now()"
+                         " FROM jobs j, jsonb_each($2::jsonb) AS u"
+                         " WHERE j.id = $1::bigint AND n.cluster_id = j.cluster_id"
+                         " AND n.id = u.key",
+                         2, p, NULL, err);
+    }
+    return rc;
+}
+
+int engine__pg_batch_work(PGconn *conn, void *arg, struct drv_err *err)
+{
+    struct engine__pg_batch *b = arg;
+    return fenced(conn, b->id, b->token, batch_writes, b, err);
+}
+
+void engine__pg_batch_free(struct engine__pg_batch *b)
+{
+    free(b->job_phase);
+    free(b->job_status);
+    free(b->job_error);
+    free(b->tasks);
+    free(b->attempts);
+    free(b->nodes);
+    free(b->rb_tasks);
+    free(b->rb_plan);
+    free(b->runs);
+    free(b);
+}
+
+/* ---- the end ---------------------------------------------------------------------------------------- */
+
+struct engine__pg_final *engine__pg_final_new(struct ejob *j)
+{
+    struct engine__pg_final *f = xcalloc(1, sizeof(*f));
+    f->j = j;
+    snprintf(f->id, sizeof(f->id), "%s", j->id);
+    snprintf(f->tenant_id, sizeof(f->tenant_id), "%s", j->tenant_id);
+    snprintf(f->cluster_id, sizeof(f->cluster_id), "%s", j->cluster_id);
+    snprintf(f->node, sizeof(f->node), "%s", j->e->node_id);
+    f->token = j->token;
+    f->status = xstrdup(engine_phase_status(j->st.phase, j->st.cancel));
+    f->phase = xstrdup(engine_phase_name(j->st.phase));
+    f->error = xstrdup(j->st.error);
+    f->op = xstrdup(j->op);
+    f->target = j->po.target_layout ? json_dumps(j->po.target_layout, JSON_COMPACT) : xstrdup("null");
+    json_t *svcs = json_object_get(json_object_get(json_object_get(j->job, "request"), "target"),
+                                   "services");
+    f->services = json_is_array(svcs) ? json_dumps(svcs, JSON_COMPACT) : NULL;
+    f->fresh_create = strcmp(j->op, "create") == 0;
+    json_t *d = json_pack("{s:s, s:s, s:I, s:I}", "status", f->status, "error", f->error, "tasks",
+                          (json_int_t)j->fwd.n, "rollback_tasks", (json_int_t)j->rb.n);
+    f->detail = json_dumps(d, JSON_COMPACT);
+    json_decref(d);
+    return f;
+}
+
+void engine__pg_final_free(struct engine__pg_final *f)
+{
+    free(f->status);
+    free(f->phase);
+    free(f->error);
+    free(f->op);
+    free(f->target);
+    free(f->services);
+    free(f->detail);
+    free(f);
+}
+
+static int final_writes(PGconn *conn, void *arg, struct drv_err *err)
+{
+    struct engine__pg_final *f = arg;
+    const char *p[] = {f->id, f->status, f->phase, f->error};
+    int rc = store_execp(conn,
+                         "UPDATE jobs SET status = $2, phase = $3, error = nullif($4, ''),"
+                         " ended_at = now() WHERE id = $1::bigint",
+                         4, p, NULL, err);
+    if (rc == 0) {
+        const char *q[] = {f->id};
+        rc = store_execp(conn,
+                         "UPDATE tasks SET status = 'cancelled' WHERE job_id = $1::bigint"
+                         " AND status IN ('waiting', 'pending', 'queued')",
+                         1, q, NULL, err);
+    }
+    bool ok = strcmp(f->status, "succeeded") == 0;
+    bool deleted = ok && strcmp(f->op, "delete") == 0;
+    if (rc == 0 && deleted) {
+        const char *q[] = {f->cluster_id};
+        rc = store_execp(conn,
+                         "UPDATE clusters SET status = 'deleted', deleted_at = now(), size = 0,"
+                         " layout = '[]', updated_at = now() WHERE id = $1::bigint",
+                         1, q, NULL, err);
+        if (rc == 0)
+            rc = store_execp(conn,
+                             "UPDATE nodes SET status = 'deleted', updated_at = now()"
+                             " WHERE cluster_id = $1::bigint",
+                             1, q, NULL, err);
+    } else if (rc == 0 && ok) {
+        const char *q[] = {f->cluster_id, f->target, f->services};
+        rc = store_execp(
+            conn,
+            "UPDATE clusters SET status = 'active', layout = $2::jsonb,"
+            " size = jsonb_array_length($2::jsonb -> 'nodes'),"
+            " services = coalesce($3::jsonb, services), updated_at = now()"
+            " WHERE id = $1::bigint",
+            3, q, NULL, err);
+        if (rc == 0)
+            rc = store_execp(conn,
+                             "UPDATE nodes SET updated_at = now(), status = CASE WHEN id IN"
+                             " (SELECT r.id FROM jsonb_to_recordset($2::jsonb -> 'nodes')"
+                             "  AS r(id text)) THEN 'active' ELSE 'deleted' END,"
+                             " services = coalesce((SELECT r.services FROM"
+                             "  jsonb_to_recordset($2::jsonb -> 'nodes') AS r(id text,"
+                             "  services jsonb) WHERE r.id = nodes.id), services)"
+                             " WHERE cluster_id = $1::bigint AND status <> 'deleted'",
+                             2, q, NULL, err);
+        if (rc == 0) {
+            const char *s[] = {f->cluster_id, f->id};
+            rc = store_execp(conn,
+                             "INSERT INTO snapshots (cluster_id, job_id, state)"
+                             " SELECT c.id, $2::bigint, jsonb_build_object('cluster',"
+                             "  to_jsonb(c) - 'secrets', 'nodes', coalesce((SELECT"
+                             "  jsonb_agg(to_jsonb(n) ORDER BY n.id) FROM nodes n WHERE"
+                             "  n.cluster_id = c.id AND n.status <> 'deleted'), '[]'))"
+                             " FROM clusters c WHERE c.id = $1::bigint"
+                             " ON CONFLICT DO NOTHING",
+                             2, s, NULL, err);
+        }
+    } else if (rc == 0) {
+        /* Not done: the cluster goes back to what it was (its layout never changed),
+         * nodes made for this job are gone; a create leaves a failed, empty cluster. */
+        const char *cst = strcmp(f->status, "needs-operator") == 0 ? "needs-operator"
+                          : f->fresh_create                       ? "failed"
+                          : strcmp(f->status, "failed") == 0      ? "failed"
+                                                                  : "active";
+        const char *q[] = {f->cluster_id, cst};
+        rc = store_execp(conn,
+                         "UPDATE clusters SET status = $2, updated_at = now()"
+                         " WHERE id = $1::bigint",
+                         2, q, NULL, err);
+        if (rc == 0 && strcmp(cst, "needs-operator") != 0 && strcmp(f->status, "failed") != 0) {
+            const char *r[] = {f->cluster_id};
+            rc = store_execp(conn,
+                             "UPDATE nodes SET status = 'deleted', updated_at = now()"
+                             " WHERE cluster_id = $1::bigint AND status = 'creating'",
+                             1, r, NULL, err);
+        }
+    }
+    if (rc == 0) {
+        char action[64];
+        snprintf(action, sizeof(action), "job.%s", f->status);
+        rc = audit(conn, f->tenant_id, f->node, action, f->id, f->detail, err);
+    }
+    return rc;
+}
+
+int engine__pg_final_work(PGconn *conn, void *arg, struct drv_err *err)
+{
+    struct engine__pg_final *f = arg;
+    return fenced(conn, f->id, f->token, final_writes, f, err);
+}

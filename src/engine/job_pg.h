@@ -1,0 +1,91 @@
+/*
+ * job_pg: the engine's PostgreSQL work (job_pg.c). Each struct is filled on
+ * the loop thread, handed to a store pool thread (the *_work function), and
+ * read back on the loop in the store_submit completion.
+ *
+ * Fencing (DESIGN.md invariant 2): every write of an owner runs in one
+ * transaction that first locks the job's row and checks that the token
+ * recorded there is the owner's (engine__pg_fence); a newer owner records a
+ * higher token when it loads the job, so an older owner's transaction
+ * changes nothing and fails with DRV_ECONFLICT.
+ */
+#ifndef DROVER_ENGINE_JOB_PG_H
+#define DROVER_ENGINE_JOB_PG_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+struct ejob;
+struct planner_plan;
+
+/* A growable text buffer for the JSON sent as one parameter. */
+struct ebuf {
+    char *p;
+    size_t n, cap;
+};
+void ebuf_add(struct ebuf *b, const char *s, size_t n);
+void ebuf_printf(struct ebuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* s as a JSON string (quoted, escaped); NULL as null. */
+void ebuf_jstr(struct ebuf *b, const char *s);
+/* The text, NUL-terminated (owned by b until taken). */
+char *ebuf_take(struct ebuf *b);
+
+/* Load: claim the job with the token (recorded when higher than the one there), read it. */
+struct engine__pg_load {
+    struct ejob *j;
+    char id[24], node[128];
+    int64_t token;
+    json_t *job;     /* job row, with "tenant" (its name) */
+    json_t *cluster; /* cluster row with "nodes" */
+    json_t *catalog; /* [{kind, name, body}] when the job has no pinned inputs, else NULL */
+};
+int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err);
+void engine__pg_load_free(struct engine__pg_load *l);
+
+/* Start: plan, inputs, snapshot, the task rows, the new nodes, the cluster's status. */
+struct engine__pg_start;
+struct engine__pg_start *engine__pg_start_new(struct ejob *j);
+int engine__pg_start_work(PGconn *conn, void *arg, struct drv_err *err);
+
+/* A batch of the running job's changes (commit.c builds it). */
+struct engine__pg_batch {
+    struct ejob *j;
+    char id[24];
+    int64_t token;
+    char *job_phase;  /* NULL: no change to the job row */
+    char *job_status;
+    char *job_error;
+    char *tasks;    /* JSON array of task changes, or NULL */
+    char *attempts; /* JSON array of attempt rows, or NULL */
+    char *nodes;    /* JSON object node id -> key-values, or NULL */
+    char *rb_tasks; /* JSON array of rollback task rows to insert, or NULL */
+    char *rb_plan;  /* the rollback plan's text, or NULL */
+    void *runs;     /* commit.c's list of the runs recorded by this batch */
+};
+int engine__pg_batch_work(PGconn *conn, void *arg, struct drv_err *err);
+void engine__pg_batch_free(struct engine__pg_batch *b);
+
+/* The end: final status, the cluster's new (or restored) state, snapshot, audit. */
+struct engine__pg_final {
+    struct ejob *j;
+    char id[24], tenant_id[24], cluster_id[24], node[128];
+    int64_t token;
+    char *status, *phase, *error, *op;
+    char *target;   /* per-node layout with ids: the cluster after success */
+    char *services; /* the cluster's services after success (JSON array) or NULL */
+    char *detail;
+    bool fresh_create; /* a create: nothing existed before */
+};
+struct engine__pg_final *engine__pg_final_new(struct ejob *j);
+int engine__pg_final_work(PGconn *conn, void *arg, struct drv_err *err);
+void engine__pg_final_free(struct engine__pg_final *f);
+
+/* Task rows [first, first + n) of a plan as JSON text (for the start and the rollback). */
+char *engine__pg_task_rows(const struct planner_plan *plan, size_t first, size_t n);
+
+#endif

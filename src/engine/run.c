@@ -1,0 +1,471 @@
+/*
+ * run: executing a plan: the in-memory task log, the run records workers
+ * write, and the queue items the owner puts.
+ *
+ * Recipe (one attempt of one task):
+ *   1. commit.c dispatches it: the task log says 'q' with attempt n, and the
+ *      queue item "<job>.<phase><idx>.<n>" is created, in one fenced multi-op.
+ *   2. A worker claims the item and creates jobs/<id>/runs/<phase><idx>.<n>.<worker>.<nonce>
+ *      under its claim before it starts the plugin; the owner sees the name
+ *      appear (a children watcher), reads it with a data watch: the task is
+ *      running, on that worker.
+ *   3. The worker sets the record's outcome in the multi-op that completes
+ *      the item; the data watch fires; the owner reads the outcome and steps
+ *      the task (fsm.c): succeeded (its result key-values merged into its
+ *      node's), retried (a new attempt, preferably on another worker), or
+ *      given up (the job hears GAVE_UP).
+ *   4. The attempt's row goes to PostgreSQL; only then is the run record
+ *      deleted, in a later fenced multi-op (commit.c). So an owner that dies
+ *      in between leaves the record for the next owner, which processes it
+ *      again: key-values merged again (the same), the row written again
+ *      (an upsert), nothing lost.
+ *
+ * Stale records: an outcome for an attempt that is not the task's current
+ * one (a retry was already dispatched, or a worker died and the queue gave
+ * the item to another: two records of one attempt) is written to
+ * PostgreSQL as what it was, and deleted; it never steps the task.
+ *
+ * Cost per task: one children-list event (shared by all the records created
+ * at once), two reads of its record, and its share of the owner's multi-ops.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord.h"
+#include "engine_int.h"
+#include "log.h"
+#include "planner.h"
+#include "strmap.h"
+#include "taskmsg.h"
+#include "xalloc.h"
+
+#define MOD "engine"
+
+/* ---- the in-memory task log ------------------------------------------------------------- */
+
+int engine__plan_init(struct eplan *p, char phase, struct planner_plan *plan,
+                      const struct engine_task_rec *recs, struct drv_err *err)
+{
+    memset(p, 0, sizeof(*p));
+    p->phase = phase;
+    p->plan = plan;
+    p->owns_plan = phase == 'r';
+    p->n = (uint32_t)plan->n_tasks;
+    p->recs = xcalloc(p->n + 1, sizeof(*p->recs));
+    if (recs)
+        memcpy(p->recs, recs, p->n * sizeof(*p->recs));
+    p->n_chunks = (p->n + ENGINE_LOG_CHUNK - 1) / ENGINE_LOG_CHUNK;
+    p->chunk_ver = xcalloc(p->n_chunks + 1, sizeof(*p->chunk_ver));
+    p->chunk_dirty = xcalloc(p->n_chunks + 1, 1);
+    p->worker = xcalloc(p->n + 1, sizeof(char *));
+    p->pg_dirty = xcalloc(p->n + 1, 1);
+    p->t_start = xcalloc(p->n + 1, sizeof(int64_t));
+    p->t_end = xcalloc(p->n + 1, sizeof(int64_t));
+    p->chunks_new = true;
+    return 0;
+}
+
+int engine__plan_exec(struct eplan *p, struct drv_err *err)
+{
+    enum planner_task_state *st = xcalloc(p->n + 1, sizeof(*st));
+    p->in_flight = p->done = 0;
+    p->gave_up = false;
+    for (uint32_t i = 0; i < p->n; i++) {
+        switch ((enum engine_task_state)p->recs[i].state) {
+        case ENGINE_TS_QUEUED:
+        case ENGINE_TS_RUNNING:
+            st[i] = PLANNER_TS_IN_PROGRESS;
+            p->in_flight++;
+            break;
+        case ENGINE_TS_SUCCEEDED:
+        case ENGINE_TS_SKIPPED:
+            st[i] = PLANNER_TS_SUCCESS;
+            p->done++;
+            break;
+        case ENGINE_TS_FAILED:
+            st[i] = PLANNER_TS_ERROR;
+            p->gave_up = true;
+            break;
+        default:
+            st[i] = PLANNER_TS_WAITING;
+            break;
+        }
+    }
+    planner_exec_free(p->x);
+    int rc = planner_exec_new(p->plan, st, &p->x, err);
+    free(st);
+    return rc;
+}
+
+void engine__plan_clear(struct eplan *p)
+{
+    planner_exec_free(p->x);
+    if (p->owns_plan)
+        planner_plan_free(p->plan);
+    free(p->recs);
+    free(p->chunk_ver);
+    free(p->chunk_dirty);
+    for (uint32_t i = 0; p->worker && i < p->n; i++)
+        free(p->worker[i]);
+    free(p->worker);
+    free(p->pg_dirty);
+    free(p->pg_list);
+    free(p->t_start);
+    free(p->t_end);
+    memset(p, 0, sizeof(*p));
+}
+
+void engine__task_touch(struct eplan *p, uint32_t idx)
+{
+    p->chunk_dirty[idx / ENGINE_LOG_CHUNK] = 1;
+    if (!p->pg_dirty[idx]) {
+        p->pg_dirty[idx] = 1;
+        XGROW(p->pg_list, p->cap_pg, p->n_pg + 1);
+        p->pg_list[p->n_pg++] = idx;
+    }
+}
+
+bool engine__run_superseded(const struct ejob *j, const struct erun *run)
+{
+    const struct eplan *p = run->phase == 'f' ? &j->fwd : run->phase == 'r' ? &j->rb : NULL;
+    if (!p || p != j->cur || run->idx >= p->n)
+        return true;
+    const struct engine_task_rec *t = &p->recs[run->idx];
+    return t->attempt != run->attempt ||
+           (t->state != ENGINE_TS_QUEUED && t->state != ENGINE_TS_RUNNING);
+}
+
+/* ---- queue items ----------------------------------------------------------------------- */
+
+char *engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup,
+                        const char *avoid)
+{
+    const struct planner_task *t = &p->plan->tasks[idx];
+    const char *plugin = t->type ? t->type : "";
+    if (t->action == PLANNER_ACT_BOOTSTRAP) {
+        /* Bootstrap names its automators; the first picks the plugin. */
+        const char *a = json_string_value(json_array_get(json_object_get(t->fields, "automators"), 0));
+        plugin = a ? a : "*";
+    }
+    json_t *it = json_pack("{s:i, s:s, s:s#, s:I, s:I, s:s, s:s, s:s, s:s, s:s, s:b}", "v",
+                           TASKMSG_VERSION, "job", j->id, "phase", &p->phase, (int)1, "idx",
+                           (json_int_t)idx, "attempt", (json_int_t)p->recs[idx].attempt, "task",
+                           t->id, "name", planner_action_name(t->action), "tenant", j->tenant,
+                           "cluster", j->cluster_id, "plugin", plugin, "cleanup", cleanup);
+    if (t->node)
+        json_object_set_new(it, "node", json_string(t->node));
+    if (t->service)
+        json_object_set_new(it, "service", json_string(t->service));
+    if (t->fields)
+        json_object_set(it, "fields", t->fields);
+    if (t->node) {
+        json_t *props = json_object_get(j->props, t->node);
+        if (props)
+            json_object_set(it, "props", props);
+        json_t *info = json_object_get(j->po.nodeinfo, t->node);
+        if (info)
+            json_object_set(it, "nodeinfo", info);
+    }
+    if (avoid)
+        json_object_set_new(it, "avoid", json_string(avoid));
+    json_int_t tmo = json_integer_value(json_object_get(t->fields, "timeout_ms"));
+    if (tmo <= 0)
+        tmo = j->e->task_timeout_ms;
+    if (tmo > 0)
+        json_object_set_new(it, "timeout_ms", json_integer(tmo));
+    if (t->restore && strcmp(t->restore, "previous-config") == 0) {
+        json_t *prev = json_object_get(j->snapshot, "config");
+        if (json_is_object(prev))
+            json_object_set(it, "config_override", prev);
+    }
+    char *s = json_dumps(it, JSON_COMPACT);
+    json_decref(it);
+    return s;
+}
+
+/* ---- outcomes ----------------------------------------------------------------------------- */
+
+/* Merge a result's key-values into the node's (null deletes a key). */
+static void merge_props(struct ejob *j, const char *node, json_t *result)
+{
+    if (!node || !json_is_object(result) || json_object_size(result) == 0)
+        return;
+    json_t *props = json_object_get(j->props, node);
+    if (!props) {
+        props = json_object();
+        json_object_set_new(j->props, node, props);
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(result, k, v)
+    {
+        if (json_is_null(v))
+            json_object_del(props, k);
+        else
+            json_object_set(props, k, v);
+    }
+    json_object_set(j->pg_nodes, node, props);
+}
+
+static struct eplan *plan_of(struct ejob *j, char phase)
+{
+    return phase == 'f' ? &j->fwd : phase == 'r' && j->rb.n ? &j->rb : NULL;
+}
+
+/* Step task idx of p by ev and carry the actions out. */
+static void task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev,
+                       const struct taskmsg_run *r)
+{
+    const struct planner_task *t = &p->plan->tasks[idx];
+    struct engine_task_policy pol = {j->e->max_failures, t->action == PLANNER_ACT_CREATE};
+    enum engine_task_state before = (enum engine_task_state)p->recs[idx].state;
+    struct engine_task_out o = engine_task_step(&p->recs[idx], ev, &pol);
+    if (o.state != before || o.actions)
+        engine__task_touch(p, idx);
+    struct drv_err err;
+    if (o.actions & ENGINE_TACT_EXEC_OK) {
+        planner_exec_done(p->x, idx, 1, &err);
+        p->in_flight--;
+        p->done++;
+        j->e->stats.results++;
+        if (r)
+            merge_props(j, t->node, r->result);
+    }
+    if (o.actions & ENGINE_TACT_EXEC_FAIL) {
+        planner_exec_done(p->x, idx, 0, &err);
+        p->in_flight--;
+        j->e->stats.results++;
+    }
+    if (o.actions & ENGINE_TACT_EXEC_REQUEUE) {
+        planner_exec_requeue(p->x, idx, &err);
+        p->in_flight--;
+    }
+    if (r && r->ended && !r->ok && t->action == PLANNER_ACT_CREATE)
+        merge_props(j, t->node, r->result); /* what a failed create made: its delete needs it */
+    if (o.actions & ENGINE_TACT_PUT) {
+        /* A retry: put again with the new attempt (commit.c), avoiding the worker that failed. */
+        if (!(o.actions & ENGINE_TACT_AVOID_WORKER) || !r) {
+            free(p->worker[idx]);
+            p->worker[idx] = NULL;
+        }
+        XGROW(j->retries, j->cap_retries, j->n_retries + 1);
+        j->retries[j->n_retries++] = idx;
+        j->e->stats.results++;
+        log_info(MOD, "event=task-retry job=%s task=%s attempt=%u failures=%u reason=\"%s\"", j->id,
+                 t->id, p->recs[idx].attempt, p->recs[idx].failures, r ? r->message : "");
+    }
+    if (o.actions & ENGINE_TACT_GAVE_UP) {
+        p->gave_up = true;
+        if (!*j->st.error)
+            snprintf(j->st.error, sizeof(j->st.error), "task %s failed after %u attempts: %s", t->id,
+                     p->recs[idx].failures, r ? r->message : "too many attempts");
+        log_warn(MOD, "event=task-gave-up job=%s task=%s error=\"%s\"", j->id, t->id, j->st.error);
+        engine__job_event(j, ENGINE_EV_GAVE_UP);
+    }
+    if (o.actions & (ENGINE_TACT_EXEC_OK | ENGINE_TACT_EXEC_FAIL | ENGINE_TACT_EXEC_REQUEUE))
+        engine__job_event(j, ENGINE_EV_PROGRESS);
+}
+
+/* A run record's content is in: step its task when it is the current attempt. */
+static void run_seen(struct ejob *j, struct erun *run)
+{
+    struct taskmsg_run r;
+    struct drv_err err;
+    char *text = json_dumps(run->data, JSON_COMPACT);
+    int rc = taskmsg_run_parse(text, strlen(text), &r, &err);
+    free(text);
+    if (rc) {
+        log_warn(MOD, "event=bad-run-record job=%s run=%s error=\"%s\"", j->id, run->name, err.msg);
+        run->ended = true; /* nothing to wait for: record it as it is and delete it */
+        return;
+    }
+    struct eplan *p = plan_of(j, run->phase);
+    bool current = p == j->cur && run->idx < p->n &&
+                   p->recs[run->idx].attempt == run->attempt &&
+                   (p->recs[run->idx].state == ENGINE_TS_QUEUED ||
+                    p->recs[run->idx].state == ENGINE_TS_RUNNING);
+    if (!run->started) {
+        run->started = true;
+        if (current) {
+            free(p->worker[run->idx]);
+            p->worker[run->idx] = xstrdup(r.worker);
+            p->t_start[run->idx] = r.start_ms;
+            task_event(j, p, run->idx, ENGINE_TEV_STARTED, &r);
+        }
+    }
+    if (r.ended && !run->ended) {
+        run->ended = true;
+        if (current) {
+            p->t_end[run->idx] = r.end_ms;
+            task_event(j, p, run->idx, r.ok ? ENGINE_TEV_OK : ENGINE_TEV_FAIL, &r);
+        }
+    }
+    taskmsg_run_clear(&r);
+}
+
+static void read_run(struct ejob *j, struct erun *run);
+
+static void on_run_event(enum coord_event ev, const char *path, void *arg)
+{
+    struct erun *run = arg;
+    struct ejob *j = run->j;
+    run->w = NULL;
+    if (!engine__job_alive(j) || j->own == EJ_HANDING_OVER) {
+        engine__job_unref(j);
+        return;
+    }
+    if (ev != COORD_EV_DELETED)
+        read_run(j, run);
+    engine__job_unref(j);
+}
+
+static void on_run_data(int rc, const char *data, size_t len, const struct coord_stat *st,
+                        void *arg)
+{
+    struct erun *run = arg;
+    struct ejob *j = run->j;
+    run->reading = false;
+    if (rc != 0 && run->w) {
+        /* Gone (deleted by us, or the job ended): no watch to wait for. */
+        coord_watch_cancel(run->w);
+        run->w = NULL;
+        engine__job_unref(j);
+    }
+    if (engine__job_alive(j) && j->own != EJ_HANDING_OVER && rc == 0) {
+        json_error_t je;
+        json_t *d = json_loadb(data, len, 0, &je);
+        if (d) {
+            json_decref(run->data);
+            run->data = d;
+            run_seen(j, run);
+        }
+        if (run->ended && run->w) {
+            coord_watch_cancel(run->w);
+            run->w = NULL;
+            engine__job_unref(j); /* the watch's reference */
+        }
+        engine__kick(j);
+    }
+    engine__job_unref(j);
+}
+
+static void read_run(struct ejob *j, struct erun *run)
+{
+    if (run->reading || run->ended)
+        return;
+    run->reading = true;
+    engine__job_ref(j); /* the read's */
+    engine__job_ref(j); /* the watch's */
+    run->w = coord_get_w(j->e->zk, run->path, on_run_data, on_run_event, run);
+}
+
+static void on_runs(int rc, char *const *names, size_t n, const struct coord_stat *st, void *arg)
+{
+    struct ejob *j = arg;
+    if (!engine__job_alive(j) || j->own == EJ_HANDING_OVER || rc != 0)
+        return;
+    struct strmap *listed = strmap_new();
+    for (size_t i = 0; i < n; i++) {
+        strmap_put(listed, names[i], (void *)1);
+        if (strmap_get(j->runs, names[i]))
+            continue;
+        struct erun *run = xcalloc(1, sizeof(*run));
+        run->j = j;
+        run->name = xstrdup(names[i]);
+        run->path = xasprintf("/drover/jobs/%s/runs/%s", j->id, names[i]);
+        if (taskmsg_run_name_parse(names[i], &run->phase, &run->idx, &run->attempt) != 0) {
+            log_warn(MOD, "event=bad-run-name job=%s run=%s", j->id, names[i]);
+            run->ended = true;
+            run->data = json_object();
+        }
+        strmap_put(j->runs, names[i], run);
+        read_run(j, run);
+    }
+    /* Records gone from the listing were deleted by our own multi-ops: forget them. */
+    size_t pos = 0;
+    const char *name;
+    void *v;
+    while (strmap_next(j->runs, &pos, &name, &v)) {
+        struct erun *run = v;
+        if (!strmap_get(listed, name) && run->deleted && !run->reading && !run->w) {
+            strmap_del(j->runs, name);
+            free(run->name);
+            free(run->path);
+            json_decref(run->data);
+            free(run);
+        }
+    }
+    strmap_free(listed);
+    engine__kick(j);
+}
+
+void engine__runs_watch(struct ejob *j)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "/drover/jobs/%s/runs", j->id);
+    j->runs_w = coord_watch_children(j->e->zk, path, on_runs, j);
+    engine__control_watch(j);
+}
+
+/* ---- taking queued items back (pause, cancel, failure) ------------------------------------ */
+
+struct withdraw {
+    struct ejob *j;
+    struct eplan *p;
+    uint32_t idx;
+    unsigned attempt;
+    struct equeue *q;
+};
+
+static void withdrawn(int rc, void *arg)
+{
+    struct withdraw *w = arg;
+    struct ejob *j = w->j;
+    j->withdrawing--;
+    if (engine__job_alive(j) && w->p == j->cur && w->p->recs[w->idx].attempt == w->attempt) {
+        if (rc == 0) {
+            log_info(MOD, "event=task-withdrawn job=%s task=%s", j->id, w->p->plan->tasks[w->idx].id);
+            task_event(j, w->p, w->idx, ENGINE_TEV_WITHDRAWN, NULL);
+        }
+        /* Claimed (running) or gone (completed): its run record tells the rest. */
+    }
+    if (j->own == EJ_HANDING_OVER)
+        engine__job_idle(j);
+    engine__kick(j);
+    free(w);
+    engine__job_unref(j);
+}
+
+static void found(int rc, const struct coord_queue_found *f, void *arg)
+{
+    struct withdraw *w = arg;
+    struct ejob *j = w->j;
+    if (rc == 0 && !f->claim_json && engine__job_alive(j)) {
+        coord_queue_cancel(w->q->q, f->id, withdrawn, w);
+        return;
+    }
+    withdrawn(DRV_ECONFLICT, w);
+}
+
+void engine__withdraw(struct ejob *j)
+{
+    struct eplan *p = j->cur;
+    if (!j->queue)
+        return;
+    for (uint32_t i = 0; i < p->n; i++) {
+        if (p->recs[i].state != ENGINE_TS_QUEUED)
+            continue;
+        struct withdraw *w = xcalloc(1, sizeof(*w));
+        w->j = j;
+        w->p = p;
+        w->idx = i;
+        w->attempt = p->recs[i].attempt;
+        w->q = j->queue;
+        char key[80];
+        taskmsg_key(key, sizeof(key), j->id, p->phase, i, p->recs[i].attempt);
+        j->withdrawing++;
+        engine__job_ref(j);
+        coord_queue_find(j->queue->q, key, found, w);
+    }
+}

@@ -1,0 +1,194 @@
+/*
+ * sweep: remove a job's ZooKeeper subtree, then release its lock.
+ *
+ * After the final PostgreSQL write, nothing of the job may stay in
+ * ZooKeeper (DESIGN.md invariant 7: the tree holds in-flight state only).
+ * Recipe:
+ *   1. list /drover/jobs/<id>, then each child (pipelined);
+ *   2. delete the grandchildren (task log chunks, run records left over,
+ *      context parts), then the children, then the announcement itself,
+ *      in fenced multi-ops under the byte budget, one after the other;
+ *   3. a multi-op refused because a child appeared or went meanwhile (a
+ *      worker's late run record, say) starts the sweep again from 1;
+ *   4. release the lock: the lock directory is a container znode, which
+ *      the server removes once empty.
+ * With keep_root (a start that failed half-way: its leftovers go, so the
+ * next attempt starts clean) the announcement and the API's control znode
+ * stay.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord.h"
+#include "engine_int.h"
+#include "log.h"
+#include "xalloc.h"
+
+#define MOD "engine"
+#define MAX_SWEEPS 20
+
+struct sweep {
+    struct ejob *j;
+    bool keep_root;
+    int listing;
+    char **children;
+    size_t n_children;
+    char **dels; /* grandchildren first, then children, then the root */
+    size_t n_dels, cap_dels, pos;
+};
+
+static void sweep_free(struct sweep *s)
+{
+    for (size_t i = 0; i < s->n_children; i++)
+        free(s->children[i]);
+    free(s->children);
+    for (size_t i = 0; i < s->n_dels; i++)
+        free(s->dels[i]);
+    free(s->dels);
+    free(s);
+}
+
+static void add_del(struct sweep *s, char *path)
+{
+    XGROW(s->dels, s->cap_dels, s->n_dels + 1);
+    s->dels[s->n_dels++] = path;
+}
+
+static void sweep_start(struct ejob *j, bool keep_root);
+
+static void sweep_end(struct sweep *s, int rc)
+{
+    struct ejob *j = s->j;
+    bool keep = s->keep_root;
+    sweep_free(s);
+    if (!engine__job_alive(j)) {
+        engine__job_unref(j);
+        return;
+    }
+    if (rc == 0 || j->sweeps >= MAX_SWEEPS) {
+        if (rc)
+            log_error(MOD, "event=job-sweep-failed job=%s error=%s", j->id, drv_strerror(rc));
+        else
+            log_info(MOD, "event=job-swept job=%s kept_announcement=%d", j->id, (int)keep);
+        engine__job_release(j);
+    } else {
+        sweep_start(j, keep);
+    }
+    engine__job_unref(j);
+}
+
+static void sweep_next(struct sweep *s);
+
+static void on_deleted(const struct coord_txn_result *r, void *arg)
+{
+    struct sweep *s = arg;
+    struct ejob *j = s->j;
+    if (!engine__job_alive(j)) {
+        sweep_end(s, DRV_EAGAIN);
+        return;
+    }
+    if (r->rc == DRV_ECONFLICT && r->failed_op < 0) {
+        engine__job_lost(j, "lock lost while removing the job's znodes");
+        sweep_end(s, DRV_ECONFLICT);
+    } else if (r->rc) {
+        sweep_end(s, r->rc); /* a child came or went: list again */
+    } else {
+        sweep_next(s);
+    }
+}
+
+static void sweep_next(struct sweep *s)
+{
+    struct ejob *j = s->j;
+    if (s->pos == s->n_dels) {
+        sweep_end(s, 0);
+        return;
+    }
+    struct coord_txn *t = coord_txn_new();
+    while (s->pos < s->n_dels && (coord_txn_count(t) == 0 || coord_txn_bytes(t) < j->e->budget / 2))
+        coord_txn_delete(t, s->dels[s->pos++], -1);
+    coord_txn_commit(j->e->zk, t, j->lock, on_deleted, s);
+}
+
+static void listed_done(struct sweep *s)
+{
+    if (--s->listing > 0)
+        return;
+    /* Grandchildren were added as listed; now the children, then the root. */
+    for (size_t i = 0; i < s->n_children; i++) {
+        if (s->keep_root && strcmp(s->children[i], "control") == 0)
+            continue;
+        add_del(s, xasprintf("/drover/jobs/%s/%s", s->j->id, s->children[i]));
+    }
+    if (!s->keep_root)
+        add_del(s, xasprintf("/drover/jobs/%s", s->j->id));
+    sweep_next(s);
+}
+
+struct sub {
+    struct sweep *s;
+    char *child;
+};
+
+static void on_grandchildren(int rc, char *const *names, size_t n, void *arg)
+{
+    struct sub *sub = arg;
+    struct sweep *s = sub->s;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        add_del(s, xasprintf("/drover/jobs/%s/%s/%s", s->j->id, sub->child, names[i]));
+    free(sub->child);
+    free(sub);
+    listed_done(s);
+}
+
+static void on_children(int rc, char *const *names, size_t n, void *arg)
+{
+    struct sweep *s = arg;
+    if (rc == DRV_ENOENT) {
+        sweep_end(s, 0); /* already gone */
+        return;
+    }
+    if (rc) {
+        sweep_end(s, rc);
+        return;
+    }
+    s->children = xcalloc(n + 1, sizeof(char *));
+    s->listing = 1;
+    for (size_t i = 0; i < n; i++) {
+        s->children[s->n_children++] = xstrdup(names[i]);
+        if (s->keep_root && strcmp(names[i], "control") == 0)
+            continue;
+        struct sub *sub = xcalloc(1, sizeof(*sub));
+        sub->s = s;
+        sub->child = xstrdup(names[i]);
+        char *p = xasprintf("/drover/jobs/%s/%s", s->j->id, names[i]);
+        s->listing++;
+        coord_children(s->j->e->zk, p, on_grandchildren, sub);
+        free(p);
+    }
+    listed_done(s);
+}
+
+static void sweep_start(struct ejob *j, bool keep_root)
+{
+    struct sweep *s = xcalloc(1, sizeof(*s));
+    s->j = j;
+    s->keep_root = keep_root;
+    j->sweeps++;
+    engine__job_ref(j);
+    char *p = xasprintf("/drover/jobs/%s", j->id);
+    coord_children(j->e->zk, p, on_children, s);
+    free(p);
+}
+
+void engine__job_sweep(struct ejob *j, bool keep_root)
+{
+    j->sweeps = 0;
+    sweep_start(j, keep_root);
+}
+
+void engine__job_cleanup(struct ejob *j)
+{
+    engine__job_sweep(j, false);
+}
