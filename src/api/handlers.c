@@ -864,6 +864,7 @@ static int h_cluster_create(PGconn *conn, struct call *c, struct drv_err *err)
     }
     c->out = json_pack("{s:o, s:o}", "cluster", cluster, "job", job);
     c->status = 202;
+    api__announce(c, json_string_value(json_object_get(job, "id")), cid, "create");
     return 0;
 }
 
@@ -1124,6 +1125,7 @@ static int cluster_operation(PGconn *conn, struct call *c, const char *op, struc
     json_object_del(cluster, "nodes");
     c->out = json_pack("{s:o, s:o}", "cluster", cluster, "job", job);
     c->status = 202;
+    api__announce(c, json_string_value(json_object_get(job, "id")), c->seg[2], op);
     return 0;
 }
 
@@ -1202,28 +1204,19 @@ static int h_job_plan(PGconn *conn, struct call *c, struct drv_err *err)
     return 0;
 }
 
+/*
+ * POST /v1/jobs/{id}/{pause,resume,cancel}: the request is recorded for the
+ * job's owner, which acts on it (running tasks finish, nothing new starts;
+ * cancel then rolls back). 202 with the job as it is now and its "control".
+ */
 static int h_job_action(PGconn *conn, struct call *c, struct drv_err *err)
 {
-    static const char *const from_cancel[] = {"pending", "running", "paused", NULL};
-    static const char *const from_pause[] = {"pending", "running", NULL};
-    static const char *const from_resume[] = {"paused", NULL};
-    static const char *const from_retry[] = {"failed", NULL};
-    const char *act = c->seg[3], *to;
-    const char *const *from;
-    if (strcmp(act, "cancel") == 0)
-        from = from_cancel, to = "cancelled";
-    else if (strcmp(act, "pause") == 0)
-        from = from_pause, to = "paused";
-    else if (strcmp(act, "resume") == 0)
-        from = from_resume, to = "pending";
-    else if (strcmp(act, "retry") == 0)
-        from = from_retry, to = "pending";
-    else
+    const char *act = c->seg[3];
+    if (strcmp(act, "cancel") != 0 && strcmp(act, "pause") != 0 && strcmp(act, "resume") != 0)
         return call_fail(c, 404, "not-found", NULL, "no job action \"%s\"", act);
     int rc = store_begin(conn, err);
     if (rc == 0)
-        rc = store_job_transition(conn, c->who.tenant_id, call_owner(c), c->seg[2], from, to,
-                                  &c->out, err);
+        rc = store_job_control(conn, c->who.tenant_id, call_owner(c), c->seg[2], act, &c->out, err);
     if (rc == 0) {
         char action[32];
         snprintf(action, sizeof(action), "job.%s", act);
@@ -1233,7 +1226,8 @@ static int h_job_action(PGconn *conn, struct call *c, struct drv_err *err)
         rc = store_commit(conn, err);
     if (rc == 0) {
         json_object_del(c->out, "has_plan");
-        c->status = 200;
+        c->status = 202;
+        api__control(c, c->seg[2], act);
     }
     return rc;
 }

@@ -139,7 +139,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     coord_member_update(n->member, json, NULL, NULL);
     free(json);
     n->grace = evtimer_new(n->base, on_grace, n);
-    struct timeval tv = {n->conf.shutdown_grace_ms / 1000, (n->conf.shutdown_grace_ms % 1000) * 1000};
+    struct timeval tv = {n->conf.shutdown_grace_ms / 1000,
+                         (n->conf.shutdown_grace_ms % 1000) * 1000};
     evtimer_add(n->grace, &tv);
     engine_stop(n->engine, on_handed_over, n);
 }

@@ -125,8 +125,8 @@ const struct config_key worker_conf_keys[] = {
      NULL, "on SIGTERM: how long running tasks may finish before they are handed back"},
     {"worker.resources_dir", CONFIG_STRING, offsetof(struct worker_conf, resources_dir), 0, "", 0,
      0, NULL, "the tenant's resources (scripts, data files) for plugins (DROVER_RESOURCES)"},
-    {"secrets.key_file", CONFIG_STRING, offsetof(struct worker_conf, secrets_key_file), 0, "", 0,
-     0, NULL, "the fleet's secrets key (as droverd's): opens sealed values for plugins"},
+    {"secrets.key_file", CONFIG_STRING, offsetof(struct worker_conf, secrets_key_file), 0, "", 0, 0,
+     NULL, "the fleet's secrets key (as droverd's): opens sealed values for plugins"},
     {NULL, 0, 0, 0, NULL, 0, 0, NULL, NULL},
 };
 

@@ -79,7 +79,7 @@ struct etxn {
     struct {
         struct eplan *p;
         size_t k;
-    } *chunks;
+    } * chunks;
     size_t n_chunks, cap_chunks;
     struct erun **dels;
     size_t n_dels, cap_dels;
@@ -177,7 +177,7 @@ struct pgb {
     struct {
         struct eplan *p;
         uint32_t idx;
-    } *tasks;
+    } * tasks;
     size_t n_tasks;
 };
 
@@ -200,9 +200,7 @@ static void attempt_row(struct ebuf *b, const struct ejob *j, const struct erun 
     const char *task = p->plan && run->idx < p->n ? p->plan->tasks[run->idx].id : "?";
     json_t *d = run->data;
     const char *status = json_string_value(json_object_get(d, "status"));
-    const char *st = status && strcmp(status, "ok") == 0 ? "succeeded"
-                     : status                            ? "failed"
-                                                         : "lost";
+    const char *st = status && strcmp(status, "ok") == 0 ? "succeeded" : status ? "failed" : "lost";
     ebuf_printf(b, "%s{\"p\":\"%c\",\"t\":", first ? "" : ",", run->phase);
     ebuf_jstr(b, task);
     ebuf_printf(b, ",\"a\":%u,\"r\":", run->attempt);
@@ -623,7 +621,8 @@ static void zk_flush(struct ejob *j)
     zk_send(t);
 }
 
-/* ---- the end ------------------------------------------------------------------------------------ */
+/* ---- the end ------------------------------------------------------------------------------------
+ */
 
 static bool nothing_to_write(struct ejob *j)
 {

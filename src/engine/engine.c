@@ -264,7 +264,8 @@ void engine_get_stats(const struct engine *e, struct engine_stats *st)
     size_t pos = 0;
     void *v;
     while (strmap_next(e->jobs, &pos, NULL, &v))
-        st->owned += ((struct ejob *)v)->own >= EJ_LOADING && ((struct ejob *)v)->own <= EJ_FINISHING;
+        st->owned +=
+            ((struct ejob *)v)->own >= EJ_LOADING && ((struct ejob *)v)->own <= EJ_FINISHING;
 }
 
 json_t *engine_owned(const struct engine *e)

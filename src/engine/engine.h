@@ -45,13 +45,13 @@ struct store;
 struct engine;
 
 struct engine_opts {
-    const char *node_id;       /* this droverd's member id in /drover/members/droverd (required) */
-    unsigned max_failures;     /* failed attempts before a task gives up (0: 3) */
-    unsigned max_in_flight;    /* tasks queued or running per job (0: only the plan's limits) */
-    bool no_rollback;          /* leave a failed job "failed" instead of rolling it back */
-    size_t txn_budget;         /* bytes of one ZooKeeper multi-op (0: 256 KiB) */
-    int task_timeout_ms;       /* time limit given to workers (0: the plugin's own) */
-    const unsigned char *key;  /* the secrets key (32 bytes), or NULL */
+    const char *node_id;      /* this droverd's member id in /drover/members/droverd (required) */
+    unsigned max_failures;    /* failed attempts before a task gives up (0: 3) */
+    unsigned max_in_flight;   /* tasks queued or running per job (0: only the plan's limits) */
+    bool no_rollback;         /* leave a failed job "failed" instead of rolling it back */
+    size_t txn_budget;        /* bytes of one ZooKeeper multi-op (0: 256 KiB) */
+    int task_timeout_ms;      /* time limit given to workers (0: the plugin's own) */
+    const unsigned char *key; /* the secrets key (32 bytes), or NULL */
 };
 
 /* Start: watch the members and the job list, take the jobs the ring gives this node. */
@@ -67,13 +67,13 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
 void engine_stop(struct engine *e, void (*done)(void *arg), void *arg);
 
 struct engine_stats {
-    size_t owned;               /* jobs this node holds the lock of */
-    unsigned long dispatched;   /* task attempts put on queues */
-    unsigned long results;      /* outcomes consumed */
-    unsigned long finished;     /* jobs brought to a final state */
-    unsigned long taken;        /* jobs whose lock this node acquired */
-    unsigned long handed_over;  /* jobs released because the ring moved them */
-    unsigned long lost;         /* jobs whose lock was lost */
+    size_t owned;              /* jobs this node holds the lock of */
+    unsigned long dispatched;  /* task attempts put on queues */
+    unsigned long results;     /* outcomes consumed */
+    unsigned long finished;    /* jobs brought to a final state */
+    unsigned long taken;       /* jobs whose lock this node acquired */
+    unsigned long handed_over; /* jobs released because the ring moved them */
+    unsigned long lost;        /* jobs whose lock was lost */
 };
 void engine_get_stats(const struct engine *e, struct engine_stats *st);
 

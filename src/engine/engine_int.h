@@ -278,8 +278,8 @@ struct eplan {
     uint32_t *pg_list;    /* the tasks whose flag is set */
     size_t n_pg, cap_pg;
     int64_t *t_start, *t_end; /* of the current attempt, ms (0: unknown) */
-    bool owns_plan;       /* the rollback plan is the job's; the forward plan is po's */
-    bool chunks_new;      /* the chunks do not exist in ZooKeeper yet */
+    bool owns_plan;           /* the rollback plan is the job's; the forward plan is po's */
+    bool chunks_new;          /* the chunks do not exist in ZooKeeper yet */
     char sha[65];
     size_t in_flight; /* queued or running */
     size_t done;      /* succeeded or skipped */
@@ -361,9 +361,9 @@ struct ejob {
     uint32_t *retries; /* tasks of cur to put again (a failed attempt retried) */
     size_t n_retries, cap_retries;
     bool zk_busy, pg_busy;
-    bool pg_job;       /* the job row's phase and status to write */
-    json_t *pg_nodes;  /* node id -> key-values to write */
-    struct etxn *txn;  /* the ZooKeeper transaction in flight */
+    bool pg_job;      /* the job row's phase and status to write */
+    json_t *pg_nodes; /* node id -> key-values to write */
+    struct etxn *txn; /* the ZooKeeper transaction in flight */
     struct event *kick_ev, *retry_ev;
     int backoff_ms;
     size_t withdrawing; /* queue items being taken back */

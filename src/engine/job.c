@@ -430,13 +430,12 @@ static json_t *make_inputs(struct ejob *j)
     bool acts_on_subset = strcmp(j->op, "configure") == 0 || strcmp(j->op, "start") == 0 ||
                           strcmp(j->op, "stop") == 0 || strcmp(j->op, "restart") == 0 ||
                           strcmp(j->op, "upgrade") == 0;
-    return json_pack("{s:i, s:s, s:O, s:O, s:s, s:s?, s:o, s:o, s:O}", "format", 1, "op", j->op,
-                     "request", req ? req : json_null(), "catalog",
-                     j->catalog ? j->catalog : json_null(), "template",
-                     row_str(j->cluster, "template"),
-                     json_string_value(json_object_get(j->cluster, "provider")), "start", start,
-                     "target", target, "subset",
-                     acts_on_subset && json_is_array(subset) ? subset : json_null());
+    return json_pack(
+        "{s:i, s:s, s:O, s:O, s:s, s:s?, s:o, s:o, s:O}", "format", 1, "op", j->op, "request",
+        req ? req : json_null(), "catalog", j->catalog ? j->catalog : json_null(), "template",
+        row_str(j->cluster, "template"), json_string_value(json_object_get(j->cluster, "provider")),
+        "start", start, "target", target, "subset",
+        acts_on_subset && json_is_array(subset) ? subset : json_null());
 }
 
 static void build_start(struct ejob *j, bool resuming, void (*done)(void *))
@@ -876,8 +875,8 @@ int engine__job_rollback_plan(struct ejob *j, struct drv_err *err)
     }
     struct planner_plan *rb = NULL;
     const struct planner_input *in = j->po.in;
-    int rc = planner_rollback_layout(f->plan, states, in->services, in->n_services, &in->start,
-                                     &rb, err);
+    int rc = planner_rollback_layout(f->plan, states, in->services, in->n_services, &in->start, &rb,
+                                     err);
     free(states);
     if (rc)
         return rc;
@@ -895,8 +894,7 @@ int engine__job_rollback_plan(struct ejob *j, struct drv_err *err)
 
 /* ---- control requests from the API --------------------------------------------------------- */
 
-static void on_control(int rc, const char *data, size_t len, const struct coord_stat *st,
-                       void *arg)
+static void on_control(int rc, const char *data, size_t len, const struct coord_stat *st, void *arg)
 {
     struct ejob *j = arg;
     if (j->own != EJ_ACTIVE || rc != 0)
@@ -943,14 +941,14 @@ void engine__job_event(struct ejob *j, enum engine_job_event ev)
         .plan_done = p->x && planner_exec_finished(p->x) && !p->gave_up && p->in_flight == 0,
         .cancel = j->st.cancel,
         .paused = j->st.paused,
-        .rollback_wanted = !j->e->no_rollback && strcmp(j->op, "delete") != 0 &&
-                           !json_is_false(json_object_get(json_object_get(j->job, "request"),
-                                                          "rollback")),
+        .rollback_wanted =
+            !j->e->no_rollback && strcmp(j->op, "delete") != 0 &&
+            !json_is_false(json_object_get(json_object_get(j->job, "request"), "rollback")),
     };
     struct engine_job_out o = engine_job_step(j->st.phase, ev, &f);
     if (o.phase != j->st.phase) {
-        log_info(MOD, "event=job-phase job=%s from=%s to=%s", j->id,
-                 engine_phase_name(j->st.phase), engine_phase_name(o.phase));
+        log_info(MOD, "event=job-phase job=%s from=%s to=%s", j->id, engine_phase_name(j->st.phase),
+                 engine_phase_name(o.phase));
         j->st.phase = o.phase;
         j->state_dirty = true;
         j->pg_job = true;
@@ -992,7 +990,8 @@ static void rollback_built(struct ejob *j)
         engine__job_event(j, ENGINE_EV_PROGRESS);
 }
 
-/* ---- the end ----------------------------------------------------------------------------------- */
+/* ---- the end -----------------------------------------------------------------------------------
+ */
 
 static void finish(struct ejob *j)
 {

@@ -241,8 +241,8 @@ struct engine__pg_start *engine__pg_start_new(struct ejob *j)
     snprintf(s->cluster_id, sizeof(s->cluster_id), "%s", j->cluster_id);
     snprintf(s->node, sizeof(s->node), "%s", j->e->node_id);
     s->token = j->token;
-    s->status = xstrdup(engine_phase_status(j->st.paused ? ENGINE_PH_PAUSED : ENGINE_PH_RUNNING,
-                                            false));
+    s->status =
+        xstrdup(engine_phase_status(j->st.paused ? ENGINE_PH_PAUSED : ENGINE_PH_RUNNING, false));
     s->phase = xstrdup(s->status);
     s->inputs = json_dumps(j->inputs, JSON_COMPACT);
     s->plan = xstrndup(j->po.text, j->po.len);
@@ -267,11 +267,10 @@ struct engine__pg_start *engine__pg_start_new(struct ejob *j)
         json_array_foreach(json_object_get(j->cluster, "nodes"), i, row) have |=
             strcmp(json_string_value(json_object_get(row, "id")), nid) == 0;
         if (!have)
-            json_array_append_new(
-                nodes, json_pack("{s:s, s:O, s:O, s:O}", "id", nid, "hw",
-                                 json_object_get(info, "hardwaretype"), "img",
-                                 json_object_get(info, "imagetype"), "svc",
-                                 json_object_get(info, "services")));
+            json_array_append_new(nodes, json_pack("{s:s, s:O, s:O, s:O}", "id", nid, "hw",
+                                                   json_object_get(info, "hardwaretype"), "img",
+                                                   json_object_get(info, "imagetype"), "svc",
+                                                   json_object_get(info, "services")));
     }
     s->new_nodes = json_dumps(nodes, JSON_COMPACT);
     json_decref(nodes);
@@ -303,7 +302,8 @@ static void start_free(struct engine__pg_start *s)
 static int start_writes(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_start *s = arg;
-    const char *p[] = {s->id, s->status, s->phase, s->inputs, s->plan, s->sha, s->snapshot, s->target};
+    const char *p[] = {s->id,   s->status, s->phase,    s->inputs,
+                       s->plan, s->sha,    s->snapshot, s->target};
     int rc = store_execp(conn,
                          "UPDATE jobs SET status = $2, phase = $3, inputs = $4::jsonb,"
                          " plan = $5::jsonb, plan_sha = $6, snapshot = $7::jsonb,"
@@ -352,7 +352,8 @@ int engine__pg_start_work(PGconn *conn, void *arg, struct drv_err *err)
     return rc;
 }
 
-/* ---- a batch ------------------------------------------------------------------------------------ */
+/* ---- a batch ------------------------------------------------------------------------------------
+ */
 
 static int batch_writes(PGconn *conn, void *arg, struct drv_err *err)
 {
@@ -377,8 +378,9 @@ static int batch_writes(PGconn *conn, void *arg, struct drv_err *err)
                          2, p, NULL, err);
         if (rc == 0) {
             const char *q[] = {b->id, b->rb_plan};
-            rc = store_execp(conn, "UPDATE jobs SET rollback_plan = $2::jsonb WHERE id = $1::bigint",
-                             2, q, NULL, err);
+            rc =
+                store_execp(conn, "UPDATE jobs SET rollback_plan = $2::jsonb WHERE id = $1::bigint",
+                            2, q, NULL, err);
         }
     }
     if (rc == 0 && b->tasks) {
@@ -442,7 +444,8 @@ void engine__pg_batch_free(struct engine__pg_batch *b)
     free(b);
 }
 
-/* ---- the end ---------------------------------------------------------------------------------------- */
+/* ---- the end
+ * ---------------------------------------------------------------------------------------- */
 
 struct engine__pg_final *engine__pg_final_new(struct ejob *j)
 {
@@ -457,9 +460,10 @@ struct engine__pg_final *engine__pg_final_new(struct ejob *j)
     f->phase = xstrdup(engine_phase_name(j->st.phase));
     f->error = xstrdup(j->st.error);
     f->op = xstrdup(j->op);
-    f->target = j->po.target_layout ? json_dumps(j->po.target_layout, JSON_COMPACT) : xstrdup("null");
-    json_t *svcs = json_object_get(json_object_get(json_object_get(j->job, "request"), "target"),
-                                   "services");
+    f->target =
+        j->po.target_layout ? json_dumps(j->po.target_layout, JSON_COMPACT) : xstrdup("null");
+    json_t *svcs =
+        json_object_get(json_object_get(json_object_get(j->job, "request"), "target"), "services");
     f->services = json_is_array(svcs) ? json_dumps(svcs, JSON_COMPACT) : NULL;
     f->fresh_create = strcmp(j->op, "create") == 0;
     json_t *d = json_pack("{s:s, s:s, s:I, s:I}", "status", f->status, "error", f->error, "tasks",
@@ -511,13 +515,12 @@ static int final_writes(PGconn *conn, void *arg, struct drv_err *err)
                              1, q, NULL, err);
     } else if (rc == 0 && ok) {
         const char *q[] = {f->cluster_id, f->target, f->services};
-        rc = store_execp(
-            conn,
-            "UPDATE clusters SET status = 'active', layout = $2::jsonb,"
-            " size = jsonb_array_length($2::jsonb -> 'nodes'),"
-            " services = coalesce($3::jsonb, services), updated_at = now()"
-            " WHERE id = $1::bigint",
-            3, q, NULL, err);
+        rc = store_execp(conn,
+                         "UPDATE clusters SET status = 'active', layout = $2::jsonb,"
+                         " size = jsonb_array_length($2::jsonb -> 'nodes'),"
+                         " services = coalesce($3::jsonb, services), updated_at = now()"
+                         " WHERE id = $1::bigint",
+                         3, q, NULL, err);
         if (rc == 0)
             rc = store_execp(conn,
                              "UPDATE nodes SET updated_at = now(), status = CASE WHEN id IN"
@@ -544,9 +547,9 @@ static int final_writes(PGconn *conn, void *arg, struct drv_err *err)
         /* Not done: the cluster goes back to what it was (its layout never changed),
          * nodes made for this job are gone; a create leaves a failed, empty cluster. */
         const char *cst = strcmp(f->status, "needs-operator") == 0 ? "needs-operator"
-                          : f->fresh_create                       ? "failed"
-                          : strcmp(f->status, "failed") == 0      ? "failed"
-                                                                  : "active";
+                          : f->fresh_create                        ? "failed"
+                          : strcmp(f->status, "failed") == 0       ? "failed"
+                                                                   : "active";
         const char *q[] = {f->cluster_id, cst};
         rc = store_execp(conn,
                          "UPDATE clusters SET status = $2, updated_at = now()"

@@ -57,7 +57,7 @@ struct engine__pg_batch {
     struct ejob *j;
     char id[24];
     int64_t token;
-    char *job_phase;  /* NULL: no change to the job row */
+    char *job_phase; /* NULL: no change to the job row */
     char *job_status;
     char *job_error;
     char *tasks;    /* JSON array of task changes, or NULL */

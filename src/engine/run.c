@@ -145,7 +145,8 @@ char *engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool clea
     const char *plugin = t->type ? t->type : "";
     if (t->action == PLANNER_ACT_BOOTSTRAP) {
         /* Bootstrap names its automators; the first picks the plugin. */
-        const char *a = json_string_value(json_array_get(json_object_get(t->fields, "automators"), 0));
+        const char *a =
+            json_string_value(json_array_get(json_object_get(t->fields, "automators"), 0));
         plugin = a ? a : "*";
     }
     json_t *it = json_pack("{s:i, s:s, s:s#, s:I, s:I, s:s, s:s, s:s, s:s, s:s, s:b}", "v",
@@ -258,8 +259,8 @@ static void task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engin
     if (o.actions & ENGINE_TACT_GAVE_UP) {
         p->gave_up = true;
         if (!*j->st.error)
-            snprintf(j->st.error, sizeof(j->st.error), "task %s failed after %u attempts: %s", t->id,
-                     p->recs[idx].failures, r ? r->message : "too many attempts");
+            snprintf(j->st.error, sizeof(j->st.error), "task %s failed after %u attempts: %s",
+                     t->id, p->recs[idx].failures, r ? r->message : "too many attempts");
         log_warn(MOD, "event=task-gave-up job=%s task=%s error=\"%s\"", j->id, t->id, j->st.error);
         engine__job_event(j, ENGINE_EV_GAVE_UP);
     }
@@ -281,8 +282,7 @@ static void run_seen(struct ejob *j, struct erun *run)
         return;
     }
     struct eplan *p = plan_of(j, run->phase);
-    bool current = p == j->cur && run->idx < p->n &&
-                   p->recs[run->idx].attempt == run->attempt &&
+    bool current = p == j->cur && run->idx < p->n && p->recs[run->idx].attempt == run->attempt &&
                    (p->recs[run->idx].state == ENGINE_TS_QUEUED ||
                     p->recs[run->idx].state == ENGINE_TS_RUNNING);
     if (!run->started) {
@@ -425,7 +425,8 @@ static void withdrawn(int rc, void *arg)
     j->withdrawing--;
     if (engine__job_alive(j) && w->p == j->cur && w->p->recs[w->idx].attempt == w->attempt) {
         if (rc == 0) {
-            log_info(MOD, "event=task-withdrawn job=%s task=%s", j->id, w->p->plan->tasks[w->idx].id);
+            log_info(MOD, "event=task-withdrawn job=%s task=%s", j->id,
+                     w->p->plan->tasks[w->idx].id);
             task_event(j, w->p, w->idx, ENGINE_TEV_WITHDRAWN, NULL);
         }
         /* Claimed (running) or gone (completed): its run record tells the rest. */

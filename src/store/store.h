@@ -198,11 +198,15 @@ int store_job_get(PGconn *conn, const char *tenant_id, const char *owner_id, con
 /* cluster_id NULL: every visible job. Newest first, at most 500. */
 int store_job_list(PGconn *conn, const char *tenant_id, const char *owner_id,
                    const char *cluster_id, json_t **items, struct drv_err *err);
-/* Move a job from one of from[] (NULL-terminated) to `to`; DRV_ECONFLICT naming the
-   current status otherwise. */
-int store_job_transition(PGconn *conn, const char *tenant_id, const char *owner_id,
-                         const char *job_id, const char *const *from, const char *to, json_t **row,
-                         struct drv_err *err);
+/*
+ * Record a user's request on a job (want: "pause", "resume", "cancel") in
+ * jobs.control, for its owner to act on. DRV_ECONFLICT (naming the status)
+ * when the job's state does not allow it: cancel an open job not already
+ * being cancelled, pause a pending or running one, resume a paused one (or
+ * one whose pause has not been acted on yet). *row receives the job.
+ */
+int store_job_control(PGconn *conn, const char *tenant_id, const char *owner_id, const char *job_id,
+                      const char *want, json_t **row, struct drv_err *err);
 /* Ids of the tenant's unfinished jobs (every tenant's when tenant_id is NULL). */
 int store_job_open_ids(PGconn *conn, const char *tenant_id, json_t **ids, struct drv_err *err);
 

@@ -12,6 +12,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "store.h"
@@ -24,7 +25,7 @@
 #define JOB_COLS                                                                                   \
     "j.id::text AS id, j.cluster_id::text AS cluster, j.operation, j.status, j.request,"           \
     " j.error, j.format_version, u.name AS requested_by, j.created_at, j.started_at,"              \
-    " j.ended_at"
+    " j.ended_at, j.control, j.owner"
 
 int store_cluster_list(PGconn *conn, const char *tenant_id, const char *owner_id, json_t **items,
                        struct drv_err *err)
@@ -178,25 +179,34 @@ int store_job_get(PGconn *conn, const char *tenant_id, const char *owner_id, con
     json_t *tasks;
     const char *q[] = {job_id};
     rc = store_query_json(conn,
-                          "SELECT id, node_id, service, action, status, attempts, started_at,"
-                          " ended_at FROM tasks WHERE job_id = $1::bigint ORDER BY id",
+                          "SELECT id, phase, idx, node_id, service, action, status, attempts,"
+                          " worker, deps, strategy, started_at, ended_at FROM tasks"
+                          " WHERE job_id = $1::bigint ORDER BY phase, idx, id",
                           1, q, &tasks, err);
     if (rc) {
         json_decref(*row);
         *row = NULL;
         return rc;
     }
-    size_t done = 0, i;
+    /* Progress of each plan: the forward one, and the rollback once there is one. */
+    size_t done[2] = {0, 0}, total[2] = {0, 0}, i;
     json_t *t;
     json_array_foreach(tasks, i, t)
     {
+        const char *ph = json_string_value(json_object_get(t, "phase"));
+        int k = ph && strcmp(ph, "r") == 0;
         const char *st = json_string_value(json_object_get(t, "status"));
-        if (st && strcmp(st, "succeeded") == 0)
-            done++;
+        total[k]++;
+        if (st && (strcmp(st, "succeeded") == 0 || strcmp(st, "skipped") == 0))
+            done[k]++;
     }
-    json_object_set_new(*row, "progress",
-                        json_pack("{s:I, s:I}", "done", (json_int_t)done, "total",
-                                  (json_int_t)json_array_size(tasks)));
+    json_object_set_new(
+        *row, "progress",
+        json_pack("{s:I, s:I}", "done", (json_int_t)done[0], "total", (json_int_t)total[0]));
+    if (total[1])
+        json_object_set_new(
+            *row, "rollback_progress",
+            json_pack("{s:I, s:I}", "done", (json_int_t)done[1], "total", (json_int_t)total[1]));
     json_object_set_new(*row, "tasks", tasks);
     return 0;
 }
@@ -220,41 +230,46 @@ int store_job_list(PGconn *conn, const char *tenant_id, const char *owner_id,
                             3, p, items, err);
 }
 
-int store_job_transition(PGconn *conn, const char *tenant_id, const char *owner_id,
-                         const char *job_id, const char *const *from, const char *to, json_t **row,
-                         struct drv_err *err)
+int store_job_control(PGconn *conn, const char *tenant_id, const char *owner_id, const char *job_id,
+                      const char *want, json_t **row, struct drv_err *err)
 {
-    json_t *cur;
     *row = NULL;
     if (bad_id(job_id))
         return not_found(err, "job", job_id);
     const char *p[] = {tenant_id, owner_id, job_id};
-    int rc =
-        store_query_row(conn,
-                        "SELECT j.status FROM jobs j LEFT JOIN clusters c ON c.id = j.cluster_id"
-                        " WHERE j.tenant_id = $1::bigint AND j.id = $3::bigint"
-                        " AND ($2::bigint IS NULL OR c.owner_id = $2::bigint)"
-                        " FOR UPDATE OF j",
-                        3, p, &cur, err);
+    json_t *cur;
+    int rc = store_query_row(conn,
+                             "SELECT j.status, j.control FROM jobs j"
+                             " LEFT JOIN clusters c ON c.id = j.cluster_id"
+                             " WHERE j.tenant_id = $1::bigint AND j.id = $3::bigint"
+                             " AND ($2::bigint IS NULL OR c.owner_id = $2::bigint)"
+                             " FOR UPDATE OF j",
+                             3, p, &cur, err);
     if (rc == DRV_ENOENT)
         return not_found(err, "job", job_id);
     if (rc)
         return rc;
-    char status[32];
+    char status[32], control[16];
     snprintf(status, sizeof(status), "%s", json_string_value(json_object_get(cur, "status")));
+    const char *ctl = json_string_value(json_object_get(cur, "control"));
+    snprintf(control, sizeof(control), "%s", ctl ? ctl : "");
     json_decref(cur);
-    int ok = 0;
-    for (const char *const *f = from; *f; f++)
-        if (strcmp(*f, status) == 0)
-            ok = 1;
+    bool open = strcmp(status, "pending") == 0 || strcmp(status, "running") == 0 ||
+                strcmp(status, "paused") == 0;
+    bool ok;
+    if (strcmp(want, "cancel") == 0)
+        ok = open && strcmp(control, "cancel") != 0;
+    else if (strcmp(want, "pause") == 0)
+        ok = (strcmp(status, "pending") == 0 || strcmp(status, "running") == 0) &&
+             strcmp(control, "cancel") != 0;
+    else
+        ok = (strcmp(status, "paused") == 0 || strcmp(control, "pause") == 0) &&
+             strcmp(control, "cancel") != 0;
     if (!ok)
-        return drv_err_set(err, DRV_ECONFLICT, 0, "job \"%s\" is %s: cannot become %s", job_id,
-                           status, to);
-    const char *q[] = {job_id, to};
-    rc = store_execp(conn,
-                     "UPDATE jobs SET status = $2, ended_at = CASE WHEN $2 IN ('cancelled')"
-                     " THEN now() ELSE NULL END WHERE id = $1::bigint",
-                     2, q, NULL, err);
+        return drv_err_set(err, DRV_ECONFLICT, 0, "job \"%s\" is %s%s%s: cannot %s it", job_id,
+                           status, *control ? " (asked to " : "", *control ? control : "", want);
+    const char *q[] = {job_id, want};
+    rc = store_execp(conn, "UPDATE jobs SET control = $2 WHERE id = $1::bigint", 2, q, NULL, err);
     if (rc)
         return rc;
     return store_job_get(conn, tenant_id, owner_id, job_id, row, err);
