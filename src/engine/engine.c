@@ -54,6 +54,7 @@ struct offload {
 static void offload_done(void *arg)
 {
     struct offload *o = arg;
+    o->e->offloads--;
     o->done(o->arg);
     free(o);
 }
@@ -73,6 +74,7 @@ void engine__offload(struct engine *e, void (*fn)(void *), void (*done)(void *),
     o->fn = fn;
     o->done = done;
     o->arg = arg;
+    e->offloads++;
     pthread_t t;
     pthread_attr_t at;
     pthread_attr_init(&at);
@@ -113,7 +115,7 @@ struct equeue *engine__queue(struct engine *e, const char *tenant, const char *c
 
 /* ---- ownership ---------------------------------------------------------------------- */
 
-static bool announced(const struct engine *e, const char *id)
+bool engine__announced(const struct engine *e, const char *id)
 {
     size_t lo = 0, hi = e->n_ids;
     while (lo < hi) {
@@ -129,7 +131,7 @@ static bool announced(const struct engine *e, const char *id)
     return false;
 }
 
-static bool mine(struct engine *e, const char *id)
+bool engine__ring_mine(struct engine *e, const char *id)
 {
     if (e->stopping || !e->have_ring)
         return false;
@@ -142,7 +144,7 @@ void engine__reconcile(struct engine *e)
     if (!e->have_ring || !e->have_ids)
         return;
     for (size_t i = 0; i < e->n_ids; i++)
-        if (mine(e, e->ids[i]) && !strmap_get(e->jobs, e->ids[i]))
+        if (engine__ring_mine(e, e->ids[i]) && !strmap_get(e->jobs, e->ids[i]))
             strmap_put(e->jobs, e->ids[i], engine__job_new(e, e->ids[i]));
     /* Jobs here that the ring moved, or that ended (their znode is gone). */
     size_t pos = 0, n = strmap_count(e->jobs), k = 0;
@@ -150,7 +152,7 @@ void engine__reconcile(struct engine *e)
     const char *id;
     void *v;
     while (strmap_next(e->jobs, &pos, &id, &v))
-        if (!mine(e, id) || !announced(e, id))
+        if (!engine__ring_mine(e, id) || !engine__announced(e, id))
             move[k++] = v;
     for (size_t i = 0; i < k; i++)
         engine__job_handover(move[i]);
@@ -206,6 +208,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct engine *e = arg;
     engine__reconcile(e); /* a lock that failed to be taken is tried again here */
+    engine__janitor(e);
 }
 
 struct engine *engine_new(struct event_base *base, struct coord_session *zk, struct store *db,
@@ -293,7 +296,10 @@ void engine_free(struct engine *e)
         struct ejob *j = v;
         engine__job_lost(j, "engine stopped");
     }
-    /* engine__job_lost removed them; what is left holds references only. */
+    /* engine__job_lost removed them; what is left holds references only. Plans being
+     * built on threads report to the loop: wait for them. */
+    while (e->offloads > 0)
+        event_base_loop(e->base, EVLOOP_ONCE);
     strmap_free(e->jobs);
     pos = 0;
     while (strmap_next(e->queues, &pos, NULL, &v)) {

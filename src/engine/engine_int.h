@@ -320,6 +320,8 @@ struct engine {
     void *stop_arg;
     struct event *tick;
     struct engine_stats stats;
+    int offloads;  /* plans being built on threads */
+    bool scanning; /* the janitor's query is in flight */
 };
 
 enum ejob_own {
@@ -377,6 +379,13 @@ struct ejob {
 
 /* engine.c */
 void engine__reconcile(struct engine *e);
+/* Does the ring give this job to this node (and is the engine taking jobs)? */
+bool engine__ring_mine(struct engine *e, const char *id);
+/* Is the job announced (in the last listing of /drover/jobs)? */
+bool engine__announced(const struct engine *e, const char *id);
+
+/* janitor.c: periodic duties of this node's share of the ring. */
+void engine__janitor(struct engine *e);
 /* A job is gone from this node (lost, released, finished): forget it. */
 void engine__job_gone(struct engine *e, struct ejob *j);
 
