@@ -19,6 +19,8 @@
  *                and fail
  *   record_dir   append "<taskId> <task> <start ms> <end ms> <ok|failed>" to
  *                <dir>/runs.log when done (one write, O_APPEND)
+ *   clear_secret true: fail unless config.provider.api_password reached the
+ *                plugin opened (not "enc:v1:..."): the worker's unsealing
  *
  * Provider tasks return what a provider would: create "provider-id", confirm
  * "hostname" and "ipaddresses". The same executable serves as the sleep
@@ -161,6 +163,14 @@ int main(void)
     }
     double rate = num("fail_rate", 0);
     int fail = matches_fail_on() || (rate > 0 && (double)rand() / RAND_MAX < rate);
+    if (json_is_true(param("clear_secret"))) {
+        const char *pw = json_string_value(json_object_get(
+            json_object_get(json_object_get(task, "config"), "provider"), "api_password"));
+        if (!pw || strncmp(pw, "enc:v1:", 7) == 0) {
+            fprintf(stderr, "sleep: the provider's api_password did not arrive opened\n");
+            fail = 1;
+        }
+    }
 
     json_t *result = json_object();
     const char *node = str("nodeId") ? str("nodeId") : "node";

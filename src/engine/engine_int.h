@@ -397,6 +397,8 @@ void engine__job_handover(struct ejob *j);
 void engine__job_lost(struct ejob *j, const char *why);
 void engine__job_ref(struct ejob *j);
 void engine__job_unref(struct ejob *j);
+/* The cluster's config for this job (a configure's new one), borrowed, or NULL. */
+json_t *engine__job_config(const struct ejob *j);
 /* Give the lock up now (nothing more is written); the job leaves this node. */
 void engine__job_release(struct ejob *j);
 /* The commit pipeline went idle: a handover waiting for it continues. */

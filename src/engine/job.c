@@ -499,15 +499,23 @@ static void started_pg(int rc, const struct drv_err *err, void *arg)
     engine__job_unref(j);
 }
 
+/* The cluster's config for this job: a configure brings its new one. */
+json_t *engine__job_config(const struct ejob *j)
+{
+    json_t *asked = json_object_get(json_object_get(j->job, "request"), "config");
+    if (strcmp(j->op, "configure") == 0 && json_is_object(asked))
+        return asked;
+    json_t *c = json_object_get(j->cluster, "config");
+    return json_is_object(c) ? c : NULL;
+}
+
 static json_t *make_ctx(struct ejob *j)
 {
-    return json_pack("{s:i, s:s, s:s, s:O, s:O, s:s, s:s}", "v", 1, "clustername",
+    json_t *config = engine__job_config(j);
+    return json_pack("{s:i, s:s, s:s, s:o, s:O, s:s, s:s}", "v", 1, "clustername",
                      row_str(j->cluster, "name"), "template", row_str(j->cluster, "template"),
-                     "cluster",
-                     json_is_object(json_object_get(j->cluster, "config"))
-                         ? json_object_get(j->cluster, "config")
-                         : json_object(),
-                     "provider", j->po.provider, "tenant", j->tenant, "job", j->id);
+                     "cluster", config ? json_incref(config) : json_object(), "provider",
+                     j->po.provider, "tenant", j->tenant, "job", j->id);
 }
 
 static void start_built(void *arg)

@@ -465,6 +465,8 @@ struct engine__pg_final *engine__pg_final_new(struct ejob *j)
     json_t *svcs =
         json_object_get(json_object_get(json_object_get(j->job, "request"), "target"), "services");
     f->services = json_is_array(svcs) ? json_dumps(svcs, JSON_COMPACT) : NULL;
+    json_t *config = strcmp(j->op, "configure") == 0 ? engine__job_config(j) : NULL;
+    f->config = config ? json_dumps(config, JSON_COMPACT) : NULL;
     f->fresh_create = strcmp(j->op, "create") == 0;
     json_t *d = json_pack("{s:s, s:s, s:I, s:I}", "status", f->status, "error", f->error, "tasks",
                           (json_int_t)j->fwd.n, "rollback_tasks", (json_int_t)j->rb.n);
@@ -481,6 +483,7 @@ void engine__pg_final_free(struct engine__pg_final *f)
     free(f->op);
     free(f->target);
     free(f->services);
+    free(f->config);
     free(f->detail);
     free(f);
 }

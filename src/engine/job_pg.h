@@ -78,6 +78,7 @@ struct engine__pg_final {
     char *status, *phase, *error, *op;
     char *target;   /* per-node layout with ids: the cluster after success */
     char *services; /* the cluster's services after success (JSON array) or NULL */
+    char *config;   /* the cluster's config after success (a configure's), or NULL */
     char *detail;
     bool fresh_create; /* a create: nothing existed before */
 };

@@ -1,0 +1,105 @@
+# engine_lib.sh: a fleet for the engine's integration tests (sourced after ../lib.sh and
+# ../api/api_lib.sh): droverd nodes, workers running the sleep plugin, a tenant with the
+# test catalogue (integration/engine/catalog), and waiting on jobs.
+#
+# SESSION (default 4s) is every process's ZooKeeper session timeout: failover waits for it.
+
+SESSION=${SESSION:-4s}
+RUNS="$T/runs"
+mkdir -p "$RUNS"
+CATALOG="$DROVER_SOURCE_DIR/integration/engine/catalog"
+DPORTS=()
+
+# start_droverd N [extra config lines...]: droverd-N on a free port; waits until ready.
+start_droverd() {
+  local n=$1 port
+  shift
+  port=$(free_port)
+  DPORTS[$n]=$port
+  write_droverd_conf "droverd-$n" "$port" "secrets.key_file = $KEYFILE" \
+    "api.bootstrap_token_file = $TOKFILE" "zookeeper.session_timeout = $SESSION" \
+    "log.level = ${LOG_LEVEL:-info}" "$@"
+  # (write_droverd_conf's own session line comes first; the last one would be refused as a
+  # repeat, so it is taken out.)
+  sed -i '0,/zookeeper.session_timeout = 20s/{/zookeeper.session_timeout = 20s/d}' "$T/droverd-$n.conf"
+  start_proc "droverd-$n" "$BIN/droverd"
+  wait_ready "droverd-$n" "$port" 60
+  PORT=${PORT:-$port}
+  SUPER=$(cat "$TOKFILE")
+}
+
+# start_worker NAME [extra config lines...]
+start_worker() {
+  local name=$1
+  shift
+  write_worker_conf "$name" "worker.tenant = acme" "worker.plugin_dir = $DROVER_BUILD_DIR/plugins" \
+    "worker.plugins = sleep,sleep-provider" "worker.concurrency = ${CONCURRENCY:-4}" \
+    "secrets.key_file = $KEYFILE" "log.level = ${LOG_LEVEL:-info}" "$@"
+  sed -i "s/^zookeeper.session_timeout = 20s/zookeeper.session_timeout = $SESSION/" "$T/$name.conf"
+  start_proc "$name" "$BIN/drover-worker"
+}
+
+# setup_tenant: tenant acme, its admin ($TOKEN), the test catalogue imported.
+setup_tenant() {
+  expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant acme"
+  TOKEN=$(body_of "$(api POST /v1/users '{"name":"alice","role":"admin","tenant":"acme"}' "$SUPER")" | jq -r .token)
+  catalogue_json "$CATALOG" > "$T/catalog.json"
+  expect 200 "$(api POST /v1/import "@$T/catalog.json")" '' "import the test catalogue"
+}
+
+# sleep_config [extra jq object]: the cluster config that points the sleep plugin at $RUNS.
+sleep_config() {
+  jq -cn --arg d "$RUNS" --argjson extra "${1:-{\}}" \
+    '{sleep: ({duration_ms: 0, record_dir: $d, exclusive_dir: $d, clear_secret: true} + $extra)}'
+}
+
+# create_cluster NAME NODES [sleep extras]: prints "CLUSTER_ID JOB_ID".
+create_cluster() {
+  local body r
+  body=$(jq -cn --arg n "$1" --argjson k "$2" --argjson c "$(sleep_config "${3:-{\}}")" \
+    '{name: $n, template: "simple", nodes: $k, config: $c}')
+  r=$(api POST /v1/clusters "$body")
+  expect 202 "$r" '' "create cluster $1"
+  body_of "$r" | jq -r '.cluster.id + " " + .job.id'
+}
+
+job_field() { body_of "$(api GET "/v1/jobs/$1")" | jq -r "$2"; }
+
+# wait_job JID STATUS [SECONDS]: until the job has STATUS; fails on another final status.
+wait_job() {
+  local jid=$1 want=$2 limit=${3:-120} deadline st
+  deadline=$((SECONDS + limit))
+  while :; do
+    st=$(job_field "$jid" .status 2>/dev/null || echo "?")
+    [ "$st" = "$want" ] && return 0
+    case $st in
+    succeeded | rolled-back | cancelled | failed | needs-operator)
+      fail "job $jid ended $st, expected $want: $(job_field "$jid" .error)" ;;
+    esac
+    [ $SECONDS -ge "$deadline" ] && fail "job $jid is $st after $limit s, expected $want"
+    sleep 0.2
+  done
+}
+
+# The ZooKeeper tree holds nothing of finished jobs: no announcement, lock, queue item or claim.
+check_tree_clean() {
+  local jobs items claims
+  jobs=$(zk ls /drover/jobs 2>/dev/null | grep -c . || true)
+  [ "$jobs" = 0 ] || fail "jobs left in /drover/jobs: $(zk ls /drover/jobs)"
+  items=0
+  for s in $(zk ls /drover/queues/acme/default/items 2>/dev/null); do
+    items=$((items + $(zk ls "/drover/queues/acme/default/items/$s" | grep -c . || true)))
+  done
+  [ "$items" = 0 ] || fail "$items queue items left"
+  claims=$(zk ls /drover/queues/acme/default/claims 2>/dev/null | grep -c . || true)
+  [ "$claims" = 0 ] || fail "$claims claims left"
+}
+
+# No task ran twice successfully, and no two attempts of one task overlapped (the sleep
+# plugin's flock): the plugin-side record of every run.
+check_runs() {
+  [ ! -s "$RUNS/overlaps" ] || fail "overlapping attempts: $(cat "$RUNS/overlaps")"
+  local dup
+  dup=$(awk '$5 == "ok" { split($1, k, "."); print k[1] "." k[2] }' "$RUNS/runs.log" | sort | uniq -d | head -5)
+  [ -z "$dup" ] || fail "tasks that succeeded twice: $dup"
+}
