@@ -102,4 +102,8 @@ check_runs() {
   local dup
   dup=$(awk '$5 == "ok" { split($1, k, "."); print k[1] "." k[2] }' "$RUNS/runs.log" | sort | uniq -d | head -5)
   [ -z "$dup" ] || fail "tasks that succeeded twice: $dup"
+  # Attempts of one task never overlap in time either (start and end of each run).
+  dup=$(awk '{ split($1, k, "."); print k[1] "." k[2], $3, $4 }' "$RUNS/runs.log" |
+    sort -k1,1 -k2,2n | awk '$1 == last && $2 < last_end { print $1 } { last = $1; last_end = $3 }' | head -5)
+  [ -z "$dup" ] || fail "attempts that overlapped in time: $dup"
 }

@@ -17,8 +17,9 @@
  *                while running; if another attempt of the task holds it, two
  *                attempts overlap: append "OVERLAP <taskId>" to <dir>/overlaps
  *                and fail
- *   record_dir   append "<taskId> <task> <start ms> <end ms> <ok|failed>" to
- *                <dir>/runs.log when done (one write, O_APPEND)
+ *   record_dir   append "<taskId> <task> <start ms> <end ms> <ok|failed> <cleanup>" to
+ *                <dir>/runs.log when done (one write, O_APPEND); cleanup is the
+ *                task's "cleanup" flag, 0 or 1
  *   clear_secret true: fail unless config.provider.api_password reached the
  *                plugin opened (not "enc:v1:..."): the worker's unsealing
  *
@@ -187,8 +188,8 @@ int main(void)
     const char *rdir = json_string_value(param("record_dir"));
     if (rdir) {
         char line[1024];
-        snprintf(line, sizeof(line), "%s %s %lld %lld %s\n", task_id, str("task"), start, now_ms(),
-                 fail ? "failed" : "ok");
+        snprintf(line, sizeof(line), "%s %s %lld %lld %s %d\n", task_id, str("task"), start,
+                 now_ms(), fail ? "failed" : "ok", json_is_true(json_object_get(task, "cleanup")));
         append_line(rdir, "runs.log", line);
     }
     if (fail)

@@ -74,6 +74,9 @@ int api__token_check(PGconn *conn, const char *token, struct api_principal *who,
 int api__token_new(PGconn *conn, const char *user_id, char token[90], struct drv_err *err);
 int api__load_key(const char *path, unsigned char key[32], struct drv_err *err);
 
+/* explain.c: add "why" to every task of a job (store_job_get's) that waits. */
+void api__explain(json_t *job);
+
 /* jobctl.c: after the reply's database part, tell the engine through ZooKeeper: a new
    job's announcement, a user's pause/resume/cancel (c->on_loop is set). */
 void api__announce(struct call *c, const char *job_id, const char *cluster_id, const char *op);

@@ -1159,6 +1159,7 @@ static int h_job_get(PGconn *conn, struct call *c, struct drv_err *err)
     int rc = store_job_get(conn, c->who.tenant_id, call_owner(c), c->seg[2], &c->out, err);
     if (rc == 0) {
         json_object_del(c->out, "has_plan");
+        api__explain(c->out);
         c->status = 200;
     }
     return rc;

@@ -589,6 +589,16 @@ static void zk_settled(struct etxn *t, bool applied)
         }
         j->e->stats.dispatched += t->dispatched;
         j->backoff_ms = 0;
+        if (t->dispatched && !j->dispatched_once) {
+            /* For failover and handover figures: the first dispatch of this owner. */
+            j->dispatched_once = true;
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            log_info(
+                MOD, "event=first-dispatch job=%s node=%s at_ms=%lld since_acquired_ms=%lld", j->id,
+                j->e->node_id, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+                (long long)((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - j->t_acquired));
+        }
     } else {
         for (size_t i = 0; i < t->n_chunks; i++)
             t->chunks[i].p->chunk_dirty[t->chunks[i].k] = 1;

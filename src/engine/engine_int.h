@@ -368,13 +368,14 @@ struct ejob {
     struct etxn *txn; /* the ZooKeeper transaction in flight */
     struct event *kick_ev, *retry_ev;
     int backoff_ms;
-    size_t withdrawing; /* queue items being taken back */
-    bool finishing;     /* FINISH asked: flush, then the final write */
-    bool pg_rb;         /* the rollback plan's rows to write */
-    bool final_sent;    /* the final PostgreSQL write is in flight or done */
-    int sweeps;         /* attempts at removing the subtree */
-    bool building;      /* a plan is being built on a thread */
-    int64_t t_acquired; /* when the lock was acquired (ms) */
+    size_t withdrawing;   /* queue items being taken back */
+    bool finishing;       /* FINISH asked: flush, then the final write */
+    bool pg_rb;           /* the rollback plan's rows to write */
+    bool final_sent;      /* the final PostgreSQL write is in flight or done */
+    bool dispatched_once; /* this owner has put a task (logged once) */
+    int sweeps;           /* attempts at removing the subtree */
+    bool building;        /* a plan is being built on a thread */
+    int64_t t_acquired;   /* when the lock was acquired (ms) */
 };
 
 /* engine.c */

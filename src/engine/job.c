@@ -242,8 +242,8 @@ static void on_lock(struct coord_lock *l, enum coord_lock_event ev, void *arg)
         j->t_acquired = now_ms();
         j->own = EJ_LOADING;
         j->e->stats.taken++;
-        log_info(MOD, "event=job-acquired job=%s node=%s token=%lld", j->id, j->e->node_id,
-                 (long long)j->token);
+        log_info(MOD, "event=job-acquired job=%s node=%s token=%lld at_ms=%lld", j->id,
+                 j->e->node_id, (long long)j->token, (long long)j->t_acquired);
         load(j);
         break;
     case COORD_LOCK_LOST:

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Failover and handover of a running job between three droverd:
+#  - kill -9 of the owner: another member resumes the job and it succeeds; no task that
+#    had succeeded runs again; the time from the kill to the new owner's first dispatch is
+#    printed (target: the session timeout + 1 s);
+#  - SIGTERM of the owner: it hands the job over at once (no session timeout): the time
+#    from the signal to the next owner's lock is printed (target: under 1 s);
+#  - a member that joins takes its share of running jobs the same way.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../api/api_lib.sh"
+. "$(dirname "$0")/engine_lib.sh"
+
+for n in 1 2 3; do start_droverd $n; done
+CONCURRENCY=6
+for w in 1 2 3; do start_worker worker-$w; done
+setup_tenant
+
+owner_of() { psql_q "SELECT owner FROM jobs WHERE id = $1"; }
+port_of() { echo "${DPORTS[${1#droverd-}]}"; }
+done_of() { psql_q "SELECT count(*) FROM tasks WHERE job_id = $1 AND status = 'succeeded'"; }
+log_ms() { # FILE EVENT JOB: the at_ms of the first line with event=EVENT job=JOB
+  grep "event=$2 job=$3 " "$1" | head -n 1 | sed 's/.*at_ms=\([0-9]*\).*/\1/'
+}
+
+# --- kill -9 of the owner
+read -r CID JID <<< "$(create_cluster f1 6 '{"duration_ms": 250}')"
+deadline=$((SECONDS + 60))
+until [ "$(done_of "$JID")" -ge 12 ]; do
+  [ $SECONDS -ge $deadline ] && fail "job $JID does not progress"
+  sleep 0.2
+done
+OLD=$(owner_of "$JID")
+PORT=$(port_of "$(for n in 1 2 3; do [ "droverd-$n" != "$OLD" ] && echo "droverd-$n" && break; done)")
+done_before=$(done_of "$JID")
+t_kill=$(now_ms)
+kill -9 "$(pid_of "$OLD")"
+wait_job "$JID" succeeded 120
+NEW=$(owner_of "$JID")
+[ "$NEW" != "$OLD" ] || fail "the owner did not change"
+first=$(log_ms "$T/$NEW.log" first-dispatch "$JID")
+[ -n "$first" ] || fail "no first dispatch of $NEW for job $JID"
+echo "failover: kill -9 of $OLD at $t_kill, first dispatch by $NEW after $((first - t_kill)) ms (session timeout $SESSION), $done_before tasks were done"
+check_runs
+pass "kill -9 of the owner: $NEW resumed job $JID, it succeeded, no task ran twice"
+
+# --- SIGTERM of the owner: handover
+read -r CID2 JID2 <<< "$(create_cluster f2 6 '{"duration_ms": 250}')"
+deadline=$((SECONDS + 60))
+until [ "$(done_of "$JID2")" -ge 12 ]; do
+  [ $SECONDS -ge $deadline ] && fail "job $JID2 does not progress"
+  sleep 0.2
+done
+OLD=$(owner_of "$JID2")
+t_term=$(now_ms)
+kill -TERM "$(pid_of "$OLD")"
+[ "$(wait_exit "$OLD" 20)" = 0 ] || fail "$OLD did not exit 0 after SIGTERM"
+wait_job "$JID2" succeeded 120
+NEW=$(owner_of "$JID2")
+[ "$NEW" != "$OLD" ] || fail "the owner did not change"
+acq=$(log_ms "$T/$NEW.log" job-acquired "$JID2")
+took=$((acq - t_term))
+echo "handover: SIGTERM of $OLD at $t_term, $NEW acquired job $JID2 after $took ms"
+[ "$took" -lt 4000 ] || fail "the handover waited for the session timeout ($took ms)"
+grep -q "event=job-released job=$JID2 " "$T/$OLD.log" || fail "$OLD did not release the job"
+check_runs
+pass "SIGTERM of the owner: job handed over at once, succeeded"
+
+# --- a member that joins takes its share
+for n in 1 2 3; do
+  [ -d "/proc/$(pid_of droverd-$n)" ] && PORT=${DPORTS[$n]} && break
+done
+jobs=()
+for c in 1 2 3 4 5 6; do
+  read -r _ J <<< "$(create_cluster j$c 2 '{"duration_ms": 400}')"
+  jobs+=("$J")
+done
+sleep 1
+for n in 4 5; do start_droverd $n; done
+for J in "${jobs[@]}"; do wait_job "$J" succeeded 120; done
+moved=0
+for J in "${jobs[@]}"; do
+  grep -q "event=job-handover job=$J " "$T"/droverd-*.log && moved=$((moved + 1))
+done
+[ "$moved" -ge 1 ] || fail "no running job moved to the members that joined"
+check_runs
+check_tree_clean
+pass "members that joined took $moved of 6 running jobs; all succeeded"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# A worker killed with SIGKILL in the middle of a task: its plugin dies with it (no
+# overlap with the next attempt: the sleep plugin's flock), the task goes to the other
+# worker once the dead worker's session has expired, and the job succeeds. The dead
+# delivery is recorded as a lost attempt.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../api/api_lib.sh"
+. "$(dirname "$0")/engine_lib.sh"
+
+start_droverd 1
+CONCURRENCY=2
+start_worker worker-1
+start_worker worker-2
+setup_tenant
+
+read -r CID JID <<< "$(create_cluster w1 2 '{"duration_ms": 1500}')"
+deadline=$((SECONDS + 60))
+victim=""
+until [ -n "$victim" ]; do
+  victim=$(psql_q "SELECT id FROM tasks WHERE job_id = $JID AND status = 'running' AND worker = 'worker-1' LIMIT 1")
+  [ $SECONDS -ge $deadline ] && fail "no task ran on worker-1"
+  sleep 0.1
+done
+kill -9 "$(pid_of worker-1)"
+t_kill=$(now_ms)
+wait_job "$JID" succeeded 120
+rows=$(psql_q "SELECT string_agg(worker || ':' || status, ',' ORDER BY started_at) FROM task_attempts WHERE job_id = $JID AND task_id = '$victim'")
+echo "task $victim: $rows"
+[[ $rows == "worker-1:lost,worker-2:succeeded" ]] || fail "attempts of $victim: $rows"
+start2=$(awk -v t="$victim" '$2 == t && $5 == "ok" { print $3 }' "$RUNS/runs.log")
+echo "the task started again on worker-2 $((start2 - t_kill)) ms after the kill (session timeout $SESSION)"
+check_runs
+check_tree_clean
+pass "kill -9 of a worker mid-task: the task ran again on the other worker after the session expired; no overlap"
