@@ -159,11 +159,25 @@ void engine__reconcile(struct engine *e)
     free(move);
 }
 
+static void reconcile_soon(evutil_socket_t fd, short what, void *arg)
+{
+    struct engine *e = arg;
+    e->reconcile_pending = false;
+    engine__reconcile(e);
+}
+
 void engine__job_gone(struct engine *e, struct ejob *j)
 {
     if (strmap_get(e->jobs, j->id) == j) {
         strmap_del(e->jobs, j->id);
         engine__job_unref(j);
+    }
+    /* A job lost here may still be ours (a fenced write refused, a lock deleted): take it
+     * up again soon rather than at the next tick. */
+    if (!e->stopping && !e->reconcile_pending) {
+        e->reconcile_pending = true;
+        struct timeval tv = {0, 200 * 1000};
+        evtimer_add(e->soon, &tv);
     }
     if (e->stopping && strmap_count(e->jobs) == 0 && e->stop_done) {
         void (*done)(void *) = e->stop_done;
@@ -238,6 +252,7 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     coord_ensure_path(zk, "/drover/jobs", NULL, NULL);
     e->members = coord_group_watch(zk, "/drover/members/droverd", on_members, e);
     e->jobs_w = coord_watch_children(zk, "/drover/jobs", on_jobs, e);
+    e->soon = evtimer_new(base, reconcile_soon, e);
     e->tick = event_new(base, -1, EV_PERSIST, on_tick, e);
     struct timeval tv = {5, 0};
     event_add(e->tick, &tv);
@@ -314,6 +329,7 @@ void engine_free(struct engine *e)
         free(e->ids[i]);
     free(e->ids);
     event_free(e->tick);
+    event_free(e->soon);
     loopq_free(e->lq);
     explicit_bzero(e->key, sizeof(e->key));
     free(e->node_id);

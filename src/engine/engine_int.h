@@ -321,6 +321,8 @@ struct engine {
     struct event *tick;
     struct engine_stats stats;
     int offloads;  /* plans being built on threads */
+    struct event *soon;
+    bool reconcile_pending;
     bool scanning; /* the janitor's query is in flight */
 };
 
