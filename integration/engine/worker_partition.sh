@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# A worker cut off from ZooKeeper by a network that silently drops its packets, in the
+# middle of a task: it must kill its plugin before the task can be given to anyone else
+# (its claim is reported lost well before the server can expire its session). The task
+# runs again on the other worker after the session expired, never at the same time (the
+# plugin's record and flock), and the job succeeds.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../api/api_lib.sh"
+. "$(dirname "$0")/engine_lib.sh"
+
+SESSION=6s
+start_droverd 1
+PPORT=$(free_port)
+ZKPORT=${DROVER_ZK##*:}
+setsid "$DROVER_BUILD_DIR/integration/engine/tcpproxy" "$PPORT" "$ZKPORT" > "$T/proxy.log" 2>&1 < /dev/null &
+echo $! > "$T/pids/proxy.pid"
+CONCURRENCY=2
+start_worker worker-1
+sed -i "s/^zookeeper.hosts = .*/zookeeper.hosts = 127.0.0.1:$PPORT/" "$T/worker-1.conf"
+kill -9 "$(pid_of worker-1)"; start_proc worker-1 "$BIN/drover-worker"
+start_worker worker-2
+setup_tenant
+
+read -r CID JID <<< "$(create_cluster part 2 '{"duration_ms": 2500}')"
+deadline=$((SECONDS + 60))
+victim=""
+until [ -n "$victim" ]; do
+  victim=$(psql_q "SELECT id FROM tasks WHERE job_id = $JID AND status = 'running' AND worker = 'worker-1' LIMIT 1")
+  [ $SECONDS -ge $deadline ] && fail "no task ran on worker-1"
+  sleep 0.1
+done
+t_cut=$(now_ms)
+kill -USR1 "$(pid_of proxy)"
+deadline=$((SECONDS + 30))
+until grep -q "event=claim-lost worker=worker-1 " "$T/worker-1.log"; do
+  [ $SECONDS -ge $deadline ] && fail "worker-1 never noticed it lost its claim"
+  sleep 0.1
+done
+t_lost=$(now_ms)
+echo "worker-1 gave its claim up $((t_lost - t_cut)) ms after the cut (session timeout $SESSION)"
+wait_job "$JID" succeeded 120
+kill -USR2 "$(pid_of proxy)"
+again=$(awk -v t="$victim" '$2 == t && $5 == "ok" { print $3 }' "$RUNS/runs.log")
+[ -n "$again" ] || fail "task $victim never succeeded"
+[ "$again" -gt "$t_lost" ] || fail "task $victim ran again before worker-1 gave it up"
+check_runs
+pass "a worker cut off silently killed its plugin $((t_lost - t_cut)) ms after the cut; the task ran again elsewhere afterwards"
