@@ -456,7 +456,7 @@ static int t_session_restart_retry(void)
           "the session never started again after a failed start (state %s)",
           coord_state_name(coord_session_state(s)));
     struct get_out g = {0};
-    coord_get(s, "/drover", on_get, &g);
+    coord_get(s, "/zookeeper", on_get, &g);
     CHECK(it_run_until(base, &g.done, 20000) && g.rc == 0, "read after restart rc %d", g.rc);
     coord_session_free(s);
     event_base_free(base);
