@@ -1236,6 +1236,10 @@ int main(int argc, char **argv)
     if (strcmp(t, "chroot-auth") == 0)
         return t_chroot_auth();
     int rc = itest_faults(t);
+    if (rc < 0)
+        rc = itest_recipes(t);
+    if (rc < 0)
+        rc = itest_queue(t);
     if (rc >= 0)
         return rc;
     CHECK(false, "unknown test \"%s\"", t);

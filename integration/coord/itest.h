@@ -91,10 +91,11 @@ int it_zk_port(int n);
  * Proxies as objects, several per test. Modes: down (new connections are
  * closed at once), blackhole (replies swallowed), silent (nothing moves in
  * either direction and nothing is closed: a network that drops packets),
- * hold (replies wait in the socket buffers until released), swallow (replies
- * to requests of one ZooKeeper op type are dropped: 4 getData, 12
- * getChildren2, 14 multi; 0 turns it off). cut_all closes every connection
- * and ends the blackhole.
+ * hold (replies wait in the socket buffers until released), swallow (from the
+ * first reply to a request of one ZooKeeper op type on, that connection's
+ * replies are dropped: 4 getData, 12 getChildren2, 14 multi; 0 turns it off
+ * for new connections). cut_all closes every connection and ends the
+ * blackhole.
  */
 struct it_proxy;
 struct it_proxy *it_proxy_new(int target_port);
@@ -114,5 +115,8 @@ long it_now_ms(void);
 
 /* The defect tests of itest_faults.c: the exit status, or -1 for an unknown name. */
 int itest_faults(const char *name);
+/* The recipe tests of itest_recipes.c and itest_queue.c, likewise. */
+int itest_recipes(const char *name);
+int itest_queue(const char *name);
 
 #endif

@@ -450,6 +450,7 @@ struct pconn {
     int c, s, gen;
     struct fbuf up, down;
     bool up_first, down_first;
+    bool dropping; /* a swallowed reply passed: every later one is dropped too */
     int32_t xid[4096];
     int32_t type[4096];
 };
@@ -501,12 +502,18 @@ static bool fb_forward(struct pconn *k, struct fbuf *f, int fd, bool down)
             k->xid[(uint32_t)xid % 4096] = xid;
             k->type[(uint32_t)xid % 4096] = (int32_t)be32(body + 4);
         } else if (down) {
-            drop = atomic_load(&k->p->blackhole) != 0;
+            drop = atomic_load(&k->p->blackhole) != 0 || k->dropping;
             int sw = atomic_load(&k->p->swallow);
             if (sw && !k->down_first && len >= 8) {
+                /*
+                 * The client takes replies in order only: from the first
+                 * swallowed one on, the connection answers nothing (as if it
+                 * died right after the request reached the server).
+                 */
                 int32_t xid = (int32_t)be32(body);
-                drop = drop || (k->xid[(uint32_t)xid % 4096] == xid &&
-                                k->type[(uint32_t)xid % 4096] == sw && xid > 0);
+                if (k->xid[(uint32_t)xid % 4096] == xid && k->type[(uint32_t)xid % 4096] == sw &&
+                    xid > 0)
+                    drop = k->dropping = true;
             }
         }
         if (down)

@@ -365,6 +365,7 @@ struct coord__guard {
     bool (*guard_failed)(void *owner, int index, int zrc);
     void (*resolve)(struct coord__commit *c, void *owner);
     void *owner;
+    bool lost; /* start as if sent and its answer lost (an earlier multi-op held it) */
 };
 void coord__commit_guarded(struct coord_session *s, struct coord_txn *t,
                            const struct coord__guard *g, coord_txn_cb cb, void *arg);

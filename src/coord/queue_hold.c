@@ -404,7 +404,7 @@ static void not_ours(void *owner)
 }
 
 static void qtxn_start(struct coord_queue *q, const char *id, struct coord_txn *t, enum qmode mode,
-                       coord_txn_cb cb, coord_done_cb done, void *arg)
+                       bool lost, unsigned lost_gen, coord_txn_cb cb, coord_done_cb done, void *arg)
 {
     struct qtxn *x = xcalloc(1, sizeof(*x));
     x->q = q;
@@ -417,15 +417,23 @@ static void qtxn_start(struct coord_queue *q, const char *id, struct coord_txn *
     q->refs++;
     char *key = NULL;
     struct held *h = q->dead ? NULL : held_find(q, id);
-    if (!h || h->gen != q->s->gen || !coord__q_paths(q, id, &x->item, &x->claim, &key)) {
+    bool paths = coord__q_paths(q, id, &x->item, &x->claim, &key);
+    if (lost && paths) {
+        /* Its multi-op was sent on generation lost_gen: resolve that one. */
+        x->gen = lost_gen;
+        if (h && h->gen == lost_gen)
+            busy(h, 1);
+    } else if (!h || h->gen != q->s->gen || !paths) {
         log_info(MOD, "event=queue-not-holder item=%s", id);
         coord_txn_free(t);
+        free(key);
         coord__timer(q->s, 0, not_ours, x);
         return;
+    } else {
+        x->gen = h->gen;
+        busy(h, 1);
     }
-    x->gen = h->gen;
-    busy(h, 1);
-    struct coord__guard g = {.gen = h->gen, .guard_failed = qtxn_guard_failed, .owner = x};
+    struct coord__guard g = {.gen = x->gen, .guard_failed = qtxn_guard_failed, .owner = x};
     if (mode == QM_TXN) {
         g.n = 1;
         g.type[0] = COORD__GUARD_CHECK;
@@ -437,6 +445,7 @@ static void qtxn_start(struct coord_queue *q, const char *id, struct coord_txn *
         g.path[1] = x->item;
         g.path[2] = key;
         g.resolve = qtxn_resolve;
+        g.lost = lost;
     }
     coord__commit_guarded(q->s, t ? t : coord_txn_new(), &g, qtxn_end, x);
     free(key);
@@ -445,13 +454,13 @@ static void qtxn_start(struct coord_queue *q, const char *id, struct coord_txn *
 void coord_queue_txn_commit(struct coord_queue *q, const char *item_id, struct coord_txn *t,
                             coord_txn_cb cb, void *arg)
 {
-    qtxn_start(q, item_id, t, QM_TXN, cb, NULL, arg);
+    qtxn_start(q, item_id, t, QM_TXN, false, 0, cb, NULL, arg);
 }
 
 void coord_queue_complete_txn(struct coord_queue *q, const char *item_id, struct coord_txn *t,
                               coord_txn_cb cb, void *arg)
 {
-    qtxn_start(q, item_id, t, QM_COMPLETE, cb, NULL, arg);
+    qtxn_start(q, item_id, t, QM_COMPLETE, false, 0, cb, NULL, arg);
 }
 
 /* ---- complete (batched) and release ------------------------------------------------- */
@@ -461,11 +470,13 @@ struct fin {
     coord_done_cb done;
     void *arg;
     char *id;
+    unsigned gen; /* of the batch it was sent in */
 };
 
-static void fin_alone(struct fin *f)
+/* Complete f alone; lost: its batch's answer was lost, resolve that first. */
+static void fin_alone(struct fin *f, bool lost)
 {
-    qtxn_start(f->q, f->id, NULL, QM_COMPLETE, NULL, f->done, f->arg);
+    qtxn_start(f->q, f->id, NULL, QM_COMPLETE, lost, f->gen, NULL, f->done, f->arg);
     coord__q_unref(f->q);
     free(f->id);
     free(f);
@@ -496,7 +507,7 @@ static void batch_done(struct coord__op *op)
             free(f);
         } else {
             /* Settle each one alone: only the one at fault fails; lost answers resolved. */
-            fin_alone(f);
+            fin_alone(f, coord__zrc_unknown(op->rc));
         }
     }
     free(b->f);
@@ -528,7 +539,7 @@ static void flush_completes(void *owner)
             if (!h || h->st != H_HELD || h->gen != q->s->gen ||
                 !coord__q_paths(q, f->id, &item, &claim, &key)) {
                 start++;
-                fin_alone(f); /* alone: fails if not held */
+                fin_alone(f, false); /* alone: fails if not held */
                 continue;
             }
             size_t add = coord__size_path_op(claim) + coord__size_path_op(item) +
@@ -541,6 +552,7 @@ static void flush_completes(void *owner)
             }
             bytes += add;
             busy(h, 1);
+            f->gen = h->gen;
             paths[nops++] = claim;
             paths[nops++] = item;
             if (key)

@@ -472,7 +472,10 @@ static void commit_start(struct coord_session *s, struct coord_txn *t, struct co
         free(r->path);
         r->path = p;
     }
-    send_commit(c);
+    if (g && g->lost && g->resolve)
+        g->resolve(c, g->owner);
+    else
+        send_commit(c);
 }
 
 void coord_txn_commit(struct coord_session *s, struct coord_txn *t, struct coord_lock *fence,
