@@ -1235,6 +1235,13 @@ int main(int argc, char **argv)
         return t_election();
     if (strcmp(t, "chroot-auth") == 0)
         return t_chroot_auth();
+    int rc = itest_faults(t);
+    if (rc < 0)
+        rc = itest_recipes(t);
+    if (rc < 0)
+        rc = itest_queue(t);
+    if (rc >= 0)
+        return rc;
     CHECK(false, "unknown test \"%s\"", t);
     return 2;
 }

@@ -87,4 +87,36 @@ void it_proxy_cut(void);
 void it_proxy_down(bool down);
 int it_zk_port(int n);
 
+/*
+ * Proxies as objects, several per test. Modes: down (new connections are
+ * closed at once), blackhole (replies swallowed), silent (nothing moves in
+ * either direction and nothing is closed: a network that drops packets),
+ * hold (replies wait in the socket buffers until released), swallow (from the
+ * first reply to a request of one ZooKeeper op type on, that connection's
+ * replies are dropped: 4 getData, 12 getChildren2, 14 multi; 0 turns it off
+ * for new connections). cut_all closes every connection and ends the
+ * blackhole.
+ */
+struct it_proxy;
+struct it_proxy *it_proxy_new(int target_port);
+const char *it_proxy_addr(const struct it_proxy *p);
+void it_proxy_set_down(struct it_proxy *p, bool on);
+void it_proxy_set_blackhole(struct it_proxy *p, bool on);
+void it_proxy_set_silent(struct it_proxy *p, bool on);
+void it_proxy_set_hold(struct it_proxy *p, bool on);
+void it_proxy_set_swallow(struct it_proxy *p, int op);
+void it_proxy_cut_all(struct it_proxy *p);
+
+/* A session whose connection is not awaited (it may not be connected yet). */
+struct coord_session *it_session_nowait(struct event_base *base, const char *hosts, int timeout_ms,
+                                        coord_state_cb on_state, void *arg);
+/* Monotonic milliseconds. */
+long it_now_ms(void);
+
+/* The defect tests of itest_faults.c: the exit status, or -1 for an unknown name. */
+int itest_faults(const char *name);
+/* The recipe tests of itest_recipes.c and itest_queue.c, likewise. */
+int itest_recipes(const char *name);
+int itest_queue(const char *name);
+
 #endif

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -382,8 +383,6 @@ void it_read_until(struct event_base *base, struct coord_session *s, const char 
 
 /* ---- child output ------------------------------------------------------------ */
 
-#include <poll.h>
-
 pid_t it_spawn_pipe(char *const argv[], int *out_fd)
 {
     int fds[2];
@@ -425,97 +424,249 @@ bool it_read_line(int fd, char *buf, size_t n, int timeout_ms)
     return true;
 }
 
-/* ---- a TCP proxy that can swallow replies ----------------------------------------- */
+/* ---- a TCP proxy that can drop, hold or swallow traffic ----------------------------- */
 
 #include <pthread.h>
 
-static int proxy_listen_fd, proxy_target_port;
-static atomic_int proxy_blackhole, proxy_cut_gen, proxy_down;
+/*
+ * One thread per proxied connection. Both directions are cut into ZooKeeper
+ * frames (a 4-byte length, then the body), so that a reply can be told apart
+ * by the op type of the request it answers: the client's frames after its
+ * connect request start with xid and type, the server's with xid.
+ */
+struct it_proxy {
+    int listen_fd, target_port;
+    char *addr;
+    atomic_int blackhole, cut_gen, down, silent, hold, swallow;
+};
+
+struct fbuf {
+    char *b;
+    size_t n, cap;
+};
+
+struct pconn {
+    struct it_proxy *p;
+    int c, s, gen;
+    struct fbuf up, down;
+    bool up_first, down_first;
+    bool dropping; /* a swallowed reply passed: every later one is dropped too */
+    int32_t xid[4096];
+    int32_t type[4096];
+};
+
+static bool fb_read(struct fbuf *f, int fd)
+{
+    if (f->cap - f->n < 65536) {
+        f->cap = f->cap ? f->cap * 2 : 131072;
+        f->b = xrealloc(f->b, f->cap);
+    }
+    ssize_t k = read(fd, f->b + f->n, f->cap - f->n);
+    if (k <= 0)
+        return false;
+    f->n += (size_t)k;
+    return true;
+}
+
+static uint32_t be32(const char *p)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
+}
+
+static bool write_all(int fd, const char *b, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = write(fd, b, n);
+        if (k <= 0)
+            return false;
+        b += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+/* Forward the complete frames of f to fd; down: server to client. */
+static bool fb_forward(struct pconn *k, struct fbuf *f, int fd, bool down)
+{
+    size_t off = 0;
+    bool ok = true;
+    while (ok && f->n - off >= 4) {
+        size_t len = be32(f->b + off) + 4;
+        if (f->n - off < len)
+            break;
+        const char *body = f->b + off + 4;
+        bool drop = false;
+        if (!down && !k->up_first && len >= 12) {
+            int32_t xid = (int32_t)be32(body);
+            k->xid[(uint32_t)xid % 4096] = xid;
+            k->type[(uint32_t)xid % 4096] = (int32_t)be32(body + 4);
+        } else if (down) {
+            drop = atomic_load(&k->p->blackhole) != 0 || k->dropping;
+            int sw = atomic_load(&k->p->swallow);
+            if (sw && !k->down_first && len >= 8) {
+                /*
+                 * The client takes replies in order only: from the first
+                 * swallowed one on, the connection answers nothing (as if it
+                 * died right after the request reached the server).
+                 */
+                int32_t xid = (int32_t)be32(body);
+                if (k->xid[(uint32_t)xid % 4096] == xid && k->type[(uint32_t)xid % 4096] == sw &&
+                    xid > 0)
+                    drop = k->dropping = true;
+            }
+        }
+        if (down)
+            k->down_first = false;
+        else
+            k->up_first = false;
+        if (!drop)
+            ok = write_all(fd, f->b + off, len);
+        off += len;
+    }
+    memmove(f->b, f->b + off, f->n - off);
+    f->n -= off;
+    return ok;
+}
 
 static void *proxy_conn(void *arg)
 {
-    int c = (int)(intptr_t)arg;
-    int gen = atomic_load(&proxy_cut_gen);
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)proxy_target_port)};
+    struct pconn *k = arg;
+    struct it_proxy *p = k->p;
+    k->s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p->target_port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(s, (struct sockaddr *)&a, sizeof(a)) != 0) {
-        close(c);
-        close(s);
-        return NULL;
-    }
-    char buf[65536];
+    if (connect(k->s, (struct sockaddr *)&a, sizeof(a)) != 0)
+        goto out;
     for (;;) {
-        if (atomic_load(&proxy_cut_gen) != gen)
+        if (atomic_load(&p->cut_gen) != k->gen)
             break;
-        struct pollfd p[2] = {{.fd = c, .events = POLLIN}, {.fd = s, .events = POLLIN}};
-        if (poll(p, 2, 50) < 0)
+        if (atomic_load(&p->silent)) {
+            /* A network that drops everything: no byte moves, nothing is closed. */
+            usleep(20000);
+            continue;
+        }
+        bool hold = atomic_load(&p->hold) != 0;
+        struct pollfd f[2] = {{.fd = k->c, .events = POLLIN}, {.fd = k->s, .events = POLLIN}};
+        if (hold)
+            f[1].fd = -1;
+        if (poll(f, 2, 50) < 0)
             break;
-        if (p[0].revents) {
-            ssize_t k = read(c, buf, sizeof(buf));
-            if (k <= 0 || write(s, buf, (size_t)k) != k)
-                break;
-        }
-        if (p[1].revents) {
-            ssize_t k = read(s, buf, sizeof(buf));
-            if (k <= 0)
-                break;
-            if (!atomic_load(&proxy_blackhole) && write(c, buf, (size_t)k) != k)
-                break;
-        }
+        if (f[0].revents && (!fb_read(&k->up, k->c) || !fb_forward(k, &k->up, k->s, false)))
+            break;
+        if (f[1].revents && !fb_read(&k->down, k->s))
+            break;
+        if (!hold && !fb_forward(k, &k->down, k->c, true))
+            break;
     }
-    close(c);
-    close(s);
+out:
+    close(k->c);
+    close(k->s);
+    free(k->up.b);
+    free(k->down.b);
+    free(k);
     return NULL;
 }
 
 static void *proxy_main(void *arg)
 {
+    struct it_proxy *p = arg;
     for (;;) {
-        int c = accept(proxy_listen_fd, NULL, NULL);
+        int c = accept(p->listen_fd, NULL, NULL);
         if (c < 0)
             continue;
-        if (atomic_load(&proxy_down)) {
+        if (atomic_load(&p->down)) {
             close(c);
             continue;
         }
+        struct pconn *k = xcalloc(1, sizeof(*k));
+        k->p = p;
+        k->c = c;
+        k->gen = atomic_load(&p->cut_gen);
+        k->up_first = k->down_first = true;
         pthread_t t;
-        pthread_create(&t, NULL, proxy_conn, (void *)(intptr_t)c);
+        pthread_create(&t, NULL, proxy_conn, k);
         pthread_detach(t);
     }
     return NULL;
 }
 
-char *it_proxy_start(int target_port)
+struct it_proxy *it_proxy_new(int target_port)
 {
-    proxy_target_port = target_port;
-    proxy_listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct it_proxy *p = xcalloc(1, sizeof(*p));
+    p->target_port = target_port;
+    p->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(bind(proxy_listen_fd, (struct sockaddr *)&a, sizeof(a)) == 0, "bind");
-    CHECK(listen(proxy_listen_fd, 16) == 0, "listen");
+    CHECK(bind(p->listen_fd, (struct sockaddr *)&a, sizeof(a)) == 0, "bind");
+    CHECK(listen(p->listen_fd, 64) == 0, "listen");
     socklen_t len = sizeof(a);
-    getsockname(proxy_listen_fd, (struct sockaddr *)&a, &len);
+    getsockname(p->listen_fd, (struct sockaddr *)&a, &len);
+    p->addr = xasprintf("127.0.0.1:%d", ntohs(a.sin_port));
     pthread_t t;
-    pthread_create(&t, NULL, proxy_main, NULL);
+    pthread_create(&t, NULL, proxy_main, p);
     pthread_detach(t);
-    return xasprintf("127.0.0.1:%d", ntohs(a.sin_port));
+    return p;
+}
+
+const char *it_proxy_addr(const struct it_proxy *p)
+{
+    return p->addr;
+}
+
+void it_proxy_set_down(struct it_proxy *p, bool on)
+{
+    atomic_store(&p->down, on);
+}
+
+void it_proxy_set_blackhole(struct it_proxy *p, bool on)
+{
+    atomic_store(&p->blackhole, on);
+}
+
+void it_proxy_set_silent(struct it_proxy *p, bool on)
+{
+    atomic_store(&p->silent, on);
+}
+
+void it_proxy_set_hold(struct it_proxy *p, bool on)
+{
+    atomic_store(&p->hold, on);
+}
+
+void it_proxy_set_swallow(struct it_proxy *p, int op)
+{
+    atomic_store(&p->swallow, op);
+}
+
+void it_proxy_cut_all(struct it_proxy *p)
+{
+    atomic_fetch_add(&p->cut_gen, 1);
+    atomic_store(&p->blackhole, 0);
+}
+
+/* The single proxy of the older tests. */
+static struct it_proxy *the_proxy;
+
+char *it_proxy_start(int target_port)
+{
+    the_proxy = it_proxy_new(target_port);
+    return xstrdup(the_proxy->addr);
 }
 
 void it_proxy_blackhole(bool on)
 {
-    atomic_store(&proxy_blackhole, on);
+    it_proxy_set_blackhole(the_proxy, on);
 }
 
 void it_proxy_down(bool down)
 {
-    atomic_store(&proxy_down, down);
+    it_proxy_set_down(the_proxy, down);
 }
 
 void it_proxy_cut(void)
 {
-    atomic_fetch_add(&proxy_cut_gen, 1);
-    atomic_store(&proxy_blackhole, 0);
+    it_proxy_cut_all(the_proxy);
 }
 
 int it_zk_port(int n)
@@ -539,4 +690,22 @@ void it_wait_gone(const char *path)
     }
     zookeeper_close(zh);
     CHECK(rc == ZNONODE, "%s is still there (rc %d)", path, rc);
+}
+
+struct coord_session *it_session_nowait(struct event_base *base, const char *hosts, int timeout_ms,
+                                        coord_state_cb on_state, void *arg)
+{
+    struct drv_err err;
+    struct coord_session_opts o = {
+        .hosts = hosts, .session_timeout_ms = timeout_ms, .on_state = on_state, .arg = arg};
+    struct coord_session *s = coord_session_new(base, &o, &err);
+    CHECK(s, "%s", err.msg);
+    return s;
+}
+
+long it_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }

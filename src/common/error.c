@@ -70,6 +70,8 @@ const char *drv_strerror(int code)
         return "tls";
     case DRV_EPERM:
         return "forbidden";
+    case DRV_ETOOBIG:
+        return "too-large";
     }
     return "unknown";
 }

@@ -26,6 +26,8 @@ enum drv_errcode {
     DRV_ESSH = -12,     /* ssh session or command failed */
     DRV_ETLS = -13,     /* OpenSSL failed */
     DRV_EPERM = -14,    /* not allowed */
+    /* -15 is reserved (another module's code) */
+    DRV_ETOOBIG = -16, /* a request or value over a size limit */
 };
 
 struct drv_err {

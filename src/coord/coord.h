@@ -87,7 +87,18 @@ struct coord_session_opts {
     int session_timeout_ms;      /* 0 means 10000; the server clamps it to its limits */
     coord_state_cb on_state;     /* NULL or called on every state change */
     void *arg;
+    /*
+     * Size budget of one request, in encoded bytes (0 means
+     * COORD_DEFAULT_MAX_REQUEST_BYTES). A request over it is never sent: a
+     * transaction fails with DRV_ETOOBIG, a queue put is split into several
+     * multi-ops under it. ZooKeeper drops the connection of a client whose
+     * request exceeds the server's jute.maxbuffer (1 MB by default), so keep
+     * it well below that.
+     */
+    size_t max_request_bytes;
 };
+
+#define COORD_DEFAULT_MAX_REQUEST_BYTES (512 * 1024)
 
 /*
  * Start a session on base (which must outlive it). Never blocks: the
@@ -123,7 +134,13 @@ unsigned coord_session_generation(const struct coord_session *s);
  * Close the session: pending requests are sent first (so a member's leave or a
  * lock's release reaches the server), then the session is closed, so every
  * ephemeral znode disappears at once, not after the timeout. Blocks the loop
- * thread for at most a round trip. Free every object made on s before.
+ * thread while requests are still in flight, for at most 2 s. Free every
+ * object made on s before.
+ *
+ * May be called from inside one of s's own callbacks (any callback of an
+ * object made on s, or on_state): the session is then closed and freed when
+ * that callback returns; make no other call on s after this one. Callbacks
+ * of requests still in flight run with DRV_EAGAIN before it is freed.
  */
 void coord_session_free(struct coord_session *s);
 
@@ -143,6 +160,91 @@ void coord_get(struct coord_session *s, const char *path, coord_get_cb cb, void 
 /* List a znode's children: names valid during the call, unsorted. */
 typedef void (*coord_children_cb)(int rc, char *const *names, size_t n, void *arg);
 void coord_children(struct coord_session *s, const char *path, coord_children_cb cb, void *arg);
+
+/* ------------------------------------------------------------------------ */
+/* Reads with the Stat, watches                                             */
+/* ------------------------------------------------------------------------ */
+
+/* A znode's Stat, as ZooKeeper keeps it. */
+struct coord_stat {
+    int64_t czxid, mzxid, pzxid;
+    int64_t ctime_ms, mtime_ms;
+    int32_t version, cversion;
+    int64_t ephemeral_owner; /* 0 for a persistent znode */
+    int32_t data_length, num_children;
+};
+
+enum coord_event {
+    COORD_EV_CREATED = 1,
+    COORD_EV_DELETED,
+    COORD_EV_CHANGED,
+    COORD_EV_CHILD,
+    COORD_EV_SESSION /* the watch died with the session (expiry) or could not be set: read again */
+};
+
+/* Strings and the Stat passed to these live during the call. */
+typedef void (*coord_event_cb)(enum coord_event ev, const char *path, void *arg);
+typedef void (*coord_data_cb)(int rc, const char *data, size_t len, const struct coord_stat *st,
+                              void *arg);
+typedef void (*coord_list_cb)(int rc, char *const *names, size_t n, const struct coord_stat *st,
+                              void *arg);
+typedef void (*coord_stat_cb)(int rc, const struct coord_stat *st, void *arg);
+
+/*
+ * One-shot reads with the Stat (NULL when rc != 0), optionally leaving a
+ * one-shot watch, ZooKeeper's: on_event hears the first change after the read
+ * (get and exists: CREATED, DELETED or CHANGED of the znode; children: CHILD
+ * or DELETED), on the loop thread like every callback.
+ *
+ * With on_event NULL the read is a plain read and NULL is returned. Otherwise
+ * the returned watch belongs to coord: on_event runs at most once, after the
+ * read callback, and the watch is freed when it returns; or
+ * coord_watch_cancel() comes first and on_event never runs. The read callback
+ * always runs exactly once.
+ *
+ * rc DRV_ENOENT: the znode does not exist; the watch then fires
+ * COORD_EV_CREATED when it is created (for get and children too: coord sets
+ * an exists watch in their place). Another error: no watch could be set, and
+ * on_event hears COORD_EV_SESSION right after the read callback. When the
+ * session expires, every watch of it hears COORD_EV_SESSION (before the owner
+ * hears COORD_EXPIRED). Watches survive a connection loss (the client sets
+ * them again on the server).
+ *
+ * Cost: one read (two when absent for get/children); the registry that routes
+ * events to watches is hashed by path, so an event costs O(1) however many
+ * watches the session holds.
+ */
+struct coord_watch;
+struct coord_watch *coord_get_w(struct coord_session *s, const char *path, coord_data_cb cb,
+                                coord_event_cb on_event, void *arg);
+struct coord_watch *coord_children_w(struct coord_session *s, const char *path, coord_list_cb cb,
+                                     coord_event_cb on_event, void *arg);
+struct coord_watch *coord_exists_w(struct coord_session *s, const char *path, coord_stat_cb cb,
+                                   coord_event_cb on_event, void *arg);
+/* on_event will not run. Safe from inside any callback; w must not have fired yet. */
+void coord_watch_cancel(struct coord_watch *w);
+
+/*
+ * Re-arming watchers: cb hears the first read, then a new read after every
+ * change (changes during a read in flight are coalesced into one more read),
+ * and again after a new session. rc is 0 or DRV_ENOENT while the znode does
+ * not exist (the watcher then waits for its creation); a read that fails for
+ * another reason is retried with backoff (a permission error is told, then
+ * retried). No callback after coord_watcher_free().
+ */
+struct coord_watcher;
+struct coord_watcher *coord_watch_data(struct coord_session *s, const char *path, coord_data_cb cb,
+                                       void *arg);
+struct coord_watcher *coord_watch_children(struct coord_session *s, const char *path,
+                                           coord_list_cb cb, void *arg);
+void coord_watcher_free(struct coord_watcher *w);
+
+/*
+ * ZooKeeper's sync: done hears when the server this session talks to has
+ * caught up with the leader up to this call, so a read issued after done sees
+ * every write committed before the call (use it before a recovery listing).
+ */
+void coord_sync(struct coord_session *s, const char *path, coord_done_cb done, void *arg);
 
 /* ------------------------------------------------------------------------ */
 /* Membership                                                               */
@@ -277,6 +379,16 @@ const char *coord_lock_waiting_on(const struct coord_lock *l);
 /* Give the lock up (or stop acquiring); no callback follows. It may be acquired again. */
 void coord_lock_release(struct coord_lock *l);
 
+/*
+ * Release, and tell when the contender znode is gone on the server, so that
+ * the next contender may take the lock (a hand-over): done(0) once it is
+ * deleted or known gone, also when the session had expired (an ephemeral
+ * goes with its session) and when nothing was held; DRV_EAGAIN when it
+ * cannot be known (the session is closing). done may be NULL. The lock's
+ * own callback hears nothing more for this hold.
+ */
+void coord_lock_release_done(struct coord_lock *l, coord_done_cb done, void *arg);
+
 /* Release and free. */
 void coord_lock_free(struct coord_lock *l);
 
@@ -311,11 +423,21 @@ size_t coord_txn_count(const struct coord_txn *t);
 void coord_txn_free(struct coord_txn *t);
 
 /*
+ * The encoded size of t's ops in a multi-op, the figure checked against the
+ * session's max_request_bytes (with the request's own framing and, when
+ * fenced, the fence check on top). ACLs are counted at their largest, so it
+ * is an upper bound of what is sent.
+ */
+size_t coord_txn_bytes(const struct coord_txn *t);
+
+/*
  * Result of a commit. rc 0: every op applied. DRV_ECONFLICT: nothing applied
  * because the fence (lock) is gone (failed_op == -1; the lock has reported
  * COORD_LOCK_LOST: stop acting) or a check/version failed (failed_op is the
- * index of the first failing op, in the order added). Other codes: nothing
- * applied or the outcome is unknown (DRV_EAGAIN after a connection loss).
+ * index of the first failing op, in the order added; zrc says why, e.g.
+ * ZNODEEXISTS for a keyed queue put whose key is in the queue already).
+ * DRV_ETOOBIG: over the size budget, nothing sent. Other codes: nothing
+ * applied, or the outcome is unknown (DRV_EAGAIN after a connection loss).
  * created[i] is the created path of op i when it was a create, else NULL.
  */
 struct coord_txn_result {
@@ -333,11 +455,14 @@ typedef void (*coord_txn_cb)(const struct coord_txn_result *r, void *arg);
  * in the same multi-op, so a stale holder's writes fail. cb may be NULL.
  *
  * Sequential creates are safe across a connection loss: the name asked for
- * gets a suffix unique to this commit ("<path><session>-<n>-" then
- * ZooKeeper's 10-digit sequence), and when the answer is lost the parents
- * are searched for it before the multi-op is sent again. A commit without
- * sequential creates reports DRV_EAGAIN when its answer is lost: read the
- * znodes again to learn whether it applied.
+ * gets a suffix unique to this commit, this session object and this process
+ * ("<path><session>-<random>-<n>-" then ZooKeeper's 10-digit sequence), and
+ * when the answer is lost the parents are searched for it (after a sync)
+ * before the multi-op is sent again. A commit without sequential creates
+ * (keyed queue puts, sets, checks, deletes, non-sequential creates) is never
+ * sent again by coord: it reports DRV_EAGAIN when its answer is lost, and the
+ * caller reads its znodes again to learn whether it applied (a versioned set
+ * of its own record in the same commit tells).
  */
 void coord_txn_commit(struct coord_session *s, struct coord_txn *t, struct coord_lock *fence,
                       coord_txn_cb cb, void *arg);
@@ -355,21 +480,71 @@ void coord_create_seq(struct coord_session *s, const char *path, const char *jso
 /* Locking queues                                                           */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * Delivery guarantee. An item put (done(0), or a committed keyed put) is
+ * delivered by coord_queue_take:
+ *
+ *   1. at least once: until a holder completes it, it is delivered again
+ *      whenever its claim is gone (the holder released it, died, lost its
+ *      session, was cut off past the threshold, or the claim was deleted).
+ *      Tests: coord_queue, coord_queue-kill, coord_connloss, coord_restart,
+ *      coord_queue-close-claims, coord_claim-lost.
+ *   2. never to two live holders at the same time: a claim is one ephemeral
+ *      znode per item, created in the same multi-op that checks the item; a
+ *      holder whose claim is gone or may be gone hears on_lost before another
+ *      consumer can claim the item (a session cut off is told after a third
+ *      of the timeout when the connection drops, or half of it without an
+ *      answer when the network goes silent; the server expires it only after
+ *      the whole timeout). "Live" means: not yet told on_lost. Tests:
+ *      coord_queue-kill, coord_claim-lost, coord_lock-silent-partition (the
+ *      same margin), coord_claim-late-release.
+ *   3. completed (or released, or changed by coord_queue_txn_commit) only by
+ *      the holder: these travel on the session that created the claim and
+ *      only while this consumer holds it; a consumer whose session expired
+ *      and came back cannot touch the item another consumer now holds
+ *      (DRV_ECONFLICT, nothing changed). Tests: coord_claim-late-release,
+ *      coord_claim-late-complete, coord_queue-txn.
+ *
+ * Puts are never applied twice: coord_queue_put recovers a lost answer by a
+ * marker written in the same multi-op (coord_put-exactly-once,
+ * coord_connloss); a keyed put fails while an item with its key is in the
+ * queue (coord_queue-keyed).
+ */
+
 #define COORD_QUEUE_DEFAULT_SHARDS 16
 #define COORD_QUEUE_MAX_BATCH 1000
 #define COORD_QUEUE_MAX_PRIORITY 9
+#define COORD_QUEUE_MAX_KEY 80
 
 struct coord_queue;
+
+/*
+ * Claim loss: on_lost(q, item_id, lost_arg) runs once per held item whose
+ * claim is gone or may be gone: the session was suspended past the lock
+ * threshold (or silent past half the timeout), the session expired, or the
+ * claim znode was deleted (noticed by a watch set on claims held for more
+ * than half a second, or by a failed complete, release or transaction).
+ * Stop working on the item. After on_lost, complete, release and
+ * coord_queue_txn_commit on that item fail with DRV_ECONFLICT and change
+ * nothing (until the item is delivered to this consumer again). A claim that
+ * may still exist is deleted by coord as soon as the same session is
+ * connected again, so that another consumer takes the item.
+ */
+typedef void (*coord_lost_cb)(struct coord_queue *q, const char *item_id, void *arg);
 
 struct coord_queue_opts {
     unsigned shards;         /* 0 means COORD_QUEUE_DEFAULT_SHARDS; fixed for a queue's life */
     const char *consumer_id; /* written into claims; NULL means "pid-<pid>" */
+    coord_lost_cb on_lost;   /* NULL or told of claims lost */
+    void *lost_arg;
 };
 
 /*
  * Open the queue at path (e.g. "/drover/queues/<tenant>/<class>"), creating
- * its znodes when missing. done (may be NULL) hears when it is ready; calls
- * made before are queued behind it.
+ * its znodes when missing. done (may be NULL) hears the outcome of the first
+ * attempt; calls made before it are queued behind it (and fail with
+ * DRV_EAGAIN when it fails). A failed open is retried with backoff until it
+ * works; calls made meanwhile wait for the next attempt.
  */
 struct coord_queue *coord_queue_open(struct coord_session *s, const char *path,
                                      const struct coord_queue_opts *o, coord_done_cb done,
@@ -381,11 +556,45 @@ struct coord_queue_put_item {
 };
 
 /*
- * Put n items (1..COORD_QUEUE_MAX_BATCH) in one multi-op: all or none. Safe
- * across a connection loss (never duplicated). done may be NULL.
+ * Put n items (1..COORD_QUEUE_MAX_BATCH). done may be NULL.
+ *
+ * The items go in as few multi-ops as the session's size budget allows (one,
+ * unless they are large), sent one after the other: each multi-op is all or
+ * none; done(0) means every item is in; an error means the multi-ops before
+ * the failing one are in (their items are delivered) and none after. Never
+ * applied twice: each multi-op also creates an ephemeral marker, and when
+ * the answer is lost the marker says whether it applied (items already
+ * completed by consumers are not put again). Only when the session expired
+ * before that could be learnt, and none of the items is left in the queue,
+ * the outcome is unknown: DRV_EAGAIN.
+ *
+ * Returns DRV_EINVAL (bad n, json or priority) or DRV_ETOOBIG (one item
+ * alone over the budget) at once, with nothing done.
  */
 int coord_queue_put(struct coord_queue *q, const struct coord_queue_put_item *items, size_t n,
                     coord_done_cb done, void *arg);
+
+/*
+ * A keyed put inside a transaction (fenced by a lock, so that "task T was
+ * dispatched" and "T is on the queue" are written together, by the current
+ * owner only). key: 1..COORD_QUEUE_MAX_KEY characters of [A-Za-z0-9._:-],
+ * unique per queue for the life of the item (the engine uses
+ * "<job>.<task index>.<attempt>"); its shard is a pure function of the key.
+ * The op creates the item and a key record <q>/keys/<key> (deleted with the
+ * item), so the commit fails (DRV_ECONFLICT, failed_op = this op, zrc
+ * ZNODEEXISTS) while an item with this key is in the queue: the put is
+ * idempotent. After the commit, r->created[i] of this op is the item's path
+ * (coord_queue_item_id() gives its id). Like every commit without sequential
+ * creates, a lost answer gives DRV_EAGAIN (see coord_txn_commit).
+ *
+ * Returns DRV_EAGAIN when q has not finished opening, DRV_EINVAL for a bad
+ * key, priority or JSON.
+ */
+int coord_txn_queue_put(struct coord_txn *t, struct coord_queue *q, const char *key,
+                        const char *json, int priority);
+
+/* The item id ("sNN/<name>") of an item path of q, into buf; DRV_EINVAL otherwise. */
+int coord_queue_item_id(const struct coord_queue *q, const char *path, char *buf, size_t n);
 
 struct coord_queue_item {
     char *id;   /* "<shard>/<name>": pass to complete/release */
@@ -401,21 +610,76 @@ typedef void (*coord_take_cb)(struct coord_queue_item *item, int rc, void *arg);
 /*
  * Claim the next unclaimed item: cb gets it, or DRV_ETIMEDOUT after timeout_ms
  * (< 0: wait forever). Several takes may be outstanding at once (pipelining).
- * The claim is ephemeral: if this session dies the item becomes available again.
+ * The claim is ephemeral: if this session dies the item becomes available
+ * again.
  */
 void coord_queue_take(struct coord_queue *q, int timeout_ms, coord_take_cb cb, void *arg);
 
 /*
- * Done with an item: delete item and claim in one multi-op, applied only if
- * the claim still exists in this session (DRV_ECONFLICT otherwise: someone else
- * may now hold it). Completes asked for in one turn of the loop share one
- * multi-op. done may be NULL.
+ * Done with an item: delete claim and item (and its key record) in one
+ * multi-op on the session that created the claim, only while this consumer
+ * holds it; DRV_ECONFLICT otherwise (not held, told lost, or the claim is
+ * gone: someone else may hold it now), nothing changed. Completes asked for
+ * in one turn of the loop share one multi-op. done may be NULL.
  */
 void coord_queue_complete(struct coord_queue *q, const char *item_id, coord_done_cb done,
                           void *arg);
 
-/* Give the item back to the queue (delete the claim). done may be NULL. */
+/* Give the item back (delete the claim), only by its holder as above. done may be NULL. */
 void coord_queue_release(struct coord_queue *q, const char *item_id, coord_done_cb done, void *arg);
+
+/*
+ * Commit t (taken over) only while this consumer holds item_id's claim,
+ * checked in the same multi-op on the claim's session. r->rc DRV_ECONFLICT
+ * with r->failed_op == -1: the claim is not ours (nothing applied; on_lost
+ * follows if it was held). Otherwise as coord_txn_commit.
+ */
+void coord_queue_txn_commit(struct coord_queue *q, const char *item_id, struct coord_txn *t,
+                            coord_txn_cb cb, void *arg);
+
+/*
+ * Complete item_id (claim, item and key record deleted) and apply t (taken
+ * over; may be NULL) in ONE multi-op, only if the claim is ours: failed_op -1
+ * = the claim is not ours; i = op i of t failed; nothing applied in either
+ * case. When the answer is lost, coord resolves it once connected again: on
+ * the same session (the usual case), after a sync, claim gone and item gone
+ * mean it applied (only this session could delete them), claim still there
+ * means it did not and it is sent again. If the session expired meanwhile:
+ * item still there gives DRV_ECONFLICT (-1); item gone gives 0 when t is
+ * NULL or empty, else DRV_EAGAIN (read your records: another consumer may
+ * have completed it).
+ */
+void coord_queue_complete_txn(struct coord_queue *q, const char *item_id, struct coord_txn *t,
+                              coord_txn_cb cb, void *arg);
+
+/*
+ * Where is the item put with key, and who holds it. rc 0: f->id is its id,
+ * f->claim_json NULL when unclaimed, else the claim's JSON; f->ahead counts
+ * the unclaimed items that come before it in its shard's order plus those of
+ * a higher priority in the other shards (one listing per shard and one of the
+ * claims: for diagnostics, not for a hot path). DRV_ENOENT: no such item.
+ * Strings live during the call.
+ */
+struct coord_queue_found {
+    const char *id;
+    const char *claim_json;
+    int64_t ahead;
+};
+typedef void (*coord_find_cb)(int rc, const struct coord_queue_found *f, void *arg);
+void coord_queue_find(struct coord_queue *q, const char *key, coord_find_cb cb, void *arg);
+
+/* Who holds item_id now: rc 0 and claim_json (NULL: unclaimed); DRV_ENOENT when the item is gone.
+ */
+typedef void (*coord_holder_cb)(int rc, const char *claim_json, void *arg);
+void coord_queue_holder(struct coord_queue *q, const char *item_id, coord_holder_cb cb, void *arg);
+
+/*
+ * Delete an item nobody has claimed, atomically (one multi-op that creates
+ * its claim, deletes the item and the claim: it fails if claimed). done: 0,
+ * DRV_ECONFLICT when claimed, DRV_ENOENT when gone (completed or cancelled
+ * before; after a lost answer also when this very call deleted it).
+ */
+void coord_queue_cancel(struct coord_queue *q, const char *item_id, coord_done_cb done, void *arg);
 
 struct coord_queue_stats {
     int64_t length;        /* items in the queue, claimed ones included */
@@ -431,7 +695,11 @@ typedef void (*coord_stats_cb)(const struct coord_queue_stats *st, int rc, void 
  */
 void coord_queue_stats(struct coord_queue *q, coord_stats_cb cb, void *arg);
 
-/* Close: pending takes get DRV_EAGAIN; claims stay until released or the session ends. */
+/*
+ * Close: pending takes get DRV_EAGAIN; claims whose answers arrive later are
+ * released; items delivered and still held stay claimed until the session
+ * ends (complete or release them before closing). q must not be used after.
+ */
 void coord_queue_close(struct coord_queue *q);
 
 #endif

@@ -1,12 +1,14 @@
 /*
- * lock: ZooKeeper locks with fencing tokens, leader election, fenced multi-ops.
+ * lock: ZooKeeper locks with fencing tokens, and leader election.
+ * (Fenced multi-ops are in txn.c.)
  *
  * Recipe (ZooKeeper's "Locks" recipe, without the herd effect):
- *   1. create <dir>/c-<session id>-<n>-<seq> (ephemeral, sequential) holding
- *      the holder's JSON. The prefix is unique to this session and attempt, so
- *      after a connection loss in the middle of the create the contender lists
- *      <dir> and looks for it before creating again (a node found that belongs
- *      to another session is deleted and created again).
+ *   1. create <dir>/c-<session id>-<random>-<n>-<seq> (ephemeral, sequential)
+ *      holding the holder's JSON. The prefix is unique to this session
+ *      object, process and attempt (coord__unique_prefix), so after a
+ *      connection loss in the middle of the create the contender lists <dir>
+ *      and looks for it before creating again; a node found with it that
+ *      belongs to an older session of ours is deleted and created again.
  *   2. list <dir> (no watch) and sort the contenders by sequence number.
  *   3. first: held. The fencing token is the contender's creation zxid, which
  *      grows with the sequence, so it strictly increases from holder to holder.
@@ -26,7 +28,26 @@
  *
  * Every op carries the attempt number at issue; a result from an older
  * attempt is stale and only cleaned up after (a contender it created is
- * deleted). Objects are reference counted by their in-flight ops.
+ * deleted). Objects are reference counted by their in-flight ops. Retries
+ * wait with backoff and jitter (coord__backoff_ms).
+ *
+ * Release with a completion (coord_lock_release_done, a hand-over): the
+ * contender's delete is sent at once, bound to the session that created it,
+ * and done runs when the server has answered or that session is gone (its
+ * ephemeral with it). A contender whose create is still in flight is deleted
+ * when the create is answered, or searched for by its prefix when the answer
+ * was lost, and done waits for that.
+ *
+ * Cost: an uncontended acquire is 3 requests (create, list, exists) and 1
+ * write; a waiter costs one exists-watch on its predecessor, woken once; a
+ * release is 1 delete. The session routes events and session changes to
+ * locks through hashed registries: O(1) per event with thousands of locks.
+ *
+ * Invariants (lock_check, Debug builds):
+ *   1. node != NULL exactly in LISTING, WAITING and HELD, and then token != 0;
+ *   2. pred != NULL exactly in WAITING;
+ *   3. no deadline timer in IDLE or HELD;
+ *   4. refs >= 1 while the owner has not freed the lock.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +59,6 @@
 #include "xalloc.h"
 
 #define MOD "coord"
-#define RETRY_MS 200
 
 enum lstate { L_IDLE, L_CREATING, L_RECOVERING, L_LISTING, L_WAITING, L_HELD, L_WAIT_SESSION };
 
@@ -58,7 +78,27 @@ struct coord_lock {
     char *pred;
     bool try_only;
     struct event *deadline;
+    unsigned node_gen; /* the handle generation that created node */
+    unsigned tries;    /* failures in a row of the current step: backoff */
+    struct rel *rels;  /* release_done calls waiting for a create in flight */
 };
+
+/* A coord_lock_release_done waiting for the create of one attempt. */
+struct rel {
+    struct rel *next;
+    unsigned attempt;
+    coord_done_cb done;
+    void *arg;
+};
+
+static void lock_check(const struct coord_lock *l)
+{
+    bool has_node = l->st == L_LISTING || l->st == L_WAITING || l->st == L_HELD;
+    if ((l->node != NULL) != has_node || (has_node && !l->token) ||
+        (l->pred != NULL) != (l->st == L_WAITING) ||
+        (l->deadline && (l->st == L_IDLE || l->st == L_HELD)) || (!l->dead && l->refs < 1))
+        abort();
+}
 
 static void lock_unref(struct coord_lock *l)
 {
@@ -88,7 +128,17 @@ static bool stale(struct coord__op *op)
 
 static bool session_gone(int zrc)
 {
-    return zrc == ZSESSIONEXPIRED || zrc == ZINVALIDSTATE || zrc == ZCLOSING;
+    return coord__zrc_session_gone(zrc);
+}
+
+void coord__lock_ref(struct coord_lock *l)
+{
+    l->refs++;
+}
+
+void coord__lock_unref(struct coord_lock *l)
+{
+    lock_unref(l);
 }
 
 /* The deadline timer holds a reference; the caller holds another. */
@@ -109,9 +159,11 @@ static void reset(struct coord_lock *l, enum lstate st)
     FREE_NULL(l->node);
     FREE_NULL(l->pred);
     l->token = 0;
-    coord__watch_remove(l->s, l);
+    l->tries = 0;
+    coord__reg_watch_remove(&l->s->reg, l);
     if (st == L_IDLE)
         cancel_deadline(l);
+    COORD__CHECK(lock_check, l);
 }
 
 static void finish(struct coord_lock *l, enum coord_lock_event ev)
@@ -124,27 +176,112 @@ static void finish(struct coord_lock *l, enum coord_lock_event ev)
 
 /* ---- cleaning up after a stale create whose outcome is unknown --------- */
 
+/* Delete every contender named want<seq>; then done(0) (or DRV_EAGAIN: closing). */
+struct cleanup {
+    char *want;
+    int pending;
+    int rc;
+    unsigned tries;
+    coord_done_cb done;
+    void *arg;
+};
+
+static void cleanup_start(struct coord_session *s, struct cleanup *c);
+
+static void cleanup_part(int rc, void *arg)
+{
+    struct cleanup *c = arg;
+    if (rc)
+        c->rc = rc;
+    if (--c->pending > 0)
+        return;
+    if (c->done)
+        c->done(c->rc, c->arg);
+    free(c->want);
+    free(c);
+}
+
+struct cleanup_retry {
+    struct coord_session *s;
+    struct cleanup *c;
+};
+
+static void cleanup_again(void *owner)
+{
+    struct cleanup_retry *r = owner;
+    cleanup_start(r->s, r->c);
+    free(r);
+}
+
 static void cleanup_listed(struct coord__op *op)
 {
-    char *want = op->owner;
+    struct cleanup *c = op->owner;
     if (op->rc == ZOK) {
-        const char *prefix = coord__basename(want);
+        const char *prefix = coord__basename(c->want);
         size_t plen = strlen(prefix);
+        c->pending = 1;
         for (int i = 0; i < op->strc; i++)
             if (strncmp(op->strv[i], prefix, plen) == 0) {
                 char *p = xasprintf("%s/%s", op->path, op->strv[i]);
-                coord__delete_sure(op->s, p, -1);
+                c->pending++;
+                coord__delete_done(op->s, p, -1, 0, cleanup_part, c);
                 free(p);
             }
+        cleanup_part(0, c);
+    } else if (coord__zrc_unknown(op->rc) && !op->s->closing) {
+        struct cleanup_retry *r = xcalloc(1, sizeof(*r));
+        r->s = op->s;
+        r->c = c;
+        coord__timer(op->s, coord__backoff_ms(op->s, c->tries++), cleanup_again, r);
+    } else {
+        /* ZNONODE: no directory, no contender; session gone: its ephemerals too. */
+        c->pending = 1;
+        cleanup_part(op->rc == ZCLOSING ? DRV_EAGAIN : 0, c);
     }
-    free(want);
 }
 
-static void cleanup_prefix(struct coord_session *s, const char *want)
+static void cleanup_start(struct coord_session *s, struct cleanup *c)
 {
-    char *dir = xstrndup(want, (size_t)(coord__basename(want) - want - 1));
-    coord__zk_children(coord__op_new(s, cleanup_listed, xstrdup(want)), dir, false);
+    char *dir = coord__parent(c->want);
+    coord__zk_children(coord__op_new(s, cleanup_listed, c), dir, false);
     free(dir);
+}
+
+static void cleanup_prefix(struct coord_session *s, const char *want, coord_done_cb done, void *arg)
+{
+    struct cleanup *c = xcalloc(1, sizeof(*c));
+    c->want = xstrdup(want);
+    c->done = done;
+    c->arg = arg;
+    cleanup_start(s, c);
+}
+
+/*
+ * The create of attempt a was answered (path created, or unknown, or failed):
+ * the release_done waiting for it deletes what it made. False when none waits.
+ */
+static bool rels_settle(struct coord_lock *l, unsigned a, const char *created, unsigned gen,
+                        bool unknown, const char *want)
+{
+    bool any = false;
+    struct rel **pp = &l->rels;
+    while (*pp) {
+        struct rel *r = *pp;
+        if (r->attempt != a) {
+            pp = &r->next;
+            continue;
+        }
+        *pp = r->next;
+        any = true;
+        if (created)
+            coord__delete_done(l->s, created, -1, gen, r->done, r->arg);
+        else if (unknown)
+            cleanup_prefix(l->s, want, r->done, r->arg);
+        else if (r->done)
+            r->done(0, r->arg);
+        free(r);
+    }
+    return any;
 }
 
 /* ---- the recipe --------------------------------------------------------- */
@@ -182,7 +319,7 @@ static void later(struct coord_lock *l)
     r->l = l;
     r->attempt = l->attempt;
     l->refs++;
-    coord__timer(l->s, RETRY_MS, retry_timer, r);
+    coord__timer(l->s, coord__backoff_ms(l->s, l->tries++), retry_timer, r);
 }
 
 static void on_node_event(void *owner, int type, const char *path)
@@ -272,9 +409,10 @@ static void listed(struct coord__op *op)
         start_create(l);
     } else if (idx == 0) {
         l->st = L_HELD;
+        l->tries = 0;
         cancel_deadline(l);
-        coord__watch_remove(l->s, l);
-        coord__watch_add(l->s, l->node, l, on_node_event);
+        coord__reg_watch_remove(&l->s->reg, l);
+        coord__reg_watch_add(&l->s->reg, l->node, COORD__WM_ANY, l, on_node_event);
         coord__zk_exists(lock_op(l, held_watch_set), l->node, true);
         log_info(MOD, "event=lock-acquired node=%s token=%lld", l->node, (long long)l->token);
         l->cb(l, COORD_LOCK_ACQUIRED, l->arg);
@@ -284,8 +422,8 @@ static void listed(struct coord__op *op)
         free(l->pred);
         l->pred = xasprintf("%s/%s", l->dir, c[idx - 1].name);
         l->st = L_WAITING;
-        coord__watch_remove(l->s, l);
-        coord__watch_add(l->s, l->pred, l, on_pred_event);
+        coord__reg_watch_remove(&l->s->reg, l);
+        coord__reg_watch_add(&l->s->reg, l->pred, COORD__WM_ANY, l, on_pred_event);
         coord__zk_exists(lock_op(l, pred_checked), l->pred, true);
     }
     free(c);
@@ -313,6 +451,7 @@ static void adopt_checked(struct coord__op *op)
         if (op->rc == ZOK && op->stat.ephemeralOwner == coord_session_id(l->s)) {
             l->node = xstrdup(op->path);
             l->token = op->stat.czxid;
+            l->node_gen = op->gen;
             list(l);
         } else if (op->rc == ZOK) {
             /* Made by an older session: delete it and start afresh. */
@@ -365,11 +504,20 @@ static void recover(void *owner)
     lock_unref(l);
 }
 
+struct dir_wait {
+    struct coord_lock *l;
+    unsigned attempt;
+};
+
 static void dir_ready(int rc, void *arg)
 {
-    struct coord_lock *l = arg;
-    if (!l->dead && l->st == L_CREATING)
+    struct dir_wait *d = arg;
+    struct coord_lock *l = d->l;
+    if (!l->dead && l->st == L_CREATING && l->attempt == d->attempt)
         issue_create(l);
+    else
+        rels_settle(l, d->attempt, NULL, 0, false, NULL); /* released meanwhile: nothing made */
+    free(d);
     lock_unref(l);
 }
 
@@ -378,21 +526,30 @@ static void created(struct coord__op *op)
     struct coord_lock *l = op->owner;
     if (stale(op)) {
         /* Given up meanwhile: do not leave a contender behind. */
-        if (op->rc == ZOK)
+        unsigned a = (unsigned)op->tag;
+        bool unknown = coord__zrc_unknown(op->rc);
+        if (rels_settle(l, a, op->rc == ZOK ? op->value : NULL, op->gen, unknown, op->path)) {
+            /* done */
+        } else if (op->rc == ZOK) {
             coord__delete_sure(l->s, op->value, -1);
-        else if (coord__zrc_unknown(op->rc))
-            cleanup_prefix(l->s, op->path);
+        } else if (unknown) {
+            cleanup_prefix(l->s, op->path, NULL, NULL);
+        }
         lock_unref(l);
         return;
     }
     if (op->rc == ZOK) {
         l->node = xstrdup(op->value);
         l->token = op->stat.czxid;
+        l->node_gen = op->gen;
         list(l);
     } else if (op->rc == ZNONODE) {
         l->refs++;
+        struct dir_wait *d = xcalloc(1, sizeof(*d));
+        d->l = l;
+        d->attempt = l->attempt;
         /* A container: the server deletes it once its last contender is gone. */
-        coord__ensure_path(l->s, l->dir, COORD__CONTAINER, dir_ready, l);
+        coord__ensure_path(l->s, l->dir, COORD__CONTAINER, dir_ready, d);
     } else if (coord__zrc_unknown(op->rc)) {
         log_info(MOD, "event=lock-create-unknown want=%s zrc=%d", l->want, op->rc);
         l->st = L_RECOVERING;
@@ -460,7 +617,7 @@ struct coord_lock *coord_lock_new(struct coord_session *s, const char *dir, cons
     l->cb = cb;
     l->arg = arg;
     l->refs = 1;
-    coord__listener_add(s, l, lock_session);
+    coord__reg_listener_add(&s->reg, l, lock_session);
     return l;
 }
 
@@ -497,15 +654,57 @@ const char *coord_lock_waiting_on(const struct coord_lock *l)
     return l->st == L_WAITING ? l->pred : NULL;
 }
 
-void coord_lock_release(struct coord_lock *l)
+static void release_done_now(void *owner)
 {
-    if (l->st == L_IDLE)
+    struct rel *r = owner;
+    if (r->done)
+        r->done(0, r->arg);
+    free(r);
+}
+
+/* Give up; with r (may be NULL), tell it when the contender is gone. */
+static void release(struct coord_lock *l, struct rel *r)
+{
+    if (l->st == L_IDLE || l->st == L_WAIT_SESSION) {
+        /* Nothing held (WAIT_SESSION: it went with the expired session). */
+        if (l->st == L_WAIT_SESSION)
+            reset(l, L_IDLE);
+        if (r)
+            coord__timer(l->s, 0, release_done_now, r);
         return;
+    }
     if (l->node) {
         log_info(MOD, "event=lock-release node=%s", l->node);
-        coord__delete_sure(l->s, l->node, -1);
+        if (r) {
+            coord__delete_done(l->s, l->node, -1, l->node_gen, r->done, r->arg);
+            free(r);
+        } else {
+            coord__delete_sure(l->s, l->node, -1);
+        }
+    } else if (r && l->st == L_CREATING) {
+        /* The create in flight is answered later (created() sees it stale). */
+        r->attempt = l->attempt;
+        r->next = l->rels;
+        l->rels = r;
+    } else if (r) {
+        /* RECOVERING: a lost create may have gone through; find it by its prefix. */
+        cleanup_prefix(l->s, l->want, r->done, r->arg);
+        free(r);
     }
     reset(l, L_IDLE);
+}
+
+void coord_lock_release(struct coord_lock *l)
+{
+    release(l, NULL);
+}
+
+void coord_lock_release_done(struct coord_lock *l, coord_done_cb done, void *arg)
+{
+    struct rel *r = xcalloc(1, sizeof(*r));
+    r->done = done;
+    r->arg = arg;
+    release(l, r);
 }
 
 void coord_lock_free(struct coord_lock *l)
@@ -514,7 +713,7 @@ void coord_lock_free(struct coord_lock *l)
         return;
     coord_lock_release(l);
     l->dead = true;
-    coord__listener_remove(l->s, l);
+    coord__reg_listener_remove(&l->s->reg, l);
     lock_unref(l);
 }
 
@@ -527,6 +726,7 @@ struct coord_election {
     bool leader;
     int refs;
     bool dead;
+    unsigned tries;
 };
 
 static void election_unref(struct coord_election *e)
@@ -548,6 +748,7 @@ static void election_event(struct coord_lock *l, enum coord_lock_event ev, void 
     struct coord_election *e = arg;
     if (ev == COORD_LOCK_ACQUIRED) {
         e->leader = true;
+        e->tries = 0;
         e->cb(e, true, coord_lock_token(l), e->arg);
         return;
     }
@@ -557,7 +758,7 @@ static void election_event(struct coord_lock *l, enum coord_lock_event ev, void 
         e->cb(e, false, 0, e->arg);
     /* Contend again (after a lost session, the new one is up by then or soon). */
     e->refs++;
-    coord__timer(l->s, RETRY_MS, election_again, e);
+    coord__timer(l->s, coord__backoff_ms(l->s, e->tries++), election_again, e);
 }
 
 struct coord_election *coord_election_new(struct coord_session *s, const char *name,
@@ -588,314 +789,22 @@ void coord_election_free(struct coord_election *e)
     election_unref(e);
 }
 
-/* ---- transactions and fenced writes -------------------------------------- */
+/* ---- the fence of a commit (txn.c) ------------------------------------------------ */
 
-enum top { T_CHECK, T_CREATE, T_SET, T_DELETE };
-
-struct trec {
-    enum top type;
-    char *path;
-    char *json;
-    int version;
-    int flags;
-};
-
-struct coord_txn {
-    struct trec *r;
-    size_t n, cap;
-};
-
-struct coord_txn *coord_txn_new(void)
+bool coord__lock_fence(struct coord_lock *l, unsigned *attempt, const char **node)
 {
-    return xcalloc(1, sizeof(struct coord_txn));
+    if (l->st != L_HELD || !l->node)
+        return false;
+    *attempt = l->attempt;
+    *node = l->node;
+    return true;
 }
 
-static void txn_add(struct coord_txn *t, enum top type, const char *path, const char *json,
-                    int version, int flags)
+void coord__lock_fence_lost(struct coord_lock *l, unsigned attempt)
 {
-    XGROW(t->r, t->cap, t->n + 1);
-    t->r[t->n++] = (struct trec){type, xstrdup(path), json ? xstrdup(json) : NULL, version, flags};
-}
-
-void coord_txn_check(struct coord_txn *t, const char *path, int version)
-{
-    txn_add(t, T_CHECK, path, NULL, version, 0);
-}
-
-void coord_txn_create(struct coord_txn *t, const char *path, const char *json, int flags)
-{
-    txn_add(t, T_CREATE, path, json ? json : "{}", -1, flags);
-}
-
-void coord_txn_set(struct coord_txn *t, const char *path, const char *json, int version)
-{
-    txn_add(t, T_SET, path, json, version, 0);
-}
-
-void coord_txn_delete(struct coord_txn *t, const char *path, int version)
-{
-    txn_add(t, T_DELETE, path, NULL, version, 0);
-}
-
-size_t coord_txn_count(const struct coord_txn *t)
-{
-    return t->n;
-}
-
-void coord_txn_free(struct coord_txn *t)
-{
-    if (!t)
-        return;
-    for (size_t i = 0; i < t->n; i++) {
-        free(t->r[i].path);
-        free(t->r[i].json);
+    if (!l->dead && l->st == L_HELD && l->attempt == attempt) {
+        log_warn(MOD, "event=lock-lost reason=fenced-write-rejected node=%s", l->node);
+        reset(l, L_IDLE);
+        l->cb(l, COORD_LOCK_LOST, l->arg);
     }
-    free(t->r);
-    free(t);
-}
-
-struct commit {
-    struct coord_session *s;
-    struct coord_lock *fence; /* a reference is held */
-    unsigned fence_attempt;
-    coord_txn_cb cb;
-    void *arg;
-    int first; /* index of the first user op in the multi (1 when fenced) */
-    struct coord_txn *t;
-    char *prefix;   /* "<session>-<n>-" appended to sequential creates, or NULL */
-    char **created; /* per user op, after a recovery */
-    int searching;  /* listings in flight during a recovery */
-    bool found_any;
-    bool search_failed;
-};
-
-static void send_commit(struct commit *c);
-static void recover_txn(void *owner);
-
-static void commit_end(struct commit *c, struct coord_txn_result *r)
-{
-    if (c->cb)
-        c->cb(r, c->arg);
-    if (c->fence)
-        lock_unref(c->fence);
-    if (c->created) {
-        for (size_t i = 0; i < c->t->n; i++)
-            free(c->created[i]);
-        free(c->created);
-    }
-    coord_txn_free(c->t);
-    free(c->prefix);
-    free(c);
-}
-
-static char *parent_of(const char *path)
-{
-    const char *b = coord__basename(path);
-    return b - path > 1 ? xstrndup(path, (size_t)(b - path - 1)) : xstrdup("/");
-}
-
-/* After an unknown outcome: a listing of one sequential create's parent. */
-static void recover_listed_txn(struct coord__op *op)
-{
-    struct commit *c = op->owner;
-    size_t i = (size_t)op->tag;
-    if (op->rc == ZOK) {
-        const char *want = coord__basename(c->t->r[i].path); /* "<name><prefix>" */
-        size_t wl = strlen(want);
-        for (int k = 0; k < op->strc; k++)
-            if (strncmp(op->strv[k], want, wl) == 0 && coord__seq_of(op->strv[k]) >= 0) {
-                free(c->created[i]);
-                c->created[i] = xasprintf("%s/%s", op->path, op->strv[k]);
-                c->found_any = true;
-            }
-    } else if (op->rc != ZNONODE) {
-        c->search_failed = true;
-    }
-    if (--c->searching > 0)
-        return;
-    if (c->search_failed) {
-        /* Cannot tell yet (still disconnected?): look again later. */
-        c->search_failed = false;
-        coord__timer(c->s, RETRY_MS, recover_txn, c);
-    } else if (c->found_any) {
-        /* The lost multi-op went through (and so all of it). */
-        log_info(MOD, "event=txn-recovered prefix=%s", c->prefix);
-        struct coord_txn_result r = {.rc = 0, .failed_op = -1, .created = c->created, .n = c->t->n};
-        commit_end(c, &r);
-    } else {
-        send_commit(c);
-    }
-}
-
-static void recover_txn(void *owner)
-{
-    struct commit *c = owner;
-    c->found_any = false;
-    c->searching = 0;
-    if (!c->created)
-        c->created = xcalloc(c->t->n, sizeof(char *));
-    for (size_t i = 0; i < c->t->n; i++)
-        if (c->t->r[i].type == T_CREATE && (c->t->r[i].flags & COORD_SEQUENTIAL))
-            c->searching++;
-    int n = c->searching;
-    for (size_t i = 0; i < c->t->n && n > 0; i++) {
-        if (c->t->r[i].type != T_CREATE || !(c->t->r[i].flags & COORD_SEQUENTIAL))
-            continue;
-        char *parent = parent_of(c->t->r[i].path);
-        struct coord__op *op = coord__op_new(c->s, recover_listed_txn, c);
-        op->tag = (intptr_t)i;
-        coord__zk_children(op, parent, false);
-        free(parent);
-        n--;
-    }
-}
-
-static void committed(struct coord__op *op)
-{
-    struct commit *c = op->owner;
-    struct coord_txn_result r = {.rc = 0, .failed_op = -1, .zrc = 0};
-    r.n = c->t->n;
-    r.created = xcalloc(r.n ? r.n : 1, sizeof(char *));
-    if (op->rc == ZOK) {
-        for (size_t i = 0; i < r.n; i++)
-            if (c->t->r[i].type == T_CREATE)
-                r.created[i] = op->bufs[c->first + (int)i];
-    } else if (coord__zrc_unknown(op->rc) && c->prefix && !c->s->closing) {
-        /* Lost answer, sequential creates: look for them before sending again. */
-        free(r.created);
-        log_info(MOD, "event=txn-unknown prefix=%s zrc=%d", c->prefix, op->rc);
-        coord__timer(c->s, RETRY_MS, recover_txn, c);
-        return;
-    } else {
-        int failed = -2;
-        for (int i = 0; i < op->nops && failed == -2; i++)
-            if (op->results[i].err != ZOK && op->results[i].err != ZRUNTIMEINCONSISTENCY)
-                failed = i;
-        int zrc = failed >= 0 ? op->results[failed].err : op->rc;
-        r.zrc = zrc;
-        bool fence_gone = c->fence && ((failed == 0 && zrc == ZNONODE) || zrc == ZSESSIONEXPIRED ||
-                                       zrc == ZINVALIDSTATE);
-        if (fence_gone) {
-            r.rc = DRV_ECONFLICT;
-            r.failed_op = -1;
-            struct coord_lock *l = c->fence;
-            if (!l->dead && l->st == L_HELD && l->attempt == c->fence_attempt) {
-                log_warn(MOD, "event=lock-lost reason=fenced-write-rejected node=%s", l->node);
-                reset(l, L_IDLE);
-                l->cb(l, COORD_LOCK_LOST, l->arg);
-            }
-        } else if (failed >= c->first) {
-            r.failed_op = failed - c->first;
-            r.rc = zrc == ZBADVERSION || zrc == ZNONODE || zrc == ZNODEEXISTS ? DRV_ECONFLICT
-                                                                              : coord__zrc(zrc);
-        } else {
-            r.rc = coord__zrc(op->rc);
-        }
-        log_info(MOD, "event=txn-failed zrc=%d failed_op=%d fenced=%s", zrc, r.failed_op,
-                 c->fence ? "yes" : "no");
-    }
-    commit_end(c, &r);
-    free(r.created);
-}
-
-static void fence_not_held(void *owner)
-{
-    struct commit *c = owner;
-    struct coord_txn_result r = {.rc = DRV_ECONFLICT, .failed_op = -1, .zrc = ZNONODE};
-    r.n = c->t->n;
-    r.created = xcalloc(r.n ? r.n : 1, sizeof(char *));
-    log_info(MOD, "event=txn-failed reason=fence-not-held");
-    commit_end(c, &r);
-    free(r.created);
-}
-
-static void send_commit(struct commit *c)
-{
-    struct coord_txn *t = c->t;
-    struct coord_lock *fence = c->fence;
-    if (fence && !(fence->st == L_HELD && fence->attempt == c->fence_attempt && fence->node)) {
-        /* Not held (any more): fail without asking the server, on the next turn. */
-        coord__timer(c->s, 0, fence_not_held, c);
-        return;
-    }
-    struct coord__op *op = coord__op_new(c->s, committed, c);
-    coord__multi_init(op, (int)t->n + c->first);
-    if (fence)
-        coord__mop_check(op, 0, fence->node, -1);
-    for (size_t i = 0; i < t->n; i++) {
-        struct trec *r = &t->r[i];
-        int k = c->first + (int)i;
-        switch (r->type) {
-        case T_CHECK:
-            coord__mop_check(op, k, r->path, r->version);
-            break;
-        case T_CREATE:
-            coord__mop_create(op, k, r->path, r->json, r->flags);
-            break;
-        case T_SET:
-            coord__mop_set(op, k, r->path, r->json, r->version);
-            break;
-        case T_DELETE:
-            coord__mop_delete(op, k, r->path, r->version);
-            break;
-        }
-    }
-    coord__zk_multi(op);
-}
-
-void coord_txn_commit(struct coord_session *s, struct coord_txn *t, struct coord_lock *fence,
-                      coord_txn_cb cb, void *arg)
-{
-    struct commit *c = xcalloc(1, sizeof(*c));
-    c->s = s;
-    c->cb = cb;
-    c->arg = arg;
-    c->t = t;
-    c->fence = fence;
-    c->first = fence ? 1 : 0;
-    if (fence) {
-        fence->refs++;
-        c->fence_attempt = fence->attempt;
-    }
-    /* Sequential creates get a name prefix unique to this commit (see coord.h). */
-    for (size_t i = 0; i < t->n; i++) {
-        struct trec *r = &t->r[i];
-        if (r->type != T_CREATE || !(r->flags & COORD_SEQUENTIAL))
-            continue;
-        if (!c->prefix) {
-            char prefix[64];
-            coord__unique_prefix(s, prefix, sizeof(prefix));
-            c->prefix = xstrdup(prefix);
-        }
-        char *p = xasprintf("%s%s", r->path, c->prefix);
-        free(r->path);
-        r->path = p;
-    }
-    send_commit(c);
-}
-
-/* ---- safe sequential create ---------------------------------------------------- */
-
-struct seq_create {
-    coord_create_cb cb;
-    void *arg;
-};
-
-static void seq_created(const struct coord_txn_result *r, void *arg)
-{
-    struct seq_create *sc = arg;
-    if (sc->cb)
-        sc->cb(r->rc, r->rc == 0 && r->n ? r->created[0] : NULL, sc->arg);
-    free(sc);
-}
-
-void coord_create_seq(struct coord_session *s, const char *path, const char *json, int flags,
-                      coord_create_cb cb, void *arg)
-{
-    struct seq_create *sc = xcalloc(1, sizeof(*sc));
-    sc->cb = cb;
-    sc->arg = arg;
-    struct coord_txn *t = coord_txn_new();
-    coord_txn_create(t, path, json, flags | COORD_SEQUENTIAL);
-    coord_txn_commit(s, t, NULL, seq_created, sc);
 }

@@ -12,6 +12,16 @@
  * with a watch, all pipelined; any event (join, leave, data change, new
  * session) starts one more refresh, coalesced while one is in flight.
  *
+ * A refresh reports only a complete view. A child gone between the listing
+ * and its read (ZNONODE) has left; any other failure (a connection lost in
+ * the middle of the refresh) makes the whole refresh void: the callback
+ * does not run, the last good view stands, and the refresh is retried with
+ * backoff. So the ring never sees a member vanish that did not leave.
+ *
+ *   IDLE --event--> LISTING --listed--> READING --all read--> IDLE (callback)
+ *                     |                    |
+ *                     +--failed--+---------+--a read failed--> RETRY --backoff--> LISTING
+ *
  * Objects are reference counted by their in-flight ops: free marks them dead,
  * and the last completion frees the memory. Loop thread only.
  */
@@ -23,7 +33,6 @@
 #include "xalloc.h"
 
 #define MOD "coord"
-#define RETRY_MS 200
 
 struct coord_member {
     struct coord_session *s;
@@ -34,6 +43,7 @@ struct coord_member {
     bool dead;
     bool joined_once;
     bool creating;
+    unsigned tries;
     coord_done_cb done;
     void *arg;
 };
@@ -70,7 +80,7 @@ static void member_retry(void *owner)
 static void member_later(struct coord_member *m)
 {
     m->refs++;
-    coord__timer(m->s, RETRY_MS, member_retry, m);
+    coord__timer(m->s, coord__backoff_ms(m->s, m->tries++), member_retry, m);
 }
 
 static void member_deleted_old(struct coord__op *op)
@@ -114,6 +124,7 @@ static void member_created(struct coord__op *op)
     }
     if (op->rc == ZOK) {
         m->creating = false;
+        m->tries = 0;
         log_info(MOD, "event=member-joined path=%s", m->path);
         member_first(m, 0);
     } else if (op->rc == ZNODEEXISTS) {
@@ -171,7 +182,7 @@ struct coord_member *coord_member_join(struct coord_session *s, const char *grou
     m->arg = arg;
     m->refs = 2; /* the caller's, and the ensure_path below */
     m->creating = true;
-    coord__listener_add(s, m, member_session);
+    coord__reg_listener_add(&s->reg, m, member_session);
     coord_ensure_path(s, group, member_group_ready, m);
     return m;
 }
@@ -215,7 +226,7 @@ void coord_member_leave(struct coord_member *m)
     if (!m)
         return;
     m->dead = true;
-    coord__listener_remove(m->s, m);
+    coord__reg_listener_remove(&m->s->reg, m);
     /* Sent now, so a close of the session right after still comes behind it. */
     coord__zk_delete(coord__op_new(m->s, NULL, NULL), m->path, -1);
     log_info(MOD, "event=member-leave path=%s", m->path);
@@ -231,8 +242,10 @@ struct coord_group {
     void *arg;
     int refs;
     bool dead;
-    bool busy;  /* a refresh is in flight */
-    bool again; /* an event came during it */
+    bool busy;   /* a refresh is in flight */
+    bool again;  /* an event came during it */
+    bool failed; /* a read of the refresh in flight failed: it is void */
+    unsigned tries;
     /* the refresh in flight */
     size_t n, pending;
     char **ids;
@@ -266,21 +279,33 @@ static int cmp_info(const void *a, const void *b)
                   ((const struct coord_member_info *)b)->id);
 }
 
+static void group_later(struct coord_group *g);
+
 static void group_finish(struct coord_group *g)
 {
-    if (!g->dead) {
+    bool failed = g->failed;
+    if (!g->dead && !failed) {
         struct coord_member_info *mi = xcalloc(g->n ? g->n : 1, sizeof(*mi));
         size_t k = 0;
         for (size_t i = 0; i < g->n; i++)
-            if (g->data[i]) /* NULL: gone between the list and the read */
+            if (g->data[i]) /* NULL: gone between the list and the read: it left */
                 mi[k++] = (struct coord_member_info){.id = g->ids[i], .json = g->data[i]};
         qsort(mi, k, sizeof(*mi), cmp_info);
+        g->tries = 0;
         g->cb(mi, k, g->arg);
         free(mi);
     }
     group_clear(g);
     g->busy = false;
-    if (g->again && !g->dead) {
+    g->failed = false;
+    if (g->dead)
+        return;
+    if (failed) {
+        /* Keep the last good view; look again a little later. */
+        log_info(MOD, "event=group-refresh-incomplete path=%s", g->path);
+        g->again = false;
+        group_later(g);
+    } else if (g->again) {
         g->again = false;
         group_refresh(g);
     }
@@ -293,7 +318,7 @@ static void group_got(struct coord__op *op)
     if (op->rc == ZOK && i < g->n)
         g->data[i] = xstrdup(op->value);
     else if (op->rc != ZNONODE)
-        g->again = true;
+        g->failed = true;
     if (--g->pending == 0)
         group_finish(g);
     group_unref(g);
@@ -318,6 +343,12 @@ static void group_retry(void *owner)
     group_unref(g);
 }
 
+static void group_later(struct coord_group *g)
+{
+    g->refs++;
+    coord__timer(g->s, coord__backoff_ms(g->s, g->tries++), group_retry, g);
+}
+
 static void group_listed(struct coord__op *op)
 {
     struct coord_group *g = op->owner;
@@ -331,10 +362,8 @@ static void group_listed(struct coord__op *op)
         if (op->rc == ZNONODE) {
             coord_ensure_path(g->s, g->path, NULL, NULL);
         }
-        if (op->rc != ZSESSIONEXPIRED && op->rc != ZCLOSING) {
-            g->refs++;
-            coord__timer(g->s, RETRY_MS, group_retry, g);
-        }
+        if (!coord__zrc_session_gone(op->rc))
+            group_later(g);
         group_unref(g);
         return;
     }
@@ -342,12 +371,13 @@ static void group_listed(struct coord__op *op)
     g->ids = xcalloc(g->n ? g->n : 1, sizeof(char *));
     g->data = xcalloc(g->n ? g->n : 1, sizeof(char *));
     g->pending = g->n;
-    coord__watch_remove(g->s, g);
-    coord__watch_add(g->s, g->path, g, group_event);
+    g->failed = false;
+    coord__reg_watch_remove(&g->s->reg, g);
+    coord__reg_watch_add(&g->s->reg, g->path, COORD__WM_ANY, g, group_event);
     for (size_t i = 0; i < g->n; i++) {
         g->ids[i] = xstrdup(op->strv[i]);
         char *p = xasprintf("%s/%s", g->path, op->strv[i]);
-        coord__watch_add(g->s, p, g, group_event);
+        coord__reg_watch_add(&g->s->reg, p, COORD__WM_ANY, g, group_event);
         struct coord__op *get = coord__op_new(g->s, group_got, g);
         get->tag = (intptr_t)i;
         g->refs++;
@@ -391,7 +421,7 @@ struct coord_group *coord_group_watch(struct coord_session *s, const char *group
     g->arg = arg;
     g->refs = 2;
     g->busy = true;
-    coord__listener_add(s, g, group_session);
+    coord__reg_listener_add(&s->reg, g, group_session);
     coord_ensure_path(s, group, group_ready, g);
     return g;
 }
@@ -401,7 +431,7 @@ void coord_group_free(struct coord_group *g)
     if (!g)
         return;
     g->dead = true;
-    coord__listener_remove(g->s, g);
-    coord__watch_remove(g->s, g);
+    coord__reg_listener_remove(&g->s->reg, g);
+    coord__reg_watch_remove(&g->s->reg, g);
     group_unref(g);
 }

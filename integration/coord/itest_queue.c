@@ -1,0 +1,613 @@
+/*
+ * itest_queue: integration tests of the queue recipes the engine needs.
+ *
+ *   queue-keyed   keyed puts in a fenced transaction (created paths, item ids, a
+ *                 second put of a live key fails, a stale owner's put fails), find,
+ *                 holder, cancel
+ *   queue-txn     transactions on a held claim, complete with a transaction in one
+ *                 multi-op, failures of the caller's ops, not the holder, and lost
+ *                 answers resolved (applied once)
+ *   claim-lost    on_lost: silent partition (before another consumer gets the item),
+ *                 claim deleted by hand, session expired (before EXPIRED), connection
+ *                 lost past the threshold with the session surviving (the claim is
+ *                 deleted by coord and the item goes to another consumer)
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include "itest.h"
+#include "xalloc.h"
+
+struct rc_out {
+    bool done;
+    int rc;
+};
+
+static void on_rc(int rc, void *arg)
+{
+    struct rc_out *o = arg;
+    o->rc = rc;
+    o->done = true;
+}
+
+static int wait_rc(struct event_base *base, struct rc_out *o)
+{
+    CHECK(it_run_until(base, &o->done, 30000), "no answer");
+    return o->rc;
+}
+
+struct txn_out {
+    bool done;
+    int rc, failed_op, zrc;
+    char created[4][256];
+};
+
+static void on_txn(const struct coord_txn_result *r, void *arg)
+{
+    struct txn_out *o = arg;
+    o->rc = r->rc;
+    o->failed_op = r->failed_op;
+    o->zrc = r->zrc;
+    for (size_t i = 0; i < r->n && i < 4; i++)
+        snprintf(o->created[i], sizeof(o->created[i]), "%s",
+                 r->created && r->created[i] ? r->created[i] : "");
+    o->done = true;
+}
+
+static struct txn_out wait_txn(struct event_base *base, struct txn_out *o)
+{
+    CHECK(it_run_until(base, &o->done, 30000), "commit never answered");
+    return *o;
+}
+
+struct take_out {
+    bool done;
+    int rc;
+    char id[512];
+};
+
+static void on_take(struct coord_queue_item *it, int rc, void *arg)
+{
+    struct take_out *o = arg;
+    o->rc = rc;
+    if (it)
+        snprintf(o->id, sizeof(o->id), "%s", it->id);
+    coord_queue_item_free(it);
+    o->done = true;
+}
+
+static struct take_out take1(struct event_base *base, struct coord_queue *q, int ms)
+{
+    struct take_out o = {0};
+    coord_queue_take(q, ms, on_take, &o);
+    CHECK(it_run_until(base, &o.done, 30000), "take never answered");
+    return o;
+}
+
+static struct coord_queue *open_q(struct event_base *base, struct coord_session *s,
+                                  const char *path, unsigned shards, const char *consumer,
+                                  coord_lost_cb on_lost, void *lost_arg)
+{
+    struct rc_out o = {0};
+    struct coord_queue_opts qo = {
+        .shards = shards, .consumer_id = consumer, .on_lost = on_lost, .lost_arg = lost_arg};
+    struct coord_queue *q = coord_queue_open(s, path, &qo, on_rc, &o);
+    CHECK(wait_rc(base, &o) == 0, "open %s rc %d", path, o.rc);
+    return q;
+}
+
+struct stats_out {
+    bool done;
+    struct coord_queue_stats st;
+    int rc;
+};
+
+static void on_stats(const struct coord_queue_stats *st, int rc, void *arg)
+{
+    struct stats_out *o = arg;
+    o->rc = rc;
+    if (st)
+        o->st = *st;
+    o->done = true;
+}
+
+static struct coord_queue_stats stats(struct event_base *base, struct coord_queue *q)
+{
+    struct stats_out o = {0};
+    coord_queue_stats(q, on_stats, &o);
+    CHECK(it_run_until(base, &o.done, 20000) && o.rc == 0, "stats rc %d", o.rc);
+    return o.st;
+}
+
+struct get_out {
+    bool done;
+    int rc, version;
+    char data[256];
+};
+
+static void on_get(int rc, const char *data, int version, void *arg)
+{
+    struct get_out *o = arg;
+    o->rc = rc;
+    o->version = version;
+    snprintf(o->data, sizeof(o->data), "%s", data ? data : "");
+    o->done = true;
+}
+
+static struct get_out read_node(struct event_base *base, struct coord_session *s, const char *p)
+{
+    struct get_out o = {0};
+    coord_get(s, p, on_get, &o);
+    CHECK(it_run_until(base, &o.done, 20000), "read %s", p);
+    return o;
+}
+
+static void write_node(struct event_base *base, struct coord_session *s, const char *p,
+                       const char *json)
+{
+    struct rc_out e = {0};
+    coord_ensure_path(s, p, on_rc, &e);
+    CHECK(wait_rc(base, &e) == 0, "ensure %s", p);
+    struct txn_out o = {0};
+    struct coord_txn *t = coord_txn_new();
+    coord_txn_set(t, p, json, -1);
+    coord_txn_commit(s, t, NULL, on_txn, &o);
+    CHECK(wait_txn(base, &o).rc == 0, "write %s rc %d", p, o.rc);
+}
+
+struct lk {
+    enum coord_lock_event last;
+};
+
+static void on_lock(struct coord_lock *l, enum coord_lock_event ev, void *arg)
+{
+    ((struct lk *)arg)->last = ev;
+}
+
+static bool lk_event(void *arg)
+{
+    return ((struct lk *)arg)->last != 0;
+}
+
+struct found {
+    bool done;
+    int rc;
+    char id[512];
+    char claim[256];
+    bool claimed;
+    int64_t ahead;
+};
+
+static void on_found(int rc, const struct coord_queue_found *f, void *arg)
+{
+    struct found *o = arg;
+    o->rc = rc;
+    if (f) {
+        snprintf(o->id, sizeof(o->id), "%s", f->id);
+        o->claimed = f->claim_json != NULL;
+        snprintf(o->claim, sizeof(o->claim), "%s", f->claim_json ? f->claim_json : "");
+        o->ahead = f->ahead;
+    }
+    o->done = true;
+}
+
+static struct found find(struct event_base *base, struct coord_queue *q, const char *key)
+{
+    struct found o = {0};
+    coord_queue_find(q, key, on_found, &o);
+    CHECK(it_run_until(base, &o.done, 20000), "find %s", key);
+    return o;
+}
+
+static void on_holder(int rc, const char *claim_json, void *arg)
+{
+    struct found *o = arg;
+    o->rc = rc;
+    o->claimed = claim_json != NULL;
+    snprintf(o->claim, sizeof(o->claim), "%s", claim_json ? claim_json : "");
+    o->done = true;
+}
+
+/* ---- queue-keyed ---------------------------------------------------------------------- */
+
+static int t_queue_keyed(void)
+{
+    struct event_base *base = event_base_new();
+    struct coord_session *s = it_session(base, 20000), *d = it_session(base, 20000);
+    const char *qp = "/drover/queues/itest/keyed";
+    struct coord_queue *q = open_q(base, s, qp, 4, "owner", NULL, NULL);
+    struct lk k = {0};
+    struct coord_lock *l = coord_lock_new(s, "/drover/locks/itest-keyed", "{}", on_lock, &k);
+    coord_lock_acquire(l, -1);
+    CHECK(it_run_until_fn(base, lk_event, &k, 20000) && k.last == COORD_LOCK_ACQUIRED, "lock");
+    write_node(base, d, "/drover/itest/job", "{\"dispatched\":0}");
+
+    /* "Tasks 0 and 1 dispatched" and the two puts: one fenced multi-op. */
+    struct coord_txn *t = coord_txn_new();
+    coord_txn_set(t, "/drover/itest/job", "{\"dispatched\":2}", 1);
+    CHECK(coord_txn_queue_put(t, q, "j1.0.1", "{\"task\":0}", 5) == 0, "put 0");
+    CHECK(coord_txn_queue_put(t, q, "j1.1.1", "{\"task\":1}", 7) == 0, "put 1");
+    CHECK(coord_txn_bytes(t) > 0, "bytes");
+    struct txn_out o = {0};
+    coord_txn_commit(s, t, l, on_txn, &o);
+    CHECK(wait_txn(base, &o).rc == 0, "commit rc %d op %d", o.rc, o.failed_op);
+    char id0[256], id1[256];
+    CHECK(coord_queue_item_id(q, o.created[1], id0, sizeof(id0)) == 0, "id of %s", o.created[1]);
+    CHECK(coord_queue_item_id(q, o.created[2], id1, sizeof(id1)) == 0, "id of %s", o.created[2]);
+    CHECK(coord_queue_item_id(q, "/drover/itest/job", id1 + 200, 40) == DRV_EINVAL, "not an item");
+    char shard[8];
+    snprintf(shard, sizeof(shard), "s%02u/", (unsigned)(coord_hash64("j1.0.1", 6) % 4));
+    CHECK(strncmp(id0, shard, 4) == 0, "%s is not in the key's shard %s", id0, shard);
+
+    /* Idempotent: a second put of a live key fails, and nothing of its txn applies. */
+    t = coord_txn_new();
+    coord_txn_set(t, "/drover/itest/job", "{\"dispatched\":3}", 2);
+    coord_txn_queue_put(t, q, "j1.0.1", "{\"task\":0}", 5);
+    memset(&o, 0, sizeof(o));
+    coord_txn_commit(s, t, l, on_txn, &o);
+    wait_txn(base, &o);
+    CHECK(o.rc == DRV_ECONFLICT && o.failed_op == 1 && o.zrc == -110, "re-put rc %d op %d zrc %d",
+          o.rc, o.failed_op, o.zrc);
+    struct get_out job = read_node(base, d, "/drover/itest/job");
+    CHECK(job.version == 2 && strcmp(job.data, "{\"dispatched\":2}") == 0, "job %s v%d", job.data,
+          job.version);
+
+    /* Bad input, and a queue not open yet. */
+    t = coord_txn_new();
+    CHECK(coord_txn_queue_put(t, q, "bad/key", "{}", 1) == DRV_EINVAL, "bad key");
+    CHECK(coord_txn_queue_put(t, q, "", "{}", 1) == DRV_EINVAL, "empty key");
+    CHECK(coord_txn_queue_put(t, q, "k", "{}", 10) == DRV_EINVAL, "priority 10");
+    CHECK(coord_txn_queue_put(t, q, "k", "{\"x\":", 1) == DRV_EINVAL, "bad json");
+    struct coord_queue *q2 = coord_queue_open(s, "/drover/queues/itest/keyed2", NULL, NULL, NULL);
+    CHECK(coord_txn_queue_put(t, q2, "k", "{}", 1) == DRV_EAGAIN, "not open");
+    coord_txn_free(t);
+
+    /* find: the item, unclaimed, and what comes before it. */
+    struct found f0 = find(base, q, "j1.0.1"), f1 = find(base, q, "j1.1.1");
+    CHECK(f0.rc == 0 && strcmp(f0.id, id0) == 0 && !f0.claimed, "find 0: rc %d id %s", f0.rc,
+          f0.id);
+    CHECK(f1.rc == 0 && strcmp(f1.id, id1) == 0 && f1.ahead == 0, "find 1: ahead %lld",
+          (long long)f1.ahead);
+    CHECK(f0.ahead == 1, "find 0: ahead %lld, want 1 (the higher priority one)",
+          (long long)f0.ahead);
+    CHECK(find(base, q, "j9.9.9").rc == DRV_ENOENT, "a key never put");
+
+    /* A consumer takes one: holder and find say who. */
+    struct coord_queue *qc = open_q(base, d, qp, 4, "worker-7", NULL, NULL);
+    struct take_out tk = take1(base, qc, 10000);
+    CHECK(tk.rc == 0, "take rc %d", tk.rc);
+    struct found h = {0};
+    coord_queue_holder(q, tk.id, on_holder, &h);
+    CHECK(it_run_until(base, &h.done, 20000) && h.rc == 0 && strstr(h.claim, "worker-7"),
+          "holder rc %d %s", h.rc, h.claim);
+    const char *taken_key = strcmp(tk.id, id0) == 0 ? "j1.0.1" : "j1.1.1";
+    const char *other = strcmp(tk.id, id0) == 0 ? id1 : id0;
+    struct found ft = find(base, q, taken_key);
+    CHECK(ft.rc == 0 && ft.claimed && strstr(ft.claim, "worker-7"), "find of the taken one");
+    struct found ho = {0};
+    coord_queue_holder(q, other, on_holder, &ho);
+    CHECK(it_run_until(base, &ho.done, 20000) && ho.rc == 0 && !ho.claimed, "unclaimed holder");
+
+    /* cancel: not a claimed one; an unclaimed one (its key may be put again); a gone one. */
+    struct rc_out c1 = {0}, c2 = {0}, c3 = {0};
+    coord_queue_cancel(q, tk.id, on_rc, &c1);
+    CHECK(wait_rc(base, &c1) == DRV_ECONFLICT, "cancel of a claimed item rc %d", c1.rc);
+    coord_queue_cancel(q, other, on_rc, &c2);
+    CHECK(wait_rc(base, &c2) == 0, "cancel rc %d", c2.rc);
+    coord_queue_cancel(q, other, on_rc, &c3);
+    CHECK(wait_rc(base, &c3) == DRV_ENOENT, "cancel of a gone item rc %d", c3.rc);
+    struct found fg = {0};
+    coord_queue_holder(q, other, on_holder, &fg);
+    CHECK(it_run_until(base, &fg.done, 20000) && fg.rc == DRV_ENOENT, "holder of a gone item");
+
+    /* Complete deletes the key record too: both keys may be put again now. */
+    struct rc_out cd = {0};
+    coord_queue_complete(qc, tk.id, on_rc, &cd);
+    CHECK(wait_rc(base, &cd) == 0, "complete rc %d", cd.rc);
+    t = coord_txn_new();
+    coord_txn_queue_put(t, q, "j1.0.1", "{\"task\":0,\"again\":true}", 5);
+    coord_txn_queue_put(t, q, "j1.1.1", "{\"task\":1,\"again\":true}", 7);
+    memset(&o, 0, sizeof(o));
+    coord_txn_commit(s, t, l, on_txn, &o);
+    CHECK(wait_txn(base, &o).rc == 0, "put again rc %d op %d", o.rc, o.failed_op);
+    struct coord_queue_stats st = stats(base, q);
+    CHECK(st.length == 2 && st.claimed == 0, "length %lld", (long long)st.length);
+
+    /* A stale owner: its lock is lost (session expired), its fenced put fails. */
+    struct coord_session *s3 = it_session(base, 4000);
+    struct coord_queue *q3 = open_q(base, s3, qp, 4, "stale", NULL, NULL);
+    struct lk k3 = {0};
+    struct coord_lock *l3 = coord_lock_new(s3, "/drover/locks/itest-keyed3", "{}", on_lock, &k3);
+    coord_lock_acquire(l3, -1);
+    CHECK(it_run_until_fn(base, lk_event, &k3, 20000) && k3.last == COORD_LOCK_ACQUIRED, "l3");
+    char *node = xstrdup(coord_lock_node(l3));
+    it_expire(s3);
+    it_wait_gone(node);
+    free(node);
+    t = coord_txn_new();
+    CHECK(coord_txn_queue_put(t, q3, "j2.0.1", "{}", 5) == 0, "stale put");
+    memset(&o, 0, sizeof(o));
+    coord_txn_commit(s3, t, l3, on_txn, &o);
+    wait_txn(base, &o);
+    CHECK(o.rc != 0, "a stale owner's put applied");
+    CHECK(find(base, q, "j2.0.1").rc == DRV_ENOENT, "the stale put is in the queue");
+
+    coord_lock_free(l);
+    coord_lock_free(l3);
+    coord_queue_close(q);
+    coord_queue_close(q2);
+    coord_queue_close(q3);
+    coord_queue_close(qc);
+    coord_session_free(s3);
+    coord_session_free(s);
+    coord_session_free(d);
+    event_base_free(base);
+    printf("queue-keyed: ok\n");
+    return 0;
+}
+
+/* ---- queue-txn ---------------------------------------------------------------------------- */
+
+static int t_queue_txn(void)
+{
+    struct event_base *base = event_base_new();
+    struct it_proxy *p = it_proxy_new(it_zk_port(1));
+    struct coord_session *s = it_session_at(base, it_proxy_addr(p), 20000);
+    struct coord_session *d = it_session(base, 20000);
+    const char *qp = "/drover/queues/itest/qtxn";
+    struct coord_queue *q = open_q(base, s, qp, 1, "c", NULL, NULL);
+    struct coord_queue *qd = open_q(base, d, qp, 1, "producer", NULL, NULL);
+    write_node(base, d, "/drover/itest/rec", "{\"v\":0}"); /* version 1 */
+    struct coord_queue_put_item items[3] = {{"{\"n\":0}", 5}, {"{\"n\":1}", 5}, {"{\"n\":2}", 5}};
+    struct rc_out pr = {0};
+    coord_queue_put(qd, items, 3, on_rc, &pr);
+    CHECK(wait_rc(base, &pr) == 0, "put");
+    struct take_out x = take1(base, q, 10000);
+    CHECK(x.rc == 0, "take");
+
+    /* A transaction only while holding the claim. */
+    struct coord_txn *t = coord_txn_new();
+    coord_txn_set(t, "/drover/itest/rec", "{\"v\":1}", 1);
+    struct txn_out o = {0};
+    coord_queue_txn_commit(q, x.id, t, on_txn, &o);
+    CHECK(wait_txn(base, &o).rc == 0, "txn on a held claim rc %d", o.rc);
+
+    /* Complete with a transaction whose op fails: nothing applied, still held. */
+    t = coord_txn_new();
+    coord_txn_set(t, "/drover/itest/rec", "{\"v\":2}", 1);
+    memset(&o, 0, sizeof(o));
+    coord_queue_complete_txn(q, x.id, t, on_txn, &o);
+    wait_txn(base, &o);
+    CHECK(o.rc == DRV_ECONFLICT && o.failed_op == 0, "rc %d failed_op %d", o.rc, o.failed_op);
+    struct coord_queue_stats st = stats(base, qd);
+    CHECK(st.length == 3 && st.claimed == 1, "length %lld claimed %lld", (long long)st.length,
+          (long long)st.claimed);
+
+    /* Complete with the right version: claim, item and the caller's ops in one multi-op. */
+    t = coord_txn_new();
+    coord_txn_set(t, "/drover/itest/rec", "{\"v\":2}", 2);
+    coord_txn_create(t, "/drover/itest/result-x", "{\"ok\":true}", 0);
+    memset(&o, 0, sizeof(o));
+    coord_queue_complete_txn(q, x.id, t, on_txn, &o);
+    CHECK(wait_txn(base, &o).rc == 0, "complete_txn rc %d op %d", o.rc, o.failed_op);
+    CHECK(strcmp(o.created[1], "/drover/itest/result-x") == 0, "created %s", o.created[1]);
+    st = stats(base, qd);
+    CHECK(st.length == 2 && st.claimed == 0, "length %lld", (long long)st.length);
+
+    /* Not the holder (any more): nothing applied, failed_op -1. */
+    t = coord_txn_new();
+    coord_txn_set(t, "/drover/itest/rec", "{\"v\":99}", -1);
+    memset(&o, 0, sizeof(o));
+    coord_queue_complete_txn(q, x.id, t, on_txn, &o);
+    wait_txn(base, &o);
+    CHECK(o.rc == DRV_ECONFLICT && o.failed_op == -1, "not held: rc %d op %d", o.rc, o.failed_op);
+    t = coord_txn_new();
+    coord_txn_set(t, "/drover/itest/rec", "{\"v\":99}", -1);
+    memset(&o, 0, sizeof(o));
+    coord_queue_txn_commit(q, x.id, t, on_txn, &o);
+    wait_txn(base, &o);
+    CHECK(o.rc == DRV_ECONFLICT && o.failed_op == -1, "not held: rc %d op %d", o.rc, o.failed_op);
+
+    /* Answers lost (the proxy swallows them, then cuts): resolved, applied exactly once. */
+    struct take_out y = take1(base, q, 10000), z = take1(base, q, 10000);
+    CHECK(y.rc == 0 && z.rc == 0, "takes");
+    it_proxy_set_swallow(p, 14 /* multi */);
+    t = coord_txn_new();
+    coord_txn_set(t, "/drover/itest/rec", "{\"v\":3}", 3);
+    memset(&o, 0, sizeof(o));
+    coord_queue_complete_txn(q, y.id, t, on_txn, &o);
+    struct rc_out zc = {0};
+    coord_queue_complete(q, z.id, on_rc, &zc);
+    it_run_for(base, 500);
+    CHECK(!o.done && !zc.done, "answered through the proxy: %d/%d %d/%d", o.done, o.rc, zc.done,
+          zc.rc);
+    it_proxy_cut_all(p);
+    it_proxy_set_swallow(p, 0);
+    CHECK(wait_txn(base, &o).rc == 0, "lost complete_txn rc %d op %d", o.rc, o.failed_op);
+    CHECK(wait_rc(base, &zc) == 0, "lost complete rc %d", zc.rc);
+    struct get_out rec = read_node(base, d, "/drover/itest/rec");
+    CHECK(rec.version == 4 && strcmp(rec.data, "{\"v\":3}") == 0, "rec %s v%d", rec.data,
+          rec.version);
+    st = stats(base, qd);
+    CHECK(st.length == 0 && st.claimed == 0, "length %lld", (long long)st.length);
+    coord_queue_close(q);
+    coord_queue_close(qd);
+    coord_session_free(s);
+    coord_session_free(d);
+    event_base_free(base);
+    printf("queue-txn: ok\n");
+    return 0;
+}
+
+/* ---- claim-lost ------------------------------------------------------------------------------ */
+
+static char trace[1024];
+
+static void tr(const char *what)
+{
+    strncat(trace, what, sizeof(trace) - strlen(trace) - 1);
+}
+
+static void on_lost(struct coord_queue *q, const char *id, void *arg)
+{
+    tr(arg);
+    tr("-lost;");
+}
+
+static void on_state_tr(struct coord_session *s, enum coord_state st, void *arg)
+{
+    if (st == COORD_EXPIRED)
+        tr("expired;");
+}
+
+static void on_take_tr(struct coord_queue_item *it, int rc, void *arg)
+{
+    struct take_out *o = arg;
+    on_take(it, rc, arg);
+    if (o->rc == 0)
+        tr("b-took;");
+}
+
+static bool has(void *want)
+{
+    return strstr(trace, want) != NULL;
+}
+
+static int count(const char *what)
+{
+    int n = 0;
+    for (const char *p = strstr(trace, what); p; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+static int t_claim_lost(void)
+{
+    enum { T = 6000 };
+    struct event_base *base = event_base_new();
+    struct coord_session *d = it_session(base, 20000);
+    struct coord_queue *qd =
+        open_q(base, d, "/drover/queues/itest/lost", 1, "producer", NULL, NULL);
+    struct coord_queue_put_item one = {"{\"n\":1}", 5};
+    struct rc_out pr = {0};
+
+    /* 1. Silent partition: a is told before b can take the item. */
+    struct it_proxy *p = it_proxy_new(it_zk_port(1));
+    struct coord_session *sa = it_session_at(base, it_proxy_addr(p), T);
+    struct coord_session *sb = it_session(base, T);
+    struct coord_queue *qa = open_q(base, sa, "/drover/queues/itest/lost", 1, "a", on_lost, "a");
+    struct coord_queue *qb = open_q(base, sb, "/drover/queues/itest/lost", 1, "b", NULL, NULL);
+    coord_queue_put(qd, &one, 1, on_rc, &pr);
+    CHECK(wait_rc(base, &pr) == 0, "put");
+    struct take_out ta = take1(base, qa, 10000);
+    CHECK(ta.rc == 0, "a take");
+    struct take_out tb = {0};
+    coord_queue_take(qb, -1, on_take_tr, &tb);
+    it_proxy_set_silent(p, true);
+    CHECK(it_run_until(base, &tb.done, 4 * T), "b never got it: %s", trace);
+    CHECK(strcmp(trace, "a-lost;b-took;") == 0 && strcmp(ta.id, tb.id) == 0, "order: %s", trace);
+    struct rc_out late = {0};
+    coord_queue_complete(qa, ta.id, on_rc, &late);
+    CHECK(wait_rc(base, &late) == DRV_ECONFLICT, "a's complete after on_lost rc %d", late.rc);
+    struct rc_out bc = {0};
+    coord_queue_complete(qb, tb.id, on_rc, &bc);
+    CHECK(wait_rc(base, &bc) == 0, "b's complete rc %d", bc.rc);
+    coord_queue_close(qa);
+    coord_session_free(sa);
+
+    /* 2. The claim deleted by hand (held for a while: watched). */
+    trace[0] = '\0';
+    memset(&pr, 0, sizeof(pr));
+    coord_queue_put(qd, &one, 1, on_rc, &pr);
+    CHECK(wait_rc(base, &pr) == 0, "put");
+    struct coord_queue *qc = open_q(base, d, "/drover/queues/itest/lost", 1, "c", on_lost, "c");
+    struct take_out tc = take1(base, qc, 10000);
+    CHECK(tc.rc == 0, "c take");
+    it_run_for(base, 1200);
+    char claim[600];
+    const char *slash = strchr(tc.id, '/');
+    snprintf(claim, sizeof(claim), "/drover/queues/itest/lost/claims/%.*s-%s", (int)(slash - tc.id),
+             tc.id, slash + 1);
+    struct coord_txn *t = coord_txn_new();
+    coord_txn_delete(t, claim, -1);
+    coord_txn_commit(sb, t, NULL, NULL, NULL);
+    CHECK(it_run_until_fn(base, has, "c-lost;", 20000), "no on_lost for a deleted claim: %s",
+          trace);
+    struct rc_out cc = {0};
+    coord_queue_complete(qc, tc.id, on_rc, &cc);
+    CHECK(wait_rc(base, &cc) == DRV_ECONFLICT, "c's complete rc %d", cc.rc);
+    struct take_out again = take1(base, qb, 10000);
+    CHECK(again.rc == 0 && strcmp(again.id, tc.id) == 0, "b takes it");
+    memset(&bc, 0, sizeof(bc));
+    coord_queue_complete(qb, again.id, on_rc, &bc);
+    CHECK(wait_rc(base, &bc) == 0, "complete");
+    coord_queue_close(qc);
+
+    /* 3. Expiry: every held claim is told, before the owner hears EXPIRED. */
+    trace[0] = '\0';
+    struct coord_queue_put_item three[3] = {{"{\"n\":1}", 5}, {"{\"n\":2}", 5}, {"{\"n\":3}", 5}};
+    memset(&pr, 0, sizeof(pr));
+    coord_queue_put(qd, three, 3, on_rc, &pr);
+    CHECK(wait_rc(base, &pr) == 0, "put");
+    struct coord_session *se = it_session_nowait(base, it_zk(), 4000, on_state_tr, NULL);
+    struct drv_err err;
+    CHECK(coord_session_wait_connected(se, 20000, &err) == 0, "%s", err.msg);
+    struct coord_queue *qe = open_q(base, se, "/drover/queues/itest/lost", 1, "e", on_lost, "e");
+    for (int i = 0; i < 3; i++)
+        CHECK(take1(base, qe, 10000).rc == 0, "e take %d", i);
+    it_expire(se);
+    CHECK(it_run_until_fn(base, has, "expired;", 20000), "no expiry");
+    CHECK(strcmp(trace, "e-lost;e-lost;e-lost;expired;") == 0, "trace %s", trace);
+    for (int i = 0; i < 3; i++) {
+        struct take_out tt = take1(base, qb, 10000);
+        CHECK(tt.rc == 0, "b takes e's items");
+        memset(&bc, 0, sizeof(bc));
+        coord_queue_complete(qb, tt.id, on_rc, &bc);
+        CHECK(wait_rc(base, &bc) == 0, "complete");
+    }
+    coord_queue_close(qe);
+    coord_session_free(se);
+
+    /* 4. Cut off past the threshold, back before the expiry: told, and the claim deleted. */
+    trace[0] = '\0';
+    memset(&pr, 0, sizeof(pr));
+    coord_queue_put(qd, &one, 1, on_rc, &pr);
+    CHECK(wait_rc(base, &pr) == 0, "put");
+    struct it_proxy *p2 = it_proxy_new(it_zk_port(1));
+    struct coord_session *sf = it_session_at(base, it_proxy_addr(p2), T);
+    struct coord_queue *qf = open_q(base, sf, "/drover/queues/itest/lost", 1, "f", on_lost, "f");
+    struct take_out tf = take1(base, qf, 10000);
+    CHECK(tf.rc == 0, "f take");
+    it_proxy_set_down(p2, true);
+    it_proxy_cut_all(p2);
+    CHECK(it_run_until_fn(base, has, "f-lost;", 3 * T), "f not told: %s", trace);
+    it_proxy_set_down(p2, false);
+    struct take_out tg = take1(base, qb, 3 * T);
+    CHECK(tg.rc == 0 && strcmp(tg.id, tf.id) == 0, "b never got f's item (rc %d)", tg.rc);
+    CHECK(coord_session_generation(sf) == 0, "f's session was expected to survive");
+    memset(&bc, 0, sizeof(bc));
+    coord_queue_complete(qb, tg.id, on_rc, &bc);
+    CHECK(wait_rc(base, &bc) == 0, "complete");
+    CHECK(count("-lost;") == 1, "trace %s", trace);
+    coord_queue_close(qf);
+    coord_session_free(sf);
+
+    coord_queue_close(qb);
+    coord_queue_close(qd);
+    coord_session_free(sb);
+    coord_session_free(d);
+    event_base_free(base);
+    printf("claim-lost: ok\n");
+    return 0;
+}
+
+int itest_queue(const char *t)
+{
+    if (strcmp(t, "queue-keyed") == 0)
+        return t_queue_keyed();
+    if (strcmp(t, "queue-txn") == 0)
+        return t_queue_txn();
+    if (strcmp(t, "claim-lost") == 0)
+        return t_claim_lost();
+    return -1;
+}

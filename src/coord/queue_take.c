@@ -1,0 +1,539 @@
+/*
+ * queue_take: taking items from a queue (see queue_int.h for the tree).
+ *
+ * Recipe:
+ *   1. list one shard (with a child watch) and the claims; keep the unclaimed
+ *      names, in queue order (priority, then age), as the cache;
+ *   2. claim the head of the cache for the waiting takes: one multi-op of
+ *      (check item, create ephemeral claim) pairs, up to 64, sent on the
+ *      current session and remembered with its generation, the items read
+ *      in the same round trip (pipelined);
+ *   3. deliver each claimed item to a waiting take and record the claim as
+ *      held (queue_hold.c); one claimed by nobody (the take timed out, the
+ *      queue was closed before the answer) is given back: its claim is
+ *      deleted on the session that made it;
+ *   4. a multi-op that fails because another consumer claimed one name: leave
+ *      the shard to it (drop the cache, jump to a random other shard); the
+ *      other names stay in the queue;
+ *   5. only when the cache is empty list again: the next shard; after a round
+ *      of empty shards wait for a child watch on a shard or on the claims (a
+ *      dead consumer's claims vanish).
+ * No consumer re-lists the queue on every change (no herd); consumers start
+ * at different shards (a hash of consumer, session and a random draw).
+ *
+ *   cache empty --refill--> LISTING --names--> CLAIMING --claimed--> deliver
+ *        ^                    |  empty round                 |  taken by another
+ *        |                    v                              v
+ *        +---- watch fired -- IDLE                  drop cache, other shard
+ *
+ * Cost: per item 1 read and 1/64 of a multi-op (the claim batch), plus one
+ * listing of a shard per cache refill.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+#include "queue_int.h"
+#include "xalloc.h"
+
+#define MOD "coord"
+#define CLAIM_BATCH 64
+
+static struct take *take_pop(struct coord_queue *q)
+{
+    struct take *t = q->takes;
+    if (t) {
+        q->takes = t->next;
+        if (!q->takes)
+            q->takes_tail = NULL;
+        q->n_takes--;
+        if (t->timer) {
+            coord__timer_cancel(t->timer);
+            t->timer = NULL;
+            q->refs--; /* the timer's reference; the caller holds another */
+        }
+    }
+    return t;
+}
+
+static void take_timeout(void *owner)
+{
+    struct take *t = owner;
+    struct coord_queue *q = t->q;
+    t->timer = NULL;
+    /* Unlink it. */
+    struct take **pp = &q->takes;
+    struct take *prev = NULL;
+    while (*pp && *pp != t) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    if (*pp) {
+        *pp = t->next;
+        if (q->takes_tail == t)
+            q->takes_tail = prev;
+        q->n_takes--;
+        t->cb(NULL, DRV_ETIMEDOUT, t->arg);
+        free(t);
+    }
+    coord__q_unref(q);
+}
+
+static void cache_clear(struct coord_queue *q)
+{
+    for (size_t i = 0; i < q->cache_n; i++)
+        free(q->cache[i]);
+    FREE_NULL(q->cache);
+    q->cache_n = q->cache_pos = 0;
+}
+
+/*
+ * One claim attempt for n names of one shard: a multi-op of n (check item,
+ * create claim) pairs, and n reads pipelined behind it. All or nothing.
+ */
+struct attempt {
+    struct coord_queue *q;
+    unsigned shard;
+    unsigned epoch;
+    unsigned gen; /* the handle generation the claims were made on */
+    int n;
+    char **names;
+    int parts; /* results still to come: the multi and the n reads */
+    int claim_rc;
+    char **data;
+    int64_t *ctime;
+    int *get_rc;
+};
+
+static void attempt_free(struct attempt *a)
+{
+    for (int i = 0; i < a->n; i++) {
+        free(a->names[i]);
+        free(a->data[i]);
+    }
+    free(a->names);
+    free(a->data);
+    free(a->ctime);
+    free(a->get_rc);
+    free(a);
+}
+
+static void deliver(struct coord_queue *q, struct attempt *a, int i)
+{
+    char *id = xasprintf("s%02u/%s", a->shard, a->names[i]);
+    struct take *t = take_pop(q);
+    if (!t) {
+        /* Nobody waits any more (timed out): give it back. */
+        coord__q_drop_claim(q, id, a->gen);
+        free(id);
+        return;
+    }
+    struct coord_queue_item *it = xcalloc(1, sizeof(*it));
+    it->id = id;
+    it->json = a->data[i];
+    a->data[i] = NULL;
+    it->priority = COORD_QUEUE_MAX_PRIORITY - (a->names[i][1] - '0');
+    it->ctime_ms = a->ctime[i];
+    coord__q_hold_add(q, id, a->gen);
+    t->cb(it, 0, t->arg);
+    free(t);
+}
+
+/* After an unknown outcome: delete the claim only if this session made it. */
+static void maybe_ours(struct coord__op *op)
+{
+    if (op->rc == ZOK && op->stat.ephemeralOwner == coord_session_id(op->s))
+        coord__delete_done(op->s, op->path, op->stat.version, op->gen, NULL, NULL);
+    else if (coord__zrc_unknown(op->rc) && !op->s->closing)
+        coord__zk_exists(coord__op_new(op->s, maybe_ours, NULL), op->path, false);
+}
+
+static void attempt_part(struct attempt *a)
+{
+    if (--a->parts > 0)
+        return;
+    struct coord_queue *q = a->q;
+    bool current = a->epoch == q->epoch;
+    if (current)
+        q->claiming -= (size_t)a->n;
+    if (a->claim_rc == ZOK && (q->dead || !current)) {
+        /* Claimed for nobody (closed meanwhile): give them back. */
+        for (int i = 0; i < a->n; i++) {
+            char *id = xasprintf("s%02u/%s", a->shard, a->names[i]);
+            coord__q_drop_claim(q, id, a->gen);
+            free(id);
+        }
+    } else if (coord__zrc_unknown(a->claim_rc)) {
+        for (int i = 0; i < a->n; i++) {
+            char *c = xasprintf("%s/claims/s%02u-%s", q->path, a->shard, a->names[i]);
+            coord__zk_exists(coord__op_new(q->s, maybe_ours, NULL), c, false);
+            free(c);
+        }
+    } else if (a->claim_rc == ZOK) {
+        for (int i = 0; i < a->n; i++) {
+            if (a->get_rc[i] == ZOK) {
+                deliver(q, a, i);
+            } else {
+                char *id = xasprintf("s%02u/%s", a->shard, a->names[i]);
+                coord__q_drop_claim(q, id, a->gen); /* claimed but unreadable */
+                free(id);
+            }
+        }
+    } else if (!q->dead && current && a->shard == q->cache_shard) {
+        /*
+         * Another consumer holds one of them (or completed it): it works
+         * this shard too. Leave the shard to it rather than race it name
+         * by name: drop the cache and list another shard. The names not
+         * claimed stay in the queue for the next listing.
+         */
+        cache_clear(q);
+        q->shard = (a->shard + 1 + (unsigned)(coord__rand(q->s) % q->shards)) % q->shards;
+        q->scanned = 0;
+    }
+    if (!q->dead && current)
+        coord__q_pump(q);
+    attempt_free(a);
+    coord__q_unref(q);
+}
+
+static void claim_done(struct coord__op *op)
+{
+    struct attempt *a = op->owner;
+    a->claim_rc = op->rc;
+    attempt_part(a);
+}
+
+static void claim_read(struct coord__op *op)
+{
+    struct attempt *a = op->owner;
+    int i = (int)op->tag;
+    a->get_rc[i] = op->rc;
+    if (op->rc == ZOK) {
+        a->data[i] = op->value;
+        op->value = NULL;
+        a->ctime[i] = op->stat.ctime;
+    }
+    attempt_part(a);
+}
+
+/* Claim names[0..n) of shard (the names are copied). */
+static void claim(struct coord_queue *q, unsigned shard, char **names, int n)
+{
+    struct attempt *a = xcalloc(1, sizeof(*a));
+    a->q = q;
+    a->shard = shard;
+    a->epoch = q->epoch;
+    a->gen = q->s->gen;
+    a->n = n;
+    a->parts = n + 1;
+    a->names = xcalloc((size_t)n, sizeof(char *));
+    a->data = xcalloc((size_t)n, sizeof(char *));
+    a->ctime = xcalloc((size_t)n, sizeof(int64_t));
+    a->get_rc = xcalloc((size_t)n, sizeof(int));
+    q->refs++;
+    q->claiming += (size_t)n;
+    char data[256];
+    char cq[128];
+    snprintf(cq, sizeof(cq), "%s", q->consumer);
+    for (char *c = cq; *c; c++)
+        if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
+            *c = '_';
+    snprintf(data, sizeof(data), "{\"consumer\":\"%s\",\"session\":\"0x%llx\",\"ms\":%lld}", cq,
+             (unsigned long long)coord_session_id(q->s), (long long)coord__now_ms());
+    struct coord__op *m = coord__op_new(q->s, claim_done, a);
+    coord__op_bind(m, a->gen);
+    coord__multi_init(m, 2 * n);
+    for (int i = 0; i < n; i++) {
+        a->names[i] = xstrdup(names[i]);
+        char *item = xasprintf("%s/items/s%02u/%s", q->path, shard, names[i]);
+        char *cl = xasprintf("%s/claims/s%02u-%s", q->path, shard, names[i]);
+        coord__mop_check(m, 2 * i, item, -1);
+        coord__mop_create(m, 2 * i + 1, cl, data, COORD_EPHEMERAL);
+        free(item);
+        free(cl);
+    }
+    coord__zk_multi(m);
+    /* Pipelined: read the items in the same round trip. */
+    for (int i = 0; i < n; i++) {
+        char *item = xasprintf("%s/items/s%02u/%s", q->path, shard, names[i]);
+        struct coord__op *g = coord__op_new(q->s, claim_read, a);
+        g->tag = i;
+        coord__zk_get(g, item, false);
+        free(item);
+    }
+}
+
+/* ---- listing a shard -------------------------------------------------------------- */
+
+struct listing {
+    struct coord_queue *q;
+    unsigned shard;
+    unsigned epoch;
+    int parts;
+    int rc;
+    char **items;
+    int n_items;
+    char **claims;
+    int n_claims;
+};
+
+static void listing_free(struct listing *l)
+{
+    for (int i = 0; i < l->n_items; i++)
+        free(l->items[i]);
+    free(l->items);
+    for (int i = 0; i < l->n_claims; i++)
+        free(l->claims[i]);
+    free(l->claims);
+    free(l);
+}
+
+static void refill_later(void *owner)
+{
+    struct coord_queue *q = owner;
+    if (!q->dead && !q->refilling && !q->idle)
+        coord__q_pump(q);
+    coord__q_unref(q);
+}
+
+static void listing_part(struct listing *l)
+{
+    if (--l->parts > 0)
+        return;
+    struct coord_queue *q = l->q;
+    if (l->epoch == q->epoch)
+        q->refilling = false;
+    if (q->dead || l->epoch != q->epoch) {
+        /* void */
+    } else if (l->rc != ZOK) {
+        q->refs++;
+        coord__timer(q->s, coord__backoff_ms(q->s, q->refill_tries++), refill_later, q);
+    } else {
+        q->refill_tries = 0;
+        qsort(l->claims, (size_t)l->n_claims, sizeof(char *), coord__q_cmp_item);
+        char prefix[8];
+        snprintf(prefix, sizeof(prefix), "s%02u-", l->shard);
+        cache_clear(q);
+        q->cache = xcalloc((size_t)l->n_items + 1, sizeof(char *));
+        for (int i = 0; i < l->n_items; i++) {
+            if (!coord__q_name_ok(l->items[i]))
+                continue;
+            char key[512];
+            snprintf(key, sizeof(key), "%s%s", prefix, l->items[i]);
+            const char *k = key;
+            if (bsearch(&k, l->claims, (size_t)l->n_claims, sizeof(char *), coord__q_cmp_item))
+                continue;
+            q->cache[q->cache_n++] = l->items[i];
+            l->items[i] = NULL;
+        }
+        qsort(q->cache, q->cache_n, sizeof(char *), coord__q_cmp_item);
+        q->cache_shard = l->shard;
+        if (q->cache_n) {
+            q->scanned = 0;
+        } else {
+            q->scanned++;
+            q->shard = (l->shard + 1) % q->shards;
+            if (q->scanned >= q->shards) {
+                q->scanned = 0;
+                if (q->poked) {
+                    /* Something changed during the round: look there again. */
+                    q->poked = false;
+                    q->shard = q->poke_shard;
+                } else {
+                    /* A whole round was empty: wait for a watch (set by the listings). */
+                    q->idle = true;
+                }
+            }
+        }
+        coord__q_pump(q);
+    }
+    listing_free(l);
+    coord__q_unref(q);
+}
+
+static void listed_items(struct coord__op *op)
+{
+    struct listing *l = op->owner;
+    if (op->rc != ZOK) {
+        l->rc = op->rc;
+    } else {
+        l->items = op->strv;
+        l->n_items = op->strc;
+        op->strv = NULL;
+        op->strc = 0;
+    }
+    listing_part(l);
+}
+
+static void listed_claims(struct coord__op *op)
+{
+    struct listing *l = op->owner;
+    if (op->rc != ZOK) {
+        l->rc = op->rc;
+    } else {
+        l->claims = op->strv;
+        l->n_claims = op->strc;
+        op->strv = NULL;
+        op->strc = 0;
+    }
+    listing_part(l);
+}
+
+static void on_queue_event(void *owner, int type, const char *path)
+{
+    struct coord_queue *q = owner;
+    if (q->dead)
+        return;
+    unsigned k = q->shard;
+    size_t plen = strlen(q->path);
+    if (strncmp(path, q->path, plen) == 0 && strncmp(path + plen, "/items/s", 8) == 0)
+        k = (unsigned)atoi(path + plen + 8) % q->shards;
+    if (!q->idle) {
+        /* The watch is spent: remember it, so that the round does not end idle. */
+        q->poked = true;
+        q->poke_shard = k;
+        return;
+    }
+    /* Something changed while idle: look there first. */
+    q->shard = k;
+    q->idle = false;
+    q->scanned = 0;
+    coord__q_pump(q);
+}
+
+static void refill(struct coord_queue *q)
+{
+    q->refilling = true;
+    struct listing *l = xcalloc(1, sizeof(*l));
+    l->q = q;
+    l->shard = q->shard;
+    l->epoch = q->epoch;
+    l->parts = 2;
+    l->rc = ZOK;
+    q->refs++;
+    char *sp = coord__q_shard_path(q, q->shard);
+    coord__reg_watch_add(&q->s->reg, sp, COORD__WM_ANY, q, on_queue_event);
+    coord__zk_children(coord__op_new(q->s, listed_items, l), sp, true);
+    free(sp);
+    char *cp = xasprintf("%s/claims", q->path);
+    /* Idle consumers also watch the claims: a dead consumer's items come back. */
+    bool watch_claims = q->scanned + 1 >= q->shards;
+    if (watch_claims)
+        coord__reg_watch_add(&q->s->reg, cp, COORD__WM_ANY, q, on_queue_event);
+    coord__zk_children(coord__op_new(q->s, listed_claims, l), cp, watch_claims);
+    free(cp);
+}
+
+static void pump_now(struct coord_queue *q)
+{
+    if (q->dead || q->open != Q_OPEN)
+        return;
+    while (q->claiming < q->n_takes && q->cache_pos < q->cache_n) {
+        size_t want = q->n_takes - q->claiming;
+        size_t have = q->cache_n - q->cache_pos;
+        size_t n = want < have ? want : have;
+        if (n > CLAIM_BATCH)
+            n = CLAIM_BATCH;
+        claim(q, q->cache_shard, &q->cache[q->cache_pos], (int)n);
+        for (size_t i = 0; i < n; i++)
+            FREE_NULL(q->cache[q->cache_pos + i]);
+        q->cache_pos += n;
+    }
+    if (q->claiming < q->n_takes && q->cache_pos >= q->cache_n && !q->refilling && !q->idle &&
+        coord_session_state(q->s) != COORD_EXPIRED)
+        refill(q);
+}
+
+static void pump_timer(void *owner)
+{
+    struct coord_queue *q = owner;
+    q->pump_scheduled = false;
+    q->pump_ev = NULL;
+    pump_now(q);
+    coord__q_unref(q);
+}
+
+/*
+ * Claim for the waiting takes at the end of this turn of the loop, so that
+ * takes asked for in one turn share one multi-op.
+ */
+void coord__q_pump(struct coord_queue *q)
+{
+    if (q->pump_scheduled || q->dead)
+        return;
+    q->pump_scheduled = true;
+    q->refs++;
+    q->pump_ev = coord__timer(q->s, 0, pump_timer, q);
+}
+
+static void take_closed(void *owner)
+{
+    struct take *t = owner;
+    struct coord_queue *q = t->q;
+    t->cb(NULL, DRV_EAGAIN, t->arg);
+    free(t);
+    coord__q_unref(q);
+}
+
+void coord_queue_take(struct coord_queue *q, int timeout_ms, coord_take_cb cb, void *arg)
+{
+    struct take *t = xcalloc(1, sizeof(*t));
+    t->q = q;
+    t->cb = cb;
+    t->arg = arg;
+    if (q->dead) {
+        /* Closed (a take from a callback during close): fail it, later. */
+        q->refs++;
+        coord__timer(q->s, 0, take_closed, t);
+        return;
+    }
+    if (q->takes_tail)
+        q->takes_tail->next = t;
+    else
+        q->takes = t;
+    q->takes_tail = t;
+    q->n_takes++;
+    if (timeout_ms >= 0) {
+        q->refs++;
+        t->timer = coord__timer(q->s, timeout_ms, take_timeout, t);
+    }
+    coord__q_pump(q);
+}
+
+void coord_queue_item_free(struct coord_queue_item *it)
+{
+    if (!it)
+        return;
+    free(it->id);
+    free(it->json);
+    free(it);
+}
+
+void coord__q_take_lost(struct coord_queue *q)
+{
+    /* Our claims went with the session: forget what is in flight. */
+    q->epoch++;
+    q->claiming = 0;
+    q->refilling = false;
+    q->idle = false;
+    q->poked = false;
+    cache_clear(q);
+}
+
+void coord__q_take_close(struct coord_queue *q)
+{
+    struct take *t;
+    while ((t = take_pop(q))) {
+        t->cb(NULL, DRV_EAGAIN, t->arg);
+        free(t);
+    }
+    cache_clear(q);
+    if (q->pump_ev) {
+        coord__timer_cancel(q->pump_ev);
+        q->pump_ev = NULL;
+        q->pump_scheduled = false;
+        q->refs--;
+    }
+}
