@@ -18,6 +18,10 @@ fail() {
   local f
   for f in "$T"/*.log; do
     [ -e "$f" ] || continue
+    if grep -q 'ERROR: AddressSanitizer\|runtime error:' "$f"; then
+      echo "--- $f (sanitizer report)" >&2
+      grep -A 40 'ERROR: AddressSanitizer\|runtime error:' "$f" | head -n 60 >&2
+    fi
     echo "--- $f (last lines)" >&2
     tail -n 15 "$f" >&2
   done

@@ -236,6 +236,12 @@ static void attempt_row(struct ebuf *b, const struct ejob *j, const struct erun 
 
 static void pg_done(int rc, const struct drv_err *err, void *arg);
 
+static int pg_work(PGconn *conn, void *arg, struct drv_err *err)
+{
+    struct pgb *g = arg;
+    return engine__pg_batch_work(conn, g->b, err);
+}
+
 /* Collect what PostgreSQL lacks; submit it. false when there is nothing. */
 static bool pg_flush(struct ejob *j)
 {
@@ -312,7 +318,7 @@ static bool pg_flush(struct ejob *j)
     }
     j->pg_busy = true;
     engine__job_ref(j);
-    store_submit(j->e->db, engine__pg_batch_work, pg_done, g);
+    store_submit(j->e->db, pg_work, pg_done, g);
     return true;
 }
 

@@ -320,7 +320,7 @@ struct engine {
     void *stop_arg;
     struct event *tick;
     struct engine_stats stats;
-    int offloads;  /* plans being built on threads */
+    int offloads; /* plans being built on threads */
     struct event *soon;
     bool reconcile_pending;
     bool scanning; /* the janitor's query is in flight */

@@ -433,9 +433,9 @@ static json_t *make_inputs(struct ejob *j)
     return json_pack(
         "{s:i, s:s, s:O, s:O, s:s, s:s?, s:o, s:o, s:O}", "format", 1, "op", j->op, "request",
         req ? req : json_null(), "catalog", j->catalog ? j->catalog : json_null(), "template",
-        row_str(j->cluster, "template"), json_string_value(json_object_get(j->cluster, "provider")),
-        "start", start, "target", target, "subset",
-        acts_on_subset && json_is_array(subset) ? subset : json_null());
+        row_str(j->cluster, "template"), "provider",
+        json_string_value(json_object_get(j->cluster, "provider")), "start", start, "target",
+        target, "subset", acts_on_subset && json_is_array(subset) ? subset : json_null());
 }
 
 static void build_start(struct ejob *j, bool resuming, void (*done)(void *))
@@ -482,7 +482,9 @@ static void zk_init(struct ejob *j);
 
 static void started_pg(int rc, const struct drv_err *err, void *arg)
 {
-    struct ejob *j = arg;
+    struct engine__pg_start *s = arg;
+    struct ejob *j = s->j;
+    engine__pg_start_free(s);
     j->pg_busy = false;
     if (j->own == EJ_HANDING_OVER)
         engine__job_idle(j);

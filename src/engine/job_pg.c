@@ -219,19 +219,6 @@ char *engine__pg_task_rows(const struct planner_plan *plan, size_t first, size_t
     return ebuf_take(&b);
 }
 
-struct engine__pg_start {
-    char id[24], tenant_id[24], cluster_id[24], node[128];
-    int64_t token;
-    char *status, *phase;
-    char *inputs, *plan, *sha, *snapshot, *target;
-    char **task_chunks; /* JSON arrays of ROWS_PER_INSERT rows */
-    size_t n_chunks;
-    char *new_nodes; /* JSON array of {id, hw, img, svc} */
-    const char *cluster_status;
-    char *detail;
-    struct ejob *j;
-};
-
 struct engine__pg_start *engine__pg_start_new(struct ejob *j)
 {
     struct engine__pg_start *s = xcalloc(1, sizeof(*s));
@@ -282,7 +269,7 @@ struct engine__pg_start *engine__pg_start_new(struct ejob *j)
     return s;
 }
 
-static void start_free(struct engine__pg_start *s)
+void engine__pg_start_free(struct engine__pg_start *s)
 {
     free(s->status);
     free(s->phase);
@@ -315,7 +302,8 @@ static int start_writes(PGconn *conn, void *arg, struct drv_err *err)
         rc = store_execp(conn,
                          "INSERT INTO tasks (job_id, phase, idx, id, node_id, service, action,"
                          " status, deps, strategy)"
-                         " SELECT $1::bigint, 'f', r.i, r.id, r.n, r.s, r.a, 'waiting', r.d, r.g"
+                         " SELECT $1::bigint, 'f', r.i, r.id, r.n, r.s, r.a,"
+                         " CASE WHEN r.a = 'anchor' THEN 'skipped' ELSE 'waiting' END, r.d, r.g"
                          " FROM jsonb_to_recordset($2::jsonb)"
                          "   AS r(i int, id text, n text, s text, a text, d jsonb, g text)"
                          " ON CONFLICT DO NOTHING",
@@ -347,9 +335,7 @@ static int start_writes(PGconn *conn, void *arg, struct drv_err *err)
 int engine__pg_start_work(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_start *s = arg;
-    int rc = fenced(conn, s->id, s->token, start_writes, s, err);
-    start_free(s); /* the completion only needs the job, which it has */
-    return rc;
+    return fenced(conn, s->id, s->token, start_writes, s, err);
 }
 
 /* ---- a batch ------------------------------------------------------------------------------------
@@ -371,7 +357,8 @@ static int batch_writes(PGconn *conn, void *arg, struct drv_err *err)
         rc = store_execp(conn,
                          "INSERT INTO tasks (job_id, phase, idx, id, node_id, service, action,"
                          " status, deps, strategy)"
-                         " SELECT $1::bigint, 'r', r.i, r.id, r.n, r.s, r.a, 'waiting', r.d, r.g"
+                         " SELECT $1::bigint, 'r', r.i, r.id, r.n, r.s, r.a,"
+                         " CASE WHEN r.a = 'anchor' THEN 'skipped' ELSE 'waiting' END, r.d, r.g"
                          " FROM jsonb_to_recordset($2::jsonb)"
                          "   AS r(i int, id text, n text, s text, a text, d jsonb, g text)"
                          " ON CONFLICT DO NOTHING",

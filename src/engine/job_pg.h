@@ -48,9 +48,22 @@ int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err);
 void engine__pg_load_free(struct engine__pg_load *l);
 
 /* Start: plan, inputs, snapshot, the task rows, the new nodes, the cluster's status. */
-struct engine__pg_start;
+struct engine__pg_start {
+    char id[24], tenant_id[24], cluster_id[24], node[128];
+    int64_t token;
+    char *status, *phase;
+    char *inputs, *plan, *sha, *snapshot, *target;
+    char **task_chunks; /* JSON arrays of ROWS_PER_INSERT rows */
+    size_t n_chunks;
+    char *new_nodes; /* JSON array of {id, hw, img, svc} */
+    const char *cluster_status;
+    char *detail;
+    struct ejob *j;
+};
+
 struct engine__pg_start *engine__pg_start_new(struct ejob *j);
 int engine__pg_start_work(PGconn *conn, void *arg, struct drv_err *err);
+void engine__pg_start_free(struct engine__pg_start *s);
 
 /* A batch of the running job's changes (commit.c builds it). */
 struct engine__pg_batch {

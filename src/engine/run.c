@@ -63,6 +63,11 @@ int engine__plan_init(struct eplan *p, char phase, struct planner_plan *plan,
     p->t_start = xcalloc(p->n + 1, sizeof(int64_t));
     p->t_end = xcalloc(p->n + 1, sizeof(int64_t));
     p->chunks_new = true;
+    /* Anchors never run: they are skipped, for people; the planner's bookkeeping
+     * passes through them as their dependencies succeed. */
+    for (uint32_t i = 0; i < p->n; i++)
+        if (plan->tasks[i].action == PLANNER_ACT_ANCHOR)
+            p->recs[i].state = ENGINE_TS_SKIPPED;
     return 0;
 }
 
@@ -72,6 +77,10 @@ int engine__plan_exec(struct eplan *p, struct drv_err *err)
     p->in_flight = p->done = 0;
     p->gave_up = false;
     for (uint32_t i = 0; i < p->n; i++) {
+        if (p->plan->tasks[i].action == PLANNER_ACT_ANCHOR) {
+            st[i] = PLANNER_TS_WAITING; /* the planner decides when it is passed */
+            continue;
+        }
         switch ((enum engine_task_state)p->recs[i].state) {
         case ENGINE_TS_QUEUED:
         case ENGINE_TS_RUNNING:
