@@ -14,7 +14,7 @@
  *                                   v   |
  *                               PAUSED "paused"    (running tasks finish; nothing new starts)
  *
- *   RUNNING, PAUSED --a task gave up--> DRAINING "failed"  --in flight 0--> ROLLING_BACK
+ *   RUNNING, PAUSED --a task gave up--> DRAINING "rolling-back" --in flight 0--> ROLLING_BACK
  *   RUNNING, PAUSED --CANCEL--> DRAINING "rolling-back"    --in flight 0--> ROLLING_BACK
  *      (DRAINING --in flight 0, rollback not wanted--> FAILED "failed")
  *   ROLLING_BACK "rolling-back" --all ok--> ROLLED_BACK "rolled-back", or CANCELLED "cancelled"
@@ -83,9 +83,9 @@ int engine_phase_parse(const char *s)
 const char *engine_phase_status(enum engine_phase ph, bool cancel)
 {
     switch (ph) {
-    case ENGINE_PH_DRAINING:
-        return cancel ? "rolling-back" : "failed";
-    case ENGINE_PH_RB_DRAINING:
+    case ENGINE_PH_DRAINING:    /* stopping: what runs finishes, then the rollback */
+    case ENGINE_PH_RB_DRAINING: /* a rollback task gave up: what runs finishes */
+        (void)cancel;
         return "rolling-back";
     default:
         return engine_phase_name(ph);

@@ -892,6 +892,8 @@ int engine__job_rollback_plan(struct ejob *j, struct drv_err *err)
         return rc;
     engine__plan_clear(&j->rb);
     rc = engine__plan_init(&j->rb, 'r', rb, NULL, err);
+    if (rc == 0)
+        rc = engine__plan_exec(&j->rb, err); /* from scratch; a resume reads the log after */
     if (rc)
         return rc;
     char *text = planner_plan_to_json_text(rb, NULL);

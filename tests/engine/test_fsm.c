@@ -125,7 +125,8 @@ static void test_job_invariants(void **state)
 
 static void test_statuses(void **state)
 {
-    assert_string_equal(engine_phase_status(ENGINE_PH_DRAINING, false), "failed");
+    assert_string_equal(engine_phase_status(ENGINE_PH_DRAINING, false), "rolling-back");
+    assert_string_equal(engine_phase_status(ENGINE_PH_FAILED, false), "failed");
     assert_string_equal(engine_phase_status(ENGINE_PH_DRAINING, true), "rolling-back");
     assert_string_equal(engine_phase_status(ENGINE_PH_RB_DRAINING, false), "rolling-back");
     assert_string_equal(engine_phase_status(ENGINE_PH_NEEDS_OPERATOR, false), "needs-operator");
