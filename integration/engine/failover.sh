@@ -53,7 +53,9 @@ done
 OLD=$(owner_of "$JID2")
 t_term=$(now_ms)
 kill -TERM "$(pid_of "$OLD")"
-[ "$(wait_exit "$OLD" 20)" = 0 ] || fail "$OLD did not exit 0 after SIGTERM"
+# In this shell, the process's parent: its exit status can be waited for.
+wait_exit "$OLD" 20 > "$T/exit.status" || echo timeout > "$T/exit.status"
+[ "$(cat "$T/exit.status")" = 0 ] || fail "$OLD did not exit 0 after SIGTERM: $(cat "$T/exit.status")"
 wait_job "$JID2" succeeded 120
 NEW=$(owner_of "$JID2")
 [ "$NEW" != "$OLD" ] || fail "the owner did not change"

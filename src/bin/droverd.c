@@ -276,6 +276,9 @@ static int run(struct node *n)
 
 static void node_release(struct node *n)
 {
+    /* The store's last completions first, while the engine and the API they report to
+     * are still there. */
+    store_quiesce(n->store);
     engine_free(n->engine);
     if (n->grace)
         event_free(n->grace);

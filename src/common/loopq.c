@@ -39,6 +39,11 @@ static void drain(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+void loopq_run_pending(struct loopq *q)
+{
+    drain(-1, 0, q);
+}
+
 struct loopq *loopq_new(struct event_base *base)
 {
     struct loopq *q = xcalloc(1, sizeof(*q));

@@ -9,7 +9,8 @@
  *
  * Ownership: the caller owns the loopq and frees it on the loop's thread
  * after the threads that post to it are stopped; closures still queued then
- * are dropped after their cancel function (if any) runs.
+ * are dropped without running (run them first with loopq_run_pending when
+ * their owners must hear of them).
  */
 #ifndef DROVER_LOOPQ_H
 #define DROVER_LOOPQ_H
@@ -24,5 +25,8 @@ void loopq_free(struct loopq *q);
 
 /* Thread-safe. fn(arg) runs later on the loop's thread. */
 void loopq_post(struct loopq *q, loopq_fn fn, void *arg);
+
+/* Loop thread: run what is queued now (shutdown, when the loop no longer runs). */
+void loopq_run_pending(struct loopq *q);
 
 #endif

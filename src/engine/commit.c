@@ -353,6 +353,7 @@ static void pg_done(int rc, const struct drv_err *err, void *arg)
     json_decref(g->nodes);
     engine__pg_batch_free(g->b);
     free(g->tasks);
+    free(g->runs);
     free(g);
     if (engine__job_alive(j)) {
         engine__kick(j);

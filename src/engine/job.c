@@ -170,11 +170,13 @@ void engine__job_lost(struct ejob *j, const char *why)
     engine__job_gone(j->e, j);
 }
 
+/* The lock's znode is gone on the server (or the session is closing). The engine may be
+ * gone by now (a node that handed everything over and stopped): touch the job only. */
 static void released(int rc, void *arg)
 {
     struct ejob *j = arg;
-    log_info(MOD, "event=job-released job=%s node=%s held_ms=%lld", j->id, j->e->node_id,
-             (long long)(j->t_acquired ? now_ms() - j->t_acquired : 0));
+    log_info(MOD, "event=job-released job=%s held_ms=%lld confirmed=%d", j->id,
+             (long long)(j->t_acquired ? now_ms() - j->t_acquired : 0), rc == 0);
     engine__job_unref(j);
 }
 

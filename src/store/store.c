@@ -41,6 +41,7 @@ struct store {
     pthread_cond_t cv;
     struct request *head, *tail;
     int stopping;
+    int quiesced; /* store_quiesce ran */
     /* Loop-thread state. */
     int healthy;
     int ping_outstanding;
@@ -199,25 +200,39 @@ struct store *store_new(struct event_base *base, const char *conninfo, int nthre
     return s;
 }
 
-void store_free(struct store *s)
+void store_quiesce(struct store *s)
 {
-    if (!s)
+    if (!s || s->quiesced)
         return;
+    s->quiesced = 1;
     pthread_mutex_lock(&s->mu);
     s->stopping = 1;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     for (int i = 0; i < s->nthreads; i++)
         pthread_join(s->threads[i], NULL);
+    if (s->ping_timer) {
+        event_free(s->ping_timer);
+        s->ping_timer = NULL;
+    }
+    /* Work that never ran ends with DRV_EAGAIN; then every completion runs, so that
+     * each owner hears of its work and frees what it gave. */
     struct request *r = s->head;
+    s->head = s->tail = NULL;
     while (r) {
         struct request *next = r->next;
-        free(r);
+        r->rc = drv_err_set(&r->err, DRV_EAGAIN, 0, "droverd is shutting down");
+        loopq_post(s->loopq, complete, r);
         r = next;
     }
-    if (s->ping_timer)
-        event_free(s->ping_timer);
-    /* Completions already posted hold requests; the loopq drops (frees) them. */
+    loopq_run_pending(s->loopq);
+}
+
+void store_free(struct store *s)
+{
+    if (!s)
+        return;
+    store_quiesce(s);
     loopq_free(s->loopq);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
@@ -228,6 +243,14 @@ void store_free(struct store *s)
 
 void store_submit(struct store *s, store_work_fn work, store_done_fn done, void *arg)
 {
+    if (s->quiesced) {
+        /* After store_quiesce: fail at once (nobody runs the loop to deliver it later). */
+        struct drv_err err;
+        drv_err_set(&err, DRV_EAGAIN, 0, "droverd is shutting down");
+        if (done)
+            done(DRV_EAGAIN, &err, arg);
+        return;
+    }
     struct request *r = xcalloc(1, sizeof(*r));
     r->work = work;
     r->done = done;

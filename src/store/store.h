@@ -38,8 +38,14 @@ typedef void (*store_done_fn)(int rc, const struct drv_err *err, void *arg);
 
 /* base must have been created after evthread_use_pthreads(). conninfo is copied. */
 struct store *store_new(struct event_base *base, const char *conninfo, int nthreads);
-/* Stops the threads (waits for running work) and frees. Queued work is dropped
- * without its done callback: call this at shutdown only. */
+/*
+ * Shutdown, on the loop thread once the loop no longer runs: stop the threads
+ * (running work finishes), end the work that never ran with DRV_EAGAIN, and
+ * run every completion now, so that each owner hears of its work. Later
+ * submits complete at once with DRV_EAGAIN.
+ */
+void store_quiesce(struct store *s);
+/* store_quiesce, then free. */
 void store_free(struct store *s);
 
 /* Queue work; done (may be NULL) runs on the loop afterwards. */
