@@ -18,17 +18,18 @@ CONCURRENCY=2
 start_worker worker-1
 sed -i "s/^zookeeper.hosts = .*/zookeeper.hosts = 127.0.0.1:$PPORT/" "$T/worker-1.conf"
 kill -9 "$(pid_of worker-1)"; start_proc worker-1 "$BIN/drover-worker"
-start_worker worker-2
 setup_tenant
 
-read -r CID JID <<< "$(create_cluster part 2 '{"duration_ms": 2500}')"
+# worker-1 alone takes node-1's create, which lasts long: cut while it runs.
+victim=node-1/create
+read -r CID JID <<< "$(create_cluster part 1 '{"duration_ms": 50, "durations": {"node-1/create": 15000}}')"
 deadline=$((SECONDS + 60))
-victim=""
-until [ -n "$victim" ]; do
-  victim=$(psql_q "SELECT id FROM tasks WHERE job_id = $JID AND status = 'running' AND worker = 'worker-1' LIMIT 1")
-  [ $SECONDS -ge $deadline ] && fail "no task ran on worker-1"
+until [ "$(psql_q "SELECT worker FROM tasks WHERE job_id = $JID AND id = '$victim' AND status = 'running'")" = worker-1 ]; do
+  [ $SECONDS -ge $deadline ] && fail "$victim did not run on worker-1"
   sleep 0.1
 done
+start_worker worker-2
+sleep 1
 t_cut=$(now_ms)
 kill -USR1 "$(pid_of proxy)"
 deadline=$((SECONDS + 30))
@@ -41,7 +42,9 @@ echo "worker-1 gave its claim up $((t_lost - t_cut)) ms after the cut (session t
 wait_job "$JID" succeeded 120
 kill -USR2 "$(pid_of proxy)"
 again=$(awk -v t="$victim" '$2 == t && $5 == "ok" { print $3 }' "$RUNS/runs.log")
-[ -n "$again" ] || fail "task $victim never succeeded"
+[ "$(echo "$again" | wc -w)" = 1 ] || fail "task $victim succeeded $(echo "$again" | wc -w) times: its first run was not killed"
 [ "$again" -gt "$t_lost" ] || fail "task $victim ran again before worker-1 gave it up"
+[ "$(psql_q "SELECT string_agg(worker || ':' || status, ',' ORDER BY started_at) FROM task_attempts WHERE job_id = $JID AND task_id = '$victim'")" = "worker-1:lost,worker-2:succeeded" ] ||
+  fail "attempts of $victim: $(psql_q "SELECT string_agg(worker || ':' || status, ',') FROM task_attempts WHERE job_id = $JID AND task_id = '$victim'")"
 check_runs
 pass "a worker cut off silently killed its plugin $((t_lost - t_cut)) ms after the cut; the task ran again elsewhere afterwards"

@@ -7,6 +7,7 @@
  * cluster config's "sleep" object (the first that has the key wins):
  *
  *   duration_ms  how long to sleep (default 0)
+ *   durations    {"<plan task id>": ms}: this task sleeps that long instead
  *   jitter_ms    a random extra of up to this long
  *   fail_rate    probability of failing (0..1)
  *   fail_on      {"node":..., "task":..., "service":..., "attempts": n}: fail
@@ -154,6 +155,9 @@ int main(void)
         for (;;)
             pause();
     long ms = (long)num("duration_ms", 0);
+    json_t *per = json_object_get(param("durations"), str("task") ? str("task") : "");
+    if (json_is_number(per))
+        ms = (long)json_number_value(per);
     long jitter = (long)num("jitter_ms", 0);
     if (jitter > 0)
         ms += rand() % (jitter + 1);
