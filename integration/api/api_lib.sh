@@ -62,3 +62,15 @@ catalogue_json() {
 
 FIXTURES="$DROVER_SOURCE_DIR/../shared/fixtures/coopr-templates"
 [ -d "$FIXTURES" ] || FIXTURES=/work/shared/fixtures/coopr-templates
+
+# api_wait_job JID STATUS [TOKEN] [SECONDS]: until the job has STATUS (the engine moves it).
+api_wait_job() {
+  local jid=$1 want=$2 tok=${3-${TOKEN:-}} limit=${4:-60} deadline st
+  deadline=$((SECONDS + limit))
+  while :; do
+    st=$(body_of "$(api GET "/v1/jobs/$jid" '' "$tok")" | jq -r .status 2>/dev/null || echo "?")
+    [ "$st" = "$want" ] && return 0
+    [ $SECONDS -ge "$deadline" ] && fail "job $jid is $st after $limit s, expected $want"
+    sleep 0.1
+  done
+}

@@ -41,18 +41,24 @@ out=$("$D" cluster create --name web1 --template lamp --nodes 2 --provider racks
 echo "$out" | grep -q 'job [0-9]* create pending' || fail "cluster create output: $out"
 CID=$("$D" cluster list --json | jq -r '.items[0].id')
 JID=$("$D" job list --cluster "$CID" --json | jq -r '.items[0].id')
-"$D" cluster list | grep -q "^$CID *web1 *lamp *2 *pending" || fail "cluster table: $("$D" cluster list)"
-"$D" job get "$JID" | grep -q "create of cluster $CID, pending" || fail "job get: $("$D" job get "$JID")"
+"$D" cluster list | grep -Eq "^$CID *web1 *lamp *2 *(pending|creating)" || fail "cluster table: $("$D" cluster list)"
+"$D" job get "$JID" | grep -Eq "create of cluster $CID, (pending|running)" || fail "job get: $("$D" job get "$JID")"
+# No worker here: the job runs and waits; a waiting task says why.
+deadline=$((SECONDS + 20))
+until "$D" job get "$JID" | grep -q "waits for node-1/create"; do
+  [ $SECONDS -ge $deadline ] && fail "job get explains nothing: $("$D" job get "$JID")"
+  sleep 0.2
+done
 
 # job watch follows the job until it ends; here it ends by cancel.
 "$D" job watch "$JID" > "$T/watch.out" 2>&1 &
 watch=$!
 deadline=$((SECONDS + 20))
-until grep -q pending "$T/watch.out"; do
+until grep -q running "$T/watch.out"; do
   [ $SECONDS -ge $deadline ] && fail "job watch printed nothing"
   sleep 0.1
 done
-"$D" job cancel "$JID" | grep -q 'cancelled' || fail "job cancel"
+"$D" job cancel "$JID" | grep -q 'cancel asked' || fail "job cancel"
 wait "$watch" && fail "job watch exited 0 for a cancelled job"
 grep -q 'cancelled' "$T/watch.out" || fail "job watch output: $(cat "$T/watch.out")"
 pass "cluster create, job get, job watch until the job ends (cancelled: exit 1)"

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Clusters and jobs through the API: a create is recorded with a pending job;
-# bad inputs (malformed JSON, wrong types, missing fields, unknown template,
-# oversized body, unsatisfiable layout) each get the documented status and
-# leave nothing behind; operations on a busy cluster get 409; job state
-# changes; and a second tenant sees nothing of the first.
+# Clusters and jobs through the API: a create is recorded with a pending job,
+# which the engine runs (a worker with the noop plugins); bad inputs
+# (malformed JSON, wrong types, missing fields, unknown template, oversized
+# body, unsatisfiable layout) each get the documented status and leave
+# nothing behind; operations on a busy cluster get 409; pause, resume and
+# cancel are requests the owner acts on; and a second tenant sees nothing of
+# the first.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/api_lib.sh"
 
 start_api_node droverd-a "http.max_body = 1m"
+# A worker running every task at once (the noop plugins): jobs end quickly.
+write_worker_conf worker-a "worker.tenant = acme" "worker.plugin_dir = $DROVER_BUILD_DIR/plugins" \
+  "worker.plugins = noop,noop-provider" "worker.concurrency = 16"
+start_proc worker-a "$BIN/drover-worker"
 for t in acme globex; do
   expect 201 "$(api POST /v1/tenants "{\"name\":\"$t\"}" "$SUPER")" '' "tenant $t"
 done
@@ -28,12 +34,13 @@ expect 202 "$r" '.cluster.status == "pending" and .job.status == "pending" and .
 CID=$(body_of "$r" | jq -r .cluster.id)
 JID=$(body_of "$r" | jq -r .job.id)
 expect 200 "$(api GET "/v1/clusters/$CID" '' "$USER")" '.name == "web1" and .size == 3 and (.services | length > 0) and (.layout.nodes | map(.count) | add) == 3' "get cluster (with the solved layout)"
-expect 200 "$(api GET "/v1/jobs/$JID" '' "$USER")" '.status == "pending" and .progress.total == 0 and .cluster == "'"$CID"'"' "get job"
+expect 200 "$(api GET "/v1/jobs/$JID" '' "$USER")" '(.status == "pending" or .status == "running" or .status == "succeeded") and .cluster == "'"$CID"'"' "get job"
 expect 200 "$(api GET /v1/clusters '' "$USER")" '.items | length == 1' "list clusters"
-[ "$(psql_q "SELECT status FROM jobs WHERE id = $JID")" = pending ] || fail "job not pending in the database"
+api_wait_job "$JID" succeeded "$USER"
+expect 200 "$(api GET "/v1/clusters/$CID" '' "$USER")" '.status == "active" and (.nodes | length) == 3' "the engine made the cluster"
 [ "$(psql_q "SELECT count(*) FROM audit_log WHERE action = 'cluster.create' AND entity_id = '$CID'")" = 1 ] ||
   fail "no audit entry for the create"
-pass "cluster create recorded with a pending job (202)"
+pass "cluster create recorded with a pending job (202), then run by the engine"
 
 # Bad inputs: each with its status, code and field, and nothing written.
 before=$(counts)
@@ -63,7 +70,7 @@ expect 422 "$(api POST /v1/clusters '{"name":"x","template":"tight","nodes":3}' 
 r=$(api POST /v1/clusters '{"name":"t4","template":"tight","nodes":4}' "$USER")
 expect 202 "$r" '.cluster.layout.nodes | length == 2' "the same template with enough nodes"
 T4=$(body_of "$r" | jq -r .cluster.id)
-expect 200 "$(api POST "/v1/jobs/$(body_of "$r" | jq -r .job.id)/cancel" '' "$USER")" '' "cancel t4's create"
+api_wait_job "$(body_of "$r" | jq -r .job.id)" succeeded "$USER"
 # Layout changes are solved against the cluster as it is: a shrink that would
 # break a quantity is refused with the solver's reason, and records nothing.
 before_t4=$(counts)
@@ -75,7 +82,8 @@ expect 202 "$r" '.job.operation == "expand"' "expand t4 by 2"
 expect 200 "$(api GET "/v1/jobs/$(body_of "$r" | jq -r .job.id)" '' "$USER")" \
   '.request.target.size == 6 and (.request.target.layout.nodes | map(.count) | add) == 6' \
   "the expand's job carries the solved target layout"
-expect 200 "$(api POST "/v1/jobs/$(body_of "$r" | jq -r .job.id)/cancel" '' "$USER")" '' "cancel t4's expand"
+api_wait_job "$(body_of "$r" | jq -r .job.id)" succeeded "$USER"
+expect 200 "$(api GET "/v1/clusters/$T4" '' "$USER")" '.size == 6' "t4 expanded"
 before=$(counts)
 bad 409 conflict name '{"name":"web1","template":"lamp","nodes":1,"provider":"rackspace"}' "name in use"
 head -c 1100000 /dev/zero | tr '\0' 'a' | jq -Rc '{name: "big", template: "lamp", nodes: 1, config: {blob: .}}' > "$T/big.json"
@@ -95,15 +103,28 @@ expect 422 "$(api POST /v1/plans '{"template":"tight","nodes":3}' "$USER")" '.er
 [ "$(counts)" = "$before" ] || fail "a preview wrote rows"
 pass "POST /v1/plans: layout and task DAG (json, dot), nothing written"
 
-# Operations: busy cluster -> 409; job state changes.
+# Operations: busy cluster -> 409; pause, resume, cancel. No worker from here on:
+# jobs stay running, so their requests can be watched.
+kill "$(pid_of worker-a)"
+wait_exit worker-a 20 > /dev/null || fail "worker-a did not stop"
+r=$(api POST "/v1/clusters/$CID/expand" '{"nodes":2}' "$USER")
+expect 202 "$r" '.job.operation == "expand"' "expand web1"
+XJ=$(body_of "$r" | jq -r .job.id)
+api_wait_job "$XJ" running "$USER"
 expect 409 "$(api POST "/v1/clusters/$CID/expand" '{"nodes":2}' "$USER")" '.error.code == "conflict" and (.error.message | test("busy"))' "operation on a busy cluster"
-expect 409 "$(api POST "/v1/jobs/$JID/resume" '' "$USER")" '.error.code == "conflict"' "resume a pending job"
-expect 200 "$(api POST "/v1/jobs/$JID/pause" '' "$USER")" '.status == "paused"' "pause"
-expect 200 "$(api POST "/v1/jobs/$JID/resume" '' "$USER")" '.status == "pending"' "resume"
-expect 200 "$(api POST "/v1/jobs/$JID/cancel" '' "$USER")" '.status == "cancelled"' "cancel"
-expect 409 "$(api POST "/v1/jobs/$JID/retry" '' "$USER")" '.error.code == "conflict"' "retry a cancelled job"
-expect 404 "$(api POST "/v1/jobs/$JID/explode" '' "$USER")" '.error.code == "not-found"' "unknown job action"
-expect 404 "$(api GET "/v1/jobs/$JID/plan" '' "$USER")" '.error.code == "not-found"' "plan before the engine"
+expect 409 "$(api POST "/v1/jobs/$XJ/resume" '' "$USER")" '.error.code == "conflict"' "resume a running job"
+expect 202 "$(api POST "/v1/jobs/$XJ/pause" '' "$USER")" '.control == "pause"' "pause"
+api_wait_job "$XJ" paused "$USER"
+expect 409 "$(api POST "/v1/jobs/$XJ/pause" '' "$USER")" '.error.code == "conflict"' "pause a paused job"
+expect 202 "$(api POST "/v1/jobs/$XJ/resume" '' "$USER")" '.control == "resume"' "resume"
+api_wait_job "$XJ" running "$USER"
+expect 202 "$(api POST "/v1/jobs/$XJ/cancel" '' "$USER")" '.control == "cancel"' "cancel"
+api_wait_job "$XJ" cancelled "$USER"
+expect 409 "$(api POST "/v1/jobs/$XJ/cancel" '' "$USER")" '.error.code == "conflict"' "cancel a cancelled job"
+expect 404 "$(api POST "/v1/jobs/$XJ/retry" '' "$USER")" '.error.code == "not-found"' "retry is no job action"
+expect 404 "$(api POST "/v1/jobs/$XJ/explode" '' "$USER")" '.error.code == "not-found"' "unknown job action"
+expect 200 "$(api GET "/v1/jobs/$XJ/plan" '' "$USER")" '.operation == "expand" and (.tasks | length > 0)' "the job's plan"
+expect 200 "$(api GET "/v1/clusters/$CID" '' "$USER")" '.status == "active" and .size == 3' "a cancelled expand leaves the cluster as it was"
 expect 400 "$(api POST "/v1/clusters/$CID/expand" '{"nodes":"two"}' "$USER")" '.error.field == "nodes"' "expand with a bad body"
 expect 422 "$(api POST "/v1/clusters/$CID/shrink" '{"nodes":3}' "$USER")" '.error.code == "unsatisfiable"' "shrink to nothing"
 expect 404 "$(api POST "/v1/clusters/$CID/fly" '{}' "$USER")" '.error.code == "not-found"' "unknown operation"
@@ -115,7 +136,9 @@ for op in 'expand {"nodes":2}' 'shrink {"nodes":1}' 'addservices {"services":["m
   name=${op%% *}
   r=$(api POST "/v1/clusters/$CID/$name" "${op#* }" "$USER")
   expect 202 "$r" ".job.operation == \"$name\" and .job.status == \"pending\"" "$name"
-  expect 200 "$(api POST "/v1/jobs/$(body_of "$r" | jq -r .job.id)/cancel" '' "$USER")" '' "cancel $name"
+  J=$(body_of "$r" | jq -r .job.id)
+  expect 202 "$(api POST "/v1/jobs/$J/cancel" '' "$USER")" '' "cancel $name"
+  api_wait_job "$J" cancelled "$USER"
 done
 # Ten operations at once on the idle cluster: exactly one is accepted.
 racers=()
@@ -128,7 +151,8 @@ wait "${racers[@]}"
 [ "$(cat "$T"/race.* | sort | uniq -c | tr -s ' ' | sed 's/^ //' | paste -sd, -)" = "1 202,9 409" ] ||
   fail "ten concurrent operations: $(cat "$T"/race.* | sort | uniq -c | paste -sd, -)"
 RJ=$(body_of "$(api GET "/v1/jobs?cluster=$CID" '' "$USER")" | jq -r '.items[0].id')
-expect 200 "$(api POST "/v1/jobs/$RJ/cancel" '' "$USER")" '' "cancel the raced restart"
+expect 202 "$(api POST "/v1/jobs/$RJ/cancel" '' "$USER")" '' "cancel the raced restart"
+api_wait_job "$RJ" cancelled "$USER"
 pass "ten concurrent operations on one cluster: one 202, nine 409"
 
 # A cluster keeps the template version it was made from.
@@ -142,8 +166,8 @@ pass "clusters keep the template version they were created from"
 
 r=$(api DELETE "/v1/clusters/$CID" '' "$USER")
 expect 202 "$r" '.job.operation == "delete" and .cluster.status == "deleting"' "delete cluster"
-expect 200 "$(api GET "/v1/jobs?cluster=$CID" '' "$USER")" '.items | length == 12' "jobs of the cluster"
-pass "operations recorded as pending jobs, 409 while busy, job cancel/pause/resume/retry rules"
+expect 200 "$(api GET "/v1/jobs?cluster=$CID" '' "$USER")" '.items | length == 13' "jobs of the cluster"
+pass "operations recorded as pending jobs, 409 while busy, pause/resume/cancel acted on by the owner"
 
 # Isolation: another tenant's admin sees nothing; another user of the tenant neither.
 TOKEN=$OTHER
@@ -169,7 +193,7 @@ pass "tenant isolation: another tenant (and another user) gets 404 and empty lis
 # Fleet views and metrics.
 expect 200 "$(api GET /v1/members)" '.members[0].id == "droverd-a" and .ring.size > 0' "members"
 expect 200 "$(api GET /v1/workers)" '.workers == []' "workers"
-expect 200 "$(api GET /v1/queues)" '.queues == []' "queues"
+expect 200 "$(api GET /v1/queues)" '.queues | length == 1 and .[0].tenant == "acme" and .[0].class == "default" and .[0].length > 0' "queues: the running jobs' tasks wait for a worker"
 expect 403 "$(api GET /v1/members '' "$USER")" '.error.code == "forbidden"' "user reads members"
 curl -sf "http://127.0.0.1:$PORT/metrics" | grep -q '^drover_http_requests_total{code="202"} ' ||
   fail "/metrics lacks request counters"

@@ -6,7 +6,7 @@
 
 port=$(free_port)
 write_droverd_conf droverd-a "$port"
-write_worker_conf worker-a
+write_worker_conf worker-a "worker.plugin_dir = $DROVER_BUILD_DIR/plugins"
 start_proc droverd-a "$BIN/droverd"
 start_proc worker-a "$BIN/drover-worker"
 

@@ -1082,6 +1082,15 @@ static int cluster_operation(PGconn *conn, struct call *c, const char *op, struc
     if (rc == 0)
         rc = check_op(c, op, cluster);
     if (rc == 0) {
+        /* A cluster in a final state other than active takes a delete only: a create that
+         * failed made nothing to expand or configure; an operator looks at needs-operator. */
+        const char *st = json_string_value(json_object_get(cluster, "status"));
+        bool settled = st && (strcmp(st, "failed") == 0 || strcmp(st, "needs-operator") == 0);
+        if (settled && strcmp(op, "delete") != 0)
+            rc = call_fail(c, 409, "conflict", NULL,
+                           "cluster \"%s\" is %s: only a delete is possible", c->seg[2], st);
+    }
+    if (rc == 0) {
         rc = store_cluster_open_job(conn, c->seg[2], &open, err);
         if (rc == 0)
             rc = call_fail(c, 409, "conflict", NULL, "cluster \"%s\" is busy: job %s (%s) is %s",

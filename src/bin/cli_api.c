@@ -5,7 +5,7 @@
  *       KIND: providers hardwaretypes imagetypes services clustertemplates partialtemplates
  *   drover import DIR|FILE          drover export
  *   drover cluster list|get ID|create ...|delete ID|OPERATION ID [...]
- *   drover job list [--cluster ID]|get ID|watch ID|plan ID [--format dot]|cancel|pause|resume|retry
+ *   drover job list [--cluster ID]|get ID|watch ID|plan ID [--format dot]|cancel|pause|resume
  * ID drover preview ...              (POST /v1/plans) drover members|workers|queues|whoami drover
  * tenant create NAME|list  drover user create NAME --role R [--tenant T]|list drover token create
  *
@@ -463,14 +463,15 @@ static int usage_job(void)
                     "       drover job get ID\n"
                     "       drover job watch ID [--interval SECONDS]\n"
                     "       drover job plan ID [--format json|dot]\n"
-                    "       drover job cancel|pause|resume|retry ID\n");
+                    "       drover job cancel|pause|resume ID\n");
     return 2;
 }
 
 static int terminal(const char *status)
 {
     return strcmp(status, "succeeded") == 0 || strcmp(status, "failed") == 0 ||
-           strcmp(status, "rolledback") == 0 || strcmp(status, "cancelled") == 0;
+           strcmp(status, "rolled-back") == 0 || strcmp(status, "cancelled") == 0 ||
+           strcmp(status, "needs-operator") == 0;
 }
 
 static int job_watch(const struct cli_opts *o, const char *id, long interval)
@@ -489,10 +490,14 @@ static int job_watch(const struct cli_opts *o, const char *id, long interval)
             break;
         }
         const char *status = str(out, "status");
-        json_t *pr = json_object_get(out, "progress");
+        json_t *pr = json_object_get(out, "progress"),
+               *rb = json_object_get(out, "rollback_progress");
         char line[256];
-        snprintf(line, sizeof(line), "job %s %s: %s, %s/%s tasks done", id, str(out, "operation"),
-                 status, str(pr, "done"), str(pr, "total"));
+        int w = snprintf(line, sizeof(line), "job %s %s: %s, %s/%s tasks done", id,
+                         str(out, "operation"), status, str(pr, "done"), str(pr, "total"));
+        if (rb && w > 0 && (size_t)w < sizeof(line))
+            snprintf(line + w, sizeof(line) - (size_t)w, ", rollback %s/%s", str(rb, "done"),
+                     str(rb, "total"));
         if (strcmp(line, last) != 0) {
             if (o->json) {
                 char *s = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
@@ -527,8 +532,8 @@ int cli_job_main(int argc, char **argv)
     argc = cli_take_opts(argc, argv, &o);
     static const char *const cols[] = {"id",           "cluster",    "operation", "status",
                                        "requested_by", "created_at", NULL};
-    static const char *const task_cols[] = {"id",     "node_id",  "service", "action",
-                                            "status", "attempts", NULL};
+    static const char *const task_cols[] = {"phase",  "id",      "status", "attempts",
+                                            "worker", "waiting", NULL};
     if (argc < 2)
         return usage_job();
     const char *verb = argv[1];
@@ -564,6 +569,19 @@ int cli_job_main(int argc, char **argv)
             printf("job %s: %s of cluster %s, %s (%s/%s tasks done)\ncreated %s by %s\n", id,
                    str(out, "operation"), str(out, "cluster"), str(out, "status"), str(pr, "done"),
                    str(pr, "total"), str(out, "created_at"), str(out, "requested_by"));
+            if (json_is_string(json_object_get(out, "error")))
+                printf("error: %s\n", str(out, "error"));
+            if (json_is_string(json_object_get(out, "control")))
+                printf("asked to %s\n", str(out, "control"));
+            /* Why each task that waits does (the API's explanation), as one column. */
+            size_t i;
+            json_t *t;
+            json_array_foreach(json_object_get(out, "tasks"), i, t)
+            {
+                const char *why =
+                    json_string_value(json_object_get(json_object_get(t, "why"), "text"));
+                json_object_set_new(t, "waiting", json_string(why ? why : ""));
+            }
             if (json_array_size(json_object_get(out, "tasks")))
                 table(json_object_get(out, "tasks"), task_cols);
         }
@@ -589,8 +607,7 @@ int cli_job_main(int argc, char **argv)
         free(raw);
         return rc;
     }
-    if (strcmp(verb, "cancel") == 0 || strcmp(verb, "pause") == 0 || strcmp(verb, "resume") == 0 ||
-        strcmp(verb, "retry") == 0) {
+    if (strcmp(verb, "cancel") == 0 || strcmp(verb, "pause") == 0 || strcmp(verb, "resume") == 0) {
         char *p = xasprintf("/v1/jobs/%s/%s", id, verb);
         json_t *out;
         int rc = call(&o, "POST", p, NULL, &out);
@@ -600,7 +617,8 @@ int cli_job_main(int argc, char **argv)
         if (o.json)
             print_json(out);
         else
-            printf("job %s: %s\n", id, str(out, "status"));
+            printf("job %s: %s asked (the job is %s; its owner acts on it)\n", id, verb,
+                   str(out, "status"));
         json_decref(out);
         return 0;
     }
