@@ -260,8 +260,10 @@ int64_t plugin_deadline_ms(const struct plugin_task *t, int64_t def_ms)
     int64_t margin = t->timeout_ms / 10;
     if (margin > 5000)
         margin = 5000;
-    if (margin < 200)
-        margin = 200;
+    if (margin < 1000)
+        margin = 1000;
+    if (margin > t->timeout_ms / 2)
+        margin = t->timeout_ms / 2;
     int64_t d = t->timeout_ms - margin;
     if (d < 100)
         d = 100;

@@ -81,7 +81,9 @@ int64_t plugin_now_ms(void);
 /*
  * The moment (plugin_now_ms() clock) by which the plugin should have finished
  * and reported, a margin before the worker's time limit kills it: the limit
- * less a tenth, at most 5 s, at least 200 ms; def_ms when the task gives no limit.
+ * less a tenth, at most 5 s, at least 1 s (but never more than half of it), so
+ * that there is time to kill remote work and report; def_ms after the start
+ * when the task gives no limit.
  */
 int64_t plugin_deadline_ms(const struct plugin_task *t, int64_t def_ms);
 
