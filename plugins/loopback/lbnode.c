@@ -408,27 +408,28 @@ int lb_node_prepare(const struct lb_conf *c, struct lb_node *n, const char *pubk
     if (rc != 0)
         return rc;
 
-    char *conf = xasprintf("# sshd of loopback node %s (written by Drover's loopback provider)\n"
-                           "ListenAddress %s:22\n"
-                           "HostKey %s/ssh/host_ed25519_key\n"
-                           "HostKeyAlgorithms ssh-ed25519\n"
-                           "PidFile none\n"
-                           "AuthorizedKeysFile %s/ssh/authorized_keys\n"
-                           "PubkeyAuthentication yes\n"
-                           "PasswordAuthentication no\n"
-                           "KbdInteractiveAuthentication no\n"
-                           "PermitRootLogin prohibit-password\n"
-                           "UsePAM no\n"
-                           "StrictModes no\n"
-                           "PermitUserEnvironment no\n"
-                           "X11Forwarding no\n"
-                           "AllowTcpForwarding no\n"
-                           "PrintMotd no\n"
-                           "MaxStartups 64:30:128\n"
-                           "MaxSessions 32\n"
-                           "Subsystem sftp internal-sftp\n"
-                           "SetEnv DROVER_NODE_ROOT=%s/root DROVER_NODE_ID=%s\n",
-                           n->id, n->address, n->dir, n->dir, n->dir, n->node_id);
+    char *conf =
+        xasprintf("# sshd of loopback node %s (written by Drover's loopback provider)\n"
+                  "ListenAddress %s:22\n"
+                  "HostKey %s/ssh/host_ed25519_key\n"
+                  "HostKeyAlgorithms ssh-ed25519\n"
+                  "PidFile none\n"
+                  "AuthorizedKeysFile %s/ssh/authorized_keys %s/root%%h/.ssh/authorized_keys\n"
+                  "PubkeyAuthentication yes\n"
+                  "PasswordAuthentication no\n"
+                  "KbdInteractiveAuthentication no\n"
+                  "PermitRootLogin prohibit-password\n"
+                  "UsePAM no\n"
+                  "StrictModes no\n"
+                  "PermitUserEnvironment no\n"
+                  "X11Forwarding no\n"
+                  "AllowTcpForwarding no\n"
+                  "PrintMotd no\n"
+                  "MaxStartups 64:30:128\n"
+                  "MaxSessions 32\n"
+                  "Subsystem sftp internal-sftp\n"
+                  "SetEnv DROVER_NODE_ROOT=%s/root DROVER_NODE_ID=%s\n",
+                  n->id, n->address, n->dir, n->dir, n->dir, n->dir, n->node_id);
     snprintf(p, sizeof(p), "%s/ssh/sshd_config", n->dir);
     rc = write_text(p, conf, 0600, err);
     free(conf);

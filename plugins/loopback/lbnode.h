@@ -11,7 +11,9 @@
  *       ├── node.json            address, pids, namespace, host key fingerprint
  *       ├── sshd.log
  *       ├── ssh/                 (0700) host key, authorized_keys, sshd_config
- *       └── root/                the node's own "/": DROVER_NODE_ROOT in every session
+ *       └── root/                the node's own "/": DROVER_NODE_ROOT in every session;
+ *                                sshd also reads root/<home>/.ssh/authorized_keys, so
+ *                                the node's users' keys live where a real host has them
  *
  * Claims survive crashes (they are files) and are found again by provider-id,
  * so a retried create re-uses its address; the flock dies with its holder, so
