@@ -23,6 +23,17 @@ keyline=$(sed -n 2p "$T/cluster_key")
 grep -qF "$keyline" "$T/plugins.log" && fail "the cluster's private key reached the log"
 pass "no private key readable by others or logged"
 
+# The cluster's key (sshkey_generate) is what OpenSSH itself makes of it, and
+# libssh2 authenticated with it: confirm logs in with the cluster's key.
+[ "$(ssh-keygen -y -f "$T/cluster_key" | cut -d' ' -f1-2)" = "$(cut -d' ' -f1-2 "$T/cluster_key.pub")" ] ||
+  fail "ssh-keygen derives another public key from sshkey_generate's private key"
+[ "$(ssh-keygen -lf "$T/cluster_key" | awk '{print $2}')" = "$(ssh-keygen -lf "$T/cluster_key.pub" | awk '{print $2}')" ] ||
+  fail "fingerprints of the private and public key differ"
+task confirm node-1 | run "$LB" || fail "confirm: $(last .message)"
+last .message | grep -q "the cluster's key logs in" || fail "libssh2 did not authenticate: $(last .message)"
+grep -q "Accepted publickey for root .* ED25519" "$dir/sshd.log" || fail "sshd logged no ED25519 key login"
+pass "sshkey_generate's key: OpenSSH reads it, libssh2 authenticates with it against sshd"
+
 # A second client (OpenSSH) with the cluster's key, checking the same host key.
 known_host node-1
 [ "$(on node-1 'echo $DROVER_NODE_ROOT')" = "$dir/root" ] || fail "DROVER_NODE_ROOT on the node"
@@ -103,6 +114,20 @@ left=$(find "$NODES" -mindepth 1 -maxdepth 1 ! -name .lock ! -name .addresses | 
 [ "$left" = 0 ] || fail "$left entries left in the provider root"
 [ -z "$(ls -A "$NODES/.addresses")" ] || fail "claims left: $(ls "$NODES/.addresses")"
 pass "every node deleted: the provider root is empty"
+
+# --- another port, for machines whose own sshd listens on *:22 ---
+task create n-port 1 1 '.config.provider.port = 2222' | run "$LB" || fail "create on 2222: $(last .message)"
+merge n-port
+record_node n-port
+task confirm n-port 1 1 '.config.provider.port = 2222' | run "$LB" || fail "confirm on 2222: $(last .message)"
+merge n-port
+[ "$(kv n-port .ssh_port)" = 2222 ] || fail "confirm did not return ssh_port 2222"
+listening "$(kv n-port .ipaddresses.access_v4):2222" || fail "nothing listens on port 2222"
+task bootstrap n-port 1 1 '.config.service = {action: {type: "bootstrap", fields: {automators: ["shell"]}}}' |
+  run "$SSHA" || fail "the automator on port 2222: $(last .message)"
+task delete n-port 1 1 '.config.provider.port = 2222' | run "$LB" || fail "delete on 2222: $(last .message)"
+rm -f "$T/pids/lbnode-n-port.pid"
+pass "provider field port: a node on 2222, reached by the automator through ssh_port"
 
 # --- bad input: clear errors ---
 expect_fail() { # WHAT PATTERN: the plugin failed with a message matching PATTERN

@@ -95,6 +95,10 @@ int lb_conf_parse(json_t *provider, struct lb_conf *c, struct drv_err *err)
                            "provider field \"network\": \"%s\" is not inside 127.0.0.0/8", net);
     c->net_lo = (base & mask) + 1;
     c->net_hi = (base | ~mask) - 1;
+    json_t *port = json_object_get(provider, "port");
+    c->port = port ? (int)json_integer_value(port) : 22;
+    if (c->port <= 0 || c->port > 65535)
+        return drv_err_set(err, DRV_EINVAL, 0, "provider field \"port\": expected 1..65535");
     if (!sshd)
         sshd = "/usr/sbin/sshd";
     if (!unshare)
@@ -187,9 +191,9 @@ int lb_claim_find(const struct lb_conf *c, const char *id, char *addr)
     return rc;
 }
 
-bool lb_address_free(const char *addr)
+bool lb_address_free(const char *addr, int port)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(22)};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
         return false;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -212,7 +216,7 @@ int lb_claim_new(const struct lb_conf *c, const char *id, char *addr, struct drv
         char ip[16], path[700];
         inet_ntop(AF_INET, &a, ip, sizeof(ip));
         snprintf(path, sizeof(path), "%s/.addresses/%s", c->root, ip);
-        if (access(path, F_OK) == 0 || !lb_address_free(ip))
+        if (access(path, F_OK) == 0 || !lb_address_free(ip, c->port))
             continue;
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0) {
@@ -230,7 +234,10 @@ int lb_claim_new(const struct lb_conf *c, const char *id, char *addr, struct drv
         snprintf(addr, 16, "%s", ip);
         return 0;
     }
-    return drv_err_set(err, DRV_EUNSAT, 0, "no free address left in the provider's network");
+    return drv_err_set(err, DRV_EUNSAT, 0,
+                       "no address of the provider's network has port %d free (does a server "
+                       "listen on *:%d? then give the provider another \"port\")",
+                       c->port, c->port);
 }
 
 void lb_claim_release(const struct lb_conf *c, const char *id)
@@ -266,6 +273,7 @@ int lb_node_load(struct lb_node *n, struct drv_err *err)
     if ((s = json_string_value(json_object_get(j, "host_key_type"))))
         snprintf(n->host_key_type, sizeof(n->host_key_type), "%s", s);
     n->unshare_pid = (pid_t)json_integer_value(json_object_get(j, "unshare_pid"));
+    n->port = (int)json_integer_value(json_object_get(j, "port"));
     n->init_pid = (pid_t)json_integer_value(json_object_get(j, "sshd_pid"));
     json_decref(j);
     return 0;
@@ -274,10 +282,10 @@ int lb_node_load(struct lb_node *n, struct drv_err *err)
 int lb_node_save(const struct lb_node *n, struct drv_err *err)
 {
     json_t *j =
-        json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "provider-id", n->id, "address",
-                  n->address, "node", n->node_id, "host_key", n->host_key, "host_key_type",
-                  n->host_key_type, "unshare_pid", (json_int_t)n->unshare_pid, "sshd_pid",
-                  (json_int_t)n->init_pid, "pidns", n->pidns);
+        json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:I, s:I, s:s}", "provider-id", n->id, "address",
+                  n->address, "port", n->port, "node", n->node_id, "host_key", n->host_key,
+                  "host_key_type", n->host_key_type, "unshare_pid", (json_int_t)n->unshare_pid,
+                  "sshd_pid", (json_int_t)n->init_pid, "pidns", n->pidns);
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(j);
     char path[900];
@@ -410,7 +418,7 @@ int lb_node_prepare(const struct lb_conf *c, struct lb_node *n, const char *pubk
 
     char *conf =
         xasprintf("# sshd of loopback node %s (written by Drover's loopback provider)\n"
-                  "ListenAddress %s:22\n"
+                  "ListenAddress %s:%d\n"
                   "HostKey %s/ssh/host_ed25519_key\n"
                   "HostKeyAlgorithms ssh-ed25519\n"
                   "PidFile none\n"
@@ -429,7 +437,7 @@ int lb_node_prepare(const struct lb_conf *c, struct lb_node *n, const char *pubk
                   "MaxSessions 32\n"
                   "Subsystem sftp internal-sftp\n"
                   "SetEnv DROVER_NODE_ROOT=%s/root DROVER_NODE_ID=%s\n",
-                  n->id, n->address, n->dir, n->dir, n->dir, n->dir, n->node_id);
+                  n->id, n->address, n->port, n->dir, n->dir, n->dir, n->dir, n->node_id);
     snprintf(p, sizeof(p), "%s/ssh/sshd_config", n->dir);
     rc = write_text(p, conf, 0600, err);
     free(conf);
@@ -529,7 +537,7 @@ int lb_node_start(const struct lb_conf *c, struct lb_node *n, struct drv_err *er
 
 int lb_node_wait_listening(const struct lb_node *n, int64_t deadline_ms, struct drv_err *err)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(22)};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)n->port)};
     inet_pton(AF_INET, n->address, &sa.sin_addr);
     for (;;) {
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -550,14 +558,14 @@ int lb_node_wait_listening(const struct lb_node *n, int64_t deadline_ms, struct 
                 const char *nl = strrchr(log, '\n');
                 last = nl ? nl + 1 : log;
             }
-            drv_err_set(err, DRV_EIO, 0, "sshd of node \"%s\" on %s:22 died: %s", n->id, n->address,
-                        *last ? last : "(no log)");
+            drv_err_set(err, DRV_EIO, 0, "sshd of node \"%s\" on %s:%d died: %s", n->id, n->address,
+                        n->port, *last ? last : "(no log)");
             free(log);
             return DRV_EIO;
         }
         if (plugin_now_ms() >= deadline_ms)
-            return drv_err_set(err, DRV_ETIMEDOUT, 0, "sshd of node \"%s\" not listening on %s:22",
-                               n->id, n->address);
+            return drv_err_set(err, DRV_ETIMEDOUT, 0, "sshd of node \"%s\" not listening on %s:%d",
+                               n->id, n->address, n->port);
         usleep(20000);
     }
 }
@@ -657,10 +665,10 @@ int lb_node_destroy(const struct lb_conf *c, const char *id, int64_t deadline_ms
     if (!n.address[0] && lb_claim_find(c, id, addr) == 0)
         snprintf(n.address, sizeof(n.address), "%s", addr);
     /* The address is free once no process of the node holds it (invariant 2). */
-    while (n.address[0] && !lb_address_free(n.address)) {
+    while (n.address[0] && !lb_address_free(n.address, c->port)) {
         if (plugin_now_ms() >= deadline_ms)
-            return drv_err_set(err, DRV_ETIMEDOUT, 0, "node \"%s\": %s:22 still in use", id,
-                               n.address);
+            return drv_err_set(err, DRV_ETIMEDOUT, 0, "node \"%s\": %s:%d still in use", id,
+                               n.address, c->port);
         usleep(20000);
     }
     lb_claim_release(c, id);

@@ -2,7 +2,8 @@
  * lbnode: the machinery of the loopback provider (plugin-internal header).
  *
  * A loopback "machine" is a node directory plus its own sshd on its own
- * loopback address, port 22, in its own PID and mount namespace:
+ * loopback address, port 22 (the provider's "port"), in its own PID and mount
+ * namespace:
  *
  *   <root>/                      the provider's "root" field
  *   ├── .lock                    flock: one allocator at a time on this machine
@@ -42,6 +43,7 @@ struct lb_conf {
     uint32_t net_hi;   /* last */
     char sshd[256];    /* /usr/sbin/sshd */
     char unshare[256]; /* /usr/bin/unshare */
+    int port;          /* sshd's port on every node: 22, unless the machine's own sshd has *:22 */
 };
 
 /* What node.json holds. */
@@ -49,6 +51,7 @@ struct lb_node {
     char id[256];     /* provider-id */
     char dir[800];    /* <root>/<id> */
     char address[16]; /* "127.77.0.3" */
+    int port;         /* sshd's port (the provider's "port") */
     char node_id[129];
     pid_t unshare_pid; /* host pid of unshare (parent of the namespace) */
     pid_t init_pid;    /* host pid of sshd, PID 1 of the namespace */
@@ -57,7 +60,7 @@ struct lb_node {
     char host_key_type[32];
 };
 
-/* Parse the provider fields (config.provider): root, network, sshd, unshare. */
+/* Parse the provider fields (config.provider): root, network, port, sshd, unshare. */
 int lb_conf_parse(json_t *provider, struct lb_conf *c, struct drv_err *err);
 
 /* Take the machine-wide allocation lock (flock on <root>/.lock); returns its fd. */
@@ -97,7 +100,7 @@ int lb_node_prepare(const struct lb_conf *c, struct lb_node *n, const char *pubk
                     struct drv_err *err);
 
 /*
- * Wait until something accepts TCP on the node's address, port 22, or its
+ * Wait until something accepts TCP on the node's address and port, or its
  * sshd dies, or deadline_ms (plugin_now_ms clock) passes.
  */
 int lb_node_wait_listening(const struct lb_node *n, int64_t deadline_ms, struct drv_err *err);
@@ -111,7 +114,7 @@ int lb_node_wait_listening(const struct lb_node *n, int64_t deadline_ms, struct 
 int lb_node_destroy(const struct lb_conf *c, const char *id, int64_t deadline_ms,
                     struct drv_err *err);
 
-/* Can something bind addr:22 now (nothing listens there)? */
-bool lb_address_free(const char *addr);
+/* Can something bind addr:port now (nothing listens there)? */
+bool lb_address_free(const char *addr, int port);
 
 #endif

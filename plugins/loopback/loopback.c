@@ -98,6 +98,7 @@ static int do_create(struct plugin_task *t, const struct lb_conf *c, const char 
         node_paths(c, id, &n);
     }
     snprintf(n.address, sizeof(n.address), "%s", addr);
+    n.port = c->port;
     snprintf(n.node_id, sizeof(n.node_id), "%s", t->node_id);
     if (lb_node_prepare(c, &n, pub, &err) != 0) {
         lb_unlock(lk);
@@ -115,9 +116,9 @@ static int do_create(struct plugin_task *t, const struct lb_conf *c, const char 
         plugin_result_fail(r, "create: %s", err.msg);
         return 0;
     }
-    plugin_result_ok(r, "%s node %s on %s:22 (%s)",
+    plugin_result_ok(r, "%s node %s on %s:%d (%s)",
                      running ? "found running" : (resumed ? "resumed" : "created"), t->node_id,
-                     n.address, id);
+                     n.address, n.port, id);
     return 0;
 }
 
@@ -141,7 +142,7 @@ static int do_confirm(struct plugin_task *t, const struct lb_conf *c, const char
     const char *user = plugin_cfg_str(t, "ssh.user");
     struct sshc_opts o = {
         .host = n.address,
-        .port = 22,
+        .port = n.port,
         .user = key ? (user ? user : "root") : NULL,
         .private_key = key,
         .public_key = plugin_cfg_str(t, "ssh.public_key"),
@@ -185,8 +186,10 @@ static int do_confirm(struct plugin_task *t, const struct lb_conf *c, const char
     plugin_result_set(r, "ssh_host_key", json_string(n.host_key));
     plugin_result_set(r, "ssh_host_key_type", json_string(n.host_key_type));
     plugin_result_set(r, "node_root", json_string(want));
-    plugin_result_ok(r, "node %s answers on %s:22 with host key %s%s", t->node_id, n.address,
-                     n.host_key, key ? "; the cluster's key logs in" : "");
+    if (n.port != 22)
+        plugin_result_set(r, "ssh_port", json_integer(n.port));
+    plugin_result_ok(r, "node %s answers on %s:%d with host key %s%s", t->node_id, n.address,
+                     n.port, n.host_key, key ? "; the cluster's key logs in" : "");
     return 0;
 }
 
