@@ -177,6 +177,17 @@ action 19 t/echo.sh null ".config.ssh_host_key = \"$(kv node-2 .ssh_host_key)\""
   fail "the automator logged in to a host whose key did not match"
 pass "bad input: missing script or data, wrong or missing host key, unreachable host, bad key, bad JSON"
 
+# An unknown macro is refused where the engine expands the task (macro_expand),
+# with the value's path: the task never reaches a node with a broken config.
+rc=0
+jq -cn '{value: {zookeeper: {servers: "%join(map(hosts.service.zookeeper-server,\"$\"),\",\")%"}},
+  nodes: {}, self: "node-1"}' | "$DROVER_BUILD_DIR/tests/plugins/drover-test-macro" 2> "$T/macro.err" || rc=$?
+[ "$rc" = 1 ] || fail "an unknown macro expanded (rc $rc)"
+grep -q 'config.zookeeper.servers: macro "%join(map(hosts.service.zookeeper-server' "$T/macro.err" ||
+  fail "unknown macro message: $(cat "$T/macro.err")"
+grep -q "unknown macro" "$T/macro.err" || fail "unknown macro message: $(cat "$T/macro.err")"
+pass "an unknown macro: $(cat "$T/macro.err")"
+
 # Nothing the automator did put the cluster's key in a log or on the node.
 keyline=$(sed -n 2p "$T/cluster_key")
 grep -qF "$keyline" "$T/plugins.log" && fail "the private key reached the log"

@@ -177,4 +177,10 @@ other=$(cut -d' ' -f1-2 "$(node_dir h1)/ssh/host_ed25519_key.pub")
 ptask create q-1 1 ".config.provider.pool = \"rack-b\" | .config.provider.hosts = [.config.provider.hosts[1] | .host_key = \"$other\"]" |
   expect_fail "wrong host key" "does not match"
 pass "bad input: clear errors"
+
+# The pool's key and the cluster's never reach the log.
+for k in "$T/pool_key" "$T/cluster_key"; do
+  grep -qF "$(sed -n 2p "$k")" "$T/plugins.log" && fail "a private key reached the log"
+done
+pass "no private key in the log"
 pass "ssh-pool provider"
