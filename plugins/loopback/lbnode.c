@@ -497,8 +497,9 @@ int lb_node_start(const struct lb_conf *c, struct lb_node *n, struct drv_err *er
         dup2(nul, 1);
         dup2(lg >= 0 ? lg : nul, 2);
         /* Nothing of the plugin's (the worker's pipes above all) stays open. */
-        for (int fd = 3; fd < 1024; fd++)
-            close(fd);
+        if (close_range(3, ~0u, 0) != 0)
+            for (int fd = 3; fd < 65536; fd++)
+                close(fd);
         signal(SIGPIPE, SIG_DFL);
         execl(c->unshare, "unshare", "--pid", "--fork", "--mount-proc", "--kill-child", c->sshd,
               "-D", "-f", cfg, "-E", logp, (char *)NULL);
