@@ -1,0 +1,183 @@
+# plugins_lib.sh: helpers for the plugin integration tests. Source it from a
+# test run by scripts/with-stack. It plays the worker's part: it writes task
+# JSON as docs/plugins.md describes it, runs a plugin with it on standard input,
+# and merges the result's key-values into the node's config for later tasks.
+#
+# Nodes: every test gets its own provider root ($T/nodes) and its own /24 of
+# loopback addresses, reserved machine-wide under /tmp/drover-loopback-nets so
+# that tests running side by side never share one. Every node made through
+# lb_create is deleted by the EXIT trap however the test ends, and its sshd (the
+# PID 1 of the node's namespace) is recorded in the stack's pid directory, so
+# that the stack's reaper stops it even when the test is killed with SIGKILL.
+
+# shellcheck source=../lib.sh
+. "$DROVER_SOURCE_DIR/integration/lib.sh"
+
+PLUGINS="$DROVER_BUILD_DIR/plugins"
+LB="$PLUGINS/loopback/loopback"
+SSHA="$PLUGINS/ssh/ssh"
+POOL="$PLUGINS/ssh-pool/ssh-pool"
+KEYGEN="$DROVER_BUILD_DIR/tests/plugins/drover-test-keygen"
+NODES="$T/nodes"
+KV="$T/kv"
+NET_LOCKS=/tmp/drover-loopback-nets
+mkdir -p "$KV" "$T/pids"
+: > "$T/plugins.log"
+
+# reserve_net: a free 127.X.Y.0/24 for this test, into NET.
+reserve_net() {
+  mkdir -p "$NET_LOCKS"
+  local i x y n
+  for i in $(seq 1 500); do
+    x=$((100 + RANDOM % 150))
+    y=$((RANDOM % 256))
+    n="127.$x.$y"
+    if mkdir "$NET_LOCKS/$n" 2>/dev/null; then
+      echo "$T" > "$NET_LOCKS/$n/owner"
+      NET="$n.0/24"
+      NET_PREFIX="$n"
+      echo "$NET_LOCKS/$n" > "$T/net.lock"
+      return 0
+    fi
+    # A reservation whose test directory is gone is stale: take it over.
+    if [ ! -d "$(cat "$NET_LOCKS/$n/owner" 2>/dev/null || echo /nonexistent)" ]; then
+      echo "$T" > "$NET_LOCKS/$n/owner"
+      NET="$n.0/24"
+      NET_PREFIX="$n"
+      echo "$NET_LOCKS/$n" > "$T/net.lock"
+      return 0
+    fi
+  done
+  fail "no free loopback /24 for the test"
+}
+reserve_net
+
+# The cluster's key pair, made by the engine's own function (sshkey_generate).
+"$KEYGEN" "$T/cluster_key" "drover-test-cluster" || fail "keygen"
+CLUSTER_PUB=$(cat "$T/cluster_key.pub")
+
+provider_json() {
+  jq -cn --arg root "$NODES" --arg net "$NET" \
+    '{name: "local", providertype: "loopback", root: $root, network: $net}'
+}
+
+# task TASKNAME NODE [ATTEMPT [INDEX [EXTRA_JQ]]]: a task JSON on stdout. The
+# node's config is what earlier tasks returned ($KV/NODE.json), plus the
+# provider, the cluster's keys and CLUSTER_CONFIG (a JSON object, default {}).
+# EXTRA_JQ is a jq filter applied last (to add fields or break things).
+task() {
+  local name=$1 node=$2 attempt=${3:-1} index=${4:-1} extra=${5:-.}
+  local kv="$KV/$node.json"
+  [ -f "$kv" ] || echo '{}' > "$kv"
+  jq -c --arg name "$name" --arg node "$node" --argjson att "$attempt" --arg idx "$index" \
+    --arg job "${JOB_ID:-7}" --arg cluster "${CLUSTER_ID:-c1}" \
+    --argjson prov "$(provider_json)" --argjson cc "${CLUSTER_CONFIG:-{\}}" \
+    --arg pub "$CLUSTER_PUB" --rawfile priv "$T/cluster_key" \
+    --argjson timeout "${TIMEOUT_MS:-120000}" --arg svc "${SERVICE:-}" \
+    '{format: 1, taskId: ($job + "." + $idx + "." + ($att|tostring)), jobId: $job,
+      clusterId: $cluster, tenant: "acme", task: ($node + "/" + $name), taskName: $name,
+      nodeId: $node, service: $svc, attempt: $att, cleanup: false, timeout_ms: $timeout,
+      config: (. + {clustername: "c1", cluster: $cc, provider: $prov,
+                    ssh: {user: "root", public_key: $pub, private_key: $priv}})} | '"$extra" "$kv"
+}
+
+# run PLUGIN: the task on stdin; the result in $T/last.json, stderr appended to
+# $T/plugins.log; returns the plugin's exit status.
+run() {
+  local rc=0
+  "$1" > "$T/last.json" 2>> "$T/plugins.log" || rc=$?
+  return $rc
+}
+
+last() { jq -r "$1" "$T/last.json"; }
+
+# merge NODE: merge the last result's key-values into the node's config.
+merge() {
+  local kv="$KV/$1.json"
+  jq -c --slurpfile r "$T/last.json" '. + $r[0].result | with_entries(select(.value != null))' \
+    "$kv" > "$kv.new" && mv "$kv.new" "$kv"
+}
+
+kv() { jq -r "$2" "$KV/$1.json"; }
+
+node_dir() { echo "$NODES/$(kv "$1" '."provider-id"')"; }
+
+# lb_create NODE...: create and confirm each node (in parallel), failing the test on error.
+lb_create() {
+  local n pids=() rc=0
+  for n in "$@"; do
+    (task create "$n" | "$LB" > "$T/create-$n.json" 2>> "$T/plugins.log") &
+    pids+=($!)
+  done
+  for n in "${pids[@]}"; do wait "$n" || rc=1; done
+  for n in "$@"; do
+    cp "$T/create-$n.json" "$T/last.json"
+    [ "$(last .status)" = ok ] || fail "create $n: $(last .message)"
+    merge "$n"
+    record_node "$n"
+    task confirm "$n" | run "$LB" || fail "confirm $n: $(last .message)"
+    merge "$n"
+  done
+  return $rc
+}
+
+# record_node NODE: put the node's sshd in the stack's pid directory (reaper).
+record_node() {
+  local dir
+  dir=$(node_dir "$1")
+  jq -r .sshd_pid "$dir/node.json" > "$T/pids/lbnode-$1.pid"
+}
+
+lb_delete() {
+  task delete "$1" | run "$LB" || fail "delete $1: $(last .message)"
+  rm -f "$T/pids/lbnode-$1.pid"
+}
+
+# Processes (not zombies) in the PID namespace NS ("pid:[...]").
+ns_procs() {
+  local ns=$1 p n=0
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/ns/pid" 2>/dev/null)" = "$ns" ] || continue
+    [ "$(awk '{print $3}' "$p/stat" 2>/dev/null)" = Z ] && continue
+    n=$((n + 1))
+  done
+  echo $n
+}
+
+listening() { ss -Htln "src = $1" 2>/dev/null | grep -q .; }
+
+# on NODE CMD...: run a command on the node with OpenSSH's client (a second,
+# independent client: what libssh2 did is checked with another tool).
+on() {
+  local node=$1
+  shift
+  ssh -n -i "$T/cluster_key" -o BatchMode=yes -o StrictHostKeyChecking=yes \
+    -o UserKnownHostsFile="$T/known_hosts" -o LogLevel=ERROR \
+    "root@$(kv "$node" .ipaddresses.access_v4)" "$@"
+}
+
+# known_host NODE: trust the node's host key (the public key the provider wrote).
+known_host() {
+  local dir addr
+  dir=$(node_dir "$1")
+  addr=$(kv "$1" .ipaddresses.access_v4)
+  touch "$T/known_hosts"
+  grep -v "^$addr " "$T/known_hosts" > "$T/known_hosts.new" || true
+  echo "$addr $(cut -d' ' -f1-2 "$dir/ssh/host_ed25519_key.pub")" >> "$T/known_hosts.new"
+  mv "$T/known_hosts.new" "$T/known_hosts"
+}
+
+cleanup_nodes() {
+  local rc=$? j id
+  for j in "$NODES"/*/node.json; do
+    [ -f "$j" ] || continue
+    id=$(jq -r '."provider-id"' "$j")
+    jq -cn --arg id "$id" --argjson prov "$(provider_json)" \
+      '{taskId: "0.0.1", taskName: "delete", config: {provider: $prov, "provider-id": $id}}' |
+      "$LB" > /dev/null 2>> "$T/plugins.log" || echo "cleanup: delete $id failed" >&2
+  done
+  rm -f "$T"/pids/lbnode-*.pid
+  [ -f "$T/net.lock" ] && rm -rf "$(cat "$T/net.lock")"
+  return $rc
+}
+trap cleanup_nodes EXIT

@@ -1,0 +1,231 @@
+/*
+ * poolzk: ssh-pool's claims in ZooKeeper, with the client's synchronous calls
+ * (see poolzk.h for the znodes and why a plain create is the whole lock).
+ */
+#include "poolzk.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <zookeeper/zookeeper.h>
+
+#include "log.h"
+#include "plugin.h"
+#include "xalloc.h"
+
+struct poolzk {
+    zhandle_t *zh;
+    struct ACL_vector *acl;
+    struct ACL digest_acl[2];
+    struct ACL_vector digest_vec;
+};
+
+static int zerr(struct drv_err *err, int rc, const char *what, const char *path)
+{
+    return drv_err_set(err, DRV_EZK, rc, "zookeeper %s \"%s\": %s", what, path, zerror(rc));
+}
+
+static int read_digest(const char *path, char *out, size_t n, struct drv_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return drv_err_set(err, DRV_EIO, errno, "DROVER_ZK_DIGEST_FILE \"%s\": %s", path,
+                           strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (st.st_mode & 077)) {
+        close(fd);
+        return drv_err_set(err, DRV_EINVAL, 0,
+                           "DROVER_ZK_DIGEST_FILE \"%s\": readable by others (chmod 600 it)", path);
+    }
+    ssize_t r = read(fd, out, n - 1);
+    close(fd);
+    if (r <= 0)
+        return drv_err_set(err, DRV_EINVAL, 0, "DROVER_ZK_DIGEST_FILE \"%s\": empty", path);
+    out[r] = '\0';
+    out[strcspn(out, "\r\n")] = '\0';
+    char *colon = strchr(out, ':');
+    if (!colon || colon == out || !colon[1]) {
+        explicit_bzero(out, n);
+        return drv_err_set(err, DRV_EINVAL, 0,
+                           "DROVER_ZK_DIGEST_FILE \"%s\": expected one line \"user:password\"",
+                           path);
+    }
+    return 0;
+}
+
+struct poolzk *poolzk_open(const char *hosts, const char *digest_file, int64_t deadline_ms,
+                           struct drv_err *err)
+{
+    if (!hosts || !*hosts) {
+        drv_err_set(err, DRV_EINVAL, 0,
+                    "DROVER_ZK_HOSTS is not set: ssh-pool keeps its claims in ZooKeeper");
+        return NULL;
+    }
+    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+    struct poolzk *z = xcalloc(1, sizeof(*z));
+    z->acl = &ZOO_OPEN_ACL_UNSAFE;
+    z->zh = zookeeper_init2(hosts, NULL, 15000, NULL, NULL, 0, log_zk_callback);
+    if (!z->zh) {
+        drv_err_set(err, DRV_EZK, errno, "zookeeper \"%s\": %s", hosts, strerror(errno));
+        free(z);
+        return NULL;
+    }
+    while (zoo_state(z->zh) != ZOO_CONNECTED_STATE) {
+        if (plugin_now_ms() >= deadline_ms) {
+            drv_err_set(err, DRV_ETIMEDOUT, 0, "zookeeper \"%s\": not connected in time", hosts);
+            poolzk_close(z);
+            return NULL;
+        }
+        usleep(10000);
+    }
+    if (digest_file && *digest_file) {
+        char cred[400];
+        if (read_digest(digest_file, cred, sizeof(cred), err) != 0) {
+            poolzk_close(z);
+            return NULL;
+        }
+        char user[200];
+        snprintf(user, sizeof(user), "%.*s", (int)(strchr(cred, ':') - cred), cred);
+        int rc = zoo_add_auth(z->zh, "digest", cred, (int)strlen(cred), NULL, NULL);
+        explicit_bzero(cred, sizeof(cred));
+        if (rc != ZOK) {
+            zerr(err, rc, "add digest auth for", user);
+            poolzk_close(z);
+            return NULL;
+        }
+        /* All for the digest identity that creates, read for the world (as coord). */
+        z->digest_acl[0] = (struct ACL){.perms = ZOO_PERM_ALL, .id = ZOO_AUTH_IDS};
+        z->digest_acl[1] = (struct ACL){.perms = ZOO_PERM_READ, .id = ZOO_ANYONE_ID_UNSAFE};
+        z->digest_vec = (struct ACL_vector){.count = 2, .data = z->digest_acl};
+        z->acl = &z->digest_vec;
+    }
+    return z;
+}
+
+void poolzk_close(struct poolzk *z)
+{
+    if (!z)
+        return;
+    if (z->zh)
+        zookeeper_close(z->zh);
+    free(z);
+}
+
+int poolzk_ensure(struct poolzk *z, const char *pool, struct drv_err *err)
+{
+    char path[512];
+    const char *parts[] = {"/drover", "/pools", "/", "/claims"};
+    path[0] = '\0';
+    for (size_t i = 0; i < 4; i++) {
+        if (i == 2)
+            snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", pool);
+        else
+            snprintf(path + strlen(path), sizeof(path) - strlen(path), "%s", parts[i]);
+        int rc = zoo_create(z->zh, path, "{}", 2, z->acl, 0, NULL, 0);
+        if (rc != ZOK && rc != ZNODEEXISTS)
+            return zerr(err, rc, "create", path);
+    }
+    return 0;
+}
+
+static void claim_path(char *out, size_t n, const char *pool, const char *host)
+{
+    snprintf(out, n, "/drover/pools/%s/claims/%s", pool, host);
+}
+
+int poolzk_claim(struct poolzk *z, const char *pool, const char *host, json_t *data,
+                 struct drv_err *err)
+{
+    char path[600];
+    claim_path(path, sizeof(path), pool, host);
+    char *s = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
+    int rc = zoo_create(z->zh, path, s, (int)strlen(s), z->acl, 0, NULL, 0);
+    free(s);
+    if (rc == ZNODEEXISTS)
+        return DRV_EEXIST;
+    if (rc != ZOK)
+        return zerr(err, rc, "create", path);
+    return 0;
+}
+
+int poolzk_get(struct poolzk *z, const char *pool, const char *host, json_t **data, int *version,
+               struct drv_err *err)
+{
+    char path[600], buf[8192];
+    claim_path(path, sizeof(path), pool, host);
+    int len = sizeof(buf) - 1;
+    struct Stat st;
+    int rc = zoo_get(z->zh, path, 0, buf, &len, &st);
+    if (rc == ZNONODE)
+        return DRV_ENOENT;
+    if (rc != ZOK)
+        return zerr(err, rc, "get", path);
+    buf[len < 0 ? 0 : len] = '\0';
+    json_t *j = json_loads(buf, 0, NULL);
+    if (!json_is_object(j)) {
+        json_decref(j);
+        j = json_object();
+    }
+    *data = j;
+    if (version)
+        *version = st.version;
+    return 0;
+}
+
+int poolzk_set(struct poolzk *z, const char *pool, const char *host, json_t *data, int version,
+               struct drv_err *err)
+{
+    char path[600];
+    claim_path(path, sizeof(path), pool, host);
+    char *s = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
+    int rc = zoo_set(z->zh, path, s, (int)strlen(s), version);
+    free(s);
+    if (rc != ZOK)
+        return zerr(err, rc, "set", path);
+    return 0;
+}
+
+int poolzk_find(struct poolzk *z, const char *pool, const char *tenant, const char *cluster,
+                const char *node, char *host, size_t len, struct drv_err *err)
+{
+    char dir[512];
+    snprintf(dir, sizeof(dir), "/drover/pools/%s/claims", pool);
+    struct String_vector kids = {0};
+    int rc = zoo_get_children(z->zh, dir, 0, &kids);
+    if (rc == ZNONODE)
+        return DRV_ENOENT;
+    if (rc != ZOK)
+        return zerr(err, rc, "list", dir);
+    int found = DRV_ENOENT;
+    for (int i = 0; i < kids.count && found == DRV_ENOENT; i++) {
+        json_t *d = NULL;
+        if (poolzk_get(z, pool, kids.data[i], &d, NULL, NULL) != 0)
+            continue;
+        const char *t = json_string_value(json_object_get(d, "tenant"));
+        const char *c = json_string_value(json_object_get(d, "cluster"));
+        const char *n = json_string_value(json_object_get(d, "node"));
+        if (t && c && n && strcmp(t, tenant) == 0 && strcmp(c, cluster) == 0 &&
+            strcmp(n, node) == 0) {
+            snprintf(host, len, "%s", kids.data[i]);
+            found = 0;
+        }
+        json_decref(d);
+    }
+    deallocate_String_vector(&kids);
+    return found;
+}
+
+int poolzk_release(struct poolzk *z, const char *pool, const char *host, struct drv_err *err)
+{
+    char path[600];
+    claim_path(path, sizeof(path), pool, host);
+    int rc = zoo_delete(z->zh, path, -1);
+    if (rc != ZOK && rc != ZNONODE)
+        return zerr(err, rc, "delete", path);
+    return 0;
+}

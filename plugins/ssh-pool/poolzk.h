@@ -1,0 +1,65 @@
+/*
+ * poolzk: host claims of the ssh-pool provider in ZooKeeper (plugin-internal).
+ *
+ *   /drover/pools/<pool>/claims/<address>:<port>   P   {"provider-id": ..., "tenant": ...,
+ *                                                       "cluster": ..., "node": ...,
+ *                                                       "state": "claimed" | "wiping"}
+ *
+ * A claim is a persistent znode created with a plain create: ZooKeeper lets
+ * exactly one of several concurrent creators succeed, so a host is never given
+ * to two nodes, whichever workers ask at once. It is persistent because the
+ * host stays the node's long after this plugin has exited; delete removes it
+ * after wiping the host. With digest credentials the znodes are created with
+ * the identity's ACL (all for it, read for the world), as coord does.
+ *
+ * The client is the ZooKeeper C library's synchronous API (a plugin is a
+ * short-lived program with nothing else to do while it waits).
+ */
+#ifndef DROVER_POOLZK_H
+#define DROVER_POOLZK_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "error.h"
+
+struct poolzk;
+
+/*
+ * Connect to hosts (a ZooKeeper connection string, chroot suffix allowed) with
+ * the digest credentials in digest_file ("user:password", mode 0600; NULL or ""
+ * for none), waiting until connected or deadline_ms (plugin_now_ms clock).
+ */
+struct poolzk *poolzk_open(const char *hosts, const char *digest_file, int64_t deadline_ms,
+                           struct drv_err *err);
+void poolzk_close(struct poolzk *z);
+
+/* Create /drover/pools/<pool>/claims and its parents when missing. */
+int poolzk_ensure(struct poolzk *z, const char *pool, struct drv_err *err);
+
+/*
+ * Claim host for the node: DRV_EEXIST when someone holds it. data (a JSON
+ * object) is written into the claim.
+ */
+int poolzk_claim(struct poolzk *z, const char *pool, const char *host, json_t *data,
+                 struct drv_err *err);
+
+/*
+ * The claim held by the node (tenant, cluster, node), if any: host gets the
+ * claim's name (size len); DRV_ENOENT when none.
+ */
+int poolzk_find(struct poolzk *z, const char *pool, const char *tenant, const char *cluster,
+                const char *node, char *host, size_t len, struct drv_err *err);
+
+/* Read a claim's data (new reference) and version; DRV_ENOENT when none. */
+int poolzk_get(struct poolzk *z, const char *pool, const char *host, json_t **data, int *version,
+               struct drv_err *err);
+
+/* Replace a claim's data at version. */
+int poolzk_set(struct poolzk *z, const char *pool, const char *host, json_t *data, int version,
+               struct drv_err *err);
+
+/* Release a claim; a missing one is fine. */
+int poolzk_release(struct poolzk *z, const char *pool, const char *host, struct drv_err *err);
+
+#endif

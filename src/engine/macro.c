@@ -1,0 +1,637 @@
+/*
+ * macro: expansion of %...% macros in JSON values (see macro.h for the forms).
+ *
+ * How a string is expanded: the text is copied up to a "%"; "%%" gives "%";
+ * the body up to the next "%" is one macro, parsed by the grammar
+ *
+ *   expr  := "join" "(" list "," quoted ")" | list
+ *   list  := "map" "(" basic "," quoted ")" | basic
+ *   basic := name [ "[" digits "]" ]        name: [A-Za-z0-9_.-]+
+ *
+ * and evaluated at once against the cluster (struct cluster below: the nodes
+ * in natural id order, built once per call). A value is a list of strings
+ * (one string for a scalar), joined by join's separator or ",". Evaluation
+ * yields one of:
+ * resolved (text appended), unresolved (the macro is copied as written, or an
+ * error under MACRO_STRICT), or an error (syntax, unknown name, missing node
+ * data).
+ *
+ * Bounds: the output of one string is at most MACRO_MAX_OUTPUT bytes, a
+ * quoted string at most 4 KiB, an index at most 9 digits.
+ */
+#include "macro.h"
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
+
+/* ---- the cluster: nodes in natural order ---- */
+
+struct cnode {
+    const char *id;
+    const json_t *j;
+};
+
+struct cluster {
+    struct cnode *v;
+    size_t n;
+    const struct macro_ctx *ctx;
+    const struct cnode *self; /* NULL when no self or not found */
+    unsigned flags;
+};
+
+/* Natural order: runs of digits compare as numbers ("node-2" < "node-10"). */
+static int natcmp(const char *a, const char *b)
+{
+    while (*a && *b) {
+        if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+            while (*a == '0' && isdigit((unsigned char)a[1]))
+                a++;
+            while (*b == '0' && isdigit((unsigned char)b[1]))
+                b++;
+            size_t la = 0, lb = 0;
+            while (isdigit((unsigned char)a[la]))
+                la++;
+            while (isdigit((unsigned char)b[lb]))
+                lb++;
+            if (la != lb)
+                return la < lb ? -1 : 1;
+            int c = strncmp(a, b, la);
+            if (c)
+                return c;
+            a += la;
+            b += lb;
+            continue;
+        }
+        if (*a != *b)
+            return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+        a++;
+        b++;
+    }
+    if (*a || *b)
+        return *a ? 1 : -1;
+    return 0;
+}
+
+static int cnode_cmp(const void *x, const void *y)
+{
+    const struct cnode *a = x, *b = y;
+    int c = natcmp(a->id, b->id);
+    return c ? c : strcmp(a->id, b->id);
+}
+
+static void cluster_init(struct cluster *c, const struct macro_ctx *ctx, unsigned flags)
+{
+    memset(c, 0, sizeof(*c));
+    c->ctx = ctx;
+    c->flags = flags;
+    const json_t *nodes = ctx ? ctx->nodes : NULL;
+    if (json_is_object(nodes) && json_object_size(nodes) > 0) {
+        c->v = xcalloc(json_object_size(nodes), sizeof(*c->v));
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)nodes, k, v)
+        {
+            if (!json_is_object(v))
+                continue;
+            c->v[c->n].id = k;
+            c->v[c->n].j = v;
+            c->n++;
+        }
+        qsort(c->v, c->n, sizeof(*c->v), cnode_cmp);
+    }
+    if (ctx && ctx->self)
+        for (size_t i = 0; i < c->n; i++)
+            if (strcmp(c->v[i].id, ctx->self) == 0)
+                c->self = &c->v[i];
+}
+
+static bool has_service(const struct cnode *n, const char *svc)
+{
+    json_t *s = json_object_get(n->j, "services");
+    size_t i;
+    json_t *e;
+    json_array_foreach(s, i, e) if (json_is_string(e) &&
+                                    strcmp(json_string_value(e), svc) == 0) return true;
+    return false;
+}
+
+/* ---- strings and lists ---- */
+
+struct sbuf {
+    char *p;
+    size_t n, cap;
+    bool over; /* passed MACRO_MAX_OUTPUT */
+};
+
+static void sb_add(struct sbuf *b, const char *s, size_t len)
+{
+    if (b->over || b->n + len > MACRO_MAX_OUTPUT) {
+        b->over = true;
+        return;
+    }
+    if (b->n + len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->n + len + 1)
+            cap *= 2;
+        b->p = xrealloc(b->p, cap);
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, len);
+    b->n += len;
+    b->p[b->n] = '\0';
+}
+
+static void sb_str(struct sbuf *b, const char *s)
+{
+    sb_add(b, s, strlen(s));
+}
+
+struct list {
+    char **v;
+    size_t n, cap;
+};
+
+static void list_add(struct list *l, const char *s)
+{
+    XGROW(l->v, l->cap, l->n + 1);
+    l->v[l->n++] = xstrdup(s);
+}
+
+static void list_free(struct list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof(*l));
+}
+
+/* ---- parsing and evaluation of one macro body ---- */
+
+enum res { RES_OK = 0, RES_UNRESOLVED = 1 };
+
+struct parser {
+    const char *s; /* the body, between the % signs */
+    size_t pos, len;
+    const char *whole; /* "%...%" for messages */
+    struct cluster *c;
+    struct drv_err *err;
+    int rc; /* first error */
+};
+
+static int perr(struct parser *p, int code, const char *fmt, const char *detail)
+{
+    if (p->rc == 0) {
+        char what[300];
+        snprintf(what, sizeof(what), fmt, detail);
+        p->rc = drv_err_set(p->err, code, 0, "macro \"%s\": %s", p->whole, what);
+    }
+    return p->rc;
+}
+
+static void skip_ws(struct parser *p)
+{
+    while (p->pos < p->len && (p->s[p->pos] == ' ' || p->s[p->pos] == '\t'))
+        p->pos++;
+}
+
+static bool eat(struct parser *p, char ch)
+{
+    skip_ws(p);
+    if (p->pos < p->len && p->s[p->pos] == ch) {
+        p->pos++;
+        return true;
+    }
+    return false;
+}
+
+static bool name_char(char ch)
+{
+    return isalnum((unsigned char)ch) || ch == '_' || ch == '.' || ch == '-';
+}
+
+/* A name into out (size n); false when there is none. */
+static bool parse_name(struct parser *p, char *out, size_t n)
+{
+    skip_ws(p);
+    size_t st = p->pos;
+    while (p->pos < p->len && name_char(p->s[p->pos]))
+        p->pos++;
+    size_t l = p->pos - st;
+    if (l == 0 || l >= n)
+        return false;
+    memcpy(out, p->s + st, l);
+    out[l] = '\0';
+    return true;
+}
+
+static bool parse_quoted(struct parser *p, struct sbuf *out)
+{
+    skip_ws(p);
+    if (p->pos >= p->len || (p->s[p->pos] != '\'' && p->s[p->pos] != '"'))
+        return false;
+    char q = p->s[p->pos++];
+    while (p->pos < p->len && p->s[p->pos] != q) {
+        char ch = p->s[p->pos++];
+        if (ch == '\\' && p->pos < p->len) {
+            ch = p->s[p->pos++];
+            ch = ch == 'n' ? '\n' : ch == 't' ? '\t' : ch;
+        }
+        if (out->n >= 4096)
+            return false;
+        sb_add(out, &ch, 1);
+    }
+    if (p->pos >= p->len)
+        return false;
+    p->pos++;
+    if (!out->p)
+        sb_add(out, "", 0);
+    return true;
+}
+
+/* The address of a node: ipaddresses.type, or the default type. NULL when missing. */
+static const char *node_ip(const struct cnode *n, const char *type)
+{
+    json_t *ips = json_object_get(n->j, "ipaddresses");
+    if (type[0])
+        return json_string_value(json_object_get(ips, type));
+    const char *v = json_string_value(json_object_get(ips, "bind_v4"));
+    return v ? v : json_string_value(json_object_get(ips, "access_v4"));
+}
+
+/* Append the node's hostname or address (ip = true) to l; an error when missing. */
+static int node_value(struct parser *p, const struct cnode *n, bool ip, const char *type,
+                      struct list *l)
+{
+    if (p->c->flags & MACRO_CHECK) {
+        list_add(l, "");
+        return 0;
+    }
+    const char *v = ip ? node_ip(n, type) : json_string_value(json_object_get(n->j, "hostname"));
+    if (!v || !*v) {
+        char what[300];
+        snprintf(what, sizeof(what), "node \"%s\" has no %s%s yet", n->id,
+                 ip ? "ipaddresses." : "hostname", ip ? (type[0] ? type : "bind_v4") : "");
+        return perr(p, DRV_EAGAIN, "%s", what);
+    }
+    list_add(l, v);
+    return 0;
+}
+
+/* The value of a basic macro into l; RES_OK, RES_UNRESOLVED, or < 0. */
+static int eval_basic(struct parser *p, struct list *l)
+{
+    char name[512];
+    if (!parse_name(p, name, sizeof(name)))
+        return perr(p, DRV_EINVAL, "%s", "expected a macro name");
+    long index = -1;
+    if (eat(p, '[')) {
+        skip_ws(p);
+        size_t st = p->pos;
+        while (p->pos < p->len && isdigit((unsigned char)p->s[p->pos]))
+            p->pos++;
+        if (p->pos == st || p->pos - st > 9 || !eat(p, ']'))
+            return perr(p, DRV_EINVAL, "%s", "expected [<index>]");
+        index = strtol(p->s + st, NULL, 10);
+    }
+    struct cluster *c = p->c;
+    bool ip = false, self = false, svcform = false, num = false, inst = false;
+    char type[64] = "";
+    const char *svc = NULL;
+    const char *rest;
+    if (strcmp(name, "cluster.owner") == 0) {
+        if (index >= 0)
+            return perr(p, DRV_EINVAL, "%s", "cluster.owner takes no index");
+        if (!c->ctx || !c->ctx->owner)
+            return RES_UNRESOLVED;
+        list_add(l, c->ctx->owner);
+        return RES_OK;
+    } else if (strncmp(name, "host.", 5) == 0) {
+        rest = name + 5;
+    } else if (strncmp(name, "ip.", 3) == 0) {
+        ip = true;
+        rest = name + 3;
+        const char *dot = strchr(rest, '.');
+        /* ip.<type>.self, ip.<type>.service.S, ip.<type>.self.service.S */
+        if (strncmp(rest, "self", 4) != 0 && strncmp(rest, "service.", 8) != 0 && dot &&
+            (size_t)(dot - rest) < sizeof(type)) {
+            snprintf(type, sizeof(type), "%.*s", (int)(dot - rest), rest);
+            rest = dot + 1;
+        }
+    } else if (strncmp(name, "num.", 4) == 0) {
+        num = true;
+        rest = name + 4;
+    } else if (strncmp(name, "instance.self.", 14) == 0) {
+        inst = true;
+        self = true;
+        rest = name + 14;
+    } else {
+        return perr(p, DRV_EINVAL, "%s", "unknown macro");
+    }
+    if (strcmp(rest, "self") == 0 && !num && !inst) {
+        self = true;
+    } else if (strncmp(rest, "self.service.", 13) == 0 && !num && !inst) {
+        self = true;
+        svcform = true;
+        svc = rest + 13;
+    } else if (strncmp(rest, "service.", 8) == 0) {
+        svcform = true;
+        svc = rest + 8;
+    } else {
+        return perr(p, DRV_EINVAL, "%s", "unknown macro");
+    }
+    if (svcform && !*svc)
+        return perr(p, DRV_EINVAL, "%s", "no service name");
+    if (index >= 0 && (self || num))
+        return perr(p, DRV_EINVAL, "%s", "this macro takes no index");
+    for (const char *t = type; *t; t++)
+        if (!islower((unsigned char)*t) && !isdigit((unsigned char)*t) && *t != '_')
+            return perr(p, DRV_EINVAL, "%s", "bad address type");
+
+    if (self) {
+        if (!c->ctx || !c->ctx->self)
+            return RES_UNRESOLVED;
+        if (!c->self)
+            return perr(p, DRV_EINVAL, "node \"%s\" is not in the cluster", c->ctx->self);
+        if (svcform && !has_service(c->self, svc))
+            return RES_UNRESOLVED;
+        if (inst) {
+            size_t rank = 0;
+            for (size_t i = 0; i < c->n; i++) {
+                if (has_service(&c->v[i], svc))
+                    rank++;
+                if (&c->v[i] == c->self)
+                    break;
+            }
+            char buf[32];
+            snprintf(buf, sizeof(buf), "%zu", rank);
+            list_add(l, buf);
+            return RES_OK;
+        }
+        return node_value(p, c->self, ip, type, l) ? p->rc : RES_OK;
+    }
+    size_t count = 0;
+    for (size_t i = 0; i < c->n; i++)
+        count += has_service(&c->v[i], svc);
+    if (num) {
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%zu", count);
+        list_add(l, buf);
+        return RES_OK;
+    }
+    if (count == 0 || (index >= 0 && (size_t)index >= count))
+        return RES_UNRESOLVED;
+    size_t k = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        if (!has_service(&c->v[i], svc))
+            continue;
+        if (index < 0 || (size_t)index == k)
+            if (node_value(p, &c->v[i], ip, type, l) != 0)
+                return p->rc;
+        k++;
+    }
+    return RES_OK;
+}
+
+/* list := map(basic, 'fmt') | basic */
+static int eval_list(struct parser *p, struct list *l)
+{
+    size_t save = p->pos;
+    char word[8];
+    if (parse_name(p, word, sizeof(word)) && strcmp(word, "map") == 0 && eat(p, '(')) {
+        struct list in = {0};
+        int r = eval_basic(p, &in);
+        struct sbuf fmt = {0};
+        if (r >= 0 && (!eat(p, ',') || !parse_quoted(p, &fmt) || !eat(p, ')')))
+            r = perr(p, DRV_EINVAL, "%s", "expected map(<macro>, '<format>')");
+        if (r == RES_OK) {
+            for (size_t i = 0; i < in.n; i++) {
+                struct sbuf one = {0};
+                for (const char *f = fmt.p; *f; f++) {
+                    if (f[0] == '$' && f[1] == '$') {
+                        sb_add(&one, "$", 1);
+                        f++;
+                    } else if (f[0] == '$') {
+                        sb_str(&one, in.v[i]);
+                    } else {
+                        sb_add(&one, f, 1);
+                    }
+                }
+                if (one.over)
+                    r = perr(p, DRV_EINVAL, "%s", "expansion too large");
+                list_add(l, one.p ? one.p : "");
+                free(one.p);
+            }
+        }
+        free(fmt.p);
+        list_free(&in);
+        return r;
+    }
+    p->pos = save;
+    return eval_basic(p, l);
+}
+
+/* expr := join(list, 'sep') | list; the text appended to out. */
+static int eval_expr(struct parser *p, struct sbuf *out)
+{
+    size_t save = p->pos;
+    char word[8];
+    struct list l = {0};
+    const char *sep = ",";
+    struct sbuf sepb = {0};
+    int r;
+    if (parse_name(p, word, sizeof(word)) && strcmp(word, "join") == 0 && eat(p, '(')) {
+        r = eval_list(p, &l);
+        if (r >= 0 && (!eat(p, ',') || !parse_quoted(p, &sepb) || !eat(p, ')')))
+            r = perr(p, DRV_EINVAL, "%s", "expected join(<list>, '<separator>')");
+        sep = sepb.p ? sepb.p : "";
+    } else {
+        p->pos = save;
+        r = eval_list(p, &l);
+    }
+    skip_ws(p);
+    if (r >= 0 && p->pos != p->len)
+        r = perr(p, DRV_EINVAL, "%s", "unexpected text after the macro");
+    if (r == RES_OK)
+        for (size_t i = 0; i < l.n; i++) {
+            if (i)
+                sb_str(out, sep);
+            sb_str(out, l.v[i]);
+        }
+    list_free(&l);
+    free(sepb.p);
+    return r;
+}
+
+static int expand_text(struct cluster *c, const char *in, struct sbuf *out, struct drv_err *err)
+{
+    const char *s = in;
+    while (*s) {
+        const char *pc = strchr(s, '%');
+        if (!pc) {
+            sb_str(out, s);
+            break;
+        }
+        sb_add(out, s, (size_t)(pc - s));
+        if (pc[1] == '%') {
+            sb_add(out, "%", 1);
+            s = pc + 2;
+            continue;
+        }
+        const char *end = strchr(pc + 1, '%');
+        if (!end) {
+            sb_str(out, pc); /* a lone "%": copied as is */
+            break;
+        }
+        size_t blen = (size_t)(end - pc - 1);
+        char whole[200];
+        snprintf(whole, sizeof(whole), "%%%.*s%%%s", (int)(blen > 150 ? 150 : blen), pc + 1,
+                 blen > 150 ? "..." : "");
+        struct parser p = {.s = pc + 1, .len = blen, .whole = whole, .c = c, .err = err};
+        struct sbuf val = {0};
+        int r = blen ? eval_expr(&p, &val) : perr(&p, DRV_EINVAL, "%s", "empty macro");
+        if (r == RES_UNRESOLVED && (c->flags & MACRO_STRICT))
+            r = perr(&p, DRV_ENOENT, "%s",
+                     c->ctx && c->ctx->self ? "nothing on the cluster answers it"
+                                            : "nothing on the cluster answers it (no node given "
+                                              "for self macros)");
+        if (r < 0) {
+            free(val.p);
+            return r;
+        }
+        if (r == RES_UNRESOLVED)
+            sb_add(out, pc, blen + 2);
+        else if (val.p)
+            sb_add(out, val.p, val.n);
+        free(val.p);
+        s = end + 1;
+    }
+    if (out->over)
+        return drv_err_set(err, DRV_EINVAL, 0, "expansion larger than %u bytes", MACRO_MAX_OUTPUT);
+    if (!out->p)
+        sb_add(out, "", 0);
+    return 0;
+}
+
+static int walk(struct cluster *c, const json_t *in, struct sbuf *path, json_t **out,
+                struct drv_err *err)
+{
+    if (json_is_string(in)) {
+        const char *s = json_string_value(in);
+        if (!strchr(s, '%')) {
+            *out = json_incref((json_t *)in);
+            return 0;
+        }
+        struct sbuf o = {0};
+        int rc = expand_text(c, s, &o, err);
+        if (rc != 0) {
+            drv_err_prefix(err, "%s", path->p);
+            free(o.p);
+            return rc;
+        }
+        *out = json_stringn(o.p, o.n);
+        free(o.p);
+        if (!*out)
+            return drv_err_set(err, DRV_EINVAL, 0, "%s: expansion is not UTF-8", path->p);
+        return 0;
+    }
+    size_t mark = path->n;
+    if (json_is_object(in)) {
+        json_t *o = json_object();
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)in, k, v)
+        {
+            json_t *x = NULL;
+            if (path->n)
+                sb_add(path, ".", 1);
+            sb_str(path, k);
+            int rc = walk(c, v, path, &x, err);
+            path->n = mark;
+            path->p[mark] = '\0';
+            if (rc != 0) {
+                json_decref(o);
+                return rc;
+            }
+            json_object_set_new(o, k, x);
+        }
+        *out = o;
+        return 0;
+    }
+    if (json_is_array(in)) {
+        json_t *a = json_array();
+        size_t i;
+        json_t *v;
+        json_array_foreach(in, i, v)
+        {
+            json_t *x = NULL;
+            char idx[32];
+            snprintf(idx, sizeof(idx), "[%zu]", i);
+            sb_str(path, idx);
+            int rc = walk(c, v, path, &x, err);
+            path->n = mark;
+            path->p[mark] = '\0';
+            if (rc != 0) {
+                json_decref(a);
+                return rc;
+            }
+            json_array_append_new(a, x);
+        }
+        *out = a;
+        return 0;
+    }
+    *out = json_incref((json_t *)in);
+    return 0;
+}
+
+int macro_expand(const json_t *in, const struct macro_ctx *ctx, unsigned flags, const char *path,
+                 json_t **out, struct drv_err *err)
+{
+    if (out)
+        *out = NULL;
+    if (!in)
+        return drv_err_set(err, DRV_EINVAL, 0, "no value to expand");
+    struct cluster c;
+    cluster_init(&c, ctx, flags);
+    struct sbuf pb = {0};
+    sb_str(&pb, path ? path : "value");
+    json_t *res = NULL;
+    int rc = walk(&c, in, &pb, &res, err);
+    free(pb.p);
+    free(c.v);
+    if (rc == 0 && (flags & MACRO_CHECK)) {
+        json_decref(res);
+        res = json_deep_copy(in);
+    }
+    if (rc == 0 && out)
+        *out = res;
+    else
+        json_decref(res);
+    return rc;
+}
+
+int macro_expand_string(const char *in, const struct macro_ctx *ctx, unsigned flags, char **out,
+                        struct drv_err *err)
+{
+    if (out)
+        *out = NULL;
+    if (!in)
+        return drv_err_set(err, DRV_EINVAL, 0, "no string to expand");
+    struct cluster c;
+    cluster_init(&c, ctx, flags);
+    struct sbuf o = {0};
+    int rc = expand_text(&c, in, &o, err);
+    free(c.v);
+    if (rc == 0 && out && !(flags & MACRO_CHECK)) {
+        *out = o.p;
+        return 0;
+    }
+    if (rc == 0 && out)
+        *out = xstrdup(in);
+    free(o.p);
+    return rc;
+}
