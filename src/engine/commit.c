@@ -385,15 +385,37 @@ static void chunk_add(struct etxn *t, struct eplan *p, size_t k)
     p->chunk_dirty[k] = 0;
 }
 
-static void put_task(struct etxn *t, struct eplan *p, uint32_t idx, bool cleanup, const char *avoid)
+static int put_task(struct etxn *t, struct eplan *p, uint32_t idx, bool cleanup, const char *avoid,
+                    struct drv_err *err)
 {
     struct ejob *j = t->j;
-    add_op(t, OP_PUT, NULL, engine__item_json(j, p, idx, cleanup, avoid), 0);
+    char *item;
+    int rc = engine__item_json(j, p, idx, cleanup, avoid, &item, err);
+    if (rc)
+        return rc;
+    add_op(t, OP_PUT, NULL, item, 0);
     struct etxn_op *o = &t->ops[t->n - 1];
     o->q = j->queue;
     o->prio = p->phase == 'r' ? 7 : 5;
     taskmsg_key(o->key, sizeof(o->key), j->id, p->phase, idx, p->recs[idx].attempt);
     t->dispatched++;
+    return 0;
+}
+
+/* A task that can never run (a macro that cannot be expanded): it fails for good. */
+static void cannot_run(struct ejob *j, struct eplan *p, uint32_t idx, const struct drv_err *err)
+{
+    struct drv_err e2;
+    p->recs[idx].state = ENGINE_TS_FAILED;
+    engine__task_touch(p, idx);
+    planner_exec_done(p->x, idx, 0, &e2);
+    p->gave_up = true;
+    if (!*j->st.error)
+        snprintf(j->st.error, sizeof(j->st.error), "task %s cannot run: %s", p->plan->tasks[idx].id,
+                 err->msg);
+    log_warn(MOD, "event=task-cannot-run job=%s task=%s error=\"%s\"", j->id,
+             p->plan->tasks[idx].id, err->msg);
+    engine__job_event(j, ENGINE_EV_GAVE_UP);
 }
 
 /* Build the next multi-op; NULL when there is nothing to write. */
@@ -411,39 +433,73 @@ static struct etxn *zk_build(struct ejob *j)
         retry_later(j); /* the queue is still opening */
     /* Retries first: a failed attempt's next one (its task is in flight already). */
     size_t kept = 0;
+    struct drv_err err;
+    bool later = false;
     for (size_t i = 0; i < j->n_retries; i++) {
         uint32_t idx = j->retries[i];
         if (!p || idx >= p->n || p->recs[idx].state != ENGINE_TS_QUEUED)
             continue; /* superseded (the plan changed) */
-        if (!can_put || t->bytes > e->budget * 3 / 4) {
-            j->retries[kept++] = idx;
-            continue;
-        }
         const struct planner_task *task = &p->plan->tasks[idx];
-        put_task(t, p, idx, task->action == PLANNER_ACT_CREATE, p->worker[idx]);
+        int rc =
+            !can_put || t->bytes > e->budget * 3 / 4
+                ? DRV_EAGAIN
+                : put_task(t, p, idx, task->action == PLANNER_ACT_CREATE, p->worker[idx], &err);
+        if (rc == DRV_EAGAIN) {
+            j->retries[kept++] = idx;
+            later |= can_put;
+        } else if (rc) {
+            /* Give it up: it leaves the in-flight count through the planner's failure. */
+            p->in_flight--;
+            cannot_run(j, p, idx, &err);
+        }
     }
     j->n_retries = kept;
-    /* Newly ready tasks. */
+    /* Newly ready tasks. One whose macros name a node not confirmed yet is held back
+     * this round (requeued after the loop, so the planner does not give it again). */
+    uint32_t held[64];
+    size_t n_held = 0;
     if (can_put && engine_phase_dispatches(j->st.phase)) {
-        while (t->bytes < e->budget * 3 / 4 &&
+        while (t->bytes < e->budget * 3 / 4 && n_held < 64 &&
                (!e->max_in_flight || p->in_flight < e->max_in_flight)) {
             uint32_t idx;
             if (planner_exec_next(p->x, &idx, 1) == 0)
                 break;
             const struct planner_task *task = &p->plan->tasks[idx];
             struct engine_task_policy pol = {e->max_failures, task->action == PLANNER_ACT_CREATE};
+            struct engine_task_rec saved = p->recs[idx];
             struct engine_task_out o = engine_task_step(&p->recs[idx], ENGINE_TEV_DISPATCH, &pol);
-            engine__task_touch(p, idx);
             if (o.actions & ENGINE_TACT_GAVE_UP) {
-                struct drv_err err;
+                engine__task_touch(p, idx);
                 planner_exec_done(p->x, idx, 0, &err);
                 p->gave_up = true;
                 continue;
             }
+            int rc = put_task(t, p, idx, (o.actions & ENGINE_TACT_CLEANUP) != 0, NULL, &err);
+            if (rc == DRV_EAGAIN) {
+                p->recs[idx] = saved;
+                held[n_held++] = idx;
+                continue;
+            }
+            engine__task_touch(p, idx);
+            if (rc) {
+                cannot_run(j, p, idx, &err);
+                continue;
+            }
             p->in_flight++;
-            put_task(t, p, idx, (o.actions & ENGINE_TACT_CLEANUP) != 0, NULL);
         }
     }
+    for (size_t i = 0; i < n_held; i++)
+        planner_exec_requeue(p->x, held[i], &err);
+    if (n_held || later)
+        retry_later(j); /* a node they wait for is being confirmed */
+    /* The nodes map's chunks that changed (plugins that want it read them). */
+    if (j->nchunk_dirty && !j->nchunks_new)
+        for (size_t k = 0; k < j->n_nchunks; k++)
+            if (j->nchunk_dirty[k]) {
+                add_op(t, OP_SET, xasprintf("/drover/jobs/%s/nodes/n%zu", j->id, k),
+                       engine__nodes_chunk(j, k), -1);
+                j->nchunk_dirty[k] = 0;
+            }
     /* The task log: a new plan's chunks created whole, the others' changed ones set;
      * after the puts, so that they carry the attempts just dispatched. */
     struct eplan *plans[2] = {&j->fwd, &j->rb};
@@ -612,6 +668,8 @@ static void zk_settled(struct etxn *t, bool applied)
         for (size_t i = 0; i < t->n_dels; i++)
             t->dels[i]->deleting = false;
         j->state_dirty = true;
+        for (size_t k = 0; k < j->n_nchunks && !j->nchunks_new; k++)
+            j->nchunk_dirty[k] = 1; /* whichever it carried: all again (a rare path) */
         for (size_t i = 0; i < t->n; i++) {
             if (t->ops[i].kind != OP_PUT)
                 continue;

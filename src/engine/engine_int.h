@@ -354,7 +354,15 @@ struct ejob {
     struct engine_state st;
     int32_t st_ver; /* the state znode's version, -1 before it exists */
     bool state_dirty;
-    json_t *props;    /* node id -> key-values of that node (result key-values merged) */
+    json_t *props;             /* node id -> key-values of that node (result key-values merged) */
+    json_t *mnodes;            /* the nodes map of plugins and macros (nodes.c) */
+    struct strmap *node_index; /* node id -> 1 + its index in the target layout */
+    size_t n_nchunks;          /* jobs/<id>/nodes/n<k> */
+    uint8_t *nchunk_dirty;
+    bool nchunks_new;   /* not created in ZooKeeper yet */
+    bool config_macros; /* the cluster's config has macros */
+    char cluster_owner[128];
+    json_t *ssh_new;  /* a cluster key made by this job's start: {public_key, private_key} */
     json_t *snapshot; /* the cluster before the job */
     json_t *ctx;      /* jobs/<id>/ctx */
     char cls[64];     /* worker class of the job's tasks */
@@ -430,10 +438,25 @@ void engine__task_touch(struct eplan *p, uint32_t idx);
 /* Would dispatch move the task: the planner's next ready tasks. */
 bool engine__run_superseded(const struct ejob *j, const struct erun *run);
 void engine__runs_watch(struct ejob *j);
-/* The queue item of task idx of p (new string). */
-char *engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup,
-                        const char *avoid);
+/* The queue item of task idx of p into *out (new string). DRV_EAGAIN: its macros name a
+ * node not confirmed yet (dispatch it later); another error: it can never run (err says). */
+int engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup,
+                      const char *avoid, char **out, struct drv_err *err);
 void engine__withdraw(struct ejob *j);
+
+/* nodes.c */
+void engine__nodes_init(struct ejob *j);
+/* The node's key-values changed: its entry in the map, its chunk, the map's revision. */
+void engine__nodes_touch(struct ejob *j, const char *node);
+/* The JSON of chunk k (16 nodes) of the map (new string). */
+char *engine__nodes_chunk(struct ejob *j, size_t k);
+/* Plan time: every macro of the config and the actions' fields parses and is known. */
+int engine__macros_check(struct ejob *j, struct drv_err *err);
+/* Dispatch: task t's fields and the cluster's config expanded for its node (new references,
+ * NULL when there is nothing to expand). DRV_EAGAIN: a node they name is not confirmed yet. */
+struct planner_task;
+int engine__macros_expand(struct ejob *j, const struct planner_task *t, json_t **fields,
+                          json_t **config, struct drv_err *err);
 
 /* commit.c */
 void engine__kick(struct ejob *j);

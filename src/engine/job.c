@@ -48,6 +48,8 @@
 #include "log.h"
 #include "planner.h"
 #include "planner_model.h"
+#include "seal.h"
+#include "sshkey.h"
 #include "store.h"
 #include "strmap.h"
 #include "xalloc.h"
@@ -106,6 +108,10 @@ static void job_free(struct ejob *j)
     json_decref(j->snapshot);
     json_decref(j->ctx);
     json_decref(j->pg_nodes);
+    json_decref(j->mnodes);
+    json_decref(j->ssh_new);
+    strmap_free(j->node_index);
+    free(j->nchunk_dirty);
     if (j->runs) {
         size_t pos = 0;
         void *v;
@@ -516,10 +522,38 @@ json_t *engine__job_config(const struct ejob *j)
 static json_t *make_ctx(struct ejob *j)
 {
     json_t *config = engine__job_config(j);
-    return json_pack("{s:i, s:s, s:s, s:o, s:O, s:s, s:s}", "v", 1, "clustername",
-                     row_str(j->cluster, "name"), "template", row_str(j->cluster, "template"),
-                     "cluster", config ? json_incref(config) : json_object(), "provider",
-                     j->po.provider, "tenant", j->tenant, "job", j->id);
+    json_t *ctx = json_pack(
+        "{s:i, s:s, s:s, s:o, s:O, s:s, s:s, s:I}", "v", 1, "clustername",
+        row_str(j->cluster, "name"), "template", row_str(j->cluster, "template"), "cluster",
+        config ? json_incref(config) : json_object(), "provider", j->po.provider, "tenant",
+        j->tenant, "job", j->id, "nodes_chunks", (json_int_t)j->n_nchunks);
+    /* The cluster's SSH key (its private part sealed): made by this job's start or an
+     * earlier job's. */
+    json_t *ssh =
+        j->ssh_new ? j->ssh_new : json_object_get(json_object_get(j->cluster, "secrets"), "ssh");
+    if (json_is_object(ssh))
+        json_object_set(ctx, "ssh", ssh);
+    return ctx;
+}
+
+/* A cluster without a key gets one with its first job, when the fleet can seal it. */
+static void make_cluster_key(struct ejob *j)
+{
+    if (json_is_object(json_object_get(json_object_get(j->cluster, "secrets"), "ssh")) ||
+        !j->e->has_key)
+        return;
+    struct sshkey_pair kp;
+    struct drv_err err;
+    char comment[96];
+    snprintf(comment, sizeof(comment), "drover-cluster-%s", j->cluster_id);
+    if (sshkey_generate(comment, &kp, &err) != 0) {
+        log_error(MOD, "event=cluster-key-failed job=%s error=\"%s\"", j->id, err.msg);
+        return;
+    }
+    char *sealed = seal_text(j->e->key, kp.private_pem);
+    j->ssh_new = json_pack("{s:s, s:s}", "public_key", kp.public_line, "private_key", sealed);
+    free(sealed);
+    sshkey_pair_clear(&kp);
 }
 
 static void start_built(void *arg)
@@ -560,6 +594,15 @@ static void start_built(void *arg)
                    strcmp(row_str(j->job, "control"), "cancel") == 0;
     j->st.paused = strcmp(row_str(j->job, "control"), "pause") == 0;
     j->snapshot = json_deep_copy(j->cluster);
+    json_object_del(j->snapshot, "secrets");
+    snprintf(j->cluster_owner, sizeof(j->cluster_owner), "%s", row_str(j->cluster, "owner"));
+    engine__nodes_init(j);
+    if (engine__macros_check(j, &err) != 0) {
+        fail_unplanned(j, err.msg);
+        engine__job_unref(j);
+        return;
+    }
+    make_cluster_key(j);
     j->ctx = make_ctx(j);
     /* PostgreSQL first: the plan and its inputs are what a new owner rebuilds from. */
     struct engine__pg_start *s = engine__pg_start_new(j);
@@ -639,6 +682,7 @@ static void init_next(struct init *in)
         free(in);
         j->st_ver = 0;
         j->fwd.chunks_new = false;
+        j->nchunks_new = false;
         j->own = EJ_ACTIVE;
         j->queue = engine__queue(j->e, j->tenant, j->cls);
         log_info(MOD, "event=job-started job=%s op=%s tasks=%u node=%s", j->id, j->op, j->fwd.n,
@@ -659,6 +703,7 @@ static void zk_init(struct ejob *j)
     struct init *in = xcalloc(1, sizeof(*in));
     in->j = j;
     char path[256];
+    size_t n_txns = 0, cap = 0;
     struct coord_txn *t = coord_txn_new();
     char *ctx = json_dumps(j->ctx, JSON_COMPACT);
     size_t len = strlen(ctx);
@@ -680,9 +725,22 @@ static void zk_init(struct ejob *j)
     free(ctx);
     snprintf(path, sizeof(path), "/drover/jobs/%s/runs", j->id);
     coord_txn_create(t, path, "{}", 0);
+    snprintf(path, sizeof(path), "/drover/jobs/%s/nodes", j->id);
+    coord_txn_create(t, path, "{}", 0);
+    for (size_t k = 0; k < j->n_nchunks; k++) {
+        char *text = engine__nodes_chunk(j, k);
+        if (coord_txn_bytes(t) + strlen(text) + 200 > e->budget) {
+            XGROW(in->txns, cap, n_txns + 1);
+            in->txns[n_txns++] = t;
+            t = coord_txn_new();
+        }
+        snprintf(path, sizeof(path), "/drover/jobs/%s/nodes/n%zu", j->id, k);
+        coord_txn_create(t, path, text, 0);
+        free(text);
+        j->nchunk_dirty[k] = 0;
+    }
     snprintf(path, sizeof(path), "/drover/jobs/%s/log", j->id);
     coord_txn_create(t, path, "{}", 0);
-    size_t n_txns = 0, cap = 0;
     for (size_t k = 0; k < j->fwd.n_chunks; k++) {
         size_t first = k * ENGINE_LOG_CHUNK;
         size_t cnt = j->fwd.n - first < ENGINE_LOG_CHUNK ? j->fwd.n - first : ENGINE_LOG_CHUNK;
@@ -854,6 +912,9 @@ static void resume_built(void *arg)
     }
     json_t *snap = json_object_get(j->job, "snapshot");
     j->snapshot = json_is_object(snap) ? json_incref(snap) : json_deep_copy(j->cluster);
+    snprintf(j->cluster_owner, sizeof(j->cluster_owner), "%s", row_str(j->cluster, "owner"));
+    engine__nodes_init(j);
+    j->nchunks_new = false; /* made by the start */
     j->ctx = make_ctx(j);
     read_chunks(j, &j->fwd, fwd_chunks_read);
     engine__job_unref(j);

@@ -161,9 +161,11 @@ int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err)
     if (!c[0])
         return drv_err_set(err, DRV_ENOENT, 0, "job %s has no cluster", l->id);
     rc = store_query_row(conn,
-                         "SELECT id::text AS id, name, template_name AS template,"
-                         " template_version, provider, status, layout, config, services, size,"
-                         " hardwaretype, imagetype FROM clusters WHERE id = $1::bigint",
+                         "SELECT c.id::text AS id, c.name, c.template_name AS template,"
+                         " c.template_version, c.provider, c.status, c.layout, c.config,"
+                         " c.services, c.size, c.hardwaretype, c.imagetype, c.secrets,"
+                         " u.name AS owner FROM clusters c LEFT JOIN users u ON u.id = c.owner_id"
+                         " WHERE c.id = $1::bigint",
                          1, c, &l->cluster, err);
     if (rc)
         return rc;
@@ -266,6 +268,7 @@ struct engine__pg_start *engine__pg_start_new(struct ejob *j)
                                                        : "updating";
     s->detail = xasprintf("{\"tasks\":%u,\"operation\":\"%s\",\"plan_sha\":\"%s\"}", j->fwd.n,
                           j->op, j->po.sha);
+    s->ssh = j->ssh_new ? json_dumps(j->ssh_new, JSON_COMPACT) : NULL;
     return s;
 }
 
@@ -283,6 +286,7 @@ void engine__pg_start_free(struct engine__pg_start *s)
     free(s->task_chunks);
     free(s->new_nodes);
     free(s->detail);
+    free(s->ssh);
     free(s);
 }
 
@@ -321,11 +325,13 @@ static int start_writes(PGconn *conn, void *arg, struct drv_err *err)
                          2, q, NULL, err);
     }
     if (rc == 0) {
-        const char *q[] = {s->cluster_id, s->cluster_status};
+        const char *q[] = {s->cluster_id, s->cluster_status, s->ssh};
         rc = store_execp(conn,
-                         "UPDATE clusters SET status = $2, updated_at = now()"
+                         "UPDATE clusters SET status = $2, updated_at = now(),"
+                         " secrets = CASE WHEN $3::jsonb IS NULL THEN secrets"
+                         "   ELSE jsonb_set(secrets, '{ssh}', $3::jsonb) END"
                          " WHERE id = $1::bigint",
-                         2, q, NULL, err);
+                         3, q, NULL, err);
     }
     if (rc == 0)
         rc = audit(conn, s->tenant_id, s->node, "job.started", s->id, s->detail, err);

@@ -58,6 +58,7 @@ struct engine__pg_start {
     char *new_nodes; /* JSON array of {id, hw, img, svc} */
     const char *cluster_status;
     char *detail;
+    char *ssh; /* the cluster key this start made (private part sealed), or NULL */
     struct ejob *j;
 };
 

@@ -147,28 +147,35 @@ bool engine__run_superseded(const struct ejob *j, const struct erun *run)
 
 /* ---- queue items ----------------------------------------------------------------------- */
 
-char *engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup,
-                        const char *avoid)
+int engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup,
+                      const char *avoid, char **out, struct drv_err *err)
 {
+    *out = NULL;
     const struct planner_task *t = &p->plan->tasks[idx];
-    const char *plugin = t->type ? t->type : "";
-    if (t->action == PLANNER_ACT_BOOTSTRAP) {
-        /* Bootstrap names its automators; the first picks the plugin. */
-        const char *a =
-            json_string_value(json_array_get(json_object_get(t->fields, "automators"), 0));
-        plugin = a ? a : "*";
+    json_t *fields = NULL, *config = NULL;
+    if (t->restore == NULL || strcmp(t->restore, "previous-config") != 0) {
+        int rc = engine__macros_expand(j, t, &fields, &config, err);
+        if (rc)
+            return rc;
     }
-    json_t *it = json_pack("{s:i, s:s, s:s#, s:I, s:I, s:s, s:s, s:s, s:s, s:s, s:b}", "v",
-                           TASKMSG_VERSION, "job", j->id, "phase", &p->phase, (int)1, "idx",
-                           (json_int_t)idx, "attempt", (json_int_t)p->recs[idx].attempt, "task",
-                           t->id, "name", planner_action_name(t->action), "tenant", j->tenant,
-                           "cluster", j->cluster_id, "plugin", plugin, "cleanup", cleanup);
+    /* Bootstrap is served by the automator that serves "bootstrap" (ssh), or a "*" one. */
+    const char *plugin = t->action == PLANNER_ACT_BOOTSTRAP ? "bootstrap" : t->type ? t->type : "";
+    json_t *it =
+        json_pack("{s:i, s:s, s:s#, s:I, s:I, s:s, s:s, s:s, s:s, s:s, s:b, s:I}", "v",
+                  TASKMSG_VERSION, "job", j->id, "phase", &p->phase, (int)1, "idx", (json_int_t)idx,
+                  "attempt", (json_int_t)p->recs[idx].attempt, "task", t->id, "name",
+                  planner_action_name(t->action), "tenant", j->tenant, "cluster", j->cluster_id,
+                  "plugin", plugin, "cleanup", cleanup, "nodes_rev", (json_int_t)j->st.nodes_rev);
     if (t->node)
         json_object_set_new(it, "node", json_string(t->node));
     if (t->service)
         json_object_set_new(it, "service", json_string(t->service));
-    if (t->fields)
+    if (fields)
+        json_object_set_new(it, "fields", fields);
+    else if (t->fields)
         json_object_set(it, "fields", t->fields);
+    if (config)
+        json_object_set_new(it, "config_override", config);
     if (t->node) {
         json_t *props = json_object_get(j->props, t->node);
         if (props)
@@ -189,9 +196,9 @@ char *engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool clea
         if (json_is_object(prev))
             json_object_set(it, "config_override", prev);
     }
-    char *s = json_dumps(it, JSON_COMPACT);
+    *out = json_dumps(it, JSON_COMPACT);
     json_decref(it);
-    return s;
+    return 0;
 }
 
 /* ---- outcomes ----------------------------------------------------------------------------- */
@@ -216,6 +223,7 @@ static void merge_props(struct ejob *j, const char *node, json_t *result)
             json_object_set(props, k, v);
     }
     json_object_set(j->pg_nodes, node, props);
+    engine__nodes_touch(j, node);
 }
 
 static struct eplan *plan_of(struct ejob *j, char phase)

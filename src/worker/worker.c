@@ -6,6 +6,7 @@
  *
  *   TAKEN --record the attempt (run record created, checked against our
  *     |    claim in one multi-op)--> CONTEXT --job context read--> RUNNING
+ *     |                      (NODES: the job's nodes map read, for plugins that want it)
  *     |                                                              |
  *     | claim not ours / job gone                          plugin ended
  *     v                                                              v
@@ -56,7 +57,7 @@
 
 extern char **environ;
 
-enum wstate { WT_RECORDING, WT_CONTEXT, WT_RUNNING, WT_COMPLETING, WT_DONE };
+enum wstate { WT_RECORDING, WT_CONTEXT, WT_NODES, WT_RUNNING, WT_COMPLETING, WT_DONE };
 
 struct wqueue {
     struct worker *w;
@@ -71,6 +72,9 @@ struct wctx {
     json_t *ctx; /* NULL while loading */
     int64_t last_used;
     bool failed;
+    json_t *nodes;     /* the job's nodes map (jobs/<id>/nodes), for plugins that want it */
+    int64_t nodes_rev; /* its revision (the owner's); -1 before it is read */
+    bool nodes_loading;
 };
 
 struct wtask {
@@ -393,6 +397,10 @@ static void fail_now(struct wtask *t, const char *why)
     complete_send(t);
 }
 
+static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes);
+static struct wctx *ctx_of(struct worker *w, const char *job);
+static void need_nodes(struct wtask *t, struct wctx *c);
+
 static void run_plugin(struct wtask *t, const json_t *ctx)
 {
     struct worker *w = t->w;
@@ -421,7 +429,25 @@ static void run_plugin(struct wtask *t, const json_t *ctx)
         on_plugin_done(&r, t);
         return;
     }
-    json_t *task = worker__task_json(t->item, ctx, NULL);
+    if (t->plugin->wants_nodes) {
+        struct wctx *c = ctx_of(w, t->job);
+        json_int_t rev = json_integer_value(json_object_get(t->item, "nodes_rev"));
+        if (!c || !c->nodes || c->nodes_rev < rev) {
+            t->st = WT_NODES; /* the nodes map comes first */
+            need_nodes(t, c);
+            return;
+        }
+        spawn_plugin(t, ctx, c->nodes);
+        return;
+    }
+    spawn_plugin(t, ctx, NULL);
+}
+
+static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes)
+{
+    struct worker *w = t->w;
+    t->st = WT_RUNNING;
+    json_t *task = worker__task_json(t->item, ctx, nodes);
     struct drv_err err;
     if (w->has_key && seal_open_json(w->key, task, &err) != 0) {
         json_decref(task);
@@ -577,6 +603,108 @@ static void on_ctx_head(int rc, const char *data, int version, void *arg)
     ctx_read_end(cr);
 }
 
+static struct wctx *ctx_of(struct worker *w, const char *job)
+{
+    for (struct wctx *c = w->ctxs; c; c = c->next)
+        if (strcmp(c->job, job) == 0)
+            return c;
+    return NULL;
+}
+
+/* ---- the job's nodes map (for plugins that want it) ---------------------------------- */
+
+struct nodes_read {
+    struct worker *w;
+    char job[24];
+    int64_t rev;
+    int parts, got, rc;
+    json_t *map;
+};
+
+static void nodes_ready(struct worker *w, const char *job)
+{
+    struct wctx *c = ctx_of(w, job);
+    for (struct wtask *t = w->tasks; t; t = t->next) {
+        if (t->st != WT_NODES || strcmp(t->job, job) != 0)
+            continue;
+        if (t->lost) {
+            task_finish(t);
+            return nodes_ready(w, job);
+        }
+        if (!c || !c->ctx) {
+            fail_now(t, "cannot read the job's context from ZooKeeper");
+            return nodes_ready(w, job);
+        }
+        if (!c->nodes) {
+            fail_now(t, "cannot read the job's nodes map from ZooKeeper");
+            return nodes_ready(w, job);
+        }
+        spawn_plugin(t, c->ctx, c->nodes);
+        return nodes_ready(w, job);
+    }
+}
+
+static void on_nodes_chunk(int rc, const char *data, int version, void *arg)
+{
+    struct nodes_read *nr = arg;
+    json_error_t je;
+    json_t *part = rc == 0 ? json_loads(data, 0, &je) : NULL;
+    if (json_is_object(part))
+        json_object_update(nr->map, part);
+    else
+        nr->rc = rc ? rc : DRV_EINVAL;
+    json_decref(part);
+    if (++nr->got < nr->parts)
+        return;
+    struct worker *w = nr->w;
+    if (!w->freed) {
+        struct wctx *c = ctx_of(w, nr->job);
+        if (c) {
+            c->nodes_loading = false;
+            if (nr->rc == 0) {
+                json_decref(c->nodes);
+                c->nodes = json_incref(nr->map);
+                c->nodes_rev = nr->rev;
+            } else {
+                log_error(MOD, "event=nodes-unreadable job=%s error=%s", nr->job,
+                          drv_strerror(nr->rc));
+            }
+        }
+        nodes_ready(w, nr->job);
+    }
+    json_decref(nr->map);
+    free(nr);
+}
+
+static void need_nodes(struct wtask *t, struct wctx *c)
+{
+    struct worker *w = t->w;
+    if (!c || !c->ctx) {
+        fail_now(t, "no job context");
+        return;
+    }
+    if (c->nodes_loading)
+        return; /* nodes_ready runs it */
+    json_int_t parts = json_integer_value(json_object_get(c->ctx, "nodes_chunks"));
+    struct nodes_read *nr = xcalloc(1, sizeof(*nr));
+    nr->w = w;
+    snprintf(nr->job, sizeof(nr->job), "%s", t->job);
+    nr->rev = json_integer_value(json_object_get(t->item, "nodes_rev"));
+    nr->map = json_object();
+    nr->parts = parts > 0 ? (int)parts : 0;
+    c->nodes_loading = true;
+    if (nr->parts == 0) {
+        nr->parts = 1;
+        on_nodes_chunk(0, "{}", 0, nr);
+        return;
+    }
+    for (int k = 0; k < nr->parts; k++) {
+        char *p = xasprintf("/drover/jobs/%s/nodes/n%d", t->job, k);
+        coord_get(w->zk, p, on_nodes_chunk, nr);
+        free(p);
+    }
+}
+
 static void need_context(struct wtask *t)
 {
     struct worker *w = t->w;
@@ -589,6 +717,7 @@ static void need_context(struct wtask *t)
             return; /* loading: ctx_ready runs it */
         }
     struct wctx *c = xcalloc(1, sizeof(*c));
+    c->nodes_rev = -1;
     snprintf(c->job, sizeof(c->job), "%s", t->job);
     c->last_used = now_ms();
     c->next = w->ctxs;
@@ -611,9 +740,10 @@ static void ctx_gc(evutil_socket_t fd, short what, void *arg)
         bool used = false;
         for (struct wtask *t = w->tasks; t && !used; t = t->next)
             used = strcmp(t->job, c->job) == 0;
-        if (c->ctx && !used && now - c->last_used > CTX_IDLE_MS) {
+        if (c->ctx && !used && !c->nodes_loading && now - c->last_used > CTX_IDLE_MS) {
             *pp = c->next;
             json_decref(c->ctx);
+            json_decref(c->nodes);
             free(c);
         } else {
             pp = &c->next;
@@ -930,6 +1060,7 @@ void worker_free(struct worker *w)
         struct wctx *c = w->ctxs;
         w->ctxs = c->next;
         json_decref(c->ctx);
+        json_decref(c->nodes);
         free(c);
     }
     if (w->grace_ev)

@@ -1,0 +1,139 @@
+/*
+ * nodes: the cluster's nodes as plugins and macros see them, and macros.
+ *
+ * The nodes map is {"node-1": {"hostname": ..., "ipaddresses": {...},
+ * "services": [...]}, ...} over the nodes of the job's target layout. It is
+ * built from the plan (services) and the nodes' key-values (hostname and
+ * addresses, returned by the providers' confirm), and updated entry by entry
+ * as results come in: O(1) per result, not O(nodes).
+ *
+ * Two uses:
+ *   - macros (%host.service.S%, ...: macro.h) in the cluster's config and in
+ *     the actions' fields are expanded with it when a service task is
+ *     dispatched, for the task's node; a macro naming a node not confirmed
+ *     yet holds the task back until it is (DRV_EAGAIN);
+ *   - plugins that want it (a descriptor's "wants": ["nodes"]) get it whole:
+ *     it is kept in ZooKeeper as jobs/<id>/nodes/n<k>, 16 nodes a znode
+ *     (invariant 7), written in the owner's multi-ops when an entry changes;
+ *     a queue item carries the map's revision, and a worker reads the chunks
+ *     again only when its copy is older.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_int.h"
+#include "macro.h"
+#include "planner.h"
+#include "planner_model.h"
+#include "strmap.h"
+#include "xalloc.h"
+
+#define PER_CHUNK 16
+
+static json_t *entry_of(struct ejob *j, const char *id)
+{
+    json_t *e = json_object();
+    json_t *props = json_object_get(j->props, id);
+    json_t *h = json_object_get(props, "hostname"), *ip = json_object_get(props, "ipaddresses");
+    if (json_is_string(h))
+        json_object_set(e, "hostname", h);
+    if (json_is_object(ip))
+        json_object_set(e, "ipaddresses", ip);
+    json_t *svcs = json_object_get(json_object_get(j->po.nodeinfo, id), "services");
+    json_object_set_new(e, "services", svcs ? json_incref(svcs) : json_array());
+    return e;
+}
+
+void engine__nodes_init(struct ejob *j)
+{
+    json_decref(j->mnodes);
+    j->mnodes = json_object();
+    strmap_free(j->node_index);
+    j->node_index = strmap_new();
+    const struct planner_layout *t = &j->po.in->target;
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        const char *id = t->nodes[i].id;
+        json_object_set_new(j->mnodes, id, entry_of(j, id));
+        strmap_put(j->node_index, id, (void *)(uintptr_t)(i + 1));
+    }
+    j->n_nchunks = (t->n_nodes + PER_CHUNK - 1) / PER_CHUNK;
+    free(j->nchunk_dirty);
+    j->nchunk_dirty = xcalloc(j->n_nchunks + 1, 1);
+    /* Whether the config has macros at all: most have none, and then nothing is expanded. */
+    json_t *config = engine__job_config(j);
+    char *text = config ? json_dumps(config, JSON_COMPACT) : NULL;
+    j->config_macros = text && strchr(text, '%');
+    free(text);
+}
+
+void engine__nodes_touch(struct ejob *j, const char *node)
+{
+    uintptr_t k = (uintptr_t)strmap_get(j->node_index, node);
+    if (!k || !j->mnodes)
+        return;
+    json_t *now = entry_of(j, node), *was = json_object_get(j->mnodes, node);
+    if (!json_equal(now, was)) {
+        json_object_set_new(j->mnodes, node, now);
+        j->nchunk_dirty[(k - 1) / PER_CHUNK] = 1;
+        j->st.nodes_rev++;
+        j->state_dirty = true;
+    } else {
+        json_decref(now);
+    }
+}
+
+char *engine__nodes_chunk(struct ejob *j, size_t k)
+{
+    const struct planner_layout *t = &j->po.in->target;
+    json_t *c = json_object();
+    for (size_t i = k * PER_CHUNK; i < t->n_nodes && i < (k + 1) * PER_CHUNK; i++)
+        json_object_set(c, t->nodes[i].id, json_object_get(j->mnodes, t->nodes[i].id));
+    char *s = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(c);
+    return s;
+}
+
+int engine__macros_check(struct ejob *j, struct drv_err *err)
+{
+    struct macro_ctx ctx = {.nodes = j->mnodes, .owner = j->cluster_owner};
+    json_t *config = engine__job_config(j);
+    if (config && j->config_macros &&
+        macro_expand(config, &ctx, MACRO_CHECK, "config", NULL, err) != 0)
+        return err->code;
+    const struct planner_plan *p = j->po.plan;
+    for (size_t i = 0; i < p->n_tasks; i++) {
+        const struct planner_task *t = &p->tasks[i];
+        if (!t->service || !t->fields)
+            continue;
+        char path[256];
+        snprintf(path, sizeof(path), "%s.fields", t->id);
+        if (macro_expand(t->fields, &ctx, MACRO_CHECK, path, NULL, err) != 0)
+            return err->code;
+    }
+    return 0;
+}
+
+int engine__macros_expand(struct ejob *j, const struct planner_task *t, json_t **fields,
+                          json_t **config, struct drv_err *err)
+{
+    *fields = *config = NULL;
+    if (!t->service)
+        return 0; /* node-level tasks get the config as it is */
+    struct macro_ctx ctx = {.nodes = j->mnodes, .self = t->node, .owner = j->cluster_owner};
+    if (t->fields) {
+        int rc = macro_expand(t->fields, &ctx, 0, "fields", fields, err);
+        if (rc)
+            return rc;
+    }
+    json_t *c = engine__job_config(j);
+    if (c && j->config_macros) {
+        int rc = macro_expand(c, &ctx, 0, "config", config, err);
+        if (rc) {
+            json_decref(*fields);
+            *fields = NULL;
+            return rc;
+        }
+    }
+    return 0;
+}
