@@ -33,7 +33,7 @@ start_worker() {
   local name=$1
   shift
   write_worker_conf "$name" "worker.tenant = ${WORKER_TENANT:-acme}" "worker.plugin_dir = $DROVER_BUILD_DIR/plugins" \
-    "worker.plugins = sleep,sleep-provider" "worker.concurrency = ${CONCURRENCY:-4}" \
+    "worker.plugins = ${WORKER_PLUGINS:-sleep,sleep-provider}" "worker.concurrency = ${CONCURRENCY:-4}" \
     "secrets.key_file = $KEYFILE" "log.level = ${LOG_LEVEL:-info}" "$@"
   sed -i "s/^zookeeper.session_timeout = 20s/zookeeper.session_timeout = $SESSION/" "$T/$name.conf"
   start_proc "$name" "$BIN/drover-worker"

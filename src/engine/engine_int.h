@@ -293,6 +293,7 @@ struct coord_ring;
 struct coord_txn;
 struct strmap;
 struct etxn;
+struct macro_cluster;
 
 struct engine {
     struct event_base *base;
@@ -354,10 +355,11 @@ struct ejob {
     struct engine_state st;
     int32_t st_ver; /* the state znode's version, -1 before it exists */
     bool state_dirty;
-    json_t *props;             /* node id -> key-values of that node (result key-values merged) */
-    json_t *mnodes;            /* the nodes map of plugins and macros (nodes.c) */
-    struct strmap *node_index; /* node id -> 1 + its index in the target layout */
-    size_t n_nchunks;          /* jobs/<id>/nodes/n<k> */
+    json_t *props;  /* node id -> key-values of that node (result key-values merged) */
+    json_t *mnodes; /* the nodes map of plugins and macros (nodes.c) */
+    struct macro_cluster *mcluster; /* mnodes sorted and indexed once, for the macros */
+    struct strmap *node_index;      /* node id -> 1 + its index in the target layout */
+    size_t n_nchunks;               /* jobs/<id>/nodes/n<k> */
     uint8_t *nchunk_dirty;
     bool nchunks_new;   /* not created in ZooKeeper yet */
     bool config_macros; /* the cluster's config has macros */

@@ -46,6 +46,7 @@
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
+#include "macro.h"
 #include "planner.h"
 #include "planner_model.h"
 #include "seal.h"
@@ -109,6 +110,7 @@ static void job_free(struct ejob *j)
     json_decref(j->ctx);
     json_decref(j->pg_nodes);
     json_decref(j->mnodes);
+    macro_cluster_free(j->mcluster);
     json_decref(j->ssh_new);
     strmap_free(j->node_index);
     free(j->nchunk_dirty);

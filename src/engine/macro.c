@@ -22,11 +22,13 @@
 #include "macro.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "strmap.h"
 #include "xalloc.h"
 
 /* ---- the cluster: nodes in natural order ---- */
@@ -36,12 +38,27 @@ struct cnode {
     const json_t *j;
 };
 
+/* The nodes having one service, as indices into the sorted nodes (ascending). */
+struct svc_nodes {
+    size_t *idx;
+    size_t n, cap;
+};
+
+/* A cluster sorted once (macro_cluster_new), for callers that expand many values. */
+struct macro_cluster {
+    struct cnode *v;
+    size_t n;
+    struct strmap *by_id;      /* id -> 1 + index */
+    struct strmap *by_service; /* service -> struct svc_nodes */
+};
+
 struct cluster {
     struct cnode *v;
     size_t n;
     const struct macro_ctx *ctx;
     const struct cnode *self; /* NULL when no self or not found */
     unsigned flags;
+    const struct macro_cluster *mc; /* v is mc's: not freed, services indexed */
 };
 
 /* Natural order: runs of digits compare as numbers ("node-2" < "node-10"). */
@@ -89,6 +106,15 @@ static void cluster_init(struct cluster *c, const struct macro_ctx *ctx, unsigne
     memset(c, 0, sizeof(*c));
     c->ctx = ctx;
     c->flags = flags;
+    if (ctx && ctx->cluster) {
+        /* Sorted and indexed once by the caller: O(1) here. */
+        c->mc = ctx->cluster;
+        c->v = c->mc->v;
+        c->n = c->mc->n;
+        uintptr_t k = ctx->self ? (uintptr_t)strmap_get(c->mc->by_id, ctx->self) : 0;
+        c->self = k ? &c->v[k - 1] : NULL;
+        return;
+    }
     const json_t *nodes = ctx ? ctx->nodes : NULL;
     if (json_is_object(nodes) && json_object_size(nodes) > 0) {
         c->v = xcalloc(json_object_size(nodes), sizeof(*c->v));
@@ -108,6 +134,73 @@ static void cluster_init(struct cluster *c, const struct macro_ctx *ctx, unsigne
         for (size_t i = 0; i < c->n; i++)
             if (strcmp(c->v[i].id, ctx->self) == 0)
                 c->self = &c->v[i];
+}
+
+static void cluster_release(struct cluster *c)
+{
+    if (!c->mc)
+        free(c->v);
+}
+
+static bool has_service(const struct cnode *n, const char *svc);
+
+/*
+ * Is node i of c among the nodes with svc? With a precompiled cluster the
+ * service's own list is used, so callers iterate that list instead
+ * (service_nodes); this is for the self checks.
+ */
+static const struct svc_nodes *service_nodes(const struct cluster *c, const char *svc)
+{
+    return c->mc ? strmap_get(c->mc->by_service, svc) : NULL;
+}
+
+struct macro_cluster *macro_cluster_new(const json_t *nodes)
+{
+    struct macro_ctx ctx = {.nodes = nodes};
+    struct cluster c;
+    cluster_init(&c, &ctx, 0);
+    struct macro_cluster *mc = xcalloc(1, sizeof(*mc));
+    mc->v = c.v;
+    mc->n = c.n;
+    mc->by_id = strmap_new();
+    mc->by_service = strmap_new();
+    for (size_t i = 0; i < mc->n; i++) {
+        strmap_put(mc->by_id, mc->v[i].id, (void *)(uintptr_t)(i + 1));
+        size_t k;
+        json_t *e;
+        json_array_foreach(json_object_get(mc->v[i].j, "services"), k, e)
+        {
+            if (!json_is_string(e))
+                continue;
+            struct svc_nodes *sn = strmap_get(mc->by_service, json_string_value(e));
+            if (!sn) {
+                sn = xcalloc(1, sizeof(*sn));
+                strmap_put(mc->by_service, json_string_value(e), sn);
+            }
+            if (sn->n && sn->idx[sn->n - 1] == i)
+                continue; /* a service named twice on a node */
+            XGROW(sn->idx, sn->cap, sn->n + 1);
+            sn->idx[sn->n++] = i;
+        }
+    }
+    return mc;
+}
+
+void macro_cluster_free(struct macro_cluster *mc)
+{
+    if (!mc)
+        return;
+    size_t pos = 0;
+    void *v;
+    while (strmap_next(mc->by_service, &pos, NULL, &v)) {
+        struct svc_nodes *sn = v;
+        free(sn->idx);
+        free(sn);
+    }
+    strmap_free(mc->by_service);
+    strmap_free(mc->by_id);
+    free(mc->v);
+    free(mc);
 }
 
 static bool has_service(const struct cnode *n, const char *svc)
@@ -361,11 +454,18 @@ static int eval_basic(struct parser *p, struct list *l)
             return RES_UNRESOLVED;
         if (inst) {
             size_t rank = 0;
-            for (size_t i = 0; i < c->n; i++) {
-                if (has_service(&c->v[i], svc))
+            const struct svc_nodes *sn = service_nodes(c, svc);
+            if (sn) {
+                size_t me = (size_t)(c->self - c->v);
+                while (rank < sn->n && sn->idx[rank] <= me)
                     rank++;
-                if (&c->v[i] == c->self)
-                    break;
+            } else {
+                for (size_t i = 0; i < c->n; i++) {
+                    if (has_service(&c->v[i], svc))
+                        rank++;
+                    if (&c->v[i] == c->self)
+                        break;
+                }
             }
             char buf[32];
             snprintf(buf, sizeof(buf), "%zu", rank);
@@ -375,8 +475,12 @@ static int eval_basic(struct parser *p, struct list *l)
         return node_value(p, c->self, ip, type, l) ? p->rc : RES_OK;
     }
     size_t count = 0;
-    for (size_t i = 0; i < c->n; i++)
-        count += has_service(&c->v[i], svc);
+    const struct svc_nodes *sn = service_nodes(c, svc);
+    if (sn)
+        count = sn->n;
+    else if (!c->mc)
+        for (size_t i = 0; i < c->n; i++)
+            count += has_service(&c->v[i], svc);
     if (num) {
         char buf[32];
         snprintf(buf, sizeof(buf), "%zu", count);
@@ -385,6 +489,13 @@ static int eval_basic(struct parser *p, struct list *l)
     }
     if (count == 0 || (index >= 0 && (size_t)index >= count))
         return RES_UNRESOLVED;
+    if (sn) {
+        for (size_t k = 0; k < sn->n; k++)
+            if (index < 0 || (size_t)index == k)
+                if (node_value(p, &c->v[sn->idx[k]], ip, type, l) != 0)
+                    return p->rc;
+        return RES_OK;
+    }
     size_t k = 0;
     for (size_t i = 0; i < c->n; i++) {
         if (!has_service(&c->v[i], svc))
@@ -588,6 +699,23 @@ static int walk(struct cluster *c, const json_t *in, struct sbuf *path, json_t *
     return 0;
 }
 
+/* Does any string value of j hold a '%'? Without one there is nothing to expand. */
+static bool any_percent(const json_t *j)
+{
+    if (json_is_string(j))
+        return strchr(json_string_value(j), '%') != NULL;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v) if (any_percent(v)) return true;
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v) if (any_percent(v)) return true;
+    }
+    return false;
+}
+
 int macro_expand(const json_t *in, const struct macro_ctx *ctx, unsigned flags, const char *path,
                  json_t **out, struct drv_err *err)
 {
@@ -595,6 +723,11 @@ int macro_expand(const json_t *in, const struct macro_ctx *ctx, unsigned flags, 
         *out = NULL;
     if (!in)
         return drv_err_set(err, DRV_EINVAL, 0, "no value to expand");
+    if (!any_percent(in)) {
+        if (out)
+            *out = json_deep_copy(in);
+        return 0;
+    }
     struct cluster c;
     cluster_init(&c, ctx, flags);
     struct sbuf pb = {0};
@@ -602,7 +735,7 @@ int macro_expand(const json_t *in, const struct macro_ctx *ctx, unsigned flags, 
     json_t *res = NULL;
     int rc = walk(&c, in, &pb, &res, err);
     free(pb.p);
-    free(c.v);
+    cluster_release(&c);
     if (rc == 0 && (flags & MACRO_CHECK)) {
         json_decref(res);
         res = json_deep_copy(in);
@@ -625,7 +758,7 @@ int macro_expand_string(const char *in, const struct macro_ctx *ctx, unsigned fl
     cluster_init(&c, ctx, flags);
     struct sbuf o = {0};
     int rc = expand_text(&c, in, &o, err);
-    free(c.v);
+    cluster_release(&c);
     if (rc == 0 && out && !(flags & MACRO_CHECK)) {
         *out = o.p;
         return 0;

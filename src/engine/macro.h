@@ -61,6 +61,8 @@
 /* The largest expansion of one string (bigger is DRV_EINVAL). */
 #define MACRO_MAX_OUTPUT (1u << 20)
 
+struct macro_cluster;
+
 struct macro_ctx {
     /*
      * The cluster's nodes, as in the task JSON's "nodes": {"node-1":
@@ -68,6 +70,12 @@ struct macro_ctx {
      * ["..."]}, ...}. Borrowed; NULL is an empty cluster.
      */
     const json_t *nodes;
+    /*
+     * Optional: the same nodes sorted and indexed once (macro_cluster_new), for a
+     * caller that expands many values: then nodes is not read, and each expansion
+     * costs what its macros name, not O(nodes log nodes).
+     */
+    const struct macro_cluster *cluster;
     const char *self;  /* the id of the node the expansion is for; NULL: no self macros */
     const char *owner; /* for %cluster.owner%; NULL: that macro is unresolved */
 };
@@ -81,6 +89,14 @@ struct macro_ctx {
  */
 int macro_expand(const json_t *in, const struct macro_ctx *ctx, unsigned flags, const char *path,
                  json_t **out, struct drv_err *err);
+
+/*
+ * Sort and index nodes once. The entries are borrowed: they may change in
+ * place (a hostname learnt), but the map's set of nodes and their services
+ * must not change while the cluster is in use. Free with macro_cluster_free.
+ */
+struct macro_cluster *macro_cluster_new(const json_t *nodes);
+void macro_cluster_free(struct macro_cluster *mc);
 
 /* The same for one string; *out (when not NULL) is a new string owned by the caller. */
 int macro_expand_string(const char *in, const struct macro_ctx *ctx, unsigned flags, char **out,

@@ -58,6 +58,9 @@ void engine__nodes_init(struct ejob *j)
         strmap_put(j->node_index, id, (void *)(uintptr_t)(i + 1));
     }
     j->n_nchunks = (t->n_nodes + PER_CHUNK - 1) / PER_CHUNK;
+    /* Sorted and indexed once for the macros: entries change in place from here on. */
+    macro_cluster_free(j->mcluster);
+    j->mcluster = macro_cluster_new(j->mnodes);
     free(j->nchunk_dirty);
     j->nchunk_dirty = xcalloc(j->n_nchunks + 1, 1);
     /* Whether the config has macros at all: most have none, and then nothing is expanded. */
@@ -74,13 +77,14 @@ void engine__nodes_touch(struct ejob *j, const char *node)
         return;
     json_t *now = entry_of(j, node), *was = json_object_get(j->mnodes, node);
     if (!json_equal(now, was)) {
-        json_object_set_new(j->mnodes, node, now);
+        /* In place: the macros' sorted cluster holds this very object. */
+        json_object_clear(was);
+        json_object_update(was, now);
         j->nchunk_dirty[(k - 1) / PER_CHUNK] = 1;
         j->st.nodes_rev++;
         j->state_dirty = true;
-    } else {
-        json_decref(now);
     }
+    json_decref(now);
 }
 
 char *engine__nodes_chunk(struct ejob *j, size_t k)
@@ -96,7 +100,7 @@ char *engine__nodes_chunk(struct ejob *j, size_t k)
 
 int engine__macros_check(struct ejob *j, struct drv_err *err)
 {
-    struct macro_ctx ctx = {.nodes = j->mnodes, .owner = j->cluster_owner};
+    struct macro_ctx ctx = {.nodes = j->mnodes, .cluster = j->mcluster, .owner = j->cluster_owner};
     json_t *config = engine__job_config(j);
     if (config && j->config_macros &&
         macro_expand(config, &ctx, MACRO_CHECK, "config", NULL, err) != 0)
@@ -120,7 +124,8 @@ int engine__macros_expand(struct ejob *j, const struct planner_task *t, json_t *
     *fields = *config = NULL;
     if (!t->service)
         return 0; /* node-level tasks get the config as it is */
-    struct macro_ctx ctx = {.nodes = j->mnodes, .self = t->node, .owner = j->cluster_owner};
+    struct macro_ctx ctx = {
+        .nodes = j->mnodes, .cluster = j->mcluster, .self = t->node, .owner = j->cluster_owner};
     if (t->fields) {
         int rc = macro_expand(t->fields, &ctx, 0, "fields", fields, err);
         if (rc)

@@ -42,20 +42,32 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Expand s for self (may be NULL) and compare; returns the rc. */
+/*
+ * Expand s for self (may be NULL) and compare; returns the rc. Every case runs
+ * twice: from the nodes map, and from the same map sorted and indexed once
+ * (macro_cluster_new), which must give the same answer.
+ */
 static int ex(const char *s, const char *self, unsigned flags, const char *want)
 {
+    struct macro_cluster *mc = macro_cluster_new(nodes);
     struct macro_ctx c = {.nodes = nodes, .self = self, .owner = NULL};
-    char *out = NULL;
-    struct drv_err err;
+    struct macro_ctx c2 = {.cluster = mc, .self = self, .owner = NULL};
+    char *out = NULL, *out2 = NULL;
+    struct drv_err err, err2;
     drv_err_clear(&err);
     int rc = macro_expand_string(s, &c, flags, &out, &err);
+    int rc2 = macro_expand_string(s, &c2, flags, &out2, &err2);
+    assert_int_equal(rc, rc2);
+    if (out || out2)
+        assert_string_equal(out ? out : "(null)", out2 ? out2 : "(null)");
     if (want) {
         if (rc != 0)
             fail_msg("\"%s\": %s", s, err.msg);
         assert_string_equal(out, want);
     }
     free(out);
+    free(out2);
+    macro_cluster_free(mc);
     return rc;
 }
 
