@@ -151,9 +151,19 @@ static void cancel_deadline(struct coord_lock *l)
     }
 }
 
-/* Forget the contender (the caller deletes it if needed) and stop watching. */
+static void cleanup_prefix(struct coord_session *s, const char *want, coord_done_cb done,
+                           void *arg);
+
+/*
+ * Forget the contender (the caller deletes it if needed) and stop watching.
+ * An attempt abandoned while RECOVERING may have left a contender by a create
+ * whose answer was lost: it is found by its prefix and deleted, or the next
+ * attempt (same session) would wait on it forever.
+ */
 static void reset(struct coord_lock *l, enum lstate st)
 {
+    if (l->st == L_RECOVERING && l->want)
+        cleanup_prefix(l->s, l->want, NULL, NULL);
     l->attempt++;
     l->st = st;
     FREE_NULL(l->node);
@@ -689,6 +699,7 @@ static void release(struct coord_lock *l, struct rel *r)
     } else if (r) {
         /* RECOVERING: a lost create may have gone through; find it by its prefix. */
         cleanup_prefix(l->s, l->want, r->done, r->arg);
+        FREE_NULL(l->want); /* reset need not look again */
         free(r);
     }
     reset(l, L_IDLE);
