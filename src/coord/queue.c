@@ -5,7 +5,7 @@
  *
  * Why shards: one getChildren reply must stay far below ZooKeeper's 1 MB
  * packet limit. An item name is about 40 bytes, so with the default 16 shards
- * a backlog of 100,000 items makes replies of about 6,250 names (~290 KB),
+ * a backlog of 100,000 items makes replies of about 6,250 names (~270 KB),
  * and the claims list only holds what consumers hold right now.
  *
  * Open: ensure the parent, create <q> (or read its shard count), then
