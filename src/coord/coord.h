@@ -108,6 +108,7 @@ struct coord_session_opts {
 };
 
 #define COORD_DEFAULT_MAX_REQUEST_BYTES (512 * 1024)
+#define COORD_MIN_MAX_REQUEST_BYTES (16 * 1024) /* smaller budgets are raised to this */
 
 /*
  * Start a session on base (which must outlive it). Never blocks: the

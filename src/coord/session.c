@@ -360,6 +360,8 @@ struct coord_session *coord_session_new(struct event_base *base, const struct co
     s->hosts = o->chroot ? xasprintf("%s%s", o->hosts, o->chroot) : xstrdup(o->hosts);
     s->timeout_ms = o->session_timeout_ms > 0 ? o->session_timeout_ms : 10000;
     s->max_req = o->max_request_bytes ? o->max_request_bytes : COORD_DEFAULT_MAX_REQUEST_BYTES;
+    if (s->max_req < COORD_MIN_MAX_REQUEST_BYTES)
+        s->max_req = COORD_MIN_MAX_REQUEST_BYTES;
     s->on_state = o->on_state;
     s->arg = o->arg;
     s->state = COORD_CONNECTING;
