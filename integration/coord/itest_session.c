@@ -261,6 +261,8 @@ static int t_session_restart_retry(void)
     CHECK(it_run_until_fn(base, renewed, s, 20000),
           "the session never started again after a failed start (state %s)",
           coord_state_name(coord_session_state(s)));
+    CHECK(coord_session_generation(s) == 1, "generation %u after one new session",
+          coord_session_generation(s));
     struct get_out g = {0};
     coord_get(s, "/zookeeper", on_get, &g);
     CHECK(it_run_until(base, &g.done, 20000) && g.rc == 0, "read after restart rc %d", g.rc);
