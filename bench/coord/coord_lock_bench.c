@@ -18,6 +18,7 @@
  * (getrusage): coord's own cost, which must stay flat as N grows (hashed
  * registries), while a linear registry grows with N.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,11 +203,13 @@ int main(int argc, char **argv)
 {
     long sizes[8] = {1000, 10000};
     int nsizes = 2;
+    bool given = false;
     int c;
     while ((c = getopt(argc, argv, "n:")) != -1) {
-        if (c == 'n' && nsizes < 8) {
-            if (nsizes == 2 && sizes[0] == 1000 && sizes[1] == 10000)
+        if (c == 'n' && (!given || nsizes < 8)) {
+            if (!given)
                 nsizes = 0;
+            given = true;
             sizes[nsizes++] = atol(optarg);
         } else {
             fprintf(stderr, "usage: coord_lock_bench [-n N]...\n");

@@ -115,6 +115,7 @@ long it_now_ms(void);
 
 /* The defect tests of itest_faults.c: the exit status, or -1 for an unknown name. */
 int itest_faults(const char *name);
+int itest_session(const char *name);
 /* The recipe tests of itest_recipes.c and itest_queue.c, likewise. */
 int itest_recipes(const char *name);
 int itest_queue(const char *name);

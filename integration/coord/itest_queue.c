@@ -10,7 +10,8 @@
  *   claim-lost    on_lost: silent partition (before another consumer gets the item),
  *                 claim deleted by hand, session expired (before EXPIRED), connection
  *                 lost past the threshold with the session surviving (the claim is
- *                 deleted by coord and the item goes to another consumer)
+ *                 deleted by coord and the item goes to another consumer); a watched
+ *                 claim completed as its queue closes
  */
 #include <string.h>
 #include <unistd.h>
@@ -591,6 +592,22 @@ static int t_claim_lost(void)
     CHECK(count("-lost;") == 1, "trace %s", trace);
     coord_queue_close(qf);
     coord_session_free(sf);
+
+    /* 5. A watched claim completed, and the queue closed in the same turn: done(0), no lost. */
+    trace[0] = '\0';
+    memset(&pr, 0, sizeof(pr));
+    coord_queue_put(qd, &one, 1, on_rc, &pr);
+    CHECK(wait_rc(base, &pr) == 0, "put");
+    struct coord_queue *qh = open_q(base, d, "/drover/queues/itest/lost", 1, "h", on_lost, "h");
+    struct take_out th = take1(base, qh, 10000);
+    CHECK(th.rc == 0, "h take");
+    it_run_for(base, 1200); /* its claim is watched by now */
+    struct rc_out hc = {0};
+    coord_queue_complete(qh, th.id, on_rc, &hc);
+    coord_queue_close(qh);
+    CHECK(wait_rc(base, &hc) == 0, "complete across close rc %d", hc.rc);
+    it_run_for(base, 200);
+    CHECK(trace[0] == '\0', "trace %s", trace);
 
     coord_queue_close(qb);
     coord_queue_close(qd);

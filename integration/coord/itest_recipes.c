@@ -6,6 +6,9 @@
  *                      back after a new session; sync
  *   lock-release-done  release with a completion: the znode is gone when done runs,
  *                      the next contender takes over; also while creating, idle, expired
+ *   lock-orphan        a create answered by a connection loss, the attempt abandoned by its
+ *                      deadline while recovering: the next acquire does not wait behind the
+ *                      orphan contender of its own session
  *   many-locks         2,000 locks and 2,000 watches on one session, all right
  */
 #include <string.h>
@@ -420,6 +423,49 @@ static int t_lock_release_done(void)
     return 0;
 }
 
+/* ---- lock-orphan ----------------------------------------------------------------------- */
+
+/*
+ * A create whose answer is lost (applied on the server), then the deadline
+ * abandons the attempt before the recovery could look: the next acquire must
+ * not wait behind that orphan contender of its own session.
+ */
+static int t_lock_orphan(void)
+{
+    struct event_base *base = event_base_new();
+    struct coord_session *d = it_session(base, 20000);
+    struct it_proxy *p = it_proxy_new(it_zk_port(1));
+    struct coord_session *s = it_session_at(base, it_proxy_addr(p), 20000);
+    const char *dir = "/drover/locks/itest-orphan";
+    must(base, d, "ensure", coord_ensure_path, dir);
+    struct lk k = {0};
+    struct coord_lock *l = coord_lock_new(s, dir, "{}", on_lock, &k);
+    it_proxy_set_swallow(p, 15 /* create2 */);
+    coord_lock_acquire(l, 1500);
+    for (int w = 0; w < 500 && count_children(base, d, dir) == 0; w++)
+        it_run_for(base, 10);
+    CHECK(count_children(base, d, dir) == 1, "the create did not reach the server");
+    it_proxy_set_down(p, true);
+    it_proxy_cut_all(p);
+    it_proxy_set_swallow(p, 0);
+    CHECK(it_run_until_fn(base, lk_event, &k, 20000) && k.last == COORD_LOCK_TIMEDOUT, "event %d",
+          k.last);
+    it_proxy_set_down(p, false);
+    k.last = 0;
+    coord_lock_acquire(l, -1);
+    CHECK(it_run_until_fn(base, lk_event, &k, 20000) && k.last == COORD_LOCK_ACQUIRED,
+          "the lock waits behind its own orphan contender (event %d)", k.last);
+    it_run_for(base, 300);
+    CHECK(count_children(base, d, dir) == 1, "%zu contenders, want the holder only",
+          count_children(base, d, dir));
+    coord_lock_free(l);
+    coord_session_free(s);
+    coord_session_free(d);
+    event_base_free(base);
+    printf("lock-orphan: ok\n");
+    return 0;
+}
+
 /* ---- many-locks ------------------------------------------------------------------------ */
 
 enum { MANY = 2000 };
@@ -505,5 +551,7 @@ int itest_recipes(const char *t)
         return t_lock_release_done();
     if (strcmp(t, "many-locks") == 0)
         return t_many_locks();
+    if (strcmp(t, "lock-orphan") == 0)
+        return t_lock_orphan();
     return -1;
 }

@@ -524,8 +524,10 @@ static bool fb_forward(struct pconn *k, struct fbuf *f, int fd, bool down)
             ok = write_all(fd, f->b + off, len);
         off += len;
     }
-    memmove(f->b, f->b + off, f->n - off);
-    f->n -= off;
+    if (off) {
+        memmove(f->b, f->b + off, f->n - off);
+        f->n -= off;
+    }
     return ok;
 }
 

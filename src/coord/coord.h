@@ -3,11 +3,13 @@
  *
  * What it gives droverd and drover-worker:
  *   - a session (struct coord_session) driven by a libevent event_base,
+ *   - reads with the Stat, one-shot watches and re-arming watchers, sync,
  *   - membership of a group (ephemeral znodes with JSON data) and group watches,
  *   - a consistent hash ring of members (pure code, no I/O),
  *   - locks with fencing tokens and lock-lost notification, leader election,
  *   - fenced multi-op writes (applied only while a lock is still held),
- *   - locking queues for tasks (put, take, complete, release, cheap stats).
+ *   - locking queues for tasks (exactly-once and keyed puts, take, complete only by the
+ *     holder, claim loss, transactions on a claim, find, holder, cancel, cheap stats).
  *
  * Threads (see docs/threading.md): every function here is called on the thread
  * that runs the session's event_base (the "loop thread"), except
@@ -19,10 +21,11 @@
  * under /drover; docs/zookeeper-tree.md describes every znode. Every znode this
  * module writes holds small JSON.
  *
- * Ownership: objects returned by the _new, _join, _watch and _open functions
+ * Ownership: objects returned by the _new, _join, _watch* and _open functions
  * belong to the caller, who frees them with the matching _free, _leave or _close, before freeing
- * the session. Strings passed in are copied. Strings and arrays passed to callbacks live until the
- * callback returns, unless the callback says otherwise.
+ * the session. A one-shot watch (coord_get_w, coord_children_w, coord_exists_w) belongs to coord:
+ * it is freed once it fires or is cancelled. Strings passed in are copied. Strings and arrays
+ * passed to callbacks live until the callback returns, unless the callback says otherwise.
  *
  * Errors: functions return 0 or a negative DRV_E* code (error.h). ZooKeeper
  * failures are DRV_EZK with the ZOO rc in drv_err.lib_code where a struct
@@ -52,16 +55,22 @@ struct event_base;
  *                              |              EXPIRED -> CONNECTING -> CONNECTED)
  *   any ------------------> CLOSED           (coord_session_free)
  *
- * SUSPENDED: the connection is lost but the session may still live; locks are
- * kept, but a holder should not start new work until CONNECTED again. After a
- * third of the session timeout still SUSPENDED, every held lock reports
- * COORD_LOCK_LOST (and its znode is deleted once connected again): by then the
- * server may have expired the session without the client knowing, and another
- * process may hold the lock.
+ * SUSPENDED: the connection is lost, or silent (no answer for half the
+ * timeout), but the session may still live; locks are kept, but a holder
+ * should not start new work until CONNECTED again. Every held lock reports
+ * COORD_LOCK_LOST (and every held queue claim on_lost; the znodes are deleted
+ * once the same session is connected again) at the earlier of: a third of the
+ * session timeout after the connection was lost, half of it after the issue
+ * time of the last request the server answered. By then the server may soon
+ * expire the session without the client knowing, and give the lock to another
+ * process (it cannot before the whole timeout has passed since it last heard
+ * from the client: tests coord_lock-partition, coord_lock-silent-partition).
  * EXPIRED: everything ephemeral of the old session is gone. Before the owner
  * hears EXPIRED, every lock of the session has already reported
- * COORD_LOCK_LOST. Members re-join and watches re-arm by themselves once the
- * new session is CONNECTED.
+ * COORD_LOCK_LOST, every one-shot watch COORD_EV_SESSION and every held claim
+ * on_lost. A new session follows (its start is retried with backoff if it
+ * fails: coord_session-restart-retry); members re-join and watchers read again
+ * by themselves once it is CONNECTED.
  * AUTH_FAILED: the digest credentials were refused; the session is unusable.
  */
 enum coord_state {
@@ -99,6 +108,7 @@ struct coord_session_opts {
 };
 
 #define COORD_DEFAULT_MAX_REQUEST_BYTES (512 * 1024)
+#define COORD_MIN_MAX_REQUEST_BYTES (16 * 1024) /* smaller budgets are raised to this */
 
 /*
  * Start a session on base (which must outlive it). Never blocks: the
@@ -489,13 +499,18 @@ void coord_create_seq(struct coord_session *s, const char *path, const char *jso
  *      session, was cut off past the threshold, or the claim was deleted).
  *      Tests: coord_queue, coord_queue-kill, coord_connloss, coord_restart,
  *      coord_queue-close-claims, coord_claim-lost.
- *   2. never to two live holders at the same time: a claim is one ephemeral
- *      znode per item, created in the same multi-op that checks the item; a
- *      holder whose claim is gone or may be gone hears on_lost before another
- *      consumer can claim the item (a session cut off is told after a third
- *      of the timeout when the connection drops, or half of it without an
- *      answer when the network goes silent; the server expires it only after
- *      the whole timeout). "Live" means: not yet told on_lost. Tests:
+ *   2. never to two live holders at the same time ("live": not yet told
+ *      on_lost): a claim is one ephemeral znode per item, created in the same
+ *      multi-op that checks the item, so while it exists nobody else can
+ *      claim the item. A holder cut off from ZooKeeper is told on_lost before
+ *      the server can expire its session, so before another consumer can
+ *      claim: after a third of the timeout when the connection drops, half of
+ *      it without an answer when the network goes silent; the server expires
+ *      it only after the whole timeout. A claim removed by someone else (an
+ *      operator deleting it, another client closing the session) is told as
+ *      soon as this consumer learns of it: a watch on claims held for half a
+ *      second, a failed complete, release or transaction, EXPIRED. A process
+ *      paused for longer than the timeout hears it when it resumes. Tests:
  *      coord_queue-kill, coord_claim-lost, coord_lock-silent-partition (the
  *      same margin), coord_claim-late-release.
  *   3. completed (or released, or changed by coord_queue_txn_commit) only by

@@ -192,7 +192,8 @@ struct coord_session {
     void *arg;
 
     zhandle_t *zh;
-    unsigned gen;           /* bumped for every new handle */
+    unsigned gen;           /* bumped for every handle started (items of older ones are stale) */
+    unsigned renewals;      /* new sessions after an expiry: coord_session_generation() */
     enum coord_state state; /* as last reported, loop thread only */
     bool ever_connected;
     bool closing;

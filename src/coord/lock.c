@@ -1,6 +1,6 @@
 /*
- * lock: ZooKeeper locks with fencing tokens, and leader election.
- * (Fenced multi-ops are in txn.c.)
+ * lock: ZooKeeper locks with fencing tokens. (Leader election on top of them
+ * is in election.c, fenced multi-ops in txn.c.)
  *
  * Recipe (ZooKeeper's "Locks" recipe, without the herd effect):
  *   1. create <dir>/c-<session id>-<random>-<n>-<seq> (ephemeral, sequential)
@@ -151,9 +151,19 @@ static void cancel_deadline(struct coord_lock *l)
     }
 }
 
-/* Forget the contender (the caller deletes it if needed) and stop watching. */
+static void cleanup_prefix(struct coord_session *s, const char *want, coord_done_cb done,
+                           void *arg);
+
+/*
+ * Forget the contender (the caller deletes it if needed) and stop watching.
+ * An attempt abandoned while RECOVERING may have left a contender by a create
+ * whose answer was lost: it is found by its prefix and deleted, or the next
+ * attempt (same session) would wait on it forever.
+ */
 static void reset(struct coord_lock *l, enum lstate st)
 {
+    if (l->st == L_RECOVERING && l->want)
+        cleanup_prefix(l->s, l->want, NULL, NULL);
     l->attempt++;
     l->st = st;
     FREE_NULL(l->node);
@@ -689,6 +699,7 @@ static void release(struct coord_lock *l, struct rel *r)
     } else if (r) {
         /* RECOVERING: a lost create may have gone through; find it by its prefix. */
         cleanup_prefix(l->s, l->want, r->done, r->arg);
+        FREE_NULL(l->want); /* reset need not look again */
         free(r);
     }
     reset(l, L_IDLE);
@@ -715,78 +726,6 @@ void coord_lock_free(struct coord_lock *l)
     l->dead = true;
     coord__reg_listener_remove(&l->s->reg, l);
     lock_unref(l);
-}
-
-/* ---- leader election ---------------------------------------------------- */
-
-struct coord_election {
-    struct coord_lock *lock;
-    coord_election_cb cb;
-    void *arg;
-    bool leader;
-    int refs;
-    bool dead;
-    unsigned tries;
-};
-
-static void election_unref(struct coord_election *e)
-{
-    if (--e->refs == 0)
-        free(e);
-}
-
-static void election_again(void *owner)
-{
-    struct coord_election *e = owner;
-    if (!e->dead)
-        coord_lock_acquire(e->lock, -1);
-    election_unref(e);
-}
-
-static void election_event(struct coord_lock *l, enum coord_lock_event ev, void *arg)
-{
-    struct coord_election *e = arg;
-    if (ev == COORD_LOCK_ACQUIRED) {
-        e->leader = true;
-        e->tries = 0;
-        e->cb(e, true, coord_lock_token(l), e->arg);
-        return;
-    }
-    bool was = e->leader;
-    e->leader = false;
-    if (was)
-        e->cb(e, false, 0, e->arg);
-    /* Contend again (after a lost session, the new one is up by then or soon). */
-    e->refs++;
-    coord__timer(l->s, coord__backoff_ms(l->s, e->tries++), election_again, e);
-}
-
-struct coord_election *coord_election_new(struct coord_session *s, const char *name,
-                                          const char *holder_json, coord_election_cb cb, void *arg)
-{
-    struct coord_election *e = xcalloc(1, sizeof(*e));
-    char *dir = xasprintf("/drover/elections/%s", name);
-    e->cb = cb;
-    e->arg = arg;
-    e->refs = 1;
-    e->lock = coord_lock_new(s, dir, holder_json, election_event, e);
-    free(dir);
-    coord_lock_acquire(e->lock, -1);
-    return e;
-}
-
-bool coord_election_leader(const struct coord_election *e)
-{
-    return e->leader;
-}
-
-void coord_election_free(struct coord_election *e)
-{
-    if (!e)
-        return;
-    e->dead = true;
-    coord_lock_free(e->lock);
-    election_unref(e);
 }
 
 /* ---- the fence of a commit (txn.c) ------------------------------------------------ */

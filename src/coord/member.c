@@ -364,6 +364,8 @@ static void group_listed(struct coord__op *op)
         }
         if (!coord__zrc_session_gone(op->rc))
             group_later(g);
+        else if (g->again)
+            group_refresh(g); /* a new session came while this listing was in flight */
         group_unref(g);
         return;
     }

@@ -1,9 +1,13 @@
 /*
- * queue_find: what the engine's janitor asks of a queue it does not consume:
- * who holds an item (coord_queue_holder), where an item put with a key is
- * (coord_queue_find), and cancelling an item nobody holds
- * (coord_queue_cancel).
+ * queue_find: what the engine's janitor and /metrics ask of a queue they do
+ * not consume: its figures (coord_queue_stats), who holds an item
+ * (coord_queue_holder), where an item put with a key is (coord_queue_find),
+ * and cancelling an item nobody holds (coord_queue_cancel).
  *
+ * stats:  S stat reads of the shards (numChildren) and one of the claims for
+ *         length and claimed; for the age, the oldest item of each shard (the
+ *         smallest t in its names) is cached and checked with one stat read; a
+ *         shard is listed again only when it is gone.
  * holder: the claim's data and the item's existence, pipelined: 2 reads.
  * find:   the key record keys/<key> names the item (1 read; when it is
  *         missing, the key's shard, a pure function of the key, is listed and
@@ -24,6 +28,163 @@
 #include "xalloc.h"
 
 #define MOD "coord"
+
+/* ---- stats ------------------------------------------------------------------- */
+
+struct stats {
+    struct coord_queue *q;
+    coord_stats_cb cb;
+    void *arg;
+    int pending;
+    int rc;
+    struct coord_queue_stats st;
+    int64_t oldest; /* ctime ms, 0 when none */
+};
+
+struct shard_stat {
+    struct stats *st;
+    unsigned k;
+};
+
+static void stats_part(struct stats *st)
+{
+    if (--st->pending > 0)
+        return;
+    if (st->oldest) {
+        int64_t age = coord__now_ms() - st->oldest;
+        st->st.oldest_age_ms = age > 0 ? age : 0;
+    }
+    st->cb(st->rc ? NULL : &st->st, st->rc, st->arg);
+    struct coord_queue *q = st->q;
+    free(st);
+    coord__q_unref(q);
+}
+
+static void stats_oldest(struct stats *st, int64_t ctime)
+{
+    if (ctime && (!st->oldest || ctime < st->oldest))
+        st->oldest = ctime;
+}
+
+static void head_stat(struct coord__op *op);
+
+static void head_listed(struct coord__op *op)
+{
+    struct shard_stat *ss = op->owner;
+    struct stats *st = ss->st;
+    struct coord_queue *q = st->q;
+    const char *best = NULL;
+    int64_t bt = -1;
+    for (int i = 0; op->rc == ZOK && i < op->strc; i++) {
+        int64_t t = coord__q_name_time(op->strv[i]);
+        if (t >= 0 && (bt < 0 || t < bt)) {
+            bt = t;
+            best = op->strv[i];
+        }
+    }
+    if (best && !q->dead) {
+        free(q->head[ss->k]);
+        q->head[ss->k] = xstrdup(best);
+        char *p = xasprintf("%s/%s", op->path, best);
+        struct coord__op *e = coord__op_new(q->s, head_stat, ss);
+        e->tag = 1; /* do not list again */
+        coord__zk_exists(e, p, false);
+        free(p);
+        return;
+    }
+    free(ss);
+    stats_part(st);
+}
+
+static void head_stat(struct coord__op *op)
+{
+    struct shard_stat *ss = op->owner;
+    struct stats *st = ss->st;
+    struct coord_queue *q = st->q;
+    if (op->rc == ZOK) {
+        stats_oldest(st, op->stat.ctime);
+    } else if (op->tag == 0 && !q->dead) {
+        /* The cached oldest item is gone: list this shard once. */
+        char *sp = coord__q_shard_path(q, ss->k);
+        coord__zk_children(coord__op_new(q->s, head_listed, ss), sp, false);
+        free(sp);
+        return;
+    }
+    free(ss);
+    stats_part(st);
+}
+
+static void shard_counted(struct coord__op *op)
+{
+    struct shard_stat *ss = op->owner;
+    struct stats *st = ss->st;
+    struct coord_queue *q = st->q;
+    if (op->rc != ZOK) {
+        st->rc = coord__zrc(op->rc);
+    } else {
+        st->st.length += op->stat.numChildren;
+        if (op->stat.numChildren > 0 && !q->dead) {
+            char *sp = coord__q_shard_path(q, ss->k);
+            if (q->head[ss->k]) {
+                char *p = xasprintf("%s/%s", sp, q->head[ss->k]);
+                coord__zk_exists(coord__op_new(q->s, head_stat, ss), p, false);
+                free(p);
+            } else {
+                coord__zk_children(coord__op_new(q->s, head_listed, ss), sp, false);
+            }
+            free(sp);
+            return;
+        }
+    }
+    free(ss);
+    stats_part(st);
+}
+
+static void claims_counted(struct coord__op *op)
+{
+    struct stats *st = op->owner;
+    if (op->rc != ZOK)
+        st->rc = coord__zrc(op->rc);
+    else
+        st->st.claimed = op->stat.numChildren;
+    stats_part(st);
+}
+
+static void stats_start(struct coord_queue *q, void *arg)
+{
+    struct stats *st = arg;
+    if (q->open != Q_OPEN) {
+        st->rc = DRV_EAGAIN;
+        st->pending = 1;
+        stats_part(st);
+        return;
+    }
+    st->pending = (int)q->shards + 1;
+    for (unsigned k = 0; k < q->shards; k++) {
+        struct shard_stat *ss = xcalloc(1, sizeof(*ss));
+        ss->st = st;
+        ss->k = k;
+        char *sp = coord__q_shard_path(q, k);
+        coord__zk_exists(coord__op_new(q->s, shard_counted, ss), sp, false);
+        free(sp);
+    }
+    char *cp = xasprintf("%s/claims", q->path);
+    coord__zk_exists(coord__op_new(q->s, claims_counted, st), cp, false);
+    free(cp);
+}
+
+void coord_queue_stats(struct coord_queue *q, coord_stats_cb cb, void *arg)
+{
+    struct stats *st = xcalloc(1, sizeof(*st));
+    st->q = q;
+    st->cb = cb;
+    st->arg = arg;
+    q->refs++;
+    if (q->open == Q_OPEN)
+        stats_start(q, st);
+    else
+        coord__q_defer(q, stats_start, st);
+}
 
 /* ---- holder ------------------------------------------------------------------------ */
 

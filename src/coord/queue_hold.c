@@ -416,7 +416,7 @@ static void qtxn_start(struct coord_queue *q, const char *id, struct coord_txn *
     x->empty = !t || coord_txn_count(t) == 0;
     q->refs++;
     char *key = NULL;
-    struct held *h = q->dead ? NULL : held_find(q, id);
+    struct held *h = held_find(q, id);
     bool paths = coord__q_paths(q, id, &x->item, &x->claim, &key);
     if (lost && paths) {
         /* Its multi-op was sent on generation lost_gen: resolve that one. */
@@ -534,7 +534,7 @@ static void flush_completes(void *owner)
         char **paths = xcalloc(3 * (n - start), sizeof(char *));
         while (start < n && b->n < 500) {
             struct fin *f = fins[start];
-            struct held *h = q->dead ? NULL : held_find(q, f->id);
+            struct held *h = held_find(q, f->id); /* also at close: this turn's completes go out */
             char *item, *claim, *key;
             if (!h || h->st != H_HELD || h->gen != q->s->gen ||
                 !coord__q_paths(q, f->id, &item, &claim, &key)) {
@@ -703,6 +703,12 @@ void coord__q_hold_close(struct coord_queue *q)
     }
     while (q->fifo_head)
         fifo_unlink(q, q->fifo_head);
+    /* coord_queue_close removed every registration of q: forget the claims' watches. */
+    size_t n;
+    struct coord__hnode **all = coord__htab_all(&q->held, &n);
+    for (size_t i = 0; i < n; i++)
+        H_OF(all[i])->watch = NULL;
+    free(all);
 }
 
 void coord__q_hold_free(struct coord_queue *q)

@@ -145,7 +145,7 @@ static void report(struct coord_session *s, enum coord_state st)
         return;
     s->state = st;
     log_info(MOD, "event=session-state state=%s session=0x%llx generation=%u", coord_state_name(st),
-             (unsigned long long)coord_session_id(s), s->gen - 1);
+             (unsigned long long)coord_session_id(s), s->renewals);
     if (s->on_state)
         s->on_state(s, st, s->arg);
 }
@@ -281,6 +281,7 @@ static void restart(struct coord_session *s)
     if (s->restart_tries)
         log_info(MOD, "event=session-restarted attempts=%u", s->restart_tries + 1);
     s->restart_tries = 0;
+    s->renewals++;
     /* The owner sees EXPIRED -> CONNECTING -> CONNECTED. */
     report(s, COORD_CONNECTING);
     s->state = COORD_EXPIRED; /* so that CONNECTED renews */
@@ -360,6 +361,8 @@ struct coord_session *coord_session_new(struct event_base *base, const struct co
     s->hosts = o->chroot ? xasprintf("%s%s", o->hosts, o->chroot) : xstrdup(o->hosts);
     s->timeout_ms = o->session_timeout_ms > 0 ? o->session_timeout_ms : 10000;
     s->max_req = o->max_request_bytes ? o->max_request_bytes : COORD_DEFAULT_MAX_REQUEST_BYTES;
+    if (s->max_req < COORD_MIN_MAX_REQUEST_BYTES)
+        s->max_req = COORD_MIN_MAX_REQUEST_BYTES;
     s->on_state = o->on_state;
     s->arg = o->arg;
     s->state = COORD_CONNECTING;
@@ -455,7 +458,7 @@ int coord_session_credentials(const struct coord_session *s, int64_t *id, char p
 
 unsigned coord_session_generation(const struct coord_session *s)
 {
-    return s->gen - 1;
+    return s->renewals;
 }
 
 void coord_session_free(struct coord_session *s)

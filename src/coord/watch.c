@@ -379,8 +379,8 @@ static void watcher_exists(struct coord__op *op)
             w->again = false;
             watcher_read(w);
         }
-    } else if (op->rc == ZOK) {
-        watcher_read(w); /* created meanwhile */
+    } else if (op->rc == ZOK || w->again) {
+        watcher_read(w); /* created meanwhile, or a new session came */
     } else if (!coord__zrc_session_gone(op->rc)) {
         watcher_later(w);
     }
@@ -410,7 +410,9 @@ static void watcher_got(struct coord__op *op)
         w->refs++;
         coord__zk_exists(coord__op_new(w->s, watcher_exists, w), w->path, true);
     } else if (coord__zrc_session_gone(op->rc) || op->gen != w->s->gen) {
-        /* NEW_SESSION reads again. */
+        /* NEW_SESSION reads again; if it came while this read was in flight, now. */
+        if (w->again)
+            watcher_read(w);
     } else {
         if (op->rc == ZNOAUTH)
             deliver(&w->r, op);

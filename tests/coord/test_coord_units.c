@@ -1,0 +1,274 @@
+/*
+ * Unit tests of coord's pure pieces: the hash table, the watch and listener
+ * registry (routing by path and event type, removal and addition from inside
+ * a callback), backoff with jitter, name prefixes unique per session object,
+ * encoded sizes, queue item names. No server.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "coord_int.h"
+#include "queue_int.h"
+#include "xalloc.h"
+
+/* ---- hash table ----------------------------------------------------------------- */
+
+struct ent {
+    struct coord__hnode hn;
+    int key;
+};
+
+static uint64_t hash_int(int k, bool collide)
+{
+    return collide ? (uint64_t)(k % 7) : coord__hash_ptr((void *)(intptr_t)(k + 1));
+}
+
+static struct ent *lookup(struct coord__htab *t, int k, bool collide)
+{
+    for (struct coord__hnode *n = coord__htab_find(t, hash_int(k, collide)); n;
+         n = coord__htab_next(n)) {
+        struct ent *e = COORD__CONTAINER_OF(n, struct ent, hn);
+        if (e->key == k)
+            return e;
+    }
+    return NULL;
+}
+
+static void htab_roundtrip(bool collide)
+{
+    enum { N = 10000 };
+    struct coord__htab t = {0};
+    struct ent *e = xcalloc(N, sizeof(*e));
+    for (int i = 0; i < N; i++) {
+        e[i].key = i;
+        coord__htab_add(&t, &e[i].hn, hash_int(i, collide));
+    }
+    assert_int_equal(t.n, N);
+    assert_true(t.nb >= N); /* the load stays at most 1 */
+    for (int i = 0; i < N; i++)
+        assert_ptr_equal(lookup(&t, i, collide), &e[i]);
+    for (int i = 0; i < N; i += 2)
+        coord__htab_del(&t, &e[i].hn);
+    assert_int_equal(t.n, N / 2);
+    for (int i = 0; i < N; i++)
+        assert_ptr_equal(lookup(&t, i, collide), i % 2 ? &e[i] : NULL);
+    size_t n;
+    struct coord__hnode **all = coord__htab_all(&t, &n);
+    assert_int_equal(n, N / 2);
+    free(all);
+    coord__htab_free(&t);
+    free(e);
+}
+
+static void test_htab(void **state)
+{
+    htab_roundtrip(false);
+    htab_roundtrip(true); /* 7 distinct hashes: long chains, same answers */
+}
+
+/* ---- registry --------------------------------------------------------------------- */
+
+static struct coord__registry reg;
+static char calls[1024];
+static struct coord__watch *victim;
+static void *adder_owner;
+
+static void note(void *owner, int type, const char *path)
+{
+    char b[64];
+    snprintf(b, sizeof(b), "%s:%d:%s;", (const char *)owner, type, path);
+    strncat(calls, b, sizeof(calls) - strlen(calls) - 1);
+}
+
+static void remover(void *owner, int type, const char *path)
+{
+    note(owner, type, path);
+    coord__reg_watch_del(&reg, victim);   /* an entry of the same dispatch */
+    coord__reg_watch_remove(&reg, owner); /* and itself */
+}
+
+static void adder(void *owner, int type, const char *path)
+{
+    note(owner, type, path);
+    coord__reg_watch_add(&reg, path, COORD__WM_ANY, adder_owner, note);
+}
+
+static void test_registry_routes(void **state)
+{
+    memset(&reg, 0, sizeof(reg));
+    coord__reg_watch_add(&reg, "/a", COORD__WM_DATA, "d", note);
+    coord__reg_watch_add(&reg, "/a", COORD__WM_CHILD, "c", note);
+    coord__reg_watch_add(&reg, "/b", COORD__WM_ANY, "x", note);
+    coord__reg_watch_add(&reg, "/a", COORD__WM_DATA, "d", note); /* once */
+    assert_int_equal(reg.n_watches, 3);
+    calls[0] = '\0';
+    coord__reg_dispatch(&reg, ZOO_CHANGED_EVENT, "/a");
+    assert_string_equal(calls, "d:3:/a;");
+    calls[0] = '\0';
+    coord__reg_dispatch(&reg, ZOO_CHILD_EVENT, "/a");
+    assert_string_equal(calls, "c:4:/a;");
+    calls[0] = '\0';
+    coord__reg_dispatch(&reg, ZOO_DELETED_EVENT, "/a");
+    assert_true(strstr(calls, "d:2:/a;") && strstr(calls, "c:2:/a;") && strlen(calls) == 14);
+    calls[0] = '\0';
+    coord__reg_dispatch(&reg, ZOO_CHANGED_EVENT, "/nobody");
+    assert_string_equal(calls, "");
+    coord__reg_watch_remove(&reg, "d");
+    assert_int_equal(reg.n_watches, 2);
+    coord__registry_check(&reg);
+    coord__registry_free(&reg);
+}
+
+static void test_registry_reentrant(void **state)
+{
+    memset(&reg, 0, sizeof(reg));
+    /* One callback removes another registration of the same event: it is not called. */
+    victim = coord__reg_watch_add(&reg, "/p", COORD__WM_ANY, "v", note);
+    coord__reg_watch_add(&reg, "/p", COORD__WM_ANY, "r", remover);
+    calls[0] = '\0';
+    coord__reg_dispatch(&reg, ZOO_CHANGED_EVENT, "/p");
+    /* Chains are LIFO: whichever ran first, the other one must not run after its removal. */
+    assert_true(strcmp(calls, "r:3:/p;") == 0 || strcmp(calls, "v:3:/p;r:3:/p;") == 0);
+    assert_int_equal(reg.n_watches, 0);
+    coord__registry_check(&reg);
+
+    /* One callback adds a registration for the same path: it hears the next event only. */
+    adder_owner = "late";
+    coord__reg_watch_add(&reg, "/q", COORD__WM_ANY, "a", adder);
+    calls[0] = '\0';
+    coord__reg_dispatch(&reg, ZOO_CHANGED_EVENT, "/q");
+    assert_string_equal(calls, "a:3:/q;");
+    calls[0] = '\0';
+    coord__reg_watch_remove(&reg, "a");
+    coord__reg_dispatch(&reg, ZOO_CHANGED_EVENT, "/q");
+    assert_string_equal(calls, "late:3:/q;");
+    coord__registry_free(&reg);
+}
+
+static int told;
+static void *drop_owner;
+
+static void on_ev(void *owner, enum coord__session_event ev)
+{
+    told++;
+    if (drop_owner)
+        coord__reg_listener_remove(&reg, drop_owner);
+}
+
+static void test_listeners(void **state)
+{
+    enum { N = 5000 };
+    memset(&reg, 0, sizeof(reg));
+    char *owners = xcalloc(N, 1);
+    for (int i = 0; i < N; i++)
+        coord__reg_listener_add(&reg, owners + i, on_ev);
+    assert_int_equal(reg.n_listeners, N);
+    told = 0;
+    coord__reg_tell(&reg, COORD__LOST);
+    assert_int_equal(told, N);
+    for (int i = 0; i < N; i += 2)
+        coord__reg_listener_remove(&reg, owners + i);
+    assert_int_equal(reg.n_listeners, N / 2);
+    /* The first one told removes the last one: it is not told. */
+    drop_owner = owners + N - 1;
+    told = 0;
+    coord__reg_tell(&reg, COORD__SUSPECT);
+    assert_int_equal(told, N / 2 - 1);
+    drop_owner = NULL;
+    coord__registry_check(&reg);
+    coord__registry_free(&reg);
+    free(owners);
+}
+
+/* ---- backoff, prefixes ---------------------------------------------------------------- */
+
+static void test_backoff(void **state)
+{
+    struct coord_session s = {0};
+    s.rng = 12345;
+    int lo[12], hi[12];
+    for (unsigned t = 0; t < 12; t++) {
+        lo[t] = 1 << 30;
+        hi[t] = 0;
+        for (int i = 0; i < 200; i++) {
+            int d = coord__backoff_ms(&s, t);
+            lo[t] = d < lo[t] ? d : lo[t];
+            hi[t] = d > hi[t] ? d : hi[t];
+        }
+    }
+    assert_true(lo[0] >= 50 && hi[0] <= 100 && hi[0] > lo[0]); /* jittered */
+    assert_true(lo[1] >= 100 && hi[1] <= 200);
+    assert_true(lo[11] >= 2500 && hi[11] <= 5000); /* capped */
+    /* Doubling until the cap: each range starts where the previous one ends. */
+    for (unsigned t = 1; t <= 5; t++)
+        assert_true(lo[t] >= hi[t - 1]);
+}
+
+static void test_prefixes(void **state)
+{
+    /* Two session objects before any connection (session id 0): different prefixes. */
+    struct coord_session a = {0}, b = {0};
+    a.nonce = a.rng = coord__random_seed();
+    b.nonce = b.rng = coord__random_seed();
+    char pa[96], pb[96], pa2[96];
+    coord__unique_prefix(&a, pa, sizeof(pa));
+    coord__unique_prefix(&b, pb, sizeof(pb));
+    coord__unique_prefix(&a, pa2, sizeof(pa2));
+    assert_string_not_equal(pa, pb);
+    assert_string_not_equal(pa, pa2);
+    assert_int_equal(strncmp(pa, "0000000000000000-", 17), 0);
+}
+
+/* ---- sizes and names ------------------------------------------------------------------ */
+
+static void test_sizes(void **state)
+{
+    struct coord_txn *t = coord_txn_new();
+    assert_int_equal(coord_txn_bytes(t), 0);
+    coord_txn_check(t, "/a", -1);
+    assert_int_equal(coord_txn_bytes(t), 9 + 4 + 2 + 4);
+    coord_txn_set(t, "/a", "{}", 3);
+    assert_int_equal(coord_txn_bytes(t), (9 + 6 + 4) + (9 + 6 + 6 + 4));
+    size_t before = coord_txn_bytes(t);
+    char *big = xcalloc(1, 100001);
+    memset(big, 'x', 100000);
+    coord_txn_create(t, "/b", big, 0);
+    assert_true(coord_txn_bytes(t) > before + 100000);
+    assert_true(coord_txn_bytes(t) < before + 100000 + 200);
+    coord_txn_free(t);
+    free(big);
+}
+
+static void test_item_names(void **state)
+{
+    assert_true(coord__q_name_ok("i4-18c2f3a4b5c-kj1.2.3"));
+    assert_false(coord__q_name_ok("x4-18c2f3a4b5c-kj1.2.3"));
+    assert_int_equal(coord__q_name_time("i4-18c2f3a4b5c-kj1.2.3"), 0x18c2f3a4b5cLL);
+    assert_int_equal(coord__q_name_time("i4-zzzzzzzzzzz-kj"), -1);
+    /* Queue order: priority first (rank 0 = priority 9), then age. */
+    char *names[] = {"i5-18c2f3a4b5d-ka", "i0-18c2f3a4b5e-kb", "i5-18c2f3a4b5c-kc"};
+    qsort(names, 3, sizeof(char *), coord__q_cmp_item);
+    assert_string_equal(names[0], "i0-18c2f3a4b5e-kb");
+    assert_string_equal(names[1], "i5-18c2f3a4b5c-kc");
+    assert_string_equal(names[2], "i5-18c2f3a4b5d-ka");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_htab),
+        cmocka_unit_test(test_registry_routes),
+        cmocka_unit_test(test_registry_reentrant),
+        cmocka_unit_test(test_listeners),
+        cmocka_unit_test(test_backoff),
+        cmocka_unit_test(test_prefixes),
+        cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_item_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
