@@ -74,7 +74,7 @@ int api__token_check(PGconn *conn, const char *token, struct api_principal *who,
 int api__token_new(PGconn *conn, const char *user_id, char token[90], struct drv_err *err);
 int api__load_key(const char *path, unsigned char key[32], struct drv_err *err);
 
-/* handlers.c: resolve a route; 0 and c->handler/roles set, or 404/405 via call_fail. */
+/* routes.c: resolve a route; 0 and c->handler/roles set, or 404/405 via call_fail. */
 int api__route(struct call *c);
 /* Send c's reply (its out, raw or error) and free c. Loop thread. */
 void api__reply(struct call *c);

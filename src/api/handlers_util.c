@@ -1,0 +1,93 @@
+/*
+ * handlers_util: what the handler files share: name checks, the audit entry
+ * of a write, body and model-error helpers. Pool-thread code, no state.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/http.h>
+
+#include "api_int.h"
+#include "handlers.h"
+#include "model.h"
+#include "store.h"
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+int api__name_ok(const char *s, int lower_only)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]))
+        return 0;
+    for (const char *p = s; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (lower_only && isupper(ch))
+            return 0;
+        if (!isalnum(ch) && ch != '-' && ch != '_' && (lower_only || ch != '.'))
+            return 0;
+    }
+    return 1;
+}
+
+/* Entity names come from catalogues: letters, digits and . _ - (up to 128). */
+int api__entity_name_ok(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > 128)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_' && *p != '.')
+            return 0;
+    return 1;
+}
+
+int api__audit(PGconn *conn, struct call *c, const char *action, const char *kind, const char *id,
+               json_t *detail, struct drv_err *err)
+{
+    char *d = detail ? json_dumps(detail, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(detail);
+    int rc = store_audit(conn, c->who.tenant_id[0] ? c->who.tenant_id : NULL, c->who.user_id,
+                         c->who.user, action, kind, id, c->source, d, err);
+    free(d);
+    return rc;
+}
+
+int api__need_body(struct call *c)
+{
+    if (!c->body)
+        return call_fail(c, 400, "malformed", NULL, "a JSON object body is required");
+    return 0;
+}
+
+/* The field path inside a model error ("... field \"a.b\": ..."), into out. */
+void api__model_field(const char *msg, const char *prefix, char *out, size_t n)
+{
+    const char *f = strstr(msg, "field \"");
+    if (!f) {
+        snprintf(out, n, "%s", prefix ? prefix : "");
+        return;
+    }
+    f += 7;
+    size_t len = strcspn(f, "\"");
+    snprintf(out, n, "%s%s%.*s", prefix ? prefix : "", prefix && *prefix ? "." : "", (int)len, f);
+}
+
+int api__string_list_ok(const json_t *j)
+{
+    size_t i;
+    json_t *v;
+    if (!json_is_array(j))
+        return 0;
+    json_array_foreach(j, i, v) if (!json_is_string(v)) return 0;
+    return 1;
+}
+
+int api__kind_of(const char *seg)
+{
+    int k = model_kind_parse(seg);
+    if (k < 0 || strcmp(model_kind_dir((enum model_kind)k), seg) != 0)
+        return -1;
+    return k;
+}
