@@ -1,57 +1,51 @@
 /*
- * api: the HTTP server. See api.h for the threads and docs/api.md for the
- * contract.
+ * api: the API's request flow. See api.h for the threads, server.h for the
+ * connections and docs/api.md for the contract.
  *
  * One request:
  *
- *   loop: evhttp gencb -> parse path, route (404/405), bearer token (401),
- *         body JSON (400) -> store_submit
- *   pool: authenticate (401) -> role check (403) -> handler's queries
+ *   loop: head arrives (server.c) -> probes, /metrics -> path, query, route
+ *         (400/404/405/501) -> bearer token's shape (401) -> Content-Length
+ *         (413) -> read the body -> parse it (400) -> store_submit
+ *   pool: authenticate (401) -> role check (403) -> handler's queries ->
+ *         the reply serialised (sensitive values redacted)
  *   loop: optional on_loop part (fleet views) -> reply -> free the call
  *
- * If the client goes away meanwhile, libevent detaches the request instead of
- * freeing it (the handler has not answered yet), and evhttp_send_reply frees
- * it; so the completion never touches freed memory.
- *
- * Connection limit (libevent 2.1 has none): every accepted connection passes
- * through our bufferevent callback (evhttp_set_bevcb), which counts it, takes
- * a reference on its bufferevent and queues it for a hook that runs on the
- * next loop turn, after evhttp has wired the connection. The hook finds the
- * evhttp_connection (the bufferevent's callback argument), and either sets a
- * close callback that uncounts it, or, beyond http.max_connections, writes a
- * canned 503 (plain HTTP) and frees the connection. The reference keeps the
- * bufferevent valid for the hook even if evhttp dropped the connection first
- * (its callbacks are then NULL, which the hook checks).
+ * If the client goes away meanwhile, the server detaches the request
+ * (r->conn is NULL) and the reply only frees it, so a completion never
+ * touches freed memory.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/queue.h>
-#include <sys/socket.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
 #include "api_int.h"
-#include "config.h"
 #include "coord.h"
+#include "http.h"
 #include "log.h"
+#include "server.h"
 #include "store.h"
 #include "xalloc.h"
 
 #define MODULE "api"
+#define MAX_PROBES 4
+
+struct probe {
+    char path[32];
+    api_probe_fn fn;
+    void *arg;
+};
 
 struct api {
     struct event_base *base;
-    struct evhttp *http;
+    struct api_server *server;
     struct store *store;
     struct coord_session *zk;
     struct coord_group *g_droverd, *g_workers;
@@ -59,89 +53,15 @@ struct api {
     SSL_CTX *ssl;
     unsigned char key[32];
     int have_key;
-    long max_connections;
-    long active;
-    /* accepted, waiting for the hook */
-    struct bufferevent **pending;
-    size_t npending, cap_pending;
-    struct event *hook;
+    long max_body;
+    struct probe probes[MAX_PROBES];
+    int nprobes;
     /* metrics */
     unsigned long long by_status[600];
-    unsigned long long refused;
+    unsigned long long refused_overflow; /* 503 in the overflow lane */
 };
 
-/* ---- replies ------------------------------------------------------------ */
-
-static const char *reason(int status)
-{
-    switch (status) {
-    case 200:
-        return "OK";
-    case 201:
-        return "Created";
-    case 202:
-        return "Accepted";
-    case 204:
-        return "No Content";
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 409:
-        return "Conflict";
-    case 413:
-        return "Payload Too Large";
-    case 422:
-        return "Unprocessable Entity";
-    case 501:
-        return "Not Implemented";
-    case 503:
-        return "Service Unavailable";
-    default:
-        return status >= 500 ? "Internal Server Error" : "OK";
-    }
-}
-
-static void send_json(struct api *a, struct evhttp_request *req, int status, json_t *j,
-                      const char *version)
-{
-    struct evbuffer *out = evbuffer_new();
-    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-    if (j) {
-        char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-        evbuffer_add_printf(out, "%s\n", s);
-        free(s);
-        evhttp_add_header(h, "Content-Type", "application/json");
-    }
-    if (version && *version)
-        evhttp_add_header(h, "X-Drover-Version", version);
-    if (status >= 0 && status < 600)
-        a->by_status[status]++;
-    evhttp_send_reply(req, status, reason(status), out);
-    evbuffer_free(out);
-}
-
-static json_t *error_body(const char *code, const char *msg, const char *field)
-{
-    json_t *e = json_pack("{s:s, s:s}", "code", code, "message", msg);
-    if (field && *field)
-        json_object_set_new(e, "field", json_string(field));
-    return json_pack("{s:o}", "error", e);
-}
-
-static void send_error(struct api *a, struct evhttp_request *req, int status, const char *code,
-                       const char *msg, const char *field)
-{
-    json_t *j = error_body(code, msg, field);
-    send_json(a, req, status, j, NULL);
-    json_decref(j);
-}
+/* ---- errors ---------------------------------------------------------------- */
 
 int call_fail(struct call *c, int status, const char *code, const char *field, const char *fmt, ...)
 {
@@ -157,16 +77,8 @@ int call_fail(struct call *c, int status, const char *code, const char *field, c
 
 char *call_query(struct call *c, const char *key)
 {
-    if (!c->query)
-        return NULL;
-    struct evkeyvalq q;
-    TAILQ_INIT(&q);
-    if (evhttp_parse_query_str(c->query, &q) != 0)
-        return NULL;
-    const char *v = evhttp_find_header(&q, key);
-    char *r = v ? xstrdup(v) : NULL;
-    evhttp_clear_headers(&q);
-    return r;
+    const char *v = json_string_value(json_object_get(c->query, key));
+    return v ? xstrdup(v) : NULL;
 }
 
 const char *call_owner(const struct call *c)
@@ -174,12 +86,45 @@ const char *call_owner(const struct call *c)
     return c->who.role == ROLE_USER ? c->who.user_id : NULL;
 }
 
+/* The error code of a status the HTTP layer produced itself. */
+static const char *http_code(int status)
+{
+    switch (status) {
+    case 408:
+        return "timeout";
+    case 413:
+    case 414:
+    case 431:
+        return "too-large";
+    case 417:
+    case 501:
+    case 505:
+        return "not-implemented";
+    case 503:
+        return "unavailable";
+    default:
+        return "malformed";
+    }
+}
+
+/* Answer r with an error and free nothing else (the request is freed by the reply). */
+static void reply_error(struct api *a, struct api_req *r, int status, const char *code,
+                        const char *msg, const char *extra)
+{
+    size_t len;
+    char *body = api__error_text(code, msg, NULL, &len);
+    if (status >= 0 && status < 600)
+        a->by_status[status]++;
+    api__server_reply(r, status, "application/json", extra, body, len, false);
+}
+
 static void call_free(struct call *c)
 {
     free(c->path);
-    free(c->query);
     free(c->raw);
+    free(c->text);
     free(c->segbuf);
+    json_decref(c->query);
     json_decref(c->body);
     json_decref(c->out);
     json_decref(c->loop_data);
@@ -219,14 +164,69 @@ static void map_error(struct call *c, int rc, const struct drv_err *err)
         break;
     default: {
         char q[600];
-        log_error(MODULE, "event=internal_error path=%s error=%s", c->path,
+        log_error(MODULE, "event=internal-error path=%s error=%s", c->path,
                   log_quote(msg, q, sizeof(q)));
         call_fail(c, 500, "internal", NULL, "internal error (see the server log)");
     }
     }
 }
 
-/* ---- the pool part ------------------------------------------------------ */
+/* ---- replies ------------------------------------------------------------------ */
+
+/* out, redacted, as JSON text with a newline (caller frees). Any thread. */
+static char *serialise(json_t *out, size_t *len)
+{
+    api_redact(out);
+    char *s = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
+    size_t n = strlen(s);
+    s = xrealloc(s, n + 2);
+    s[n] = '\n';
+    s[n + 1] = '\0';
+    *len = n + 1;
+    return s;
+}
+
+void api__reply(struct call *c)
+{
+    struct api *a = c->api;
+    int status = c->status ? c->status : 200;
+    if (log_get_level() <= LOG_DEBUG)
+        log_debug(MODULE, "event=request method=%d path=%s status=%d user=%s tenant=%s source=%s",
+                  c->method, c->path, status, c->who.user[0] ? c->who.user : "-",
+                  c->who.tenant[0] ? c->who.tenant : "-", c->source);
+    char extra[160] = "";
+    char *body = NULL;
+    size_t len = 0;
+    const char *type = "application/json";
+    if (status >= 400) {
+        body = api__error_text(c->code, c->msg, c->field, &len);
+        if (status == 405 && c->allow[0])
+            snprintf(extra, sizeof(extra), "Allow: %s\r\n", c->allow);
+        if (status == 503 || status == 429)
+            snprintf(extra, sizeof(extra), "Retry-After: 1\r\n");
+    } else if (c->raw) {
+        body = c->raw;
+        c->raw = NULL;
+        len = strlen(body);
+        type = c->raw_type ? c->raw_type : "text/plain";
+    } else if (c->text) {
+        body = c->text;
+        len = c->text_len;
+        c->text = NULL;
+    } else if (c->out) {
+        body = serialise(c->out, &len);
+    }
+    if (c->version[0])
+        snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), "X-Drover-Version: %s\r\n",
+                 c->version);
+    if (status >= 0 && status < 600)
+        a->by_status[status]++;
+    api__server_reply(c->req, status, type, extra[0] ? extra : NULL, body, len, false);
+    c->req = NULL;
+    call_free(c);
+}
+
+/* ---- the pool part ------------------------------------------------------------ */
 
 static int call_work(PGconn *conn, void *arg, struct drv_err *err)
 {
@@ -241,38 +241,20 @@ static int call_work(PGconn *conn, void *arg, struct drv_err *err)
                          c->who.role == ROLE_SUPER   ? "superadmin"
                          : c->who.role == ROLE_ADMIN ? "admin"
                                                      : "user",
-                         evhttp_request_get_command(c->req) == EVHTTP_REQ_GET ? "read" : "change",
+                         c->method == API_M_GET || c->method == API_M_HEAD ? "read" : "change",
                          c->path);
     rc = c->handler(conn, c, err);
-    if (rc) /* a failed write leaves nothing behind */
+    if (rc) { /* a failed write leaves nothing behind */
         store_rollback(conn);
-    return rc;
-}
-
-void api__reply(struct call *c)
-{
-    struct api *a = c->api;
-    if (log_get_level() <= LOG_DEBUG)
-        log_debug(MODULE, "event=request method=%d path=%s status=%d user=%s tenant=%s source=%s",
-                  c->method, c->path, c->status ? c->status : 200,
-                  c->who.user[0] ? c->who.user : "-", c->who.tenant[0] ? c->who.tenant : "-",
-                  c->source);
-    if (c->status >= 400) {
-        send_error(a, c->req, c->status, c->code, c->msg, c->field);
-    } else if (c->raw) {
-        struct evbuffer *out = evbuffer_new();
-        evbuffer_add(out, c->raw, strlen(c->raw));
-        evhttp_add_header(evhttp_request_get_output_headers(c->req), "Content-Type",
-                          c->raw_type ? c->raw_type : "text/plain");
-        a->by_status[c->status]++;
-        evhttp_send_reply(c->req, c->status, reason(c->status), out);
-        evbuffer_free(out);
-    } else {
-        if (c->out)
-            api_redact(c->out);
-        send_json(a, c->req, c->status ? c->status : 200, c->out, c->version);
+        return rc;
     }
-    call_free(c);
+    /* Large replies are serialised here, not on the loop. */
+    if (c->out && !c->on_loop && !c->raw) {
+        c->text = serialise(c->out, &c->text_len);
+        json_decref(c->out);
+        c->out = NULL;
+    }
+    return 0;
 }
 
 static void call_done(int rc, const struct drv_err *err, void *arg)
@@ -290,152 +272,164 @@ struct coord_session *api__zk(struct api *a)
     return a->zk;
 }
 
-/* ---- the loop part ------------------------------------------------------ */
+/* ---- the loop part ----------------------------------------------------------- */
 
-static void split_path(struct call *c)
+static void on_metrics(struct api *a, struct api_req *r);
+
+static const struct probe *find_probe(struct api *a, const char *path)
 {
-    c->nseg = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(c->segbuf, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
-        if (c->nseg == CALL_MAX_SEGS) {
-            c->nseg = CALL_MAX_SEGS + 1;
-            return;
-        }
-        c->seg[c->nseg++] = t;
-    }
+    for (int i = 0; i < a->nprobes; i++)
+        if (strcmp(a->probes[i].path, path) == 0)
+            return &a->probes[i];
+    return NULL;
 }
 
-static void on_request(struct evhttp_request *req, void *arg)
+/* /healthz, /readyz and /metrics: GET and HEAD only, no token. 1 when path is one of them. */
+static int serve_probe(struct api *a, struct api_req *r)
 {
-    struct api *a = arg;
-    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
-    const char *p = uri ? evhttp_uri_get_path(uri) : NULL;
-    char *path = p ? evhttp_uridecode(p, 0, NULL) : NULL;
-    if (!path || strncmp(path, "/v1/", 4) != 0 || strlen(path) > 1024) {
-        free(path);
-        send_error(a, req, 404, "not-found", "no such path", NULL);
+    const struct probe *p = find_probe(a, r->head.path);
+    bool metrics = strcmp(r->head.path, "/metrics") == 0;
+    if (!p && !metrics)
+        return 0;
+    if (r->head.method != API_M_GET && r->head.method != API_M_HEAD) {
+        if (r->head.method == API_M_UNKNOWN)
+            reply_error(a, r, 501, "not-implemented", "method not implemented", NULL);
+        else
+            reply_error(a, r, 405, "method-not-allowed", "only GET and HEAD are allowed here",
+                        "Allow: GET, HEAD\r\n");
+        return 1;
+    }
+    if (metrics) {
+        on_metrics(a, r);
+        return 1;
+    }
+    json_t *body = NULL;
+    int status = p->fn(&body, p->arg);
+    size_t len = 0;
+    char *text = body ? serialise(body, &len) : NULL;
+    json_decref(body);
+    if (status >= 0 && status < 600)
+        a->by_status[status]++;
+    api__server_reply(r, status, "application/json", NULL, text, len, false);
+    return 1;
+}
+
+static void dispatch(struct call *c)
+{
+    store_submit(c->api->store, call_work, call_done, c);
+}
+
+static void fail_call(struct call *c)
+{
+    api__reply(c);
+}
+
+static void on_body(struct api_req *r, int status, void *arg)
+{
+    struct call *c = r->user;
+    if (status == 408) {
+        call_fail(c, 408, "timeout", NULL, "the request body took too long to arrive");
+        fail_call(c);
         return;
     }
+    if (status != 0) { /* the client is gone */
+        fail_call(c);
+        return;
+    }
+    if (c->method == API_M_POST || c->method == API_M_PUT) {
+        struct evbuffer *in = r->body;
+        size_t n = evbuffer_get_length(in);
+        json_error_t je;
+        c->body = json_loadb((const char *)evbuffer_pullup(in, -1), n, 0, &je);
+        if (!c->body) {
+            call_fail(c, 400, "malformed", NULL, "body is not JSON: %s at line %d column %d",
+                      je.text, je.line, je.column);
+            fail_call(c);
+            return;
+        }
+        if (!json_is_object(c->body)) {
+            call_fail(c, 400, "malformed", NULL, "body must be a JSON object");
+            fail_call(c);
+            return;
+        }
+    }
+    dispatch(c);
+}
+
+static void on_head(struct api_req *r, void *arg)
+{
+    struct api *a = arg;
+    if (r->status) {
+        reply_error(a, r, r->status, http_code(r->status), r->head.error, NULL);
+        return;
+    }
+    if (r->overflow) {
+        /* Beyond the connection limits: the probes and /metrics only. */
+        if ((r->head.method == API_M_GET || r->head.method == API_M_HEAD) &&
+            (find_probe(a, r->head.path) || strcmp(r->head.path, "/metrics") == 0)) {
+            serve_probe(a, r);
+            return;
+        }
+        a->refused_overflow++;
+        reply_error(a, r, 503, "unavailable", "too many connections", "Retry-After: 1\r\n");
+        return;
+    }
+    if (serve_probe(a, r))
+        return;
     struct call *c = xcalloc(1, sizeof(*c));
     c->api = a;
-    c->req = req;
-    c->method = evhttp_request_get_command(req);
-    c->path = path;
-    const char *q = evhttp_uri_get_query(uri);
-    c->query = q ? xstrdup(q) : NULL;
+    c->req = r;
+    r->user = c;
+    c->method = r->head.method;
+    c->path = xstrdup(r->head.path);
     c->key = a->have_key ? a->key : NULL;
-    char *host = NULL;
-    ev_uint16_t port = 0;
-    evhttp_connection_get_peer(evhttp_request_get_connection(req), &host, &port);
-    snprintf(c->source, sizeof(c->source), "%s", host ? host : "");
-    c->segbuf = xstrdup(path);
-    split_path(c);
-    if (c->nseg > CALL_MAX_SEGS || api__route(c) != 0)
-        goto fail;
-    /* Authentication header: checked on the pool, shape checked here. */
-    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strlen(auth + 7) >= sizeof(c->token)) {
+    snprintf(c->source, sizeof(c->source), "%s", r->source);
+    char why[160];
+    int st = api__http_split_path(r->head.path, &c->segbuf, c->seg, CALL_MAX_SEGS, &c->nseg, why);
+    if (st == 0 && (c->nseg < 2 || strcmp(c->seg[0], "v1") != 0)) {
+        st = 404;
+        snprintf(why, sizeof(why), "no such path %s", c->path);
+    }
+    if (st == 0)
+        st = api__http_parse_query(r->head.query, &c->query, why);
+    if (st) {
+        call_fail(c, st, st == 404 ? "not-found" : "malformed", NULL, "%s", why);
+        fail_call(c);
+        return;
+    }
+    if (api__route(c) != 0) {
+        fail_call(c);
+        return;
+    }
+    if (api__http_bearer(r->head.authorization, c->token, sizeof(c->token)) != 0) {
         call_fail(c, 401, "unauthenticated", NULL, "missing bearer token (Authorization: Bearer)");
-        goto fail;
+        fail_call(c);
+        return;
     }
-    snprintf(c->token, sizeof(c->token), "%s", auth + 7);
-    if (c->method == EVHTTP_REQ_POST || c->method == EVHTTP_REQ_PUT) {
-        struct evbuffer *in = evhttp_request_get_input_buffer(req);
-        size_t n = evbuffer_get_length(in);
-        if (n > 0) {
-            json_error_t je;
-            c->body = json_loadb((const char *)evbuffer_pullup(in, -1), n, 0, &je);
-            if (!c->body) {
-                call_fail(c, 400, "malformed", NULL, "body is not JSON: %s at line %d column %d",
-                          je.text, je.line, je.column);
-                goto fail;
-            }
-            if (!json_is_object(c->body)) {
-                call_fail(c, 400, "malformed", NULL, "body must be a JSON object");
-                goto fail;
-            }
-        }
+    if (r->head.content_length > a->max_body) {
+        call_fail(c, 413, "too-large", NULL, "request body larger than %ld bytes", a->max_body);
+        fail_call(c);
+        return;
     }
-    store_submit(a->store, call_work, call_done, c);
-    return;
-fail:
-    send_error(a, req, c->status, c->code, c->msg, c->field);
-    call_free(c);
-}
-
-/* ---- connection limit --------------------------------------------------- */
-
-static void on_conn_close(struct evhttp_connection *evcon, void *arg)
-{
-    struct api *a = arg;
-    a->active--;
-}
-
-/* Written straight to the socket of a connection beyond the limit. */
-static void write_refusal(evutil_socket_t s)
-{
-    static const char body[] =
-        "{\"error\":{\"code\":\"unavailable\",\"message\":\"too many connections\"}}\n";
-    char buf[256];
-    int n = snprintf(buf, sizeof(buf),
-                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                     "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
-                     sizeof(body) - 1, body);
-    if (send(s, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-        log_debug(MODULE, "event=refuse_write_failed errno=%d", errno);
-}
-
-static void on_hook(evutil_socket_t fd, short what, void *arg)
-{
-    struct api *a = arg;
-    size_t n = a->npending;
-    a->npending = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct bufferevent *bev = a->pending[i];
-        bufferevent_event_cb ecb = NULL;
-        void *cbarg = NULL;
-        bufferevent_getcb(bev, NULL, NULL, &ecb, &cbarg);
-        if (!ecb || !cbarg) {
-            /* evhttp already dropped it (it never had our close callback) */
-            a->active--;
-        } else if (a->active > a->max_connections) {
-            a->refused++;
-            a->active--;
-            if (!a->ssl) {
-                evutil_socket_t s = bufferevent_getfd(bev);
-                if (s >= 0)
-                    write_refusal(s);
-            }
-            log_warn(MODULE, "event=connection_refused active=%ld max=%ld", a->active,
-                     a->max_connections);
-            evhttp_connection_free((struct evhttp_connection *)cbarg);
-        } else {
-            evhttp_connection_set_closecb((struct evhttp_connection *)cbarg, on_conn_close, a);
-        }
-        bufferevent_decref(bev);
+    if (r->head.content_length > 0) {
+        if (api__server_read_body(r) != 0)
+            fail_call(c); /* the client is gone */
+        return;
     }
+    dispatch(c);
 }
 
-static struct bufferevent *on_accept_bev(struct event_base *base, void *arg)
+void api_set_probe(struct api *a, const char *path, api_probe_fn fn, void *arg)
 {
-    struct api *a = arg;
-    struct bufferevent *bev;
-    if (a->ssl) {
-        SSL *ssl = SSL_new(a->ssl);
-        bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                             BEV_OPT_CLOSE_ON_FREE);
-    } else {
-        bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    }
-    a->active++;
-    bufferevent_incref(bev);
-    XGROW(a->pending, a->cap_pending, a->npending + 1);
-    a->pending[a->npending++] = bev;
-    event_active(a->hook, EV_TIMEOUT, 0);
-    return bev;
+    if (a->nprobes == MAX_PROBES)
+        abort();
+    struct probe *p = &a->probes[a->nprobes++];
+    snprintf(p->path, sizeof(p->path), "%s", path);
+    p->fn = fn;
+    p->arg = arg;
 }
 
-/* ---- fleet views and metrics ---------------------------------------------- */
+/* ---- fleet views and metrics ---------------------------------------------------- */
 
 static void group_to_json(json_t **slot, const struct coord_member_info *m, size_t n)
 {
@@ -471,47 +465,56 @@ json_t *api__workers(struct api *a)
     return a->workers;
 }
 
-static void on_metrics(struct evhttp_request *req, void *arg)
+static void on_metrics(struct api *a, struct api_req *r)
 {
-    struct api *a = arg;
+    struct api_server_stats st;
+    api__server_stats(a->server, &st);
     struct evbuffer *out = evbuffer_new();
+    a->by_status[200]++;
     evbuffer_add_printf(out, "# HELP drover_http_requests_total API replies by status code.\n"
                              "# TYPE drover_http_requests_total counter\n");
     for (int s = 100; s < 600; s++)
         if (a->by_status[s])
             evbuffer_add_printf(out, "drover_http_requests_total{code=\"%d\"} %llu\n", s,
                                 a->by_status[s]);
-    evbuffer_add_printf(out,
-                        "# HELP drover_http_connections Open HTTP connections.\n"
-                        "# TYPE drover_http_connections gauge\n"
-                        "drover_http_connections %ld\n"
-                        "# HELP drover_http_connections_refused_total Connections closed at once "
-                        "beyond http.max_connections.\n"
-                        "# TYPE drover_http_connections_refused_total counter\n"
-                        "drover_http_connections_refused_total %llu\n"
-                        "# HELP drover_ring_members Orchestrator nodes in the ring.\n"
-                        "# TYPE drover_ring_members gauge\n"
-                        "drover_ring_members %zu\n"
-                        "# HELP drover_workers Workers registered.\n"
-                        "# TYPE drover_workers gauge\n"
-                        "drover_workers %zu\n"
-                        "# HELP drover_store_healthy 1 when PostgreSQL answered the last ping.\n"
-                        "# TYPE drover_store_healthy gauge\n"
-                        "drover_store_healthy %d\n"
-                        "# HELP drover_zookeeper_connected 1 when the ZooKeeper session is up.\n"
-                        "# TYPE drover_zookeeper_connected gauge\n"
-                        "drover_zookeeper_connected %d\n",
-                        a->active, a->refused, json_array_size(a->members),
-                        json_array_size(a->workers), store_healthy(a->store),
-                        a->zk ? coord_session_state(a->zk) == COORD_CONNECTED : 0);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                      "text/plain; version=0.0.4");
-    a->by_status[200]++;
-    evhttp_send_reply(req, 200, "OK", out);
+    evbuffer_add_printf(
+        out,
+        "# HELP drover_http_connections Open HTTP connections within the limits.\n"
+        "# TYPE drover_http_connections gauge\n"
+        "drover_http_connections %ld\n"
+        "# HELP drover_http_connections_overflow Connections beyond the limits, read for a probe.\n"
+        "# TYPE drover_http_connections_overflow gauge\n"
+        "drover_http_connections_overflow %ld\n"
+        "# HELP drover_http_connections_refused_total Connections refused (503 or closed) beyond "
+        "http.max_connections or http.max_connections_per_source.\n"
+        "# TYPE drover_http_connections_refused_total counter\n"
+        "drover_http_connections_refused_total %llu\n"
+        "# HELP drover_http_request_timeouts_total Request heads or bodies past their deadline.\n"
+        "# TYPE drover_http_request_timeouts_total counter\n"
+        "drover_http_request_timeouts_total %llu\n"
+        "# HELP drover_ring_members Orchestrator nodes in the ring.\n"
+        "# TYPE drover_ring_members gauge\n"
+        "drover_ring_members %zu\n"
+        "# HELP drover_workers Workers registered.\n"
+        "# TYPE drover_workers gauge\n"
+        "drover_workers %zu\n"
+        "# HELP drover_store_healthy 1 when PostgreSQL answered the last ping.\n"
+        "# TYPE drover_store_healthy gauge\n"
+        "drover_store_healthy %d\n"
+        "# HELP drover_zookeeper_connected 1 when the ZooKeeper session is up.\n"
+        "# TYPE drover_zookeeper_connected gauge\n"
+        "drover_zookeeper_connected %d\n",
+        st.open, st.overflow, st.refused + a->refused_overflow, st.timeouts,
+        json_array_size(a->members), json_array_size(a->workers), store_healthy(a->store),
+        a->zk ? coord_session_state(a->zk) == COORD_CONNECTED : 0);
+    size_t len = evbuffer_get_length(out);
+    char *text = xmalloc(len + 1);
+    evbuffer_remove(out, text, len);
     evbuffer_free(out);
+    api__server_reply(r, 200, "text/plain; version=0.0.4", NULL, text, len, false);
 }
 
-/* ---- life ------------------------------------------------------------------ */
+/* ---- life ------------------------------------------------------------------------ */
 
 static int tls_setup(struct api *a, const struct api_opts *o, struct drv_err *err)
 {
@@ -535,7 +538,7 @@ struct api *api_new(struct event_base *base, struct store *store, struct coord_s
     a->base = base;
     a->store = store;
     a->zk = zk;
-    a->max_connections = o->max_connections;
+    a->max_body = o->max_body;
     a->members = json_array();
     a->workers = json_array();
     if (o->secrets_key && *o->secrets_key) {
@@ -545,56 +548,44 @@ struct api *api_new(struct event_base *base, struct store *store, struct coord_s
     }
     if (o->tls_cert && *o->tls_cert && tls_setup(a, o, err) != 0)
         goto fail;
-    char host[256];
-    int port;
-    if (config_split_addr(o->listen, host, sizeof(host), &port) != 0) {
-        drv_err_set(err, DRV_EINVAL, 0, "bad listen address \"%s\"", o->listen);
-        goto fail;
-    }
     /* No query may outlast the request's time limit. */
     store_set_query_timeout(o->timeout_ms);
-    a->hook = event_new(base, -1, 0, on_hook, a);
-    a->http = evhttp_new(base);
-    evhttp_set_max_body_size(a->http, o->max_body);
-    evhttp_set_max_headers_size(a->http, o->max_headers > 0 ? o->max_headers : 16384);
-    evhttp_set_timeout(a->http, (int)((o->timeout_ms + 999) / 1000));
-    evhttp_set_allowed_methods(a->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-                                            EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD);
-    evhttp_set_bevcb(a->http, on_accept_bev, a);
-    evhttp_set_cb(a->http, "/metrics", on_metrics, a);
-    evhttp_set_gencb(a->http, on_request, a);
-    if (!evhttp_bind_socket_with_handle(a->http, host, (ev_uint16_t)port)) {
-        drv_err_set(err, DRV_EIO, errno, "cannot listen on %s: %s", o->listen, strerror(errno));
+    struct api_server_opts so = {
+        .listen = o->listen,
+        .ssl = a->ssl,
+        .max_headers = o->max_headers > 0 ? o->max_headers : 16384,
+        .max_connections = o->max_connections,
+        .max_per_source = o->max_per_source > 0 ? o->max_per_source : o->max_connections,
+        .header_timeout_ms = o->header_timeout_ms > 0 ? o->header_timeout_ms : 10000,
+        .body_timeout_ms = o->body_timeout_ms > 0 ? o->body_timeout_ms : 30000,
+        .timeout_ms = o->timeout_ms,
+        .on_head = on_head,
+        .on_body = on_body,
+        .arg = a,
+    };
+    a->server = api__server_new(base, &so, err);
+    if (!a->server)
         goto fail;
-    }
     if (zk) {
         a->g_droverd = coord_group_watch(zk, "/drover/members/droverd", on_droverd_group, a);
         a->g_workers = coord_group_watch(zk, "/drover/members/worker", on_worker_group, a);
     }
-    log_info(MODULE, "event=listening addr=%s tls=%s max_connections=%ld secrets_key=%s", o->listen,
-             a->ssl ? "on" : "off", a->max_connections, a->have_key ? "yes" : "no");
+    log_info(MODULE,
+             "event=listening addr=%s tls=%s max_connections=%ld max_per_source=%ld "
+             "secrets_key=%s",
+             o->listen, a->ssl ? "on" : "off", so.max_connections, so.max_per_source,
+             a->have_key ? "yes" : "no");
     return a;
 fail:
     api_free(a);
     return NULL;
 }
 
-struct evhttp *api_http(struct api *a)
-{
-    return a->http;
-}
-
 void api_free(struct api *a)
 {
     if (!a)
         return;
-    if (a->http)
-        evhttp_free(a->http);
-    for (size_t i = 0; i < a->npending; i++)
-        bufferevent_decref(a->pending[i]);
-    free(a->pending);
-    if (a->hook)
-        event_free(a->hook);
+    api__server_free(a->server);
     coord_group_free(a->g_droverd);
     coord_group_free(a->g_workers);
     json_decref(a->members);

@@ -1,17 +1,19 @@
 /*
  * api: Drover's HTTP API (docs/api.md is the contract).
  *
- * One struct api per droverd: a libevent HTTP server (optionally TLS through
- * OpenSSL), routing under /v1, bearer-token authentication, roles and tenant
- * isolation, and the handlers. /healthz and /readyz stay with the program
- * (api_http() gives the server to add them); /metrics is served here.
+ * One struct api per droverd: a strict HTTP/1.1 server on libevent
+ * bufferevents (optionally TLS through OpenSSL; src/api/server.h), routing
+ * under /v1, bearer-token authentication, roles and tenant isolation, and the
+ * handlers. The program registers its probes (/healthz, /readyz) with
+ * api_set_probe; /metrics is served here.
  *
  * Threads: everything here runs on the loop's thread except the handlers'
- * database part, which runs on a store pool thread: a request is parsed on
- * the loop, handed to store_submit() (authentication and the handler's
- * queries in one go, so one thread hop per request), and answered from the
- * completion on the loop. Pool-thread code touches only its call and the
- * read-only parts of struct api (the secrets key). The loop never blocks.
+ * database part, which runs on a store pool thread: a request's head is
+ * parsed and checked on the loop, its body read and parsed, then the call is
+ * handed to store_submit() (authentication and the handler's queries in one
+ * go), and answered from the completion on the loop. Pool-thread code
+ * touches only its call and the read-only parts of struct api (the secrets
+ * key). The loop never blocks.
  *
  * Ownership: api_new's caller owns the api and frees it with api_free before
  * the store, the coord session and the event base.
@@ -24,7 +26,6 @@
 #include "error.h"
 
 struct event_base;
-struct evhttp;
 struct store;
 struct coord_session;
 struct api;
@@ -32,9 +33,12 @@ struct api;
 struct api_opts {
     const char *listen;      /* host:port */
     long max_body;           /* bytes; larger bodies get 413 */
-    long max_headers;        /* bytes */
-    long max_connections;    /* beyond: 503 and close */
-    long timeout_ms;         /* per read/write of a request */
+    long max_headers;        /* bytes of request line and headers; more gets 431 */
+    long max_connections;    /* beyond: the overflow lane (probes only), else 503 */
+    long max_per_source;     /* connections from one address; beyond: as above */
+    long header_timeout_ms;  /* for a request's head to arrive */
+    long body_timeout_ms;    /* for its body to arrive */
+    long timeout_ms;         /* a reply's write without progress; a query's time */
     const char *tls_cert;    /* PEM file, "" for plain HTTP */
     const char *tls_key;     /* PEM file */
     const char *secrets_key; /* file with 64 hex digits (mode 0600), "" for none */
@@ -46,8 +50,13 @@ struct api *api_new(struct event_base *base, struct store *store, struct coord_s
                     const struct api_opts *o, struct drv_err *err);
 void api_free(struct api *a);
 
-/* The HTTP server, to add the program's own paths (/healthz, /readyz). */
-struct evhttp *api_http(struct api *a);
+/*
+ * A probe: answered on the loop for GET and HEAD of path (other methods get
+ * 405), without a token, even on a connection beyond the limits. fn returns
+ * the status and sets *body (a new reference, sent as JSON). arg is borrowed.
+ */
+typedef int (*api_probe_fn)(json_t **body, void *arg);
+void api_set_probe(struct api *a, const char *path, api_probe_fn fn, void *arg);
 
 /*
  * Create the first superadmin and its token when the database has none, and

@@ -33,16 +33,18 @@ typedef int (*api_loop_fn)(struct call *c);
 
 #define CALL_MAX_SEGS 6
 
+struct api_req;
+
 struct call {
     struct api *api;
-    struct evhttp_request *req;
-    int method;   /* enum evhttp_cmd_type */
-    char *path;   /* decoded, owned */
-    char *segbuf; /* path copy that seg[] points into, owned */
+    struct api_req *req; /* the HTTP request (server.h); answered by api__reply */
+    int method;          /* enum api_http_method */
+    char *path;          /* as sent (still encoded), owned */
+    char *segbuf;        /* the decoded segments that seg[] points into, owned */
     char *seg[CALL_MAX_SEGS];
     int nseg;
-    char *query;  /* raw query string or NULL, owned */
-    json_t *body; /* request body (object) or NULL */
+    json_t *query; /* decoded query parameters (object of strings) */
+    json_t *body;  /* request body (object) or NULL */
     char source[64];
     char token[128];
     api_handler handler;
@@ -54,7 +56,10 @@ struct call {
     json_t *out; /* reply body */
     char *raw;   /* or a raw text body (owned) with raw_type */
     const char *raw_type;
+    char *text; /* out serialised off the loop (owned), with its length */
+    size_t text_len;
     char version[16]; /* X-Drover-Version */
+    char allow[64];   /* Allow, with 405 */
     char code[32], field[128], msg[512];
     api_loop_fn on_loop;
     json_t *loop_data;
@@ -74,7 +79,8 @@ int api__token_check(PGconn *conn, const char *token, struct api_principal *who,
 int api__token_new(PGconn *conn, const char *user_id, char token[90], struct drv_err *err);
 int api__load_key(const char *path, unsigned char key[32], struct drv_err *err);
 
-/* routes.c: resolve a route; 0 and c->handler/roles set, or 404/405 via call_fail. */
+/* routes.c: resolve a route; 0 and c->handler/roles set, or 404/405/501 via call_fail
+   (405 fills c->allow). */
 int api__route(struct call *c);
 /* Send c's reply (its out, raw or error) and free c. Loop thread. */
 void api__reply(struct call *c);

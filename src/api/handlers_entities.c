@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/http.h>
-
 #include "api_int.h"
 #include "handlers.h"
 #include "log.h"

@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/http.h>
-
 #include "api_int.h"
 #include "handlers.h"
 #include "planner.h"

@@ -7,10 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <event2/http.h>
-
 #include "api_int.h"
 #include "handlers.h"
+#include "http.h"
 
 #define ALL (ROLE_SUPER | ROLE_ADMIN | ROLE_USER)
 #define TENANT (ROLE_ADMIN | ROLE_USER)
@@ -24,10 +23,10 @@ struct route {
     unsigned roles;
 };
 
-#define GET EVHTTP_REQ_GET
-#define POST EVHTTP_REQ_POST
-#define PUT EVHTTP_REQ_PUT
-#define DEL EVHTTP_REQ_DELETE
+#define GET API_M_GET
+#define POST API_M_POST
+#define PUT API_M_PUT
+#define DEL API_M_DELETE
 
 static const struct route routes[] = {
     {GET, "v1/whoami", api__h_whoami, ALL},
@@ -83,21 +82,38 @@ static int matches(const char *pattern, const struct call *c)
     return i == c->nseg;
 }
 
+/* "GET, HEAD, POST" for the methods in mask. */
+static void allow_list(unsigned mask, char *out, size_t n)
+{
+    static const struct {
+        unsigned m;
+        const char *name;
+    } names[] = {{GET, "GET, HEAD"}, {POST, "POST"}, {PUT, "PUT"}, {DEL, "DELETE"}};
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (mask & names[i].m)
+            snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? ", " : "", names[i].name);
+}
+
 int api__route(struct call *c)
 {
-    int method = c->method == EVHTTP_REQ_HEAD ? EVHTTP_REQ_GET : c->method;
-    int path_found = 0;
+    if (c->method == API_M_UNKNOWN)
+        return call_fail(c, 501, "not-implemented", NULL, "method not implemented");
+    int method = c->method == API_M_HEAD ? API_M_GET : c->method;
+    unsigned allowed = 0;
     for (const struct route *r = routes; r->pattern; r++) {
         if (!matches(r->pattern, c))
             continue;
-        path_found = 1;
+        allowed |= (unsigned)r->methods;
         if (r->methods & method) {
             c->handler = r->fn;
             c->roles = r->roles;
             return 0;
         }
     }
-    if (path_found)
+    if (allowed) {
+        allow_list(allowed, c->allow, sizeof(c->allow));
         return call_fail(c, 405, "method-not-allowed", NULL, "method not allowed on %s", c->path);
+    }
     return call_fail(c, 404, "not-found", NULL, "no such path %s", c->path);
 }

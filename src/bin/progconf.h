@@ -27,7 +27,10 @@ struct droverd_conf {
     long pg_pool_size;
     long http_max_body;
     long http_max_connections;
+    long http_max_per_source;
     long http_timeout_ms;
+    long http_header_timeout_ms;
+    long http_body_timeout_ms;
     long http_max_headers;
     char *tls_cert;
     char *tls_key;

@@ -7,10 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/http.h>
-
 #include "api.h"
 #include "api_int.h"
+#include "http.h"
 #include "xalloc.h"
 
 static const char good[] =
@@ -111,20 +110,17 @@ static void test_redact(void **state)
     json_decref(j);
 }
 
-/* Route a method and path as on_request would. */
+/* Route a method and path as the server does. */
 static int route(int method, const char *path, int *status)
 {
     struct call c;
     memset(&c, 0, sizeof(c));
     c.method = method;
     c.path = xstrdup(path);
-    c.segbuf = xstrdup(path);
-    char *save = NULL;
-    for (char *t = strtok_r(c.segbuf, "/", &save); t && c.nseg < CALL_MAX_SEGS;
-         t = strtok_r(NULL, "/", &save))
-        c.seg[c.nseg++] = t;
-    int rc = api__route(&c);
-    *status = c.status;
+    char why[160];
+    int st = api__http_split_path(path, &c.segbuf, c.seg, CALL_MAX_SEGS, &c.nseg, why);
+    int rc = st ? -1 : api__route(&c);
+    *status = st ? st : c.status;
     free(c.path);
     free(c.segbuf);
     return rc;
@@ -133,21 +129,29 @@ static int route(int method, const char *path, int *status)
 static void test_routes(void **state)
 {
     int st;
-    assert_int_equal(route(EVHTTP_REQ_GET, "/v1/providers", &st), 0);
-    assert_int_equal(route(EVHTTP_REQ_GET, "/v1/clustertemplates/lamp", &st), 0);
-    assert_int_equal(route(EVHTTP_REQ_PUT, "/v1/services/x", &st), 0);
-    assert_int_equal(route(EVHTTP_REQ_POST, "/v1/clusters/12/expand", &st), 0);
-    assert_int_equal(route(EVHTTP_REQ_DELETE, "/v1/clusters/12", &st), 0);
-    assert_int_equal(route(EVHTTP_REQ_GET, "/v1/jobs/3/plan", &st), 0);
-    assert_int_equal(route(EVHTTP_REQ_HEAD, "/v1/whoami", &st), 0);
-    assert_int_not_equal(route(EVHTTP_REQ_GET, "/v1/gizmos", &st), 0);
+    assert_int_equal(route(API_M_GET, "/v1/providers", &st), 0);
+    assert_int_equal(route(API_M_GET, "/v1/clustertemplates/lamp", &st), 0);
+    assert_int_equal(route(API_M_PUT, "/v1/services/x", &st), 0);
+    assert_int_equal(route(API_M_POST, "/v1/clusters/12/expand", &st), 0);
+    assert_int_equal(route(API_M_DELETE, "/v1/clusters/12", &st), 0);
+    assert_int_equal(route(API_M_GET, "/v1/jobs/3/plan", &st), 0);
+    assert_int_equal(route(API_M_HEAD, "/v1/whoami", &st), 0);
+    assert_int_not_equal(route(API_M_GET, "/v1/gizmos", &st), 0);
     assert_int_equal(st, 404);
-    assert_int_not_equal(route(EVHTTP_REQ_GET, "/v1/providers/a/b", &st), 0);
+    assert_int_not_equal(route(API_M_GET, "/v1/providers/a/b", &st), 0);
     assert_int_equal(st, 404);
-    assert_int_not_equal(route(EVHTTP_REQ_PUT, "/v1/providers", &st), 0);
+    assert_int_not_equal(route(API_M_PUT, "/v1/providers", &st), 0);
     assert_int_equal(st, 405);
-    assert_int_not_equal(route(EVHTTP_REQ_DELETE, "/v1/import", &st), 0);
+    assert_int_not_equal(route(API_M_DELETE, "/v1/import", &st), 0);
     assert_int_equal(st, 405);
+    assert_int_not_equal(route(API_M_OTHER, "/v1/providers", &st), 0); /* PATCH */
+    assert_int_equal(st, 405);
+    assert_int_not_equal(route(API_M_UNKNOWN, "/v1/providers", &st), 0);
+    assert_int_equal(st, 501);
+    assert_int_not_equal(route(API_M_GET, "/v1/hardwaretypes/a%2Fb", &st), 0);
+    assert_int_equal(st, 400);
+    assert_int_not_equal(route(API_M_GET, "/v1%2Fhardwaretypes", &st), 0);
+    assert_int_equal(st, 400);
 }
 
 int main(void)
