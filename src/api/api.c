@@ -6,10 +6,16 @@
  *
  *   loop: head arrives (server.c) -> probes, /metrics -> path, query, route
  *         (400/404/405/501) -> bearer token's shape (401) -> Content-Length
- *         (413) -> read the body -> parse it (400) -> store_submit
- *   pool: authenticate (401) -> role check (403) -> handler's queries ->
- *         the reply serialised (sensitive values redacted)
+ *         (413) -> token in the cache?
+ *   pool: (not cached) verify the token (401); loop: cache it
+ *   loop: role check (403) -> read the body -> parse it (400), on the parse
+ *         workpool when larger than API_INLINE_BODY -> store_submit
+ *   pool: handler's queries -> the reply serialised (sensitive values
+ *         redacted)
  *   loop: optional on_loop part (fleet views) -> reply -> free the call
+ *
+ * So no body is read, let alone parsed, for a caller who may not make the
+ * request, and a large one is never parsed on the loop.
  *
  * If the client goes away meanwhile, the server detaches the request
  * (r->conn is NULL) and the reply only frees it, so a completion never
@@ -28,14 +34,17 @@
 
 #include "api_int.h"
 #include "coord.h"
+#include "guard.h"
 #include "http.h"
 #include "log.h"
 #include "server.h"
 #include "store.h"
+#include "workpool.h"
 #include "xalloc.h"
 
 #define MODULE "api"
 #define MAX_PROBES 4
+#define API_INLINE_BODY 65536 /* bodies up to this size are parsed on the loop */
 
 struct probe {
     char path[32];
@@ -45,7 +54,10 @@ struct probe {
 
 struct api {
     struct event_base *base;
+    struct api_opts opts;
     struct api_server *server;
+    struct api_guard *guard;
+    struct workpool *parse_pool;
     struct store *store;
     struct coord_session *zk;
     struct coord_group *g_droverd, *g_workers;
@@ -59,6 +71,7 @@ struct api {
     /* metrics */
     unsigned long long by_status[600];
     unsigned long long refused_overflow; /* 503 in the overflow lane */
+    unsigned long long parsed_off_loop;  /* bodies parsed on the parse pool */
 };
 
 /* ---- errors ---------------------------------------------------------------- */
@@ -231,18 +244,7 @@ void api__reply(struct call *c)
 static int call_work(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct call *c = arg;
-    int rc = api__token_check(conn, c->token, &c->who, err);
-    if (rc == DRV_EPERM)
-        return call_fail(c, 401, "unauthenticated", NULL, "%s", err->msg);
-    if (rc)
-        return rc;
-    if (!(c->roles & c->who.role))
-        return call_fail(c, 403, "forbidden", NULL, "role %s may not %s %s",
-                         c->who.role == ROLE_SUPER   ? "superadmin"
-                         : c->who.role == ROLE_ADMIN ? "admin"
-                                                     : "user",
-                         c->method == API_M_GET || c->method == API_M_HEAD ? "read" : "change",
-                         c->path);
+    int rc;
     rc = c->handler(conn, c, err);
     if (rc) { /* a failed write leaves nothing behind */
         store_rollback(conn);
@@ -272,7 +274,23 @@ struct coord_session *api__zk(struct api *a)
     return a->zk;
 }
 
+struct api_guard *api__guard(struct api *a)
+{
+    return a->guard;
+}
+
 /* ---- the loop part ----------------------------------------------------------- */
+
+static void dispatch(struct call *c)
+{
+    store_submit(c->api->store, call_work, call_done, c);
+}
+
+/* Reply with c's error (or, the client being gone, just free it). */
+static void fail_call(struct call *c)
+{
+    api__reply(c);
+}
 
 static void on_metrics(struct api *a, struct api_req *r);
 
@@ -314,18 +332,38 @@ static int serve_probe(struct api *a, struct api_req *r)
     return 1;
 }
 
-static void dispatch(struct call *c)
+/* Parse c's body into c->body; 0, or call_fail 400. Any thread. */
+static int parse_body(struct call *c)
 {
-    store_submit(c->api->store, call_work, call_done, c);
+    struct evbuffer *in = c->req->body;
+    size_t n = evbuffer_get_length(in);
+    json_error_t je;
+    c->body = json_loadb((const char *)evbuffer_pullup(in, -1), n, 0, &je);
+    if (!c->body)
+        return call_fail(c, 400, "malformed", NULL, "body is not JSON: %s at line %d column %d",
+                         je.text, je.line, je.column);
+    if (!json_is_object(c->body))
+        return call_fail(c, 400, "malformed", NULL, "body must be a JSON object");
+    return 0;
 }
 
-static void fail_call(struct call *c)
+static void parse_work(void *arg)
 {
-    api__reply(c);
+    parse_body(arg);
+}
+
+static void parse_done(void *arg, bool cancelled)
+{
+    struct call *c = arg;
+    if (cancelled || c->status >= 400)
+        fail_call(c);
+    else
+        dispatch(c);
 }
 
 static void on_body(struct api_req *r, int status, void *arg)
 {
+    struct api *a = arg;
     struct call *c = r->user;
     if (status == 408) {
         call_fail(c, 408, "timeout", NULL, "the request body took too long to arrive");
@@ -336,24 +374,69 @@ static void on_body(struct api_req *r, int status, void *arg)
         fail_call(c);
         return;
     }
-    if (c->method == API_M_POST || c->method == API_M_PUT) {
-        struct evbuffer *in = r->body;
-        size_t n = evbuffer_get_length(in);
-        json_error_t je;
-        c->body = json_loadb((const char *)evbuffer_pullup(in, -1), n, 0, &je);
-        if (!c->body) {
-            call_fail(c, 400, "malformed", NULL, "body is not JSON: %s at line %d column %d",
-                      je.text, je.line, je.column);
+    if (c->method != API_M_POST && c->method != API_M_PUT) {
+        dispatch(c); /* a body on GET or DELETE is read and ignored */
+        return;
+    }
+    if (evbuffer_get_length(r->body) > API_INLINE_BODY) {
+        if (workpool_submit(a->parse_pool, parse_work, parse_done, c) != 0) {
+            call_fail(c, 503, "unavailable", NULL, "too many large bodies at once, try again");
             fail_call(c);
-            return;
+        } else {
+            a->parsed_off_loop++;
         }
-        if (!json_is_object(c->body)) {
-            call_fail(c, 400, "malformed", NULL, "body must be a JSON object");
-            fail_call(c);
-            return;
-        }
+        return;
+    }
+    if (parse_body(c) != 0)
+        fail_call(c);
+    else
+        dispatch(c);
+}
+
+static const char *role_name(enum api_role r)
+{
+    return r == ROLE_SUPER ? "superadmin" : r == ROLE_ADMIN ? "admin" : "user";
+}
+
+/* The caller is known: check the role, then read the body (or go on without one). */
+static void after_auth(struct call *c)
+{
+    if (!(c->roles & c->who.role)) {
+        call_fail(c, 403, "forbidden", NULL, "role %s may not %s %s", role_name(c->who.role),
+                  c->method == API_M_GET || c->method == API_M_HEAD ? "read" : "change", c->path);
+        fail_call(c);
+        return;
+    }
+    struct api_req *r = c->req;
+    if (r->head.content_length > 0) {
+        if (api__server_read_body(r) != 0)
+            fail_call(c); /* the client is gone */
+        return;
     }
     dispatch(c);
+}
+
+static int auth_work(PGconn *conn, void *arg, struct drv_err *err)
+{
+    struct call *c = arg;
+    return api__token_check(conn, c->token, &c->who, &c->token_expires_ms, err);
+}
+
+static void auth_done(int rc, const struct drv_err *err, void *arg)
+{
+    struct call *c = arg;
+    if (rc == DRV_EPERM) {
+        call_fail(c, 401, "unauthenticated", NULL, "%s", err->msg);
+        fail_call(c);
+        return;
+    }
+    if (rc) {
+        map_error(c, rc, err);
+        fail_call(c);
+        return;
+    }
+    api__guard_token_put(c->api->guard, c->token, &c->who, c->token_expires_ms);
+    after_auth(c);
 }
 
 static void on_head(struct api_req *r, void *arg)
@@ -379,6 +462,7 @@ static void on_head(struct api_req *r, void *arg)
     struct call *c = xcalloc(1, sizeof(*c));
     c->api = a;
     c->req = r;
+    c->opts = &a->opts;
     r->user = c;
     c->method = r->head.method;
     c->path = xstrdup(r->head.path);
@@ -401,22 +485,28 @@ static void on_head(struct api_req *r, void *arg)
         fail_call(c);
         return;
     }
+    char id[17], secret[65];
     if (api__http_bearer(r->head.authorization, c->token, sizeof(c->token)) != 0) {
         call_fail(c, 401, "unauthenticated", NULL, "missing bearer token (Authorization: Bearer)");
         fail_call(c);
         return;
     }
+    if (api_token_parse(c->token, id, secret) != 0) {
+        call_fail(c, 401, "unauthenticated", NULL, "malformed bearer token");
+        fail_call(c);
+        return;
+    }
+    OPENSSL_cleanse(secret, sizeof(secret));
     if (r->head.content_length > a->max_body) {
         call_fail(c, 413, "too-large", NULL, "request body larger than %ld bytes", a->max_body);
         fail_call(c);
         return;
     }
-    if (r->head.content_length > 0) {
-        if (api__server_read_body(r) != 0)
-            fail_call(c); /* the client is gone */
+    if (api__guard_token_get(a->guard, c->token, &c->who)) {
+        after_auth(c);
         return;
     }
-    dispatch(c);
+    store_submit(a->store, auth_work, auth_done, c);
 }
 
 void api_set_probe(struct api *a, const char *path, api_probe_fn fn, void *arg)
@@ -469,6 +559,8 @@ static void on_metrics(struct api *a, struct api_req *r)
 {
     struct api_server_stats st;
     api__server_stats(a->server, &st);
+    struct api_guard_stats gs;
+    api__guard_stats(a->guard, &gs);
     struct evbuffer *out = evbuffer_new();
     a->by_status[200]++;
     evbuffer_add_printf(out, "# HELP drover_http_requests_total API replies by status code.\n"
@@ -492,6 +584,17 @@ static void on_metrics(struct api *a, struct api_req *r)
         "# HELP drover_http_request_timeouts_total Request heads or bodies past their deadline.\n"
         "# TYPE drover_http_request_timeouts_total counter\n"
         "drover_http_request_timeouts_total %llu\n"
+        "# HELP drover_token_cache_hits_total Requests authenticated from the token cache.\n"
+        "# TYPE drover_token_cache_hits_total counter\n"
+        "drover_token_cache_hits_total %llu\n"
+        "# HELP drover_token_cache_misses_total Requests whose token was verified in the "
+        "database.\n"
+        "# TYPE drover_token_cache_misses_total counter\n"
+        "drover_token_cache_misses_total %llu\n"
+        "# HELP drover_http_bodies_parsed_off_loop_total Request bodies parsed on the parse "
+        "pool (larger than 64 KiB).\n"
+        "# TYPE drover_http_bodies_parsed_off_loop_total counter\n"
+        "drover_http_bodies_parsed_off_loop_total %llu\n"
         "# HELP drover_ring_members Orchestrator nodes in the ring.\n"
         "# TYPE drover_ring_members gauge\n"
         "drover_ring_members %zu\n"
@@ -504,8 +607,9 @@ static void on_metrics(struct api *a, struct api_req *r)
         "# HELP drover_zookeeper_connected 1 when the ZooKeeper session is up.\n"
         "# TYPE drover_zookeeper_connected gauge\n"
         "drover_zookeeper_connected %d\n",
-        st.open, st.overflow, st.refused + a->refused_overflow, st.timeouts,
-        json_array_size(a->members), json_array_size(a->workers), store_healthy(a->store),
+        st.open, st.overflow, st.refused + a->refused_overflow, st.timeouts, gs.token_hits,
+        gs.token_misses, a->parsed_off_loop, json_array_size(a->members),
+        json_array_size(a->workers), store_healthy(a->store),
         a->zk ? coord_session_state(a->zk) == COORD_CONNECTED : 0);
     size_t len = evbuffer_get_length(out);
     char *text = xmalloc(len + 1);
@@ -534,11 +638,19 @@ static int tls_setup(struct api *a, const struct api_opts *o, struct drv_err *er
 struct api *api_new(struct event_base *base, struct store *store, struct coord_session *zk,
                     const struct api_opts *o, struct drv_err *err)
 {
+    if (o->token_ttl_ms > o->token_max_ttl_ms) {
+        drv_err_set(err, DRV_EINVAL, 0, "api.token_ttl is longer than api.token_max_ttl");
+        return NULL;
+    }
     struct api *a = xcalloc(1, sizeof(*a));
     a->base = base;
     a->store = store;
     a->zk = zk;
+    a->opts = *o;
     a->max_body = o->max_body;
+    a->guard = api__guard_new(o->token_cache_ttl_ms);
+    struct workpool_opts po = {.name = "parse", .threads = 1, .max_queued = 64, .nice = 5};
+    a->parse_pool = workpool_new(base, &po);
     a->members = json_array();
     a->workers = json_array();
     if (o->secrets_key && *o->secrets_key) {
@@ -585,7 +697,9 @@ void api_free(struct api *a)
 {
     if (!a)
         return;
-    api__server_free(a->server);
+    api__server_free(a->server);  /* requests held by calls lose their connection */
+    workpool_free(a->parse_pool); /* cancelled parses free their calls */
+    api__guard_free(a->guard);
     coord_group_free(a->g_droverd);
     coord_group_free(a->g_workers);
     json_decref(a->members);

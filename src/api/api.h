@@ -7,13 +7,15 @@
  * handlers. The program registers its probes (/healthz, /readyz) with
  * api_set_probe; /metrics is served here.
  *
- * Threads: everything here runs on the loop's thread except the handlers'
- * database part, which runs on a store pool thread: a request's head is
- * parsed and checked on the loop, its body read and parsed, then the call is
- * handed to store_submit() (authentication and the handler's queries in one
- * go), and answered from the completion on the loop. Pool-thread code
- * touches only its call and the read-only parts of struct api (the secrets
- * key). The loop never blocks.
+ * Threads: everything here runs on the loop's thread except the database
+ * work, which runs on store pool threads, and the parsing of large bodies,
+ * which runs on a small workpool: a request's head is parsed and checked on
+ * the loop, its token verified (from the cache on the loop, else on the
+ * pool) and its role checked before any byte of its body is read; then the
+ * body is read and parsed, the call handed to store_submit() for the
+ * handler's queries, and answered from the completion on the loop.
+ * Pool-thread code touches only its call and the read-only parts of struct
+ * api (the secrets key, the options). The loop never blocks.
  *
  * Ownership: api_new's caller owns the api and frees it with api_free before
  * the store, the coord session and the event base.
@@ -43,6 +45,9 @@ struct api_opts {
     const char *tls_key;     /* PEM file */
     const char *secrets_key; /* file with 64 hex digits (mode 0600), "" for none */
     const char *node_id;
+    long token_ttl_ms;       /* a new token's life unless the request says */
+    long token_max_ttl_ms;   /* the longest life a request may ask for */
+    long token_cache_ttl_ms; /* how long a verified token is trusted without the database */
 };
 
 /* Listen and serve. zk may be NULL (no fleet views). NULL with err on failure. */

@@ -47,6 +47,8 @@ struct call {
     json_t *body;  /* request body (object) or NULL */
     char source[64];
     char token[128];
+    long long token_expires_ms;  /* from the token's row, 0: none */
+    const struct api_opts *opts; /* read-only */
     api_handler handler;
     unsigned roles;
     struct api_principal who;
@@ -74,9 +76,15 @@ char *call_query(struct call *c, const char *key);
 const char *call_owner(const struct call *c);
 
 /* auth.c */
+/* Verify a bearer token: DRV_EPERM (err says why) unless it is well-formed, known, live,
+   of a live user and tenant, and its secret matches. *expires_ms: its expiry (Unix ms, 0:
+   none) when not NULL. */
 int api__token_check(PGconn *conn, const char *token, struct api_principal *who,
-                     struct drv_err *err);
-int api__token_new(PGconn *conn, const char *user_id, char token[90], struct drv_err *err);
+                     long long *expires_ms, struct drv_err *err);
+/* A new token for user_id, expiring after expires_s seconds (0: never), with a label.
+   token receives it (shown once); *row (when not NULL) {id, label, created_at, expires_at}. */
+int api__token_new(PGconn *conn, const char *user_id, long expires_s, const char *label,
+                   char token[90], json_t **row, struct drv_err *err);
 int api__load_key(const char *path, unsigned char key[32], struct drv_err *err);
 
 /* routes.c: resolve a route; 0 and c->handler/roles set, or 404/405/501 via call_fail
@@ -84,6 +92,8 @@ int api__load_key(const char *path, unsigned char key[32], struct drv_err *err);
 int api__route(struct call *c);
 /* Send c's reply (its out, raw or error) and free c. Loop thread. */
 void api__reply(struct call *c);
+/* The cache of verified tokens (guard.h). Loop thread. */
+struct api_guard *api__guard(struct api *a);
 /* The ZooKeeper session (may be NULL). */
 struct coord_session *api__zk(struct api *a);
 /* Fleet data cached on the loop (api.c). */

@@ -75,7 +75,8 @@ void api_token_hash(const unsigned char *salt, size_t salt_len, const char *secr
     to_hex(md, 32, out);
 }
 
-int api__token_new(PGconn *conn, const char *user_id, char token[90], struct drv_err *err)
+int api__token_new(PGconn *conn, const char *user_id, long expires_s, const char *label,
+                   char token[90], json_t **row, struct drv_err *err)
 {
     unsigned char idb[8], sec[32], salt[16];
     if (RAND_bytes(idb, sizeof(idb)) != 1 || RAND_bytes(sec, sizeof(sec)) != 1 ||
@@ -86,7 +87,15 @@ int api__token_new(PGconn *conn, const char *user_id, char token[90], struct drv
     to_hex(sec, sizeof(sec), secret);
     to_hex(salt, sizeof(salt), salt_hex);
     api_token_hash(salt, sizeof(salt), secret, hash);
-    int rc = store_token_insert(conn, id, user_id, salt_hex, hash, err);
+    char exp[24];
+    snprintf(exp, sizeof(exp), "%ld", expires_s);
+    json_t *r = NULL;
+    int rc = store_token_insert(conn, id, user_id, salt_hex, hash, expires_s > 0 ? exp : NULL,
+                                label, &r, err);
+    if (row)
+        *row = r;
+    else
+        json_decref(r);
     if (rc == 0)
         snprintf(token, 90, "drv_%s_%s", id, secret);
     OPENSSL_cleanse(sec, sizeof(sec));
@@ -110,7 +119,7 @@ static int from_hex(const char *s, unsigned char *out, size_t max, size_t *n)
 }
 
 int api__token_check(PGconn *conn, const char *token, struct api_principal *who,
-                     struct drv_err *err)
+                     long long *expires_ms, struct drv_err *err)
 {
     char id[17], secret[65];
     if (api_token_parse(token, id, secret) != 0)
@@ -149,6 +158,8 @@ int api__token_check(PGconn *conn, const char *token, struct api_principal *who,
     snprintf(who->user, sizeof(who->user), "%s", json_string_value(json_object_get(row, "user")));
     snprintf(who->tenant, sizeof(who->tenant), "%s",
              json_string_value(json_object_get(row, "tenant")));
+    if (expires_ms)
+        *expires_ms = (long long)json_integer_value(json_object_get(row, "expires_ms"));
     json_decref(row);
     return 0;
 }
@@ -302,7 +313,7 @@ int api_bootstrap(const char *conninfo, const char *path, int *created, struct d
     if (rc == 0 && !exists) {
         rc = store_user_insert(c, NULL, "superadmin", "superadmin", user_id, err);
         if (rc == 0)
-            rc = api__token_new(c, user_id, token, err);
+            rc = api__token_new(c, user_id, 0, "bootstrap", token, NULL, err);
         if (rc == 0)
             rc = store_audit(c, NULL, user_id, "droverd", "bootstrap", "user", user_id, "local",
                              NULL, err);

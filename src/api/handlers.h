@@ -13,7 +13,7 @@
  * found. A superadmin has no tenant and no route into tenant data.
  *
  * Files: handlers_entities.c (entities, import, export), handlers_admin.c
- * (whoami, tokens, audit, tenants, users), handlers_clusters.c (clusters,
+ * (whoami, audit, tenants, users), handlers_tokens.c (tokens), handlers_clusters.c (clusters,
  * operations, preview), handlers_jobs.c (jobs), handlers_fleet.c (members,
  * workers, queues), handlers_util.c (the helpers below), routes.c (the table).
  */
@@ -55,6 +55,7 @@ int api__h_export(PGconn *conn, struct call *c, struct drv_err *err);
 
 int api__h_whoami(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_token_new(PGconn *conn, struct call *c, struct drv_err *err);
+int api__h_token_list(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_token_revoke(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_audit(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_tenant_list(PGconn *conn, struct call *c, struct drv_err *err);

@@ -1,5 +1,5 @@
 /*
- * handlers_admin: who am I, tokens, the audit log, tenants and users
+ * handlers_admin: who am I, the audit log, tenants and users
  * (docs/api.md "Tenants and users").
  *
  * Pool-thread code: each handler runs after authentication with the caller
@@ -24,40 +24,6 @@ int api__h_whoami(PGconn *conn, struct call *c, struct drv_err *err)
                        "role", roles[c->who.role], "tenant", c->who.tenant);
     c->status = 200;
     return 0;
-}
-
-int api__h_token_new(PGconn *conn, struct call *c, struct drv_err *err)
-{
-    char token[90];
-    int rc = store_begin(conn, err);
-    if (rc == 0)
-        rc = api__token_new(conn, c->who.user_id, token, err);
-    if (rc == 0)
-        rc = api__audit(conn, c, "token.create", "user", c->who.user_id, NULL, err);
-    if (rc == 0)
-        rc = store_commit(conn, err);
-    if (rc)
-        return rc;
-    c->out = json_pack("{s:s, s:s#}", "token", token, "id", token + 4, (int)16);
-    c->status = 201;
-    return 0;
-}
-
-int api__h_token_revoke(PGconn *conn, struct call *c, struct drv_err *err)
-{
-    /* A user revokes its own tokens, an admin any of its tenant's, a superadmin any. */
-    const char *tenant = c->who.role == ROLE_ADMIN ? c->who.tenant_id : NULL;
-    const char *user = c->who.role == ROLE_USER ? c->who.user_id : NULL;
-    int rc = store_begin(conn, err);
-    if (rc == 0)
-        rc = store_token_revoke(conn, c->seg[2], tenant, user, err);
-    if (rc == 0)
-        rc = api__audit(conn, c, "token.revoke", "token", c->seg[2], NULL, err);
-    if (rc == 0)
-        rc = store_commit(conn, err);
-    if (rc == 0)
-        c->status = 204;
-    return rc;
 }
 
 int api__h_audit(PGconn *conn, struct call *c, struct drv_err *err)
@@ -166,7 +132,7 @@ int api__h_user_create(PGconn *conn, struct call *c, struct drv_err *err)
         return rc;
     rc = store_user_insert(conn, tenant_id, name, role, user_id, err);
     if (rc == 0)
-        rc = api__token_new(conn, user_id, token, err);
+        rc = api__token_new(conn, user_id, c->opts->token_ttl_ms / 1000, "", token, NULL, err);
     if (rc == 0)
         rc = store_audit(conn, tenant_id, c->who.user_id, c->who.user, "user.create", "user",
                          user_id, c->source, NULL, err);

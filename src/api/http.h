@@ -58,7 +58,7 @@ struct api_http_head {
     const char *method_name;
     const char *path;  /* raw (still encoded), up to '?' */
     const char *query; /* raw, after '?'; NULL when there is none */
-    int minor;          /* HTTP/1.<minor>: 0 or 1 */
+    int minor;         /* HTTP/1.<minor>: 0 or 1 */
     struct api_http_header headers[API_HTTP_MAX_HEADERS];
     int nheaders;
     const char *host;          /* NULL when absent */

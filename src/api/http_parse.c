@@ -69,9 +69,9 @@ static enum api_http_method method_of(const char *m)
     static const struct {
         const char *name;
         enum api_http_method m;
-    } known[] = {{"GET", API_M_GET},       {"HEAD", API_M_HEAD},       {"POST", API_M_POST},
-                 {"PUT", API_M_PUT},       {"DELETE", API_M_DELETE},   {"PATCH", API_M_OTHER},
-                 {"OPTIONS", API_M_OTHER}, {"TRACE", API_M_OTHER},     {"CONNECT", API_M_OTHER},
+    } known[] = {{"GET", API_M_GET},       {"HEAD", API_M_HEAD},     {"POST", API_M_POST},
+                 {"PUT", API_M_PUT},       {"DELETE", API_M_DELETE}, {"PATCH", API_M_OTHER},
+                 {"OPTIONS", API_M_OTHER}, {"TRACE", API_M_OTHER},   {"CONNECT", API_M_OTHER},
                  {NULL, API_M_UNKNOWN}};
     for (int i = 0; known[i].name; i++)
         if (strcmp(known[i].name, m) == 0)
@@ -397,8 +397,7 @@ int api__http_parse_query(const char *query, json_t **out, char error[160])
 
 int api__http_bearer(const char *authorization, char *out, size_t max)
 {
-    if (!authorization || strncasecmp(authorization, "bearer", 6) != 0 ||
-        authorization[6] != ' ')
+    if (!authorization || strncasecmp(authorization, "bearer", 6) != 0 || authorization[6] != ' ')
         return -1;
     const char *t = authorization + 6;
     while (*t == ' ')

@@ -31,6 +31,7 @@ struct route {
 static const struct route routes[] = {
     {GET, "v1/whoami", api__h_whoami, ALL},
     {POST, "v1/tokens", api__h_token_new, ALL},
+    {GET, "v1/tokens", api__h_token_list, ALL},
     {DEL, "v1/tokens/*", api__h_token_revoke, ALL},
     {GET, "v1/audit", api__h_audit, ROLE_SUPER | ROLE_ADMIN},
     {GET, "v1/tenants", api__h_tenant_list, ROLE_SUPER},

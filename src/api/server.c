@@ -289,8 +289,8 @@ static void free_text(const void *data, size_t len, void *arg)
     free((void *)data);
 }
 
-void api__server_reply(struct api_req *r, int status, const char *content_type,
-                       const char *extra, char *body, size_t len, bool close)
+void api__server_reply(struct api_req *r, int status, const char *content_type, const char *extra,
+                       char *body, size_t len, bool close)
 {
     struct api_conn *c = r->conn;
     if (!c) {
@@ -300,8 +300,8 @@ void api__server_reply(struct api_req *r, int status, const char *content_type,
     }
     if (r->body == NULL && r->head.content_length > 0)
         c->unread = true; /* the body was never asked for */
-    c->close_after = close || c->unread || c->peer_eof || r->status || !r->head.keep_alive ||
-                     c->overflow;
+    c->close_after =
+        close || c->unread || c->peer_eof || r->status || !r->head.keep_alive || c->overflow;
     bool head_only = r->head.method == API_M_HEAD;
     struct evbuffer *out = bufferevent_get_output(c->bev);
     evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, api__http_reason(status));
@@ -332,7 +332,8 @@ static void linger(struct api_conn *c)
     if (!c->tls)
         shutdown(c->fd, SHUT_WR);
     bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
-    evbuffer_drain(bufferevent_get_input(c->bev), evbuffer_get_length(bufferevent_get_input(c->bev)));
+    evbuffer_drain(bufferevent_get_input(c->bev),
+                   evbuffer_get_length(bufferevent_get_input(c->bev)));
     arm(c, API_LINGER_MS);
 }
 
@@ -445,10 +446,10 @@ static void start_head(struct api_conn *c)
     c->unread = false;
     bufferevent_setwatermark(c->bev, EV_READ, 0, (size_t)c->s->o.max_headers + 1);
     bufferevent_enable(c->bev, EV_READ);
-    arm(c, c->overflow ? (c->s->o.header_timeout_ms < API_OVERFLOW_TIMEOUT_MS
-                              ? c->s->o.header_timeout_ms
-                              : API_OVERFLOW_TIMEOUT_MS)
-                       : c->s->o.header_timeout_ms);
+    arm(c, c->overflow
+               ? (c->s->o.header_timeout_ms < API_OVERFLOW_TIMEOUT_MS ? c->s->o.header_timeout_ms
+                                                                      : API_OVERFLOW_TIMEOUT_MS)
+               : c->s->o.header_timeout_ms);
 }
 
 /* ---- accepting ------------------------------------------------------------------ */
@@ -481,8 +482,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, source, sizeof(source));
     else if (sa->sa_family == AF_INET6)
         inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, source, sizeof(source));
-    bool overflow = s->st.open >= s->o.max_connections ||
-                    counted(s->per_source, source) >= s->o.max_per_source;
+    bool overflow =
+        s->st.open >= s->o.max_connections || counted(s->per_source, source) >= s->o.max_per_source;
     if (overflow && (s->st.overflow >= API_OVERFLOW_MAX ||
                      counted(s->lane_source, source) >= API_OVERFLOW_PER_SOURCE)) {
         log_debug(MODULE, "event=connection-refused source=%s open=%ld", source, s->st.open);
@@ -566,10 +567,9 @@ struct api_server *api__server_new(struct event_base *base, const struct api_ser
     s->o = *o;
     s->per_source = json_object();
     s->lane_source = json_object();
-    s->listener = evconnlistener_new_bind(base, on_accept, s,
-                                          LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-                                              LEV_OPT_CLOSE_ON_EXEC,
-                                          1024, (struct sockaddr *)&ss, sslen);
+    s->listener = evconnlistener_new_bind(
+        base, on_accept, s, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 1024,
+        (struct sockaddr *)&ss, sslen);
     if (!s->listener) {
         drv_err_set(err, DRV_EIO, errno, "cannot listen on %s: %s", o->listen, strerror(errno));
         api__server_free(s);

@@ -48,8 +48,8 @@ struct evbuffer;
 struct api_server;
 struct api_conn;
 
-#define API_OVERFLOW_MAX 64        /* connections in the overflow lane */
-#define API_OVERFLOW_PER_SOURCE 8  /* of them from one address */
+#define API_OVERFLOW_MAX 64       /* connections in the overflow lane */
+#define API_OVERFLOW_PER_SOURCE 8 /* of them from one address */
 #define API_OVERFLOW_TIMEOUT_MS 2000
 #define API_LINGER_MS 2000 /* reading (and dropping) an unread body after a final reply */
 
@@ -109,8 +109,8 @@ int api__server_read_body(struct api_req *r);
  * is closed anyway after a failed head, an unread body or "Connection:
  * close").
  */
-void api__server_reply(struct api_req *r, int status, const char *content_type,
-                       const char *extra, char *body, size_t len, bool close);
+void api__server_reply(struct api_req *r, int status, const char *content_type, const char *extra,
+                       char *body, size_t len, bool close);
 
 /* {"error": {"code", "message"}} as compact JSON text with a newline (caller frees). */
 char *api__error_text(const char *code, const char *message, const char *field, size_t *len);

@@ -715,10 +715,22 @@ int cli_user_main(int argc, char **argv)
     return 2;
 }
 
+static int usage_token(void)
+{
+    fprintf(stderr,
+            "usage: drover token create [--expires-in SECONDS] [--label TEXT]   a new token for "
+            "the caller\n"
+            "       drover token list                 the caller's live tokens\n"
+            "       drover token revoke ID            ID: the 16 hex digits after drv_\n");
+    return 2;
+}
+
 int cli_token_main(int argc, char **argv)
 {
     struct cli_opts o;
     argc = cli_take_opts(argc, argv, &o);
+    const char *expires = flag(&argc, argv, "--expires-in");
+    const char *label = flag(&argc, argv, "--label");
     if (argc == 3 && strcmp(argv[1], "revoke") == 0) {
         char *p = xasprintf("/v1/tokens/%s", argv[2]);
         int rc = run(&o, "DELETE", p, NULL, NULL, NULL);
@@ -727,14 +739,28 @@ int cli_token_main(int argc, char **argv)
             printf("token %s revoked\n", argv[2]);
         return rc;
     }
-    if (argc != 2 || strcmp(argv[1], "create") != 0) {
-        fprintf(stderr, "usage: drover token create          a new token for the caller\n"
-                        "       drover token revoke ID       ID: the 16 hex digits after drv_\n");
-        return 2;
+    if (argc == 2 && strcmp(argv[1], "list") == 0) {
+        static const char *const cols[] = {"id",         "label",   "created_at",
+                                           "expires_at", "current", NULL};
+        return run(&o, "GET", "/v1/tokens", NULL, cols, NULL);
     }
-    json_t *out, *empty = json_object();
-    int rc = call(&o, "POST", "/v1/tokens", empty, &out);
-    json_decref(empty);
+    if (argc != 2 || strcmp(argv[1], "create") != 0)
+        return usage_token();
+    json_t *out, *b = json_object();
+    if (expires) {
+        char *end;
+        long long v = strtoll(expires, &end, 10);
+        if (!*expires || *end || v <= 0) {
+            json_decref(b);
+            fprintf(stderr, "drover: --expires-in: expected a number of seconds\n");
+            return 2;
+        }
+        json_object_set_new(b, "expires_in", json_integer(v));
+    }
+    if (label)
+        json_object_set_new(b, "label", json_string(label));
+    int rc = call(&o, "POST", "/v1/tokens", b, &out);
+    json_decref(b);
     if (rc)
         return rc;
     if (o.json)

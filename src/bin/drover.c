@@ -38,7 +38,7 @@ static const struct command commands[] = {
     {"whoami", cli_fleet_main, "the caller's user, role and tenant"},
     {"tenant", cli_tenant_main, "tenants: list, create (superadmin)"},
     {"user", cli_user_main, "users: list, create (with their first token)"},
-    {"token", cli_token_main, "create a token for the caller, or revoke one"},
+    {"token", cli_token_main, "create, list or revoke the caller's tokens"},
     {"audit", cli_audit_main, "the audit log: who did what, when, from where"},
     {"solve", solver_cli_main, "offline: the layout for a template and a node count"},
     {"plan", planner_cli_main, "offline: the task DAG of an operation"},

@@ -104,6 +104,9 @@ static int start_http(struct node *n, struct drv_err *err)
         .tls_key = n->conf.tls_key,
         .secrets_key = n->conf.secrets_key_file,
         .node_id = n->conf.common.node_id,
+        .token_ttl_ms = n->conf.token_ttl_ms,
+        .token_max_ttl_ms = n->conf.token_max_ttl_ms,
+        .token_cache_ttl_ms = n->conf.token_cache_ttl_ms,
     };
     n->api = api_new(n->base, n->store, n->zk, &o, err);
     if (!n->api)

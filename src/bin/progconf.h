@@ -36,6 +36,9 @@ struct droverd_conf {
     char *tls_key;
     char *secrets_key_file;
     char *bootstrap_token_file;
+    long token_ttl_ms;
+    long token_max_ttl_ms;
+    long token_cache_ttl_ms;
 };
 
 struct worker_conf {

@@ -116,11 +116,18 @@ void store_rollback(PGconn *conn);
 /* ---- tenants, users, tokens, audit (store_auth.c) ---- */
 
 /* The token row by its public id: user_id, role, tenant_id (null for a
- * superadmin), user, tenant, salt and hash (hex). DRV_ENOENT when unknown,
- * revoked or expired. */
+ * superadmin), user, tenant, salt and hash (hex), expires_ms (Unix time in ms,
+ * 0 for none). DRV_ENOENT when unknown, revoked, expired, or its user or
+ * tenant is deleted. */
 int store_token_lookup(PGconn *conn, const char *token_id, json_t **row, struct drv_err *err);
+/* A new token row; expires_s: seconds from now (decimal text), NULL for never. *row:
+   {id, label, created_at, expires_at}. */
 int store_token_insert(PGconn *conn, const char *token_id, const char *user_id,
-                       const char *salt_hex, const char *hash_hex, struct drv_err *err);
+                       const char *salt_hex, const char *hash_hex, const char *expires_s,
+                       const char *label, json_t **row, struct drv_err *err);
+/* A user's live tokens (not revoked, not expired), oldest first: [{id, label, created_at,
+   expires_at}]. */
+int store_token_list(PGconn *conn, const char *user_id, json_t **items, struct drv_err *err);
 /*
  * Revoke a token by its public id. Only a token of user_id (when not NULL) or
  * of a user of tenant_id (when not NULL) is found: DRV_ENOENT otherwise.

@@ -25,22 +25,37 @@ int store_token_lookup(PGconn *conn, const char *token_id, json_t **row, struct 
         conn,
         "SELECT u.id::text AS user_id, u.role, u.tenant_id::text AS tenant_id, u.name AS user,"
         " coalesce(tn.name, '') AS tenant, encode(t.salt, 'hex') AS salt,"
-        " encode(t.hash, 'hex') AS hash"
+        " encode(t.hash, 'hex') AS hash,"
+        " coalesce((extract(epoch FROM t.expires_at) * 1000)::bigint, 0) AS expires_ms"
         " FROM api_tokens t JOIN users u ON u.id = t.user_id"
         " LEFT JOIN tenants tn ON tn.id = u.tenant_id"
         " WHERE t.id = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > "
-        "now())",
+        "now()) AND u.deleted_at IS NULL AND (u.tenant_id IS NULL OR tn.deleted_at IS NULL)",
         1, p, row, err);
 }
 
 int store_token_insert(PGconn *conn, const char *token_id, const char *user_id,
-                       const char *salt_hex, const char *hash_hex, struct drv_err *err)
+                       const char *salt_hex, const char *hash_hex, const char *expires_s,
+                       const char *label, json_t **row, struct drv_err *err)
 {
-    const char *p[] = {token_id, user_id, salt_hex, hash_hex};
-    return store_execp(conn,
-                       "INSERT INTO api_tokens (id, user_id, salt, hash)"
-                       " VALUES ($1, $2::bigint, decode($3, 'hex'), decode($4, 'hex'))",
-                       4, p, NULL, err);
+    const char *p[] = {token_id, user_id, salt_hex, hash_hex, expires_s, label ? label : ""};
+    return store_query_row(conn,
+                           "INSERT INTO api_tokens (id, user_id, salt, hash, expires_at, label)"
+                           " VALUES ($1, $2::bigint, decode($3, 'hex'), decode($4, 'hex'),"
+                           " now() + make_interval(secs => $5::bigint), $6)"
+                           " RETURNING id, label, created_at, expires_at",
+                           6, p, row, err);
+}
+
+int store_token_list(PGconn *conn, const char *user_id, json_t **items, struct drv_err *err)
+{
+    const char *p[] = {user_id};
+    return store_query_json(conn,
+                            "SELECT id, label, created_at, expires_at FROM api_tokens"
+                            " WHERE user_id = $1::bigint AND revoked_at IS NULL"
+                            " AND (expires_at IS NULL OR expires_at > now())"
+                            " ORDER BY created_at, id",
+                            1, p, items, err);
 }
 
 int store_superadmin_exists(PGconn *conn, int *exists, struct drv_err *err)

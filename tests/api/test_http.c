@@ -92,8 +92,8 @@ static void test_bad_heads(void **state)
                           "chunked\r\n\r\n",
                           NULL),
                      400);
-    assert_int_equal(head("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", NULL),
-                     501);
+    assert_int_equal(
+        head("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", NULL), 501);
     assert_int_equal(head("GET /x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", NULL), 400);
     assert_int_equal(head("GET /x HTTP/1.1\r\n\r\n", NULL), 400); /* no Host */
     assert_int_equal(head("GET /x HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n", NULL), 400);
@@ -105,7 +105,10 @@ static void test_bad_heads(void **state)
     assert_int_equal(head("GET x HTTP/1.1\r\nHost: a\r\n\r\n", NULL), 400);
     assert_int_equal(head("GET http://a/x HTTP/1.1\r\nHost: a\r\n\r\n", NULL), 400);
     assert_int_equal(head("GET /x#f HTTP/1.1\r\nHost: a\r\n\r\n", NULL), 400);
-    assert_int_equal(head("GET /x HTTP/1.1\r\nHost: a\r\nX: a\x01" "b\r\n\r\n", NULL), 400);
+    assert_int_equal(head("GET /x HTTP/1.1\r\nHost: a\r\nX: a\x01"
+                          "b\r\n\r\n",
+                          NULL),
+                     400);
     assert_int_equal(head("GET /x HTTP/1.1\nHost: a\r\n\r\n", NULL), 400); /* bare LF */
     assert_int_equal(head("GET /x HTTP/1.1\r\nHost: a\rX\r\n\r\n", NULL), 400);
     /* A raw NUL anywhere in the head, a header value after a token included. */
@@ -133,8 +136,8 @@ static void test_incomplete_and_limits(void **state)
     char *line = malloc(API_HTTP_MAX_TARGET + 200);
     memset(line, 'a', API_HTTP_MAX_TARGET + 200);
     memcpy(line, "GET /", 5);
-    assert_int_equal(
-        api__http_parse_head(line, API_HTTP_MAX_TARGET + 200, 1 << 20, &h, &used), 414);
+    assert_int_equal(api__http_parse_head(line, API_HTTP_MAX_TARGET + 200, 1 << 20, &h, &used),
+                     414);
     api__http_head_release(&h);
     free(line);
 }
@@ -212,9 +215,12 @@ static void test_bearer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_heads), cmocka_unit_test(test_bad_heads),
-        cmocka_unit_test(test_incomplete_and_limits), cmocka_unit_test(test_paths),
-        cmocka_unit_test(test_query), cmocka_unit_test(test_bearer),
+        cmocka_unit_test(test_good_heads),
+        cmocka_unit_test(test_bad_heads),
+        cmocka_unit_test(test_incomplete_and_limits),
+        cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_query),
+        cmocka_unit_test(test_bearer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
