@@ -57,7 +57,8 @@ struct api {
     struct api_opts opts;
     struct api_server *server;
     struct api_guard *guard;
-    struct workpool *parse_pool;
+    struct workpool *parse_pool, *heavy_pool;
+    struct call *wait_head, *wait_tail; /* heavy calls waiting for a slot, oldest first */
     struct store *store;
     struct coord_session *zk;
     struct coord_group *g_droverd, *g_workers;
@@ -133,6 +134,8 @@ static void reply_error(struct api *a, struct api_req *r, int status, const char
 
 static void call_free(struct call *c)
 {
+    if (c->work && c->work_free)
+        c->work_free(c->work);
     free(c->path);
     free(c->raw);
     free(c->text);
@@ -199,6 +202,8 @@ static char *serialise(json_t *out, size_t *len)
     return s;
 }
 
+static void admit_waiting(struct api *a);
+
 void api__reply(struct call *c)
 {
     struct api *a = c->api;
@@ -236,10 +241,37 @@ void api__reply(struct call *c)
         a->by_status[status]++;
     api__server_reply(c->req, status, type, extra[0] ? extra : NULL, body, len, false);
     c->req = NULL;
+    if (c->admitted) {
+        api__guard_release(a->guard, &c->who, c->is_heavy);
+        if (c->is_heavy)
+            admit_waiting(a);
+    }
     call_free(c);
 }
 
 /* ---- the pool part ------------------------------------------------------------ */
+
+static void after_admission(struct call *c);
+
+/* Heavy calls waiting for a slot: admit, oldest first, those whose user and tenant have one. */
+static void admit_waiting(struct api *a)
+{
+    struct call **pp = &a->wait_head, *prev = NULL;
+    while (*pp) {
+        struct call *c = *pp;
+        if (!api__guard_admit_waiting(a->guard, &c->who)) {
+            prev = c;
+            pp = &c->next_waiting;
+            continue;
+        }
+        *pp = c->next_waiting;
+        if (a->wait_tail == c)
+            a->wait_tail = prev;
+        c->next_waiting = NULL;
+        c->admitted = true;
+        after_admission(c);
+    }
+}
 
 static int call_work(PGconn *conn, void *arg, struct drv_err *err)
 {
@@ -251,7 +283,7 @@ static int call_work(PGconn *conn, void *arg, struct drv_err *err)
         return rc;
     }
     /* Large replies are serialised here, not on the loop. */
-    if (c->out && !c->on_loop && !c->raw) {
+    if (c->out && !c->on_loop && !c->raw && !c->heavy && !c->then) {
         c->text = serialise(c->out, &c->text_len);
         json_decref(c->out);
         c->out = NULL;
@@ -259,13 +291,51 @@ static int call_work(PGconn *conn, void *arg, struct drv_err *err)
     return 0;
 }
 
+static void dispatch(struct call *c);
+static void call_done(int rc, const struct drv_err *err, void *arg);
+
+static void heavy_work(void *arg)
+{
+    struct call *c = arg;
+    api_heavy_fn f = c->heavy;
+    c->heavy = NULL;
+    drv_err_clear(&c->heavy_err);
+    c->heavy_rc = f(c, &c->heavy_err);
+    if (c->heavy_rc == 0 && c->out && !c->on_loop && !c->raw && !c->heavy && !c->then) {
+        c->text = serialise(c->out, &c->text_len);
+        json_decref(c->out);
+        c->out = NULL;
+    }
+}
+
+static void heavy_done(void *arg, bool cancelled)
+{
+    struct call *c = arg;
+    if (cancelled) {
+        call_fail(c, 503, "unavailable", NULL, "the node is stopping");
+        api__reply(c);
+        return;
+    }
+    call_done(c->heavy_rc, &c->heavy_err, c);
+}
+
 static void call_done(int rc, const struct drv_err *err, void *arg)
 {
     struct call *c = arg;
-    if (rc)
+    if (rc) {
         map_error(c, rc, err);
-    else if (c->on_loop && c->on_loop(c) != 0)
+    } else if (c->heavy) {
+        if (workpool_submit(c->api->heavy_pool, heavy_work, heavy_done, c) == 0)
+            return;
+        call_fail(c, 503, "unavailable", NULL, "the node is busy solving and planning, try again");
+    } else if (c->then) {
+        c->handler = c->then;
+        c->then = NULL;
+        dispatch(c);
+        return;
+    } else if (c->on_loop && c->on_loop(c) != 0) {
         return; /* it replies later */
+    }
     api__reply(c);
 }
 
@@ -398,15 +468,41 @@ static const char *role_name(enum api_role r)
     return r == ROLE_SUPER ? "superadmin" : r == ROLE_ADMIN ? "admin" : "user";
 }
 
-/* The caller is known: check the role, then read the body (or go on without one). */
+/* The caller is known: check the role, take a slot of its limits, then read the body. */
 static void after_auth(struct call *c)
 {
+    struct api *a = c->api;
     if (!(c->roles & c->who.role)) {
         call_fail(c, 403, "forbidden", NULL, "role %s may not %s %s", role_name(c->who.role),
                   c->method == API_M_GET || c->method == API_M_HEAD ? "read" : "change", c->path);
         fail_call(c);
         return;
     }
+    switch (api__guard_admit(a->guard, &c->who, c->is_heavy)) {
+    case API_ADMIT_REFUSE:
+        call_fail(c, 429, "too-many-requests", NULL,
+                  c->is_heavy ? "too many solving or planning requests of your tenant or user in "
+                                "progress, try again"
+                              : "too many requests of your tenant or user in progress, try again");
+        fail_call(c);
+        return;
+    case API_ADMIT_WAIT:
+        if (a->wait_tail)
+            a->wait_tail->next_waiting = c;
+        else
+            a->wait_head = c;
+        a->wait_tail = c;
+        return;
+    case API_ADMIT_NOW:
+        c->admitted = true;
+        break;
+    }
+    after_admission(c);
+}
+
+/* Admitted: read the body (or go on without one). */
+static void after_admission(struct call *c)
+{
     struct api_req *r = c->req;
     if (r->head.content_length > 0) {
         if (api__server_read_body(r) != 0)
@@ -561,6 +657,8 @@ static void on_metrics(struct api *a, struct api_req *r)
     api__server_stats(a->server, &st);
     struct api_guard_stats gs;
     api__guard_stats(a->guard, &gs);
+    int heavy_queued = 0;
+    workpool_stats(a->heavy_pool, NULL, &heavy_queued);
     struct evbuffer *out = evbuffer_new();
     a->by_status[200]++;
     evbuffer_add_printf(out, "# HELP drover_http_requests_total API replies by status code.\n"
@@ -595,6 +693,23 @@ static void on_metrics(struct api *a, struct api_req *r)
         "pool (larger than 64 KiB).\n"
         "# TYPE drover_http_bodies_parsed_off_loop_total counter\n"
         "drover_http_bodies_parsed_off_loop_total %llu\n"
+        "# HELP drover_api_heavy_running Solving or planning requests admitted.\n"
+        "# TYPE drover_api_heavy_running gauge\n"
+        "drover_api_heavy_running %ld\n"
+        "# HELP drover_api_heavy_waiting Solving or planning requests waiting for their "
+        "tenant's or user's slot.\n"
+        "# TYPE drover_api_heavy_waiting gauge\n"
+        "drover_api_heavy_waiting %ld\n"
+        "# HELP drover_api_heavy_waits_total Solving or planning requests that had to wait.\n"
+        "# TYPE drover_api_heavy_waits_total counter\n"
+        "drover_api_heavy_waits_total %llu\n"
+        "# HELP drover_api_heavy_pool_queued Heavy work queued for a heavy thread.\n"
+        "# TYPE drover_api_heavy_pool_queued gauge\n"
+        "drover_api_heavy_pool_queued %d\n"
+        "# HELP drover_api_refused_total Requests refused with 429 for their tenant's or "
+        "user's limits.\n"
+        "# TYPE drover_api_refused_total counter\n"
+        "drover_api_refused_total %llu\n"
         "# HELP drover_ring_members Orchestrator nodes in the ring.\n"
         "# TYPE drover_ring_members gauge\n"
         "drover_ring_members %zu\n"
@@ -608,9 +723,9 @@ static void on_metrics(struct api *a, struct api_req *r)
         "# TYPE drover_zookeeper_connected gauge\n"
         "drover_zookeeper_connected %d\n",
         st.open, st.overflow, st.refused + a->refused_overflow, st.timeouts, gs.token_hits,
-        gs.token_misses, a->parsed_off_loop, json_array_size(a->members),
-        json_array_size(a->workers), store_healthy(a->store),
-        a->zk ? coord_session_state(a->zk) == COORD_CONNECTED : 0);
+        gs.token_misses, a->parsed_off_loop, gs.heavy_running, gs.heavy_waiting, gs.heavy_waits,
+        heavy_queued, gs.refused, json_array_size(a->members), json_array_size(a->workers),
+        store_healthy(a->store), a->zk ? coord_session_state(a->zk) == COORD_CONNECTED : 0);
     size_t len = evbuffer_get_length(out);
     char *text = xmalloc(len + 1);
     evbuffer_remove(out, text, len);
@@ -648,9 +763,24 @@ struct api *api_new(struct event_base *base, struct store *store, struct coord_s
     a->zk = zk;
     a->opts = *o;
     a->max_body = o->max_body;
-    a->guard = api__guard_new(o->token_cache_ttl_ms);
+    struct api_guard_limits gl = {
+        .token_ttl_ms = o->token_cache_ttl_ms,
+        .per_user = o->max_requests_per_user > 0 ? o->max_requests_per_user : 32,
+        .per_tenant = o->max_requests_per_tenant > 0 ? o->max_requests_per_tenant : 128,
+        .heavy_per_user = o->max_heavy_per_user > 0 ? o->max_heavy_per_user : 2,
+        .heavy_per_tenant = o->max_heavy_per_tenant > 0 ? o->max_heavy_per_tenant : 4,
+        .heavy_wait_per_tenant =
+            o->max_heavy_waiting_per_tenant > 0 ? o->max_heavy_waiting_per_tenant : 16,
+    };
+    a->guard = api__guard_new(&gl);
     struct workpool_opts po = {.name = "parse", .threads = 1, .max_queued = 64, .nice = 5};
     a->parse_pool = workpool_new(base, &po);
+    /* Solving and planning: its own threads, below the loop's priority, never the store's. */
+    struct workpool_opts ho = {.name = "heavy",
+                               .threads = o->heavy_threads > 0 ? (int)o->heavy_threads : 2,
+                               .max_queued = o->heavy_queue > 0 ? (int)o->heavy_queue : 32,
+                               .nice = 10};
+    a->heavy_pool = workpool_new(base, &ho);
     a->members = json_array();
     a->workers = json_array();
     if (o->secrets_key && *o->secrets_key) {
@@ -699,6 +829,13 @@ void api_free(struct api *a)
         return;
     api__server_free(a->server);  /* requests held by calls lose their connection */
     workpool_free(a->parse_pool); /* cancelled parses free their calls */
+    workpool_free(a->heavy_pool);
+    while (a->wait_head) { /* waiting calls: their connections are gone */
+        struct call *c = a->wait_head;
+        a->wait_head = c->next_waiting;
+        api__guard_wait_abandon(a->guard, &c->who);
+        api__reply(c);
+    }
     api__guard_free(a->guard);
     coord_group_free(a->g_droverd);
     coord_group_free(a->g_workers);

@@ -48,6 +48,11 @@ struct api_opts {
     long token_ttl_ms;       /* a new token's life unless the request says */
     long token_max_ttl_ms;   /* the longest life a request may ask for */
     long token_cache_ttl_ms; /* how long a verified token is trusted without the database */
+    long heavy_threads;      /* threads that solve and plan (the heavy workpool) */
+    long heavy_queue;        /* heavy work waiting for one of them beyond which 503 */
+    long max_requests_per_user, max_requests_per_tenant; /* in progress; beyond: 429 */
+    long max_heavy_per_user, max_heavy_per_tenant;       /* solving or planning at once */
+    long max_heavy_waiting_per_tenant;                   /* beyond: 429 */
 };
 
 /* Listen and serve. zk may be NULL (no fleet views). NULL with err on failure. */

@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <libpq-fe.h>
+#include <stdbool.h>
 
 #include "api.h"
 
@@ -30,6 +31,10 @@ typedef int (*api_handler)(PGconn *conn, struct call *c, struct drv_err *err);
 /* Optional second part on the loop's thread, before the reply (fleet views). Return 0 to
    reply at once, 1 when it will call api__reply(c) itself later (asynchronous reads). */
 typedef int (*api_loop_fn)(struct call *c);
+/* A handler's compute part (solve, plan): runs on the heavy workpool, never on the store's
+   pool, with no database connection; touches only c (and what c->work holds). Returns 0 with
+   the reply set, or a DRV code / call_fail, like a handler. It may set c->then. */
+typedef int (*api_heavy_fn)(struct call *c, struct drv_err *err);
 
 #define CALL_MAX_SEGS 6
 
@@ -65,6 +70,17 @@ struct call {
     char code[32], field[128], msg[512];
     api_loop_fn on_loop;
     json_t *loop_data;
+    /* A handler in parts: after the handler's database part, c->heavy (when set) runs on the
+       heavy pool, then c->then (when set) on the store's pool, each part setting the next. */
+    api_heavy_fn heavy;
+    api_handler then;
+    void *work;                 /* state carried between the parts */
+    void (*work_free)(void *w); /* frees work with the call */
+    bool is_heavy;              /* the route solves or plans (admission counts it apart) */
+    bool admitted;              /* holds a slot of its user's and tenant's limits */
+    struct call *next_waiting;  /* in the queue of heavy calls waiting for a slot */
+    int heavy_rc;
+    struct drv_err heavy_err;
 };
 
 /* Set an explicit error on c; returns DRV_EINVAL so handlers can `return call_fail(...)`. */
@@ -87,8 +103,8 @@ int api__token_new(PGconn *conn, const char *user_id, long expires_s, const char
                    char token[90], json_t **row, struct drv_err *err);
 int api__load_key(const char *path, unsigned char key[32], struct drv_err *err);
 
-/* routes.c: resolve a route; 0 and c->handler/roles set, or 404/405/501 via call_fail
-   (405 fills c->allow). */
+/* routes.c: resolve a route; 0 and c->handler/roles/is_heavy set, or 404/405/501 via
+   call_fail (405 fills c->allow). */
 int api__route(struct call *c);
 /* Send c's reply (its out, raw or error) and free c. Loop thread. */
 void api__reply(struct call *c);

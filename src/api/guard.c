@@ -21,7 +21,9 @@
 
 struct api_guard {
     long ttl_ms;
+    struct api_guard_limits l;
     json_t *tokens;
+    json_t *counts;
     struct api_guard_stats st;
 };
 
@@ -62,11 +64,13 @@ static bool token_id(const char *token, char id[17])
     return true;
 }
 
-struct api_guard *api__guard_new(long token_ttl_ms)
+struct api_guard *api__guard_new(const struct api_guard_limits *l)
 {
     struct api_guard *g = xcalloc(1, sizeof(*g));
-    g->ttl_ms = token_ttl_ms > 0 ? token_ttl_ms : 0;
+    g->l = *l;
+    g->ttl_ms = l->token_ttl_ms > 0 ? l->token_ttl_ms : 0;
     g->tokens = json_object();
+    g->counts = json_object();
     return g;
 }
 
@@ -75,6 +79,7 @@ void api__guard_free(struct api_guard *g)
     if (!g)
         return;
     json_decref(g->tokens);
+    json_decref(g->counts);
     free(g);
 }
 
@@ -179,4 +184,93 @@ void api__guard_forget_user(struct api_guard *g, const char *user_id)
 void api__guard_forget_tenant(struct api_guard *g, const char *tenant_id)
 {
     forget_where(g, "tenant_id", tenant_id);
+}
+
+/* ---- admission ------------------------------------------------------------------ */
+
+static const char *key(char *buf, size_t n, char kind, char who, const char *id)
+{
+    snprintf(buf, n, "%c:%c:%s", kind, who, id && *id ? id : "-");
+    return buf;
+}
+
+static long get(struct api_guard *g, char kind, char who, const char *id)
+{
+    char k[64];
+    return (long)json_integer_value(json_object_get(g->counts, key(k, sizeof(k), kind, who, id)));
+}
+
+static void add(struct api_guard *g, char kind, char who, const char *id, int delta)
+{
+    char k[64];
+    key(k, sizeof(k), kind, who, id);
+    json_int_t v = json_integer_value(json_object_get(g->counts, k)) + delta;
+    if (v <= 0)
+        json_object_del(g->counts, k);
+    else
+        json_object_set_new(g->counts, k, json_integer(v));
+}
+
+static bool heavy_free(struct api_guard *g, const struct api_principal *who)
+{
+    return get(g, 'h', 'u', who->user_id) < g->l.heavy_per_user &&
+           get(g, 'h', 't', who->tenant_id) < g->l.heavy_per_tenant;
+}
+
+static void take(struct api_guard *g, const struct api_principal *who, bool heavy)
+{
+    add(g, 'r', 'u', who->user_id, 1);
+    add(g, 'r', 't', who->tenant_id, 1);
+    if (heavy) {
+        add(g, 'h', 'u', who->user_id, 1);
+        add(g, 'h', 't', who->tenant_id, 1);
+        g->st.heavy_running++;
+    }
+}
+
+enum api_admit api__guard_admit(struct api_guard *g, const struct api_principal *who, bool heavy)
+{
+    if (get(g, 'r', 'u', who->user_id) >= g->l.per_user ||
+        get(g, 'r', 't', who->tenant_id) >= g->l.per_tenant) {
+        g->st.refused++;
+        return API_ADMIT_REFUSE;
+    }
+    if (heavy && !heavy_free(g, who)) {
+        if (get(g, 'w', 't', who->tenant_id) >= g->l.heavy_wait_per_tenant) {
+            g->st.refused++;
+            return API_ADMIT_REFUSE;
+        }
+        add(g, 'w', 't', who->tenant_id, 1);
+        g->st.heavy_waiting++;
+        g->st.heavy_waits++;
+        return API_ADMIT_WAIT;
+    }
+    take(g, who, heavy);
+    return API_ADMIT_NOW;
+}
+
+bool api__guard_admit_waiting(struct api_guard *g, const struct api_principal *who)
+{
+    if (!heavy_free(g, who))
+        return false;
+    api__guard_wait_abandon(g, who);
+    take(g, who, true);
+    return true;
+}
+
+void api__guard_wait_abandon(struct api_guard *g, const struct api_principal *who)
+{
+    add(g, 'w', 't', who->tenant_id, -1);
+    g->st.heavy_waiting--;
+}
+
+void api__guard_release(struct api_guard *g, const struct api_principal *who, bool heavy)
+{
+    add(g, 'r', 'u', who->user_id, -1);
+    add(g, 'r', 't', who->tenant_id, -1);
+    if (heavy) {
+        add(g, 'h', 'u', who->user_id, -1);
+        add(g, 'h', 't', who->tenant_id, -1);
+        g->st.heavy_running--;
+    }
 }

@@ -13,9 +13,13 @@
  * found. A superadmin has no tenant and no route into tenant data.
  *
  * Files: handlers_entities.c (entities, import, export), handlers_admin.c
- * (whoami, audit, tenants, users), handlers_tokens.c (tokens), handlers_clusters.c (clusters,
- * operations, preview), handlers_jobs.c (jobs), handlers_fleet.c (members,
- * workers, queues), handlers_util.c (the helpers below), routes.c (the table).
+ * (whoami, audit, tenants, users), handlers_tokens.c (tokens),
+ * handlers_create.c (create, preview), handlers_clusters.c (clusters,
+ * operations), handlers_jobs.c (jobs), handlers_fleet.c (members, workers,
+ * queues), handlers_util.c (the helpers below), routes.c (the table).
+ *
+ * Handlers that solve or plan come in parts (api_int.h: c->heavy, c->then):
+ * the database part here, the computing part on the heavy workpool.
  */
 #ifndef DROVER_API_HANDLERS_H
 #define DROVER_API_HANDLERS_H
@@ -29,7 +33,7 @@
 
 /* A tenant or user name (lower_only) or a cluster name: 1 to 63 of [A-Za-z0-9_-.], alnum first. */
 int api__name_ok(const char *s, int lower_only);
-/* An entity name from a catalogue: 1 to 128 letters, digits and . _ -. */
+/* An entity name from a catalogue: 1 to 128 letters, digits and . _ -, but not "." or "..". */
 int api__entity_name_ok(const char *s);
 /* Append the caller's audit entry; steals detail (may be NULL). */
 int api__audit(PGconn *conn, struct call *c, const char *action, const char *kind, const char *id,
@@ -42,6 +46,20 @@ void api__model_field(const char *msg, const char *prefix, char *out, size_t n);
 int api__string_list_ok(const json_t *j);
 /* The entity kind (enum model_kind) of a collection name ("providers"), or -1. */
 int api__kind_of(const char *seg);
+
+struct model_catalog;
+/* The tenant's catalogue as the model sees it (*out, caller frees) and its rows (*rows:
+   [{kind, name, version, body}], caller decrefs). */
+int api__load_catalog(PGconn *conn, struct call *c, struct model_catalog **out, json_t **rows,
+                      struct drv_err *err);
+/* The version of an entity among rows, 0 when absent. */
+int api__entity_version(const json_t *rows, const char *kind, const char *name);
+
+#define API_PAGE_DEFAULT 1000 /* tasks in a page of a plan, unless ?limit= says */
+#define API_PAGE_MAX 10000    /* the most a page (or a DOT graph) holds */
+/* ?offset= (>= 0, default 0) and ?limit= (1 to API_PAGE_MAX, default API_PAGE_DEFAULT);
+   0 or call_fail 400 naming the parameter. */
+int api__page_params(struct call *c, long *offset, long *limit);
 
 /* ---- handlers ---- */
 

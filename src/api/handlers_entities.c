@@ -138,7 +138,8 @@ static int entity_write(PGconn *conn, struct call *c, enum store_put_mode mode, 
     const char *name = json_string_value(jn);
     if (!api__entity_name_ok(name))
         return call_fail(c, 400, "invalid", "name",
-                         "field \"name\": \"%s\" must be 1 to 128 letters, digits, '.', '_' or '-'",
+                         "field \"name\": \"%s\" must be 1 to 128 letters, digits, '.', '_' or '-' "
+                         "(not \".\" or \"..\")",
                          name);
     if (validate_entity(k, c->body, err) != 0) {
         char field[128];

@@ -46,7 +46,8 @@ int api__h_token_new(PGconn *conn, struct call *c, struct drv_err *err)
     if (rc == 0)
         rc = api__token_new(conn, c->who.user_id, ttl, label, token, &row, err);
     if (rc == 0)
-        rc = api__audit(conn, c, "token.create", "token", json_string_value(json_object_get(row, "id")),
+        rc = api__audit(conn, c, "token.create", "token",
+                        json_string_value(json_object_get(row, "id")),
                         json_pack("{s:I}", "expires_in", (json_int_t)ttl), err);
     if (rc == 0)
         rc = store_commit(conn, err);

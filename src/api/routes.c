@@ -83,6 +83,22 @@ static int matches(const char *pattern, const struct call *c)
     return i == c->nseg;
 }
 
+/* Routes that solve or plan: a create, a preview, the operations that change the layout. */
+static bool heavy(const struct call *c)
+{
+    static const char *const ops[] = {"expand",         "shrink",  "addservices",
+                                      "removeservices", "upgrade", NULL};
+    if (c->method != API_M_POST || c->nseg < 2)
+        return false;
+    if (c->nseg == 2)
+        return strcmp(c->seg[1], "plans") == 0 || strcmp(c->seg[1], "clusters") == 0;
+    if (c->nseg == 4 && strcmp(c->seg[1], "clusters") == 0)
+        for (const char *const *o = ops; *o; o++)
+            if (strcmp(*o, c->seg[3]) == 0)
+                return true;
+    return false;
+}
+
 /* "GET, HEAD, POST" for the methods in mask. */
 static void allow_list(unsigned mask, char *out, size_t n)
 {
@@ -109,6 +125,7 @@ int api__route(struct call *c)
         if (r->methods & method) {
             c->handler = r->fn;
             c->roles = r->roles;
+            c->is_heavy = heavy(c);
             return 0;
         }
     }

@@ -107,6 +107,13 @@ static int start_http(struct node *n, struct drv_err *err)
         .token_ttl_ms = n->conf.token_ttl_ms,
         .token_max_ttl_ms = n->conf.token_max_ttl_ms,
         .token_cache_ttl_ms = n->conf.token_cache_ttl_ms,
+        .heavy_threads = n->conf.heavy_threads,
+        .heavy_queue = n->conf.heavy_queue,
+        .max_requests_per_user = n->conf.max_requests_per_user,
+        .max_requests_per_tenant = n->conf.max_requests_per_tenant,
+        .max_heavy_per_user = n->conf.max_heavy_per_user,
+        .max_heavy_per_tenant = n->conf.max_heavy_per_tenant,
+        .max_heavy_waiting_per_tenant = n->conf.max_heavy_waiting_per_tenant,
     };
     n->api = api_new(n->base, n->store, n->zk, &o, err);
     if (!n->api)

@@ -39,6 +39,9 @@ struct droverd_conf {
     long token_ttl_ms;
     long token_max_ttl_ms;
     long token_cache_ttl_ms;
+    long heavy_threads, heavy_queue;
+    long max_requests_per_user, max_requests_per_tenant;
+    long max_heavy_per_user, max_heavy_per_tenant, max_heavy_waiting_per_tenant;
 };
 
 struct worker_conf {

@@ -168,6 +168,11 @@ int store_entity_all(PGconn *conn, const char *tenant_id, json_t **items, struct
 /* {name, version, body}, DRV_ENOENT when absent or deleted. */
 int store_entity_get(PGconn *conn, const char *tenant_id, const char *kind, const char *name,
                      json_t **row, struct drv_err *err);
+/* One version (decimal text) of an entity: {name, version, body}; DRV_ENOENT when there is
+   no such version or the entity is deleted. */
+int store_entity_get_version(PGconn *conn, const char *tenant_id, const char *kind,
+                             const char *name, const char *version, json_t **row,
+                             struct drv_err *err);
 /* Write body (JSON text) as the entity's next version; *version receives it. */
 int store_entity_put(PGconn *conn, const char *tenant_id, const char *kind, const char *name,
                      const char *body, enum store_put_mode mode, int *version, struct drv_err *err);
