@@ -82,13 +82,22 @@ int api_bootstrap(const char *conninfo, const char *path, int *created, struct d
 int api_token_parse(const char *token, char id[17], char secret[65]);
 /* Hex SHA-256 of salt bytes followed by the secret's text (out: 65 bytes). */
 void api_token_hash(const unsigned char *salt, size_t salt_len, const char *secret, char out[65]);
-/* Is a provider provisioner field name sensitive? */
+/* Is a field name sensitive (password, secret, token, credential, private_key, api_key)? */
 int api_field_sensitive(const char *name);
 /* Encrypt text with key (32 bytes) as "enc:v1:<base64>"; decrypt back. Caller frees. */
 char *api_secret_encrypt(const unsigned char key[32], const char *text);
 int api_secret_decrypt(const unsigned char key[32], const char *enc, char **text,
                        struct drv_err *err);
-/* Replace every "enc:v1:..." string inside j by "********" (in place). */
+/*
+ * Seal any JSON value (new reference): a string as "enc:v1:<base64>" of its
+ * text, anything else as "enc:j1:<base64>" of its compact JSON. Open one back
+ * (*out: new reference) from either form; DRV_EINVAL for something else,
+ * DRV_ETLS for the wrong key or a damaged value.
+ */
+json_t *api_secret_seal(const unsigned char key[32], const json_t *v);
+int api_secret_open(const unsigned char key[32], const char *sealed, json_t **out,
+                    struct drv_err *err);
+/* Replace every sealed string ("enc:v1:...", "enc:j1:...") inside j by "********" (in place). */
 void api_redact(json_t *j);
 
 #endif

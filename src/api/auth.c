@@ -6,9 +6,11 @@
  * and SHA-256(salt || secret), never the token; checking compares hashes in
  * constant time.
  *
- * Secrets: sensitive provider fields are sealed with AES-256-GCM under the
- * key from secrets.key_file, as "enc:v1:" + base64(nonce 12 || ciphertext ||
- * tag 16). The API shows "********" in their place.
+ * Secrets: sensitive values are sealed with AES-256-GCM under the key from
+ * secrets.key_file, as "enc:v1:" + base64(nonce 12 || ciphertext || tag 16)
+ * for a string's text, "enc:j1:" + the same of the compact JSON of any other
+ * value (seal.c decides what is sensitive). The API shows "********" in
+ * their place.
  *
  * Pure functions, safe on any thread, except api_bootstrap (blocking, start-up).
  */
@@ -16,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,9 +182,11 @@ int api_field_sensitive(const char *name)
     return 0;
 }
 
-char *api_secret_encrypt(const unsigned char key[32], const char *text)
+#define ENC_JSON "enc:j1:" /* the sealed compact JSON of a value that is not a string */
+
+/* Seal n bytes of text under key as prefix + base64(nonce || ciphertext || tag). */
+static char *seal_bytes(const unsigned char key[32], const char *prefix, const char *text, size_t n)
 {
-    size_t n = strlen(text);
     unsigned char *buf = xmalloc(12 + n + 16);
     if (RAND_bytes(buf, 12) != 1)
         abort();
@@ -193,20 +198,26 @@ char *api_secret_encrypt(const unsigned char key[32], const char *text)
     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, buf + 12 + n);
     EVP_CIPHER_CTX_free(ctx);
     size_t total = 12 + n + 16;
-    char *out = xmalloc(strlen(ENC_PREFIX) + 4 * ((total + 2) / 3) + 1);
-    strcpy(out, ENC_PREFIX);
-    EVP_EncodeBlock((unsigned char *)out + strlen(ENC_PREFIX), buf, (int)total);
+    char *out = xmalloc(strlen(prefix) + 4 * ((total + 2) / 3) + 1);
+    strcpy(out, prefix);
+    EVP_EncodeBlock((unsigned char *)out + strlen(prefix), buf, (int)total);
     free(buf);
     return out;
 }
 
-int api_secret_decrypt(const unsigned char key[32], const char *enc, char **text,
-                       struct drv_err *err)
+char *api_secret_encrypt(const unsigned char key[32], const char *text)
+{
+    return seal_bytes(key, ENC_PREFIX, text, strlen(text));
+}
+
+/* Open a value sealed with prefix: *text (NUL-terminated, *n bytes). */
+static int open_bytes(const unsigned char key[32], const char *prefix, const char *enc, char **text,
+                      size_t *n_out, struct drv_err *err)
 {
     *text = NULL;
-    if (strncmp(enc, ENC_PREFIX, strlen(ENC_PREFIX)) != 0)
+    if (strncmp(enc, prefix, strlen(prefix)) != 0)
         return drv_err_set(err, DRV_EINVAL, 0, "not a sealed value");
-    const char *b64 = enc + strlen(ENC_PREFIX);
+    const char *b64 = enc + strlen(prefix);
     size_t blen = strlen(b64);
     if (blen % 4 || blen == 0)
         return drv_err_set(err, DRV_EINVAL, 0, "sealed value: bad base64");
@@ -235,7 +246,61 @@ int api_secret_decrypt(const unsigned char key[32], const char *enc, char **text
     }
     out[clen] = '\0';
     *text = out;
+    if (n_out)
+        *n_out = (size_t)clen;
     return 0;
+}
+
+int api_secret_decrypt(const unsigned char key[32], const char *enc, char **text,
+                       struct drv_err *err)
+{
+    return open_bytes(key, ENC_PREFIX, enc, text, NULL, err);
+}
+
+json_t *api_secret_seal(const unsigned char key[32], const json_t *v)
+{
+    char *sealed;
+    if (json_is_string(v)) {
+        sealed = seal_bytes(key, ENC_PREFIX, json_string_value(v), json_string_length(v));
+    } else {
+        char *text = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+        sealed = seal_bytes(key, ENC_JSON, text, strlen(text));
+        OPENSSL_cleanse(text, strlen(text));
+        free(text);
+    }
+    json_t *out = json_string(sealed);
+    free(sealed);
+    return out;
+}
+
+int api_secret_open(const unsigned char key[32], const char *sealed, json_t **out,
+                    struct drv_err *err)
+{
+    *out = NULL;
+    char *text = NULL;
+    size_t n = 0;
+    bool is_json = strncmp(sealed, ENC_JSON, strlen(ENC_JSON)) == 0;
+    int rc = open_bytes(key, is_json ? ENC_JSON : ENC_PREFIX, sealed, &text, &n, err);
+    if (rc)
+        return rc;
+    if (is_json) {
+        *out = json_loadb(text, n, JSON_DECODE_ANY, NULL);
+        if (!*out)
+            rc = drv_err_set(err, DRV_EINVAL, 0, "sealed value: not JSON inside");
+    } else {
+        *out = json_stringn(text, n);
+        if (!*out)
+            rc = drv_err_set(err, DRV_EINVAL, 0, "sealed value: not UTF-8 inside");
+    }
+    OPENSSL_cleanse(text, n);
+    free(text);
+    return rc;
+}
+
+static bool sealed_string(const json_t *v)
+{
+    const char *s = json_string_value(v);
+    return s && (strncmp(s, ENC_PREFIX, 7) == 0 || strncmp(s, ENC_JSON, 7) == 0);
 }
 
 void api_redact(json_t *j)
@@ -246,7 +311,7 @@ void api_redact(json_t *j)
     if (json_is_object(j)) {
         json_object_foreach(j, k, v)
         {
-            if (json_is_string(v) && strncmp(json_string_value(v), ENC_PREFIX, 7) == 0)
+            if (sealed_string(v))
                 json_object_set_new(j, k, json_string(API_REDACTED));
             else
                 api_redact(v);
@@ -254,7 +319,7 @@ void api_redact(json_t *j)
     } else if (json_is_array(j)) {
         json_array_foreach(j, i, v)
         {
-            if (json_is_string(v) && strncmp(json_string_value(v), ENC_PREFIX, 7) == 0)
+            if (sealed_string(v))
                 json_array_set_new(j, i, json_string(API_REDACTED));
             else
                 api_redact(v);

@@ -55,6 +55,16 @@ int api__load_catalog(PGconn *conn, struct call *c, struct model_catalog **out, 
 /* The version of an entity among rows, 0 when absent. */
 int api__entity_version(const json_t *rows, const char *kind, const char *name);
 
+/*
+ * seal.c: seal, in place, the sensitive values inside j (any JSON; objects and arrays are
+ * walked): those under a sensitive key name at any depth, and those whose dotted path from
+ * j is in marked (an array of strings, may be NULL). "********" keeps the value at the same
+ * place in prev (may be NULL). where names j in errors ("config", "providers[2].provisioner").
+ * 0, or call_fail: 400 invalid ("********" with nothing stored), 422 no-secrets-key.
+ */
+int api__seal(struct call *c, json_t *j, const json_t *prev, const json_t *marked,
+              const char *where);
+
 #define API_PAGE_DEFAULT 1000 /* tasks in a page of a plan, unless ?limit= says */
 #define API_PAGE_MAX 10000    /* the most a page (or a DOT graph) holds */
 /* ?offset= (>= 0, default 0) and ?limit= (1 to API_PAGE_MAX, default API_PAGE_DEFAULT);

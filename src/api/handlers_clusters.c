@@ -346,6 +346,11 @@ static int op_record(PGconn *conn, struct call *c, struct drv_err *err)
         rc = store_cluster_get(conn, c->who.tenant_id, call_owner(c), c->seg[2], 1, &cluster, err);
     if (rc == 0 && !o)
         rc = check_op(c, op, cluster);
+    /* A configure's sensitive values are sealed before the job keeps them; "********" keeps
+       the cluster's value. */
+    if (rc == 0 && op_is(op, "configure"))
+        rc = api__seal(c, json_object_get(c->body, "config"), json_object_get(cluster, "config"),
+                       NULL, "config");
     if (rc == 0 && o && !same_cluster(o->cluster, cluster))
         rc = call_fail(c, 409, "conflict", NULL,
                        "cluster \"%s\" changed while the request was being solved, try again",

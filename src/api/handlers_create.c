@@ -93,8 +93,8 @@ static int opt_string(struct call *c, const char *field, const char **out)
 
 /* A create (or preview) request, validated and solved: the call's work between its parts. */
 struct create_req {
-    const char *name, *tname;       /* borrowed from the body */
-    const char *req_hw, *req_img;   /* as asked (borrowed from the body), NULL: the solver picks */
+    const char *name, *tname;     /* borrowed from the body */
+    const char *req_hw, *req_img; /* as asked (borrowed from the body), NULL: the solver picks */
     long nodes;
     json_t *services; /* the cluster's services (array) */
     char *provider, *hw, *img;
@@ -178,6 +178,10 @@ static int create_load(PGconn *conn, struct call *c, int need_name, struct creat
                          r->tname);
     if (model_template_resolve(r->cat, r->tname, &r->t, err) != 0)
         return call_fail(c, 422, "unsatisfiable", "template", "%s", err->msg);
+    /* Sensitive config values are sealed before anything keeps them (the job's request
+       carries the body); "********" keeps the template's default. */
+    if (jc && (rc = api__seal(c, jc, r->t->default_config, NULL, "config")) != 0)
+        return rc;
     if (js) {
         r->services = json_incref(js);
     } else {
@@ -325,9 +329,9 @@ static json_t *task_json(const struct planner_plan *plan, const struct planner_t
     if (t->fields)
         json_object_set(o, "fields", t->fields);
     if (t->action != PLANNER_ACT_ANCHOR) {
-        json_t *s = json_pack("{s:s}", "type",
-                              t->strategy.type == PLANNER_STRAT_ONE_BY_ONE ? "one-by-one"
-                                                                           : "parallel");
+        json_t *s =
+            json_pack("{s:s}", "type",
+                      t->strategy.type == PLANNER_STRAT_ONE_BY_ONE ? "one-by-one" : "parallel");
         if (t->strategy.type == PLANNER_STRAT_PARALLEL && t->strategy.amount > 0)
             json_object_set_new(s, "amount", json_integer(t->strategy.amount));
         json_object_set_new(o, "strategy", s);
@@ -383,8 +387,8 @@ static int preview_heavy(struct call *c, struct drv_err *err)
     }
     if (rc == 0 && p->dot && plan->n_tasks > API_PAGE_MAX) {
         rc = call_fail(c, 422, "too-large", NULL,
-                       "the plan has %zu tasks; as DOT at most %d, use the JSON pages", plan->n_tasks,
-                       API_PAGE_MAX);
+                       "the plan has %zu tasks; as DOT at most %d, use the JSON pages",
+                       plan->n_tasks, API_PAGE_MAX);
     } else if (rc == 0 && p->dot) {
         c->raw = planner_plan_to_dot(plan, NULL);
         c->raw_type = "text/vnd.graphviz";
@@ -394,8 +398,8 @@ static int preview_heavy(struct call *c, struct drv_err *err)
                            model_layout_to_json(r->layout, false), "plan",
                            plan_page(plan, (size_t)p->offset, (size_t)p->limit), "tasks",
                            (json_int_t)plan->n_tasks, "offset", (json_int_t)p->offset, "limit",
-                           (json_int_t)p->limit,
-                           "next", next < plan->n_tasks ? json_integer((json_int_t)next) : json_null());
+                           (json_int_t)p->limit, "next",
+                           next < plan->n_tasks ? json_integer((json_int_t)next) : json_null());
     }
     if (rc == 0)
         c->status = 200;

@@ -1,8 +1,8 @@
 /*
  * handlers_entities: the admin entities of /v1/{kind} (providers, hardware
  * types, image types, services, cluster and partial templates), import and
- * export (docs/api.md "Admin entities"). Sensitive provider fields are
- * sealed here before they reach the database.
+ * export (docs/api.md "Admin entities"). Sensitive values of providers and
+ * templates are sealed here (seal.c) before they reach the database.
  *
  * Pool-thread code: each handler runs after authentication with the caller
  * in c->who; writes run in one transaction with their audit entry.
@@ -31,52 +31,36 @@ static int validate_entity(int k, const json_t *j, struct drv_err *err)
 }
 
 /*
- * Seal the sensitive fields of a provider's provisioner object in place.
- * "********" keeps the value of prev (the stored body, may be NULL).
+ * Seal an entity's sensitive values in place (seal.c): a provider's
+ * provisioner (names, and the dotted paths its "sensitive" array lists), a
+ * cluster or partial template's defaults.config (names). prev: the stored
+ * body (may be NULL), for "********". where: the entity's place in the request.
  */
-static int seal_provider(struct call *c, json_t *body, const json_t *prev, const char *where)
+static int seal_entity(struct call *c, int k, json_t *body, const json_t *prev, const char *where)
 {
-    json_t *prov = json_object_get(body, "provisioner");
-    if (!json_is_object(prov))
-        return 0;
-    const json_t *prev_prov = prev ? json_object_get(prev, "provisioner") : NULL;
-    /* Fields named in the provider's "sensitive" list are sealed too. */
-    const json_t *marked = json_object_get(body, "sensitive");
-    if (marked && !api__string_list_ok(marked))
-        return call_fail(c, 400, "invalid", "sensitive",
-                         "field \"sensitive\": expected an array of provisioner field names");
-    const char *k;
-    json_t *v;
-    void *tmp;
-    json_object_foreach_safe(prov, tmp, k, v)
-    {
-        int listed = 0;
-        size_t mi;
-        json_t *mv;
-        json_array_foreach(marked, mi, mv) listed |= strcmp(json_string_value(mv), k) == 0;
-        if ((!listed && !api_field_sensitive(k)) || !json_is_string(v) ||
-            json_string_length(v) == 0)
-            continue;
-        char field[200];
-        snprintf(field, sizeof(field), "%s%sprovisioner.%s", where, *where ? "." : "", k);
-        if (strcmp(json_string_value(v), API_REDACTED) == 0) {
-            json_t *old = prev_prov ? json_object_get(prev_prov, k) : NULL;
-            if (!json_is_string(old) || strncmp(json_string_value(old), "enc:v1:", 7) != 0)
-                return call_fail(c, 400, "invalid", field,
-                                 "field \"%s\": \"%s\" keeps a stored value, and there is none",
-                                 field, API_REDACTED);
-            json_object_set(prov, k, old);
-            continue;
-        }
-        if (!c->key)
-            return call_fail(c, 422, "no-secrets-key", field,
-                             "field \"%s\" is sensitive and secrets.key_file is not configured",
-                             field);
-        char *sealed = api_secret_encrypt(c->key, json_string_value(v));
-        json_object_set_new(prov, k, json_string(sealed));
-        free(sealed);
+    char at[200];
+    if (k == MODEL_PROVIDER) {
+        json_t *prov = json_object_get(body, "provisioner");
+        const json_t *marked = json_object_get(body, "sensitive");
+        if (marked && !api__string_list_ok(marked))
+            return call_fail(c, 400, "invalid", "sensitive",
+                             "field \"sensitive\": expected an array of provisioner field paths");
+        snprintf(at, sizeof(at), "%s%sprovisioner", where, *where ? "." : "");
+        return api__seal(c, prov, prev ? json_object_get(prev, "provisioner") : NULL, marked, at);
+    }
+    if (k == MODEL_TEMPLATE || k == MODEL_PARTIALTEMPLATE) {
+        json_t *cfg = json_object_get(json_object_get(body, "defaults"), "config");
+        snprintf(at, sizeof(at), "%s%sdefaults.config", where, *where ? "." : "");
+        return api__seal(c, cfg,
+                         prev ? json_object_get(json_object_get(prev, "defaults"), "config") : NULL,
+                         NULL, at);
     }
     return 0;
+}
+
+static bool has_secrets(int k)
+{
+    return k == MODEL_PROVIDER || k == MODEL_TEMPLATE || k == MODEL_PARTIALTEMPLATE;
 }
 
 int api__h_entity_list(PGconn *conn, struct call *c, struct drv_err *err)
@@ -148,12 +132,12 @@ static int entity_write(PGconn *conn, struct call *c, enum store_put_mode mode, 
     }
     if ((rc = store_begin(conn, err)) != 0)
         return rc;
-    if (k == MODEL_PROVIDER) {
+    if (has_secrets(k)) {
         json_t *prev = NULL;
         rc = store_entity_get(conn, c->who.tenant_id, kname, name, &prev, err);
         if (rc && rc != DRV_ENOENT)
             return rc;
-        rc = seal_provider(c, c->body, prev ? json_object_get(prev, "body") : NULL, "");
+        rc = seal_entity(c, k, c->body, prev ? json_object_get(prev, "body") : NULL, "");
         json_decref(prev);
         if (rc)
             return rc;
@@ -250,14 +234,14 @@ int api__h_import(PGconn *conn, struct call *c, struct drv_err *err)
         json_array_foreach(arr, i, e)
         {
             const char *name = json_string_value(json_object_get(e, "name"));
-            if (k == MODEL_PROVIDER) {
+            if (has_secrets(k)) {
                 json_t *prev = NULL;
                 rc = store_entity_get(conn, c->who.tenant_id, kname, name, &prev, err);
                 if (rc && rc != DRV_ENOENT)
                     break;
                 char where[64];
                 snprintf(where, sizeof(where), "%s[%zu]", key, i);
-                rc = seal_provider(c, e, prev ? json_object_get(prev, "body") : NULL, where);
+                rc = seal_entity(c, k, e, prev ? json_object_get(prev, "body") : NULL, where);
                 json_decref(prev);
                 if (rc)
                     break;

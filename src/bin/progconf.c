@@ -94,7 +94,7 @@ const struct config_key droverd_conf_keys[] = {
     {"http.tls_key", CONFIG_STRING, offsetof(struct droverd_conf, tls_key), 0, "", 0, 0, NULL,
      "PEM private key of http.tls_cert"},
     {"secrets.key_file", CONFIG_STRING, offsetof(struct droverd_conf, secrets_key_file), 0, "", 0,
-     0, NULL, "file with 64 hex digits (mode 0600) sealing sensitive fields at rest"},
+     0, NULL, "file with 64 hex digits (mode 0600) sealing sensitive values at rest"},
     {"api.bootstrap_token_file", CONFIG_STRING, offsetof(struct droverd_conf, bootstrap_token_file),
      0, "", 0, 0, NULL,
      "file the first superadmin token is written to, once (mode 0600); empty: none"},

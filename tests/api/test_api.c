@@ -9,6 +9,7 @@
 
 #include "api.h"
 #include "api_int.h"
+#include "handlers.h"
 #include "http.h"
 #include "xalloc.h"
 
@@ -110,6 +111,83 @@ static void test_redact(void **state)
     json_decref(j);
 }
 
+static void test_seal_any_value(void **state)
+{
+    unsigned char key[32] = {9};
+    const char *cases[] = {
+        "\"text\"", "42", "3.5", "true", "[1,\"a\",{\"b\":null}]", "{\"user\":\"u\",\"pw\":[1,2]}",
+        "\"\""};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *v = json_loads(cases[i], JSON_DECODE_ANY, NULL);
+        json_t *sealed = api_secret_seal(key, v);
+        const char *t = json_string_value(sealed);
+        assert_non_null(t);
+        assert_true(strncmp(t, json_is_string(v) ? "enc:v1:" : "enc:j1:", 7) == 0);
+        json_t *back = NULL;
+        struct drv_err err;
+        assert_int_equal(api_secret_open(key, t, &back, &err), 0);
+        assert_true(json_equal(v, back));
+        json_decref(back);
+        json_decref(sealed);
+        json_decref(v);
+    }
+    json_t *back = NULL;
+    struct drv_err err;
+    assert_int_not_equal(api_secret_open(key, "enc:j1:AAAA", &back, &err), 0);
+    assert_int_not_equal(api_secret_open(key, "plain", &back, &err), 0);
+    assert_null(back);
+}
+
+/* api__seal on a call with a key: every sensitive value at any depth, any type. */
+static void test_seal_tree(void **state)
+{
+    unsigned char key[32] = {3};
+    struct call c;
+    memset(&c, 0, sizeof(c));
+    c.key = key;
+    json_t *j = json_loads("{\"db\": {\"root_password\": {\"a\": 1}, \"port\": 5},"
+                           " \"list\": [{\"api_key\": 7}], \"auth\": {\"pin\": 1234},"
+                           " \"TOKEN\": [1, 2], \"empty_secret\": \"\"}",
+                           0, NULL);
+    json_t *marked = json_loads("[\"auth.pin\"]", 0, NULL);
+    assert_int_equal(api__seal(&c, j, NULL, marked, "config"), 0);
+    const char *sealed[] = {"/db/root_password", "/list/0/api_key", "/auth/pin", "/TOKEN"};
+    json_t *at[] = {json_object_get(json_object_get(j, "db"), "root_password"),
+                    json_object_get(json_array_get(json_object_get(j, "list"), 0), "api_key"),
+                    json_object_get(json_object_get(j, "auth"), "pin"),
+                    json_object_get(j, "TOKEN")};
+    for (int i = 0; i < 4; i++) {
+        if (!json_is_string(at[i]) || strncmp(json_string_value(at[i]), "enc:j1:", 7) != 0)
+            fail_msg("%s not sealed", sealed[i]);
+    }
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "db"), "port")), 5);
+    assert_string_equal(json_string_value(json_object_get(j, "empty_secret")), "");
+    /* "********" keeps the stored value; with none stored it is refused. */
+    json_t *again = json_loads("{\"db\": {\"root_password\": \"********\"}}", 0, NULL);
+    assert_int_equal(api__seal(&c, again, j, NULL, "config"), 0);
+    assert_true(json_equal(json_object_get(json_object_get(again, "db"), "root_password"), at[0]));
+    json_decref(again);
+    again = json_loads("{\"password\": \"********\"}", 0, NULL);
+    assert_int_not_equal(api__seal(&c, again, NULL, NULL, "config"), 0);
+    assert_int_equal(c.status, 400);
+    assert_string_equal(c.field, "config.password");
+    json_decref(again);
+    /* Without a key a sensitive value is refused. */
+    memset(&c, 0, sizeof(c));
+    json_t *nokey = json_loads("{\"x\": {\"secret\": 1}}", 0, NULL);
+    assert_int_not_equal(api__seal(&c, nokey, NULL, NULL, "config"), 0);
+    assert_int_equal(c.status, 422);
+    assert_string_equal(c.code, "no-secrets-key");
+    json_decref(nokey);
+    /* Redaction hides both forms. */
+    api_redact(j);
+    char *text = json_dumps(j, JSON_COMPACT);
+    assert_null(strstr(text, "enc:"));
+    free(text);
+    json_decref(j);
+    json_decref(marked);
+}
+
 /* Route a method and path as the server does. */
 static int route(int method, const char *path, int *status)
 {
@@ -160,6 +238,7 @@ int main(void)
         cmocka_unit_test(test_token_parse),     cmocka_unit_test(test_token_hash),
         cmocka_unit_test(test_sensitive_names), cmocka_unit_test(test_seal_roundtrip),
         cmocka_unit_test(test_redact),          cmocka_unit_test(test_routes),
+        cmocka_unit_test(test_seal_any_value),  cmocka_unit_test(test_seal_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
