@@ -90,6 +90,8 @@ int api__h_tenant_list(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_tenant_create(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_user_create(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_user_list(PGconn *conn, struct call *c, struct drv_err *err);
+int api__h_user_delete(PGconn *conn, struct call *c, struct drv_err *err);
+int api__h_tenant_delete(PGconn *conn, struct call *c, struct drv_err *err);
 
 int api__h_cluster_create(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_preview(PGconn *conn, struct call *c, struct drv_err *err);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "guard.h"
 #include "handlers.h"
 #include "store.h"
 #include "xalloc.h"
@@ -166,5 +167,86 @@ int api__h_user_list(PGconn *conn, struct call *c, struct drv_err *err)
         return rc;
     c->out = json_pack("{s:o}", "items", items);
     c->status = 200;
+    return 0;
+}
+
+/* The tenant a request names: ?tenant= for a superadmin (required), the caller's own else. */
+static int target_tenant(PGconn *conn, struct call *c, char tenant_id[24], struct drv_err *err)
+{
+    if (c->who.role != ROLE_SUPER) {
+        snprintf(tenant_id, 24, "%s", c->who.tenant_id);
+        return 0;
+    }
+    char *t = call_query(c, "tenant");
+    if (!t)
+        return call_fail(c, 400, "invalid", "tenant", "query parameter \"tenant\": required");
+    int rc = store_tenant_id(conn, t, tenant_id, err);
+    free(t);
+    return rc;
+}
+
+static int forget_user_on_loop(struct call *c)
+{
+    api__guard_forget_user(api__guard(c->api), json_string_value(c->loop_data));
+    return 0;
+}
+
+/*
+ * DELETE /v1/users/{name}: the user is marked deleted and its tokens revoked;
+ * its clusters and jobs stay with the tenant, whose admins keep seeing and
+ * operating them (a new user of the same name does not inherit them).
+ */
+int api__h_user_delete(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    char tenant_id[24], user_id[24];
+    int rc = target_tenant(conn, c, tenant_id, err);
+    if (rc)
+        return rc;
+    if (c->who.role != ROLE_SUPER && strcmp(c->seg[2], c->who.user) == 0)
+        return call_fail(c, 409, "conflict", NULL, "you cannot delete yourself");
+    if ((rc = store_begin(conn, err)) != 0)
+        return rc;
+    rc = store_user_delete(conn, tenant_id, c->seg[2], user_id, err);
+    if (rc == 0)
+        rc = store_audit(conn, tenant_id, c->who.user_id, c->who.user, "user.delete", "user",
+                         user_id, c->source, NULL, err);
+    if (rc == 0)
+        rc = store_commit(conn, err);
+    if (rc)
+        return rc;
+    c->loop_data = json_string(user_id);
+    c->on_loop = forget_user_on_loop;
+    c->status = 204;
+    return 0;
+}
+
+static int forget_tenant_on_loop(struct call *c)
+{
+    api__guard_forget_tenant(api__guard(c->api), json_string_value(c->loop_data));
+    return 0;
+}
+
+/*
+ * DELETE /v1/tenants/{name}: refused (409) while the tenant has live
+ * clusters, since their machines must be deleted by delete jobs first; then
+ * the tenant, its users (tokens revoked) and its entities are marked deleted.
+ * History (jobs, audit) stays; the name may be used again.
+ */
+int api__h_tenant_delete(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    char tenant_id[24];
+    int rc = store_begin(conn, err);
+    if (rc == 0)
+        rc = store_tenant_delete(conn, c->seg[2], tenant_id, err);
+    if (rc == 0)
+        rc = store_audit(conn, NULL, c->who.user_id, c->who.user, "tenant.delete", "tenant",
+                         tenant_id, c->source, NULL, err);
+    if (rc == 0)
+        rc = store_commit(conn, err);
+    if (rc)
+        return rc;
+    c->loop_data = json_string(tenant_id);
+    c->on_loop = forget_tenant_on_loop;
+    c->status = 204;
     return 0;
 }

@@ -246,6 +246,8 @@ static int create_write(PGconn *conn, struct call *c, struct drv_err *err)
     json_t *cluster = NULL, *job = NULL;
     if (rc == 0)
         rc = store_begin(conn, err);
+    if (rc == 0) /* a tenant deleted meanwhile gets no cluster */
+        rc = store_tenant_lock_live(conn, c->who.tenant_id, err);
     if (rc == 0) {
         struct store_cluster_new n = {
             .tenant_id = c->who.tenant_id,

@@ -674,7 +674,15 @@ int cli_tenant_main(int argc, char **argv)
         json_decref(b);
         return rc;
     }
-    fprintf(stderr, "usage: drover tenant list | create NAME   (superadmin)\n");
+    if (argc == 3 && strcmp(argv[1], "delete") == 0) {
+        char *p = xasprintf("/v1/tenants/%s", argv[2]);
+        int rc = run(&o, "DELETE", p, NULL, NULL, NULL);
+        free(p);
+        if (rc == 0 && !o.json)
+            printf("tenant %s deleted\n", argv[2]);
+        return rc;
+    }
+    fprintf(stderr, "usage: drover tenant list | create NAME | delete NAME   (superadmin)\n");
     return 2;
 }
 
@@ -710,8 +718,17 @@ int cli_user_main(int argc, char **argv)
         json_decref(out);
         return 0;
     }
+    if (argc == 3 && strcmp(argv[1], "delete") == 0) {
+        char *p = tenant ? xasprintf("/v1/users/%s?tenant=%s", argv[2], tenant)
+                         : xasprintf("/v1/users/%s", argv[2]);
+        int rc = run(&o, "DELETE", p, NULL, NULL, NULL);
+        free(p);
+        if (rc == 0 && !o.json)
+            printf("user %s deleted\n", argv[2]);
+        return rc;
+    }
     fprintf(stderr, "usage: drover user list [--tenant T] | create NAME --role admin|user "
-                    "[--tenant T]\n");
+                    "[--tenant T] | delete NAME [--tenant T]\n");
     return 2;
 }
 

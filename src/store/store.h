@@ -142,10 +142,27 @@ int store_superadmin_exists(PGconn *conn, int *exists, struct drv_err *err);
 /* tenant_id NULL for a superadmin. *user_id receives the new id (text, 24 bytes). */
 int store_user_insert(PGconn *conn, const char *tenant_id, const char *name, const char *role,
                       char user_id[24], struct drv_err *err);
+/* A tenant's live users, by name. */
 int store_user_list(PGconn *conn, const char *tenant_id, json_t **items, struct drv_err *err);
+/* A live user's id by tenant and name (24 bytes), DRV_ENOENT when absent. */
+int store_user_id(PGconn *conn, const char *tenant_id, const char *name, char user_id[24],
+                  struct drv_err *err);
+/* Mark a live user of the tenant deleted and revoke its tokens (inside the caller's
+   transaction); *user_id receives its id. DRV_ENOENT when absent. Its clusters and jobs
+   are left as they are. */
+int store_user_delete(PGconn *conn, const char *tenant_id, const char *name, char user_id[24],
+                      struct drv_err *err);
+/* Share-lock the tenant row while it is live (in a transaction that adds to the tenant):
+   DRV_ECONFLICT when it has been deleted. store_tenant_delete waits for it. */
+int store_tenant_lock_live(PGconn *conn, const char *tenant_id, struct drv_err *err);
+/* Mark a live tenant deleted with its users (tokens revoked) and entities, under the
+   tenant row's lock (inside the caller's transaction); *tenant_id receives its id.
+   DRV_ENOENT when absent; DRV_ECONFLICT while it has live clusters (deleted_at unset). */
+int store_tenant_delete(PGconn *conn, const char *name, char tenant_id[24], struct drv_err *err);
 int store_tenant_insert(PGconn *conn, const char *name, json_t **row, struct drv_err *err);
+/* Live tenants, by name. */
 int store_tenant_list(PGconn *conn, json_t **items, struct drv_err *err);
-/* The tenant's id by name (text, 24 bytes), DRV_ENOENT when absent. */
+/* A live tenant's id by name (text, 24 bytes), DRV_ENOENT when absent. */
 int store_tenant_id(PGconn *conn, const char *name, char id[24], struct drv_err *err);
 /* Append to the audit log; detail is JSON text (NULL: {}). Any id may be NULL. */
 int store_audit(PGconn *conn, const char *tenant_id, const char *user_id, const char *actor,

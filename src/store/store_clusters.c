@@ -19,7 +19,8 @@
 #define CLUSTER_COLS                                                                               \
     "c.id::text AS id, c.name, c.template_name AS template, c.template_version,"                   \
     " c.provider, c.hardwaretype, c.imagetype, c.size, c.services, c.status, c.config,"            \
-    " c.layout, u.name AS owner, c.created_at, c.updated_at"
+    " c.layout, u.name AS owner, u.deleted_at IS NOT NULL AS owner_deleted, c.created_at,"         \
+    " c.updated_at"
 
 #define JOB_COLS                                                                                   \
     "j.id::text AS id, j.cluster_id::text AS cluster, j.operation, j.status, j.request,"           \
