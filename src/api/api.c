@@ -43,37 +43,7 @@
 #include "xalloc.h"
 
 #define MODULE "api"
-#define MAX_PROBES 4
 #define API_INLINE_BODY 65536 /* bodies up to this size are parsed on the loop */
-
-struct probe {
-    char path[32];
-    api_probe_fn fn;
-    void *arg;
-};
-
-struct api {
-    struct event_base *base;
-    struct api_opts opts;
-    struct api_server *server;
-    struct api_guard *guard;
-    struct workpool *parse_pool, *heavy_pool;
-    struct call *wait_head, *wait_tail; /* heavy calls waiting for a slot, oldest first */
-    struct store *store;
-    struct coord_session *zk;
-    struct coord_group *g_droverd, *g_workers;
-    json_t *members, *workers; /* [{id, data}] as last seen */
-    SSL_CTX *ssl;
-    unsigned char key[32];
-    int have_key;
-    long max_body;
-    struct probe probes[MAX_PROBES];
-    int nprobes;
-    /* metrics */
-    unsigned long long by_status[600];
-    unsigned long long refused_overflow; /* 503 in the overflow lane */
-    unsigned long long parsed_off_loop;  /* bodies parsed on the parse pool */
-};
 
 /* ---- errors ---------------------------------------------------------------- */
 
@@ -362,9 +332,7 @@ static void fail_call(struct call *c)
     api__reply(c);
 }
 
-static void on_metrics(struct api *a, struct api_req *r);
-
-static const struct probe *find_probe(struct api *a, const char *path)
+static const struct api_probe *find_probe(struct api *a, const char *path)
 {
     for (int i = 0; i < a->nprobes; i++)
         if (strcmp(a->probes[i].path, path) == 0)
@@ -375,7 +343,7 @@ static const struct probe *find_probe(struct api *a, const char *path)
 /* /healthz, /readyz and /metrics: GET and HEAD only, no token. 1 when path is one of them. */
 static int serve_probe(struct api *a, struct api_req *r)
 {
-    const struct probe *p = find_probe(a, r->head.path);
+    const struct api_probe *p = find_probe(a, r->head.path);
     bool metrics = strcmp(r->head.path, "/metrics") == 0;
     if (!p && !metrics)
         return 0;
@@ -388,7 +356,7 @@ static int serve_probe(struct api *a, struct api_req *r)
         return 1;
     }
     if (metrics) {
-        on_metrics(a, r);
+        api__metrics(a, r);
         return 1;
     }
     json_t *body = NULL;
@@ -609,128 +577,10 @@ void api_set_probe(struct api *a, const char *path, api_probe_fn fn, void *arg)
 {
     if (a->nprobes == MAX_PROBES)
         abort();
-    struct probe *p = &a->probes[a->nprobes++];
+    struct api_probe *p = &a->probes[a->nprobes++];
     snprintf(p->path, sizeof(p->path), "%s", path);
     p->fn = fn;
     p->arg = arg;
-}
-
-/* ---- fleet views and metrics ---------------------------------------------------- */
-
-static void group_to_json(json_t **slot, const struct coord_member_info *m, size_t n)
-{
-    json_t *arr = json_array();
-    for (size_t i = 0; i < n; i++) {
-        json_t *d = json_loads(m[i].json, 0, NULL);
-        json_array_append_new(arr,
-                              json_pack("{s:s, s:o}", "id", m[i].id, "data", d ? d : json_null()));
-    }
-    json_decref(*slot);
-    *slot = arr;
-}
-
-static void on_droverd_group(const struct coord_member_info *m, size_t n, void *arg)
-{
-    struct api *a = arg;
-    group_to_json(&a->members, m, n);
-}
-
-static void on_worker_group(const struct coord_member_info *m, size_t n, void *arg)
-{
-    struct api *a = arg;
-    group_to_json(&a->workers, m, n);
-}
-
-json_t *api__members(struct api *a)
-{
-    return a->members;
-}
-
-json_t *api__workers(struct api *a)
-{
-    return a->workers;
-}
-
-static void on_metrics(struct api *a, struct api_req *r)
-{
-    struct api_server_stats st;
-    api__server_stats(a->server, &st);
-    struct api_guard_stats gs;
-    api__guard_stats(a->guard, &gs);
-    int heavy_queued = 0;
-    workpool_stats(a->heavy_pool, NULL, &heavy_queued);
-    struct evbuffer *out = evbuffer_new();
-    a->by_status[200]++;
-    evbuffer_add_printf(out, "# HELP drover_http_requests_total API replies by status code.\n"
-                             "# TYPE drover_http_requests_total counter\n");
-    for (int s = 100; s < 600; s++)
-        if (a->by_status[s])
-            evbuffer_add_printf(out, "drover_http_requests_total{code=\"%d\"} %llu\n", s,
-                                a->by_status[s]);
-    evbuffer_add_printf(
-        out,
-        "# HELP drover_http_connections Open HTTP connections within the limits.\n"
-        "# TYPE drover_http_connections gauge\n"
-        "drover_http_connections %ld\n"
-        "# HELP drover_http_connections_overflow Connections beyond the limits, read for a probe.\n"
-        "# TYPE drover_http_connections_overflow gauge\n"
-        "drover_http_connections_overflow %ld\n"
-        "# HELP drover_http_connections_refused_total Connections refused (503 or closed) beyond "
-        "http.max_connections or http.max_connections_per_source.\n"
-        "# TYPE drover_http_connections_refused_total counter\n"
-        "drover_http_connections_refused_total %llu\n"
-        "# HELP drover_http_request_timeouts_total Request heads or bodies past their deadline.\n"
-        "# TYPE drover_http_request_timeouts_total counter\n"
-        "drover_http_request_timeouts_total %llu\n"
-        "# HELP drover_token_cache_hits_total Requests authenticated from the token cache.\n"
-        "# TYPE drover_token_cache_hits_total counter\n"
-        "drover_token_cache_hits_total %llu\n"
-        "# HELP drover_token_cache_misses_total Requests whose token was verified in the "
-        "database.\n"
-        "# TYPE drover_token_cache_misses_total counter\n"
-        "drover_token_cache_misses_total %llu\n"
-        "# HELP drover_http_bodies_parsed_off_loop_total Request bodies parsed on the parse "
-        "pool (larger than 64 KiB).\n"
-        "# TYPE drover_http_bodies_parsed_off_loop_total counter\n"
-        "drover_http_bodies_parsed_off_loop_total %llu\n"
-        "# HELP drover_api_heavy_running Solving or planning requests admitted.\n"
-        "# TYPE drover_api_heavy_running gauge\n"
-        "drover_api_heavy_running %ld\n"
-        "# HELP drover_api_heavy_waiting Solving or planning requests waiting for their "
-        "tenant's or user's slot.\n"
-        "# TYPE drover_api_heavy_waiting gauge\n"
-        "drover_api_heavy_waiting %ld\n"
-        "# HELP drover_api_heavy_waits_total Solving or planning requests that had to wait.\n"
-        "# TYPE drover_api_heavy_waits_total counter\n"
-        "drover_api_heavy_waits_total %llu\n"
-        "# HELP drover_api_heavy_pool_queued Heavy work queued for a heavy thread.\n"
-        "# TYPE drover_api_heavy_pool_queued gauge\n"
-        "drover_api_heavy_pool_queued %d\n"
-        "# HELP drover_api_refused_total Requests refused with 429 for their tenant's or "
-        "user's limits.\n"
-        "# TYPE drover_api_refused_total counter\n"
-        "drover_api_refused_total %llu\n"
-        "# HELP drover_ring_members Orchestrator nodes in the ring.\n"
-        "# TYPE drover_ring_members gauge\n"
-        "drover_ring_members %zu\n"
-        "# HELP drover_workers Workers registered.\n"
-        "# TYPE drover_workers gauge\n"
-        "drover_workers %zu\n"
-        "# HELP drover_store_healthy 1 when PostgreSQL answered the last ping.\n"
-        "# TYPE drover_store_healthy gauge\n"
-        "drover_store_healthy %d\n"
-        "# HELP drover_zookeeper_connected 1 when the ZooKeeper session is up.\n"
-        "# TYPE drover_zookeeper_connected gauge\n"
-        "drover_zookeeper_connected %d\n",
-        st.open, st.overflow, st.refused + a->refused_overflow, st.timeouts, gs.token_hits,
-        gs.token_misses, a->parsed_off_loop, gs.heavy_running, gs.heavy_waiting, gs.heavy_waits,
-        heavy_queued, gs.refused, json_array_size(a->members), json_array_size(a->workers),
-        store_healthy(a->store), a->zk ? coord_session_state(a->zk) == COORD_CONNECTED : 0);
-    size_t len = evbuffer_get_length(out);
-    char *text = xmalloc(len + 1);
-    evbuffer_remove(out, text, len);
-    evbuffer_free(out);
-    api__server_reply(r, 200, "text/plain; version=0.0.4", NULL, text, len, false);
 }
 
 /* ---- life ------------------------------------------------------------------------ */
@@ -809,8 +659,8 @@ struct api *api_new(struct event_base *base, struct store *store, struct coord_s
     if (!a->server)
         goto fail;
     if (zk) {
-        a->g_droverd = coord_group_watch(zk, "/drover/members/droverd", on_droverd_group, a);
-        a->g_workers = coord_group_watch(zk, "/drover/members/worker", on_worker_group, a);
+        a->g_droverd = coord_group_watch(zk, "/drover/members/droverd", api__on_droverd_group, a);
+        a->g_workers = coord_group_watch(zk, "/drover/members/worker", api__on_worker_group, a);
     }
     log_info(MODULE,
              "event=listening addr=%s tls=%s max_connections=%ld max_per_source=%ld "

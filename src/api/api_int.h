@@ -8,6 +8,8 @@
 #include <libpq-fe.h>
 #include <stdbool.h>
 
+#include <openssl/ssl.h>
+
 #include "api.h"
 
 #define API_REDACTED "********"
@@ -82,6 +84,48 @@ struct call {
     int heavy_rc;
     struct drv_err heavy_err;
 };
+
+/* ---- the node's API state (api.c; metrics.c reads it) ---- */
+
+#define MAX_PROBES 4
+
+struct api_probe {
+    char path[32];
+    api_probe_fn fn;
+    void *arg;
+};
+
+/* One per droverd. Loop-thread state, but for opts and key, which pool threads read (never
+   written after api_new). */
+struct api {
+    struct event_base *base;
+    struct api_opts opts;
+    struct api_server *server;
+    struct api_guard *guard;
+    struct workpool *parse_pool, *heavy_pool;
+    struct call *wait_head, *wait_tail; /* heavy calls waiting for a slot, oldest first */
+    struct store *store;
+    struct coord_session *zk;
+    struct coord_group *g_droverd, *g_workers;
+    json_t *members, *workers; /* [{id, data}] as last seen */
+    SSL_CTX *ssl;
+    unsigned char key[32];
+    int have_key;
+    long max_body;
+    struct api_probe probes[MAX_PROBES];
+    int nprobes;
+    /* metrics */
+    unsigned long long by_status[600];
+    unsigned long long refused_overflow; /* 503 in the overflow lane */
+    unsigned long long parsed_off_loop;  /* bodies parsed on the parse pool */
+};
+
+struct api_req;
+/* metrics.c: answer /metrics; the group watches' callbacks. Loop thread. */
+void api__metrics(struct api *a, struct api_req *r);
+struct coord_member_info;
+void api__on_droverd_group(const struct coord_member_info *m, size_t n, void *arg);
+void api__on_worker_group(const struct coord_member_info *m, size_t n, void *arg);
 
 /* Set an explicit error on c; returns DRV_EINVAL so handlers can `return call_fail(...)`. */
 int call_fail(struct call *c, int status, const char *code, const char *field, const char *fmt, ...)
