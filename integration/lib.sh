@@ -25,6 +25,11 @@ fail() {
     echo "--- $f (last lines)" >&2
     tail -n 15 "$f" >&2
   done
+  # DROVER_KEEP_LOGS=DIR: the failed test's logs are copied there whole.
+  if [ -n "${DROVER_KEEP_LOGS:-}" ]; then
+    local keep="$DROVER_KEEP_LOGS/$(basename "$0" .sh).$$"
+    mkdir -p "$keep" && cp "$T"/*.log "$keep"/ 2>/dev/null && echo "logs kept in $keep" >&2
+  fi
   exit 1
 }
 pass() { echo "ok: $*"; }

@@ -63,13 +63,29 @@ catalogue_json() {
 FIXTURES="$DROVER_SOURCE_DIR/../shared/fixtures/coopr-templates"
 [ -d "$FIXTURES" ] || FIXTURES=/work/shared/fixtures/coopr-templates
 
+# start_noop_worker NAME TENANT: a worker running every task at once (the noop plugins).
+start_noop_worker() {
+  write_worker_conf "$1" "worker.tenant = $2" "worker.plugin_dir = $DROVER_BUILD_DIR/plugins" \
+    "worker.plugins = noop,noop-provider" "worker.concurrency = 64"
+  start_proc "$1" "$BIN/drover-worker"
+}
+
+# stop_worker NAME: SIGTERM, and wait until it is gone.
+stop_worker() {
+  kill "$(pid_of "$1")"
+  wait_exit "$1" 20 > /dev/null || fail "$1 did not stop"
+}
+
 # api_wait_job JID STATUS [TOKEN] [SECONDS]: until the job has STATUS (the engine moves it).
 api_wait_job() {
   local jid=$1 want=$2 tok=${3-${TOKEN:-}} limit=${4:-60} deadline st
   deadline=$((SECONDS + limit))
   while :; do
-    st=$(body_of "$(api GET "/v1/jobs/$jid" '' "$tok")" | jq -r .status 2>/dev/null || echo "?")
+    st=$(body_of "$(api GET "/v1/jobs/$jid?tasks=none" '' "$tok")" | jq -r .status 2>/dev/null || echo "?")
     [ "$st" = "$want" ] && return 0
+    case $st in succeeded | rolled-back | cancelled | failed | needs-operator)
+      fail "job $jid ended $st, expected $want: $(body_of "$(api GET "/v1/jobs/$jid" '' "$tok")" | jq -c '.error')" ;;
+    esac
     [ $SECONDS -ge "$deadline" ] && fail "job $jid is $st after $limit s, expected $want"
     sleep 0.1
   done

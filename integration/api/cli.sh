@@ -34,7 +34,14 @@ tid=$(echo "$tok" | jq -r .id)
 "$D" --token "$(echo "$tok" | jq -r .token)" whoami > /dev/null || fail "a new token"
 "$D" token revoke "$tid" | grep -q revoked || fail "token revoke"
 "$D" --token "$(echo "$tok" | jq -r .token)" whoami > /dev/null 2>&1 && fail "a revoked token still works"
-pass "entities, import of a directory, export, tables and --json, audit, token create and revoke"
+"$D" token create --expires-in 3600 --label ci --json | jq -e '.label == "ci" and .expires_at' > /dev/null ||
+  fail "token create --expires-in --label"
+"$D" token list | awk 'NR == 1 {print $1, $2}' | grep -q '^ID LABEL$' || fail "token list table: $("$D" token list)"
+"$D" token list --json | jq -e '[.items[] | select(.label == "ci")] | length == 1' > /dev/null || fail "token list"
+"$D" user create temp --role user > /dev/null || fail "user create temp"
+"$D" user delete temp | grep -q 'user temp deleted' || fail "user delete"
+"$D" user list | grep -q '^[0-9]* *temp' && fail "a deleted user is listed"
+pass "entities, import of a directory, export, tables and --json, audit, tokens, user delete"
 
 out=$("$D" cluster create --name web1 --template lamp --nodes 2 --provider rackspace) ||
   fail "cluster create: $out"

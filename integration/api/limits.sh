@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # HTTP limits: idle (slow) clients do not block others; beyond
-# http.max_connections a connection gets 503 and is closed at once; once
-# clients leave, new ones are served again; oversized headers are refused.
+# http.max_connections a connection gets 503 (within the overflow lane's short
+# head deadline when it sends nothing) and is closed; once clients leave, new
+# ones are served again; oversized headers are refused (431); over TLS the
+# connection beyond the limit gets the same 503 and /healthz still answers.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/api_lib.sh"
 
@@ -44,3 +46,28 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Big: $big" "http://127.0.0.1
 case $code in 4*|000) ;; *) fail "oversized headers answered $code" ;; esac
 expect 200 "$(api GET /v1/whoami)" '' "after oversized headers"
 pass "oversized headers refused ($code)"
+
+# Over TLS, a connection beyond the limit gets the same 503 JSON as over plain HTTP
+# (issue 14), and the probes are still answered.
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/tls.key" -out "$T/tls.crt" -days 1 \
+  -subj /CN=127.0.0.1 -addext "subjectAltName=IP:127.0.0.1" > /dev/null 2>&1
+chmod 600 "$T/tls.key"
+tport=$(free_port)
+write_droverd_conf droverd-tls "$tport" "http.tls_cert = $T/tls.crt" "http.tls_key = $T/tls.key" \
+  "http.max_connections = 2" "secrets.key_file = $KEYFILE"
+start_proc droverd-tls "$BIN/droverd"
+deadline=$((SECONDS + 30))
+until curl -sf --cacert "$T/tls.crt" "https://127.0.0.1:$tport/readyz" > /dev/null; do
+  [ $SECONDS -ge $deadline ] && fail "TLS droverd not ready"
+  sleep 0.2
+done
+exec 3<>"/dev/tcp/127.0.0.1/$tport" 4<>"/dev/tcp/127.0.0.1/$tport" # two idle connections: the limit
+sleep 0.5
+code=$(curl -s -o "$T/tls.out" -w '%{http_code}' --cacert "$T/tls.crt" -H "Authorization: Bearer $SUPER" \
+  "https://127.0.0.1:$tport/v1/whoami" || true)
+[ "$code" = 503 ] && jq -e '.error.code == "unavailable"' "$T/tls.out" > /dev/null ||
+  fail "TLS beyond the limit: $code $(cat "$T/tls.out" 2> /dev/null)"
+code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$T/tls.crt" "https://127.0.0.1:$tport/healthz" || true)
+[ "$code" = 200 ] || fail "TLS beyond the limit: /healthz got $code"
+exec 3<&- 4<&-
+pass "over TLS beyond the limit: the same 503 JSON; /healthz still 200"

@@ -30,6 +30,15 @@ pass "while down: 503 unavailable, /readyz 503, /healthz 200"
   fail "pg_ctl start"
 head -n 1 "$data/postmaster.pid" > "$T/pids/pg.pid"
 wait_http "$PORT" /readyz 200 30 || fail "/readyz not ready after postgresql came back"
+# Eight reads at once: every pool thread serves one, none on a connection from before.
+pids=()
+for i in 1 2 3 4 5 6 7 8; do
+  curl -s -o /dev/null -w '%{http_code}\n' -H "Authorization: Bearer $TOKEN" \
+    "http://127.0.0.1:$PORT/v1/services/s1" > "$T/after.$i" &
+  pids+=($!)
+done
+wait "${pids[@]}"
+[ "$(cat "$T"/after.* | sort -u)" = 200 ] || fail "reads right after: $(cat "$T"/after.* | sort | uniq -c)"
 expect 200 "$(api GET /v1/services/s1)" '.name == "s1"' "read after"
 expect 404 "$(api GET /v1/services/s2)" '.error.code == "not-found"' "the refused write left nothing"
 expect 201 "$(api POST /v1/services '{"name":"s2","provisioner":{"actions":{}}}')" '' "write after"

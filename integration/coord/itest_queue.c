@@ -12,6 +12,10 @@
  *                 lost past the threshold with the session surviving (the claim is
  *                 deleted by coord and the item goes to another consumer); a watched
  *                 claim completed as its queue closes
+ *   queue-skip    a consumer's skip filter passes keyed items over (left to other
+ *                 consumers, not claimed), coord_queue_rescan lets an idle consumer
+ *                 take what its filter now allows; a consumer idle behind a claimed
+ *                 item takes it once it is released
  */
 #include <string.h>
 #include <unistd.h>
@@ -618,8 +622,82 @@ static int t_claim_lost(void)
     return 0;
 }
 
+/* ---- queue-skip ----------------------------------------------------------------------- */
+
+struct skip_set {
+    const char *key; /* the key passed over, NULL: none */
+};
+
+static bool skip_cb(const char *key, void *arg)
+{
+    struct skip_set *k = arg;
+    return k->key && strcmp(key, k->key) == 0;
+}
+
+static int t_queue_skip(void)
+{
+    struct event_base *base = event_base_new();
+    struct coord_session *s = it_session(base, 20000), *b = it_session(base, 20000);
+    const char *qp = "/drover/queues/itest/skip";
+    struct skip_set ks = {"j1.f0.2"};
+    struct rc_out o = {0};
+    struct coord_queue_opts qo = {
+        .shards = 8, .consumer_id = "a", .skip = skip_cb, .skip_arg = &ks};
+    struct coord_queue *qa = coord_queue_open(s, qp, &qo, on_rc, &o);
+    CHECK(wait_rc(base, &o) == 0, "open a");
+    struct coord_queue *qb = open_q(base, b, qp, 8, "b", NULL, NULL);
+
+    struct coord_txn *t = coord_txn_new();
+    CHECK(coord_txn_queue_put(t, qa, "j1.f0.2", "{\"task\":0}", 9) == 0, "put 0");
+    CHECK(coord_txn_queue_put(t, qa, "j1.f1.1", "{\"task\":1}", 5) == 0, "put 1");
+    struct txn_out to = {0};
+    coord_txn_commit(s, t, NULL, on_txn, &to);
+    CHECK(wait_txn(base, &to).rc == 0, "puts rc %d", to.rc);
+
+    /* a passes the higher-priority item over: it gets the other, then nothing. */
+    struct take_out ta = take1(base, qa, 10000);
+    CHECK(ta.rc == 0 && strstr(ta.id, "kj1.f1.1"), "a took %s rc %d", ta.id, ta.rc);
+    struct take_out tn = take1(base, qa, 1500);
+    CHECK(tn.rc == DRV_ETIMEDOUT, "a took the skipped item: %s rc %d", tn.id, tn.rc);
+    struct coord_queue_stats st = stats(base, qb);
+    CHECK(st.length == 2 && st.claimed == 1, "passed over is not claimed: length %zu claimed %zu",
+          (size_t)st.length, (size_t)st.claimed);
+
+    /* The filter lets it through now: an idle a takes it after a rescan (nothing else
+       changes in the queue, so without the rescan the take would time out). */
+    struct take_out tr = {0};
+    coord_queue_take(qa, 20000, on_take, &tr);
+    it_run_for(base, 500); /* a is idle by now */
+    ks.key = NULL;
+    coord_queue_rescan(qa);
+    CHECK(it_run_until(base, &tr.done, 30000), "take never answered");
+    CHECK(tr.rc == 0 && strstr(tr.id, "kj1.f0.2"), "after the rescan a took %s rc %d", tr.id,
+          tr.rc);
+
+    /* b waits behind a's claims; a releases one: b takes it. */
+    struct take_out tb = {0};
+    coord_queue_take(qb, 20000, on_take, &tb);
+    it_run_for(base, 500);
+    CHECK(!tb.done, "b took %s while both items were claimed", tb.id);
+    struct rc_out rr = {0};
+    coord_queue_release(qa, tr.id, on_rc, &rr);
+    CHECK(wait_rc(base, &rr) == 0, "release");
+    CHECK(it_run_until(base, &tb.done, 30000), "b never took the released item");
+    CHECK(tb.rc == 0 && strcmp(tb.id, tr.id) == 0, "b took %s rc %d", tb.id, tb.rc);
+
+    coord_queue_close(qa);
+    coord_queue_close(qb);
+    coord_session_free(b);
+    coord_session_free(s);
+    event_base_free(base);
+    printf("queue-skip: ok\n");
+    return 0;
+}
+
 int itest_queue(const char *t)
 {
+    if (strcmp(t, "queue-skip") == 0)
+        return t_queue_skip();
     if (strcmp(t, "queue-keyed") == 0)
         return t_queue_keyed();
     if (strcmp(t, "queue-txn") == 0)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Failures: a create that fails once is retried with cleanup (delete-then-create) and the
-# job succeeds; an install that fails on every attempt fails the job, which rolls back:
+# job succeeds; an install that fails on every attempt fails the job, which rolls back
+# (meanwhile the cluster takes no operation and the job no cancel):
 # every machine made is deleted, the cluster is failed and empty, the job says
 # rolled-back and why; nothing ran twice, nothing stays in ZooKeeper.
 . "$(dirname "$0")/../lib.sh"
@@ -20,12 +21,18 @@ grep -q "^$JID\\.f[0-9]*\\.2 node-1/create .* ok 1$" "$RUNS/runs.log" || fail "n
 [ "$(psql_q "SELECT attempts FROM tasks WHERE job_id = $JID AND id = 'node-1/create'")" = 2 ] || fail "attempts of node-1/create"
 [ "$(psql_q "SELECT string_agg(status, ',' ORDER BY attempt) FROM task_attempts WHERE job_id = $JID AND task_id = 'node-1/create'")" = "failed,succeeded" ] ||
   fail "attempt rows of node-1/create: $(psql_q "SELECT status FROM task_attempts WHERE job_id = $JID AND task_id = 'node-1/create'")"
+[ "$(psql_q "SELECT count(DISTINCT worker) FROM task_attempts WHERE job_id = $JID AND task_id = 'node-1/create'")" = 2 ] ||
+  fail "the retry of node-1/create ran on the worker that failed: $(psql_q "SELECT attempt, worker FROM task_attempts WHERE job_id = $JID AND task_id = 'node-1/create'")"
 check_runs
-pass "a failed create is retried with cleanup, and the job succeeds"
+pass "a failed create is retried with cleanup on the other worker, and the job succeeds"
 
 # An install that always fails: the job fails and rolls back.
 : > "$RUNS/runs.log"
-read -r CID JID <<< "$(create_cluster doomed 3 '{"duration_ms": 30, "fail_on": {"node": "node-2", "task": "install", "service": "app"}}')"
+read -r CID JID <<< "$(create_cluster doomed 3 '{"duration_ms": 30, "durations": {"node-1/delete": 3000}, "fail_on": {"node": "node-2", "task": "install", "service": "app"}}')"
+wait_job "$JID" rolling-back 60
+# While it rolls back the cluster is busy, and the rollback cannot be cancelled.
+expect 409 "$(api POST "/v1/clusters/$CID/restart" '{}')" '.error.code == "conflict"' "an operation during the rollback"
+expect 409 "$(api POST "/v1/jobs/$JID/cancel")" '.error.message | test("rolling-back")' "a cancel during the rollback"
 wait_job "$JID" rolled-back 120
 j=$(api GET "/v1/jobs/$JID")
 expect 200 "$j" '.error | test("node-2/app/install")' "the job says why"

@@ -1,147 +1,51 @@
 /*
- * api: the HTTP server. See api.h for the threads and docs/api.md for the
- * contract.
+ * api: the API's request flow. See api.h for the threads, server.h for the
+ * connections and docs/api.md for the contract.
  *
  * One request:
  *
- *   loop: evhttp gencb -> parse path, route (404/405), bearer token (401),
- *         body JSON (400) -> store_submit
- *   pool: authenticate (401) -> role check (403) -> handler's queries
+ *   loop: head arrives (server.c) -> probes, /metrics -> path, query, route
+ *         (400/404/405/501) -> bearer token's shape (401) -> Content-Length
+ *         (413) -> token in the cache?
+ *   pool: (not cached) verify the token (401); loop: cache it
+ *   loop: role check (403) -> read the body -> parse it (400), on the parse
+ *         workpool when larger than API_INLINE_BODY -> store_submit
+ *   pool: handler's queries -> the reply serialised (sensitive values
+ *         redacted)
  *   loop: optional on_loop part (fleet views) -> reply -> free the call
  *
- * If the client goes away meanwhile, libevent detaches the request instead of
- * freeing it (the handler has not answered yet), and evhttp_send_reply frees
- * it; so the completion never touches freed memory.
+ * So no body is read, let alone parsed, for a caller who may not make the
+ * request, and a large one is never parsed on the loop.
  *
- * Connection limit (libevent 2.1 has none): every accepted connection passes
- * through our bufferevent callback (evhttp_set_bevcb), which counts it, takes
- * a reference on its bufferevent and queues it for a hook that runs on the
- * next loop turn, after evhttp has wired the connection. The hook finds the
- * evhttp_connection (the bufferevent's callback argument), and either sets a
- * close callback that uncounts it, or, beyond http.max_connections, writes a
- * canned 503 (plain HTTP) and frees the connection. The reference keeps the
- * bufferevent valid for the hook even if evhttp dropped the connection first
- * (its callbacks are then NULL, which the hook checks).
+ * If the client goes away meanwhile, the server detaches the request
+ * (r->conn is NULL) and the reply only frees it, so a completion never
+ * touches freed memory.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/queue.h>
-#include <sys/socket.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
 #include "api_int.h"
-#include "config.h"
 #include "coord.h"
+#include "guard.h"
+#include "http.h"
 #include "log.h"
+#include "server.h"
 #include "store.h"
+#include "workpool.h"
 #include "xalloc.h"
 
 #define MODULE "api"
+#define API_INLINE_BODY 65536 /* bodies up to this size are parsed on the loop */
 
-struct api {
-    struct event_base *base;
-    struct evhttp *http;
-    struct store *store;
-    struct coord_session *zk;
-    struct coord_group *g_droverd, *g_workers;
-    json_t *members, *workers; /* [{id, data}] as last seen */
-    SSL_CTX *ssl;
-    unsigned char key[32];
-    int have_key;
-    long max_connections;
-    long active;
-    /* accepted, waiting for the hook */
-    struct bufferevent **pending;
-    size_t npending, cap_pending;
-    struct event *hook;
-    /* metrics */
-    unsigned long long by_status[600];
-    unsigned long long refused;
-};
-
-/* ---- replies ------------------------------------------------------------ */
-
-static const char *reason(int status)
-{
-    switch (status) {
-    case 200:
-        return "OK";
-    case 201:
-        return "Created";
-    case 202:
-        return "Accepted";
-    case 204:
-        return "No Content";
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 409:
-        return "Conflict";
-    case 413:
-        return "Payload Too Large";
-    case 422:
-        return "Unprocessable Entity";
-    case 501:
-        return "Not Implemented";
-    case 503:
-        return "Service Unavailable";
-    default:
-        return status >= 500 ? "Internal Server Error" : "OK";
-    }
-}
-
-static void send_json(struct api *a, struct evhttp_request *req, int status, json_t *j,
-                      const char *version)
-{
-    struct evbuffer *out = evbuffer_new();
-    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-    if (j) {
-        char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-        evbuffer_add_printf(out, "%s\n", s);
-        free(s);
-        evhttp_add_header(h, "Content-Type", "application/json");
-    }
-    if (version && *version)
-        evhttp_add_header(h, "X-Drover-Version", version);
-    if (status >= 0 && status < 600)
-        a->by_status[status]++;
-    evhttp_send_reply(req, status, reason(status), out);
-    evbuffer_free(out);
-}
-
-static json_t *error_body(const char *code, const char *msg, const char *field)
-{
-    json_t *e = json_pack("{s:s, s:s}", "code", code, "message", msg);
-    if (field && *field)
-        json_object_set_new(e, "field", json_string(field));
-    return json_pack("{s:o}", "error", e);
-}
-
-static void send_error(struct api *a, struct evhttp_request *req, int status, const char *code,
-                       const char *msg, const char *field)
-{
-    json_t *j = error_body(code, msg, field);
-    send_json(a, req, status, j, NULL);
-    json_decref(j);
-}
+/* ---- errors ---------------------------------------------------------------- */
 
 int call_fail(struct call *c, int status, const char *code, const char *field, const char *fmt, ...)
 {
@@ -157,16 +61,8 @@ int call_fail(struct call *c, int status, const char *code, const char *field, c
 
 char *call_query(struct call *c, const char *key)
 {
-    if (!c->query)
-        return NULL;
-    struct evkeyvalq q;
-    TAILQ_INIT(&q);
-    if (evhttp_parse_query_str(c->query, &q) != 0)
-        return NULL;
-    const char *v = evhttp_find_header(&q, key);
-    char *r = v ? xstrdup(v) : NULL;
-    evhttp_clear_headers(&q);
-    return r;
+    const char *v = json_string_value(json_object_get(c->query, key));
+    return v ? xstrdup(v) : NULL;
 }
 
 const char *call_owner(const struct call *c)
@@ -174,12 +70,47 @@ const char *call_owner(const struct call *c)
     return c->who.role == ROLE_USER ? c->who.user_id : NULL;
 }
 
+/* The error code of a status the HTTP layer produced itself. */
+static const char *http_code(int status)
+{
+    switch (status) {
+    case 408:
+        return "timeout";
+    case 413:
+    case 414:
+    case 431:
+        return "too-large";
+    case 417:
+    case 501:
+    case 505:
+        return "not-implemented";
+    case 503:
+        return "unavailable";
+    default:
+        return "malformed";
+    }
+}
+
+/* Answer r with an error and free nothing else (the request is freed by the reply). */
+static void reply_error(struct api *a, struct api_req *r, int status, const char *code,
+                        const char *msg, const char *extra)
+{
+    size_t len;
+    char *body = api__error_text(code, msg, NULL, &len);
+    if (status >= 0 && status < 600)
+        a->by_status[status]++;
+    api__server_reply(r, status, "application/json", extra, body, len, false);
+}
+
 static void call_free(struct call *c)
 {
+    if (c->work && c->work_free)
+        c->work_free(c->work);
     free(c->path);
-    free(c->query);
     free(c->raw);
+    free(c->text);
     free(c->segbuf);
+    json_decref(c->query);
     json_decref(c->body);
     json_decref(c->out);
     json_decref(c->loop_data);
@@ -219,69 +150,162 @@ static void map_error(struct call *c, int rc, const struct drv_err *err)
         break;
     default: {
         char q[600];
-        log_error(MODULE, "event=internal_error path=%s error=%s", c->path,
+        log_error(MODULE, "event=internal-error path=%s error=%s", c->path,
                   log_quote(msg, q, sizeof(q)));
         call_fail(c, 500, "internal", NULL, "internal error (see the server log)");
     }
     }
 }
 
-/* ---- the pool part ------------------------------------------------------ */
+/* ---- replies ------------------------------------------------------------------ */
 
-static int call_work(PGconn *conn, void *arg, struct drv_err *err)
+/* out, redacted, as JSON text with a newline (caller frees). Any thread. */
+static char *serialise(json_t *out, size_t *len)
 {
-    struct call *c = arg;
-    int rc = api__token_check(conn, c->token, &c->who, err);
-    if (rc == DRV_EPERM)
-        return call_fail(c, 401, "unauthenticated", NULL, "%s", err->msg);
-    if (rc)
-        return rc;
-    if (!(c->roles & c->who.role))
-        return call_fail(c, 403, "forbidden", NULL, "role %s may not %s %s",
-                         c->who.role == ROLE_SUPER   ? "superadmin"
-                         : c->who.role == ROLE_ADMIN ? "admin"
-                                                     : "user",
-                         evhttp_request_get_command(c->req) == EVHTTP_REQ_GET ? "read" : "change",
-                         c->path);
-    rc = c->handler(conn, c, err);
-    if (rc) /* a failed write leaves nothing behind */
-        store_rollback(conn);
-    return rc;
+    api_redact(out);
+    char *s = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
+    size_t n = strlen(s);
+    s = xrealloc(s, n + 2);
+    s[n] = '\n';
+    s[n + 1] = '\0';
+    *len = n + 1;
+    return s;
 }
+
+static void admit_waiting(struct api *a);
 
 void api__reply(struct call *c)
 {
     struct api *a = c->api;
+    int status = c->status ? c->status : 200;
     if (log_get_level() <= LOG_DEBUG)
         log_debug(MODULE, "event=request method=%d path=%s status=%d user=%s tenant=%s source=%s",
-                  c->method, c->path, c->status ? c->status : 200,
-                  c->who.user[0] ? c->who.user : "-", c->who.tenant[0] ? c->who.tenant : "-",
-                  c->source);
-    if (c->status >= 400) {
-        send_error(a, c->req, c->status, c->code, c->msg, c->field);
+                  c->method, c->path, status, c->who.user[0] ? c->who.user : "-",
+                  c->who.tenant[0] ? c->who.tenant : "-", c->source);
+    char extra[160] = "";
+    char *body = NULL;
+    size_t len = 0;
+    const char *type = "application/json";
+    if (status >= 400) {
+        body = api__error_text(c->code, c->msg, c->field, &len);
+        if (status == 405 && c->allow[0])
+            snprintf(extra, sizeof(extra), "Allow: %s\r\n", c->allow);
+        if (status == 503 || status == 429)
+            snprintf(extra, sizeof(extra), "Retry-After: 1\r\n");
     } else if (c->raw) {
-        struct evbuffer *out = evbuffer_new();
-        evbuffer_add(out, c->raw, strlen(c->raw));
-        evhttp_add_header(evhttp_request_get_output_headers(c->req), "Content-Type",
-                          c->raw_type ? c->raw_type : "text/plain");
-        a->by_status[c->status]++;
-        evhttp_send_reply(c->req, c->status, reason(c->status), out);
-        evbuffer_free(out);
-    } else {
-        if (c->out)
-            api_redact(c->out);
-        send_json(a, c->req, c->status ? c->status : 200, c->out, c->version);
+        body = c->raw;
+        c->raw = NULL;
+        len = strlen(body);
+        type = c->raw_type ? c->raw_type : "text/plain";
+    } else if (c->text) {
+        body = c->text;
+        len = c->text_len;
+        c->text = NULL;
+    } else if (c->out) {
+        body = serialise(c->out, &len);
+    }
+    if (c->version[0])
+        snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), "X-Drover-Version: %s\r\n",
+                 c->version);
+    if (status >= 0 && status < 600)
+        a->by_status[status]++;
+    api__server_reply(c->req, status, type, extra[0] ? extra : NULL, body, len, false);
+    c->req = NULL;
+    if (c->admitted) {
+        api__guard_release(a->guard, &c->who, c->is_heavy);
+        if (c->is_heavy)
+            admit_waiting(a);
     }
     call_free(c);
+}
+
+/* ---- the pool part ------------------------------------------------------------ */
+
+static void after_admission(struct call *c);
+
+/* Heavy calls waiting for a slot: admit, oldest first, those whose user and tenant have one. */
+static void admit_waiting(struct api *a)
+{
+    struct call **pp = &a->wait_head, *prev = NULL;
+    while (*pp) {
+        struct call *c = *pp;
+        if (!api__guard_admit_waiting(a->guard, &c->who)) {
+            prev = c;
+            pp = &c->next_waiting;
+            continue;
+        }
+        *pp = c->next_waiting;
+        if (a->wait_tail == c)
+            a->wait_tail = prev;
+        c->next_waiting = NULL;
+        c->admitted = true;
+        after_admission(c);
+    }
+}
+
+static int call_work(PGconn *conn, void *arg, struct drv_err *err)
+{
+    struct call *c = arg;
+    int rc;
+    rc = c->handler(conn, c, err);
+    if (rc) { /* a failed write leaves nothing behind */
+        store_rollback(conn);
+        return rc;
+    }
+    /* Large replies are serialised here, not on the loop. */
+    if (c->out && !c->on_loop && !c->raw && !c->heavy && !c->then) {
+        c->text = serialise(c->out, &c->text_len);
+        json_decref(c->out);
+        c->out = NULL;
+    }
+    return 0;
+}
+
+static void dispatch(struct call *c);
+static void call_done(int rc, const struct drv_err *err, void *arg);
+
+static void heavy_work(void *arg)
+{
+    struct call *c = arg;
+    api_heavy_fn f = c->heavy;
+    c->heavy = NULL;
+    drv_err_clear(&c->heavy_err);
+    c->heavy_rc = f(c, &c->heavy_err);
+    if (c->heavy_rc == 0 && c->out && !c->on_loop && !c->raw && !c->heavy && !c->then) {
+        c->text = serialise(c->out, &c->text_len);
+        json_decref(c->out);
+        c->out = NULL;
+    }
+}
+
+static void heavy_done(void *arg, bool cancelled)
+{
+    struct call *c = arg;
+    if (cancelled) {
+        call_fail(c, 503, "unavailable", NULL, "the node is stopping");
+        api__reply(c);
+        return;
+    }
+    call_done(c->heavy_rc, &c->heavy_err, c);
 }
 
 static void call_done(int rc, const struct drv_err *err, void *arg)
 {
     struct call *c = arg;
-    if (rc)
+    if (rc) {
         map_error(c, rc, err);
-    else if (c->on_loop && c->on_loop(c) != 0)
+    } else if (c->heavy) {
+        if (workpool_submit(c->api->heavy_pool, heavy_work, heavy_done, c) == 0)
+            return;
+        call_fail(c, 503, "unavailable", NULL, "the node is busy solving and planning, try again");
+    } else if (c->then) {
+        c->handler = c->then;
+        c->then = NULL;
+        dispatch(c);
+        return;
+    } else if (c->on_loop && c->on_loop(c) != 0) {
         return; /* it replies later */
+    }
     api__reply(c);
 }
 
@@ -290,228 +314,276 @@ struct coord_session *api__zk(struct api *a)
     return a->zk;
 }
 
-/* ---- the loop part ------------------------------------------------------ */
-
-static void split_path(struct call *c)
+struct api_guard *api__guard(struct api *a)
 {
-    c->nseg = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(c->segbuf, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
-        if (c->nseg == CALL_MAX_SEGS) {
-            c->nseg = CALL_MAX_SEGS + 1;
-            return;
-        }
-        c->seg[c->nseg++] = t;
-    }
+    return a->guard;
 }
 
-static void on_request(struct evhttp_request *req, void *arg)
+/* ---- the loop part ----------------------------------------------------------- */
+
+static void dispatch(struct call *c)
+{
+    store_submit(c->api->store, call_work, call_done, c);
+}
+
+/* Reply with c's error (or, the client being gone, just free it). */
+static void fail_call(struct call *c)
+{
+    api__reply(c);
+}
+
+static const struct api_probe *find_probe(struct api *a, const char *path)
+{
+    for (int i = 0; i < a->nprobes; i++)
+        if (strcmp(a->probes[i].path, path) == 0)
+            return &a->probes[i];
+    return NULL;
+}
+
+/* /healthz, /readyz and /metrics: GET and HEAD only, no token. 1 when path is one of them. */
+static int serve_probe(struct api *a, struct api_req *r)
+{
+    const struct api_probe *p = find_probe(a, r->head.path);
+    bool metrics = strcmp(r->head.path, "/metrics") == 0;
+    if (!p && !metrics)
+        return 0;
+    if (r->head.method != API_M_GET && r->head.method != API_M_HEAD) {
+        if (r->head.method == API_M_UNKNOWN)
+            reply_error(a, r, 501, "not-implemented", "method not implemented", NULL);
+        else
+            reply_error(a, r, 405, "method-not-allowed", "only GET and HEAD are allowed here",
+                        "Allow: GET, HEAD\r\n");
+        return 1;
+    }
+    if (metrics) {
+        api__metrics(a, r);
+        return 1;
+    }
+    json_t *body = NULL;
+    int status = p->fn(&body, p->arg);
+    size_t len = 0;
+    char *text = body ? serialise(body, &len) : NULL;
+    json_decref(body);
+    if (status >= 0 && status < 600)
+        a->by_status[status]++;
+    api__server_reply(r, status, "application/json", NULL, text, len, false);
+    return 1;
+}
+
+/* Parse c's body into c->body; 0, or call_fail 400. Any thread. */
+static int parse_body(struct call *c)
+{
+    struct evbuffer *in = c->req->body;
+    size_t n = evbuffer_get_length(in);
+    json_error_t je;
+    c->body = json_loadb((const char *)evbuffer_pullup(in, -1), n, 0, &je);
+    if (!c->body)
+        return call_fail(c, 400, "malformed", NULL, "body is not JSON: %s at line %d column %d",
+                         je.text, je.line, je.column);
+    if (!json_is_object(c->body))
+        return call_fail(c, 400, "malformed", NULL, "body must be a JSON object");
+    return 0;
+}
+
+static void parse_work(void *arg)
+{
+    parse_body(arg);
+}
+
+static void parse_done(void *arg, bool cancelled)
+{
+    struct call *c = arg;
+    if (cancelled || c->status >= 400)
+        fail_call(c);
+    else
+        dispatch(c);
+}
+
+static void on_body(struct api_req *r, int status, void *arg)
 {
     struct api *a = arg;
-    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
-    const char *p = uri ? evhttp_uri_get_path(uri) : NULL;
-    char *path = p ? evhttp_uridecode(p, 0, NULL) : NULL;
-    if (!path || strncmp(path, "/v1/", 4) != 0 || strlen(path) > 1024) {
-        free(path);
-        send_error(a, req, 404, "not-found", "no such path", NULL);
+    struct call *c = r->user;
+    if (status == 408) {
+        call_fail(c, 408, "timeout", NULL, "the request body took too long to arrive");
+        fail_call(c);
         return;
     }
+    if (status != 0) { /* the client is gone */
+        fail_call(c);
+        return;
+    }
+    if (c->method != API_M_POST && c->method != API_M_PUT) {
+        dispatch(c); /* a body on GET or DELETE is read and ignored */
+        return;
+    }
+    if (evbuffer_get_length(r->body) > API_INLINE_BODY) {
+        if (workpool_submit(a->parse_pool, parse_work, parse_done, c) != 0) {
+            call_fail(c, 503, "unavailable", NULL, "too many large bodies at once, try again");
+            fail_call(c);
+        } else {
+            a->parsed_off_loop++;
+        }
+        return;
+    }
+    if (parse_body(c) != 0)
+        fail_call(c);
+    else
+        dispatch(c);
+}
+
+static const char *role_name(enum api_role r)
+{
+    return r == ROLE_SUPER ? "superadmin" : r == ROLE_ADMIN ? "admin" : "user";
+}
+
+/* The caller is known: check the role, take a slot of its limits, then read the body. */
+static void after_auth(struct call *c)
+{
+    struct api *a = c->api;
+    if (!(c->roles & c->who.role)) {
+        call_fail(c, 403, "forbidden", NULL, "role %s may not %s %s", role_name(c->who.role),
+                  c->method == API_M_GET || c->method == API_M_HEAD ? "read" : "change", c->path);
+        fail_call(c);
+        return;
+    }
+    switch (api__guard_admit(a->guard, &c->who, c->is_heavy)) {
+    case API_ADMIT_REFUSE:
+        call_fail(c, 429, "too-many-requests", NULL,
+                  c->is_heavy ? "too many solving or planning requests of your tenant or user in "
+                                "progress, try again"
+                              : "too many requests of your tenant or user in progress, try again");
+        fail_call(c);
+        return;
+    case API_ADMIT_WAIT:
+        if (a->wait_tail)
+            a->wait_tail->next_waiting = c;
+        else
+            a->wait_head = c;
+        a->wait_tail = c;
+        return;
+    case API_ADMIT_NOW:
+        c->admitted = true;
+        break;
+    }
+    after_admission(c);
+}
+
+/* Admitted: read the body (or go on without one). */
+static void after_admission(struct call *c)
+{
+    struct api_req *r = c->req;
+    if (r->head.content_length > 0) {
+        if (api__server_read_body(r) != 0)
+            fail_call(c); /* the client is gone */
+        return;
+    }
+    dispatch(c);
+}
+
+static int auth_work(PGconn *conn, void *arg, struct drv_err *err)
+{
+    struct call *c = arg;
+    return api__token_check(conn, c->token, &c->who, &c->token_expires_ms, err);
+}
+
+static void auth_done(int rc, const struct drv_err *err, void *arg)
+{
+    struct call *c = arg;
+    if (rc == DRV_EPERM) {
+        call_fail(c, 401, "unauthenticated", NULL, "%s", err->msg);
+        fail_call(c);
+        return;
+    }
+    if (rc) {
+        map_error(c, rc, err);
+        fail_call(c);
+        return;
+    }
+    api__guard_token_put(c->api->guard, c->token, &c->who, c->token_expires_ms);
+    after_auth(c);
+}
+
+static void on_head(struct api_req *r, void *arg)
+{
+    struct api *a = arg;
+    if (r->status) {
+        reply_error(a, r, r->status, http_code(r->status), r->head.error, NULL);
+        return;
+    }
+    if (r->overflow) {
+        /* Beyond the connection limits: the probes and /metrics only. */
+        if ((r->head.method == API_M_GET || r->head.method == API_M_HEAD) &&
+            (find_probe(a, r->head.path) || strcmp(r->head.path, "/metrics") == 0)) {
+            serve_probe(a, r);
+            return;
+        }
+        a->refused_overflow++;
+        reply_error(a, r, 503, "unavailable", "too many connections", "Retry-After: 1\r\n");
+        return;
+    }
+    if (serve_probe(a, r))
+        return;
     struct call *c = xcalloc(1, sizeof(*c));
     c->api = a;
-    c->req = req;
-    c->method = evhttp_request_get_command(req);
-    c->path = path;
-    const char *q = evhttp_uri_get_query(uri);
-    c->query = q ? xstrdup(q) : NULL;
+    c->req = r;
+    c->opts = &a->opts;
+    r->user = c;
+    c->method = r->head.method;
+    c->path = xstrdup(r->head.path);
     c->key = a->have_key ? a->key : NULL;
-    char *host = NULL;
-    ev_uint16_t port = 0;
-    evhttp_connection_get_peer(evhttp_request_get_connection(req), &host, &port);
-    snprintf(c->source, sizeof(c->source), "%s", host ? host : "");
-    c->segbuf = xstrdup(path);
-    split_path(c);
-    if (c->nseg > CALL_MAX_SEGS || api__route(c) != 0)
-        goto fail;
-    /* Authentication header: checked on the pool, shape checked here. */
-    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strlen(auth + 7) >= sizeof(c->token)) {
+    snprintf(c->source, sizeof(c->source), "%s", r->source);
+    char why[160];
+    int st = api__http_split_path(r->head.path, &c->segbuf, c->seg, CALL_MAX_SEGS, &c->nseg, why);
+    if (st == 0 && (c->nseg < 2 || strcmp(c->seg[0], "v1") != 0)) {
+        st = 404;
+        snprintf(why, sizeof(why), "no such path %s", c->path);
+    }
+    if (st == 0)
+        st = api__http_parse_query(r->head.query, &c->query, why);
+    if (st) {
+        call_fail(c, st, st == 404 ? "not-found" : "malformed", NULL, "%s", why);
+        fail_call(c);
+        return;
+    }
+    if (api__route(c) != 0) {
+        fail_call(c);
+        return;
+    }
+    char id[17], secret[65];
+    if (api__http_bearer(r->head.authorization, c->token, sizeof(c->token)) != 0) {
         call_fail(c, 401, "unauthenticated", NULL, "missing bearer token (Authorization: Bearer)");
-        goto fail;
+        fail_call(c);
+        return;
     }
-    snprintf(c->token, sizeof(c->token), "%s", auth + 7);
-    if (c->method == EVHTTP_REQ_POST || c->method == EVHTTP_REQ_PUT) {
-        struct evbuffer *in = evhttp_request_get_input_buffer(req);
-        size_t n = evbuffer_get_length(in);
-        if (n > 0) {
-            json_error_t je;
-            c->body = json_loadb((const char *)evbuffer_pullup(in, -1), n, 0, &je);
-            if (!c->body) {
-                call_fail(c, 400, "malformed", NULL, "body is not JSON: %s at line %d column %d",
-                          je.text, je.line, je.column);
-                goto fail;
-            }
-            if (!json_is_object(c->body)) {
-                call_fail(c, 400, "malformed", NULL, "body must be a JSON object");
-                goto fail;
-            }
-        }
+    if (api_token_parse(c->token, id, secret) != 0) {
+        call_fail(c, 401, "unauthenticated", NULL, "malformed bearer token");
+        fail_call(c);
+        return;
     }
-    store_submit(a->store, call_work, call_done, c);
-    return;
-fail:
-    send_error(a, req, c->status, c->code, c->msg, c->field);
-    call_free(c);
-}
-
-/* ---- connection limit --------------------------------------------------- */
-
-static void on_conn_close(struct evhttp_connection *evcon, void *arg)
-{
-    struct api *a = arg;
-    a->active--;
-}
-
-/* Written straight to the socket of a connection beyond the limit. */
-static void write_refusal(evutil_socket_t s)
-{
-    static const char body[] =
-        "{\"error\":{\"code\":\"unavailable\",\"message\":\"too many connections\"}}\n";
-    char buf[256];
-    int n = snprintf(buf, sizeof(buf),
-                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                     "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
-                     sizeof(body) - 1, body);
-    if (send(s, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-        log_debug(MODULE, "event=refuse_write_failed errno=%d", errno);
-}
-
-static void on_hook(evutil_socket_t fd, short what, void *arg)
-{
-    struct api *a = arg;
-    size_t n = a->npending;
-    a->npending = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct bufferevent *bev = a->pending[i];
-        bufferevent_event_cb ecb = NULL;
-        void *cbarg = NULL;
-        bufferevent_getcb(bev, NULL, NULL, &ecb, &cbarg);
-        if (!ecb || !cbarg) {
-            /* evhttp already dropped it (it never had our close callback) */
-            a->active--;
-        } else if (a->active > a->max_connections) {
-            a->refused++;
-            a->active--;
-            if (!a->ssl) {
-                evutil_socket_t s = bufferevent_getfd(bev);
-                if (s >= 0)
-                    write_refusal(s);
-            }
-            log_warn(MODULE, "event=connection_refused active=%ld max=%ld", a->active,
-                     a->max_connections);
-            evhttp_connection_free((struct evhttp_connection *)cbarg);
-        } else {
-            evhttp_connection_set_closecb((struct evhttp_connection *)cbarg, on_conn_close, a);
-        }
-        bufferevent_decref(bev);
+    OPENSSL_cleanse(secret, sizeof(secret));
+    if (r->head.content_length > a->max_body) {
+        call_fail(c, 413, "too-large", NULL, "request body larger than %ld bytes", a->max_body);
+        fail_call(c);
+        return;
     }
-}
-
-static struct bufferevent *on_accept_bev(struct event_base *base, void *arg)
-{
-    struct api *a = arg;
-    struct bufferevent *bev;
-    if (a->ssl) {
-        SSL *ssl = SSL_new(a->ssl);
-        bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                             BEV_OPT_CLOSE_ON_FREE);
-    } else {
-        bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (api__guard_token_get(a->guard, c->token, &c->who)) {
+        after_auth(c);
+        return;
     }
-    a->active++;
-    bufferevent_incref(bev);
-    XGROW(a->pending, a->cap_pending, a->npending + 1);
-    a->pending[a->npending++] = bev;
-    event_active(a->hook, EV_TIMEOUT, 0);
-    return bev;
+    store_submit(a->store, auth_work, auth_done, c);
 }
 
-/* ---- fleet views and metrics ---------------------------------------------- */
-
-static void group_to_json(json_t **slot, const struct coord_member_info *m, size_t n)
+void api_set_probe(struct api *a, const char *path, api_probe_fn fn, void *arg)
 {
-    json_t *arr = json_array();
-    for (size_t i = 0; i < n; i++) {
-        json_t *d = json_loads(m[i].json, 0, NULL);
-        json_array_append_new(arr,
-                              json_pack("{s:s, s:o}", "id", m[i].id, "data", d ? d : json_null()));
-    }
-    json_decref(*slot);
-    *slot = arr;
+    if (a->nprobes == MAX_PROBES)
+        abort();
+    struct api_probe *p = &a->probes[a->nprobes++];
+    snprintf(p->path, sizeof(p->path), "%s", path);
+    p->fn = fn;
+    p->arg = arg;
 }
 
-static void on_droverd_group(const struct coord_member_info *m, size_t n, void *arg)
-{
-    struct api *a = arg;
-    group_to_json(&a->members, m, n);
-}
-
-static void on_worker_group(const struct coord_member_info *m, size_t n, void *arg)
-{
-    struct api *a = arg;
-    group_to_json(&a->workers, m, n);
-}
-
-json_t *api__members(struct api *a)
-{
-    return a->members;
-}
-
-json_t *api__workers(struct api *a)
-{
-    return a->workers;
-}
-
-static void on_metrics(struct evhttp_request *req, void *arg)
-{
-    struct api *a = arg;
-    struct evbuffer *out = evbuffer_new();
-    evbuffer_add_printf(out, "# HELP drover_http_requests_total API replies by status code.\n"
-                             "# TYPE drover_http_requests_total counter\n");
-    for (int s = 100; s < 600; s++)
-        if (a->by_status[s])
-            evbuffer_add_printf(out, "drover_http_requests_total{code=\"%d\"} %llu\n", s,
-                                a->by_status[s]);
-    evbuffer_add_printf(out,
-                        "# HELP drover_http_connections Open HTTP connections.\n"
-                        "# TYPE drover_http_connections gauge\n"
-                        "drover_http_connections %ld\n"
-                        "# HELP drover_http_connections_refused_total Connections closed at once "
-                        "beyond http.max_connections.\n"
-                        "# TYPE drover_http_connections_refused_total counter\n"
-                        "drover_http_connections_refused_total %llu\n"
-                        "# HELP drover_ring_members Orchestrator nodes in the ring.\n"
-                        "# TYPE drover_ring_members gauge\n"
-                        "drover_ring_members %zu\n"
-                        "# HELP drover_workers Workers registered.\n"
-                        "# TYPE drover_workers gauge\n"
-                        "drover_workers %zu\n"
-                        "# HELP drover_store_healthy 1 when PostgreSQL answered the last ping.\n"
-                        "# TYPE drover_store_healthy gauge\n"
-                        "drover_store_healthy %d\n"
-                        "# HELP drover_zookeeper_connected 1 when the ZooKeeper session is up.\n"
-                        "# TYPE drover_zookeeper_connected gauge\n"
-                        "drover_zookeeper_connected %d\n",
-                        a->active, a->refused, json_array_size(a->members),
-                        json_array_size(a->workers), store_healthy(a->store),
-                        a->zk ? coord_session_state(a->zk) == COORD_CONNECTED : 0);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                      "text/plain; version=0.0.4");
-    a->by_status[200]++;
-    evhttp_send_reply(req, 200, "OK", out);
-    evbuffer_free(out);
-}
-
-/* ---- life ------------------------------------------------------------------ */
+/* ---- life ------------------------------------------------------------------------ */
 
 static int tls_setup(struct api *a, const struct api_opts *o, struct drv_err *err)
 {
@@ -531,11 +603,34 @@ static int tls_setup(struct api *a, const struct api_opts *o, struct drv_err *er
 struct api *api_new(struct event_base *base, struct store *store, struct coord_session *zk,
                     const struct api_opts *o, struct drv_err *err)
 {
+    if (o->token_ttl_ms > o->token_max_ttl_ms) {
+        drv_err_set(err, DRV_EINVAL, 0, "api.token_ttl is longer than api.token_max_ttl");
+        return NULL;
+    }
     struct api *a = xcalloc(1, sizeof(*a));
     a->base = base;
     a->store = store;
     a->zk = zk;
-    a->max_connections = o->max_connections;
+    a->opts = *o;
+    a->max_body = o->max_body;
+    struct api_guard_limits gl = {
+        .token_ttl_ms = o->token_cache_ttl_ms,
+        .per_user = o->max_requests_per_user > 0 ? o->max_requests_per_user : 32,
+        .per_tenant = o->max_requests_per_tenant > 0 ? o->max_requests_per_tenant : 128,
+        .heavy_per_user = o->max_heavy_per_user > 0 ? o->max_heavy_per_user : 2,
+        .heavy_per_tenant = o->max_heavy_per_tenant > 0 ? o->max_heavy_per_tenant : 4,
+        .heavy_wait_per_tenant =
+            o->max_heavy_waiting_per_tenant > 0 ? o->max_heavy_waiting_per_tenant : 16,
+    };
+    a->guard = api__guard_new(&gl);
+    struct workpool_opts po = {.name = "parse", .threads = 1, .max_queued = 64, .nice = 5};
+    a->parse_pool = workpool_new(base, &po);
+    /* Solving and planning: its own threads, below the loop's priority, never the store's. */
+    struct workpool_opts ho = {.name = "heavy",
+                               .threads = o->heavy_threads > 0 ? (int)o->heavy_threads : 2,
+                               .max_queued = o->heavy_queue > 0 ? (int)o->heavy_queue : 32,
+                               .nice = 10};
+    a->heavy_pool = workpool_new(base, &ho);
     a->members = json_array();
     a->workers = json_array();
     if (o->secrets_key && *o->secrets_key) {
@@ -545,56 +640,53 @@ struct api *api_new(struct event_base *base, struct store *store, struct coord_s
     }
     if (o->tls_cert && *o->tls_cert && tls_setup(a, o, err) != 0)
         goto fail;
-    char host[256];
-    int port;
-    if (config_split_addr(o->listen, host, sizeof(host), &port) != 0) {
-        drv_err_set(err, DRV_EINVAL, 0, "bad listen address \"%s\"", o->listen);
-        goto fail;
-    }
     /* No query may outlast the request's time limit. */
     store_set_query_timeout(o->timeout_ms);
-    a->hook = event_new(base, -1, 0, on_hook, a);
-    a->http = evhttp_new(base);
-    evhttp_set_max_body_size(a->http, o->max_body);
-    evhttp_set_max_headers_size(a->http, o->max_headers > 0 ? o->max_headers : 16384);
-    evhttp_set_timeout(a->http, (int)((o->timeout_ms + 999) / 1000));
-    evhttp_set_allowed_methods(a->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-                                            EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD);
-    evhttp_set_bevcb(a->http, on_accept_bev, a);
-    evhttp_set_cb(a->http, "/metrics", on_metrics, a);
-    evhttp_set_gencb(a->http, on_request, a);
-    if (!evhttp_bind_socket_with_handle(a->http, host, (ev_uint16_t)port)) {
-        drv_err_set(err, DRV_EIO, errno, "cannot listen on %s: %s", o->listen, strerror(errno));
+    struct api_server_opts so = {
+        .listen = o->listen,
+        .ssl = a->ssl,
+        .max_headers = o->max_headers > 0 ? o->max_headers : 16384,
+        .max_connections = o->max_connections,
+        .max_per_source = o->max_per_source > 0 ? o->max_per_source : o->max_connections,
+        .header_timeout_ms = o->header_timeout_ms > 0 ? o->header_timeout_ms : 10000,
+        .body_timeout_ms = o->body_timeout_ms > 0 ? o->body_timeout_ms : 30000,
+        .timeout_ms = o->timeout_ms,
+        .on_head = on_head,
+        .on_body = on_body,
+        .arg = a,
+    };
+    a->server = api__server_new(base, &so, err);
+    if (!a->server)
         goto fail;
-    }
     if (zk) {
-        a->g_droverd = coord_group_watch(zk, "/drover/members/droverd", on_droverd_group, a);
-        a->g_workers = coord_group_watch(zk, "/drover/members/worker", on_worker_group, a);
+        a->g_droverd = coord_group_watch(zk, "/drover/members/droverd", api__on_droverd_group, a);
+        a->g_workers = coord_group_watch(zk, "/drover/members/worker", api__on_worker_group, a);
     }
-    log_info(MODULE, "event=listening addr=%s tls=%s max_connections=%ld secrets_key=%s", o->listen,
-             a->ssl ? "on" : "off", a->max_connections, a->have_key ? "yes" : "no");
+    log_info(MODULE,
+             "event=listening addr=%s tls=%s max_connections=%ld max_per_source=%ld "
+             "secrets_key=%s",
+             o->listen, a->ssl ? "on" : "off", so.max_connections, so.max_per_source,
+             a->have_key ? "yes" : "no");
     return a;
 fail:
     api_free(a);
     return NULL;
 }
 
-struct evhttp *api_http(struct api *a)
-{
-    return a->http;
-}
-
 void api_free(struct api *a)
 {
     if (!a)
         return;
-    if (a->http)
-        evhttp_free(a->http);
-    for (size_t i = 0; i < a->npending; i++)
-        bufferevent_decref(a->pending[i]);
-    free(a->pending);
-    if (a->hook)
-        event_free(a->hook);
+    api__server_free(a->server);  /* requests held by calls lose their connection */
+    workpool_free(a->parse_pool); /* cancelled parses free their calls */
+    workpool_free(a->heavy_pool);
+    while (a->wait_head) { /* waiting calls: their connections are gone */
+        struct call *c = a->wait_head;
+        a->wait_head = c->next_waiting;
+        api__guard_wait_abandon(a->guard, &c->who);
+        api__reply(c);
+    }
+    api__guard_free(a->guard);
     coord_group_free(a->g_droverd);
     coord_group_free(a->g_workers);
     json_decref(a->members);

@@ -1,17 +1,21 @@
 /*
  * api: Drover's HTTP API (docs/api.md is the contract).
  *
- * One struct api per droverd: a libevent HTTP server (optionally TLS through
- * OpenSSL), routing under /v1, bearer-token authentication, roles and tenant
- * isolation, and the handlers. /healthz and /readyz stay with the program
- * (api_http() gives the server to add them); /metrics is served here.
+ * One struct api per droverd: a strict HTTP/1.1 server on libevent
+ * bufferevents (optionally TLS through OpenSSL; src/api/server.h), routing
+ * under /v1, bearer-token authentication, roles and tenant isolation, and the
+ * handlers. The program registers its probes (/healthz, /readyz) with
+ * api_set_probe; /metrics is served here.
  *
- * Threads: everything here runs on the loop's thread except the handlers'
- * database part, which runs on a store pool thread: a request is parsed on
- * the loop, handed to store_submit() (authentication and the handler's
- * queries in one go, so one thread hop per request), and answered from the
- * completion on the loop. Pool-thread code touches only its call and the
- * read-only parts of struct api (the secrets key). The loop never blocks.
+ * Threads: everything here runs on the loop's thread except the database
+ * work, which runs on store pool threads, and the parsing of large bodies,
+ * which runs on a small workpool: a request's head is parsed and checked on
+ * the loop, its token verified (from the cache on the loop, else on the
+ * pool) and its role checked before any byte of its body is read; then the
+ * body is read and parsed, the call handed to store_submit() for the
+ * handler's queries, and answered from the completion on the loop.
+ * Pool-thread code touches only its call and the read-only parts of struct
+ * api (the secrets key, the options). The loop never blocks.
  *
  * Ownership: api_new's caller owns the api and frees it with api_free before
  * the store, the coord session and the event base.
@@ -24,7 +28,6 @@
 #include "error.h"
 
 struct event_base;
-struct evhttp;
 struct store;
 struct coord_session;
 struct api;
@@ -32,13 +35,24 @@ struct api;
 struct api_opts {
     const char *listen;      /* host:port */
     long max_body;           /* bytes; larger bodies get 413 */
-    long max_headers;        /* bytes */
-    long max_connections;    /* beyond: 503 and close */
-    long timeout_ms;         /* per read/write of a request */
+    long max_headers;        /* bytes of request line and headers; more gets 431 */
+    long max_connections;    /* beyond: the overflow lane (probes only), else 503 */
+    long max_per_source;     /* connections from one address; beyond: as above */
+    long header_timeout_ms;  /* for a request's head to arrive */
+    long body_timeout_ms;    /* for its body to arrive */
+    long timeout_ms;         /* a reply's write without progress; a query's time */
     const char *tls_cert;    /* PEM file, "" for plain HTTP */
     const char *tls_key;     /* PEM file */
     const char *secrets_key; /* file with 64 hex digits (mode 0600), "" for none */
     const char *node_id;
+    long token_ttl_ms;       /* a new token's life unless the request says */
+    long token_max_ttl_ms;   /* the longest life a request may ask for */
+    long token_cache_ttl_ms; /* how long a verified token is trusted without the database */
+    long heavy_threads;      /* threads that solve and plan (the heavy workpool) */
+    long heavy_queue;        /* heavy work waiting for one of them beyond which 503 */
+    long max_requests_per_user, max_requests_per_tenant; /* in progress; beyond: 429 */
+    long max_heavy_per_user, max_heavy_per_tenant;       /* solving or planning at once */
+    long max_heavy_waiting_per_tenant;                   /* beyond: 429 */
 };
 
 /* Listen and serve. zk may be NULL (no fleet views). NULL with err on failure. */
@@ -46,8 +60,13 @@ struct api *api_new(struct event_base *base, struct store *store, struct coord_s
                     const struct api_opts *o, struct drv_err *err);
 void api_free(struct api *a);
 
-/* The HTTP server, to add the program's own paths (/healthz, /readyz). */
-struct evhttp *api_http(struct api *a);
+/*
+ * A probe: answered on the loop for GET and HEAD of path (other methods get
+ * 405), without a token, even on a connection beyond the limits. fn returns
+ * the status and sets *body (a new reference, sent as JSON). arg is borrowed.
+ */
+typedef int (*api_probe_fn)(json_t **body, void *arg);
+void api_set_probe(struct api *a, const char *path, api_probe_fn fn, void *arg);
 
 /*
  * Create the first superadmin and its token when the database has none, and
@@ -63,13 +82,22 @@ int api_bootstrap(const char *conninfo, const char *path, int *created, struct d
 int api_token_parse(const char *token, char id[17], char secret[65]);
 /* Hex SHA-256 of salt bytes followed by the secret's text (out: 65 bytes). */
 void api_token_hash(const unsigned char *salt, size_t salt_len, const char *secret, char out[65]);
-/* Is a provider provisioner field name sensitive? */
+/* Is a field name sensitive (password, secret, token, credential, private_key, api_key)? */
 int api_field_sensitive(const char *name);
 /* Encrypt text with key (32 bytes) as "enc:v1:<base64>"; decrypt back. Caller frees. */
 char *api_secret_encrypt(const unsigned char key[32], const char *text);
 int api_secret_decrypt(const unsigned char key[32], const char *enc, char **text,
                        struct drv_err *err);
-/* Replace every "enc:v1:..." string inside j by "********" (in place). */
+/*
+ * Seal any JSON value (new reference): a string as "enc:v1:<base64>" of its
+ * text, anything else as "enc:j1:<base64>" of its compact JSON. Open one back
+ * (*out: new reference) from either form; DRV_EINVAL for something else,
+ * DRV_ETLS for the wrong key or a damaged value.
+ */
+json_t *api_secret_seal(const unsigned char key[32], const json_t *v);
+int api_secret_open(const unsigned char key[32], const char *sealed, json_t **out,
+                    struct drv_err *err);
+/* Replace every sealed string ("enc:v1:...", "enc:j1:...") inside j by "********" (in place). */
 void api_redact(json_t *j);
 
 #endif

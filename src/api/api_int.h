@@ -6,6 +6,9 @@
 
 #include <jansson.h>
 #include <libpq-fe.h>
+#include <stdbool.h>
+
+#include <openssl/ssl.h>
 
 #include "api.h"
 
@@ -30,21 +33,29 @@ typedef int (*api_handler)(PGconn *conn, struct call *c, struct drv_err *err);
 /* Optional second part on the loop's thread, before the reply (fleet views). Return 0 to
    reply at once, 1 when it will call api__reply(c) itself later (asynchronous reads). */
 typedef int (*api_loop_fn)(struct call *c);
+/* A handler's compute part (solve, plan): runs on the heavy workpool, never on the store's
+   pool, with no database connection; touches only c (and what c->work holds). Returns 0 with
+   the reply set, or a DRV code / call_fail, like a handler. It may set c->then. */
+typedef int (*api_heavy_fn)(struct call *c, struct drv_err *err);
 
 #define CALL_MAX_SEGS 6
 
+struct api_req;
+
 struct call {
     struct api *api;
-    struct evhttp_request *req;
-    int method;   /* enum evhttp_cmd_type */
-    char *path;   /* decoded, owned */
-    char *segbuf; /* path copy that seg[] points into, owned */
+    struct api_req *req; /* the HTTP request (server.h); answered by api__reply */
+    int method;          /* enum api_http_method */
+    char *path;          /* as sent (still encoded), owned */
+    char *segbuf;        /* the decoded segments that seg[] points into, owned */
     char *seg[CALL_MAX_SEGS];
     int nseg;
-    char *query;  /* raw query string or NULL, owned */
-    json_t *body; /* request body (object) or NULL */
+    json_t *query; /* decoded query parameters (object of strings) */
+    json_t *body;  /* request body (object) or NULL */
     char source[64];
     char token[128];
+    long long token_expires_ms;  /* from the token's row, 0: none */
+    const struct api_opts *opts; /* read-only */
     api_handler handler;
     unsigned roles;
     struct api_principal who;
@@ -54,11 +65,67 @@ struct call {
     json_t *out; /* reply body */
     char *raw;   /* or a raw text body (owned) with raw_type */
     const char *raw_type;
+    char *text; /* out serialised off the loop (owned), with its length */
+    size_t text_len;
     char version[16]; /* X-Drover-Version */
+    char allow[64];   /* Allow, with 405 */
     char code[32], field[128], msg[512];
     api_loop_fn on_loop;
     json_t *loop_data;
+    /* A handler in parts: after the handler's database part, c->heavy (when set) runs on the
+       heavy pool, then c->then (when set) on the store's pool, each part setting the next. */
+    api_heavy_fn heavy;
+    api_handler then;
+    void *work;                 /* state carried between the parts */
+    void (*work_free)(void *w); /* frees work with the call */
+    bool is_heavy;              /* the route solves or plans (admission counts it apart) */
+    bool admitted;              /* holds a slot of its user's and tenant's limits */
+    struct call *next_waiting;  /* in the queue of heavy calls waiting for a slot */
+    int heavy_rc;
+    struct drv_err heavy_err;
 };
+
+/* ---- the node's API state (api.c; metrics.c reads it) ---- */
+
+#define MAX_PROBES 4
+
+struct api_probe {
+    char path[32];
+    api_probe_fn fn;
+    void *arg;
+};
+
+/* One per droverd. Loop-thread state, but for opts and key, which pool threads read (never
+   written after api_new). */
+struct api {
+    struct event_base *base;
+    struct api_opts opts;
+    struct api_server *server;
+    struct api_guard *guard;
+    struct workpool *parse_pool, *heavy_pool;
+    struct call *wait_head, *wait_tail; /* heavy calls waiting for a slot, oldest first */
+    struct store *store;
+    struct coord_session *zk;
+    struct coord_group *g_droverd, *g_workers;
+    json_t *members, *workers; /* [{id, data}] as last seen */
+    SSL_CTX *ssl;
+    unsigned char key[32];
+    int have_key;
+    long max_body;
+    struct api_probe probes[MAX_PROBES];
+    int nprobes;
+    /* metrics */
+    unsigned long long by_status[600];
+    unsigned long long refused_overflow; /* 503 in the overflow lane */
+    unsigned long long parsed_off_loop;  /* bodies parsed on the parse pool */
+};
+
+struct api_req;
+/* metrics.c: answer /metrics; the group watches' callbacks. Loop thread. */
+void api__metrics(struct api *a, struct api_req *r);
+struct coord_member_info;
+void api__on_droverd_group(const struct coord_member_info *m, size_t n, void *arg);
+void api__on_worker_group(const struct coord_member_info *m, size_t n, void *arg);
 
 /* Set an explicit error on c; returns DRV_EINVAL so handlers can `return call_fail(...)`. */
 int call_fail(struct call *c, int status, const char *code, const char *field, const char *fmt, ...)
@@ -69,9 +136,15 @@ char *call_query(struct call *c, const char *key);
 const char *call_owner(const struct call *c);
 
 /* auth.c */
+/* Verify a bearer token: DRV_EPERM (err says why) unless it is well-formed, known, live,
+   of a live user and tenant, and its secret matches. *expires_ms: its expiry (Unix ms, 0:
+   none) when not NULL. */
 int api__token_check(PGconn *conn, const char *token, struct api_principal *who,
-                     struct drv_err *err);
-int api__token_new(PGconn *conn, const char *user_id, char token[90], struct drv_err *err);
+                     long long *expires_ms, struct drv_err *err);
+/* A new token for user_id, expiring after expires_s seconds (0: never), with a label.
+   token receives it (shown once); *row (when not NULL) {id, label, created_at, expires_at}. */
+int api__token_new(PGconn *conn, const char *user_id, long expires_s, const char *label,
+                   char token[90], json_t **row, struct drv_err *err);
 int api__load_key(const char *path, unsigned char key[32], struct drv_err *err);
 
 /* explain.c: add "why" to every task of a job (store_job_get's) that waits. */
@@ -82,10 +155,13 @@ void api__explain(json_t *job);
 void api__announce(struct call *c, const char *job_id, const char *cluster_id, const char *op);
 void api__control(struct call *c, const char *job_id, const char *want);
 
-/* handlers.c: resolve a route; 0 and c->handler/roles set, or 404/405 via call_fail. */
+/* routes.c: resolve a route; 0 and c->handler/roles/is_heavy set, or 404/405/501 via
+   call_fail (405 fills c->allow). */
 int api__route(struct call *c);
 /* Send c's reply (its out, raw or error) and free c. Loop thread. */
 void api__reply(struct call *c);
+/* The cache of verified tokens (guard.h). Loop thread. */
+struct api_guard *api__guard(struct api *a);
 /* The ZooKeeper session (may be NULL). */
 struct coord_session *api__zk(struct api *a);
 /* Fleet data cached on the loop (api.c). */

@@ -6,9 +6,11 @@
  * and SHA-256(salt || secret), never the token; checking compares hashes in
  * constant time.
  *
- * Secrets: sensitive provider fields are sealed with AES-256-GCM under the
- * key from secrets.key_file, as "enc:v1:" + base64(nonce 12 || ciphertext ||
- * tag 16). The API shows "********" in their place.
+ * Secrets: sensitive values are sealed with AES-256-GCM under the key from
+ * secrets.key_file, as "enc:v1:" + base64(nonce 12 || ciphertext || tag 16)
+ * for a string's text, "enc:j1:" + the same of the compact JSON of any other
+ * value (seal.c decides what is sensitive). The API shows "********" in
+ * their place.
  *
  * Pure functions, safe on any thread, except api_bootstrap (blocking, start-up).
  */
@@ -16,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +79,8 @@ void api_token_hash(const unsigned char *salt, size_t salt_len, const char *secr
     to_hex(md, 32, out);
 }
 
-int api__token_new(PGconn *conn, const char *user_id, char token[90], struct drv_err *err)
+int api__token_new(PGconn *conn, const char *user_id, long expires_s, const char *label,
+                   char token[90], json_t **row, struct drv_err *err)
 {
     unsigned char idb[8], sec[32], salt[16];
     if (RAND_bytes(idb, sizeof(idb)) != 1 || RAND_bytes(sec, sizeof(sec)) != 1 ||
@@ -87,7 +91,15 @@ int api__token_new(PGconn *conn, const char *user_id, char token[90], struct drv
     to_hex(sec, sizeof(sec), secret);
     to_hex(salt, sizeof(salt), salt_hex);
     api_token_hash(salt, sizeof(salt), secret, hash);
-    int rc = store_token_insert(conn, id, user_id, salt_hex, hash, err);
+    char exp[24];
+    snprintf(exp, sizeof(exp), "%ld", expires_s);
+    json_t *r = NULL;
+    int rc = store_token_insert(conn, id, user_id, salt_hex, hash, expires_s > 0 ? exp : NULL,
+                                label, &r, err);
+    if (row)
+        *row = r;
+    else
+        json_decref(r);
     if (rc == 0)
         snprintf(token, 90, "drv_%s_%s", id, secret);
     OPENSSL_cleanse(sec, sizeof(sec));
@@ -111,7 +123,7 @@ static int from_hex(const char *s, unsigned char *out, size_t max, size_t *n)
 }
 
 int api__token_check(PGconn *conn, const char *token, struct api_principal *who,
-                     struct drv_err *err)
+                     long long *expires_ms, struct drv_err *err)
 {
     char id[17], secret[65];
     if (api_token_parse(token, id, secret) != 0)
@@ -150,6 +162,8 @@ int api__token_check(PGconn *conn, const char *token, struct api_principal *who,
     snprintf(who->user, sizeof(who->user), "%s", json_string_value(json_object_get(row, "user")));
     snprintf(who->tenant, sizeof(who->tenant), "%s",
              json_string_value(json_object_get(row, "tenant")));
+    if (expires_ms)
+        *expires_ms = (long long)json_integer_value(json_object_get(row, "expires_ms"));
     json_decref(row);
     return 0;
 }
@@ -169,15 +183,76 @@ int api_field_sensitive(const char *name)
     return 0;
 }
 
+#define ENC_JSON "enc:j1:" /* the sealed compact JSON of a value that is not a string */
+
+/* Seal n bytes of text under key as prefix + base64(nonce || ciphertext || tag). */
+static char *seal_bytes(const unsigned char key[32], const char *prefix, const char *text, size_t n)
+{
+    return seal_prefixed(key, prefix, text, n);
+}
+
 char *api_secret_encrypt(const unsigned char key[32], const char *text)
 {
-    return seal_text(key, text);
+    return seal_bytes(key, ENC_PREFIX, text, strlen(text));
+}
+
+/* Open a value sealed with prefix: *text (NUL-terminated, *n bytes). */
+static int open_bytes(const unsigned char key[32], const char *prefix, const char *enc, char **text,
+                      size_t *n_out, struct drv_err *err)
+{
+    return seal_open_prefixed(key, prefix, enc, text, n_out, err);
 }
 
 int api_secret_decrypt(const unsigned char key[32], const char *enc, char **text,
                        struct drv_err *err)
 {
-    return seal_open(key, enc, text, err);
+    return open_bytes(key, ENC_PREFIX, enc, text, NULL, err);
+}
+
+json_t *api_secret_seal(const unsigned char key[32], const json_t *v)
+{
+    char *sealed;
+    if (json_is_string(v)) {
+        sealed = seal_bytes(key, ENC_PREFIX, json_string_value(v), json_string_length(v));
+    } else {
+        char *text = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+        sealed = seal_bytes(key, ENC_JSON, text, strlen(text));
+        OPENSSL_cleanse(text, strlen(text));
+        free(text);
+    }
+    json_t *out = json_string(sealed);
+    free(sealed);
+    return out;
+}
+
+int api_secret_open(const unsigned char key[32], const char *sealed, json_t **out,
+                    struct drv_err *err)
+{
+    *out = NULL;
+    char *text = NULL;
+    size_t n = 0;
+    bool is_json = strncmp(sealed, ENC_JSON, strlen(ENC_JSON)) == 0;
+    int rc = open_bytes(key, is_json ? ENC_JSON : ENC_PREFIX, sealed, &text, &n, err);
+    if (rc)
+        return rc;
+    if (is_json) {
+        *out = json_loadb(text, n, JSON_DECODE_ANY, NULL);
+        if (!*out)
+            rc = drv_err_set(err, DRV_EINVAL, 0, "sealed value: not JSON inside");
+    } else {
+        *out = json_stringn(text, n);
+        if (!*out)
+            rc = drv_err_set(err, DRV_EINVAL, 0, "sealed value: not UTF-8 inside");
+    }
+    OPENSSL_cleanse(text, n);
+    free(text);
+    return rc;
+}
+
+static bool sealed_string(const json_t *v)
+{
+    const char *s = json_string_value(v);
+    return s && (strncmp(s, ENC_PREFIX, 7) == 0 || strncmp(s, ENC_JSON, 7) == 0);
 }
 
 void api_redact(json_t *j)
@@ -188,7 +263,7 @@ void api_redact(json_t *j)
     if (json_is_object(j)) {
         json_object_foreach(j, k, v)
         {
-            if (json_is_string(v) && strncmp(json_string_value(v), ENC_PREFIX, 7) == 0)
+            if (sealed_string(v))
                 json_object_set_new(j, k, json_string(API_REDACTED));
             else
                 api_redact(v);
@@ -196,7 +271,7 @@ void api_redact(json_t *j)
     } else if (json_is_array(j)) {
         json_array_foreach(j, i, v)
         {
-            if (json_is_string(v) && strncmp(json_string_value(v), ENC_PREFIX, 7) == 0)
+            if (sealed_string(v))
                 json_array_set_new(j, i, json_string(API_REDACTED));
             else
                 api_redact(v);
@@ -231,7 +306,7 @@ int api_bootstrap(const char *conninfo, const char *path, int *created, struct d
     if (rc == 0 && !exists) {
         rc = store_user_insert(c, NULL, "superadmin", "superadmin", user_id, err);
         if (rc == 0)
-            rc = api__token_new(c, user_id, token, err);
+            rc = api__token_new(c, user_id, 0, "bootstrap", token, NULL, err);
         if (rc == 0)
             rc = store_audit(c, NULL, user_id, "droverd", "bootstrap", "user", user_id, "local",
                              NULL, err);

@@ -476,7 +476,7 @@ static int terminal(const char *status)
 
 static int job_watch(const struct cli_opts *o, const char *id, long interval)
 {
-    char *p = xasprintf("/v1/jobs/%s", id);
+    char *p = xasprintf("/v1/jobs/%s?tasks=none", id);
     char last[256] = "";
     int rc = 1;
     for (;;) {
@@ -692,7 +692,15 @@ int cli_tenant_main(int argc, char **argv)
         json_decref(b);
         return rc;
     }
-    fprintf(stderr, "usage: drover tenant list | create NAME   (superadmin)\n");
+    if (argc == 3 && strcmp(argv[1], "delete") == 0) {
+        char *p = xasprintf("/v1/tenants/%s", argv[2]);
+        int rc = run(&o, "DELETE", p, NULL, NULL, NULL);
+        free(p);
+        if (rc == 0 && !o.json)
+            printf("tenant %s deleted\n", argv[2]);
+        return rc;
+    }
+    fprintf(stderr, "usage: drover tenant list | create NAME | delete NAME   (superadmin)\n");
     return 2;
 }
 
@@ -728,8 +736,27 @@ int cli_user_main(int argc, char **argv)
         json_decref(out);
         return 0;
     }
+    if (argc == 3 && strcmp(argv[1], "delete") == 0) {
+        char *p = tenant ? xasprintf("/v1/users/%s?tenant=%s", argv[2], tenant)
+                         : xasprintf("/v1/users/%s", argv[2]);
+        int rc = run(&o, "DELETE", p, NULL, NULL, NULL);
+        free(p);
+        if (rc == 0 && !o.json)
+            printf("user %s deleted\n", argv[2]);
+        return rc;
+    }
     fprintf(stderr, "usage: drover user list [--tenant T] | create NAME --role admin|user "
-                    "[--tenant T]\n");
+                    "[--tenant T] | delete NAME [--tenant T]\n");
+    return 2;
+}
+
+static int usage_token(void)
+{
+    fprintf(stderr,
+            "usage: drover token create [--expires-in SECONDS] [--label TEXT]   a new token for "
+            "the caller\n"
+            "       drover token list                 the caller's live tokens\n"
+            "       drover token revoke ID            ID: the 16 hex digits after drv_\n");
     return 2;
 }
 
@@ -737,6 +764,8 @@ int cli_token_main(int argc, char **argv)
 {
     struct cli_opts o;
     argc = cli_take_opts(argc, argv, &o);
+    const char *expires = flag(&argc, argv, "--expires-in");
+    const char *label = flag(&argc, argv, "--label");
     if (argc == 3 && strcmp(argv[1], "revoke") == 0) {
         char *p = xasprintf("/v1/tokens/%s", argv[2]);
         int rc = run(&o, "DELETE", p, NULL, NULL, NULL);
@@ -745,14 +774,28 @@ int cli_token_main(int argc, char **argv)
             printf("token %s revoked\n", argv[2]);
         return rc;
     }
-    if (argc != 2 || strcmp(argv[1], "create") != 0) {
-        fprintf(stderr, "usage: drover token create          a new token for the caller\n"
-                        "       drover token revoke ID       ID: the 16 hex digits after drv_\n");
-        return 2;
+    if (argc == 2 && strcmp(argv[1], "list") == 0) {
+        static const char *const cols[] = {"id",         "label",   "created_at",
+                                           "expires_at", "current", NULL};
+        return run(&o, "GET", "/v1/tokens", NULL, cols, NULL);
     }
-    json_t *out, *empty = json_object();
-    int rc = call(&o, "POST", "/v1/tokens", empty, &out);
-    json_decref(empty);
+    if (argc != 2 || strcmp(argv[1], "create") != 0)
+        return usage_token();
+    json_t *out, *b = json_object();
+    if (expires) {
+        char *end;
+        long long v = strtoll(expires, &end, 10);
+        if (!*expires || *end || v <= 0) {
+            json_decref(b);
+            fprintf(stderr, "drover: --expires-in: expected a number of seconds\n");
+            return 2;
+        }
+        json_object_set_new(b, "expires_in", json_integer(v));
+    }
+    if (label)
+        json_object_set_new(b, "label", json_string(label));
+    int rc = call(&o, "POST", "/v1/tokens", b, &out);
+    json_decref(b);
     if (rc)
         return rc;
     if (o.json)

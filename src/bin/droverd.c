@@ -32,10 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "api.h"
 #include "coord.h"
@@ -63,37 +60,24 @@ struct node {
 
 static json_t *member_data(const struct node *n);
 
-/* Reply with a JSON body; steals j. */
-static void reply_json(struct evhttp_request *req, int code, const char *reason, json_t *j)
-{
-    struct evbuffer *out = evbuffer_new();
-    char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-    evbuffer_add_printf(out, "%s\n", s);
-    free(s);
-    json_decref(j);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
-    evhttp_send_reply(req, code, reason, out);
-    evbuffer_free(out);
-}
-
-static void on_healthz(struct evhttp_request *req, void *arg)
+static int on_healthz(json_t **body, void *arg)
 {
     struct node *n = arg;
-    reply_json(req, 200, "OK",
-               json_pack("{s:s, s:s, s:I}", "status", "alive", "node", n->conf.common.node_id,
-                         "uptime_s", (json_int_t)(time(NULL) - n->started)));
+    *body = json_pack("{s:s, s:s, s:I}", "status", "alive", "node", n->conf.common.node_id,
+                      "uptime_s", (json_int_t)(time(NULL) - n->started));
+    return 200;
 }
 
-static void on_readyz(struct evhttp_request *req, void *arg)
+static int on_readyz(json_t **body, void *arg)
 {
     struct node *n = arg;
     int zk_ok = coord_session_state(n->zk) == COORD_CONNECTED;
     int pg_ok = store_healthy(n->store);
     int ready = zk_ok && pg_ok && !n->draining;
-    json_t *j = json_pack("{s:s, s:s, s:{s:b, s:b, s:b}}", "status", ready ? "ready" : "unready",
-                          "node", n->conf.common.node_id, "checks", "zookeeper", zk_ok, "postgres",
-                          pg_ok, "draining", n->draining);
-    reply_json(req, ready ? 200 : 503, ready ? "OK" : "Service Unavailable", j);
+    *body = json_pack("{s:s, s:s, s:{s:b, s:b, s:b}}", "status", ready ? "ready" : "unready",
+                      "node", n->conf.common.node_id, "checks", "zookeeper", zk_ok, "postgres",
+                      pg_ok, "draining", n->draining);
+    return ready ? 200 : 503;
 }
 
 static void leave(struct node *n)
@@ -161,17 +145,30 @@ static int start_http(struct node *n, struct drv_err *err)
         .max_body = n->conf.http_max_body,
         .max_headers = n->conf.http_max_headers,
         .max_connections = n->conf.http_max_connections,
+        .max_per_source = n->conf.http_max_per_source,
+        .header_timeout_ms = n->conf.http_header_timeout_ms,
+        .body_timeout_ms = n->conf.http_body_timeout_ms,
         .timeout_ms = n->conf.http_timeout_ms,
         .tls_cert = n->conf.tls_cert,
         .tls_key = n->conf.tls_key,
         .secrets_key = n->conf.secrets_key_file,
         .node_id = n->conf.common.node_id,
+        .token_ttl_ms = n->conf.token_ttl_ms,
+        .token_max_ttl_ms = n->conf.token_max_ttl_ms,
+        .token_cache_ttl_ms = n->conf.token_cache_ttl_ms,
+        .heavy_threads = n->conf.heavy_threads,
+        .heavy_queue = n->conf.heavy_queue,
+        .max_requests_per_user = n->conf.max_requests_per_user,
+        .max_requests_per_tenant = n->conf.max_requests_per_tenant,
+        .max_heavy_per_user = n->conf.max_heavy_per_user,
+        .max_heavy_per_tenant = n->conf.max_heavy_per_tenant,
+        .max_heavy_waiting_per_tenant = n->conf.max_heavy_waiting_per_tenant,
     };
     n->api = api_new(n->base, n->store, n->zk, &o, err);
     if (!n->api)
         return err->code ? err->code : DRV_EIO;
-    evhttp_set_cb(api_http(n->api), "/healthz", on_healthz, n);
-    evhttp_set_cb(api_http(n->api), "/readyz", on_readyz, n);
+    api_set_probe(n->api, "/healthz", on_healthz, n);
+    api_set_probe(n->api, "/readyz", on_readyz, n);
     return 0;
 }
 

@@ -27,7 +27,10 @@ struct droverd_conf {
     long pg_pool_size;
     long http_max_body;
     long http_max_connections;
+    long http_max_per_source;
     long http_timeout_ms;
+    long http_header_timeout_ms;
+    long http_body_timeout_ms;
     long http_max_headers;
     char *tls_cert;
     char *tls_key;
@@ -39,6 +42,12 @@ struct droverd_conf {
     long engine_task_timeout_ms;
     long engine_txn_budget;
     long shutdown_grace_ms;
+    long token_ttl_ms;
+    long token_max_ttl_ms;
+    long token_cache_ttl_ms;
+    long heavy_threads, heavy_queue;
+    long max_requests_per_user, max_requests_per_tenant;
+    long max_heavy_per_user, max_heavy_per_tenant, max_heavy_waiting_per_tenant;
 };
 
 struct worker_conf {

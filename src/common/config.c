@@ -123,8 +123,8 @@ static int in_choices(const char *choices, const char *v)
 static int set_value(const struct config_key *k, const char *v, void *cfg, char *why, size_t n)
 {
     char *field = (char *)cfg + k->offset;
-    static const struct unit dur_units[] = {
-        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {NULL, 0}};
+    static const struct unit dur_units[] = {{"ms", 1},      {"s", 1000},     {"m", 60000},
+                                            {"h", 3600000}, {"d", 86400000}, {NULL, 0}};
     static const struct unit size_units[] = {{"k", 1L << 10}, {"K", 1L << 10}, {"m", 1L << 20},
                                              {"M", 1L << 20}, {"g", 1L << 30}, {"G", 1L << 30},
                                              {NULL, 0}};

@@ -28,7 +28,8 @@ enum config_type {
     CONFIG_STRING,   /* char *, any text (empty allowed unless required) */
     CONFIG_INT,      /* long, decimal, within [min, max] */
     CONFIG_BOOL,     /* int, true/false/yes/no/on/off/1/0 */
-    CONFIG_DURATION, /* long milliseconds: "250ms", "5s", "2m", "1h" or bare ms, within [min, max]
+    CONFIG_DURATION, /* long milliseconds: "250ms", "5s", "2m", "1h", "90d" or bare ms, in [min,
+                      * max]
                       */
     CONFIG_SIZE,     /* long bytes: "512", "64k", "10m", "1g", within [min, max] */
     CONFIG_ADDR,     /* char *, "host:port" with a port in 1..65535 */

@@ -64,12 +64,17 @@ int seal_key_load(const char *path, unsigned char key[32], struct drv_err *err)
 
 bool seal_is_sealed(const char *s)
 {
-    return s && strncmp(s, SEAL_PREFIX, strlen(SEAL_PREFIX)) == 0;
+    return s && (strncmp(s, SEAL_PREFIX, strlen(SEAL_PREFIX)) == 0 ||
+                 strncmp(s, SEAL_JSON_PREFIX, strlen(SEAL_JSON_PREFIX)) == 0);
 }
 
 char *seal_text(const unsigned char key[32], const char *text)
 {
-    size_t n = strlen(text);
+    return seal_prefixed(key, SEAL_PREFIX, text, strlen(text));
+}
+
+char *seal_prefixed(const unsigned char key[32], const char *prefix, const char *text, size_t n)
+{
     unsigned char *buf = xmalloc(12 + n + 16);
     if (RAND_bytes(buf, 12) != 1)
         abort();
@@ -81,9 +86,9 @@ char *seal_text(const unsigned char key[32], const char *text)
     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, buf + 12 + n);
     EVP_CIPHER_CTX_free(ctx);
     size_t total = 12 + n + 16;
-    char *out = xmalloc(strlen(SEAL_PREFIX) + 4 * ((total + 2) / 3) + 1);
-    strcpy(out, SEAL_PREFIX);
-    EVP_EncodeBlock((unsigned char *)out + strlen(SEAL_PREFIX), buf, (int)total);
+    char *out = xmalloc(strlen(prefix) + 4 * ((total + 2) / 3) + 1);
+    strcpy(out, prefix);
+    EVP_EncodeBlock((unsigned char *)out + strlen(prefix), buf, (int)total);
     OPENSSL_cleanse(buf, total);
     free(buf);
     return out;
@@ -91,10 +96,16 @@ char *seal_text(const unsigned char key[32], const char *text)
 
 int seal_open(const unsigned char key[32], const char *enc, char **text, struct drv_err *err)
 {
+    return seal_open_prefixed(key, SEAL_PREFIX, enc, text, NULL, err);
+}
+
+int seal_open_prefixed(const unsigned char key[32], const char *prefix, const char *enc,
+                       char **text, size_t *n_out, struct drv_err *err)
+{
     *text = NULL;
-    if (!seal_is_sealed(enc))
+    if (strncmp(enc, prefix, strlen(prefix)) != 0)
         return drv_err_set(err, DRV_EINVAL, 0, "not a sealed value");
-    const char *b64 = enc + strlen(SEAL_PREFIX);
+    const char *b64 = enc + strlen(prefix);
     size_t blen = strlen(b64);
     if (blen % 4 || blen == 0)
         return drv_err_set(err, DRV_EINVAL, 0, "sealed value: bad base64");
@@ -124,7 +135,43 @@ int seal_open(const unsigned char key[32], const char *enc, char **text, struct 
     }
     out[clen] = '\0';
     *text = out;
+    if (n_out)
+        *n_out = (size_t)clen;
     return 0;
+}
+
+char *seal_value(const unsigned char key[32], const json_t *v)
+{
+    if (json_is_string(v))
+        return seal_prefixed(key, SEAL_PREFIX, json_string_value(v), json_string_length(v));
+    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *out = seal_prefixed(key, SEAL_JSON_PREFIX, text, strlen(text));
+    seal_wipe_free(text);
+    return out;
+}
+
+int seal_open_value(const unsigned char key[32], const char *sealed, json_t **out,
+                    struct drv_err *err)
+{
+    *out = NULL;
+    bool is_json = strncmp(sealed, SEAL_JSON_PREFIX, strlen(SEAL_JSON_PREFIX)) == 0;
+    char *text;
+    size_t n;
+    int rc = seal_open_prefixed(key, is_json ? SEAL_JSON_PREFIX : SEAL_PREFIX, sealed, &text, &n,
+                                err);
+    if (rc)
+        return rc;
+    if (is_json) {
+        json_error_t je;
+        *out = json_loadb(text, n, JSON_DECODE_ANY, &je);
+        if (!*out)
+            rc = drv_err_set(err, DRV_EINVAL, 0, "sealed value: not JSON inside");
+    } else {
+        *out = json_stringn(text, n);
+    }
+    OPENSSL_cleanse(text, n);
+    free(text);
+    return rc;
 }
 
 void seal_wipe_free(char *s)
@@ -147,14 +194,13 @@ static int open_at(const unsigned char key[32], json_t *j, char *path, size_t pl
         {
             snprintf(path + len, plen - len, "%s%s", len ? "." : "", k);
             if (json_is_string(v) && seal_is_sealed(json_string_value(v))) {
-                char *text;
-                int rc = seal_open(key, json_string_value(v), &text, err);
+                json_t *opened;
+                int rc = seal_open_value(key, json_string_value(v), &opened, err);
                 if (rc) {
                     drv_err_prefix(err, "%s", path);
                     return rc;
                 }
-                json_object_set_new(j, k, json_string(text));
-                seal_wipe_free(text);
+                json_object_set_new(j, k, opened);
             } else {
                 int rc = open_at(key, v, path, plen, err);
                 if (rc)
@@ -169,14 +215,13 @@ static int open_at(const unsigned char key[32], json_t *j, char *path, size_t pl
         {
             snprintf(path + len, plen - len, "[%zu]", i);
             if (json_is_string(v) && seal_is_sealed(json_string_value(v))) {
-                char *text;
-                int rc = seal_open(key, json_string_value(v), &text, err);
+                json_t *opened;
+                int rc = seal_open_value(key, json_string_value(v), &opened, err);
                 if (rc) {
                     drv_err_prefix(err, "%s", path);
                     return rc;
                 }
-                json_array_set_new(j, i, json_string(text));
-                seal_wipe_free(text);
+                json_array_set_new(j, i, opened);
             } else {
                 int rc = open_at(key, v, path, plen, err);
                 if (rc)

@@ -2,8 +2,10 @@
  * seal: secrets at rest and in transit through ZooKeeper (DESIGN.md
  * invariant 6).
  *
- * A sealed value is "enc:v1:" + base64(nonce 12 || AES-256-GCM ciphertext ||
- * tag 16) under the fleet's 32-byte key (secrets.key_file: 64 hex digits,
+ * A sealed string is "enc:v1:" + base64(nonce 12 || AES-256-GCM ciphertext ||
+ * tag 16) of its text; any other sealed JSON value (an object, an array, a
+ * number) is "enc:j1:" + the same of its compact JSON text; both under the
+ * fleet's 32-byte key (secrets.key_file: 64 hex digits,
  * mode 0600, the same file on every droverd and worker). droverd seals what
  * it stores; the secret travels sealed through PostgreSQL and ZooKeeper; a
  * worker opens it just before a plugin's standard input and seals what a
@@ -22,15 +24,27 @@
 #include "error.h"
 
 #define SEAL_PREFIX "enc:v1:"
+#define SEAL_JSON_PREFIX "enc:j1:"
 
 /* Read the key file: DRV_EIO (cannot be read), DRV_EINVAL (readable by others, not 64 hex digits).
  */
 int seal_key_load(const char *path, unsigned char key[32], struct drv_err *err);
 
-/* Seal text (never fails). */
+/* Seal text as "enc:v1:" (never fails). */
 char *seal_text(const unsigned char key[32], const char *text);
-/* Open a sealed value into *text: DRV_EINVAL (not sealed, malformed), DRV_ETLS (wrong key). */
+/* Seal n bytes of text under a given prefix. */
+char *seal_prefixed(const unsigned char key[32], const char *prefix, const char *text, size_t n);
+/* Open an "enc:v1:" value into *text: DRV_EINVAL (not sealed, malformed), DRV_ETLS (wrong key). */
 int seal_open(const unsigned char key[32], const char *enc, char **text, struct drv_err *err);
+/* Open a value sealed under prefix; *n_out (may be NULL) gets its length. */
+int seal_open_prefixed(const unsigned char key[32], const char *prefix, const char *enc,
+                       char **text, size_t *n_out, struct drv_err *err);
+/* Seal any JSON value: a string as "enc:v1:", anything else as "enc:j1:" (new string). */
+char *seal_value(const unsigned char key[32], const json_t *v);
+/* Open either form into the JSON value it was (new reference). */
+int seal_open_value(const unsigned char key[32], const char *sealed, json_t **out,
+                    struct drv_err *err);
+/* Is s a sealed value (either form)? */
 bool seal_is_sealed(const char *s);
 
 /*

@@ -547,11 +547,22 @@ struct coord_queue;
  */
 typedef void (*coord_lost_cb)(struct coord_queue *q, const char *item_id, void *arg);
 
+/*
+ * A consumer's filter of keyed items: true means "not for me now": the item is
+ * passed over (left for other consumers) as if it were claimed. key is the
+ * caller's key of the put (coord_txn_queue_put). Called on the loop thread,
+ * often: it must be cheap. When its answer may have changed, call
+ * coord_queue_rescan.
+ */
+typedef bool (*coord_skip_cb)(const char *key, void *arg);
+
 struct coord_queue_opts {
     unsigned shards;         /* 0 means COORD_QUEUE_DEFAULT_SHARDS; fixed for a queue's life */
     const char *consumer_id; /* written into claims; NULL means "pid-<pid>" */
     coord_lost_cb on_lost;   /* NULL or told of claims lost */
     void *lost_arg;
+    coord_skip_cb skip;      /* NULL or the filter above */
+    void *skip_arg;
 };
 
 /*
@@ -629,6 +640,13 @@ typedef void (*coord_take_cb)(struct coord_queue_item *item, int rc, void *arg);
  * again.
  */
 void coord_queue_take(struct coord_queue *q, int timeout_ms, coord_take_cb cb, void *arg);
+
+/*
+ * Look at the whole queue again for the waiting takes, as if it had changed:
+ * for a consumer whose skip filter now lets more through. Cheap when nothing
+ * waits; a no-op on a closed queue.
+ */
+void coord_queue_rescan(struct coord_queue *q);
 
 /*
  * Done with an item: delete claim and item (and its key record) in one

@@ -60,6 +60,9 @@ void coord__q_unref(struct coord_queue *q)
     for (size_t i = 0; i < q->cache_n; i++)
         free(q->cache[i]);
     free(q->cache);
+    for (size_t i = 0; i < q->n_round_claimed; i++)
+        free(q->round_claimed[i]);
+    free(q->round_claimed);
     for (unsigned i = 0; i < q->shards; i++)
         free(q->head ? q->head[i] : NULL);
     free(q->head);
@@ -312,6 +315,8 @@ struct coord_queue *coord_queue_open(struct coord_session *s, const char *path,
     q->consumer = o && o->consumer_id ? xstrdup(o->consumer_id) : xasprintf("pid-%d", getpid());
     q->on_lost = o ? o->on_lost : NULL;
     q->lost_arg = o ? o->lost_arg : NULL;
+    q->skip = o ? o->skip : NULL;
+    q->skip_arg = o ? o->skip_arg : NULL;
     q->ready_cb = done;
     q->ready_arg = arg;
     q->refs = 1;

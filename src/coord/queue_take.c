@@ -17,7 +17,13 @@
  *      other names stay in the queue;
  *   5. only when the cache is empty list again: the next shard; after a round
  *      of empty shards wait for a child watch on a shard or on the claims (a
- *      dead consumer's claims vanish).
+ *      dead consumer's claims vanish). The claims watch is set by the round's
+ *      last listing; a claim released between an earlier listing and that
+ *      one would be missed, so the items passed over as claimed during the
+ *      round are checked against the last listing's claims: one whose claim
+ *      is gone sends the consumer back to its shard instead of idle;
+ *   6. a consumer's skip filter (coord_queue_opts.skip) passes items over as
+ *      if they were claimed; coord_queue_rescan starts a round again.
  * No consumer re-lists the queue on every change (no herd); consumers start
  * at different shards (a hash of consumer, session and a random draw).
  *
@@ -298,6 +304,33 @@ static void refill_later(void *owner)
     coord__q_unref(q);
 }
 
+static void round_reset(struct coord_queue *q)
+{
+    for (size_t i = 0; i < q->n_round_claimed; i++)
+        free(q->round_claimed[i]);
+    q->n_round_claimed = 0;
+}
+
+/* The shard of a round_claimed name whose claim is not in the (sorted) claims: -1 if none. */
+static int released_shard(const struct coord_queue *q, char **claims, int n_claims)
+{
+    for (size_t i = 0; i < q->n_round_claimed; i++) {
+        const char *k = q->round_claimed[i];
+        if (!bsearch(&k, claims, (size_t)n_claims, sizeof(char *), coord__q_cmp_item))
+            return atoi(q->round_claimed[i] + 1);
+    }
+    return -1;
+}
+
+static bool skipped(const struct coord_queue *q, const char *name)
+{
+    if (!q->skip)
+        return false;
+    const char *k = strchr(name + 1, '-');
+    k = k ? strchr(k + 1, '-') : NULL;
+    return k && k[1] == 'k' && q->skip(k + 2, q->skip_arg);
+}
+
 static void listing_part(struct listing *l)
 {
     if (--l->parts > 0)
@@ -317,13 +350,19 @@ static void listing_part(struct listing *l)
         snprintf(prefix, sizeof(prefix), "s%02u-", l->shard);
         cache_clear(q);
         q->cache = xcalloc((size_t)l->n_items + 1, sizeof(char *));
+        size_t passed = q->n_round_claimed;
         for (int i = 0; i < l->n_items; i++) {
             if (!coord__q_name_ok(l->items[i]))
                 continue;
             char key[512];
             snprintf(key, sizeof(key), "%s%s", prefix, l->items[i]);
             const char *k = key;
-            if (bsearch(&k, l->claims, (size_t)l->n_claims, sizeof(char *), coord__q_cmp_item))
+            if (bsearch(&k, l->claims, (size_t)l->n_claims, sizeof(char *), coord__q_cmp_item)) {
+                XGROW(q->round_claimed, q->cap_round_claimed, q->n_round_claimed + 1);
+                q->round_claimed[q->n_round_claimed++] = xstrdup(key);
+                continue;
+            }
+            if (skipped(q, l->items[i]))
                 continue;
             q->cache[q->cache_n++] = l->items[i];
             l->items[i] = NULL;
@@ -332,15 +371,25 @@ static void listing_part(struct listing *l)
         q->cache_shard = l->shard;
         if (q->cache_n) {
             q->scanned = 0;
+            round_reset(q);
         } else {
             q->scanned++;
             q->shard = (l->shard + 1) % q->shards;
             if (q->scanned >= q->shards) {
                 q->scanned = 0;
+                /* This listing's own passed-over names are as fresh as its claims. */
+                for (size_t i = passed; i < q->n_round_claimed; i++)
+                    free(q->round_claimed[i]);
+                q->n_round_claimed = passed;
+                int back = released_shard(q, l->claims, l->n_claims);
+                round_reset(q);
                 if (q->poked) {
                     /* Something changed during the round: look there again. */
                     q->poked = false;
                     q->shard = q->poke_shard;
+                } else if (back >= 0) {
+                    /* A claim seen earlier in the round is gone: its item is free. */
+                    q->shard = (unsigned)back % q->shards;
                 } else {
                     /* A whole round was empty: wait for a watch (set by the listings). */
                     q->idle = true;
@@ -400,6 +449,22 @@ static void on_queue_event(void *owner, int type, const char *path)
     q->shard = k;
     q->idle = false;
     q->scanned = 0;
+    round_reset(q);
+    coord__q_pump(q);
+}
+
+void coord_queue_rescan(struct coord_queue *q)
+{
+    if (!q || q->dead)
+        return;
+    if (!q->idle) {
+        q->poked = true; /* the round in progress does not end idle */
+        q->poke_shard = q->shard;
+        return;
+    }
+    q->idle = false;
+    q->scanned = 0;
+    round_reset(q);
     coord__q_pump(q);
 }
 
@@ -520,6 +585,7 @@ void coord__q_take_lost(struct coord_queue *q)
     q->idle = false;
     q->poked = false;
     cache_clear(q);
+    round_reset(q);
 }
 
 void coord__q_take_close(struct coord_queue *q)

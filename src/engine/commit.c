@@ -14,12 +14,20 @@
  *                                         owner bumps it, so after a lost
  *                                         answer its version says whether
  *                                         the multi-op went through
- *        create the rollback chunks (the first rollback round)
- *        put the retries, then newly ready tasks, each with its chunk's
- *        set chunks that changed      -- the task log: 'q' and the attempt
- *                                         travel with the queue item
+ *        set the nodes map's changed chunks
+ *        put the retries, then newly ready tasks
+ *        set (or create) chunks that changed -- the task log: 'q' and the
+ *                                         attempt travel with the queue item
  *        delete run records whose PostgreSQL row is written
- *      under the byte budget; tasks that do not fit wait for the next round.
+ *      under the byte budget (engine.txn_budget), which is kept whatever
+ *      happened at once (10,000 nodes confirmed in one round): what does not
+ *      fit waits for the next round, under three rules. A put goes only in a
+ *      multi-op that also carries its task's log chunk, and every changed
+ *      chunk of the nodes map (the item names the map's revision: a worker
+ *      must not read an older map under it). A run record is deleted only
+ *      in a multi-op that leaves no log chunk behind (its result must be in
+ *      the log before its record goes). The rollback log's chunks are
+ *      created when first written; one that does not exist is all waiting.
  *   3. When the job is finishing and nothing is left to write: the final
  *      PostgreSQL write, then the ZooKeeper subtree goes (sweep), then the
  *      lock.
@@ -40,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -83,7 +92,6 @@ struct etxn {
     size_t n_chunks, cap_chunks;
     struct erun **dels;
     size_t n_dels, cap_dels;
-    struct eplan *created; /* the plan whose chunks this multi-op creates */
     int32_t st_ver;        /* the state version it expects */
     size_t dispatched;
 };
@@ -255,7 +263,11 @@ static bool pg_flush(struct ejob *j)
     bool any = false;
     if (j->pg_job) {
         b->job_phase = xstrdup(engine_phase_name(j->st.phase));
-        b->job_status = xstrdup(engine_phase_status(j->st.phase, j->st.cancel));
+        /* A final status is the final write's (with the cluster's new state, in one
+         * transaction): until then the job shows what it did before. */
+        b->job_status = engine_phase_final(j->st.phase)
+                            ? NULL
+                            : xstrdup(engine_phase_status(j->st.phase, j->st.cancel));
         b->job_error = xstrdup(j->st.error);
         g->job = true;
         j->pg_job = false;
@@ -377,12 +389,20 @@ static void chunk_add(struct etxn *t, struct eplan *p, size_t k)
     size_t first = k * ENGINE_LOG_CHUNK;
     size_t cnt = p->n - first < ENGINE_LOG_CHUNK ? p->n - first : ENGINE_LOG_CHUNK;
     char *path = xasprintf("/drover/jobs/%s/log/%c%zu", j->id, p->phase, k);
-    add_op(t, p->chunks_new ? OP_CREATE : OP_SET, path, engine__log_encode(p->recs, first, cnt),
-           p->chunk_ver[k]);
+    add_op(t, p->chunk_ver[k] < 0 ? OP_CREATE : OP_SET, path,
+           engine__log_encode(p->recs, first, cnt), p->chunk_ver[k]);
     XGROW(t->chunks, t->cap_chunks, t->n_chunks + 1);
     t->chunks[t->n_chunks].p = p;
     t->chunks[t->n_chunks++].k = k;
     p->chunk_dirty[k] = 0;
+}
+
+/* What writing chunk k of p costs in a multi-op (its JSON, its path, the op). */
+static size_t chunk_cost(const struct eplan *p, size_t k)
+{
+    size_t first = k * ENGINE_LOG_CHUNK;
+    size_t cnt = p->n - first < ENGINE_LOG_CHUNK ? p->n - first : ENGINE_LOG_CHUNK;
+    return 3 * cnt + 160;
 }
 
 static int put_task(struct etxn *t, struct eplan *p, uint32_t idx, bool cleanup, const char *avoid,
@@ -393,6 +413,9 @@ static int put_task(struct etxn *t, struct eplan *p, uint32_t idx, bool cleanup,
     int rc = engine__item_json(j, p, idx, cleanup, avoid, &item, err);
     if (rc)
         return rc;
+    /* Its chunk goes in this multi-op too: counted now, added after the puts. */
+    if (!p->chunk_dirty[idx / ENGINE_LOG_CHUNK])
+        t->bytes += chunk_cost(p, idx / ENGINE_LOG_CHUNK);
     add_op(t, OP_PUT, NULL, item, 0);
     struct etxn_op *o = &t->ops[t->n - 1];
     o->q = j->queue;
@@ -431,6 +454,27 @@ static struct etxn *zk_build(struct ejob *j)
     bool can_put = p && j->own == EJ_ACTIVE && !j->finishing && j->queue && j->queue->ready;
     if (p && j->own == EJ_ACTIVE && !j->finishing && !can_put)
         retry_later(j); /* the queue is still opening */
+    /* The nodes map's chunks that changed (plugins that want it read them), under the
+     * budget; while some wait, nothing is put (an item names the map's revision). */
+    if (j->nchunk_dirty && !j->nchunks_new)
+        for (size_t k = 0; k < j->n_nchunks; k++)
+            if (j->nchunk_dirty[k]) {
+                if (t->bytes > e->budget / 2) {
+                    can_put = false;
+                    break;
+                }
+                add_op(t, OP_SET, xasprintf("/drover/jobs/%s/nodes/n%zu", j->id, k),
+                       engine__nodes_chunk(j, k), -1);
+                j->nchunk_dirty[k] = 0;
+            }
+    /* The log chunks already changed go in too: counted before any put. */
+    struct eplan *plans[2] = {&j->fwd, &j->rb};
+    size_t reserved = 0;
+    for (int k = 0; k < 2; k++)
+        for (size_t c = 0; plans[k]->plan && c < plans[k]->n_chunks; c++)
+            if (plans[k]->chunk_dirty[c])
+                reserved += chunk_cost(plans[k], c);
+    t->bytes += reserved;
     /* Retries first: a failed attempt's next one (its task is in flight already). */
     size_t kept = 0;
     struct drv_err err;
@@ -474,7 +518,11 @@ static struct etxn *zk_build(struct ejob *j)
                 p->gave_up = true;
                 continue;
             }
+            size_t before = t->bytes;
             int rc = put_task(t, p, idx, (o.actions & ENGINE_TACT_CLEANUP) != 0, NULL, &err);
+            if (t->bytes != before)
+                reserved += chunk_cost(p, idx / ENGINE_LOG_CHUNK) *
+                            !p->chunk_dirty[idx / ENGINE_LOG_CHUNK];
             if (rc == DRV_EAGAIN) {
                 p->recs[idx] = saved;
                 held[n_held++] = idx;
@@ -492,37 +540,26 @@ static struct etxn *zk_build(struct ejob *j)
         planner_exec_requeue(p->x, held[i], &err);
     if (n_held || later)
         retry_later(j); /* a node they wait for is being confirmed */
-    /* The nodes map's chunks that changed (plugins that want it read them). */
-    if (j->nchunk_dirty && !j->nchunks_new)
-        for (size_t k = 0; k < j->n_nchunks; k++)
-            if (j->nchunk_dirty[k]) {
-                add_op(t, OP_SET, xasprintf("/drover/jobs/%s/nodes/n%zu", j->id, k),
-                       engine__nodes_chunk(j, k), -1);
-                j->nchunk_dirty[k] = 0;
-            }
-    /* The task log: a new plan's chunks created whole, the others' changed ones set;
-     * after the puts, so that they carry the attempts just dispatched. */
-    struct eplan *plans[2] = {&j->fwd, &j->rb};
+    /* The task log's changed chunks, after the puts so that they carry the attempts
+     * just dispatched. Every one a put needs is in (reserved above); with no put, a
+     * round of many results may leave some for the next multi-op. */
+    t->bytes -= reserved;
+    bool log_behind = false;
     for (int k = 0; k < 2; k++) {
         struct eplan *q = plans[k];
-        if (!q->plan)
-            continue;
-        if (q->chunks_new) {
-            if (q != j->cur || q->phase != 'r')
-                continue; /* the forward log is created by the start (job.c) */
-            for (size_t c = 0; c < q->n_chunks; c++)
+        for (size_t c = 0; q->plan && c < q->n_chunks; c++)
+            if (q->chunk_dirty[c]) {
+                if (t->dispatched == 0 && t->bytes > e->budget) {
+                    log_behind = true;
+                    break;
+                }
                 chunk_add(t, q, c);
-            t->created = q;
-            continue;
-        }
-        for (size_t c = 0; c < q->n_chunks; c++)
-            if (q->chunk_dirty[c])
-                chunk_add(t, q, c);
+            }
     }
-    /* Run records whose rows are in PostgreSQL. */
+    /* Run records whose rows are in PostgreSQL, once the log has their results. */
     size_t pos = 0;
     void *v;
-    while (strmap_next(j->runs, &pos, NULL, &v)) {
+    while (!log_behind && strmap_next(j->runs, &pos, NULL, &v)) {
         struct erun *run = v;
         if (!run->recorded || run->deleting || run->deleted)
             continue;
@@ -607,8 +644,10 @@ static void on_zk(const struct coord_txn_result *r, void *arg)
         memmove(o, o + 1, (t->n - r->failed_op - 1) * sizeof(*o));
         t->n--;
         zk_send(t);
-    } else if (r->failed_op == 0 || (r->failed_op > 0 && (size_t)r->failed_op < t->n &&
-                                     t->ops[r->failed_op].kind == OP_SET)) {
+    } else if (r->failed_op == 0 ||
+               (r->failed_op > 0 && (size_t)r->failed_op < t->n &&
+                (t->ops[r->failed_op].kind == OP_SET || t->ops[r->failed_op].kind == OP_CREATE))) {
+        /* A version that moved, or a chunk that someone else created. */
         j->zk_busy = false;
         engine__job_lost(j, "a version of the job's znodes moved: another owner wrote");
         etxn_free(t);
@@ -616,7 +655,7 @@ static void on_zk(const struct coord_txn_result *r, void *arg)
         log_warn(MOD, "event=job-zk-write-failed job=%s error=%s op=%d", j->id, drv_strerror(r->rc),
                  r->failed_op);
         zk_settled(t, false);
-        retry_later(j);
+        retry_later(j); /* not at once: what failed may fail again */
     }
     engine__job_unref(j);
 }
@@ -641,11 +680,9 @@ static void zk_settled(struct etxn *t, bool applied)
     if (applied) {
         j->st_ver = t->st_ver + 1;
         for (size_t i = 0; i < t->n_chunks; i++) {
-            struct eplan *p = t->chunks[i].p;
-            p->chunk_ver[t->chunks[i].k] = p->chunk_ver[t->chunks[i].k] + (p->chunks_new ? 0 : 1);
+            int32_t *ver = &t->chunks[i].p->chunk_ver[t->chunks[i].k];
+            *ver = *ver < 0 ? 0 : *ver + 1; /* created, or set */
         }
-        if (t->created)
-            t->created->chunks_new = false;
         for (size_t i = 0; i < t->n_dels; i++) {
             t->dels[i]->deleting = false;
             t->dels[i]->deleted = true;
@@ -683,7 +720,8 @@ static void zk_settled(struct etxn *t, bool applied)
         }
     }
     etxn_free(t);
-    engine__kick(j);
+    if (applied)
+        engine__kick(j); /* what waited for this multi-op */
     engine__job_idle(j);
 }
 
@@ -749,6 +787,10 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
         zk_flush(j);
     if (j->finishing && !j->final_sent && !j->pg_busy && !j->zk_busy && j->withdrawing == 0 &&
         nothing_to_write(j)) {
+        if (j->e->fault_final) {
+            log_warn(MOD, "event=fault-injected fault=crash-before-final-write job=%s", j->id);
+            _exit(70);
+        }
         j->final_sent = true;
         j->pg_busy = true;
         struct engine__pg_final *f = engine__pg_final_new(j);

@@ -239,6 +239,9 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     e->node_id = xstrdup(o->node_id);
     e->max_failures = o->max_failures ? o->max_failures : 3;
     e->max_in_flight = o->max_in_flight;
+    /* Fault injection for the tests (docs/testing.md): die where a crash is hardest to get. */
+    const char *fault = getenv("DROVER_FAULT");
+    e->fault_final = fault && strcmp(fault, "crash-before-final-write") == 0;
     e->no_rollback = o->no_rollback;
     e->budget = o->txn_budget ? o->txn_budget : TXN_BUDGET;
     e->task_timeout_ms = o->task_timeout_ms;

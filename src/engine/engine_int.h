@@ -279,7 +279,6 @@ struct eplan {
     size_t n_pg, cap_pg;
     int64_t *t_start, *t_end; /* of the current attempt, ms (0: unknown) */
     bool owns_plan;           /* the rollback plan is the job's; the forward plan is po's */
-    bool chunks_new;          /* the chunks do not exist in ZooKeeper yet */
     char sha[65];
     size_t in_flight; /* queued or running */
     size_t done;      /* succeeded or skipped */
@@ -302,6 +301,7 @@ struct engine {
     char *node_id;
     unsigned max_failures, max_in_flight;
     bool no_rollback;
+    bool fault_final;  /* test hook (DROVER_FAULT=crash-before-final-write): exit there */
     size_t budget;
     int task_timeout_ms;
     unsigned char key[32];
@@ -359,6 +359,7 @@ struct ejob {
     json_t *mnodes; /* the nodes map of plugins and macros (nodes.c) */
     struct macro_cluster *mcluster; /* mnodes sorted and indexed once, for the macros */
     struct strmap *node_index;      /* node id -> 1 + its index in the target layout */
+    uint32_t *node_confirm;         /* per target node: 1 + its confirm task's index, or 0 */
     size_t n_nchunks;               /* jobs/<id>/nodes/n<k> */
     uint8_t *nchunk_dirty;
     bool nchunks_new;   /* not created in ZooKeeper yet */
@@ -450,6 +451,8 @@ void engine__withdraw(struct ejob *j);
 void engine__nodes_init(struct ejob *j);
 /* The node's key-values changed: its entry in the map, its chunk, the map's revision. */
 void engine__nodes_touch(struct ejob *j, const char *node);
+/* Every entry again (after a resume read the task log: which nodes are confirmed). */
+void engine__nodes_refresh(struct ejob *j);
 /* The JSON of chunk k (16 nodes) of the map (new string). */
 char *engine__nodes_chunk(struct ejob *j, size_t k);
 /* Plan time: every macro of the config and the actions' fields parses and is known. */

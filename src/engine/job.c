@@ -113,6 +113,7 @@ static void job_free(struct ejob *j)
     macro_cluster_free(j->mcluster);
     json_decref(j->ssh_new);
     strmap_free(j->node_index);
+    free(j->node_confirm);
     free(j->nchunk_dirty);
     if (j->runs) {
         size_t pos = 0;
@@ -683,7 +684,6 @@ static void init_next(struct init *in)
         free(in->txns);
         free(in);
         j->st_ver = 0;
-        j->fwd.chunks_new = false;
         j->nchunks_new = false;
         j->own = EJ_ACTIVE;
         j->queue = engine__queue(j->e, j->tenant, j->cls);
@@ -791,6 +791,8 @@ static void on_chunk(int rc, const char *data, int version, void *arg)
     if (rc == 0 && j->own == EJ_LOADING &&
         engine__log_decode(data, strlen(data), first, cnt, c->p->recs + first, &err) == 0) {
         c->p->chunk_ver[c->k] = version;
+    } else if (rc == DRV_ENOENT && c->p->phase == 'r') {
+        /* A rollback chunk is created when first written: until then all its tasks wait. */
     } else if (j->own == EJ_LOADING) {
         log_error(MOD, "event=task-log-unreadable job=%s chunk=%c%zu error=%s", j->id, c->p->phase,
                   c->k, rc ? drv_strerror(rc) : err.msg);
@@ -835,13 +837,15 @@ static void read_chunks(struct ejob *j, struct eplan *p, void (*done)(struct ejo
 static void resume_active(struct ejob *j)
 {
     j->own = EJ_ACTIVE;
-    j->fwd.chunks_new = false;
-    j->rb.chunks_new = false;
     j->queue = engine__queue(j->e, j->tenant, j->cls);
     log_info(MOD, "event=job-resumed job=%s phase=%s node=%s done=%zu in_flight=%zu", j->id,
              engine_phase_name(j->st.phase), j->e->node_id, j->cur->done, j->cur->in_flight);
     engine__runs_watch(j);
-    engine__job_event(j, ENGINE_EV_PROGRESS);
+    /* The last owner decided the end but died before its final write: write it now. */
+    if (engine_phase_final(j->st.phase))
+        finish(j);
+    else
+        engine__job_event(j, ENGINE_EV_PROGRESS);
     engine__kick(j);
 }
 
@@ -869,6 +873,7 @@ static void fwd_chunks_read(struct ejob *j, int failed)
         return;
     }
     j->cur = &j->fwd;
+    engine__nodes_refresh(j); /* the confirms the log says succeeded */
     if (j->st.rb_tasks > 0 || engine_phase_rollback(j->st.phase)) {
         if (engine__job_rollback_plan(j, &err) != 0) {
             log_error(MOD, "event=job-resume-failed job=%s error=\"%s\"", j->id, err.msg);
@@ -1060,7 +1065,6 @@ static void rollback_built(struct ejob *j)
     j->st.rb_tasks = j->rb.n;
     snprintf(j->st.rb_sha, sizeof(j->st.rb_sha), "%s", j->rb.sha);
     j->cur = &j->rb;
-    j->rb.chunks_new = true; /* commit.c creates them with the first rollback write */
     log_info(MOD, "event=rollback-planned job=%s tasks=%u", j->id, j->rb.n);
     engine__pg_rollback_tasks(j);
     if (j->rb.n == 0)

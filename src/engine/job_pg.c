@@ -354,7 +354,8 @@ static int batch_writes(PGconn *conn, void *arg, struct drv_err *err)
     if (b->job_phase) {
         const char *p[] = {b->id, b->job_phase, b->job_status, b->job_error};
         rc = store_execp(conn,
-                         "UPDATE jobs SET phase = $2, status = $3, error = nullif($4, '')"
+                         "UPDATE jobs SET phase = $2, status = coalesce($3, status),"
+                         " error = nullif($4, '')"
                          " WHERE id = $1::bigint",
                          4, p, NULL, err);
     }

@@ -367,9 +367,12 @@ static int node_value(struct parser *p, const struct cnode *n, bool ip, const ch
     const char *v = ip ? node_ip(n, type) : json_string_value(json_object_get(n->j, "hostname"));
     if (!v || !*v) {
         char what[300];
-        snprintf(what, sizeof(what), "node \"%s\" has no %s%s yet", n->id,
+        snprintf(what, sizeof(what), "node \"%s\" has no %s%s", n->id,
                  ip ? "ipaddresses." : "hostname", ip ? (type[0] ? type : "bind_v4") : "");
-        return perr(p, DRV_EAGAIN, "%s", what);
+        /* A confirmed node will not learn it any more: its provider gave none. */
+        if (json_is_true(json_object_get(n->j, "confirmed")))
+            return perr(p, DRV_EINVAL, "%s (its provider's confirm returned none)", what);
+        return perr(p, DRV_EAGAIN, "%s yet", what);
     }
     list_add(l, v);
     return 0;

@@ -36,7 +36,8 @@
  * (Coopr's behaviour: catalogues name optional services), unless MACRO_STRICT
  * makes them errors. Missing node data (a node with the service but no
  * hostname or address yet) is DRV_EAGAIN: expand again once the node is
- * confirmed.
+ * confirmed; on a node whose entry says "confirmed": true it is DRV_EINVAL
+ * (its provider returned none, and waiting would not help).
  *
  * Pure: no I/O, no globals, thread-safe. Errors: 0 or a negative DRV_E* code;
  * err->msg names the JSON path of the value and the macro:

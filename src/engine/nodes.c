@@ -11,7 +11,9 @@
  *   - macros (%host.service.S%, ...: macro.h) in the cluster's config and in
  *     the actions' fields are expanded with it when a service task is
  *     dispatched, for the task's node; a macro naming a node not confirmed
- *     yet holds the task back until it is (DRV_EAGAIN);
+ *     yet holds the task back until it is (DRV_EAGAIN); an entry has
+ *     "confirmed": true once its confirm succeeded (or when the node was
+ *     there before the job), and then missing data fails the task instead;
  *   - plugins that want it (a descriptor's "wants": ["nodes"]) get it whole:
  *     it is kept in ZooKeeper as jobs/<id>/nodes/n<k>, 16 nodes a znode
  *     (invariant 7), written in the owner's multi-ops when an entry changes;
@@ -31,6 +33,19 @@
 
 #define PER_CHUNK 16
 
+/*
+ * Whether node i of the target layout is confirmed: its forward plan's confirm
+ * succeeded, or the plan has none (the node was there before the job). Then
+ * missing data is final for the macros (macro.h), not a wait.
+ */
+static bool confirmed(const struct ejob *j, size_t i)
+{
+    uint32_t k = j->node_confirm ? j->node_confirm[i] : 0;
+    if (!k)
+        return true;
+    return j->fwd.recs && k - 1 < j->fwd.n && j->fwd.recs[k - 1].state == ENGINE_TS_SUCCEEDED;
+}
+
 static json_t *entry_of(struct ejob *j, const char *id)
 {
     json_t *e = json_object();
@@ -42,6 +57,9 @@ static json_t *entry_of(struct ejob *j, const char *id)
         json_object_set(e, "ipaddresses", ip);
     json_t *svcs = json_object_get(json_object_get(j->po.nodeinfo, id), "services");
     json_object_set_new(e, "services", svcs ? json_incref(svcs) : json_array());
+    uintptr_t k = (uintptr_t)strmap_get(j->node_index, id);
+    if (k && confirmed(j, k - 1))
+        json_object_set_new(e, "confirmed", json_true());
     return e;
 }
 
@@ -52,11 +70,22 @@ void engine__nodes_init(struct ejob *j)
     strmap_free(j->node_index);
     j->node_index = strmap_new();
     const struct planner_layout *t = &j->po.in->target;
-    for (size_t i = 0; i < t->n_nodes; i++) {
-        const char *id = t->nodes[i].id;
-        json_object_set_new(j->mnodes, id, entry_of(j, id));
-        strmap_put(j->node_index, id, (void *)(uintptr_t)(i + 1));
+    for (size_t i = 0; i < t->n_nodes; i++)
+        strmap_put(j->node_index, t->nodes[i].id, (void *)(uintptr_t)(i + 1));
+    /* Each node's confirm in the forward plan, if it has one. */
+    free(j->node_confirm);
+    j->node_confirm = xcalloc(t->n_nodes + 1, sizeof(*j->node_confirm));
+    const struct planner_plan *plan = j->po.plan;
+    for (size_t i = 0; plan && i < plan->n_tasks; i++) {
+        const struct planner_task *task = &plan->tasks[i];
+        uintptr_t k = task->action == PLANNER_ACT_CONFIRM && task->node
+                          ? (uintptr_t)strmap_get(j->node_index, task->node)
+                          : 0;
+        if (k)
+            j->node_confirm[k - 1] = (uint32_t)i + 1;
     }
+    for (size_t i = 0; i < t->n_nodes; i++)
+        json_object_set_new(j->mnodes, t->nodes[i].id, entry_of(j, t->nodes[i].id));
     j->n_nchunks = (t->n_nodes + PER_CHUNK - 1) / PER_CHUNK;
     /* Sorted and indexed once for the macros: entries change in place from here on. */
     macro_cluster_free(j->mcluster);
@@ -85,6 +114,13 @@ void engine__nodes_touch(struct ejob *j, const char *node)
         j->state_dirty = true;
     }
     json_decref(now);
+}
+
+void engine__nodes_refresh(struct ejob *j)
+{
+    const struct planner_layout *t = &j->po.in->target;
+    for (size_t i = 0; i < t->n_nodes; i++)
+        engine__nodes_touch(j, t->nodes[i].id);
 }
 
 char *engine__nodes_chunk(struct ejob *j, size_t k)

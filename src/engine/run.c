@@ -62,7 +62,8 @@ int engine__plan_init(struct eplan *p, char phase, struct planner_plan *plan,
     p->pg_dirty = xcalloc(p->n + 1, 1);
     p->t_start = xcalloc(p->n + 1, sizeof(int64_t));
     p->t_end = xcalloc(p->n + 1, sizeof(int64_t));
-    p->chunks_new = true;
+    for (size_t k = 0; k < p->n_chunks; k++)
+        p->chunk_ver[k] = -1; /* not in ZooKeeper yet */
     /* Anchors never run: they are skipped, for people; the planner's bookkeeping
      * passes through them as their dependencies succeed. */
     for (uint32_t i = 0; i < p->n; i++)
@@ -249,6 +250,8 @@ static void task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engin
         j->e->stats.results++;
         if (r)
             merge_props(j, t->node, r->result);
+        if (t->action == PLANNER_ACT_CONFIRM && p->phase == 'f' && t->node)
+            engine__nodes_touch(j, t->node); /* confirmed: missing data is final now */
     }
     if (o.actions & ENGINE_TACT_EXEC_FAIL) {
         planner_exec_done(p->x, idx, 0, &err);

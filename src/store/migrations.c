@@ -128,7 +128,21 @@ static const struct migration migrations[] = {
      "  ADD COLUMN hardwaretype text, ADD COLUMN imagetype text;"
      "CREATE INDEX clusters_tenant ON clusters (tenant_id, id) WHERE deleted_at IS NULL;"
      "CREATE INDEX jobs_tenant ON jobs (tenant_id, id);"},
-    {3, "engine: job ownership and fencing, pinned inputs, task phases, attempts",
+    {3, "api hardening: token labels, deleted users and tenants",
+     /* A token's label, for listing one's tokens (expires_at exists since version 1). */
+     "ALTER TABLE api_tokens ADD COLUMN label text NOT NULL DEFAULT '';"
+     /* Users and tenants are deleted by marking them: history and audit keep their names,
+        and a live name may be used again. */
+     "ALTER TABLE users ADD COLUMN deleted_at timestamptz;"
+     "ALTER TABLE tenants ADD COLUMN deleted_at timestamptz;"
+     "ALTER TABLE users DROP CONSTRAINT users_tenant_id_name_key;"
+     "CREATE UNIQUE INDEX users_live_name ON users (tenant_id, name) WHERE deleted_at IS NULL;"
+     "DROP INDEX users_global_name;"
+     "CREATE UNIQUE INDEX users_global_name ON users (name)"
+     "  WHERE tenant_id IS NULL AND deleted_at IS NULL;"
+     "ALTER TABLE tenants DROP CONSTRAINT tenants_name_key;"
+     "CREATE UNIQUE INDEX tenants_live_name ON tenants (name) WHERE deleted_at IS NULL;"},
+    {4, "engine: job ownership and fencing, pinned inputs, task phases, attempts",
      /* The owner's fencing token: a write carrying a lower one changes nothing. */
      "ALTER TABLE jobs ADD COLUMN owner text,"
      "  ADD COLUMN owner_token bigint NOT NULL DEFAULT 0,"

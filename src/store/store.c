@@ -5,7 +5,10 @@
  * threads take requests, run them with their own connection and post the
  * completion to the loop through a loopq. A thread (re)connects lazily:
  * before running work it checks its connection, and after work that failed
- * it drops a connection that PQstatus() reports bad.
+ * it drops a connection that PQstatus() reports bad. A broken connection
+ * also bumps `broken_gen`: every thread then replaces a connection made
+ * before that before its next work, so that once the server is back (after
+ * a restart, say) no request fails on an idle thread's stale connection.
  *
  * Shutdown: store_free sets `stopping`, wakes every thread and joins them;
  * requests still queued are freed without their callbacks.
@@ -42,6 +45,7 @@ struct store {
     struct request *head, *tail;
     int stopping;
     int quiesced; /* store_quiesce ran */
+    unsigned broken_gen; /* bumped when a connection is found broken (under mu) */
     /* Loop-thread state. */
     int healthy;
     int ping_outstanding;
@@ -137,6 +141,7 @@ static void *pool_main(void *arg)
 {
     struct store *s = arg;
     PGconn *conn = NULL;
+    unsigned conn_gen = 0; /* broken_gen when conn was made */
     for (;;) {
         pthread_mutex_lock(&s->mu);
         while (!s->head && !s->stopping)
@@ -149,15 +154,18 @@ static void *pool_main(void *arg)
         s->head = r->next;
         if (!s->head)
             s->tail = NULL;
+        unsigned gen = s->broken_gen;
         pthread_mutex_unlock(&s->mu);
 
         drv_err_clear(&r->err);
-        if (conn && PQstatus(conn) != CONNECTION_OK) {
+        if (conn && (PQstatus(conn) != CONNECTION_OK || conn_gen != gen)) {
             PQfinish(conn);
             conn = NULL;
         }
-        if (!conn)
+        if (!conn) {
             conn = store_connect(s->conninfo, &r->err);
+            conn_gen = gen;
+        }
         if (!conn) {
             r->rc = DRV_EAGAIN;
         } else {
@@ -167,6 +175,9 @@ static void *pool_main(void *arg)
                 conn = NULL;
                 if (r->rc == DRV_EPG)
                     r->rc = r->err.code = DRV_EAGAIN;
+                pthread_mutex_lock(&s->mu);
+                s->broken_gen++; /* the others' connections are suspect too */
+                pthread_mutex_unlock(&s->mu);
             }
         }
         loopq_post(s->loopq, complete, r);

@@ -122,11 +122,18 @@ void store_rollback(PGconn *conn);
 /* ---- tenants, users, tokens, audit (store_auth.c) ---- */
 
 /* The token row by its public id: user_id, role, tenant_id (null for a
- * superadmin), user, tenant, salt and hash (hex). DRV_ENOENT when unknown,
- * revoked or expired. */
+ * superadmin), user, tenant, salt and hash (hex), expires_ms (Unix time in ms,
+ * 0 for none). DRV_ENOENT when unknown, revoked, expired, or its user or
+ * tenant is deleted. */
 int store_token_lookup(PGconn *conn, const char *token_id, json_t **row, struct drv_err *err);
+/* A new token row; expires_s: seconds from now (decimal text), NULL for never. *row:
+   {id, label, created_at, expires_at}. */
 int store_token_insert(PGconn *conn, const char *token_id, const char *user_id,
-                       const char *salt_hex, const char *hash_hex, struct drv_err *err);
+                       const char *salt_hex, const char *hash_hex, const char *expires_s,
+                       const char *label, json_t **row, struct drv_err *err);
+/* A user's live tokens (not revoked, not expired), oldest first: [{id, label, created_at,
+   expires_at}]. */
+int store_token_list(PGconn *conn, const char *user_id, json_t **items, struct drv_err *err);
 /*
  * Revoke a token by its public id. Only a token of user_id (when not NULL) or
  * of a user of tenant_id (when not NULL) is found: DRV_ENOENT otherwise.
@@ -141,10 +148,27 @@ int store_superadmin_exists(PGconn *conn, int *exists, struct drv_err *err);
 /* tenant_id NULL for a superadmin. *user_id receives the new id (text, 24 bytes). */
 int store_user_insert(PGconn *conn, const char *tenant_id, const char *name, const char *role,
                       char user_id[24], struct drv_err *err);
+/* A tenant's live users, by name. */
 int store_user_list(PGconn *conn, const char *tenant_id, json_t **items, struct drv_err *err);
+/* A live user's id by tenant and name (24 bytes), DRV_ENOENT when absent. */
+int store_user_id(PGconn *conn, const char *tenant_id, const char *name, char user_id[24],
+                  struct drv_err *err);
+/* Mark a live user of the tenant deleted and revoke its tokens (inside the caller's
+   transaction); *user_id receives its id. DRV_ENOENT when absent. Its clusters and jobs
+   are left as they are. */
+int store_user_delete(PGconn *conn, const char *tenant_id, const char *name, char user_id[24],
+                      struct drv_err *err);
+/* Share-lock the tenant row while it is live (in a transaction that adds to the tenant):
+   DRV_ECONFLICT when it has been deleted. store_tenant_delete waits for it. */
+int store_tenant_lock_live(PGconn *conn, const char *tenant_id, struct drv_err *err);
+/* Mark a live tenant deleted with its users (tokens revoked) and entities, under the
+   tenant row's lock (inside the caller's transaction); *tenant_id receives its id.
+   DRV_ENOENT when absent; DRV_ECONFLICT while it has live clusters (deleted_at unset). */
+int store_tenant_delete(PGconn *conn, const char *name, char tenant_id[24], struct drv_err *err);
 int store_tenant_insert(PGconn *conn, const char *name, json_t **row, struct drv_err *err);
+/* Live tenants, by name. */
 int store_tenant_list(PGconn *conn, json_t **items, struct drv_err *err);
-/* The tenant's id by name (text, 24 bytes), DRV_ENOENT when absent. */
+/* A live tenant's id by name (text, 24 bytes), DRV_ENOENT when absent. */
 int store_tenant_id(PGconn *conn, const char *name, char id[24], struct drv_err *err);
 /* Append to the audit log; detail is JSON text (NULL: {}). Any id may be NULL. */
 int store_audit(PGconn *conn, const char *tenant_id, const char *user_id, const char *actor,
@@ -167,6 +191,11 @@ int store_entity_all(PGconn *conn, const char *tenant_id, json_t **items, struct
 /* {name, version, body}, DRV_ENOENT when absent or deleted. */
 int store_entity_get(PGconn *conn, const char *tenant_id, const char *kind, const char *name,
                      json_t **row, struct drv_err *err);
+/* One version (decimal text) of an entity: {name, version, body}; DRV_ENOENT when there is
+   no such version or the entity is deleted. */
+int store_entity_get_version(PGconn *conn, const char *tenant_id, const char *kind,
+                             const char *name, const char *version, json_t **row,
+                             struct drv_err *err);
 /* Write body (JSON text) as the entity's next version; *version receives it. */
 int store_entity_put(PGconn *conn, const char *tenant_id, const char *kind, const char *name,
                      const char *body, enum store_put_mode mode, int *version, struct drv_err *err);
@@ -201,6 +230,10 @@ int store_job_insert(PGconn *conn, const char *tenant_id, const char *cluster_id
 /* The job with its tasks and progress; owner_id as for clusters. */
 int store_job_get(PGconn *conn, const char *tenant_id, const char *owner_id, const char *job_id,
                   json_t **row, struct drv_err *err);
+/* The same without "tasks" (progress counted by PostgreSQL): O(1) to send whatever the
+ * job's size. */
+int store_job_get_summary(PGconn *conn, const char *tenant_id, const char *owner_id,
+                          const char *job_id, json_t **row, struct drv_err *err);
 /* cluster_id NULL: every visible job. Newest first, at most 500. */
 int store_job_list(PGconn *conn, const char *tenant_id, const char *owner_id,
                    const char *cluster_id, json_t **items, struct drv_err *err);

@@ -20,7 +20,8 @@
 #define CLUSTER_COLS                                                                               \
     "c.id::text AS id, c.name, c.template_name AS template, c.template_version,"                   \
     " c.provider, c.hardwaretype, c.imagetype, c.size, c.services, c.status, c.config,"            \
-    " c.layout, u.name AS owner, c.created_at, c.updated_at"
+    " c.layout, u.name AS owner, u.deleted_at IS NOT NULL AS owner_deleted, c.created_at,"         \
+    " c.updated_at"
 
 #define JOB_COLS                                                                                   \
     "j.id::text AS id, j.cluster_id::text AS cluster, j.operation, j.status, j.request,"           \
@@ -135,7 +136,8 @@ int store_cluster_open_job(PGconn *conn, const char *cluster_id, json_t **row, s
     return store_query_row(conn,
                            "SELECT id::text AS id, operation, status FROM jobs"
                            " WHERE cluster_id = $1::bigint"
-                           " AND status IN ('pending', 'running', 'paused') LIMIT 1",
+                           " AND status IN ('pending', 'running', 'paused', 'rolling-back')"
+                           " LIMIT 1",
                            1, p, row, err);
 }
 
@@ -158,8 +160,8 @@ int store_job_insert(PGconn *conn, const char *tenant_id, const char *cluster_id
     return store_job_get(conn, tenant_id, NULL, id, row, err);
 }
 
-int store_job_get(PGconn *conn, const char *tenant_id, const char *owner_id, const char *job_id,
-                  json_t **row, struct drv_err *err)
+static int job_row(PGconn *conn, const char *tenant_id, const char *owner_id, const char *job_id,
+                   json_t **row, struct drv_err *err)
 {
     *row = NULL;
     if (bad_id(job_id))
@@ -172,8 +174,56 @@ int store_job_get(PGconn *conn, const char *tenant_id, const char *owner_id, con
                              " WHERE j.tenant_id = $1::bigint AND j.id = $3::bigint"
                              " AND ($2::bigint IS NULL OR c.owner_id = $2::bigint)",
                              3, p, row, err);
-    if (rc == DRV_ENOENT)
-        return not_found(err, "job", job_id);
+    return rc == DRV_ENOENT ? not_found(err, "job", job_id) : rc;
+}
+
+static void set_progress(json_t *row, const size_t done[2], const size_t total[2])
+{
+    json_object_set_new(
+        row, "progress",
+        json_pack("{s:I, s:I}", "done", (json_int_t)done[0], "total", (json_int_t)total[0]));
+    if (total[1])
+        json_object_set_new(
+            row, "rollback_progress",
+            json_pack("{s:I, s:I}", "done", (json_int_t)done[1], "total", (json_int_t)total[1]));
+}
+
+int store_job_get_summary(PGconn *conn, const char *tenant_id, const char *owner_id,
+                          const char *job_id, json_t **row, struct drv_err *err)
+{
+    int rc = job_row(conn, tenant_id, owner_id, job_id, row, err);
+    if (rc)
+        return rc;
+    json_t *counts;
+    const char *q[] = {job_id};
+    rc = store_query_json(conn,
+                          "SELECT phase, count(*) AS total,"
+                          " count(*) FILTER (WHERE status IN ('succeeded', 'skipped')) AS done"
+                          " FROM tasks WHERE job_id = $1::bigint GROUP BY phase",
+                          1, q, &counts, err);
+    if (rc) {
+        json_decref(*row);
+        *row = NULL;
+        return rc;
+    }
+    size_t done[2] = {0, 0}, total[2] = {0, 0}, i;
+    json_t *c;
+    json_array_foreach(counts, i, c)
+    {
+        const char *ph = json_string_value(json_object_get(c, "phase"));
+        int k = ph && strcmp(ph, "r") == 0;
+        total[k] = (size_t)json_integer_value(json_object_get(c, "total"));
+        done[k] = (size_t)json_integer_value(json_object_get(c, "done"));
+    }
+    json_decref(counts);
+    set_progress(*row, done, total);
+    return 0;
+}
+
+int store_job_get(PGconn *conn, const char *tenant_id, const char *owner_id, const char *job_id,
+                  json_t **row, struct drv_err *err)
+{
+    int rc = job_row(conn, tenant_id, owner_id, job_id, row, err);
     if (rc)
         return rc;
     json_t *tasks;
@@ -200,13 +250,7 @@ int store_job_get(PGconn *conn, const char *tenant_id, const char *owner_id, con
         if (st && (strcmp(st, "succeeded") == 0 || strcmp(st, "skipped") == 0))
             done[k]++;
     }
-    json_object_set_new(
-        *row, "progress",
-        json_pack("{s:I, s:I}", "done", (json_int_t)done[0], "total", (json_int_t)total[0]));
-    if (total[1])
-        json_object_set_new(
-            *row, "rollback_progress",
-            json_pack("{s:I, s:I}", "done", (json_int_t)done[1], "total", (json_int_t)total[1]));
+    set_progress(*row, done, total);
     json_object_set_new(*row, "tasks", tasks);
     return 0;
 }
@@ -255,10 +299,10 @@ int store_job_control(PGconn *conn, const char *tenant_id, const char *owner_id,
     snprintf(control, sizeof(control), "%s", ctl ? ctl : "");
     json_decref(cur);
     bool open = strcmp(status, "pending") == 0 || strcmp(status, "running") == 0 ||
-                strcmp(status, "paused") == 0;
+                strcmp(status, "paused") == 0 || strcmp(status, "rolling-back") == 0;
     bool ok;
-    if (strcmp(want, "cancel") == 0)
-        ok = open && strcmp(control, "cancel") != 0;
+    if (strcmp(want, "cancel") == 0) /* a rollback runs to its end */
+        ok = open && strcmp(status, "rolling-back") != 0 && strcmp(control, "cancel") != 0;
     else if (strcmp(want, "pause") == 0)
         ok = (strcmp(status, "pending") == 0 || strcmp(status, "running") == 0) &&
              strcmp(control, "cancel") != 0;
@@ -272,7 +316,7 @@ int store_job_control(PGconn *conn, const char *tenant_id, const char *owner_id,
     rc = store_execp(conn, "UPDATE jobs SET control = $2 WHERE id = $1::bigint", 2, q, NULL, err);
     if (rc)
         return rc;
-    return store_job_get(conn, tenant_id, owner_id, job_id, row, err);
+    return store_job_get_summary(conn, tenant_id, owner_id, job_id, row, err);
 }
 
 int store_job_open_ids(PGconn *conn, const char *tenant_id, json_t **ids, struct drv_err *err)
@@ -282,6 +326,7 @@ int store_job_open_ids(PGconn *conn, const char *tenant_id, json_t **ids, struct
         conn,
         "SELECT id::text AS id, operation, status FROM jobs"
         " WHERE ($1::bigint IS NULL OR tenant_id = $1::bigint)"
-        " AND status IN ('pending', 'running', 'paused') ORDER BY jobs.id LIMIT 1000",
+        " AND status IN ('pending', 'running', 'paused', 'rolling-back')"
+        " ORDER BY jobs.id LIMIT 1000",
         1, p, ids, err);
 }

@@ -51,6 +51,21 @@ int store_entity_get(PGconn *conn, const char *tenant_id, const char *kind, cons
     return rc;
 }
 
+int store_entity_get_version(PGconn *conn, const char *tenant_id, const char *kind,
+                             const char *name, const char *version, json_t **row,
+                             struct drv_err *err)
+{
+    const char *p[] = {tenant_id, kind, name, version};
+    int rc = store_query_row(conn,
+                             "SELECT name, version, body FROM entities"
+                             " WHERE tenant_id = $1::bigint AND kind = $2 AND name = $3"
+                             " AND version = $4::integer AND deleted_at IS NULL",
+                             4, p, row, err);
+    if (rc == DRV_ENOENT)
+        drv_err_set(err, DRV_ENOENT, 0, "no version %s of %s \"%s\"", version, kind, name);
+    return rc;
+}
+
 static int lock_name(PGconn *conn, const char *tenant_id, const char *kind, const char *name,
                      struct drv_err *err)
 {

@@ -44,6 +44,7 @@
 #include "coord.h"
 #include "log.h"
 #include "seal.h"
+#include "strmap.h"
 #include "taskmsg.h"
 #include "worker.h"
 #include "worker_int.h"
@@ -52,7 +53,7 @@
 #define MOD "worker"
 #define TAKE_WAIT_MS 1000
 #define RETRY_MS 200
-#define AVOID_HOLD_MS 1000
+#define AVOID_MS 5000 /* how long a retry that avoids this worker is left to the others */
 #define CTX_IDLE_MS 60000
 
 extern char **environ;
@@ -112,6 +113,8 @@ struct worker {
     struct wctx *ctxs;
     struct coord_group *peers;
     size_t n_peers; /* other live workers of this tenant sharing a class */
+    struct strmap *avoided; /* task key -> int64_t * until when this worker passes it over */
+    struct event *avoid_ev; /* the next expiry: look at the queues again */
     char **env;     /* the plugins' base environment */
     size_t n_env;
     bool stopping, freed;
@@ -419,9 +422,19 @@ static void run_plugin(struct wtask *t, const json_t *ctx)
     t->timeout_ms = tmo > 0 && tmo < INT32_MAX ? (int)tmo : (int)t->plugin->timeout_ms;
     t->st = WT_RUNNING;
     if (t->plugin->builtin) {
-        /* builtin:noop: an outcome without a process, on the next turn of the loop. */
-        struct worker__proc_result r = {.exited = true,
-                                        .out = "{\"status\":\"ok\",\"message\":\"noop\"}"};
+        /* builtin:noop: an outcome without a process, on the next turn of the loop. A
+         * provider's confirm returns a name and a documentation address (RFC 5737), so that
+         * macros naming the node resolve; nothing ever connects to it. */
+        const char *node = json_string_value(json_object_get(t->item, "node"));
+        char out[512];
+        if (worker__is_provider_task(name) && name && strcmp(name, "confirm") == 0 && node)
+            snprintf(out, sizeof(out),
+                     "{\"status\":\"ok\",\"message\":\"noop\",\"result\":{\"hostname\":"
+                     "\"%.200s.noop\",\"ipaddresses\":{\"access_v4\":\"192.0.2.1\",\"bind_v4\":\"192.0.2.1\"}}}",
+                     node);
+        else
+            snprintf(out, sizeof(out), "{\"status\":\"ok\",\"message\":\"noop\"}");
+        struct worker__proc_result r = {.exited = true, .out = out};
         r.out_len = strlen(r.out);
         r.start_ms = r.end_ms = now_ms();
         r.err_tail = "";
@@ -803,14 +816,54 @@ static void record_send(struct wtask *t)
     coord_queue_txn_commit(t->wq->q, t->item_id, txn, on_recorded, t);
 }
 
-static void avoid_release(evutil_socket_t fd, short what, void *arg)
+/*
+ * Avoidance: a retry after a failure here carries "avoid": this worker. It
+ * gives the item back at once and passes it over for AVOID_MS (the queues'
+ * skip filter), so that another worker takes it; after that, if nobody did,
+ * it runs it itself.
+ */
+static bool avoid_skip_cb(const char *key, void *arg)
 {
-    struct wtask *t = arg;
-    if (!t->lost && !t->w->freed)
-        hand_back(t);
-    else
-        task_finish(t);
-    task_unref(t);
+    struct worker *w = arg;
+    int64_t *until = strmap_get(w->avoided, key);
+    return until && *until > now_ms();
+}
+
+static void avoid_expire_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    int64_t now = now_ms(), next = 0;
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (strmap_next(w->avoided, &pos, &k, &v)) {
+        int64_t until = *(int64_t *)v;
+        if (until <= now) {
+            free(strmap_del(w->avoided, k)); /* allowed during the iteration */
+        } else if (!next || until < next) {
+            next = until;
+        }
+    }
+    for (size_t i = 0; i < w->n_queues; i++)
+        coord_queue_rescan(w->queues[i].q);
+    if (next) {
+        struct timeval tv = {(next - now) / 1000, ((next - now) % 1000) * 1000};
+        event_add(w->avoid_ev, &tv);
+    }
+}
+
+static void avoid_add(struct worker *w, const char *key)
+{
+    int64_t *until = strmap_get(w->avoided, key);
+    if (!until) {
+        until = xmalloc(sizeof(*until));
+        strmap_put(w->avoided, key, until);
+    }
+    *until = now_ms() + AVOID_MS;
+    if (!evtimer_pending(w->avoid_ev, NULL)) {
+        struct timeval tv = {AVOID_MS / 1000, (AVOID_MS % 1000) * 1000 + 1000};
+        event_add(w->avoid_ev, &tv);
+    }
 }
 
 static void start_task(struct wqueue *wq, struct coord_queue_item *it)
@@ -842,10 +895,11 @@ static void start_task(struct wqueue *wq, struct coord_queue_item *it)
     snprintf(t->job, sizeof(t->job), "%s", json_string_value(json_object_get(t->item, "job")));
     taskmsg_key(t->key, sizeof(t->key), t->job, ph[0], idx, att);
     const char *avoid = json_string_value(json_object_get(t->item, "avoid"));
-    if (avoid && strcmp(avoid, w->id) == 0 && w->n_peers > 0) {
+    if (avoid && strcmp(avoid, w->id) == 0 && w->n_peers > 0 && !strmap_get(w->avoided, t->key)) {
         /* A retry after a failure here: leave it to another worker for a while. */
         log_info(MOD, "event=task-avoided worker=%s task=%s", w->id, t->key);
-        later(t, avoid_release, AVOID_HOLD_MS);
+        avoid_add(w, t->key);
+        hand_back(t);
         return;
     }
     char name[200];
@@ -974,11 +1028,16 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
     for (size_t i = 0; i < w->n_queues; i++) {
         struct wqueue *wq = &w->queues[i];
         wq->path = xasprintf("/drover/queues/%s/%s", w->tenant, wq->cls);
-        struct coord_queue_opts qo = {
-            .consumer_id = w->id, .on_lost = on_claim_lost, .lost_arg = w};
+        struct coord_queue_opts qo = {.consumer_id = w->id,
+                                      .on_lost = on_claim_lost,
+                                      .lost_arg = w,
+                                      .skip = avoid_skip_cb,
+                                      .skip_arg = w};
         wq->q = coord_queue_open(zk, wq->path, &qo, NULL, NULL);
     }
     w->pump_ev = event_new(base, -1, 0, pump_now, w);
+    w->avoided = strmap_new();
+    w->avoid_ev = evtimer_new(base, avoid_expire_cb, w);
     w->gc_ev = event_new(base, -1, EV_PERSIST, ctx_gc, w);
     struct timeval tv = {10, 0};
     event_add(w->gc_ev, &tv);
@@ -1067,6 +1126,12 @@ void worker_free(struct worker *w)
         event_free(w->grace_ev);
     event_free(w->pump_ev);
     event_free(w->gc_ev);
+    event_free(w->avoid_ev);
+    size_t pos = 0;
+    void *v;
+    while (strmap_next(w->avoided, &pos, NULL, &v))
+        free(v);
+    strmap_free(w->avoided);
     worker__plugins_free(w->plugins);
     env_free(w->env);
     explicit_bzero(w->key, sizeof(w->key));

@@ -11,10 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/http.h>
-
 #include "api.h"
 #include "api_int.h"
+#include "http.h"
 #include "xalloc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -40,8 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(plain);
     free(again);
 
-    static const int methods[] = {EVHTTP_REQ_GET, EVHTTP_REQ_POST, EVHTTP_REQ_PUT,
-                                  EVHTTP_REQ_DELETE, EVHTTP_REQ_HEAD};
+    static const int methods[] = {API_M_GET, API_M_POST, API_M_PUT, API_M_DELETE, API_M_HEAD};
     struct call c;
     memset(&c, 0, sizeof(c));
     c.method = methods[data[0] % 5];
@@ -52,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
          t = strtok_r(NULL, "/", &save))
         c.seg[c.nseg++] = t;
     if (api__route(&c) != 0 && c.status != 404 && c.status != 405)
-        abort(); /* a refused route is 404 or 405 */
+        abort(); /* a refused route (of a known method) is 404 or 405 */
     free(c.path);
     free(c.segbuf);
 

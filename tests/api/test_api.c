@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/http.h>
-
 #include "api.h"
 #include "api_int.h"
+#include "handlers.h"
+#include "http.h"
 #include "xalloc.h"
 
 static const char good[] =
@@ -111,20 +111,94 @@ static void test_redact(void **state)
     json_decref(j);
 }
 
-/* Route a method and path as on_request would. */
+static void test_seal_any_value(void **state)
+{
+    unsigned char key[32] = {9};
+    const char *cases[] = {
+        "\"text\"", "42", "3.5", "true", "[1,\"a\",{\"b\":null}]", "{\"user\":\"u\",\"pw\":[1,2]}",
+        "\"\""};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *v = json_loads(cases[i], JSON_DECODE_ANY, NULL);
+        json_t *sealed = api_secret_seal(key, v);
+        const char *t = json_string_value(sealed);
+        assert_non_null(t);
+        assert_true(strncmp(t, json_is_string(v) ? "enc:v1:" : "enc:j1:", 7) == 0);
+        json_t *back = NULL;
+        struct drv_err err;
+        assert_int_equal(api_secret_open(key, t, &back, &err), 0);
+        assert_true(json_equal(v, back));
+        json_decref(back);
+        json_decref(sealed);
+        json_decref(v);
+    }
+    json_t *back = NULL;
+    struct drv_err err;
+    assert_int_not_equal(api_secret_open(key, "enc:j1:AAAA", &back, &err), 0);
+    assert_int_not_equal(api_secret_open(key, "plain", &back, &err), 0);
+    assert_null(back);
+}
+
+/* api__seal on a call with a key: every sensitive value at any depth, any type. */
+static void test_seal_tree(void **state)
+{
+    unsigned char key[32] = {3};
+    struct call c;
+    memset(&c, 0, sizeof(c));
+    c.key = key;
+    json_t *j = json_loads("{\"db\": {\"root_password\": {\"a\": 1}, \"port\": 5},"
+                           " \"list\": [{\"api_key\": 7}], \"auth\": {\"pin\": 1234},"
+                           " \"TOKEN\": [1, 2], \"empty_secret\": \"\"}",
+                           0, NULL);
+    json_t *marked = json_loads("[\"auth.pin\"]", 0, NULL);
+    assert_int_equal(api__seal(&c, j, NULL, marked, "config"), 0);
+    const char *sealed[] = {"/db/root_password", "/list/0/api_key", "/auth/pin", "/TOKEN"};
+    json_t *at[] = {json_object_get(json_object_get(j, "db"), "root_password"),
+                    json_object_get(json_array_get(json_object_get(j, "list"), 0), "api_key"),
+                    json_object_get(json_object_get(j, "auth"), "pin"),
+                    json_object_get(j, "TOKEN")};
+    for (int i = 0; i < 4; i++) {
+        if (!json_is_string(at[i]) || strncmp(json_string_value(at[i]), "enc:j1:", 7) != 0)
+            fail_msg("%s not sealed", sealed[i]);
+    }
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "db"), "port")), 5);
+    assert_string_equal(json_string_value(json_object_get(j, "empty_secret")), "");
+    /* "********" keeps the stored value; with none stored it is refused. */
+    json_t *again = json_loads("{\"db\": {\"root_password\": \"********\"}}", 0, NULL);
+    assert_int_equal(api__seal(&c, again, j, NULL, "config"), 0);
+    assert_true(json_equal(json_object_get(json_object_get(again, "db"), "root_password"), at[0]));
+    json_decref(again);
+    again = json_loads("{\"password\": \"********\"}", 0, NULL);
+    assert_int_not_equal(api__seal(&c, again, NULL, NULL, "config"), 0);
+    assert_int_equal(c.status, 400);
+    assert_string_equal(c.field, "config.password");
+    json_decref(again);
+    /* Without a key a sensitive value is refused. */
+    memset(&c, 0, sizeof(c));
+    json_t *nokey = json_loads("{\"x\": {\"secret\": 1}}", 0, NULL);
+    assert_int_not_equal(api__seal(&c, nokey, NULL, NULL, "config"), 0);
+    assert_int_equal(c.status, 422);
+    assert_string_equal(c.code, "no-secrets-key");
+    json_decref(nokey);
+    /* Redaction hides both forms. */
+    api_redact(j);
+    char *text = json_dumps(j, JSON_COMPACT);
+    assert_null(strstr(text, "enc:"));
+    free(text);
+    json_decref(j);
+    json_decref(marked);
+}
+
+/* Route a method and path as the server does. */
 static int route(int method, const char *path, int *status)
 {
     struct call c;
     memset(&c, 0, sizeof(c));
     c.method = method;
     c.path = xstrdup(path);
-    c.segbuf = xstrdup(path);
-    char *save = NULL;
-    for (char *t = strtok_r(c.segbuf, "/", &save); t && c.nseg < CALL_MAX_SEGS;
-         t = strtok_r(NULL, "/", &save))
-        c.seg[c.nseg++] = t;
-    int rc = api__route(&c);
-    *status = c.status;
+    char why[160];
+    int st = api__http_split_path(path, &c.segbuf, c.seg, CALL_MAX_SEGS, &c.nseg, why);
+    int rc = st ? -1 : api__route(&c);
+    *status = st ? st : c.status;
     free(c.path);
     free(c.segbuf);
     return rc;
@@ -133,21 +207,29 @@ static int route(int method, const char *path, int *status)
 static void test_routes(void **state)
 {
     int st;
-    assert_int_equal(route(EVHTTP_REQ_GET, "/v1/providers", &st), 0);
-    assert_int_equal(route(EVHTTP_REQ_GET, "/v1/clustertemplates/lamp", &st), 0);
-    assert_int_equal(route(EVHTTP_REQ_PUT, "/v1/services/x", &st), 0);
-    assert_int_equal(route(EVHTTP_REQ_POST, "/v1/clusters/12/expand", &st), 0);
-    assert_int_equal(route(EVHTTP_REQ_DELETE, "/v1/clusters/12", &st), 0);
-    assert_int_equal(route(EVHTTP_REQ_GET, "/v1/jobs/3/plan", &st), 0);
-    assert_int_equal(route(EVHTTP_REQ_HEAD, "/v1/whoami", &st), 0);
-    assert_int_not_equal(route(EVHTTP_REQ_GET, "/v1/gizmos", &st), 0);
+    assert_int_equal(route(API_M_GET, "/v1/providers", &st), 0);
+    assert_int_equal(route(API_M_GET, "/v1/clustertemplates/lamp", &st), 0);
+    assert_int_equal(route(API_M_PUT, "/v1/services/x", &st), 0);
+    assert_int_equal(route(API_M_POST, "/v1/clusters/12/expand", &st), 0);
+    assert_int_equal(route(API_M_DELETE, "/v1/clusters/12", &st), 0);
+    assert_int_equal(route(API_M_GET, "/v1/jobs/3/plan", &st), 0);
+    assert_int_equal(route(API_M_HEAD, "/v1/whoami", &st), 0);
+    assert_int_not_equal(route(API_M_GET, "/v1/gizmos", &st), 0);
     assert_int_equal(st, 404);
-    assert_int_not_equal(route(EVHTTP_REQ_GET, "/v1/providers/a/b", &st), 0);
+    assert_int_not_equal(route(API_M_GET, "/v1/providers/a/b", &st), 0);
     assert_int_equal(st, 404);
-    assert_int_not_equal(route(EVHTTP_REQ_PUT, "/v1/providers", &st), 0);
+    assert_int_not_equal(route(API_M_PUT, "/v1/providers", &st), 0);
     assert_int_equal(st, 405);
-    assert_int_not_equal(route(EVHTTP_REQ_DELETE, "/v1/import", &st), 0);
+    assert_int_not_equal(route(API_M_DELETE, "/v1/import", &st), 0);
     assert_int_equal(st, 405);
+    assert_int_not_equal(route(API_M_OTHER, "/v1/providers", &st), 0); /* PATCH */
+    assert_int_equal(st, 405);
+    assert_int_not_equal(route(API_M_UNKNOWN, "/v1/providers", &st), 0);
+    assert_int_equal(st, 501);
+    assert_int_not_equal(route(API_M_GET, "/v1/hardwaretypes/a%2Fb", &st), 0);
+    assert_int_equal(st, 400);
+    assert_int_not_equal(route(API_M_GET, "/v1%2Fhardwaretypes", &st), 0);
+    assert_int_equal(st, 400);
 }
 
 int main(void)
@@ -156,6 +238,7 @@ int main(void)
         cmocka_unit_test(test_token_parse),     cmocka_unit_test(test_token_hash),
         cmocka_unit_test(test_sensitive_names), cmocka_unit_test(test_seal_roundtrip),
         cmocka_unit_test(test_redact),          cmocka_unit_test(test_routes),
+        cmocka_unit_test(test_seal_any_value),  cmocka_unit_test(test_seal_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -77,6 +77,8 @@ static void test_bad_files(void **state)
         {"zookeeper.hosts = a\nhttp.listen = h:99999\n", "t.conf:2: key \"http.listen\""},
         {"zookeeper.hosts = a\n\nzookeeper.session_timeout = 90s\n",
          "t.conf:3: key \"zookeeper.session_timeout\": duration 90s out of range 1000..60000"},
+        {"zookeeper.hosts = a\nzookeeper.session_timeout = 1d\n", /* days parse */
+         "t.conf:2: key \"zookeeper.session_timeout\": duration 1d out of range 1000..60000"},
         {"zookeeper.hosts = a\nzookeeper.session_timeout = soon\n",
          "t.conf:2: key \"zookeeper.session_timeout\": expected a duration"},
         {"zookeeper.hosts = a\nlog.level = loud\n",

@@ -184,6 +184,11 @@ static void test_missing_data(void **state)
     struct drv_err err;
     assert_int_equal(macro_expand_string("%host.service.zk%", &c, 0, NULL, &err), DRV_EAGAIN);
     assert_non_null(strstr(err.msg, "has no hostname yet"));
+    /* Once the node is confirmed, missing data is final: an error, not a wait. */
+    json_object_set_new(json_object_get(fresh, "node-1"), "confirmed", json_true());
+    assert_int_equal(macro_expand_string("%host.service.zk%", &c, 0, NULL, &err), DRV_EINVAL);
+    assert_non_null(strstr(err.msg, "node \"node-1\" has no hostname (its provider's confirm"));
+    json_object_del(json_object_get(fresh, "node-1"), "confirmed");
     /* At plan time the same macros check out. */
     char *out = NULL;
     assert_int_equal(macro_expand_string("%join(map(host.service.zk,'$:1'),',')% "

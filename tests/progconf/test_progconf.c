@@ -26,6 +26,11 @@ static void test_example_droverd_conf(void **state)
     assert_int_equal(c.common.zk_session_ms, 10000);
     assert_int_equal(c.http_max_body, 4 << 20);
     assert_int_equal(c.pg_pool_size, 4);
+    assert_int_equal(c.http_header_timeout_ms, 10000);
+    assert_int_equal(c.http_max_per_source, 256);
+    assert_int_equal(c.token_ttl_ms, 90L * 86400000L);
+    assert_int_equal(c.token_cache_ttl_ms, 10000);
+    assert_int_equal(c.max_heavy_per_user, 2);
     config_free(droverd_conf_keys, &c);
 }
 

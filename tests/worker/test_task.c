@@ -57,13 +57,15 @@ static void test_task_json(void **state)
     json_decref(it);
     /* A provider task: the fields go to the provider, no service. */
     it = item("create", NULL);
-    t = worker__task_json(it, ctx, json_pack("{s:{}}", "node-1"));
+    json_t *nodes = json_pack("{s:{}}", "node-1");
+    t = worker__task_json(it, ctx, nodes);
     c = json_object_get(t, "config");
     assert_null(json_object_get(c, "service"));
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(c, "provider"), "script")),
         "zk/install.sh");
     assert_non_null(json_object_get(json_object_get(c, "nodes"), "node-1"));
+    json_decref(nodes);
     json_decref(t);
     json_decref(it);
     json_decref(ctx);

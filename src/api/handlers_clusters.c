@@ -1,0 +1,444 @@
+/*
+ * handlers_clusters: reading clusters, and their operations (docs/api.md
+ * "Clusters"); the create and the preview are in handlers_create.c.
+ *
+ * An operation is checked against the cluster and the tenant's catalogue
+ * (400, 422 unknown-reference, 422 unsatisfiable) and, when it changes the
+ * layout, solved before anything is written; it is then recorded with its
+ * pending job and audit entry in one transaction. Pool-thread code, after
+ * authentication.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_int.h"
+#include "handlers.h"
+#include "log.h"
+#include "model.h"
+#include "planner.h"
+#include "planner_model.h"
+#include "solver.h"
+#include "store.h"
+#include "xalloc.h"
+
+/* ---- clusters ---------------------------------------------------------------------- */
+
+int api__h_cluster_list(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    json_t *items;
+    int rc = store_cluster_list(conn, c->who.tenant_id, call_owner(c), &items, err);
+    if (rc)
+        return rc;
+    c->out = json_pack("{s:o}", "items", items);
+    c->status = 200;
+    return 0;
+}
+
+int api__h_cluster_get(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    int rc = store_cluster_get(conn, c->who.tenant_id, call_owner(c), c->seg[2], 0, &c->out, err);
+    if (rc == 0)
+        c->status = 200;
+    return rc;
+}
+
+/* ---- operations ------------------------------------------------------------------ */
+
+#define MAX_NODES 10000
+
+static bool op_is(const char *op, const char *a)
+{
+    return strcmp(op, a) == 0;
+}
+
+/* The operations that change the layout, solved before they are recorded. */
+static bool op_solves(const char *op)
+{
+    return op_is(op, "expand") || op_is(op, "shrink") || op_is(op, "addservices") ||
+           op_is(op, "removeservices") || op_is(op, "upgrade");
+}
+
+static bool has_service(const json_t *list, const char *s)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) if (strcmp(json_string_value(v), s) == 0) return true;
+    return false;
+}
+
+/* The shape of an operation's body, and what the cluster alone decides; 0 or call_fail. */
+static int check_op(struct call *c, const char *op, const json_t *cluster)
+{
+    const json_t *b = c->body;
+    json_t *jn = b ? json_object_get(b, "nodes") : NULL;
+    json_t *js = b ? json_object_get(b, "services") : NULL;
+    long size = (long)json_integer_value(json_object_get(cluster, "size"));
+    const json_t *have = json_object_get(cluster, "services");
+    /* A cluster in a final state other than active takes a delete only: a create that failed
+       made nothing to expand or configure; an operator looks at needs-operator. */
+    const char *st = json_string_value(json_object_get(cluster, "status"));
+    if (st && (strcmp(st, "failed") == 0 || strcmp(st, "needs-operator") == 0) &&
+        !op_is(op, "delete"))
+        return call_fail(c, 409, "conflict", NULL,
+                         "cluster \"%s\" is %s: only a delete is possible", c->seg[2], st);
+    if (op_is(op, "expand") || op_is(op, "shrink")) {
+        if (!jn)
+            return call_fail(c, 400, "invalid", "nodes", "field \"nodes\": required");
+        if (!json_is_integer(jn) || json_integer_value(jn) < 1 ||
+            json_integer_value(jn) > MAX_NODES)
+            return call_fail(c, 400, "invalid", "nodes", "field \"nodes\": expected 1 to %d",
+                             MAX_NODES);
+        long n = (long)json_integer_value(jn);
+        if (op_is(op, "shrink") && n >= size)
+            return call_fail(c, 422, "unsatisfiable", "nodes",
+                             "cannot remove %ld of the cluster's %ld nodes", n, size);
+        if (op_is(op, "expand") && size + n > MAX_NODES)
+            return call_fail(c, 422, "unsatisfiable", "nodes",
+                             "the cluster would have %ld nodes, more than %d", size + n, MAX_NODES);
+    } else if (op_is(op, "addservices") || op_is(op, "removeservices")) {
+        if (!js)
+            return call_fail(c, 400, "invalid", "services", "field \"services\": required");
+        if (!api__string_list_ok(js) || json_array_size(js) == 0)
+            return call_fail(c, 400, "invalid", "services",
+                             "field \"services\": expected a non-empty array of strings");
+        size_t i;
+        json_t *v;
+        json_array_foreach(js, i, v)
+        {
+            const char *sv = json_string_value(v);
+            bool on = has_service(have, sv);
+            if (op_is(op, "addservices") && on)
+                return call_fail(c, 422, "unsatisfiable", "services",
+                                 "the cluster already has service \"%s\"", sv);
+            if (op_is(op, "removeservices") && !on)
+                return call_fail(c, 422, "unsatisfiable", "services",
+                                 "the cluster has no service \"%s\"", sv);
+        }
+    } else if (op_is(op, "configure")) {
+        json_t *jc = b ? json_object_get(b, "config") : NULL;
+        if (!json_is_object(jc))
+            return call_fail(c, 400, "invalid", "config", "field \"config\": expected an object");
+    } else if (op_is(op, "start") || op_is(op, "stop") || op_is(op, "restart")) {
+        if (js && !api__string_list_ok(js))
+            return call_fail(c, 400, "invalid", "services",
+                             "field \"services\": expected an array of strings");
+        size_t i;
+        json_t *v;
+        json_array_foreach(js, i, v) if (!has_service(have, json_string_value(v))) return call_fail(
+            c, 422, "unsatisfiable", "services", "the cluster has no service \"%s\"",
+            json_string_value(v));
+    } else if (op_is(op, "upgrade")) {
+        json_t *v = b ? json_object_get(b, "template_version") : NULL;
+        if (v && (!json_is_integer(v) || json_integer_value(v) < 1))
+            return call_fail(c, 400, "invalid", "template_version",
+                             "field \"template_version\": expected a positive integer");
+    } else if (!op_is(op, "delete")) {
+        return call_fail(c, 404, "not-found", NULL, "no operation \"%s\"", op);
+    }
+    return 0;
+}
+
+/* 0 when the cluster has no unfinished job, else 409 naming it. */
+static int check_idle(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    json_t *open = NULL;
+    int rc = store_cluster_open_job(conn, c->seg[2], &open, err);
+    if (rc == 0)
+        rc = call_fail(c, 409, "conflict", NULL, "cluster \"%s\" is busy: job %s (%s) is %s",
+                       c->seg[2], json_string_value(json_object_get(open, "id")),
+                       json_string_value(json_object_get(open, "operation")),
+                       json_string_value(json_object_get(open, "status")));
+    else if (rc == DRV_ENOENT)
+        rc = 0;
+    json_decref(open);
+    return rc;
+}
+
+/* The cluster's services after addservices or removeservices of body's "services". */
+static json_t *services_after(const json_t *now, const char *op, const json_t *change)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *v;
+    json_array_foreach(
+        now, i, v) if (!(op_is(op, "removeservices") && has_service(change, json_string_value(v))))
+        json_array_append(out, v);
+    if (op_is(op, "addservices"))
+        json_array_foreach(change, i, v) if (!has_service(out, json_string_value(v)))
+            json_array_append(out, v);
+    return out;
+}
+
+/* What an operation that solves carries from its first part to the others. */
+struct op_work {
+    const char *op;
+    json_t *cluster; /* as read in the first part */
+    json_t *services;
+    long nodes;
+    int version; /* upgrade: the template version asked for */
+    struct model_catalog *cat;
+    struct model_template *t;
+    struct model_layout *existing;
+    json_t *target; /* the solved {layout, services, size} */
+};
+
+static void op_work_free(void *w)
+{
+    struct op_work *o = w;
+    json_decref(o->cluster);
+    json_decref(o->services);
+    model_catalog_free(o->cat);
+    model_template_free(o->t);
+    model_layout_free(o->existing);
+    json_decref(o->target);
+    free(o);
+}
+
+/*
+ * The target of an operation that solves, checked against the catalogue (the
+ * template version an upgrade names): services the catalogue lacks are 422
+ * unknown-reference, ones the template does not allow or sizes outside it 422
+ * unsatisfiable. Fills o for the solver.
+ */
+static int op_load(PGconn *conn, struct call *c, struct op_work *o, struct drv_err *err)
+{
+    const json_t *cl = o->cluster;
+    const char *tname = json_string_value(json_object_get(cl, "template"));
+    long size = (long)json_integer_value(json_object_get(cl, "size"));
+    json_t *rows = NULL;
+    int rc = api__load_catalog(conn, c, &o->cat, &rows, err);
+    int current = rc == 0 ? api__entity_version(rows, "clustertemplate", tname) : 0;
+    json_decref(rows);
+    if (rc)
+        return rc;
+    if (op_is(o->op, "upgrade")) {
+        json_t *v = c->body ? json_object_get(c->body, "template_version") : NULL;
+        o->version = v ? (int)json_integer_value(v) : current;
+        if (o->version == 0)
+            return call_fail(c, 422, "unknown-reference", "template",
+                             "template \"%s\" no longer exists", tname);
+        if (o->version == (int)json_integer_value(json_object_get(cl, "template_version")))
+            return call_fail(c, 422, "unsatisfiable", "template_version",
+                             "the cluster is already at version %d of template \"%s\"", o->version,
+                             tname);
+        char vs[16];
+        snprintf(vs, sizeof(vs), "%d", o->version);
+        json_t *row = NULL;
+        rc = store_entity_get_version(conn, c->who.tenant_id, "clustertemplate", tname, vs, &row,
+                                      err);
+        if (rc == DRV_ENOENT)
+            return call_fail(c, 422, "unknown-reference", "template_version",
+                             "template \"%s\" has no version %d", tname, o->version);
+        if (rc)
+            return rc;
+        if (o->version != current &&
+            model_catalog_put_json(o->cat, MODEL_TEMPLATE, json_object_get(row, "body"), NULL,
+                                   err) != 0) {
+            json_decref(row);
+            return call_fail(c, 422, "unsatisfiable", "template_version", "%s", err->msg);
+        }
+        json_decref(row);
+    }
+    if (model_template_resolve(o->cat, tname, &o->t, err) != 0)
+        return call_fail(c, 422, "unknown-reference", "template", "template \"%s\": %s", tname,
+                         err->msg);
+    long n = json_integer_value(json_object_get(c->body, "nodes"));
+    o->nodes = op_is(o->op, "expand") ? size + n : op_is(o->op, "shrink") ? size - n : size;
+    o->services = op_is(o->op, "addservices") || op_is(o->op, "removeservices")
+                      ? services_after(json_object_get(cl, "services"), o->op,
+                                       json_object_get(c->body, "services"))
+                      : json_incref(json_object_get(cl, "services"));
+    const struct model_template *t = o->t;
+    size_t i;
+    json_t *v;
+    json_array_foreach(o->services, i, v)
+    {
+        const char *sv = json_string_value(v);
+        bool named = has_service(json_object_get(c->body, "services"), sv);
+        if (!model_catalog_service(o->cat, sv))
+            return call_fail(c, 422, "unknown-reference", "services", "no service \"%s\"", sv);
+        if (t->compat_services.n && !model_strlist_has(&t->compat_services, sv))
+            return call_fail(c, 422, "unsatisfiable", named ? "services" : "template_version",
+                             "template \"%s\" does not allow service \"%s\"", t->name, sv);
+    }
+    const char *hw = json_string_value(json_object_get(cl, "hardwaretype"));
+    const char *img = json_string_value(json_object_get(cl, "imagetype"));
+    if (hw && t->compat_hardwaretypes.n && !model_strlist_has(&t->compat_hardwaretypes, hw))
+        return call_fail(c, 422, "unsatisfiable", "template_version",
+                         "template \"%s\" does not allow hardwaretype \"%s\"", t->name, hw);
+    if (img && t->compat_imagetypes.n && !model_strlist_has(&t->compat_imagetypes, img))
+        return call_fail(c, 422, "unsatisfiable", "template_version",
+                         "template \"%s\" does not allow imagetype \"%s\"", t->name, img);
+    if ((t->size_min >= 0 && o->nodes < t->size_min) ||
+        (t->size_max >= 0 && o->nodes > t->size_max))
+        return call_fail(c, 422, "unsatisfiable",
+                         op_is(o->op, "upgrade") ? "template_version" : "nodes",
+                         "template \"%s\" allows %d to %d nodes; the cluster would have %ld",
+                         t->name, t->size_min >= 0 ? t->size_min : 1,
+                         t->size_max >= 0 ? t->size_max : MAX_NODES, o->nodes);
+    if (model_layout_from_json(json_object_get(cl, "layout"), &o->existing, err) != 0) {
+        log_error("api", "event=bad-stored-layout cluster=%s error=\"%s\"", c->seg[2], err->msg);
+        return call_fail(c, 500, "internal", NULL, "internal error (see the server log)");
+    }
+    return 0;
+}
+
+/*
+ * The compute part: solve the target with the cluster's current layout as a
+ * constraint (its nodes keep their hardware and image, uninvolved services
+ * never move, a shrink never drops the only holder of a service). A change
+ * that cannot be met is 422 with the solver's reason.
+ */
+static int op_record(PGconn *conn, struct call *c, struct drv_err *err);
+
+static int op_solve(struct call *c, struct drv_err *err)
+{
+    struct op_work *o = c->work;
+    size_t n = json_array_size(o->services);
+    const char **names = xcalloc(n + 1, sizeof(*names));
+    for (size_t i = 0; i < n; i++)
+        names[i] = json_string_value(json_array_get(o->services, i));
+    struct model_layout *layout = NULL;
+    struct solver_request sr = {
+        .catalog = o->cat,
+        .tmpl = o->t,
+        .nodes = (unsigned)o->nodes,
+        .services = n ? names : NULL,
+        .n_services = n,
+        .provider = json_string_value(json_object_get(o->cluster, "provider")),
+        .existing = o->existing,
+        .cmp_prefers_supersets = true,
+    };
+    int rc = solver_solve(&sr, &layout, err);
+    free(names);
+    if (rc == DRV_EUNSAT || rc == DRV_EINVAL)
+        return call_fail(c, 422, "unsatisfiable", NULL, "no layout: %s", err->msg);
+    if (rc)
+        return rc;
+    o->target = json_pack("{s:o, s:O, s:I}", "layout", model_layout_to_json(layout, false),
+                          "services", o->services, "size", (json_int_t)model_layout_size(layout));
+    if (o->version)
+        json_object_set_new(o->target, "template_version", json_integer(o->version));
+    model_layout_free(layout);
+    c->then = op_record;
+    return 0;
+}
+
+/* The fields an operation is judged on: it is recorded only if they did not change meanwhile. */
+static bool same_cluster(const json_t *a, const json_t *b)
+{
+    static const char *const keys[] = {"size",   "services",   "layout", "template_version",
+                                       "status", "updated_at", NULL};
+    for (const char *const *k = keys; *k; k++)
+        if (!json_equal(json_object_get(a, *k), json_object_get(b, *k)))
+            return false;
+    return true;
+}
+
+/*
+ * Record the operation: under the cluster row's lock, check again that it is
+ * idle (and, after a solve, unchanged since it was read), then write the job
+ * (its request with the solved target), the status of a delete, and the
+ * audit entry, in one transaction.
+ */
+static int op_record(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    struct op_work *o = c->work;
+    const char *op = c->nseg == 4 ? c->seg[3] : "delete";
+    json_t *cluster = NULL, *job = NULL;
+    int rc = store_begin(conn, err);
+    if (rc == 0)
+        rc = store_cluster_get(conn, c->who.tenant_id, call_owner(c), c->seg[2], 1, &cluster, err);
+    if (rc == 0 && !o)
+        rc = check_op(c, op, cluster);
+    /* A configure's sensitive values are sealed before the job keeps them; "********" keeps
+       the cluster's value. */
+    if (rc == 0 && op_is(op, "configure"))
+        rc = api__seal(c, json_object_get(c->body, "config"), json_object_get(cluster, "config"),
+                       NULL, "config");
+    if (rc == 0 && o && !same_cluster(o->cluster, cluster))
+        rc = call_fail(c, 409, "conflict", NULL,
+                       "cluster \"%s\" changed while the request was being solved, try again",
+                       c->seg[2]);
+    if (rc == 0)
+        rc = check_idle(conn, c, err);
+    /* The job's request: what was asked, and the solved target when the layout changes. */
+    json_t *request = c->body ? json_deep_copy(c->body) : json_object();
+    if (o && o->target)
+        json_object_set(request, "target", o->target);
+    char *req = json_dumps(request, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(request);
+    if (rc == 0)
+        rc =
+            store_job_insert(conn, c->who.tenant_id, c->seg[2], op, req, c->who.user_id, &job, err);
+    free(req);
+    if (rc == 0 && op_is(op, "delete")) {
+        rc = store_cluster_set_status(conn, c->seg[2], "deleting", err);
+        json_object_set_new(cluster, "status", json_string("deleting"));
+    }
+    if (rc == 0) {
+        char action[48];
+        snprintf(action, sizeof(action), "cluster.%s", op);
+        rc = api__audit(conn, c, action, "cluster", c->seg[2],
+                        json_pack("{s:s}", "job", json_string_value(json_object_get(job, "id"))),
+                        err);
+    }
+    if (rc == 0)
+        rc = store_commit(conn, err);
+    if (rc) {
+        json_decref(cluster);
+        json_decref(job);
+        return rc;
+    }
+    json_object_del(cluster, "nodes");
+    c->out = json_pack("{s:o, s:o}", "cluster", cluster, "job", job);
+    c->status = 202;
+    api__announce(c, json_string_value(json_object_get(job, "id")), c->seg[2], op);
+    return 0;
+}
+
+/*
+ * POST /v1/clusters/{id}/{operation}. One that solves comes in three parts:
+ * read and check (here, no lock), solve (heavy pool), record (op_record);
+ * the others are recorded at once.
+ */
+static int cluster_operation(PGconn *conn, struct call *c, const char *op, struct drv_err *err)
+{
+    static const char *const ops[] = {"expand",    "shrink", "addservices", "removeservices",
+                                      "configure", "start",  "stop",        "restart",
+                                      "upgrade",   "delete", NULL};
+    bool known = false;
+    for (const char *const *k = ops; *k; k++)
+        known |= op_is(*k, op);
+    if (!known) /* before anything is read */
+        return call_fail(c, 404, "not-found", NULL, "no operation \"%s\"", op);
+    if (!op_solves(op))
+        return op_record(conn, c, err);
+    struct op_work *o = xcalloc(1, sizeof(*o));
+    o->op = op;
+    c->work = o;
+    c->work_free = op_work_free;
+    int rc =
+        store_cluster_get(conn, c->who.tenant_id, call_owner(c), c->seg[2], 0, &o->cluster, err);
+    if (rc == 0)
+        rc = check_op(c, op, o->cluster);
+    if (rc == 0)
+        rc = check_idle(conn, c, err);
+    if (rc == 0)
+        rc = op_load(conn, c, o, err);
+    if (rc == 0)
+        c->heavy = op_solve;
+    return rc;
+}
+
+int api__h_cluster_op(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    return cluster_operation(conn, c, c->seg[3], err);
+}
+
+int api__h_cluster_delete(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    return cluster_operation(conn, c, "delete", err);
+}

@@ -1,0 +1,120 @@
+/*
+ * handlers_jobs: jobs of /v1/jobs (docs/api.md "Jobs"): list, get, plan,
+ * and the state changes cancel, pause, resume, retry.
+ *
+ * Pool-thread code: each handler runs after authentication with the caller
+ * in c->who; a state change runs in one transaction with its audit entry.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_int.h"
+#include "handlers.h"
+#include "planner.h"
+#include "store.h"
+
+/* ---- jobs ------------------------------------------------------------------------------- */
+
+int api__h_job_list(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    char *cluster = call_query(c, "cluster");
+    json_t *items;
+    int rc = store_job_list(conn, c->who.tenant_id, call_owner(c), cluster, &items, err);
+    free(cluster);
+    if (rc)
+        return rc;
+    c->out = json_pack("{s:o}", "items", items);
+    c->status = 200;
+    return 0;
+}
+
+/* GET /v1/jobs/{id}[?tasks=all|none]: "none" leaves the tasks out (a watcher's poll). */
+int api__h_job_get(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    char *tasks = call_query(c, "tasks");
+    bool none = tasks && strcmp(tasks, "none") == 0;
+    bool bad = tasks && !none && strcmp(tasks, "all") != 0;
+    free(tasks);
+    if (bad)
+        return call_fail(c, 400, "invalid", "tasks", "query parameter \"tasks\": all or none");
+    int rc = none ? store_job_get_summary(conn, c->who.tenant_id, call_owner(c), c->seg[2],
+                                          &c->out, err)
+                  : store_job_get(conn, c->who.tenant_id, call_owner(c), c->seg[2], &c->out, err);
+    if (rc == 0) {
+        json_object_del(c->out, "has_plan");
+        if (!none)
+            api__explain(c->out);
+        c->status = 200;
+    }
+    return rc;
+}
+
+int api__h_job_plan(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    char *format = call_query(c, "format");
+    int dot = format && strcmp(format, "dot") == 0;
+    int bad = format && !dot && strcmp(format, "json") != 0;
+    free(format);
+    if (bad)
+        return call_fail(c, 400, "invalid", "format", "query parameter \"format\": json or dot");
+    json_t *job;
+    int rc = store_job_get_summary(conn, c->who.tenant_id, call_owner(c), c->seg[2], &job, err);
+    if (rc)
+        return rc;
+    int has = json_is_true(json_object_get(job, "has_plan"));
+    json_decref(job);
+    if (!has)
+        return call_fail(c, 404, "not-found", NULL, "job \"%s\" has no plan yet", c->seg[2]);
+    json_t *row;
+    const char *p[] = {c->seg[2]};
+    rc = store_query_row(conn, "SELECT plan FROM jobs WHERE id = $1::bigint", 1, p, &row, err);
+    if (rc)
+        return rc;
+    json_t *plan = json_incref(json_object_get(row, "plan"));
+    json_decref(row);
+    if (!dot) {
+        c->out = plan;
+        c->status = 200;
+        return 0;
+    }
+    struct planner_plan *pl;
+    rc = planner_plan_from_json(plan, &pl, err);
+    json_decref(plan);
+    if (rc)
+        return rc;
+    c->raw = planner_plan_to_dot(pl, NULL);
+    c->raw_type = "text/vnd.graphviz";
+    planner_plan_free(pl);
+    c->status = 200;
+    return 0;
+}
+
+/*
+ * POST /v1/jobs/{id}/{pause,resume,cancel}: the request is recorded for the
+ * job's owner, which acts on it (running tasks finish, nothing new starts;
+ * cancel then rolls back). 202 with the job as it is now and its "control".
+ */
+int api__h_job_action(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    const char *act = c->seg[3];
+    if (strcmp(act, "cancel") != 0 && strcmp(act, "pause") != 0 && strcmp(act, "resume") != 0)
+        return call_fail(c, 404, "not-found", NULL, "no job action \"%s\"", act);
+    int rc = store_begin(conn, err);
+    if (rc == 0)
+        rc = store_job_control(conn, c->who.tenant_id, call_owner(c), c->seg[2], act, &c->out, err);
+    if (rc == 0) {
+        char action[32];
+        snprintf(action, sizeof(action), "job.%s", act);
+        rc = api__audit(conn, c, action, "job", c->seg[2], NULL, err);
+    }
+    if (rc == 0)
+        rc = store_commit(conn, err);
+    if (rc == 0) {
+        json_object_del(c->out, "has_plan");
+        c->status = 202;
+        api__control(c, c->seg[2], act);
+    }
+    return rc;
+}

@@ -1,0 +1,135 @@
+/*
+ * metrics: /metrics in Prometheus text, and the fleet data the ZooKeeper group
+ * watches keep for the fleet views. Loop thread only.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "api_int.h"
+#include "coord.h"
+#include "guard.h"
+#include "server.h"
+#include "store.h"
+#include "workpool.h"
+#include "xalloc.h"
+
+/* ---- fleet views and metrics ---------------------------------------------------- */
+
+static void group_to_json(json_t **slot, const struct coord_member_info *m, size_t n)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_t *d = json_loads(m[i].json, 0, NULL);
+        json_array_append_new(arr,
+                              json_pack("{s:s, s:o}", "id", m[i].id, "data", d ? d : json_null()));
+    }
+    json_decref(*slot);
+    *slot = arr;
+}
+
+void api__on_droverd_group(const struct coord_member_info *m, size_t n, void *arg)
+{
+    struct api *a = arg;
+    group_to_json(&a->members, m, n);
+}
+
+void api__on_worker_group(const struct coord_member_info *m, size_t n, void *arg)
+{
+    struct api *a = arg;
+    group_to_json(&a->workers, m, n);
+}
+
+json_t *api__members(struct api *a)
+{
+    return a->members;
+}
+
+json_t *api__workers(struct api *a)
+{
+    return a->workers;
+}
+
+void api__metrics(struct api *a, struct api_req *r)
+{
+    struct api_server_stats st;
+    api__server_stats(a->server, &st);
+    struct api_guard_stats gs;
+    api__guard_stats(a->guard, &gs);
+    int heavy_queued = 0;
+    workpool_stats(a->heavy_pool, NULL, &heavy_queued);
+    struct evbuffer *out = evbuffer_new();
+    a->by_status[200]++;
+    evbuffer_add_printf(out, "# HELP drover_http_requests_total API replies by status code.\n"
+                             "# TYPE drover_http_requests_total counter\n");
+    for (int s = 100; s < 600; s++)
+        if (a->by_status[s])
+            evbuffer_add_printf(out, "drover_http_requests_total{code=\"%d\"} %llu\n", s,
+                                a->by_status[s]);
+    evbuffer_add_printf(
+        out,
+        "# HELP drover_http_connections Open HTTP connections within the limits.\n"
+        "# TYPE drover_http_connections gauge\n"
+        "drover_http_connections %ld\n"
+        "# HELP drover_http_connections_overflow Connections beyond the limits, read for a probe.\n"
+        "# TYPE drover_http_connections_overflow gauge\n"
+        "drover_http_connections_overflow %ld\n"
+        "# HELP drover_http_connections_refused_total Connections refused (503 or closed) beyond "
+        "http.max_connections or http.max_connections_per_source.\n"
+        "# TYPE drover_http_connections_refused_total counter\n"
+        "drover_http_connections_refused_total %llu\n"
+        "# HELP drover_http_request_timeouts_total Request heads or bodies past their deadline.\n"
+        "# TYPE drover_http_request_timeouts_total counter\n"
+        "drover_http_request_timeouts_total %llu\n"
+        "# HELP drover_token_cache_hits_total Requests authenticated from the token cache.\n"
+        "# TYPE drover_token_cache_hits_total counter\n"
+        "drover_token_cache_hits_total %llu\n"
+        "# HELP drover_token_cache_misses_total Requests whose token was verified in the "
+        "database.\n"
+        "# TYPE drover_token_cache_misses_total counter\n"
+        "drover_token_cache_misses_total %llu\n"
+        "# HELP drover_http_bodies_parsed_off_loop_total Request bodies parsed on the parse "
+        "pool (larger than 64 KiB).\n"
+        "# TYPE drover_http_bodies_parsed_off_loop_total counter\n"
+        "drover_http_bodies_parsed_off_loop_total %llu\n"
+        "# HELP drover_api_heavy_running Solving or planning requests admitted.\n"
+        "# TYPE drover_api_heavy_running gauge\n"
+        "drover_api_heavy_running %ld\n"
+        "# HELP drover_api_heavy_waiting Solving or planning requests waiting for their "
+        "tenant's or user's slot.\n"
+        "# TYPE drover_api_heavy_waiting gauge\n"
+        "drover_api_heavy_waiting %ld\n"
+        "# HELP drover_api_heavy_waits_total Solving or planning requests that had to wait.\n"
+        "# TYPE drover_api_heavy_waits_total counter\n"
+        "drover_api_heavy_waits_total %llu\n"
+        "# HELP drover_api_heavy_pool_queued Heavy work queued for a heavy thread.\n"
+        "# TYPE drover_api_heavy_pool_queued gauge\n"
+        "drover_api_heavy_pool_queued %d\n"
+        "# HELP drover_api_refused_total Requests refused with 429 for their tenant's or "
+        "user's limits.\n"
+        "# TYPE drover_api_refused_total counter\n"
+        "drover_api_refused_total %llu\n"
+        "# HELP drover_ring_members Orchestrator nodes in the ring.\n"
+        "# TYPE drover_ring_members gauge\n"
+        "drover_ring_members %zu\n"
+        "# HELP drover_workers Workers registered.\n"
+        "# TYPE drover_workers gauge\n"
+        "drover_workers %zu\n"
+        "# HELP drover_store_healthy 1 when PostgreSQL answered the last ping.\n"
+        "# TYPE drover_store_healthy gauge\n"
+        "drover_store_healthy %d\n"
+        "# HELP drover_zookeeper_connected 1 when the ZooKeeper session is up.\n"
+        "# TYPE drover_zookeeper_connected gauge\n"
+        "drover_zookeeper_connected %d\n",
+        st.open, st.overflow, st.refused + a->refused_overflow, st.timeouts, gs.token_hits,
+        gs.token_misses, a->parsed_off_loop, gs.heavy_running, gs.heavy_waiting, gs.heavy_waits,
+        heavy_queued, gs.refused, json_array_size(a->members), json_array_size(a->workers),
+        store_healthy(a->store), a->zk ? coord_session_state(a->zk) == COORD_CONNECTED : 0);
+    size_t len = evbuffer_get_length(out);
+    char *text = xmalloc(len + 1);
+    evbuffer_remove(out, text, len);
+    evbuffer_free(out);
+    api__server_reply(r, 200, "text/plain; version=0.0.4", NULL, text, len, false);
+}
