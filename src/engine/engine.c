@@ -251,6 +251,7 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     }
     e->jobs = strmap_new();
     e->queues = strmap_new();
+    engine__metrics_init(e);
     e->lq = loopq_new(base);
     coord_ensure_path(zk, "/drover/jobs", NULL, NULL);
     e->members = coord_group_watch(zk, "/drover/members/droverd", on_members, e);
@@ -327,6 +328,7 @@ void engine_free(struct engine *e)
         free(q);
     }
     strmap_free(e->queues);
+    engine__metrics_free(e);
     coord_ring_free(e->ring);
     for (size_t i = 0; i < e->n_ids; i++)
         free(e->ids[i]);

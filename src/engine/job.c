@@ -214,6 +214,7 @@ void engine__job_idle(struct ejob *j)
 {
     if (j->own == EJ_HANDING_OVER && pipeline_idle(j)) {
         j->e->stats.handed_over++;
+        engine__observe_handover(j);
         engine__job_release(j);
     }
 }
@@ -228,6 +229,7 @@ void engine__job_handover(struct ejob *j)
     case EJ_ACTIVE:
         log_info(MOD, "event=job-handover job=%s node=%s", j->id, j->e->node_id);
         j->own = EJ_HANDING_OVER;
+        j->t_handover = engine__mono_ms();
         engine__job_idle(j);
         break;
     default:
@@ -275,6 +277,7 @@ struct ejob *engine__job_new(struct engine *e, const char *id)
     snprintf(j->id, sizeof(j->id), "%s", id);
     j->refs = 1; /* the engine's map */
     j->own = EJ_CONTENDING;
+    j->t_contend = engine__mono_ms();
     j->st_ver = -1;
     j->runs = strmap_new();
     j->props = json_object();
@@ -840,6 +843,7 @@ static void resume_active(struct ejob *j)
     j->queue = engine__queue(j->e, j->tenant, j->cls);
     log_info(MOD, "event=job-resumed job=%s phase=%s node=%s done=%zu in_flight=%zu", j->id,
              engine_phase_name(j->st.phase), j->e->node_id, j->cur->done, j->cur->in_flight);
+    engine__observe_takeover(j);
     engine__runs_watch(j);
     /* The last owner decided the end but died before its final write: write it now. */
     if (engine_phase_final(j->st.phase))
