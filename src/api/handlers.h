@@ -107,6 +107,7 @@ int api__h_job_action(PGconn *conn, struct call *c, struct drv_err *err);
 
 int api__h_members(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_workers(PGconn *conn, struct call *c, struct drv_err *err);
+int api__h_metrics(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_queues(PGconn *conn, struct call *c, struct drv_err *err);
 
 #endif

@@ -55,6 +55,7 @@ static const struct route routes[] = {
     {GET, "v1/members", api__h_members, ROLE_ADMIN},
     {GET, "v1/workers", api__h_workers, ROLE_ADMIN},
     {GET, "v1/queues", api__h_queues, ROLE_ADMIN},
+    {GET, "v1/metrics", api__h_metrics, ROLE_SUPER | ROLE_ADMIN},
     {GET, "v1/{kind}", api__h_entity_list, TENANT},
     {POST, "v1/{kind}", api__h_entity_create, ROLE_ADMIN},
     {GET, "v1/{kind}/*", api__h_entity_get, TENANT},
@@ -127,6 +128,7 @@ int api__route(struct call *c)
         if (r->methods & method) {
             c->handler = r->fn;
             c->roles = r->roles;
+            c->route = r->pattern;
             c->is_heavy = heavy(c);
             return 0;
         }
