@@ -17,6 +17,8 @@
  *     once our session has expired (after the plugin is dead).
  *   RUNNING --worker_stop past the grace--> plugin killed, item released
  *     (handed back at once), the run record stays without an outcome.
+ *   A task taken before worker_stop goes on to run (within the grace); a take
+ *     answered after it is released unrecorded.
  *
  * Invariants (wtask_check):
  *   1. A plugin is started only after the run record was created under the
@@ -785,10 +787,10 @@ static void on_recorded(const struct coord_txn_result *r, void *arg)
     }
     if (r->rc == 0) {
         t->recorded = true;
+        /* Recorded while stopping too: it runs within the grace like the tasks already
+           running (handing it back would leave a lost attempt and a retry for nothing). */
         if (t->lost)
             task_finish(t);
-        else if (w->stopping)
-            hand_back(t);
         else
             need_context(t);
     } else if (r->rc == DRV_ECONFLICT && r->failed_op < 0) {
