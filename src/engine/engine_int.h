@@ -384,6 +384,9 @@ struct ejob {
     json_t *pg_nodes; /* node id -> key-values to write */
     struct etxn *txn; /* the ZooKeeper transaction in flight */
     struct event *kick_ev, *retry_ev;
+    struct event *pg_retry_ev; /* the PostgreSQL write tried again after a failure */
+    bool pg_down;              /* the last PostgreSQL write failed: no ZooKeeper round (no
+                                  dispatch) until one succeeds (commit.c) */
     int backoff_ms;
     size_t withdrawing;   /* queue items being taken back */
     bool finishing;       /* FINISH asked: flush, then the final write */

@@ -132,6 +132,8 @@ static void job_free(struct ejob *j)
         event_free(j->kick_ev);
     if (j->retry_ev)
         event_free(j->retry_ev);
+    if (j->pg_retry_ev)
+        event_free(j->pg_retry_ev);
     free(j);
 }
 
