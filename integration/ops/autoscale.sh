@@ -52,7 +52,7 @@ tasks=$(psql_q "SELECT count(*) FROM task_attempts WHERE job_id = $JID AND statu
 bad=$(psql_q "SELECT count(*) FROM task_attempts WHERE job_id = $JID AND status <> 'succeeded'")
 [ "$bad" = 0 ] || DROVER_KEEP_LOGS=${DROVER_KEEP_LOGS:-} fail "attempts not succeeded: $(psql_q "SELECT status, count(*) FROM task_attempts WHERE job_id = $JID GROUP BY 1")"
 check_runs
-[ "${peak:-0}" -ge 3 ] || fail "the fleet did not grow: peak $peak ($(grep -c worker-started "$T/scaler.log") started)"
+[ "${peak:-0}" -ge $((MAX < 3 ? MAX : 3)) ] || fail "the fleet did not grow: peak $peak ($(grep -c worker-started "$T/scaler.log") started)"
 pass "burst of $tasks tasks: the fleet grew to $peak workers, the backlog drained in $((t1 - t0)) ms, every task succeeded once"
 
 t2=$(now_ms)

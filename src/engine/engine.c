@@ -193,7 +193,11 @@ static void on_members(const struct coord_member_info *m, size_t n, void *arg)
     coord_ring_free(e->ring);
     e->ring = coord_ring_from_members(m, n, 0);
     e->have_ring = true;
+    log_info(MOD, "event=ring-changed node=%s members=%zu", e->node_id, n);
     engine__reconcile(e);
+    /* A member that left or drains leaves its share of the periodic duties: take ours of
+       it now, not at the next tick. */
+    engine__janitor(e);
 }
 
 static int cmp_str(const void *a, const void *b)
