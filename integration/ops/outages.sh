@@ -2,8 +2,9 @@
 # Coordinator and database outages (docs/operations.md "Outages"), the real servers stopped
 # and started by pid while a job runs:
 #  - ZooKeeper down: reads from PostgreSQL keep working (cluster, job); a request that needs
-#    ZooKeeper (the queues) answers 503 saying so; a create, recorded in PostgreSQL, is
-#    accepted and runs once ZooKeeper is back (the janitor announces it); /readyz 503; the
+#    ZooKeeper (the queues) answers 503 saying so; a create and a pause, recorded in
+#    PostgreSQL, are accepted and take effect once ZooKeeper is back (the janitor announces
+#    the job, and gives the owner the pause); /readyz 503; the
 #    engine dispatches nothing; when ZooKeeper is back the job goes on where it was.
 #  - PostgreSQL down: the same the other way round: /metrics and the probes answer, requests
 #    answer 503 "database unavailable", the engine dispatches nothing; when it is back the job
@@ -38,6 +39,9 @@ expect 200 "$(api GET "/v1/jobs/$JID")" '.status == "running"' "a job read with 
 expect 503 "$(api GET /v1/queues)" '.error.code == "unavailable" and (.error.message | test("zookeeper"))' "queues with ZooKeeper down"
 # A create needs PostgreSQL only: recorded, announced by the janitor once ZooKeeper is back.
 read -r CID3 JID3 <<< "$(create_cluster c3 2 '{"duration_ms": 10}')"
+# So does a pause: recorded in jobs.control; its znode write fails, and the owner, whose
+# session may well survive the outage, learns of it from the janitor's scan.
+expect 202 "$(api POST "/v1/jobs/$JID/pause")" '' "pause with ZooKeeper down"
 sleep 1
 d1=$(metric drover_engine_tasks_dispatched_total)
 sleep 3
@@ -46,11 +50,18 @@ d2=$(metric drover_engine_tasks_dispatched_total)
 pass "ZooKeeper down: reads from PostgreSQL answered, ZooKeeper's requests 503, nothing dispatched ($d2)"
 zk_start
 wait_ready droverd-1 "$PORT" 60
+wait_job "$JID" paused 60
+if grep -q "event=job-control-from-db job=$JID want=pause" "$T/droverd-1.log"; then
+  echo "the owner kept its session; the pause came from the janitor's scan"
+else
+  echo "the owner's session expired; the pause came with the job's new lock (jobs.control)"
+fi
+expect 202 "$(api POST "/v1/jobs/$JID/resume")" '' "resume"
 wait_job "$JID" succeeded 180
 wait_job "$JID3" succeeded 180
 check_attempts
 check_overlaps
-pass "ZooKeeper back: the job went on and succeeded, the create made meanwhile ran; no task ran twice"
+pass "ZooKeeper back: the pause made meanwhile took effect, the job resumed and succeeded, the create made meanwhile ran; no task ran twice"
 
 # --- PostgreSQL down
 read -r CID2 JID2 <<< "$(create_cluster c2 4 '{"duration_ms": 300}')"

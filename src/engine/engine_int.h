@@ -398,10 +398,15 @@ struct ejob {
     int64_t t_acquired;   /* when the lock was acquired (ms) */
     int64_t t_contend;    /* when this node began to contend for it (ms, monotonic) */
     int64_t t_handover;   /* when the ring moved it away (ms, monotonic), 0: not moving */
+    int64_t control_ms;   /* when a control znode's request was last read (ms, monotonic) */
 };
 
 /* engine.c */
 void engine__reconcile(struct engine *e);
+
+/* job.c: act on a user's "pause", "resume" or "cancel" (the control znode's or, from the
+   janitor, jobs.control's); true when it changed something. */
+bool engine__control_apply(struct ejob *j, const char *want);
 
 /* metrics.c: observations for /metrics. Loop thread. */
 void engine__metrics_init(struct engine *e);

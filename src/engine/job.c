@@ -982,14 +982,9 @@ int engine__job_rollback_plan(struct ejob *j, struct drv_err *err)
 
 /* ---- control requests from the API --------------------------------------------------------- */
 
-static void on_control(int rc, const char *data, size_t len, const struct coord_stat *st, void *arg)
+bool engine__control_apply(struct ejob *j, const char *want)
 {
-    struct ejob *j = arg;
-    if (j->own != EJ_ACTIVE || rc != 0)
-        return;
-    json_error_t je;
-    json_t *c = json_loadb(data, len, 0, &je);
-    const char *want = json_string_value(json_object_get(c, "want"));
+    bool changed = true;
     if (want && strcmp(want, "cancel") == 0 && !j->st.cancel) {
         j->st.cancel = true;
         j->state_dirty = true;
@@ -1003,7 +998,23 @@ static void on_control(int rc, const char *data, size_t len, const struct coord_
         j->st.paused = false;
         j->state_dirty = true;
         engine__job_event(j, ENGINE_EV_RESUME);
+    } else {
+        changed = false;
     }
+    if (changed)
+        engine__kick(j);
+    return changed;
+}
+
+static void on_control(int rc, const char *data, size_t len, const struct coord_stat *st, void *arg)
+{
+    struct ejob *j = arg;
+    if (j->own != EJ_ACTIVE || rc != 0)
+        return;
+    json_error_t je;
+    json_t *c = json_loadb(data, len, 0, &je);
+    j->control_ms = engine__mono_ms();
+    engine__control_apply(j, json_string_value(json_object_get(c, "want")));
     json_decref(c);
     engine__kick(j);
 }
