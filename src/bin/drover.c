@@ -34,7 +34,7 @@ static const struct command commands[] = {
     {"job", cli_job_main, "jobs: list, get, watch, plan, cancel, pause, resume"},
     {"members", cli_fleet_main, "orchestrator nodes, the ring and who owns which jobs"},
     {"workers", cli_fleet_main, "the tenant's workers"},
-    {"queues", cli_fleet_main, "task queues: length, oldest item age, arrival rate, recommended workers"},
+    {"queues", cli_fleet_main, "task queues: length, oldest age, arrival rate, workers called for"},
     {"whoami", cli_fleet_main, "the caller's user, role and tenant"},
     {"tenant", cli_tenant_main, "tenants: list, create, delete (superadmin)"},
     {"user", cli_user_main, "users: list, create (with their first token), delete"},
