@@ -29,8 +29,9 @@ wait_progress() {
   done
 }
 
-# --- ZooKeeper down
-read -r CID JID <<< "$(create_cluster c1 4 '{"duration_ms": 300}')"
+# --- ZooKeeper down (a job long enough to outlast the janitor's 5 s period once ZooKeeper is
+# back: the pause made meanwhile must find it running)
+read -r CID JID <<< "$(create_cluster c1 6 '{"duration_ms": 800}')"
 wait_progress "$JID" 6
 zk_stop
 wait_http "$PORT" /readyz 503 15 || fail "/readyz still 200 with ZooKeeper down"
