@@ -301,7 +301,7 @@ struct engine {
     char *node_id;
     unsigned max_failures, max_in_flight;
     bool no_rollback;
-    bool fault_final;  /* test hook (DROVER_FAULT=crash-before-final-write): exit there */
+    bool fault_final; /* test hook (DROVER_FAULT=crash-before-final-write): exit there */
     size_t budget;
     int task_timeout_ms;
     unsigned char key[32];

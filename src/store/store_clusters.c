@@ -322,11 +322,10 @@ int store_job_control(PGconn *conn, const char *tenant_id, const char *owner_id,
 int store_job_open_ids(PGconn *conn, const char *tenant_id, json_t **ids, struct drv_err *err)
 {
     const char *p[] = {tenant_id};
-    return store_query_json(
-        conn,
-        "SELECT id::text AS id, operation, status FROM jobs"
-        " WHERE ($1::bigint IS NULL OR tenant_id = $1::bigint)"
-        " AND status IN ('pending', 'running', 'paused', 'rolling-back')"
-        " ORDER BY jobs.id LIMIT 1000",
-        1, p, ids, err);
+    return store_query_json(conn,
+                            "SELECT id::text AS id, operation, status FROM jobs"
+                            " WHERE ($1::bigint IS NULL OR tenant_id = $1::bigint)"
+                            " AND status IN ('pending', 'running', 'paused', 'rolling-back')"
+                            " ORDER BY jobs.id LIMIT 1000",
+                            1, p, ids, err);
 }
