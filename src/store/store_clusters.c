@@ -82,10 +82,11 @@ int store_cluster_get(PGconn *conn, const char *tenant_id, const char *owner_id,
         return rc;
     json_t *nodes;
     const char *q[] = {cluster_id};
-    rc = store_query_json(conn,
-                          "SELECT id, hardwaretype, imagetype, services, properties, status"
-                          " FROM nodes WHERE cluster_id = $1::bigint ORDER BY id",
-                          1, q, &nodes, err);
+    rc = store_query_json(
+        conn,
+        "SELECT id, hardwaretype, imagetype, services, properties, status"
+        " FROM nodes WHERE cluster_id = $1::bigint AND status <> 'deleted' ORDER BY id",
+        1, q, &nodes, err);
     if (rc) {
         json_decref(*row);
         *row = NULL;
