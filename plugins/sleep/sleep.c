@@ -10,7 +10,8 @@
  *   durations    {"<plan task id>": ms}: this task sleeps that long instead
  *   jitter_ms    a random extra of up to this long
  *   fail_rate    probability of failing (0..1)
- *   fail_on      {"node":..., "task":..., "service":..., "attempts": n}: fail
+ *   fail_on      {"node":..., "task":..., "service":..., "hardwaretype":...,
+ *                "attempts": n}: fail
  *                the matching tasks (all given keys must match), only on
  *                attempts <= n when n is given
  *   hang         true: never exit (time-limit tests)
@@ -88,6 +89,11 @@ static int matches_fail_on(void)
         if (want && (!have || strcmp(want, have) != 0))
             return 0;
     }
+    const char *hw = json_string_value(json_object_get(f, "hardwaretype"));
+    const char *node_hw =
+        json_string_value(json_object_get(json_object_get(task, "config"), "hardwaretype"));
+    if (hw && (!node_hw || strcmp(hw, node_hw) != 0))
+        return 0;
     json_t *att = json_object_get(f, "attempts");
     if (json_is_integer(att) &&
         json_integer_value(json_object_get(task, "attempt")) > json_integer_value(att))

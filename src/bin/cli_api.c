@@ -333,17 +333,19 @@ static int parse_int(const char *s, long *out)
 
 static int usage_cluster(void)
 {
-    fprintf(stderr,
-            "usage: drover cluster list\n"
-            "       drover cluster get ID\n"
-            "       drover cluster create --name N --template T --nodes K [--provider P]\n"
-            "              [--hardwaretype H] [--imagetype I] [--services a,b] [--config FILE]\n"
-            "       drover cluster delete ID\n"
-            "       drover cluster expand|shrink ID --nodes K\n"
-            "       drover cluster addservices|removeservices ID --services a,b\n"
-            "       drover cluster configure ID --config FILE [--restart] [--services a,b]\n"
-            "       drover cluster start|stop|restart ID [--services a,b]\n"
-            "       drover cluster upgrade ID [--template-version V]\n");
+    fprintf(
+        stderr,
+        "usage: drover cluster list\n"
+        "       drover cluster get ID\n"
+        "       drover cluster create --name N --template T --nodes K [--provider P]\n"
+        "              [--hardwaretype H] [--imagetype I] [--services a,b] [--config FILE]\n"
+        "       drover cluster delete ID\n"
+        "       drover cluster expand|shrink ID --nodes K\n"
+        "       drover cluster addservices|removeservices ID --services a,b\n"
+        "       drover cluster configure ID --config FILE [--restart] [--services a,b]\n"
+        "       drover cluster start|stop|restart ID [--services a,b]\n"
+        "       drover cluster upgrade ID [--template-version V]\n"
+        "       drover cluster recreate ID   (a failed create, with the failed layout excluded)\n");
     return 2;
 }
 

@@ -351,6 +351,10 @@ static void loaded(int rc, const struct drv_err *err, void *arg)
     json_t *n;
     json_array_foreach(json_object_get(j->cluster, "nodes"), i, n)
     {
+        /* A deleted node's key-values are of a machine that is gone (a failed create made
+           again reuses its id). */
+        if (strcmp(row_str(n, "status"), "deleted") == 0)
+            continue;
         json_t *p = json_object_get(n, "properties");
         json_object_set_new(j->props, row_str(n, "id"),
                             json_is_object(p) ? json_deep_copy(p) : json_object());

@@ -244,7 +244,8 @@ struct engine__pg_start *engine__pg_start_new(struct ejob *j)
     s->task_chunks = xcalloc(s->n_chunks + 1, sizeof(char *));
     for (size_t c = 0; c < s->n_chunks; c++)
         s->task_chunks[c] = engine__pg_task_rows(j->po.plan, c * ROWS_PER_INSERT, ROWS_PER_INSERT);
-    /* Nodes the target has and the cluster does not: rows to show while they are made. */
+    /* Nodes the target has and the cluster does not (a deleted row is made again: a failed
+       create's recreate reuses its ids): rows to show while they are made. */
     json_t *nodes = json_array();
     const char *nid;
     json_t *info;
@@ -253,8 +254,12 @@ struct engine__pg_start *engine__pg_start_new(struct ejob *j)
         bool have = false;
         size_t i;
         json_t *row;
-        json_array_foreach(json_object_get(j->cluster, "nodes"), i, row) have |=
-            strcmp(json_string_value(json_object_get(row, "id")), nid) == 0;
+        json_array_foreach(json_object_get(j->cluster, "nodes"), i, row)
+        {
+            const char *st = json_string_value(json_object_get(row, "status"));
+            have |= strcmp(json_string_value(json_object_get(row, "id")), nid) == 0 &&
+                    !(st && strcmp(st, "deleted") == 0);
+        }
         if (!have)
             json_array_append_new(nodes, json_pack("{s:s, s:O, s:O, s:O}", "id", nid, "hw",
                                                    json_object_get(info, "hardwaretype"), "img",
@@ -321,7 +326,10 @@ static int start_writes(PGconn *conn, void *arg, struct drv_err *err)
                          " coalesce(r.img, ''), coalesce(r.svc, '[]'), 'creating'"
                          " FROM jsonb_to_recordset($2::jsonb)"
                          "   AS r(id text, hw text, img text, svc jsonb)"
-                         " ON CONFLICT DO NOTHING",
+                         " ON CONFLICT (cluster_id, id) DO UPDATE SET"
+                         " hardwaretype = EXCLUDED.hardwaretype, imagetype = EXCLUDED.imagetype,"
+                         " services = EXCLUDED.services, properties = '{}', status = 'creating',"
+                         " updated_at = now() WHERE nodes.status = 'deleted'",
                          2, q, NULL, err);
     }
     if (rc == 0) {
