@@ -15,7 +15,8 @@
  *   3. A job's znode that disappears (it ended) drops any object left here.
  *   4. A draining member keeps its points in the ring but lookups step over
  *      it, so only its jobs move (coord_ring_add). engine_stop makes this
- *      node take nothing and hand everything over.
+ *      node take nothing and hand everything over; engine_resume (undrain)
+ *      makes it take its share again.
  *
  * Two members with different views of the ring for a moment both contend;
  * the lock decides, and the one that should not own the job releases it as
@@ -276,6 +277,18 @@ void engine_stop(struct engine *e, void (*done)(void *arg), void *arg)
         e->stop_done = NULL;
         done(arg);
     }
+}
+
+void engine_resume(struct engine *e)
+{
+    if (!e->stopping)
+        return;
+    e->stopping = false;
+    e->stop_done = NULL;
+    e->stop_arg = NULL;
+    log_info(MOD, "event=engine-resumed node=%s", e->node_id);
+    /* Jobs still being handed over take themselves up again once gone (engine__job_gone). */
+    engine__reconcile(e);
 }
 
 void engine_get_stats(const struct engine *e, struct engine_stats *st)
