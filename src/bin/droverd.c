@@ -109,11 +109,11 @@ static size_t owned_now(const struct node *n)
 
 static json_t *member_data(const struct node *n, size_t owned)
 {
-    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:b, s:b, s:I}", "id",
+    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:i, s:b, s:b, s:I}", "id",
                      n->conf.common.node_id, "kind", "droverd", "http", n->conf.http_listen, "pid",
                      (json_int_t)getpid(), "started", (json_int_t)n->started, "host", n->host,
-                     "schema", store_schema_version(), "draining", n->draining, "drained",
-                     n->drained, "owned", (json_int_t)owned);
+                     "schema", store_schema_version(), "format", DROVER_FORMAT_VERSION, "draining",
+                     n->draining, "drained", n->drained, "owned", (json_int_t)owned);
 }
 
 /* Write the member znode when what it says changed (force: always). */
