@@ -56,7 +56,7 @@ echo "drain: $VICTIM owned $owned_before jobs, owned none $((t_drained - t_drain
 # It keeps serving requests sent to it directly.
 PORT=${DPORTS[$V]} expect 200 "$(PORT=${DPORTS[$V]} api GET /v1/jobs)" '' "GET /v1/jobs on the drained node"
 "$D" members > "$T/members.out"
-grep -E "^$VICTIM +.* drained +0 " "$T/members.out" > /dev/null || fail "drover members: $(cat "$T/members.out")"
+grep -E "^$VICTIM +.* drained +[0-9]+ +0 " "$T/members.out" > /dev/null || fail "drover members: $(cat "$T/members.out")"
 for J in "${jobs[@]}"; do wait_job "$J" succeeded 120; done
 for J in "${jobs[@]}"; do
   [ "$(owner_of "$J")" != "$VICTIM" ] || fail "job $J ended owned by the drained $VICTIM"

@@ -647,7 +647,8 @@ int cli_fleet_main(int argc, char **argv)
         } else {
             size_t i;
             json_t *m;
-            printf("%-24s %-22s %-9s %-6s %s\n", "MEMBER", "HTTP", "STATE", "OWNED", "RING JOBS");
+            printf("%-24s %-22s %-9s %-6s %-6s %s\n", "MEMBER", "HTTP", "STATE", "FORMAT", "OWNED",
+                   "RING JOBS");
             json_array_foreach(json_object_get(out, "members"), i, m)
             {
                 const char *id = str(m, "id");
@@ -659,8 +660,8 @@ int cli_fleet_main(int argc, char **argv)
                 const char *state = json_is_true(json_object_get(d, "drained"))    ? "drained"
                                     : json_is_true(json_object_get(d, "draining")) ? "draining"
                                                                                    : "serving";
-                printf("%-24s %-22s %-9s %-6s %zu\n", id, str(d, "http"), state, str(d, "owned"),
-                       ring);
+                printf("%-24s %-22s %-9s %-6s %-6s %zu\n", id, str(d, "http"), state,
+                       str(d, "format"), str(d, "owned"), ring);
             }
         }
         json_decref(out);
