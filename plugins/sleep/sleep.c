@@ -187,7 +187,9 @@ int main(void)
         char host[256];
         snprintf(host, sizeof(host), "%s.sleep.invalid", node);
         json_object_set_new(result, "hostname", json_string(host));
-        json_object_set_new(result, "ipaddresses", json_pack("{s:s, s:s}", "access_v4", "192.0.2.1", "bind_v4", "192.0.2.1"));
+        json_object_set_new(
+            result, "ipaddresses",
+            json_pack("{s:s, s:s}", "access_v4", "192.0.2.1", "bind_v4", "192.0.2.1"));
     }
     const char *rdir = json_string_value(param("record_dir"));
     if (rdir) {

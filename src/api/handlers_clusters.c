@@ -120,7 +120,21 @@ static int check_op(struct call *c, const char *op, const json_t *cluster)
         json_t *jc = b ? json_object_get(b, "config") : NULL;
         if (!json_is_object(jc))
             return call_fail(c, 400, "invalid", "config", "field \"config\": expected an object");
-    } else if (op_is(op, "start") || op_is(op, "stop") || op_is(op, "restart")) {
+        json_t *jr = json_object_get(b, "restart");
+        if (jr && !json_is_boolean(jr))
+            return call_fail(c, 400, "invalid", "restart",
+                             "field \"restart\": expected true or false");
+    } else if (op_is(op, "upgrade")) {
+        json_t *v = b ? json_object_get(b, "template_version") : NULL;
+        if (v && (!json_is_integer(v) || json_integer_value(v) < 1))
+            return call_fail(c, 400, "invalid", "template_version",
+                             "field \"template_version\": expected a positive integer");
+    } else if (!op_is(op, "delete") && !op_is(op, "start") && !op_is(op, "stop") &&
+               !op_is(op, "restart")) {
+        return call_fail(c, 404, "not-found", NULL, "no operation \"%s\"", op);
+    }
+    /* The services a configure, start, stop or restart acts on: the cluster's own. */
+    if (op_is(op, "configure") || op_is(op, "start") || op_is(op, "stop") || op_is(op, "restart")) {
         if (js && !api__string_list_ok(js))
             return call_fail(c, 400, "invalid", "services",
                              "field \"services\": expected an array of strings");
@@ -129,13 +143,6 @@ static int check_op(struct call *c, const char *op, const json_t *cluster)
         json_array_foreach(js, i, v) if (!has_service(have, json_string_value(v))) return call_fail(
             c, 422, "unsatisfiable", "services", "the cluster has no service \"%s\"",
             json_string_value(v));
-    } else if (op_is(op, "upgrade")) {
-        json_t *v = b ? json_object_get(b, "template_version") : NULL;
-        if (v && (!json_is_integer(v) || json_integer_value(v) < 1))
-            return call_fail(c, 400, "invalid", "template_version",
-                             "field \"template_version\": expected a positive integer");
-    } else if (!op_is(op, "delete")) {
-        return call_fail(c, 404, "not-found", NULL, "no operation \"%s\"", op);
     }
     return 0;
 }

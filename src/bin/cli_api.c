@@ -298,6 +298,19 @@ static const char *flag(int *argc, char **argv, const char *name)
     return NULL;
 }
 
+/* Take a "--switch" with no value from argv; whether it was there. */
+static bool take_switch(int *argc, char **argv, const char *name)
+{
+    for (int i = 1; i < *argc; i++)
+        if (strcmp(argv[i], name) == 0) {
+            for (int j = i; j + 1 <= *argc; j++)
+                argv[j] = argv[j + 1];
+            *argc -= 1;
+            return true;
+        }
+    return false;
+}
+
 static json_t *csv_list(const char *s)
 {
     json_t *a = json_array();
@@ -328,7 +341,7 @@ static int usage_cluster(void)
             "       drover cluster delete ID\n"
             "       drover cluster expand|shrink ID --nodes K\n"
             "       drover cluster addservices|removeservices ID --services a,b\n"
-            "       drover cluster configure ID --config FILE\n"
+            "       drover cluster configure ID --config FILE [--restart] [--services a,b]\n"
             "       drover cluster start|stop|restart ID [--services a,b]\n"
             "       drover cluster upgrade ID [--template-version V]\n");
     return 2;
@@ -380,6 +393,8 @@ static json_t *cluster_body(int *argc, char **argv, int create)
         }
         json_object_set_new(b, "config", c);
     }
+    if (take_switch(argc, argv, "--restart"))
+        json_object_set_new(b, "restart", json_true());
     return b;
 }
 

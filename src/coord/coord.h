@@ -561,7 +561,7 @@ struct coord_queue_opts {
     const char *consumer_id; /* written into claims; NULL means "pid-<pid>" */
     coord_lost_cb on_lost;   /* NULL or told of claims lost */
     void *lost_arg;
-    coord_skip_cb skip;      /* NULL or the filter above */
+    coord_skip_cb skip; /* NULL or the filter above */
     void *skip_arg;
 };
 

@@ -92,7 +92,7 @@ struct etxn {
     size_t n_chunks, cap_chunks;
     struct erun **dels;
     size_t n_dels, cap_dels;
-    int32_t st_ver;        /* the state version it expects */
+    int32_t st_ver; /* the state version it expects */
     size_t dispatched;
 };
 
@@ -521,8 +521,8 @@ static struct etxn *zk_build(struct ejob *j)
             size_t before = t->bytes;
             int rc = put_task(t, p, idx, (o.actions & ENGINE_TACT_CLEANUP) != 0, NULL, &err);
             if (t->bytes != before)
-                reserved += chunk_cost(p, idx / ENGINE_LOG_CHUNK) *
-                            !p->chunk_dirty[idx / ENGINE_LOG_CHUNK];
+                reserved +=
+                    chunk_cost(p, idx / ENGINE_LOG_CHUNK) * !p->chunk_dirty[idx / ENGINE_LOG_CHUNK];
             if (rc == DRV_EAGAIN) {
                 p->recs[idx] = saved;
                 held[n_held++] = idx;

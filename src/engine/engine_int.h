@@ -304,7 +304,7 @@ struct engine {
     char *node_id;
     unsigned max_failures, max_in_flight;
     bool no_rollback;
-    bool fault_final;  /* test hook (DROVER_FAULT=crash-before-final-write): exit there */
+    bool fault_final; /* test hook (DROVER_FAULT=crash-before-final-write): exit there */
     size_t budget;
     int task_timeout_ms;
     unsigned char key[32];
@@ -362,9 +362,13 @@ struct ejob {
     json_t *props;  /* node id -> key-values of that node (result key-values merged) */
     json_t *mnodes; /* the nodes map of plugins and macros (nodes.c) */
     struct macro_cluster *mcluster; /* mnodes sorted and indexed once, for the macros */
-    struct strmap *node_index;      /* node id -> 1 + its index in the target layout */
-    uint32_t *node_confirm;         /* per target node: 1 + its confirm task's index, or 0 */
-    size_t n_nchunks;               /* jobs/<id>/nodes/n<k> */
+    /* The cluster as it was (start layout), when the job changes the layout: the macros of
+       tasks that act on what leaves (a node, a service) see it, the rest see mnodes. */
+    json_t *mnodes_old;
+    struct macro_cluster *mcluster_old;
+    struct strmap *node_index; /* node id -> 1 + its index in the target layout */
+    uint32_t *node_confirm;    /* per target node: 1 + its confirm task's index, or 0 */
+    size_t n_nchunks;          /* jobs/<id>/nodes/n<k> */
     uint8_t *nchunk_dirty;
     bool nchunks_new;   /* not created in ZooKeeper yet */
     bool config_macros; /* the cluster's config has macros */

@@ -111,6 +111,8 @@ static void job_free(struct ejob *j)
     json_decref(j->pg_nodes);
     json_decref(j->mnodes);
     macro_cluster_free(j->mcluster);
+    json_decref(j->mnodes_old);
+    macro_cluster_free(j->mcluster_old);
     json_decref(j->ssh_new);
     strmap_free(j->node_index);
     free(j->node_confirm);

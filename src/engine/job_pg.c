@@ -462,6 +462,11 @@ struct engine__pg_final *engine__pg_final_new(struct ejob *j)
     f->services = json_is_array(svcs) ? json_dumps(svcs, JSON_COMPACT) : NULL;
     json_t *config = strcmp(j->op, "configure") == 0 ? engine__job_config(j) : NULL;
     f->config = config ? json_dumps(config, JSON_COMPACT) : NULL;
+    json_t *tv = json_object_get(json_object_get(json_object_get(j->job, "request"), "target"),
+                                 "template_version");
+    f->template_version = strcmp(j->op, "upgrade") == 0 && json_is_integer(tv)
+                              ? xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(tv))
+                              : NULL;
     f->fresh_create = strcmp(j->op, "create") == 0;
     json_t *d = json_pack("{s:s, s:s, s:I, s:I}", "status", f->status, "error", f->error, "tasks",
                           (json_int_t)j->fwd.n, "rollback_tasks", (json_int_t)j->rb.n);
@@ -479,6 +484,7 @@ void engine__pg_final_free(struct engine__pg_final *f)
     free(f->target);
     free(f->services);
     free(f->config);
+    free(f->template_version);
     free(f->detail);
     free(f);
 }
@@ -512,13 +518,15 @@ static int final_writes(PGconn *conn, void *arg, struct drv_err *err)
                              " WHERE cluster_id = $1::bigint",
                              1, q, NULL, err);
     } else if (rc == 0 && ok) {
-        const char *q[] = {f->cluster_id, f->target, f->services};
+        const char *q[] = {f->cluster_id, f->target, f->services, f->config, f->template_version};
         rc = store_execp(conn,
                          "UPDATE clusters SET status = 'active', layout = $2::jsonb,"
                          " size = jsonb_array_length($2::jsonb -> 'nodes'),"
-                         " services = coalesce($3::jsonb, services), updated_at = now()"
-                         " WHERE id = $1::bigint",
-                         3, q, NULL, err);
+                         " services = coalesce($3::jsonb, services),"
+                         " config = coalesce($4::jsonb, config),"
+                         " template_version = coalesce($5::int, template_version),"
+                         " updated_at = now() WHERE id = $1::bigint",
+                         5, q, NULL, err);
         if (rc == 0)
             rc = store_execp(conn,
                              "UPDATE nodes SET updated_at = now(), status = CASE WHEN id IN"

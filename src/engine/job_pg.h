@@ -91,9 +91,10 @@ struct engine__pg_final {
     char id[24], tenant_id[24], cluster_id[24], node[128];
     int64_t token;
     char *status, *phase, *error, *op;
-    char *target;   /* per-node layout with ids: the cluster after success */
-    char *services; /* the cluster's services after success (JSON array) or NULL */
-    char *config;   /* the cluster's config after success (a configure's), or NULL */
+    char *target;           /* per-node layout with ids: the cluster after success */
+    char *services;         /* the cluster's services after success (JSON array) or NULL */
+    char *config;           /* the cluster's config after success (a configure's), or NULL */
+    char *template_version; /* the cluster's template version after success (an upgrade's) */
     char *detail;
     bool fresh_create; /* a create: nothing existed before */
 };

@@ -82,10 +82,11 @@ int store_cluster_get(PGconn *conn, const char *tenant_id, const char *owner_id,
         return rc;
     json_t *nodes;
     const char *q[] = {cluster_id};
-    rc = store_query_json(conn,
-                          "SELECT id, hardwaretype, imagetype, services, properties, status"
-                          " FROM nodes WHERE cluster_id = $1::bigint ORDER BY id",
-                          1, q, &nodes, err);
+    rc = store_query_json(
+        conn,
+        "SELECT id, hardwaretype, imagetype, services, properties, status"
+        " FROM nodes WHERE cluster_id = $1::bigint AND status <> 'deleted' ORDER BY id",
+        1, q, &nodes, err);
     if (rc) {
         json_decref(*row);
         *row = NULL;
@@ -322,11 +323,10 @@ int store_job_control(PGconn *conn, const char *tenant_id, const char *owner_id,
 int store_job_open_ids(PGconn *conn, const char *tenant_id, json_t **ids, struct drv_err *err)
 {
     const char *p[] = {tenant_id};
-    return store_query_json(
-        conn,
-        "SELECT id::text AS id, operation, status FROM jobs"
-        " WHERE ($1::bigint IS NULL OR tenant_id = $1::bigint)"
-        " AND status IN ('pending', 'running', 'paused', 'rolling-back')"
-        " ORDER BY jobs.id LIMIT 1000",
-        1, p, ids, err);
+    return store_query_json(conn,
+                            "SELECT id::text AS id, operation, status FROM jobs"
+                            " WHERE ($1::bigint IS NULL OR tenant_id = $1::bigint)"
+                            " AND status IN ('pending', 'running', 'paused', 'rolling-back')"
+                            " ORDER BY jobs.id LIMIT 1000",
+                            1, p, ids, err);
 }
