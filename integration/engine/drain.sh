@@ -64,8 +64,10 @@ done
 check_runs
 pass "node drain through another node: $VICTIM out of the ring, 503, jobs handed over and succeeded"
 
-# --- undrain
-"$D" node undrain "$VICTIM" > /dev/null || fail "drover node undrain"
+# --- undrain, by the superadmin (who sees the members too)
+DROVER_TOKEN=$SUPER "$D" members > "$T/members.out" || fail "drover members as the superadmin"
+grep -qE "^$VICTIM +.* drained " "$T/members.out" || fail "superadmin's drover members: $(cat "$T/members.out")"
+DROVER_TOKEN=$SUPER "$D" node undrain "$VICTIM" > /dev/null || fail "drover node undrain"
 wait_http "${DPORTS[$V]}" /readyz 200 10 || fail "$VICTIM /readyz not 200 after undrain"
 [ "$(member_field "$VICTIM" .draining)" = false ] || fail "$VICTIM still says draining"
 more=()

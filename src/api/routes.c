@@ -52,7 +52,7 @@ static const struct route routes[] = {
     {GET, "v1/jobs/*", api__h_job_get, TENANT},
     {GET, "v1/jobs/*/plan", api__h_job_plan, TENANT},
     {POST, "v1/jobs/*/*", api__h_job_action, TENANT},
-    {GET, "v1/members", api__h_members, ROLE_ADMIN},
+    {GET, "v1/members", api__h_members, ROLE_SUPER | ROLE_ADMIN},
     {POST, "v1/members/*/*", api__h_member_action, ROLE_SUPER | ROLE_ADMIN},
     {GET, "v1/workers", api__h_workers, ROLE_ADMIN},
     {POST, "v1/workers/*/*", api__h_worker_action, ROLE_SUPER | ROLE_ADMIN},

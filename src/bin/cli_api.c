@@ -858,7 +858,7 @@ static int usage_drain(void)
             "       drover node undrain ID                 back in the ring\n"
             "       drover worker drain ID                 stop taking, finish or hand back, "
             "exit\n"
-            "(admin or superadmin; --wait reads GET /v1/members, admin)\n");
+            "(admin or superadmin)\n");
     return 2;
 }
 
