@@ -664,15 +664,21 @@ int cli_fleet_main(int argc, char **argv)
         } else {
             size_t i;
             json_t *m;
-            printf("%-32s %-22s %s\n", "MEMBER", "HTTP", "JOBS OWNED");
+            printf("%-24s %-22s %-9s %-6s %-6s %s\n", "MEMBER", "HTTP", "STATE", "FORMAT", "OWNED",
+                   "RING JOBS");
             json_array_foreach(json_object_get(out, "members"), i, m)
             {
                 const char *id = str(m, "id");
-                size_t owned = 0, j;
+                const json_t *d = json_object_get(m, "data");
+                size_t ring = 0, j;
                 json_t *job;
-                json_array_foreach(json_object_get(out, "jobs"), j, job) owned +=
+                json_array_foreach(json_object_get(out, "jobs"), j, job) ring +=
                     strcmp(str(job, "owner"), id) == 0;
-                printf("%-32s %-22s %zu\n", id, str(json_object_get(m, "data"), "http"), owned);
+                const char *state = json_is_true(json_object_get(d, "drained"))    ? "drained"
+                                    : json_is_true(json_object_get(d, "draining")) ? "draining"
+                                                                                   : "serving";
+                printf("%-24s %-22s %-9s %-6s %-6s %zu\n", id, str(d, "http"), state,
+                       str(d, "format"), str(d, "owned"), ring);
             }
         }
         json_decref(out);
@@ -841,4 +847,79 @@ int cli_audit_main(int argc, char **argv)
     int rc = run(&o, "GET", p, NULL, cols, NULL);
     free(p);
     return rc;
+}
+
+/* ---- drain ------------------------------------------------------------------------------ */
+
+static int usage_drain(void)
+{
+    fprintf(stderr,
+            "usage: drover node drain ID [--wait SECONDS]   out of the ring, jobs handed over,\n"
+            "                                              /readyz 503 (--wait: until it owns "
+            "nothing)\n"
+            "       drover node undrain ID                 back in the ring\n"
+            "       drover worker drain ID                 stop taking, finish or hand back, "
+            "exit\n"
+            "(admin or superadmin)\n");
+    return 2;
+}
+
+/* Poll the members until id says drained (0), is gone (0), or secs pass (1). */
+static int wait_drained(const struct cli_opts *o, const char *id, long secs)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        json_t *out;
+        int rc = call(o, "GET", "/v1/members", NULL, &out);
+        if (rc)
+            return rc;
+        const json_t *d = NULL;
+        size_t i;
+        json_t *m;
+        json_array_foreach(json_object_get(out, "members"), i, m) if (strcmp(str(m, "id"), id) == 0)
+            d = json_object_get(m, "data");
+        int done = !d || json_is_true(json_object_get(d, "drained"));
+        if (done)
+            printf("node %s: %s\n", id, d ? "drained (owns nothing)" : "gone");
+        json_decref(out);
+        if (done)
+            return 0;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - t0.tv_sec >= secs) {
+            fprintf(stderr, "drover: node %s still owns jobs after %ld s\n", id, secs);
+            return 1;
+        }
+        struct timespec pause = {0, 200 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+}
+
+int cli_drain_main(int argc, char **argv)
+{
+    struct cli_opts o;
+    argc = cli_take_opts(argc, argv, &o);
+    const char *wait = flag(&argc, argv, "--wait");
+    bool node = strcmp(argv[0], "node") == 0;
+    if (argc != 3 || (strcmp(argv[1], "drain") != 0 && (!node || strcmp(argv[1], "undrain") != 0)))
+        return usage_drain();
+    long secs = 0;
+    if (wait) {
+        char *end;
+        secs = strtol(wait, &end, 10);
+        if (!*wait || *end || secs <= 0 || !node || strcmp(argv[1], "drain") != 0)
+            return usage_drain();
+    }
+    char *p = xasprintf("/v1/%s/%s/%s", node ? "members" : "workers", argv[2], argv[1]);
+    json_t *out;
+    int rc = call(&o, "POST", p, NULL, &out);
+    free(p);
+    if (rc)
+        return rc;
+    if (o.json)
+        print_json(out);
+    else
+        printf("%s %s: %s asked\n", node ? "node" : "worker", argv[2], argv[1]);
+    json_decref(out);
+    return wait ? wait_drained(&o, argv[2], secs) : 0;
 }

@@ -390,7 +390,7 @@ static void chunk_add(struct etxn *t, struct eplan *p, size_t k)
     size_t cnt = p->n - first < ENGINE_LOG_CHUNK ? p->n - first : ENGINE_LOG_CHUNK;
     char *path = xasprintf("/drover/jobs/%s/log/%c%zu", j->id, p->phase, k);
     add_op(t, p->chunk_ver[k] < 0 ? OP_CREATE : OP_SET, path,
-           engine__log_encode(p->recs, first, cnt), p->chunk_ver[k]);
+           engine__log_encode(p->recs, first, cnt, j->st.format), p->chunk_ver[k]);
     XGROW(t->chunks, t->cap_chunks, t->n_chunks + 1);
     t->chunks[t->n_chunks].p = p;
     t->chunks[t->n_chunks++].k = k;

@@ -21,6 +21,7 @@
 
 #include "engine.h"
 #include "error.h"
+#include "format.h"
 
 /* ---- fsm.c: jobs --------------------------------------------------------------------- */
 
@@ -143,11 +144,12 @@ char engine_task_letter(enum engine_task_state s);
 
 /* ---- tasklog.c: znode codecs ---------------------------------------------------------- */
 
-#define ENGINE_LOG_FORMAT 1  /* this build writes; it reads ENGINE_LOG_FORMAT - 1 too */
+/* The task log's and the state's format is the job's (format.h): DROVER_FORMAT_MIN_READ up to
+   DROVER_FORMAT_VERSION are read, a job's own written. */
 #define ENGINE_LOG_CHUNK 512 /* tasks per task-log znode (~1.6 KB of JSON) */
 
 /* Encode tasks [first, first + n) of recs as one chunk's JSON text (new string). */
-char *engine__log_encode(const struct engine_task_rec *recs, size_t first, size_t n);
+char *engine__log_encode(const struct engine_task_rec *recs, size_t first, size_t n, int format);
 /*
  * Decode a chunk into recs[0..n): the chunk must say it starts at first and
  * holds n tasks. A task found 'q' decodes as QUEUED; '.' as WAITING.
@@ -197,6 +199,7 @@ struct engine__plan_in {
     const json_t *start;       /* layout before the operation (NULL or null: none) */
     const json_t *target;      /* layout after it (NULL: the same as start) */
     const json_t *subset;      /* services the operation acts on (NULL: all) */
+    int format;                /* the job's format version: the plan's format_version */
 };
 
 struct engine__plan_out {
@@ -317,6 +320,7 @@ struct engine {
     struct strmap *queues; /* "<tenant>/<class>" -> struct equeue */
     struct loopq *lq;
     bool stopping;
+    int write_format; /* format of the jobs this node starts: the lowest of the members' */
     void (*stop_done)(void *);
     void *stop_arg;
     struct event *tick;

@@ -448,9 +448,9 @@ static json_t *make_inputs(struct ejob *j)
                           strcmp(j->op, "stop") == 0 || strcmp(j->op, "restart") == 0 ||
                           strcmp(j->op, "upgrade") == 0;
     return json_pack(
-        "{s:i, s:s, s:O, s:O, s:s, s:s?, s:o, s:o, s:O}", "format", 1, "op", j->op, "request",
-        req ? req : json_null(), "catalog", j->catalog ? j->catalog : json_null(), "template",
-        row_str(j->cluster, "template"), "provider",
+        "{s:i, s:s, s:O, s:O, s:s, s:s?, s:o, s:o, s:O}", "format", j->e->write_format, "op", j->op,
+        "request", req ? req : json_null(), "catalog", j->catalog ? j->catalog : json_null(),
+        "template", row_str(j->cluster, "template"), "provider",
         json_string_value(json_object_get(j->cluster, "provider")), "start", start, "target",
         target, "subset", acts_on_subset && json_is_array(subset) ? subset : json_null());
 }
@@ -469,6 +469,9 @@ static void build_start(struct ejob *j, bool resuming, void (*done)(void *))
     b->in.start = json_object_get(b->inputs, "start");
     b->in.target = json_object_get(b->inputs, "target");
     b->in.subset = json_object_get(b->inputs, "subset");
+    /* Inputs pinned before formats were negotiated say 1. */
+    json_int_t format = json_integer_value(json_object_get(b->inputs, "format"));
+    b->in.format = format > 0 ? (int)format : 1;
     if (json_is_null(b->in.subset))
         b->in.subset = NULL;
     j->building = true;
@@ -596,7 +599,7 @@ static void start_built(void *arg)
         return;
     }
     j->cur = &j->fwd;
-    j->st.format = ENGINE_LOG_FORMAT;
+    j->st.format = j->po.plan->format_version;
     j->st.tasks = j->fwd.n;
     snprintf(j->st.plan_sha, sizeof(j->st.plan_sha), "%s", j->po.sha);
     j->st.cancel = json_is_string(json_object_get(j->job, "control")) &&
@@ -752,7 +755,7 @@ static void zk_init(struct ejob *j)
     for (size_t k = 0; k < j->fwd.n_chunks; k++) {
         size_t first = k * ENGINE_LOG_CHUNK;
         size_t cnt = j->fwd.n - first < ENGINE_LOG_CHUNK ? j->fwd.n - first : ENGINE_LOG_CHUNK;
-        char *text = engine__log_encode(j->fwd.recs, first, cnt);
+        char *text = engine__log_encode(j->fwd.recs, first, cnt, j->st.format);
         if (coord_txn_bytes(t) + strlen(text) + 200 > e->budget) {
             XGROW(in->txns, cap, n_txns + 1);
             in->txns[n_txns++] = t;
@@ -972,6 +975,7 @@ int engine__job_rollback_plan(struct ejob *j, struct drv_err *err)
         rc = engine__plan_exec(&j->rb, err); /* from scratch; a resume reads the log after */
     if (rc)
         return rc;
+    rb->format_version = j->st.format;
     char *text = planner_plan_to_json_text(rb, NULL);
     engine__sha256_hex(text, strlen(text), j->rb.sha);
     free(text);

@@ -230,6 +230,7 @@ struct engine__pg_start *engine__pg_start_new(struct ejob *j)
     snprintf(s->cluster_id, sizeof(s->cluster_id), "%s", j->cluster_id);
     snprintf(s->node, sizeof(s->node), "%s", j->e->node_id);
     s->token = j->token;
+    snprintf(s->format, sizeof(s->format), "%d", j->st.format);
     s->status =
         xstrdup(engine_phase_status(j->st.paused ? ENGINE_PH_PAUSED : ENGINE_PH_RUNNING, false));
     s->phase = xstrdup(s->status);
@@ -298,14 +299,14 @@ void engine__pg_start_free(struct engine__pg_start *s)
 static int start_writes(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_start *s = arg;
-    const char *p[] = {s->id,   s->status, s->phase,    s->inputs,
-                       s->plan, s->sha,    s->snapshot, s->target};
+    const char *p[] = {s->id,  s->status,   s->phase,  s->inputs, s->plan,
+                       s->sha, s->snapshot, s->target, s->format};
     int rc = store_execp(conn,
                          "UPDATE jobs SET status = $2, phase = $3, inputs = $4::jsonb,"
                          " plan = $5::jsonb, plan_sha = $6, snapshot = $7::jsonb,"
-                         " target = $8::jsonb, error = NULL,"
+                         " target = $8::jsonb, error = NULL, format_version = $9::int,"
                          " started_at = coalesce(started_at, now()) WHERE id = $1::bigint",
-                         8, p, NULL, err);
+                         9, p, NULL, err);
     for (size_t c = 0; rc == 0 && c < s->n_chunks; c++) {
         const char *q[] = {s->id, s->task_chunks[c]};
         rc = store_execp(conn,

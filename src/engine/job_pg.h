@@ -51,6 +51,7 @@ void engine__pg_load_free(struct engine__pg_load *l);
 struct engine__pg_start {
     char id[24], tenant_id[24], cluster_id[24], node[128];
     int64_t token;
+    char format[12]; /* the job's format version (jobs.format_version) */
     char *status, *phase;
     char *inputs, *plan, *sha, *snapshot, *target;
     char **task_chunks; /* JSON arrays of ROWS_PER_INSERT rows */
