@@ -39,9 +39,9 @@ int api__h_job_get(PGconn *conn, struct call *c, struct drv_err *err)
     free(tasks);
     if (bad)
         return call_fail(c, 400, "invalid", "tasks", "query parameter \"tasks\": all or none");
-    int rc = none ? store_job_get_summary(conn, c->who.tenant_id, call_owner(c), c->seg[2],
-                                          &c->out, err)
-                  : store_job_get(conn, c->who.tenant_id, call_owner(c), c->seg[2], &c->out, err);
+    int rc =
+        none ? store_job_get_summary(conn, c->who.tenant_id, call_owner(c), c->seg[2], &c->out, err)
+             : store_job_get(conn, c->who.tenant_id, call_owner(c), c->seg[2], &c->out, err);
     if (rc == 0) {
         json_object_del(c->out, "has_plan");
         if (!none)

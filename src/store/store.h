@@ -229,6 +229,17 @@ struct store_cluster_new {
 /* DRV_EEXIST when a live cluster of the tenant has the name. */
 int store_cluster_insert(PGconn *conn, const struct store_cluster_new *c, json_t **row,
                          struct drv_err *err);
+/*
+ * The cluster's last job and the layouts of the nodes whose forward tasks
+ * failed in it: {"job": id, "operation": ..., "request": {...},
+ * "failed_layouts": [{"services", "hardwaretype", "imagetype", "count": 1}]}.
+ * DRV_ENOENT when the cluster has no job.
+ */
+int store_cluster_last_failure(PGconn *conn, const char *cluster_id, json_t **row,
+                               struct drv_err *err);
+/* A failed cluster made again: its new layout and size, status pending (a recreate). */
+int store_cluster_relayout(PGconn *conn, const char *cluster_id, const char *layout, long size,
+                           struct drv_err *err);
 int store_cluster_set_status(PGconn *conn, const char *cluster_id, const char *status,
                              struct drv_err *err);
 /* The unfinished job (pending, running, paused) of a cluster, or DRV_ENOENT. */

@@ -115,10 +115,10 @@ struct worker {
     unsigned takes; /* outstanding */
     struct wctx *ctxs;
     struct coord_group *peers;
-    size_t n_peers; /* other live workers of this tenant sharing a class */
+    size_t n_peers;         /* other live workers of this tenant sharing a class */
     struct strmap *avoided; /* task key -> int64_t * until when this worker passes it over */
     struct event *avoid_ev; /* the next expiry: look at the queues again */
-    char **env;     /* the plugins' base environment */
+    char **env;             /* the plugins' base environment */
     size_t n_env;
     bool stopping, freed;
     void (*stop_done)(void *);
@@ -434,7 +434,8 @@ static void run_plugin(struct wtask *t, const json_t *ctx)
         if (worker__is_provider_task(name) && name && strcmp(name, "confirm") == 0 && node)
             snprintf(out, sizeof(out),
                      "{\"status\":\"ok\",\"message\":\"noop\",\"result\":{\"hostname\":"
-                     "\"%.200s.noop\",\"ipaddresses\":{\"access_v4\":\"192.0.2.1\",\"bind_v4\":\"192.0.2.1\"}}}",
+                     "\"%.200s.noop\",\"ipaddresses\":{\"access_v4\":\"192.0.2.1\",\"bind_v4\":"
+                     "\"192.0.2.1\"}}}",
                      node);
         else
             snprintf(out, sizeof(out), "{\"status\":\"ok\",\"message\":\"noop\"}");
