@@ -40,7 +40,11 @@ done
 # chance that its share was empty is (2/3)^24, below 1 in 10,000).
 late=0
 for n in 1 2; do
-  t=$(grep 'event=ring-changed .*members=2$' "$T/droverd-$n.log" | tail -n 1 | cut -d' ' -f1 | cut -d= -f2)
+  # The first ring of two members after the last of three (members' data changes, such as
+  # their owned-job counts, report the same ring again later).
+  t=$(grep 'event=ring-changed ' "$T/droverd-$n.log" |
+    awk '/members=3$/ { three = 1; t = ""; next } three && /members=2$/ && t == "" { t = $1 } END { print t }' |
+    cut -d= -f2)
   [ -n "$t" ] || fail "droverd-$n never saw the ring without droverd-3"
   late=$((late + $(grep 'event=job-announced-by-janitor' "$T/droverd-$n.log" | cut -d' ' -f1 | cut -d= -f2 |
     awk -v t="$t" '$1 >= t' | wc -l)))

@@ -313,6 +313,7 @@ struct engine {
     struct coord_group *members;
     struct coord_ring *ring;
     bool have_ring;
+    char *ring_sig; /* the members, weights and draining flags the ring was made of */
     struct coord_watcher *jobs_w;
     char **ids; /* the announced jobs, sorted */
     size_t n_ids;
