@@ -446,7 +446,7 @@ static json_t *make_inputs(struct ejob *j)
     /* The tenant's resources as they are now (null: none pushed): the job keeps this
        version to the end, whatever is pushed meanwhile (docs/worker.md "Resources"). */
     json_t *res = json_object_get(j->job, "resources");
-    return json_pack("{s:i, s:s, s:O, s:O, s:s, s:s?, s:o, s:o, s:O, s:O}", "format", 1, "op",
+    return json_pack("{s:i, s:s, s:O, s:O, s:O, s:s, s:s?, s:o, s:o, s:O}", "format", 1, "op",
                      j->op, "resources", json_is_object(res) ? res : json_null(), "request",
                      req ? req : json_null(), "catalog", j->catalog ? j->catalog : json_null(),
                      "template", row_str(j->cluster, "template"), "provider",

@@ -23,7 +23,7 @@ int store_resource_insert(PGconn *conn, const char *tenant_id, const char *sha25
     /* The tenant row's lock is shared: pushes of one tenant serialise here. */
     const char *t[] = {tenant_id};
     if (rc == 0)
-        rc = store_execp(conn, "SELECT pg_advisory_xact_lock(7301946286, $1::integer)", 1, t, NULL,
+        rc = store_execp(conn, "SELECT pg_advisory_xact_lock(730195, $1::integer)", 1, t, NULL,
                          err);
     if (rc)
         return rc;
