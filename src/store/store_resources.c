@@ -23,8 +23,8 @@ int store_resource_insert(PGconn *conn, const char *tenant_id, const char *sha25
     /* The tenant row's lock is shared: pushes of one tenant serialise here. */
     const char *t[] = {tenant_id};
     if (rc == 0)
-        rc = store_execp(conn, "SELECT pg_advisory_xact_lock(730195, $1::integer)", 1, t, NULL,
-                         err);
+        rc =
+            store_execp(conn, "SELECT pg_advisory_xact_lock(730195, $1::integer)", 1, t, NULL, err);
     if (rc)
         return rc;
     const char *p[] = {tenant_id, sha256, size, files, body, created_by};
