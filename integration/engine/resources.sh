@@ -77,7 +77,9 @@ chmod 600 "$T/worker.token"
 mkdir -p "$T/fallback/sub"
 echo fallback > "$T/fallback/x"
 echo fallback > "$T/fallback/sub/y"
-for w in worker-1 worker-2; do
+# start_res_worker NAME: a worker that syncs into $T/NAME.state.
+start_res_worker() {
+  local w=$1
   write_worker_conf "$w" "worker.tenant = acme" "worker.plugin_dir = $PDIR" \
     "worker.plugins = sleep,sleep-provider" "worker.concurrency = 4" "secrets.key_file = $KEYFILE" \
     "log.level = ${LOG_LEVEL:-info}" "worker.resources_dir = $T/fallback" \
@@ -85,7 +87,9 @@ for w in worker-1 worker-2; do
     "worker.api_token_file = $T/worker.token" "worker.resources_keep = 3s"
   sed -i "s/^zookeeper.session_timeout = 20s/zookeeper.session_timeout = $SESSION/" "$T/$w.conf"
   start_proc "$w" "$BIN/drover-worker"
-done
+}
+start_res_worker worker-1
+start_res_worker worker-2
 
 read -r C0 J0 <<< "$(create_cluster c0 1)"
 wait_job "$J0" succeeded 90
@@ -130,11 +134,20 @@ D resources push "$T/res" > "$T/push2.out" || fail "push 2: $(cat "$T/push2.out"
 grep -q "resources version 2:" "$T/push2.out" || fail "push 2 said: $(cat "$T/push2.out")"
 SUM2=$(dirsum "$T/res")
 [ "$(job_field "$J1" .status)" = running ] || fail "job $J1 ended before the push: the test proves nothing"
+# The rest of job 1 goes to a new worker with an empty state directory: it fetches version 2
+# (announced) in the background and version 1 (pinned by job 1) when a task needs it.
+start_res_worker worker-3
+stop_worker worker-1
+stop_worker worker-2
 wait_job "$J1" succeeded 120
 read -r C2 J2 <<< "$(create_cluster c2 2)"
 wait_job "$J2" succeeded 90
 
 n1=$(grep -c "^$J1 " "$RES_LOG")
+w3=$(grep "^$J1 " "$RES_LOG" | grep -c "/worker-3.state/resources/1 " || true)
+[ "$w3" -gt 0 ] || fail "worker-3 ran no task of job $J1"
+grep -q "event=task-waits-for-resources .* version=1" "$T/worker-3.log" ||
+  fail "no task of worker-3 waited for version 1 (fetched on demand only)"
 bad=$(grep "^$J1 " "$RES_LOG" | awk -v s="$SUM1" '$3 !~ /\/resources\/1$/ || $4 != "v1" || $5 != "v1" || $6 != s || $7 != "v1" || $8 != "v1" || $9 != s' | head -3)
 [ -z "$bad" ] || fail "job $J1 (pinned to version 1) saw: $bad"
 after=$(grep "^$J1 " "$RES_LOG" | awk -v p="$PUSH2_MS" '$10 > p' | wc -l)
@@ -143,7 +156,7 @@ n2=$(grep -c "^$J2 " "$RES_LOG")
 bad=$(grep "^$J2 " "$RES_LOG" | awk -v s="$SUM2" '$3 !~ /\/resources\/2$/ || $4 != "v2" || $5 != "v2" || $6 != s || $7 != "v2" || $8 != "v2" || $9 != s' | head -3)
 [ -z "$bad" ] || fail "job $J2 (after push 2) saw: $bad"
 grep -q '\.tmp' "$RES_LOG" && fail "a task ran in a directory being unpacked"
-pass "job $J1 ran its $n1 tasks ($after started after push 2) on version 1 to the end; job $J2 ran $n2 tasks on version 2; every task saw one whole version, unchanged while it ran"
+pass "job $J1 ran its $n1 tasks ($after started after push 2) on version 1 to the end ($w3 on a worker that fetched it on demand); job $J2 ran $n2 tasks on version 2; every task saw one whole version, unchanged while it ran"
 
 # ---- listing, and old versions removed once unused
 expect 200 "$(api GET /v1/resources '' "$USER_TOKEN")" '(.items | length == 2) and .items[0].version == 2 and .items[0].created_by == "alice" and .items[1].files == 3 and (.items[0].sha256 | length == 64)' "list versions"
@@ -151,7 +164,7 @@ D resources list | grep -q '^2 ' || fail "drover resources list"
 r=$(curl -s -H "Authorization: Bearer $USER_TOKEN" "$URL/v1/resources/2")
 [ "$(printf '%s' "$r" | sha256sum | cut -c1-64)" = "$(body_of "$(api GET /v1/resources)" | jq -r '.items[0].sha256')" ] ||
   fail "the fetched body's digest is not the version's sha256"
-for w in worker-1 worker-2; do
+for w in worker-3; do
   for _ in $(seq 150); do [ ! -e "$T/$w.state/resources/1" ] && break; sleep 0.1; done
   [ ! -e "$T/$w.state/resources/1" ] || fail "$w kept version 1: $(ls "$T/$w.state/resources")"
   [ -d "$T/$w.state/resources/2" ] || fail "$w removed version 2"
