@@ -171,4 +171,17 @@ for w in worker-3; do
 done
 [ "$(psql_q "SELECT count(*) FROM audit_log WHERE action = 'resources.push'")" = 2 ] || fail "audit of pushes"
 pass "versions listed (who, when, sha256); the fetch is the checksummed body; version 1 removed once unused, 2 kept"
+
+# A restarted worker keeps its complete versions (the directory and its checksum beside it) and
+# removes what an interrupted run left.
+stop_worker worker-3
+mkdir -p "$T/worker-3.state/resources/7.tmp" "$T/worker-3.state/resources/8"
+mv "$T/worker-3.log" "$T/worker-3.first.log"
+start_proc worker-3 "$BIN/drover-worker"
+for _ in $(seq 100); do grep -q "event=worker-ready" "$T/worker-3.log" && break; sleep 0.1; done
+sleep 1
+[ "$(ls "$T/worker-3.state/resources" | tr '\n' ' ')" = "2 2.sha256 " ] ||
+  fail "worker-3's state after a restart: $(ls "$T/worker-3.state/resources")"
+grep -q "event=resources-fetch " "$T/worker-3.log" && fail "worker-3 fetched again what it had"
+pass "a restarted worker keeps its verified versions and removes partial ones"
 check_runs

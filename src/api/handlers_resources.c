@@ -7,7 +7,8 @@
  * in one transaction with its audit entry, then, on the loop, announces it in
  * /drover/resources/<tenant> as {"version", "sha256"} (never the content).
  * The announcement only moves forward: a push that finds a newer version
- * announced leaves it. It is a hint for workers to fetch early: jobs pin
+ * announced (by this tenant: it carries the tenant's id, since a deleted
+ * tenant's name can be used again) leaves it. It is a hint for workers to fetch early: jobs pin
  * their version from PostgreSQL (engine/job_pg.c) and workers fetch a pinned
  * version on demand, so a lost announcement costs a late fetch, never a wrong
  * one.
@@ -76,6 +77,10 @@ static void announce_read(int rc, const char *data, int version, void *arg)
     }
     json_t *cur = json_loads(data ? data : "", 0, NULL);
     json_int_t have = json_integer_value(json_object_get(cur, "version"));
+    /* An announcement of an earlier tenant of this name does not count. */
+    const char *tid = json_string_value(json_object_get(cur, "tenant_id"));
+    if (!tid || strcmp(tid, a->c->who.tenant_id) != 0)
+        have = 0;
     json_decref(cur);
     if (have >= a->version) {
         announce_end(a, 0); /* a newer push announced itself already */
@@ -111,8 +116,9 @@ static int announce_on_loop(struct call *c)
     a->c = c;
     snprintf(a->path, sizeof(a->path), "/drover/resources/%s", c->who.tenant);
     a->version = json_integer_value(json_object_get(c->out, "version"));
-    json_t *d = json_pack("{s:I, s:O, s:I}", "version", a->version, "sha256",
-                          json_object_get(c->out, "sha256"), "at", (json_int_t)time(NULL));
+    json_t *d = json_pack("{s:I, s:O, s:s, s:I}", "version", a->version, "sha256",
+                          json_object_get(c->out, "sha256"), "tenant_id", c->who.tenant_id, "at",
+                          (json_int_t)time(NULL));
     a->data = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(d);
     coord_ensure_path(zk, a->path, announce_ensured, a);

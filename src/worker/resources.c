@@ -3,10 +3,15 @@
  * "Resources").
  *
  * Layout: <state_dir>/resources/<version>/ is a complete version, ready to
- * use; <version>.tmp is one being unpacked, <version>.del one being removed.
- * A version directory appears only by rename(2) of its .tmp after the
- * content's SHA-256 matched the version's checksum and every file was
- * written and fsynced, so a plugin never sees a half-synced directory.
+ * use, and <version>.sha256 its checksum; <version>.tmp is one being
+ * unpacked, <version>.del one being removed. A version directory appears
+ * only by rename(2) of its .tmp after the content's SHA-256 matched the
+ * version's checksum and every file was written and fsynced, so a plugin
+ * never sees a half-synced directory. The .sha256 file is written after
+ * that rename: a directory without it (a crash between the two) is removed
+ * at the next start. A version found here whose checksum is not the one a
+ * job pinned (a tenant deleted and made again under the same name) is
+ * replaced, never used.
  *
  * Life of a version here:
  *
@@ -82,6 +87,7 @@ struct worker__res {
     int port;
     struct coord_watcher *watch;
     long announced;
+    char announced_tenant[24]; /* the tenant id of the announcement */
     struct rversion *vs;
     struct workpool *pool;
     struct event *gc_ev;
@@ -140,6 +146,7 @@ static void rv_free(struct rversion *rv)
 
 static void fetch(struct rversion *rv);
 static void gc(struct worker__res *r);
+static void remove_files(struct worker__res *r, struct rversion *rv);
 
 static void ended(struct rversion *rv, int rc, const char *msg)
 {
@@ -192,7 +199,20 @@ static void unpack_work(void *arg)
         resbundle_rmtree(u->tmp);
         return;
     }
-    /* The rename itself durable. */
+    /* The checksum beside it (scan() trusts a directory only with it), then both durable. */
+    char *side = xasprintf("%s.sha256", u->dir), *side_tmp = xasprintf("%s.sha256.tmp", u->dir);
+    FILE *f = fopen(side_tmp, "w");
+    if (f) {
+        fprintf(f, "%s\n", sha);
+        fflush(f);
+        fsync(fileno(f));
+        fclose(f);
+        if (rename(side_tmp, side) != 0)
+            unlink(side_tmp);
+    }
+    free(side);
+    free(side_tmp);
+    snprintf(u->sha, sizeof(u->sha), "%s", sha);
     char *parent = xstrdup(u->dir);
     *strrchr(parent, '/') = '\0';
     int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -208,6 +228,8 @@ static void unpack_done(void *arg, bool cancelled)
     struct unpack *u = arg;
     if (!cancelled) {
         u->rv->unpacking = false;
+        if (u->rc == 0)
+            snprintf(u->rv->sha, sizeof(u->rv->sha), "%s", u->sha);
         ended(u->rv, u->rc, u->rc ? u->err.msg : NULL);
         if (u->rc == 0)
             gc(u->r);
@@ -281,9 +303,16 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 static struct rversion *want(struct worker__res *r, long v, const char *sha)
 {
     struct rversion *rv = find(r, v);
+    if (rv && rv->st == RV_READY && rv->refs == 0 && sha && *sha && strcmp(sha, rv->sha) != 0) {
+        /* Not the content the job pinned: made by another tenant of this name. */
+        log_warn(MOD, "event=resources-replaced version=%ld had=%s want=%s", v, rv->sha, sha);
+        remove_files(r, rv);
+        rv->st = RV_FAILED; /* fetched again below */
+        rv->sha[0] = '\0';
+    }
     if (!rv)
         rv = add(r, v);
-    if (sha && *sha && !rv->sha[0])
+    if (sha && *sha && rv->st != RV_READY)
         snprintf(rv->sha, sizeof(rv->sha), "%s", sha);
     if (!rv->retry_ev)
         rv->retry_ev = evtimer_new(r->base, retry_cb, rv);
@@ -308,6 +337,18 @@ static void rm_done(void *arg, bool cancelled)
     free(arg);
 }
 
+/* Take a ready version's files away (renamed at once, removed on the pool). */
+static void remove_files(struct worker__res *r, struct rversion *rv)
+{
+    char *side = xasprintf("%s.sha256", rv->dir);
+    unlink(side);
+    free(side);
+    char *del = xasprintf("%s.del", rv->dir);
+    if (rename(rv->dir, del) == 0 && workpool_submit(r->pool, rm_work, rm_done, del) == 0)
+        return;
+    free(del); /* the next start removes it */
+}
+
 static void gc(struct worker__res *r)
 {
     int64_t now = now_ms();
@@ -322,14 +363,8 @@ static void gc(struct worker__res *r)
             pp = &rv->next;
             continue;
         }
-        char *del = xasprintf("%s.del", rv->dir);
-        if (rename(rv->dir, del) == 0) {
-            log_info(MOD, "event=resources-removed version=%ld", rv->v);
-            if (workpool_submit(r->pool, rm_work, rm_done, del) != 0)
-                free(del); /* the next start removes it */
-        } else {
-            free(del);
-        }
+        log_info(MOD, "event=resources-removed version=%ld", rv->v);
+        remove_files(r, rv);
         *pp = rv->next;
         rv_free(rv);
     }
@@ -354,6 +389,12 @@ static void on_announce(int rc, const char *data, size_t len, const struct coord
     json_t *j = json_loadb(data ? data : "", data ? len : 0, 0, NULL);
     json_int_t v = json_integer_value(json_object_get(j, "version"));
     const char *sha = json_string_value(json_object_get(j, "sha256"));
+    const char *tid = json_string_value(json_object_get(j, "tenant_id"));
+    if (tid && strcmp(tid, r->announced_tenant) != 0) {
+        /* A tenant of this name made again: its versions start anew. */
+        snprintf(r->announced_tenant, sizeof(r->announced_tenant), "%s", tid);
+        r->announced = 0;
+    }
     if (v > r->announced) {
         log_info(MOD, "event=resources-announced version=%lld", (long long)v);
         r->announced = (long)v;
@@ -393,10 +434,32 @@ static void scan(struct worker__res *r)
         long v = strtol(e->d_name, &end, 10);
         if (e->d_name[0] == '.')
             continue;
+        char sha[80] = "";
         if (v > 0 && *end == '\0') {
+            char *side = xasprintf("%s/%s.sha256", r->root, e->d_name);
+            FILE *f = fopen(side, "r");
+            if (f) {
+                if (!fgets(sha, sizeof(sha), f))
+                    sha[0] = '\0';
+                fclose(f);
+            }
+            free(side);
+            sha[strcspn(sha, "\n")] = '\0';
+        }
+        if (v > 0 && *end == '\0' && strlen(sha) == 64) {
             struct rversion *rv = add(r, v);
             rv->st = RV_READY;
+            snprintf(rv->sha, sizeof(rv->sha), "%s", sha);
             rv->retry_ev = evtimer_new(r->base, retry_cb, rv);
+        } else if (v > 0 && strcmp(end, ".sha256") == 0) {
+            char *vd = xasprintf("%s/%ld", r->root, v);
+            struct stat st;
+            if (stat(vd, &st) != 0) {
+                char *p = xasprintf("%s/%s", r->root, e->d_name);
+                unlink(p); /* its directory is gone */
+                free(p);
+            }
+            free(vd);
         } else {
             char *p = xasprintf("%s/%s", r->root, e->d_name);
             resbundle_rmtree(p);
@@ -465,9 +528,10 @@ struct worker__res *worker__res_new(struct event_base *base, struct coord_sessio
 int worker__res_acquire(struct worker__res *r, long version, const char *sha, const char **dir)
 {
     struct rversion *rv = find(r, version);
-    if (rv && rv->st == RV_READY) {
-        if (sha && *sha && rv->sha[0] && strcmp(sha, rv->sha) != 0)
-            return DRV_EINVAL; /* cannot happen: a version is never changed */
+    bool other = rv && sha && *sha && strcmp(sha, rv->sha) != 0;
+    if (rv && rv->st == RV_READY && other && rv->refs > 0)
+        return DRV_EINVAL; /* in use with another content: wait for nothing, fail */
+    if (rv && rv->st == RV_READY && !other) {
         rv->refs++;
         rv->last_used = now_ms();
         *dir = rv->dir;
