@@ -280,6 +280,8 @@ static void on_claim_lost(struct coord_queue *q, const char *item_id, void *arg)
     log_warn(MOD, "event=claim-lost worker=%s task=%s state=%d", w->id, t->key, (int)t->st);
     if (t->proc) {
         worker__proc_kill(t->proc); /* invariant 3 of worker.h: before anyone else can run it */
+    } else if (t->st == WT_RESOURCES) {
+        task_finish(t); /* nothing started; no callback holds it (on_resources looks it up) */
     } else if (t->st != WT_COMPLETING) {
         /* Recording or reading the context: their callbacks see lost and stop. */
     }
@@ -1156,12 +1158,16 @@ static void on_grace(evutil_socket_t fd, short what, void *arg)
             worker__proc_kill(t->proc);
         }
     /* Tasks still waiting for their resources go back too. */
-    for (struct wtask *t = w->tasks; t; t = t->next)
-        if (t->st == WT_RESOURCES && !t->lost) {
-            t->st = WT_COMPLETING;
-            hand_back(t);
-            return on_grace(fd, what, arg); /* the list may change */
-        }
+    bool again = true;
+    while (again) {
+        again = false;
+        for (struct wtask *t = w->tasks; t && !again; t = t->next)
+            if (t->st == WT_RESOURCES && !t->lost) {
+                t->st = WT_COMPLETING;
+                hand_back(t); /* may change the list */
+                again = true;
+            }
+    }
 }
 
 void worker_stop(struct worker *w, void (*done)(void *arg), void *arg)
