@@ -1063,6 +1063,13 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
                     "worker: id, tenant, plugin_dir and concurrency >= 1 are required");
         return NULL;
     }
+    bool has_state = o->state_dir && *o->state_dir, has_url = o->api_url && *o->api_url;
+    if (has_state != has_url) {
+        drv_err_set(err, DRV_EINVAL, 0,
+                    "worker.state_dir and worker.api_url go together (the resources sync): "
+                    "set both, with worker.api_token_file, or neither");
+        return NULL;
+    }
     struct worker__plugins *ps;
     if (worker__plugins_load(o->plugin_dir, &ps, err) != 0)
         return NULL;
