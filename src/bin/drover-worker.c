@@ -157,6 +157,10 @@ static int run(struct node *w)
         .zk_hosts = w->conf.common.zk_hosts,
         .zk_digest_file = w->conf.common.zk_digest_file,
         .version = DROVER_VERSION,
+        .state_dir = w->conf.state_dir,
+        .api_url = w->conf.api_url,
+        .api_token_file = w->conf.api_token_file,
+        .resources_keep_ms = w->conf.resources_keep_ms,
     };
     w->worker = worker_new(w->base, w->zk, &wo, &err);
     explicit_bzero(key, sizeof(key));
