@@ -450,14 +450,13 @@ static json_t *make_inputs(struct ejob *j)
     /* The tenant's resources as they are now (null: none pushed): the job keeps this
        version to the end, whatever is pushed meanwhile (docs/worker.md "Resources"). */
     json_t *res = json_object_get(j->job, "resources");
-    return json_pack("{s:i, s:s, s:O, s:O, s:O, s:s, s:s?, s:o, s:o, s:O}", "format",
-                     j->e->write_format, "op", j->op, "resources",
-                     json_is_object(res) ? res : json_null(), "request", req ? req : json_null(),
-                     "catalog", j->catalog ? j->catalog : json_null(), "template",
-                     row_str(j->cluster, "template"), "provider",
-                     json_string_value(json_object_get(j->cluster, "provider")), "start", start,
-                     "target", target, "subset",
-                     acts_on_subset && json_is_array(subset) ? subset : json_null());
+    return json_pack(
+        "{s:i, s:s, s:O, s:O, s:O, s:s, s:s?, s:o, s:o, s:O}", "format", j->e->write_format, "op",
+        j->op, "resources", json_is_object(res) ? res : json_null(), "request",
+        req ? req : json_null(), "catalog", j->catalog ? j->catalog : json_null(), "template",
+        row_str(j->cluster, "template"), "provider",
+        json_string_value(json_object_get(j->cluster, "provider")), "start", start, "target",
+        target, "subset", acts_on_subset && json_is_array(subset) ? subset : json_null());
 }
 
 static void build_start(struct ejob *j, bool resuming, void (*done)(void *))
