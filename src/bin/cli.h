@@ -25,5 +25,7 @@ int cli_tenant_main(int argc, char **argv);
 int cli_user_main(int argc, char **argv);
 int cli_token_main(int argc, char **argv);
 int cli_audit_main(int argc, char **argv);
+/* cli_resources.c: drover resources push DIR | list. */
+int cli_resources_main(int argc, char **argv);
 
 #endif

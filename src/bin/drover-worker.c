@@ -29,6 +29,7 @@
 #include "coord.h"
 #include "log.h"
 #include "progconf.h"
+#include "sdnotify.h"
 #include "seal.h"
 #include "worker.h"
 #include "xalloc.h"
@@ -67,12 +68,14 @@ static void on_control(const char *want, const char *by, void *arg)
     log_info(MODULE, "event=draining by=%s running=%zu", log_quote(by, q, sizeof(q)),
              worker_running(w->worker));
     w->stopping = true;
+    sdnotify("STOPPING=1");
     worker_stop(w->worker, on_stopped, w);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     struct node *w = arg;
+    sdnotify("STOPPING=1");
     log_info(MODULE, "event=stopping signal=%s running=%zu", sig == SIGTERM ? "TERM" : "INT",
              w->worker ? worker_running(w->worker) : (size_t)0);
     if (w->stopping || !w->worker) {
@@ -85,9 +88,10 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 
 static void on_joined(int rc, void *arg)
 {
-    if (rc == 0)
+    if (rc == 0) {
         log_info(MODULE, "event=joined group=worker");
-    else
+        sdnotify("READY=1"); /* a Type=notify unit is up (conf/systemd) */
+    } else
         log_error(MODULE, "event=join_failed group=worker error=%s", drv_strerror(rc));
 }
 
@@ -157,6 +161,10 @@ static int run(struct node *w)
         .zk_hosts = w->conf.common.zk_hosts,
         .zk_digest_file = w->conf.common.zk_digest_file,
         .version = DROVER_VERSION,
+        .state_dir = w->conf.state_dir,
+        .api_url = w->conf.api_url,
+        .api_token_file = w->conf.api_token_file,
+        .resources_keep_ms = w->conf.resources_keep_ms,
     };
     w->worker = worker_new(w->base, w->zk, &wo, &err);
     explicit_bzero(key, sizeof(key));

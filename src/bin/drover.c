@@ -42,6 +42,7 @@ static const struct command commands[] = {
     {"user", cli_user_main, "users: list, create (with their first token), delete"},
     {"token", cli_token_main, "create, list or revoke the caller's tokens"},
     {"audit", cli_audit_main, "the audit log: who did what, when, from where"},
+    {"resources", cli_resources_main, "the tenant's plugin resources: push DIR, list"},
     {"solve", solver_cli_main, "offline: the layout for a template and a node count"},
     {"plan", planner_cli_main, "offline: the task DAG of an operation"},
     {"zk", cli_zk_main, "inspect the ZooKeeper tree (ls, get, tree)"},

@@ -53,6 +53,7 @@
 #include "seal.h"
 #include "log.h"
 #include "progconf.h"
+#include "sdnotify.h"
 #include "store.h"
 #include "xalloc.h"
 
@@ -208,6 +209,7 @@ static void on_control(const char *want, const char *by, void *arg)
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     struct node *n = arg;
+    sdnotify("STOPPING=1");
     if (n->stopping || n->drained || !n->engine) {
         log_info(MODULE, "event=stopping signal=%s now=1", sig == SIGTERM ? "TERM" : "INT");
         leave(n);
@@ -271,9 +273,11 @@ static int start_http(struct node *n, struct drv_err *err)
 
 static void on_joined(int rc, void *arg)
 {
-    if (rc == 0)
+    if (rc == 0) {
         log_info(MODULE, "event=joined group=droverd");
-    else
+        /* The schema is in place and the node serves: a Type=notify unit is up. */
+        sdnotify("READY=1");
+    } else
         log_error(MODULE, "event=join_failed group=droverd error=%s", drv_strerror(rc));
 }
 

@@ -452,10 +452,14 @@ static json_t *make_inputs(struct ejob *j)
     bool acts_on_subset = strcmp(j->op, "configure") == 0 || strcmp(j->op, "start") == 0 ||
                           strcmp(j->op, "stop") == 0 || strcmp(j->op, "restart") == 0 ||
                           strcmp(j->op, "upgrade") == 0;
+    /* The tenant's resources as they are now (null: none pushed): the job keeps this
+       version to the end, whatever is pushed meanwhile (docs/worker.md "Resources"). */
+    json_t *res = json_object_get(j->job, "resources");
     return json_pack(
-        "{s:i, s:s, s:O, s:O, s:s, s:s?, s:o, s:o, s:O}", "format", j->e->write_format, "op", j->op,
-        "request", req ? req : json_null(), "catalog", j->catalog ? j->catalog : json_null(),
-        "template", row_str(j->cluster, "template"), "provider",
+        "{s:i, s:s, s:O, s:O, s:O, s:s, s:s?, s:o, s:o, s:O}", "format", j->e->write_format, "op",
+        j->op, "resources", json_is_object(res) ? res : json_null(), "request",
+        req ? req : json_null(), "catalog", j->catalog ? j->catalog : json_null(), "template",
+        row_str(j->cluster, "template"), "provider",
         json_string_value(json_object_get(j->cluster, "provider")), "start", start, "target",
         target, "subset", acts_on_subset && json_is_array(subset) ? subset : json_null());
 }
@@ -550,6 +554,9 @@ static json_t *make_ctx(struct ejob *j)
         j->ssh_new ? j->ssh_new : json_object_get(json_object_get(j->cluster, "secrets"), "ssh");
     if (json_is_object(ssh))
         json_object_set(ctx, "ssh", ssh);
+    json_t *res = json_object_get(j->inputs, "resources");
+    if (json_is_object(res))
+        json_object_set(ctx, "resources", res); /* {"version", "sha256"}: pinned */
     return ctx;
 }
 

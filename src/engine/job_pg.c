@@ -146,7 +146,10 @@ int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err)
                          "SELECT j.id::text AS id, j.tenant_id::text AS tenant_id,"
                          " t.name AS tenant, j.cluster_id::text AS cluster_id, j.operation,"
                          " j.status, j.phase, j.request, j.inputs, j.plan_sha, j.control,"
-                         " j.error, j.snapshot, j.format_version, j.owner_token"
+                         " j.error, j.snapshot, j.format_version, j.owner_token,"
+                         " (SELECT json_build_object('version', r.version, 'sha256', r.sha256)"
+                         "  FROM resources r WHERE r.tenant_id = j.tenant_id"
+                         "  ORDER BY r.version DESC LIMIT 1) AS resources"
                          " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
                          " WHERE j.id = $1::bigint",
                          1, q, &l->job, err);

@@ -213,6 +213,19 @@ int store_entity_put(PGconn *conn, const char *tenant_id, const char *kind, cons
 int store_entity_delete(PGconn *conn, const char *tenant_id, const char *kind, const char *name,
                         struct drv_err *err);
 
+/* ---- resources (store_resources.c) ---- */
+
+/* Insert the tenant's next resources version (under the tenant row's lock, inside the
+   caller's transaction); *row {version, sha256, size, files, created_at, created_by}. */
+int store_resource_insert(PGconn *conn, const char *tenant_id, const char *sha256, const char *size,
+                          const char *files, const char *body, const char *created_by, json_t **row,
+                          struct drv_err *err);
+/* The tenant's versions, newest first, without their bodies. */
+int store_resource_list(PGconn *conn, const char *tenant_id, json_t **items, struct drv_err *err);
+/* One version with its body (text); DRV_ENOENT when there is none. */
+int store_resource_get(PGconn *conn, const char *tenant_id, const char *version, json_t **row,
+                       struct drv_err *err);
+
 /* ---- clusters and jobs (store_clusters.c) ---- */
 
 /* owner_id: NULL for every cluster of the tenant, else only that user's. */
