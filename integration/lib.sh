@@ -112,3 +112,36 @@ wait_exit() {
 
 zk() { "$BIN/drover" zk "$@" --zk "$DROVER_ZK"; }
 psql_q() { psql "$DROVER_PG" -qAtX -c "$1"; }
+
+# zk_stop [N]: stop ZooKeeper server N (default 1) of the stack by its pid, remembering its
+# command line for zk_start. The server's data stays, so sessions and znodes survive.
+zk_stop() {
+  local n=${1:-1} pid
+  pid=$(cat "$T/pids/zk$n.pid")
+  tr '\0' '\n' < "/proc/$pid/cmdline" > "$T/zk$n.cmdline"
+  kill -TERM "$pid"
+  while [ -d "/proc/$pid" ] && [ "$(awk '{print $3}' "/proc/$pid/stat" 2> /dev/null)" != Z ]; do
+    sleep 0.1
+  done
+}
+
+# zk_start [N]: start it again as it was (zk_stop first), recording the new pid.
+zk_start() {
+  local n=${1:-1} args
+  mapfile -t args < "$T/zk$n.cmdline"
+  setsid "${args[@]}" >> "$T/zk$n/stdout.log" 2>&1 < /dev/null &
+  echo $! > "$T/pids/zk$n.pid"
+}
+
+# pg_stop, pg_start: PostgreSQL of the stack, stopped (fast) and started again by pg_ctl.
+pg_ctl_as() {
+  local pgbin as=()
+  pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  [ "$(id -u)" = 0 ] && as=(runuser -u postgres --)
+  "${as[@]}" "$pgbin/pg_ctl" "$@"
+}
+pg_stop() { pg_ctl_as -D "$T/pg/data" -m fast -w stop > /dev/null; }
+pg_start() {
+  pg_ctl_as -D "$T/pg/data" -l "$T/pg/postgres.log" -w -t 60 start > /dev/null
+  head -n 1 "$T/pg/data/postmaster.pid" > "$T/pids/pg.pid"
+}

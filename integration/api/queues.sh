@@ -18,5 +18,10 @@ put="$DROVER_BUILD_DIR/integration/api/api_queue_put"
 expect 200 "$(api GET /v1/queues)" \
   '.queues | map([.class, .length, .claimed]) == [["chef", 1, 0], ["ssh", 3, 0]]' "acme's queues"
 expect 200 "$(api GET /v1/queues)" '.queues | all(.tenant == "acme" and .oldest_age_ms >= 0)' "ages"
+expect 200 "$(api GET /v1/queues)" \
+  '.queues | map([.class, .puts, .takes, .completes, .recommended_workers]) == [["chef", 1, 0, 0, 1], ["ssh", 3, 0, 0, 1]]' \
+  "counters and the recommended worker count"
+"$BIN/drover" queues --url "http://127.0.0.1:$PORT" --token "$ADMIN" > "$T/queues.txt" || fail "drover queues"
+grep -q 'RECOMMENDED_WORKERS' "$T/queues.txt" && grep -Eq '^ssh +3 ' "$T/queues.txt" || fail "drover queues: $(cat "$T/queues.txt")"
 expect 200 "$(api GET /v1/queues '' "$OTHER")" '.queues | map([.class, .length]) == [["ssh", 2]]' "globex's queues"
-pass "queues: length, claims and oldest age per tenant and worker class; tenants see only theirs"
+pass "queues: length, claims, oldest age, counters and recommendation per tenant and worker class (API and drover queues); tenants see only theirs"

@@ -387,6 +387,9 @@ static int t_queue_txn(void)
     struct coord_queue_stats st = stats(base, qd);
     CHECK(st.length == 3 && st.claimed == 1, "length %lld claimed %lld", (long long)st.length,
           (long long)st.claimed);
+    /* The counters, from the child versions: 3 put, 1 claimed, none removed. */
+    CHECK(st.puts == 3 && st.takes >= 1 && st.completes == 0, "puts %lld takes %lld completes %lld",
+          (long long)st.puts, (long long)st.takes, (long long)st.completes);
 
     /* Complete with the right version: claim, item and the caller's ops in one multi-op. */
     t = coord_txn_new();

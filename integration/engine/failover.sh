@@ -18,6 +18,9 @@ setup_tenant
 owner_of() { psql_q "SELECT owner FROM jobs WHERE id = $1"; }
 port_of() { echo "${DPORTS[${1#droverd-}]}"; }
 done_of() { psql_q "SELECT count(*) FROM tasks WHERE job_id = $1 AND status = 'succeeded'"; }
+metric_of() { # NODE SERIES: the sample's value on NODE's /metrics (0 when absent)
+  curl -s "http://127.0.0.1:$(port_of "$1")/metrics" | awk -v s="$2" '$1 == s { v = $2 } END { print v + 0 }'
+}
 log_ms() { # FILE EVENT JOB: the at_ms of the first line with event=EVENT job=JOB
   grep "event=$2 job=$3 " "$1" | head -n 1 | sed 's/.*at_ms=\([0-9]*\).*/\1/'
 }
@@ -41,7 +44,10 @@ first=$(log_ms "$T/$NEW.log" first-dispatch "$JID")
 [ -n "$first" ] || fail "no first dispatch of $NEW for job $JID"
 echo "failover: kill -9 of $OLD at $t_kill, first dispatch by $NEW after $((first - t_kill)) ms (session timeout $SESSION), $done_before tasks were done"
 check_runs
-pass "kill -9 of the owner: $NEW resumed job $JID, it succeeded, no task ran twice"
+[ "$(metric_of "$NEW" drover_engine_failovers_total)" -ge 1 ] &&
+  [ "$(metric_of "$NEW" drover_engine_failover_duration_seconds_count)" -ge 1 ] ||
+  fail "$NEW's /metrics shows no failover: $(curl -s "http://127.0.0.1:$(port_of "$NEW")/metrics" | grep failover)"
+pass "kill -9 of the owner: $NEW resumed job $JID, it succeeded, no task ran twice; /metrics counts the failover"
 
 # --- SIGTERM of the owner: handover
 read -r CID2 JID2 <<< "$(create_cluster f2 6 '{"duration_ms": 250}')"
@@ -84,6 +90,14 @@ for J in "${jobs[@]}"; do
   grep -q "event=job-handover job=$J " "$T"/droverd-*.log && moved=$((moved + 1))
 done
 [ "$moved" -ge 1 ] || fail "no running job moved to the members that joined"
+handed=0 timed=0
+for n in 1 2 3 4 5; do
+  [ -d "/proc/$(pid_of droverd-$n)" ] || continue
+  handed=$((handed + $(metric_of droverd-$n drover_engine_handovers_total)))
+  timed=$((timed + $(metric_of droverd-$n drover_engine_handover_duration_seconds_count)))
+done
+[ "$handed" -ge "$moved" ] && [ "$timed" = "$handed" ] ||
+  fail "/metrics: $handed handovers ($timed timed), $moved jobs moved"
 check_runs
 check_tree_clean
 pass "members that joined took $moved of 6 running jobs; all succeeded"

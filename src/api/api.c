@@ -40,6 +40,7 @@
 #include "server.h"
 #include "store.h"
 #include "workpool.h"
+#include "strmap.h"
 #include "xalloc.h"
 
 #define MODULE "api"
@@ -209,6 +210,7 @@ void api__reply(struct call *c)
                  c->version);
     if (status >= 0 && status < 600)
         a->by_status[status]++;
+    api__observe(a, c->route, c->method, status, c->t0_us);
     api__server_reply(c->req, status, type, extra[0] ? extra : NULL, body, len, false);
     c->req = NULL;
     if (c->admitted) {
@@ -355,8 +357,10 @@ static int serve_probe(struct api *a, struct api_req *r)
                         "Allow: GET, HEAD\r\n");
         return 1;
     }
+    int64_t t0 = api__now_us();
     if (metrics) {
         api__metrics(a, r);
+        api__observe(a, "/metrics", r->head.method, 200, t0);
         return 1;
     }
     json_t *body = NULL;
@@ -366,6 +370,7 @@ static int serve_probe(struct api *a, struct api_req *r)
     json_decref(body);
     if (status >= 0 && status < 600)
         a->by_status[status]++;
+    api__observe(a, p->path, r->head.method, status, t0);
     api__server_reply(r, status, "application/json", NULL, text, len, false);
     return 1;
 }
@@ -526,6 +531,7 @@ static void on_head(struct api_req *r, void *arg)
     struct call *c = xcalloc(1, sizeof(*c));
     c->api = a;
     c->req = r;
+    c->t0_us = api__now_us();
     c->opts = &a->opts;
     r->user = c;
     c->method = r->head.method;
@@ -571,6 +577,12 @@ static void on_head(struct api_req *r, void *arg)
         return;
     }
     store_submit(a->store, auth_work, auth_done, c);
+}
+
+void api_set_metrics(struct api *a, api_metrics_fn fn, void *arg)
+{
+    a->metrics_fn = fn;
+    a->metrics_arg = arg;
 }
 
 void api_set_probe(struct api *a, const char *path, api_probe_fn fn, void *arg)
@@ -633,6 +645,8 @@ struct api *api_new(struct event_base *base, struct store *store, struct coord_s
     a->heavy_pool = workpool_new(base, &ho);
     a->members = json_array();
     a->workers = json_array();
+    a->h_req = prom_hvec_new(prom_buckets_fast, prom_buckets_fast_n);
+    a->qrates = strmap_new();
     if (o->secrets_key && *o->secrets_key) {
         if (api__load_key(o->secrets_key, a->key, err) != 0)
             goto fail;
@@ -691,6 +705,8 @@ void api_free(struct api *a)
     coord_group_free(a->g_workers);
     json_decref(a->members);
     json_decref(a->workers);
+    prom_hvec_free(a->h_req);
+    api__qrates_free(a);
     if (a->ssl)
         SSL_CTX_free(a->ssl);
     OPENSSL_cleanse(a->key, sizeof(a->key));

@@ -24,6 +24,7 @@
 #define DROVER_API_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "error.h"
 
@@ -53,6 +54,10 @@ struct api_opts {
     long max_requests_per_user, max_requests_per_tenant; /* in progress; beyond: 429 */
     long max_heavy_per_user, max_heavy_per_tenant;       /* solving or planning at once */
     long max_heavy_waiting_per_tenant;                   /* beyond: 429 */
+    /* The recommended worker count (docs/operations.md "Autoscaling"): */
+    long scale_target_wait_ms; /* how long a task may wait in the queue (0: 10 s) */
+    long scale_worker_slots;   /* tasks one worker runs at once (0: 4) */
+    long scale_task_ms;        /* mean task time assumed before any was measured (0: 1 s) */
 };
 
 /* Listen and serve. zk may be NULL (no fleet views). NULL with err on failure. */
@@ -67,6 +72,16 @@ void api_free(struct api *a);
  */
 typedef int (*api_probe_fn)(json_t **body, void *arg);
 void api_set_probe(struct api *a, const char *path, api_probe_fn fn, void *arg);
+
+/*
+ * More metrics from the program (its engine): fn appends Prometheus text to
+ * out. tenants false: for /metrics, figures that name no tenant; true: for the
+ * authenticated /v1/metrics, per-tenant figures, only tenant's when it is not
+ * NULL (a superadmin's scrape passes NULL: every tenant). Loop thread.
+ */
+struct evbuffer;
+typedef void (*api_metrics_fn)(struct evbuffer *out, bool tenants, const char *tenant, void *arg);
+void api_set_metrics(struct api *a, api_metrics_fn fn, void *arg);
 
 /*
  * Create the first superadmin and its token when the database has none, and

@@ -11,6 +11,7 @@
 #include <openssl/ssl.h>
 
 #include "api.h"
+#include "promtext.h"
 
 #define API_REDACTED "********"
 
@@ -70,6 +71,8 @@ struct call {
     char version[16]; /* X-Drover-Version */
     char allow[64];   /* Allow, with 405 */
     char code[32], field[128], msg[512];
+    const char *route; /* the route's pattern (routes.c), for the metrics; NULL: none matched */
+    int64_t t0_us;     /* when the request's head was in (monotonic) */
     api_loop_fn on_loop;
     json_t *loop_data;
     /* A handler in parts: after the handler's database part, c->heavy (when set) runs on the
@@ -118,7 +121,25 @@ struct api {
     unsigned long long by_status[600];
     unsigned long long refused_overflow; /* 503 in the overflow lane */
     unsigned long long parsed_off_loop;  /* bodies parsed on the parse pool */
+    struct prom_hvec *h_req;             /* request durations by route, method and status */
+    api_metrics_fn metrics_fn;           /* the program's own (api_set_metrics) */
+    void *metrics_arg;
+    struct strmap *qrates; /* "<tenant>/<class>" -> struct api_qrate (handlers_fleet.c) */
 };
+
+/* metrics.c: one request's duration, by route pattern, method and status. Loop thread. */
+void api__observe(struct api *a, const char *route, int method, int status, int64_t t0_us);
+int64_t api__now_us(void);
+/*
+ * The worker count a queue calls for (docs/operations.md "Autoscaling"):
+ *   slots = arrival_per_s * mean_task_s + waiting * mean_task_s / target_wait_s
+ *   workers = ceil(slots / slots_per_worker), at least 1 while anything is queued or running.
+ * waiting: items nobody has claimed; running: claimed ones. Pure.
+ */
+int api__scale_workers(int64_t waiting, int64_t running, double arrival_per_s, double mean_task_s,
+                       double target_wait_s, int slots_per_worker);
+/* handlers_fleet.c: free the queues' rate samples. */
+void api__qrates_free(struct api *a);
 
 struct api_req;
 /* metrics.c: answer /metrics; the group watches' callbacks. Loop thread. */

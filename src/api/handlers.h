@@ -108,6 +108,7 @@ int api__h_job_action(PGconn *conn, struct call *c, struct drv_err *err);
 
 int api__h_members(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_workers(PGconn *conn, struct call *c, struct drv_err *err);
+int api__h_metrics(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_queues(PGconn *conn, struct call *c, struct drv_err *err);
 /* handlers_drain.c: POST /v1/members/{id}/drain|undrain, POST /v1/workers/{id}/drain. */
 int api__h_member_action(PGconn *conn, struct call *c, struct drv_err *err);

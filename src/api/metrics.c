@@ -1,16 +1,27 @@
 /*
  * metrics: /metrics in Prometheus text, and the fleet data the ZooKeeper group
  * watches keep for the fleet views. Loop thread only.
+ *
+ * /metrics (no token) shows this node only and names no tenant: HTTP, the
+ * request durations by route pattern (never the raw path: ids would make a
+ * series per cluster), ZooKeeper's session, the PostgreSQL pool, the ring,
+ * and the program's own figures (the engine's, api_set_metrics). Tenants'
+ * figures (queues, jobs and tasks by status, task durations, the
+ * recommended worker count) are on GET /v1/metrics, behind a token
+ * (handlers_fleet.c; docs/api.md "Metrics").
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
+#include <time.h>
 
 #include <event2/buffer.h>
 
 #include "api_int.h"
 #include "coord.h"
 #include "guard.h"
+#include "http.h"
 #include "server.h"
 #include "store.h"
 #include "workpool.h"
@@ -41,6 +52,70 @@ void api__on_worker_group(const struct coord_member_info *m, size_t n, void *arg
     struct api *a = arg;
     group_to_json(&a->workers, m, n);
 }
+
+int64_t api__now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static const char *method_name(int m)
+{
+    switch (m) {
+    case API_M_GET:
+        return "GET";
+    case API_M_HEAD:
+        return "HEAD";
+    case API_M_POST:
+        return "POST";
+    case API_M_PUT:
+        return "PUT";
+    case API_M_DELETE:
+        return "DELETE";
+    case API_M_OTHER:
+        return "OTHER";
+    default:
+        return "UNKNOWN";
+    }
+}
+
+void api__observe(struct api *a, const char *route, int method, int status, int64_t t0_us)
+{
+    if (!a->h_req || t0_us <= 0)
+        return;
+    char labels[200];
+    snprintf(labels, sizeof(labels), "route=\"%s%s\",method=\"%s\",code=\"%d\"",
+             route && route[0] != '/' ? "/" : "", route ? route : "unmatched", method_name(method),
+             status);
+    prom_histo_observe(prom_hvec_get(a->h_req, labels), (double)(api__now_us() - t0_us) / 1e6);
+}
+
+int api__scale_workers(int64_t waiting, int64_t running, double arrival_per_s, double mean_task_s,
+                       double target_wait_s, int slots_per_worker)
+{
+    if (waiting < 0)
+        waiting = 0;
+    if (arrival_per_s < 0)
+        arrival_per_s = 0;
+    if (mean_task_s < 0)
+        mean_task_s = 0;
+    if (target_wait_s <= 0)
+        target_wait_s = 1;
+    if (slots_per_worker < 1)
+        slots_per_worker = 1;
+    double slots = arrival_per_s * mean_task_s + (double)waiting * mean_task_s / target_wait_s;
+    double w = ceil(slots / slots_per_worker - 1e-9);
+    if (w > 1e6)
+        w = 1e6;
+    int n = w > 0 ? (int)w : 0;
+    if (n < 1 && waiting + running > 0)
+        n = 1;
+    return n;
+}
+
+static const char *const zk_states[] = {"connecting", "connected",   "suspended",
+                                        "expired",    "auth-failed", "closed"};
 
 json_t *api__members(struct api *a)
 {
@@ -127,6 +202,38 @@ void api__metrics(struct api *a, struct api_req *r)
         gs.token_misses, a->parsed_off_loop, gs.heavy_running, gs.heavy_waiting, gs.heavy_waits,
         heavy_queued, gs.refused, json_array_size(a->members), json_array_size(a->workers),
         store_healthy(a->store), a->zk ? coord_session_state(a->zk) == COORD_CONNECTED : 0);
+    int zs = a->zk ? (int)coord_session_state(a->zk) : -1;
+    prom_family(out, "drover_zookeeper_session_state", "gauge",
+                "1 for the ZooKeeper session's current state, 0 for the others.");
+    for (int i = 0; i < (int)(sizeof(zk_states) / sizeof(zk_states[0])); i++)
+        evbuffer_add_printf(out, "drover_zookeeper_session_state{state=\"%s\"} %d\n", zk_states[i],
+                            zs == i);
+    struct store_pool_stats ps;
+    store_pool_stats(a->store, &ps);
+    evbuffer_add_printf(
+        out,
+        "# HELP drover_store_pool_size PostgreSQL pool threads (one connection each at most).\n"
+        "# TYPE drover_store_pool_size gauge\n"
+        "drover_store_pool_size %d\n"
+        "# HELP drover_store_pool_busy PostgreSQL pool threads running work.\n"
+        "# TYPE drover_store_pool_busy gauge\n"
+        "drover_store_pool_busy %d\n"
+        "# HELP drover_store_pool_connections PostgreSQL connections open in the pool.\n"
+        "# TYPE drover_store_pool_connections gauge\n"
+        "drover_store_pool_connections %d\n"
+        "# HELP drover_store_pool_queued Database work waiting for a pool thread.\n"
+        "# TYPE drover_store_pool_queued gauge\n"
+        "drover_store_pool_queued %d\n"
+        "# HELP drover_store_pool_work_total Database work submitted to the pool.\n"
+        "# TYPE drover_store_pool_work_total counter\n"
+        "drover_store_pool_work_total %llu\n",
+        ps.size, ps.busy, ps.connected, ps.queued, ps.submitted);
+    prom_hvec_write(a->h_req, out, "drover_http_request_duration_seconds",
+                    "API requests from their head's arrival to the reply, by route pattern, "
+                    "method and status.",
+                    NULL);
+    if (a->metrics_fn)
+        a->metrics_fn(out, false, NULL, a->metrics_arg);
     size_t len = evbuffer_get_length(out);
     char *text = xmalloc(len + 1);
     evbuffer_remove(out, text, len);

@@ -57,6 +57,7 @@ static const struct route routes[] = {
     {GET, "v1/workers", api__h_workers, ROLE_ADMIN},
     {POST, "v1/workers/*/*", api__h_worker_action, ROLE_SUPER | ROLE_ADMIN},
     {GET, "v1/queues", api__h_queues, ROLE_ADMIN},
+    {GET, "v1/metrics", api__h_metrics, ROLE_SUPER | ROLE_ADMIN},
     {POST, "v1/resources", api__h_resources_push, ROLE_ADMIN},
     {GET, "v1/resources", api__h_resources_list, TENANT},
     {GET, "v1/resources/*", api__h_resources_get, TENANT},
@@ -132,6 +133,7 @@ int api__route(struct call *c)
         if (r->methods & method) {
             c->handler = r->fn;
             c->roles = r->roles;
+            c->route = r->pattern;
             c->is_heavy = heavy(c);
             return 0;
         }

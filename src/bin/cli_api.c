@@ -39,6 +39,11 @@ static const char *str(const json_t *o, const char *k)
         snprintf(buf[i], sizeof(buf[i]), "%lld", (long long)json_integer_value(v));
         return buf[i];
     }
+    if (json_is_real(v)) {
+        i = (i + 1) % 8;
+        snprintf(buf[i], sizeof(buf[i]), "%.3g", json_real_value(v));
+        return buf[i];
+    }
     if (json_is_true(v))
         return "true";
     if (json_is_false(v))
@@ -699,7 +704,14 @@ int cli_fleet_main(int argc, char **argv)
         json_decref(out);
         return 0;
     }
-    static const char *const qcols[] = {"class", "length", "claimed", "oldest_age_ms", NULL};
+    static const char *const qcols[] = {"class",
+                                        "length",
+                                        "claimed",
+                                        "oldest_age_ms",
+                                        "arrival_per_s",
+                                        "mean_task_s",
+                                        "recommended_workers",
+                                        NULL};
     return run(&o, "GET", "/v1/queues", NULL, qcols, "queues");
 }
 

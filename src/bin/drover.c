@@ -36,7 +36,7 @@ static const struct command commands[] = {
     {"node", cli_drain_main, "drain or undrain an orchestrator node"},
     {"workers", cli_fleet_main, "the tenant's workers"},
     {"worker", cli_drain_main, "drain a worker: stop taking, finish, exit"},
-    {"queues", cli_fleet_main, "task queues: length and oldest item age"},
+    {"queues", cli_fleet_main, "task queues: length, oldest age, arrival rate, workers called for"},
     {"whoami", cli_fleet_main, "the caller's user, role and tenant"},
     {"tenant", cli_tenant_main, "tenants: list, create, delete (superadmin)"},
     {"user", cli_user_main, "users: list, create (with their first token), delete"},

@@ -225,6 +225,14 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     drain(n, "signal");
 }
 
+/* The engine's figures on /metrics and /v1/metrics (none before it starts). */
+static void on_metrics(struct evbuffer *out, bool tenants, const char *tenant, void *arg)
+{
+    struct node *n = arg;
+    if (n->engine)
+        engine_metrics(n->engine, out, tenants, tenant);
+}
+
 static int start_http(struct node *n, struct drv_err *err)
 {
     struct api_opts o = {
@@ -250,12 +258,16 @@ static int start_http(struct node *n, struct drv_err *err)
         .max_heavy_per_user = n->conf.max_heavy_per_user,
         .max_heavy_per_tenant = n->conf.max_heavy_per_tenant,
         .max_heavy_waiting_per_tenant = n->conf.max_heavy_waiting_per_tenant,
+        .scale_target_wait_ms = n->conf.scale_target_wait_ms,
+        .scale_worker_slots = n->conf.scale_worker_slots,
+        .scale_task_ms = n->conf.scale_task_ms,
     };
     n->api = api_new(n->base, n->store, n->zk, &o, err);
     if (!n->api)
         return err->code ? err->code : DRV_EIO;
     api_set_probe(n->api, "/healthz", on_healthz, n);
     api_set_probe(n->api, "/readyz", on_readyz, n);
+    api_set_metrics(n->api, on_metrics, n);
     return 0;
 }
 

@@ -48,6 +48,7 @@ struct droverd_conf {
     long heavy_threads, heavy_queue;
     long max_requests_per_user, max_requests_per_tenant;
     long max_heavy_per_user, max_heavy_per_tenant, max_heavy_waiting_per_tenant;
+    long scale_target_wait_ms, scale_worker_slots, scale_task_ms;
 };
 
 struct worker_conf {

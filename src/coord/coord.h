@@ -621,6 +621,9 @@ int coord_txn_queue_put(struct coord_txn *t, struct coord_queue *q, const char *
 
 /* The item id ("sNN/<name>") of an item path of q, into buf; DRV_EINVAL otherwise. */
 int coord_queue_item_id(const struct coord_queue *q, const char *path, char *buf, size_t n);
+/* When the item was put (Unix ms, the putter's clock, from its name), or -1 when id is not an
+   item's id. Pure. */
+int64_t coord_queue_item_time(const char *item_id);
 
 struct coord_queue_item {
     char *id;   /* "<shard>/<name>": pass to complete/release */
@@ -718,6 +721,17 @@ struct coord_queue_stats {
     int64_t length;        /* items in the queue, claimed ones included */
     int64_t claimed;       /* items claimed by a consumer */
     int64_t oldest_age_ms; /* age of the oldest item (0 when empty) */
+    /*
+     * Counters since the queue was made, for rates: items put, claims taken
+     * (a hand-back and a new claim count twice), items removed (completed or
+     * cancelled). Derived from the shards' and claims' cversion (every child
+     * create and delete bumps it: creates = (cversion + numChildren) / 2), so
+     * they cost no write; they are the same on every reader, and restart at 0
+     * when the queue is made again.
+     */
+    int64_t puts;
+    int64_t takes;
+    int64_t completes;
 };
 typedef void (*coord_stats_cb)(const struct coord_queue_stats *st, int rc, void *arg);
 

@@ -92,6 +92,12 @@ bool coord__q_name_ok(const char *name)
     return name[0] == 'i' && name[1] >= '0' && name[1] <= '9' && name[2] == '-';
 }
 
+int64_t coord_queue_item_time(const char *item_id)
+{
+    const char *slash = item_id ? strrchr(item_id, '/') : NULL;
+    return item_id ? coord__q_name_time(slash ? slash + 1 : item_id) : -1;
+}
+
 int64_t coord__q_name_time(const char *name)
 {
     if (!coord__q_name_ok(name) || strlen(name) < 3 + TIME_DIGITS + 2 ||

@@ -5,9 +5,11 @@
  * and cancelling an item nobody holds (coord_queue_cancel).
  *
  * stats:  S stat reads of the shards (numChildren) and one of the claims for
- *         length and claimed; for the age, the oldest item of each shard (the
- *         smallest t in its names) is cached and checked with one stat read; a
- *         shard is listed again only when it is gone.
+ *         length and claimed, and their cversion for the put, take and
+ *         remove counters (each child create and delete bumps it once); for
+ *         the age, the oldest item of each shard (the smallest t in its names)
+ *         is cached and checked with one stat read; a shard is listed again
+ *         only when it is gone.
  * holder: the claim's data and the item's existence, pipelined: 2 reads.
  * find:   the key record keys/<key> names the item (1 read; when it is
  *         missing, the key's shard, a pure function of the key, is listed and
@@ -123,6 +125,9 @@ static void shard_counted(struct coord__op *op)
         st->rc = coord__zrc(op->rc);
     } else {
         st->st.length += op->stat.numChildren;
+        int64_t cv = (uint32_t)op->stat.cversion;
+        st->st.puts += (cv + op->stat.numChildren) / 2;
+        st->st.completes += (cv - op->stat.numChildren) / 2;
         if (op->stat.numChildren > 0 && !q->dead) {
             char *sp = coord__q_shard_path(q, ss->k);
             if (q->head[ss->k]) {
@@ -145,8 +150,10 @@ static void claims_counted(struct coord__op *op)
     struct stats *st = op->owner;
     if (op->rc != ZOK)
         st->rc = coord__zrc(op->rc);
-    else
+    else {
         st->st.claimed = op->stat.numChildren;
+        st->st.takes = ((int64_t)(uint32_t)op->stat.cversion + op->stat.numChildren) / 2;
+    }
     stats_part(st);
 }
 

@@ -38,6 +38,13 @@
  * PostgreSQL (a new owner writes the rows again from the run records still
  * there), never behind ZooKeeper's queues.
  *
+ * PostgreSQL unreachable (a write failed, not fenced out): the job's rounds
+ * stop, ZooKeeper's included, so nothing more is dispatched while the system
+ * of record cannot follow; the PostgreSQL write alone is tried again with
+ * backoff (100 ms doubling to 5 s), and the first that succeeds starts the
+ * rounds again where they were. Workers finish what they hold meanwhile:
+ * their run records wait in ZooKeeper.
+ *
  * Failures: a lost lock or a version that moved means another owner: the job
  * is lost (job.c). An unknown outcome (connection loss) is settled by
  * reading the state's version: one more than expected, it applied; the same,
@@ -147,6 +154,8 @@ void engine__commit_cancel(struct ejob *j)
 {
     if (j->retry_ev)
         event_del(j->retry_ev);
+    if (j->pg_retry_ev)
+        event_del(j->pg_retry_ev);
 }
 
 static void commit_cb(evutil_socket_t fd, short what, void *arg);
@@ -158,6 +167,32 @@ void engine__kick(struct ejob *j)
     if (!j->kick_ev)
         j->kick_ev = event_new(j->e->base, -1, 0, commit_cb, j);
     event_active(j->kick_ev, EV_TIMEOUT, 0);
+}
+
+static bool pg_flush(struct ejob *j);
+
+/* After a failed PostgreSQL write: that write alone, again (see "PostgreSQL unreachable"). */
+static void pg_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct ejob *j = arg;
+    if (!engine__job_alive(j) || j->pg_busy)
+        return;
+    if (!pg_flush(j)) { /* nothing left to write: go on */
+        j->pg_down = false;
+        engine__kick(j);
+    }
+}
+
+static void pg_retry_later(struct ejob *j)
+{
+    j->backoff_ms = j->backoff_ms ? j->backoff_ms * 2 : BACKOFF_MIN_MS;
+    if (j->backoff_ms > BACKOFF_MAX_MS)
+        j->backoff_ms = BACKOFF_MAX_MS;
+    int ms = j->backoff_ms / 2 + rand() % (j->backoff_ms / 2 + 1);
+    if (!j->pg_retry_ev)
+        j->pg_retry_ev = evtimer_new(j->e->base, pg_retry_cb, j);
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(j->pg_retry_ev, &tv);
 }
 
 static void retry_later(struct ejob *j)
@@ -346,6 +381,9 @@ static void pg_done(int rc, const struct drv_err *err, void *arg)
     }
     if (rc == 0) {
         j->backoff_ms = 0;
+        if (j->pg_down)
+            log_info(MOD, "event=job-pg-write-resumed job=%s", j->id);
+        j->pg_down = false;
     } else if (engine__job_alive(j)) {
         /* Put it all back for the next round. */
         j->pg_job |= g->job;
@@ -358,8 +396,10 @@ static void pg_done(int rc, const struct drv_err *err, void *arg)
         if (rc == DRV_ECONFLICT)
             engine__job_lost(j, err->msg);
         else {
-            log_warn(MOD, "event=job-pg-write-failed job=%s error=\"%s\"", j->id, err->msg);
-            retry_later(j);
+            if (!j->pg_down)
+                log_warn(MOD, "event=job-pg-write-failed job=%s error=\"%s\"", j->id, err->msg);
+            j->pg_down = true;
+            pg_retry_later(j);
         }
     }
     json_decref(g->nodes);
@@ -781,6 +821,10 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
         return;
     if (j->own == EJ_FINISHING && j->final_sent)
         return;
+    if (j->pg_down) { /* pg_retry_cb goes on */
+        engine__job_idle(j);
+        return;
+    }
     if (!j->pg_busy)
         pg_flush(j);
     if (!j->zk_busy && j->own != EJ_FINISHING)

@@ -205,6 +205,29 @@ static int fleet_format(const struct coord_member_info *m, size_t n)
     return f;
 }
 
+/* What the ring is made of (ids in order, weights, draining flags), as text to compare. */
+static char *ring_signature(const struct coord_member_info *m, size_t n)
+{
+    size_t cap = 64, len = 0;
+    char *s = xmalloc(cap);
+    s[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        json_t *j = json_loads(m[i].json ? m[i].json : "", 0, NULL);
+        char one[300];
+        int k = snprintf(one, sizeof(one), "%s/%lld/%d;", m[i].id,
+                         (long long)json_integer_value(json_object_get(j, "weight")),
+                         json_is_true(json_object_get(j, "draining")));
+        json_decref(j);
+        if (k < 0)
+            continue;
+        while (len + (size_t)k + 1 > cap)
+            s = xrealloc(s, cap *= 2);
+        memcpy(s + len, one, (size_t)k + 1);
+        len += (size_t)k;
+    }
+    return s;
+}
+
 static void on_members(const struct coord_member_info *m, size_t n, void *arg)
 {
     struct engine *e = arg;
@@ -217,6 +240,18 @@ static void on_members(const struct coord_member_info *m, size_t n, void *arg)
     e->ring = coord_ring_from_members(m, n, 0);
     e->have_ring = true;
     engine__reconcile(e);
+    /* A member that left, joined or drains moves shares of the periodic duties: take ours
+       now, not at the next tick. Only then: members rewrite their data for other reasons
+       (their owned-job counts), which change nothing here. */
+    char *sig = ring_signature(m, n);
+    if (!e->ring_sig || strcmp(sig, e->ring_sig) != 0) {
+        log_info(MOD, "event=ring-changed node=%s members=%zu", e->node_id, n);
+        free(e->ring_sig);
+        e->ring_sig = sig;
+        engine__janitor(e);
+    } else {
+        free(sig);
+    }
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -275,6 +310,7 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     }
     e->jobs = strmap_new();
     e->queues = strmap_new();
+    engine__metrics_init(e);
     e->lq = loopq_new(base);
     coord_ensure_path(zk, "/drover/jobs", NULL, NULL);
     e->members = coord_group_watch(zk, "/drover/members/droverd", on_members, e);
@@ -364,6 +400,8 @@ void engine_free(struct engine *e)
         free(q);
     }
     strmap_free(e->queues);
+    engine__metrics_free(e);
+    free(e->ring_sig);
     coord_ring_free(e->ring);
     for (size_t i = 0; i < e->n_ids; i++)
         free(e->ids[i]);

@@ -81,8 +81,19 @@ struct engine_stats {
     unsigned long taken;       /* jobs whose lock this node acquired */
     unsigned long handed_over; /* jobs released because the ring moved them */
     unsigned long lost;        /* jobs whose lock was lost */
+    unsigned long resumed;     /* jobs resumed from another owner's task log (failovers) */
 };
 void engine_get_stats(const struct engine *e, struct engine_stats *st);
+
+struct evbuffer;
+/*
+ * Prometheus text (docs/operations.md "Metrics"). tenants false: this node's
+ * figures, no tenant in them (jobs owned, failovers and handovers with their
+ * durations). tenants true: the task duration and queue wait histograms of
+ * the jobs this node owned, by tenant and class; only tenant's when it is not
+ * NULL. Loop thread.
+ */
+void engine_metrics(const struct engine *e, struct evbuffer *out, bool tenants, const char *tenant);
 
 /* The ids of the jobs owned now, as a JSON array (new reference). */
 json_t *engine_owned(const struct engine *e);

@@ -22,6 +22,7 @@
 #include "engine.h"
 #include "error.h"
 #include "format.h"
+#include "promtext.h"
 
 /* ---- fsm.c: jobs --------------------------------------------------------------------- */
 
@@ -312,6 +313,7 @@ struct engine {
     struct coord_group *members;
     struct coord_ring *ring;
     bool have_ring;
+    char *ring_sig; /* the members, weights and draining flags the ring was made of */
     struct coord_watcher *jobs_w;
     char **ids; /* the announced jobs, sorted */
     size_t n_ids;
@@ -325,6 +327,9 @@ struct engine {
     void *stop_arg;
     struct event *tick;
     struct engine_stats stats;
+    /* metrics.c: loop thread only */
+    struct prom_hvec *h_task, *h_wait; /* by tenant and class, seconds */
+    struct prom_histo h_takeover, h_handover;
     int offloads; /* plans being built on threads */
     struct event *soon;
     bool reconcile_pending;
@@ -388,6 +393,9 @@ struct ejob {
     json_t *pg_nodes; /* node id -> key-values to write */
     struct etxn *txn; /* the ZooKeeper transaction in flight */
     struct event *kick_ev, *retry_ev;
+    struct event *pg_retry_ev; /* the PostgreSQL write tried again after a failure */
+    bool pg_down;              /* the last PostgreSQL write failed: no ZooKeeper round (no
+                                  dispatch) until one succeeds (commit.c) */
     int backoff_ms;
     size_t withdrawing;   /* queue items being taken back */
     bool finishing;       /* FINISH asked: flush, then the final write */
@@ -397,10 +405,28 @@ struct ejob {
     int sweeps;           /* attempts at removing the subtree */
     bool building;        /* a plan is being built on a thread */
     int64_t t_acquired;   /* when the lock was acquired (ms) */
+    int64_t t_contend;    /* when this node began to contend for it (ms, monotonic) */
+    int64_t t_handover;   /* when the ring moved it away (ms, monotonic), 0: not moving */
+    int64_t control_ms;   /* when a control znode's request was last read (ms, monotonic) */
 };
 
 /* engine.c */
 void engine__reconcile(struct engine *e);
+
+/* job.c: act on a user's "pause", "resume" or "cancel" (the control znode's or, from the
+   janitor, jobs.control's); true when it changed something. */
+bool engine__control_apply(struct ejob *j, const char *want);
+
+/* metrics.c: observations for /metrics. Loop thread. */
+void engine__metrics_init(struct engine *e);
+void engine__metrics_free(struct engine *e);
+/* A current attempt of j's started (wait: from its put to its start) or ended. */
+void engine__observe_start(struct ejob *j, const char *item_id, int64_t start_ms);
+void engine__observe_end(struct ejob *j, int64_t start_ms, int64_t end_ms);
+/* j was resumed after this node took it over / released after the ring moved it. */
+void engine__observe_takeover(struct ejob *j);
+void engine__observe_handover(struct ejob *j);
+int64_t engine__mono_ms(void);
 /* Does the ring give this job to this node (and is the engine taking jobs)? */
 bool engine__ring_mine(struct engine *e, const char *id);
 /* Is the job announced (in the last listing of /drover/jobs)? */

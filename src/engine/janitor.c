@@ -9,6 +9,14 @@
  * of the ring, and an announcement that exists already is simply there
  * (the create fails harmlessly), so a job is announced once.
  *
+ * Control requests: a pause, resume or cancel is written to jobs.control,
+ * then to the job's control znode, which the owner watches; when the znode
+ * write failed (ZooKeeper unreachable for a moment, the owner's session
+ * surviving) nothing would tell the owner. The same scan reads jobs.control
+ * of the jobs this node owns and applies it. PostgreSQL is written first, so
+ * it is never older than the znode, except for a request that came after
+ * the scan began: a job whose znode was read since then is left alone.
+ *
  * Cost: one indexed query (jobs_open) per period per member; a create per
  * job found missing, which is none in a healthy fleet.
  */
@@ -21,6 +29,7 @@
 #include "engine_int.h"
 #include "log.h"
 #include "store.h"
+#include "strmap.h"
 #include "xalloc.h"
 
 #define MOD "engine"
@@ -28,6 +37,7 @@
 struct scan {
     struct engine *e;
     json_t *rows;
+    int64_t t0; /* when the scan was asked for (monotonic ms) */
 };
 
 static int scan_work(PGconn *conn, void *arg, struct drv_err *err)
@@ -35,7 +45,8 @@ static int scan_work(PGconn *conn, void *arg, struct drv_err *err)
     struct scan *s = arg;
     return store_query_json(conn,
                             "SELECT j.id::text AS id, j.tenant_id::text AS tenant_id,"
-                            " t.name AS tenant, j.cluster_id::text AS cluster, j.operation AS op"
+                            " t.name AS tenant, j.cluster_id::text AS cluster, j.operation AS op,"
+                            " j.control"
                             " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
                             " WHERE j.ended_at IS NULL AND j.status NOT IN ('succeeded',"
                             " 'rolled-back', 'cancelled', 'failed', 'needs-operator')"
@@ -61,6 +72,11 @@ static void scanned(int rc, const struct drv_err *err, void *arg)
     json_array_foreach(s->rows, i, row)
     {
         const char *id = json_string_value(json_object_get(row, "id"));
+        struct ejob *j = id ? strmap_get(e->jobs, id) : NULL;
+        const char *want = json_string_value(json_object_get(row, "control"));
+        if (j && want && j->own == EJ_ACTIVE && j->control_ms < s->t0 &&
+            engine__control_apply(j, want))
+            log_info(MOD, "event=job-control-from-db job=%s want=%s", id, want);
         if (!id || !engine__ring_mine(e, id) || engine__announced(e, id))
             continue;
         json_t *d =
@@ -88,5 +104,6 @@ void engine__janitor(struct engine *e)
     e->scanning = true;
     struct scan *s = xcalloc(1, sizeof(*s));
     s->e = e;
+    s->t0 = engine__mono_ms();
     store_submit(e->db, scan_work, scanned, s);
 }

@@ -134,6 +134,8 @@ static void job_free(struct ejob *j)
         event_free(j->kick_ev);
     if (j->retry_ev)
         event_free(j->retry_ev);
+    if (j->pg_retry_ev)
+        event_free(j->pg_retry_ev);
     free(j);
 }
 
@@ -216,6 +218,7 @@ void engine__job_idle(struct ejob *j)
 {
     if (j->own == EJ_HANDING_OVER && pipeline_idle(j)) {
         j->e->stats.handed_over++;
+        engine__observe_handover(j);
         engine__job_release(j);
     }
 }
@@ -230,6 +233,7 @@ void engine__job_handover(struct ejob *j)
     case EJ_ACTIVE:
         log_info(MOD, "event=job-handover job=%s node=%s", j->id, j->e->node_id);
         j->own = EJ_HANDING_OVER;
+        j->t_handover = engine__mono_ms();
         engine__job_idle(j);
         break;
     default:
@@ -277,6 +281,7 @@ struct ejob *engine__job_new(struct engine *e, const char *id)
     snprintf(j->id, sizeof(j->id), "%s", id);
     j->refs = 1; /* the engine's map */
     j->own = EJ_CONTENDING;
+    j->t_contend = engine__mono_ms();
     j->st_ver = -1;
     j->runs = strmap_new();
     j->props = json_object();
@@ -856,6 +861,7 @@ static void resume_active(struct ejob *j)
     j->queue = engine__queue(j->e, j->tenant, j->cls);
     log_info(MOD, "event=job-resumed job=%s phase=%s node=%s done=%zu in_flight=%zu", j->id,
              engine_phase_name(j->st.phase), j->e->node_id, j->cur->done, j->cur->in_flight);
+    engine__observe_takeover(j);
     engine__runs_watch(j);
     /* The last owner decided the end but died before its final write: write it now. */
     if (engine_phase_final(j->st.phase))
@@ -993,14 +999,9 @@ int engine__job_rollback_plan(struct ejob *j, struct drv_err *err)
 
 /* ---- control requests from the API --------------------------------------------------------- */
 
-static void on_control(int rc, const char *data, size_t len, const struct coord_stat *st, void *arg)
+bool engine__control_apply(struct ejob *j, const char *want)
 {
-    struct ejob *j = arg;
-    if (j->own != EJ_ACTIVE || rc != 0)
-        return;
-    json_error_t je;
-    json_t *c = json_loadb(data, len, 0, &je);
-    const char *want = json_string_value(json_object_get(c, "want"));
+    bool changed = true;
     if (want && strcmp(want, "cancel") == 0 && !j->st.cancel) {
         j->st.cancel = true;
         j->state_dirty = true;
@@ -1014,7 +1015,23 @@ static void on_control(int rc, const char *data, size_t len, const struct coord_
         j->st.paused = false;
         j->state_dirty = true;
         engine__job_event(j, ENGINE_EV_RESUME);
+    } else {
+        changed = false;
     }
+    if (changed)
+        engine__kick(j);
+    return changed;
+}
+
+static void on_control(int rc, const char *data, size_t len, const struct coord_stat *st, void *arg)
+{
+    struct ejob *j = arg;
+    if (j->own != EJ_ACTIVE || rc != 0)
+        return;
+    json_error_t je;
+    json_t *c = json_loadb(data, len, 0, &je);
+    j->control_ms = engine__mono_ms();
+    engine__control_apply(j, json_string_value(json_object_get(c, "want")));
     json_decref(c);
     engine__kick(j);
 }

@@ -311,6 +311,7 @@ static void run_seen(struct ejob *j, struct erun *run)
             free(p->worker[run->idx]);
             p->worker[run->idx] = xstrdup(r.worker);
             p->t_start[run->idx] = r.start_ms;
+            engine__observe_start(j, r.item, r.start_ms);
             task_event(j, p, run->idx, ENGINE_TEV_STARTED, &r);
         }
     }
@@ -318,6 +319,8 @@ static void run_seen(struct ejob *j, struct erun *run)
         run->ended = true;
         if (current) {
             p->t_end[run->idx] = r.end_ms;
+            engine__observe_end(j, p->t_start[run->idx] ? p->t_start[run->idx] : r.start_ms,
+                                r.end_ms);
             task_event(j, p, run->idx, r.ok ? ENGINE_TEV_OK : ENGINE_TEV_FAIL, &r);
         }
     }

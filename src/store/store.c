@@ -46,6 +46,10 @@ struct store {
     int stopping;
     int quiesced;        /* store_quiesce ran */
     unsigned broken_gen; /* bumped when a connection is found broken (under mu) */
+    /* For /metrics (under mu): threads running work, threads holding a connection (as of
+       their last work), work waiting for a thread, and work submitted since the start. */
+    int busy, connected, queued;
+    unsigned long long submitted;
     /* Loop-thread state. */
     int healthy;
     int ping_outstanding;
@@ -155,6 +159,9 @@ static void *pool_main(void *arg)
         if (!s->head)
             s->tail = NULL;
         unsigned gen = s->broken_gen;
+        s->queued--;
+        s->busy++;
+        int had_conn = conn != NULL;
         pthread_mutex_unlock(&s->mu);
 
         drv_err_clear(&r->err);
@@ -180,10 +187,18 @@ static void *pool_main(void *arg)
                 pthread_mutex_unlock(&s->mu);
             }
         }
+        pthread_mutex_lock(&s->mu);
+        s->busy--;
+        s->connected += (conn != NULL) - had_conn;
+        pthread_mutex_unlock(&s->mu);
         loopq_post(s->loopq, complete, r);
     }
-    if (conn)
+    if (conn) {
         PQfinish(conn);
+        pthread_mutex_lock(&s->mu);
+        s->connected--;
+        pthread_mutex_unlock(&s->mu);
+    }
     return NULL;
 }
 
@@ -272,6 +287,8 @@ void store_submit(struct store *s, store_work_fn work, store_done_fn done, void 
     else
         s->head = r;
     s->tail = r;
+    s->queued++;
+    s->submitted++;
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
@@ -279,6 +296,17 @@ void store_submit(struct store *s, store_work_fn work, store_done_fn done, void 
 int store_healthy(const struct store *s)
 {
     return s->healthy;
+}
+
+void store_pool_stats(struct store *s, struct store_pool_stats *st)
+{
+    pthread_mutex_lock(&s->mu);
+    st->size = s->nthreads;
+    st->busy = s->busy;
+    st->connected = s->connected;
+    st->queued = s->queued;
+    st->submitted = s->submitted;
+    pthread_mutex_unlock(&s->mu);
 }
 
 static int ping_work(PGconn *conn, void *arg, struct drv_err *err)

@@ -53,6 +53,16 @@ void store_submit(struct store *s, store_work_fn work, store_done_fn done, void 
 
 /* 1 when the last ping succeeded. Loop thread only. */
 int store_healthy(const struct store *s);
+
+/* The pool's use now, for /metrics. Any thread. */
+struct store_pool_stats {
+    int size;      /* threads, each with at most one connection */
+    int busy;      /* threads running work */
+    int connected; /* threads holding a connection, as of the end of their last work */
+    int queued;    /* work waiting for a thread */
+    unsigned long long submitted; /* work submitted since the start */
+};
+void store_pool_stats(struct store *s, struct store_pool_stats *st);
 /* Begin pinging every second (from the loop). */
 void store_start_health(struct store *s);
 

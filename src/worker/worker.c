@@ -18,6 +18,8 @@
  *     once our session has expired (after the plugin is dead).
  *   RUNNING --worker_stop past the grace--> plugin killed, item released
  *     (handed back at once), the run record stays without an outcome.
+ *   A task taken before worker_stop goes on to run (within the grace); a take
+ *     answered after it is released unrecorded.
  *
  * Invariants (wtask_check):
  *   1. A plugin is started only after the run record was created under the
@@ -53,6 +55,7 @@
 
 #define MOD "worker"
 #define TAKE_WAIT_MS 1000
+#define PUMP_RETRY_MS 250 /* while the session is not connected */
 #define RETRY_MS 200
 #define AVOID_MS 5000 /* how long a retry that avoids this worker is left to the others */
 #define CTX_IDLE_MS 60000
@@ -133,6 +136,7 @@ struct worker {
     void (*stop_done)(void *);
     void *stop_arg;
     struct event *grace_ev, *pump_ev, *gc_ev;
+    struct event *pump_retry_ev; /* pump again while the session is not connected */
     struct worker_stats stats;
     unsigned nonce;
 };
@@ -861,10 +865,10 @@ static void on_recorded(const struct coord_txn_result *r, void *arg)
     }
     if (r->rc == 0) {
         t->recorded = true;
+        /* Recorded while stopping too: it runs within the grace like the tasks already
+           running (handing it back would leave a lost attempt and a retry for nothing). */
         if (t->lost)
             task_finish(t);
-        else if (w->stopping)
-            hand_back(t);
         else
             need_context(t);
     } else if (r->rc == DRV_ECONFLICT && r->failed_op < 0) {
@@ -1021,6 +1025,13 @@ static void pump_now(evutil_socket_t fd, short what, void *arg)
         w->takes++;
         coord_queue_take(wq->q, TAKE_WAIT_MS, on_take, wq);
     }
+    /* Not connected: look again soon. Nothing else would call pump when the same session
+       comes back with no task running and no take waiting (no member change either). */
+    if (!w->stopping && !w->freed && w->running + w->takes < w->concurrency &&
+        coord_session_state(w->zk) != COORD_CONNECTED) {
+        struct timeval tv = {0, PUMP_RETRY_MS * 1000};
+        evtimer_add(w->pump_retry_ev, &tv);
+    }
 }
 
 static void pump(struct worker *w)
@@ -1141,6 +1152,7 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
         wq->q = coord_queue_open(zk, wq->path, &qo, NULL, NULL);
     }
     w->pump_ev = event_new(base, -1, 0, pump_now, w);
+    w->pump_retry_ev = evtimer_new(base, pump_now, w);
     w->avoided = strmap_new();
     w->avoid_ev = evtimer_new(base, avoid_expire_cb, w);
     w->gc_ev = event_new(base, -1, EV_PERSIST, ctx_gc, w);
@@ -1243,6 +1255,7 @@ void worker_free(struct worker *w)
         event_free(w->grace_ev);
     event_free(w->pump_ev);
     event_free(w->gc_ev);
+    event_free(w->pump_retry_ev);
     event_free(w->avoid_ev);
     size_t pos = 0;
     void *v;

@@ -232,6 +232,23 @@ static void test_routes(void **state)
     assert_int_equal(st, 400);
 }
 
+static void test_scale_workers(void **state)
+{
+    (void)state;
+    /* Idle: none; anything queued or running: at least one. */
+    assert_int_equal(api__scale_workers(0, 0, 0, 1, 10, 4), 0);
+    assert_int_equal(api__scale_workers(1, 0, 0, 0.01, 10, 4), 1);
+    assert_int_equal(api__scale_workers(0, 3, 0, 0.01, 10, 4), 1);
+    /* Backlog: 400 waiting tasks of 1 s within 10 s = 40 slots = 10 workers of 4. */
+    assert_int_equal(api__scale_workers(400, 0, 0, 1, 10, 4), 10);
+    /* Arrivals: 8 tasks/s of 2 s keep 16 slots busy = 4 workers; plus the backlog's. */
+    assert_int_equal(api__scale_workers(0, 16, 8, 2, 10, 4), 4);
+    assert_int_equal(api__scale_workers(20, 16, 8, 2, 10, 4), 5);
+    /* Exact multiples do not round up; bad inputs are clamped. */
+    assert_int_equal(api__scale_workers(40, 0, 0, 1, 10, 4), 1);
+    assert_int_equal(api__scale_workers(-5, 0, -1, -1, 0, 0), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,6 +256,7 @@ int main(void)
         cmocka_unit_test(test_sensitive_names), cmocka_unit_test(test_seal_roundtrip),
         cmocka_unit_test(test_redact),          cmocka_unit_test(test_routes),
         cmocka_unit_test(test_seal_any_value),  cmocka_unit_test(test_seal_tree),
+        cmocka_unit_test(test_scale_workers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,138 @@
+/*
+ * metrics: what the engine shows on /metrics (docs/operations.md "Metrics").
+ *
+ * Observed on the loop as the engine works, kept in memory, lost on restart
+ * (Prometheus' counters and histograms expect that):
+ *   - per tenant and class, the jobs this node owns: task duration (the run
+ *     record's start to its end, both the worker's clock) and queue wait (the
+ *     item's put, the owner's clock, to the run's start, the worker's clock:
+ *     the clocks must agree to within the bucket sizes);
+ *   - takeovers: from the moment this node began to contend for a job's lock
+ *     to the job resumed from the last owner's task log (failover: after a
+ *     crash, contending begins when the dead member leaves the ring);
+ *   - handovers: from the ring moving a job away to its lock released.
+ * Tenants' figures go to the authenticated /v1/metrics only (api.md).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+
+#include "coord.h"
+#include "engine_int.h"
+#include "promtext.h"
+#include "strmap.h"
+
+int64_t engine__mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void engine__metrics_init(struct engine *e)
+{
+    e->h_task = prom_hvec_new(prom_buckets_slow, prom_buckets_slow_n);
+    e->h_wait = prom_hvec_new(prom_buckets_slow, prom_buckets_slow_n);
+    prom_histo_init(&e->h_takeover, prom_buckets_fast, prom_buckets_fast_n);
+    prom_histo_init(&e->h_handover, prom_buckets_fast, prom_buckets_fast_n);
+}
+
+void engine__metrics_free(struct engine *e)
+{
+    prom_hvec_free(e->h_task);
+    prom_hvec_free(e->h_wait);
+    e->h_task = e->h_wait = NULL;
+    prom_histo_release(&e->h_takeover);
+    prom_histo_release(&e->h_handover);
+}
+
+static const char *labels_of(const struct ejob *j, char *buf, size_t n)
+{
+    char t[260], c[140];
+    snprintf(buf, n, "tenant=\"%s\",class=\"%s\"", prom_label(j->tenant, t, sizeof(t)),
+             prom_label(j->cls, c, sizeof(c)));
+    return buf;
+}
+
+void engine__observe_start(struct ejob *j, const char *item_id, int64_t start_ms)
+{
+    int64_t put = coord_queue_item_time(item_id);
+    if (put <= 0 || start_ms <= 0 || !j->e->h_wait)
+        return;
+    char l[420];
+    prom_histo_observe(prom_hvec_get(j->e->h_wait, labels_of(j, l, sizeof(l))),
+                       (double)(start_ms - put) / 1000.0);
+}
+
+void engine__observe_end(struct ejob *j, int64_t start_ms, int64_t end_ms)
+{
+    if (start_ms <= 0 || end_ms <= 0 || !j->e->h_task)
+        return;
+    char l[420];
+    prom_histo_observe(prom_hvec_get(j->e->h_task, labels_of(j, l, sizeof(l))),
+                       (double)(end_ms - start_ms) / 1000.0);
+}
+
+void engine__observe_takeover(struct ejob *j)
+{
+    j->e->stats.resumed++;
+    if (j->t_contend)
+        prom_histo_observe(&j->e->h_takeover, (double)(engine__mono_ms() - j->t_contend) / 1000.0);
+}
+
+void engine__observe_handover(struct ejob *j)
+{
+    if (j->t_handover)
+        prom_histo_observe(&j->e->h_handover, (double)(engine__mono_ms() - j->t_handover) / 1000.0);
+}
+
+void engine_metrics(const struct engine *e, struct evbuffer *out, bool tenants, const char *tenant)
+{
+    if (tenants) {
+        char f[270], t[260];
+        if (tenant)
+            snprintf(f, sizeof(f), "tenant=\"%s\",", prom_label(tenant, t, sizeof(t)));
+        prom_hvec_write(e->h_task, out, "drover_task_duration_seconds",
+                        "Task attempts from start to end, for the jobs this node owned.",
+                        tenant ? f : NULL);
+        prom_hvec_write(e->h_wait, out, "drover_task_queue_wait_seconds",
+                        "Task attempts from their put on the queue to their start, for the jobs "
+                        "this node owned.",
+                        tenant ? f : NULL);
+        return;
+    }
+    struct engine_stats st;
+    engine_get_stats(e, &st);
+    char node[300];
+    prom_label(e->node_id, node, sizeof(node));
+    prom_family(out, "drover_engine_jobs_owned", "gauge", "Jobs whose lock this node holds.");
+    evbuffer_add_printf(out, "drover_engine_jobs_owned{node=\"%s\"} %zu\n", node, st.owned);
+    prom_family(out, "drover_engine_jobs_taken_total", "counter",
+                "Jobs whose lock this node acquired.");
+    evbuffer_add_printf(out, "drover_engine_jobs_taken_total %lu\n", st.taken);
+    prom_family(out, "drover_engine_tasks_dispatched_total", "counter",
+                "Task attempts this node put on the queues.");
+    evbuffer_add_printf(out, "drover_engine_tasks_dispatched_total %lu\n", st.dispatched);
+    prom_family(out, "drover_engine_results_total", "counter", "Task outcomes this node consumed.");
+    evbuffer_add_printf(out, "drover_engine_results_total %lu\n", st.results);
+    prom_family(out, "drover_engine_jobs_finished_total", "counter",
+                "Jobs this node brought to a final status.");
+    evbuffer_add_printf(out, "drover_engine_jobs_finished_total %lu\n", st.finished);
+    prom_family(out, "drover_engine_failovers_total", "counter",
+                "Jobs this node resumed from another owner's task log.");
+    evbuffer_add_printf(out, "drover_engine_failovers_total %lu\n", st.resumed);
+    prom_family(out, "drover_engine_failover_duration_seconds", "histogram",
+                "From contending for a job's lock to the job resumed here.");
+    prom_histo_write(&e->h_takeover, out, "drover_engine_failover_duration_seconds", "");
+    prom_family(out, "drover_engine_handovers_total", "counter",
+                "Jobs this node released because the ring moved them.");
+    evbuffer_add_printf(out, "drover_engine_handovers_total %lu\n", st.handed_over);
+    prom_family(out, "drover_engine_handover_duration_seconds", "histogram",
+                "From the ring moving a job away to its lock released.");
+    prom_histo_write(&e->h_handover, out, "drover_engine_handover_duration_seconds", "");
+    prom_family(out, "drover_engine_jobs_lost_total", "counter",
+                "Jobs whose lock this node lost (session expired, or fenced out).");
+    evbuffer_add_printf(out, "drover_engine_jobs_lost_total %lu\n", st.lost);
+}
