@@ -28,7 +28,8 @@ static int bind_dgram(const char *name, bool abstract)
     sa.sun_family = AF_UNIX;
     size_t len = strlen(name);
     memcpy(sa.sun_path + (abstract ? 1 : 0), name, len);
-    socklen_t salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + (abstract ? 1 : 0));
+    socklen_t salen =
+        (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + (abstract ? 1 : 0));
     assert_int_equal(bind(fd, (struct sockaddr *)&sa, salen), 0);
     return fd;
 }
