@@ -53,6 +53,7 @@ struct api_opts {
     long max_requests_per_user, max_requests_per_tenant; /* in progress; beyond: 429 */
     long max_heavy_per_user, max_heavy_per_tenant;       /* solving or planning at once */
     long max_heavy_waiting_per_tenant;                   /* beyond: 429 */
+    const char *ui_dir; /* the dashboard's files, served under /ui/ (ui.h); "" or NULL: none */
 };
 
 /* Listen and serve. zk may be NULL (no fleet views). NULL with err on failure. */

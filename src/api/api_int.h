@@ -112,6 +112,7 @@ struct api {
     unsigned char key[32];
     int have_key;
     long max_body;
+    struct api_ui *ui; /* the dashboard's files (ui.h), NULL when there are none */
     struct api_probe probes[MAX_PROBES];
     int nprobes;
     /* metrics */

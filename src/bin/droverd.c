@@ -163,6 +163,7 @@ static int start_http(struct node *n, struct drv_err *err)
         .max_heavy_per_user = n->conf.max_heavy_per_user,
         .max_heavy_per_tenant = n->conf.max_heavy_per_tenant,
         .max_heavy_waiting_per_tenant = n->conf.max_heavy_waiting_per_tenant,
+        .ui_dir = n->conf.ui_dir,
     };
     n->api = api_new(n->base, n->store, n->zk, &o, err);
     if (!n->api)
