@@ -1,0 +1,191 @@
+// dashboard: the browser half of integration/ui/dashboard.sh. Drives headless Chromium
+// through the dashboard against a real stack and checks what a person would see:
+//   sign-in (keyboard), tenant and role shown; the clusters list and a cluster; a running
+//   job's DAG changing state while we watch; a waiting task's explanation on hover and on
+//   keyboard focus; a large job grouped (bounded DOM); the fleet; the audit log with a
+//   filter; a phone-sized window; another tenant's cluster not reachable; no console errors.
+// Screenshots of each view go to $SHOTS. Exit status 0 when every check held.
+import { mkdirSync, writeFileSync, openSync } from 'node:fs';
+import { join } from 'node:path';
+import { launch } from './cdp.mjs';
+
+const env = k => { const v = process.env[k]; if (!v) { console.error(`dashboard: ${k} is not set`); process.exit(2); } return v; };
+const URL = env('DROVER_URL'), TOKEN = env('ADMIN_TOKEN'), SHOTS = env('SHOTS');
+const CLUSTER = env('CLUSTER'), JOB = env('JOB_RUNNING'), BIG = env('JOB_BIG'), OTHER = env('OTHER_CLUSTER');
+mkdirSync(SHOTS, { recursive: true });
+
+const errors = [];
+const expected404 = [/\/v1\/members\/_probe\/drain$/]; // the drain API probe
+let allow404 = [];
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+const ok = m => console.log(`ok: ${m}`);
+
+const log = openSync(join(SHOTS, 'chromium.log'), 'a');
+const browser = await launch({ bin: process.env.CHROMIUM || '/usr/bin/chromium', userDataDir: join(SHOTS, '.profile'), log });
+console.log(`chromium pid ${browser.pid}`);
+// The stack's teardown stops what is listed in its pid directory, if we die first.
+if (process.env.CHROMIUM_PIDFILE) writeFileSync(process.env.CHROMIUM_PIDFILE, `${browser.pid}\n`);
+let rc = 0;
+let failShot = async () => {};
+try {
+  const page = await browser.newPage();
+  page.on('Runtime.exceptionThrown', p => errors.push(`exception: ${p.exceptionDetails.exception ? p.exceptionDetails.exception.description : p.exceptionDetails.text}`));
+  page.on('Runtime.consoleAPICalled', p => { if (p.type === 'error' || p.type === 'assert') errors.push(`console.${p.type}: ${p.args.map(a => a.value ?? a.description).join(' ')}`); });
+  page.on('Log.entryAdded', p => {
+    const e = p.entry;
+    if (e.level !== 'error') return;
+    if (e.source === 'network' && e.url && [...expected404, ...allow404].some(re => re.test(e.url))) return;
+    errors.push(`log ${e.source}: ${e.text} ${e.url || ''}`);
+  });
+  await page.send('Runtime.enable');
+  await page.send('Log.enable');
+  await page.send('Page.enable');
+  await page.send('Emulation.setDeviceMetricsOverride', { width: 1280, height: 800, deviceScaleFactor: 1, mobile: false });
+
+  const shot = async name => {
+    const { data } = await page.send('Page.captureScreenshot', { format: 'png', captureBeyondViewport: false });
+    writeFileSync(join(SHOTS, `${name}.png`), Buffer.from(data, 'base64'));
+  };
+  failShot = () => shot('99-failure');
+  const go = async hash => {
+    await page.eval(`location.hash = ${JSON.stringify(hash)}`);
+    await sleep(100);
+  };
+  const key = async (k, code, vk) => {
+    for (const type of ['keyDown', 'keyUp'])
+      await page.send('Input.dispatchKeyEvent', { type, key: k, code, windowsVirtualKeyCode: vk, nativeVirtualKeyCode: vk, text: type === 'keyDown' && k === 'Enter' ? '\r' : undefined });
+  };
+  const hover = async sel => {
+    const r = await page.eval(`(() => { const e = document.querySelector(${JSON.stringify(sel)}); if (!e) return null; e.scrollIntoView({block: 'center', inline: 'center'}); const b = e.getBoundingClientRect(); return {x: b.left + b.width / 2, y: b.top + b.height / 2}; })()`);
+    if (!r) throw new Error(`nothing to hover: ${sel}`);
+    await page.send('Input.dispatchMouseEvent', { type: 'mouseMoved', x: 1, y: 1 });
+    await page.send('Input.dispatchMouseEvent', { type: 'mouseMoved', x: r.x, y: r.y });
+  };
+
+  // -- the page itself: headers a browser enforces
+  await page.send('Page.navigate', { url: `${URL}/ui/` });
+  await page.until(`document.querySelector('#token')`, 'the sign-in form');
+  await shot('01-signin');
+  // no inline script may run: the CSP blocks it (and the page has none)
+  const blocked = await page.eval(`(() => { try { const s = document.createElement('script'); s.textContent = 'window.__inline = 1'; document.body.append(s); } catch (e) {} return window.__inline === undefined; })()`);
+  if (!blocked) throw new Error('an inline script ran: the Content-Security-Policy does not block it');
+  await sleep(300);
+  errors.length = 0; // the CSP report of that attempt is expected
+  ok('sign-in form shown; the Content-Security-Policy blocks inline script');
+
+  // -- sign in with the keyboard: type the token, press Enter
+  await page.eval(`document.querySelector('#token').focus()`);
+  await page.send('Input.insertText', { text: TOKEN });
+  await key('Enter', 'Enter', 13);
+  const who = await page.until(`document.querySelector('#who-role') && [document.querySelector('#who-user').textContent, document.querySelector('#who-tenant').textContent, document.querySelector('#who-role').textContent].join(' ')`, 'who am I');
+  if (who !== 'alice acme admin') throw new Error(`header shows "${who}", expected "alice acme admin"`);
+  const stored = await page.eval(`[sessionStorage.getItem('drover.token') !== null, localStorage.length, document.cookie]`);
+  if (!stored[0] || stored[1] !== 0 || stored[2] !== '') throw new Error(`token storage: ${JSON.stringify(stored)}`);
+  ok(`signed in: ${who}; the token is in sessionStorage only`);
+
+  // -- clusters
+  await page.until(`document.querySelectorAll('a.cluster-link').length >= 2`, 'the clusters list');
+  await shot('02-clusters');
+  ok('clusters list');
+  await go(`#/clusters/${CLUSTER}`);
+  await page.until(`document.querySelector('h1') && document.querySelectorAll('main table')[0] && document.querySelectorAll('main table')[0].querySelectorAll('tbody tr').length >= 2 && document.querySelectorAll('a.job-link').length >= 1`, 'the cluster view with nodes and jobs');
+  const hw = await page.eval(`document.querySelectorAll('main table')[0].querySelector('tbody tr').textContent`);
+  if (!/small/.test(hw) || !/img/.test(hw)) throw new Error(`node row without hardware and image: ${hw}`);
+  await shot('03-cluster');
+  ok('a cluster: nodes with hardware and image, job history');
+
+  // -- a running job: the DAG changes while we watch
+  await go(`#/jobs/${JOB}`);
+  await page.until(`document.querySelectorAll('svg.dag g.task').length > 0`, 'the job DAG');
+  const states = `JSON.stringify([...document.querySelectorAll('svg.dag g.task')].map(g => g.getAttribute('class')))`;
+  const before = await page.eval(states);
+  const crit = await page.eval(`document.querySelectorAll('svg.dag g.task.crit').length`);
+  if (!crit) throw new Error('no task is marked on the critical path');
+  await shot('04-job-running');
+  // a waiting task explains itself on hover
+  await page.until(`document.querySelector('svg.dag g.task.st-waiting')`, 'a waiting task');
+  await hover('svg.dag g.task.st-waiting');
+  const why = await page.until(`!document.querySelector('#tip').hidden && document.querySelector('#tip .why') && document.querySelector('#tip').textContent`, 'the tooltip of a waiting task');
+  if (!/waits: /.test(why)) throw new Error(`tooltip without a reason: ${why}`);
+  await shot('05-job-why');
+  ok(`hovering a waiting task: "${why.replace(/\s+/g, ' ').slice(0, 120)}"`);
+  await page.send('Input.dispatchMouseEvent', { type: 'mouseMoved', x: 2, y: 2 });
+  // the same by keyboard: focus shows it
+  const focusWhy = await page.eval(`(() => { const g = document.querySelector('svg.dag g.task.st-waiting') || document.querySelector('svg.dag g.task'); g.focus(); const t = document.querySelector('#tip'); return !t.hidden && t.textContent; })()`);
+  if (!focusWhy) throw new Error('focusing a task shows no tooltip');
+  await page.eval(`document.activeElement.blur()`);
+  ok('focusing a task shows its tooltip');
+  await page.until(`${states} !== ${JSON.stringify(before)}`, 'the DAG to change state', 60000);
+  await shot('06-job-progressed');
+  ok('the DAG changed state while we watched (no reload)');
+  const done = await page.until(`document.querySelector('#job-status .badge') && document.querySelector('#job-status .badge').textContent === 'succeeded' && document.querySelectorAll('svg.dag g.task.st-succeeded, svg.dag g.task.st-skipped').length === document.querySelectorAll('svg.dag g.task').length`, 'the job to succeed on the page', 120000);
+  if (!done) throw new Error('job did not finish');
+  await shot('07-job-succeeded');
+  ok('the job reached succeeded on the page, every task succeeded (or skipped: anchors)');
+
+  // -- a large job: grouped, bounded
+  await go(`#/jobs/${BIG}`);
+  await page.until(`document.querySelectorAll('details.group').length > 0`, 'the grouped view');
+  const dom1 = await page.eval(`document.querySelectorAll('#dag *').length`);
+  await page.eval(`document.querySelector('details.group summary').click()`);
+  await page.until(`document.querySelectorAll('details.group[open] .chip').length > 0`, 'an expanded group');
+  await page.eval(`(() => { const s = document.querySelector('#group-mode'); s.value = 'node'; s.dispatchEvent(new Event('change')); })()`);
+  await page.until(`document.querySelectorAll('details.group').length > 3`, 'groups by node');
+  const dom2 = await page.eval(`document.querySelectorAll('#dag *').length`);
+  const ntasks = await page.eval(`Number(document.querySelector('#progress').max)`);
+  if (dom1 > 2000 || dom2 > 2000) throw new Error(`grouped view of ${ntasks} tasks used ${dom1}/${dom2} elements`);
+  await page.eval(`document.querySelector('details.group summary').click()`);
+  await page.until(`document.querySelectorAll('details.group[open] .chip').length > 0`, 'an expanded node group');
+  await shot('08-job-large-grouped');
+  ok(`a ${ntasks}-task job shown grouped in ${dom1} (by service) and ${dom2} (by node) elements`);
+
+  // -- fleet
+  await go('#/fleet');
+  await page.until(`document.querySelectorAll('#members tbody tr').length >= 1 && document.querySelectorAll('#workers tbody tr').length >= 1 && document.querySelector('#queues table')`, 'the fleet view');
+  const members = await page.eval(`document.querySelector('#members tbody').textContent`);
+  if (!/droverd-1/.test(members) || !/%/.test(members)) throw new Error(`members: ${members}`);
+  await shot('09-fleet');
+  ok('fleet: members with ring share, workers, queues');
+
+  // -- audit with a filter
+  await go('#/audit');
+  await page.until(`document.querySelectorAll('main table tbody tr').length > 3`, 'the audit log');
+  const all = await page.eval(`document.querySelectorAll('main table tbody tr').length`);
+  await page.eval(`(() => { const s = document.querySelector('#audit-action'); s.value = 'cluster.create'; s.dispatchEvent(new Event('change')); })()`);
+  const rows = await page.until(`(() => { const r = [...document.querySelectorAll('main table tbody tr')]; return r.length && r.every(x => /cluster\\.create/.test(x.textContent)) && r.length; })()`, 'the filtered audit log');
+  if (!(rows < all)) throw new Error(`filter kept ${rows} of ${all}`);
+  await shot('10-audit');
+  ok(`audit log: ${all} entries, ${rows} after filtering on cluster.create`);
+
+  // -- another tenant's cluster is not reachable
+  allow404 = [new RegExp(`/v1/clusters/${OTHER}$`), new RegExp(`/v1/jobs\\?cluster=${OTHER}$`)];
+  await go(`#/clusters/${OTHER}`);
+  const nf = await page.until(`document.querySelector('#not-found') && document.querySelector('#not-found').textContent`, 'the not-found message');
+  const leaked = await page.eval(`document.querySelector('main').textContent.includes('other-secret')`);
+  if (leaked) throw new Error('the other tenant\'s cluster name is on the page');
+  await shot('11-other-tenant');
+  ok(`another tenant's cluster: "${nf}"`);
+
+  // -- a phone-sized window
+  await page.send('Emulation.setDeviceMetricsOverride', { width: 390, height: 844, deviceScaleFactor: 2, mobile: true });
+  await go(`#/jobs/${JOB}`);
+  await page.until(`document.querySelectorAll('svg.dag g.task').length > 0`, 'the job on a phone');
+  const overflow = await page.eval(`document.documentElement.scrollWidth - document.documentElement.clientWidth`);
+  if (overflow > 2) throw new Error(`the page is ${overflow}px wider than a phone`);
+  await shot('12-phone-job');
+  await go('#/clusters');
+  await page.until(`document.querySelectorAll('a.cluster-link').length >= 2`, 'clusters on a phone');
+  await shot('13-phone-clusters');
+  ok('phone-sized window: no horizontal overflow');
+
+  await sleep(300);
+  if (errors.length) throw new Error(`console errors:\n  ${errors.join('\n  ')}`);
+  ok('no console errors');
+} catch (e) {
+  console.error(`FAIL: ${e.message}`);
+  rc = 1;
+  try { await failShot(); } catch (e2) { /* the page is gone */ }
+} finally {
+  await browser.close();
+}
+process.exit(rc);

@@ -1,0 +1,116 @@
+// fleet: droverd members (ring share, owned jobs, drain state; drain and undrain for admins
+// when this droverd has that API), workers, and queues (backlog, oldest item, and the
+// recommended worker count over time when GET /v1/queues reports one). Polled every 5 s
+// while shown; the chart keeps the samples taken since the view opened.
+import { h, s, clear, add, fill, table, badge, fmtAge, fmtTime } from './dom.js';
+import { get, post, routeExists } from './api.js';
+
+const history = new Map(); // queue class -> [{t, rec, len}]
+const HISTORY_MAX = 120;
+
+function recommended(q) {
+  for (const k of ['recommended_workers', 'recommended', 'workers_recommended'])
+    if (typeof q[k] === 'number') return q[k];
+  return undefined;
+}
+
+function chart(samples) {
+  const W = 220, H = 48;
+  const vals = samples.map(p => p.rec).filter(v => v !== undefined);
+  if (!vals.length) return h('span', { class: 'help' }, 'not reported');
+  const max = Math.max(1, ...vals), t0 = samples[0].t, t1 = Math.max(t0 + 1, samples[samples.length - 1].t);
+  const pts = samples.filter(p => p.rec !== undefined)
+    .map(p => `${((p.t - t0) / (t1 - t0)) * (W - 4) + 2},${H - 2 - (p.rec / max) * (H - 4)}`).join(' ');
+  return s('svg', { class: 'spark', width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img',
+    'aria-label': `recommended workers: now ${vals[vals.length - 1]}, at most ${max}` },
+  s('polyline', { points: pts.includes(' ') ? pts : `${pts} ${pts}` }),
+  s('text', { x: W - 2, y: 12, 'text-anchor': 'end' }, String(vals[vals.length - 1])));
+}
+
+export async function fleetView(main, args, ctx) {
+  if (ctx.who.role !== 'admin') {
+    add(main, h('h1', {}, 'Fleet'), h('p', {}, 'The fleet views are for a tenant\'s admins.'));
+    return;
+  }
+  const canDrain = await routeExists('/v1/members/_probe/drain');
+  const box = h('div', {});
+  const status = h('p', { class: 'help live', id: 'live' });
+  add(main, h('h1', {}, 'Fleet'), status, box);
+  let stopped = false, timer = null;
+
+  async function load() {
+    const [m, w, q] = await Promise.allSettled([get('/v1/members'), get('/v1/workers'), get('/v1/queues')]);
+    clear(box);
+    if (m.status === 'fulfilled') add(box, members(m.value, canDrain, load));
+    else add(box, h('p', { class: 'error' }, `members: ${m.reason.message}`));
+    if (w.status === 'fulfilled') add(box, workers(w.value));
+    else add(box, h('p', { class: 'error' }, `workers: ${w.reason.message}`));
+    if (q.status === 'fulfilled') add(box, queues(q.value));
+    else add(box, h('p', { class: 'error' }, `queues: ${q.reason.message}`));
+    status.textContent = `live · updated ${new Date().toLocaleTimeString()}`;
+  }
+  async function loop() {
+    if (stopped) return;
+    try { await load(); } catch (e) { status.textContent = `update failed: ${e.message}`; }
+    if (!stopped) timer = setTimeout(loop, 5000);
+  }
+  await loop();
+  return () => { stopped = true; clearTimeout(timer); };
+}
+
+function members(r, canDrain, reload) {
+  const list = r.members || [];
+  const jobs = r.jobs || [];
+  const live = list.filter(m => !(m.data && m.data.draining));
+  const weight = m => (m.data && m.data.weight > 0 ? m.data.weight : 1);
+  const total = live.reduce((a, m) => a + weight(m), 0);
+  const owned = id => jobs.filter(j => j.owner === id);
+  return h('section', { id: 'members' }, h('h2', {}, 'Members'),
+    h('p', { class: 'help' }, `Ring of ${r.ring ? r.ring.size : live.length} member(s); share is the member's weight over the ring's (a draining member has none).`),
+    table([
+      { title: 'Member', get: m => m.id },
+      { title: 'HTTP', get: m => (m.data && m.data.http) || '' },
+      { title: 'State', get: m => badge(m.data && m.data.draining ? 'draining' : 'serving') },
+      { title: 'Ring share', cls: 'num', get: m => (m.data && m.data.draining) || !total ? '0%' : `${Math.round((100 * weight(m)) / total)}%` },
+      { title: 'Owned jobs', get: m => owned(m.id).map(j => h('a', { href: `#/jobs/${j.id}`, class: 'owned' }, `#${j.id} `)) },
+      { title: 'Started', get: m => (m.data && m.data.started ? fmtTime(m.data.started * 1000) : '') },
+      { title: '', get: m => canDrain ? h('button', { onclick: async () => {
+        await post(`/v1/members/${encodeURIComponent(m.id)}/${m.data && m.data.draining ? 'undrain' : 'drain'}`);
+        reload();
+      } }, m.data && m.data.draining ? 'Undrain' : 'Drain') : '' },
+    ], list),
+    jobs.some(j => !j.owner) ? h('p', { class: 'help' }, 'Jobs without an owner wait for the ring to name one.') : null);
+}
+
+function workers(r) {
+  const list = r.workers || [];
+  const d = w => w.data || w;
+  return h('section', { id: 'workers' }, h('h2', {}, 'Workers'), table([
+    { title: 'Worker', get: w => w.id || d(w).id },
+    { title: 'Class', get: w => d(w).class || d(w).worker_class || '' },
+    { title: 'Capacity', cls: 'num', get: w => d(w).concurrency ?? d(w).capacity ?? '' },
+    { title: 'Running', cls: 'num', get: w => Array.isArray(d(w).running) ? d(w).running.length : (d(w).running ?? d(w).busy ?? '') },
+    { title: 'Plugins', get: w => (d(w).plugins || []).join ? (d(w).plugins || []).join(', ') : String(d(w).plugins) },
+    { title: 'Host', get: w => d(w).host || '' },
+  ], list));
+}
+
+function queues(r) {
+  const list = r.queues || [];
+  const now = Date.now();
+  for (const q of list) {
+    const k = q.class;
+    if (!history.has(k)) history.set(k, []);
+    const hq = history.get(k);
+    hq.push({ t: now, rec: recommended(q), len: q.length });
+    if (hq.length > HISTORY_MAX) hq.shift();
+  }
+  return h('section', { id: 'queues' }, h('h2', {}, 'Queues'), table([
+    { title: 'Class', get: q => q.class },
+    { title: 'Backlog', cls: 'num', get: q => q.length },
+    { title: 'Claimed', cls: 'num', get: q => q.claimed },
+    { title: 'Oldest', cls: 'num', get: q => fmtAge(q.oldest_age_ms) },
+    { title: 'Rates', get: q => ['dispatch_rate', 'completion_rate'].filter(k => q[k] !== undefined).map(k => `${k.split('_')[0]} ${q[k]}/s`).join(' · ') },
+    { title: 'Recommended workers', get: q => chart(history.get(q.class) || []) },
+  ], list));
+}
