@@ -85,13 +85,16 @@ function members(r, canDrain, reload) {
 function workers(r) {
   const list = r.workers || [];
   const d = w => w.data || w;
-  return h('section', { id: 'workers' }, h('h2', {}, 'Workers'), table([
+  return h('section', { id: 'workers' }, h('h2', {}, 'Workers'),
+    h('p', { class: 'help' }, 'Tasks in progress per class are the queues\' "claimed" below.'), table([
     { title: 'Worker', get: w => w.id || d(w).id },
     { title: 'Class', get: w => d(w).class || d(w).worker_class || '' },
     { title: 'Capacity', cls: 'num', get: w => d(w).concurrency ?? d(w).capacity ?? '' },
-    { title: 'Running', cls: 'num', get: w => Array.isArray(d(w).running) ? d(w).running.length : (d(w).running ?? d(w).busy ?? '') },
-    { title: 'Plugins', get: w => (d(w).plugins || []).join ? (d(w).plugins || []).join(', ') : String(d(w).plugins) },
-    { title: 'Host', get: w => d(w).host || '' },
+    { title: 'Running', cls: 'num', get: w => Array.isArray(d(w).running) ? d(w).running.length : (d(w).running ?? d(w).busy ?? '—') },
+    { title: 'Classes', get: w => Array.isArray(d(w).classes) ? d(w).classes.join(', ') : '' },
+    { title: 'Host', get: w => [d(w).host, d(w).pid && `pid ${d(w).pid}`].filter(Boolean).join(' · ') },
+    { title: 'Version', get: w => d(w).version || '' },
+    { title: 'Started', get: w => (d(w).started ? fmtTime(d(w).started * 1000) : '') },
   ], list));
 }
 

@@ -22,7 +22,7 @@ const tip = document.getElementById('tip');
 function taskText(t) {
   const lines = [`${t.id}`, `status: ${t.status}${t.attempts ? ` · attempts ${t.attempts}` : ''}`];
   if (t.worker) lines.push(`worker: ${t.worker}`);
-  if (t.why) lines.push(`waits: ${t.why.text}`);
+  if (t.why) lines.push(`why it waits (${t.why.reason}): ${t.why.text}`);
   if (t.started_at) lines.push(`started ${fmtTime(t.started_at)}`);
   if (t.ended_at) lines.push(`ended ${fmtTime(t.ended_at)}`);
   return lines;
@@ -31,7 +31,7 @@ function taskText(t) {
 function showTip(t, el) {
   clear(tip);
   const [first, ...rest] = taskText(t);
-  tip.append(h('strong', {}, first), ...rest.map(l => h('div', { class: l.startsWith('waits') ? 'why' : '' }, l)));
+  tip.append(h('strong', {}, first), ...rest.map(l => h('div', { class: l.startsWith('why it waits') ? 'why' : '' }, l)));
   tip.hidden = false;
   const r = el.getBoundingClientRect();
   const w = tip.offsetWidth, ht = tip.offsetHeight;

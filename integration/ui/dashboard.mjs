@@ -12,6 +12,7 @@ import { launch } from './cdp.mjs';
 const env = k => { const v = process.env[k]; if (!v) { console.error(`dashboard: ${k} is not set`); process.exit(2); } return v; };
 const URL = env('DROVER_URL'), TOKEN = env('ADMIN_TOKEN'), SHOTS = env('SHOTS');
 const CLUSTER = env('CLUSTER'), JOB = env('JOB_RUNNING'), BIG = env('JOB_BIG'), OTHER = env('OTHER_CLUSTER');
+const SLOW = env('JOB_SLOW');
 mkdirSync(SHOTS, { recursive: true });
 
 const errors = [];
@@ -106,7 +107,7 @@ try {
   await page.until(`document.querySelector('svg.dag g.task.st-waiting')`, 'a waiting task');
   await hover('svg.dag g.task.st-waiting');
   const why = await page.until(`!document.querySelector('#tip').hidden && document.querySelector('#tip .why') && document.querySelector('#tip').textContent`, 'the tooltip of a waiting task');
-  if (!/waits: /.test(why)) throw new Error(`tooltip without a reason: ${why}`);
+  if (!/why it waits \((dependency|node|strategy|queued|ready)\): /.test(why)) throw new Error(`tooltip without a reason: ${why}`);
   await shot('05-job-why');
   ok(`hovering a waiting task: "${why.replace(/\s+/g, ' ').slice(0, 120)}"`);
   await page.send('Input.dispatchMouseEvent', { type: 'mouseMoved', x: 2, y: 2 });
@@ -144,8 +145,9 @@ try {
   await page.until(`document.querySelectorAll('#members tbody tr').length >= 1 && document.querySelectorAll('#workers tbody tr').length >= 1 && document.querySelector('#queues table')`, 'the fleet view');
   const members = await page.eval(`document.querySelector('#members tbody').textContent`);
   if (!/droverd-1/.test(members) || !/%/.test(members)) throw new Error(`members: ${members}`);
+  await page.until(`[...document.querySelectorAll('#members a.owned')].some(a => a.textContent.trim() === '#${SLOW}')`, `job ${SLOW} owned by a member`, 15000);
   await shot('09-fleet');
-  ok('fleet: members with ring share, workers, queues');
+  ok(`fleet: members with ring share and owned job #${SLOW}, workers, queues`);
 
   // -- audit with a filter
   await go('#/audit');

@@ -61,8 +61,10 @@ r=$(api POST /v1/clusters "$(jq -cn '{name: "other-secret", template: "simple", 
 expect 202 "$r" '' "globex's cluster"
 OCID=$(body_of "$r" | jq -r .cluster.id)
 read -r LCID LJID <<< "$(create_cluster live 2 '{"duration_ms": 1500}')"
+# still running when the browser reaches the fleet view: its owner is shown there
+read -r SCID SJID <<< "$(create_cluster slow 1 '{"duration_ms": 8000}')"
 
-DROVER_URL=$U ADMIN_TOKEN=$TOKEN SHOTS=$SHOTS CLUSTER=$CID JOB_RUNNING=$LJID JOB_BIG=$BJID \
+DROVER_URL=$U ADMIN_TOKEN=$TOKEN SHOTS=$SHOTS CLUSTER=$CID JOB_RUNNING=$LJID JOB_BIG=$BJID JOB_SLOW=$SJID \
   OTHER_CLUSTER=$OCID CHROMIUM=$CHROMIUM CHROMIUM_PIDFILE=$T/pids/chromium.pid timeout -k 10 400 \
   node "$DROVER_SOURCE_DIR/integration/ui/dashboard.mjs" || fail "the browser's checks (screenshots in $SHOTS)"
 rm -rf "$SHOTS/.profile"
