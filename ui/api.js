@@ -20,9 +20,9 @@ export const token = {
 let onUnauthorized = () => {};
 export function setUnauthorized(fn) { onUnauthorized = fn; }
 
-export async function api(method, path, body) {
+export async function api(method, path, body, signal) {
   const headers = { Authorization: `Bearer ${token.get() || ''}` };
-  const init = { method, headers, cache: 'no-store' };
+  const init = { method, headers, cache: 'no-store', signal };
   if (body !== undefined) {
     headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -46,7 +46,7 @@ export async function api(method, path, body) {
   return data;
 }
 
-export const get = p => api('GET', p);
+export const get = (p, signal) => api('GET', p, undefined, signal);
 export const post = (p, b) => api('POST', p, b === undefined ? {} : b);
 export const del = p => api('DELETE', p);
 

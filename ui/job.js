@@ -272,6 +272,7 @@ export async function jobView(main, [id], ctx) {
     return;
   }
   let stopped = false, timer = null, sections = {}, lastFull = 0;
+  const abort = new AbortController(); // ends a held long-poll when the view is left
   const head = h('div', {});
   const prog = h('div', { class: 'progress-wrap' });
   const ctl = h('div', { class: 'row ops' });
@@ -280,7 +281,7 @@ export async function jobView(main, [id], ctx) {
   add(main, head, prog, ctl, live, body);
 
   const act = async what => {
-    try { await post(`/v1/jobs/${id}/${what}`); await tick(true); } catch (e) { live.textContent = e.message; }
+    try { await post(`/v1/jobs/${id}/${what}`); await full(); shown(); } catch (e) { live.textContent = e.message; }
   };
 
   function renderHead() {
@@ -331,40 +332,58 @@ export async function jobView(main, [id], ctx) {
     if (f) add(body, f);
   }
 
-  async function tick(full) {
+  // The summary is long-polled: droverd holds the request until the job's revision changes
+  // (a task starts or ends, the status or owner changes) or `wait` seconds pass. The tasks
+  // are fetched after a change, at most every `every` ms for a large job. A droverd without
+  // revisions gets a plain poll every second.
+  let rev = job.revision || '', pending = false;
+  const every = () => {
     const total = (job.progress && job.progress.total) || 0;
-    const every = total > 20000 ? 10000 : total > 3000 ? 4000 : 1500;
-    const t0 = Date.now();
-    if (full || t0 - lastFull >= every) {
-      job = await get(`/v1/jobs/${id}`);
-      lastFull = t0;
-      renderTasks(job.tasks || []);
-    } else {
-      const sum = await get(`/v1/jobs/${id}?tasks=none`);
-      const changed = sum.status !== job.status;
-      job = Object.assign(job, sum);
-      if (changed) return tick(true);
-    }
+    return total > 20000 ? 10000 : total > 3000 ? 4000 : 0;
+  };
+  async function full() {
+    job = await get(`/v1/jobs/${id}`);
+    lastFull = Date.now();
+    pending = false;
+    renderTasks(job.tasks || []);
+  }
+  function shown() {
     renderHead();
     live.textContent = `${FINAL.includes(job.status) ? 'final' : 'live'} · updated ${new Date().toLocaleTimeString()}`;
   }
-
-  async function loop() {
+  async function tick() {
+    const left = every() - (Date.now() - lastFull);
+    const wait = pending ? Math.max(1, Math.ceil(left / 1000)) : 20;
+    const sum = await get(`/v1/jobs/${id}?tasks=none` + (rev ? `&wait=${wait}&revision=${rev}` : ''), abort.signal);
     if (stopped) return;
-    try { await tick(false); } catch (e) { live.textContent = `update failed: ${e.message}`; }
-    if (stopped) return;
-    if (FINAL.includes(job.status)) {
-      try { await tick(true); } catch (e) { /* shown next time */ }
-      return;
-    }
-    timer = setTimeout(loop, 1000);
+    const changed = !sum.revision || sum.revision !== rev;
+    rev = sum.revision || '';
+    const status = job.status;
+    job = Object.assign(job, sum);
+    if (changed) pending = true;
+    if (pending && (Date.now() - lastFull >= every() || job.status !== status || FINAL.includes(job.status)))
+      await full();
+    shown();
+    if (!sum.revision) await new Promise(r => { timer = setTimeout(r, 1000); });
   }
 
-  renderHead();
+  async function loop() {
+    while (!stopped && !FINAL.includes(job.status)) {
+      try {
+        await tick();
+      } catch (e) {
+        if (stopped) return;
+        live.textContent = `update failed: ${e.message}; retrying`;
+        await new Promise(r => { timer = setTimeout(r, 2000); });
+      }
+    }
+    if (!stopped && pending) { try { await full(); shown(); } catch (e) { /* shown next time */ } }
+  }
+
   renderTasks(job.tasks || []);
   lastFull = Date.now();
-  live.textContent = `${FINAL.includes(job.status) ? 'final' : 'live'} · updated ${new Date().toLocaleTimeString()}`;
-  if (!FINAL.includes(job.status)) timer = setTimeout(loop, 1000);
-  return () => { stopped = true; clearTimeout(timer); hideTip(); };
+  shown();
+  if (!FINAL.includes(job.status)) loop();
+  return () => { stopped = true; clearTimeout(timer); hideTip(); abort.abort(); };
 }
 

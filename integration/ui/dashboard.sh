@@ -61,7 +61,8 @@ r=$(api POST /v1/clusters "$(jq -cn '{name: "other-secret", template: "simple", 
 expect 202 "$r" '' "globex's cluster"
 OCID=$(body_of "$r" | jq -r .cluster.id)
 read -r LCID LJID <<< "$(create_cluster live 2 '{"duration_ms": 1500}')"
-# still running when the browser reaches the fleet view: its owner is shown there
+# still running when the browser reaches the fleet view (its owner is shown there), and
+# for the long-poll checks after it
 read -r SCID SJID <<< "$(create_cluster slow 1 '{"duration_ms": 8000}')"
 
 DROVER_URL=$U ADMIN_TOKEN=$TOKEN SHOTS=$SHOTS CLUSTER=$CID JOB_RUNNING=$LJID JOB_BIG=$BJID JOB_SLOW=$SJID \
@@ -69,3 +70,23 @@ DROVER_URL=$U ADMIN_TOKEN=$TOKEN SHOTS=$SHOTS CLUSTER=$CID JOB_RUNNING=$LJID JOB
   node "$DROVER_SOURCE_DIR/integration/ui/dashboard.mjs" || fail "the browser's checks (screenshots in $SHOTS)"
 rm -rf "$SHOTS/.profile"
 pass "dashboard: every view rendered from the stack in Chromium; screenshots in $SHOTS"
+
+# ---- long-polling a job's summary
+expect 400 "$(api GET "/v1/jobs/$SJID?tasks=none&wait=0&revision=x")" '.error.field == "wait"' "wait=0"
+expect 400 "$(api GET "/v1/jobs/$SJID?tasks=none&wait=26&revision=x")" '.error.field == "wait"' "wait=26"
+expect 400 "$(api GET "/v1/jobs/$SJID?wait=5&revision=x")" '.error.field == "wait"' "wait without tasks=none"
+r1=$(body_of "$(api GET "/v1/jobs/$SJID?tasks=none")" | jq -r .revision)
+[ ${#r1} = 32 ] || fail "no revision in a job summary: $r1"
+t0=$(now_ms)
+r=$(api GET "/v1/jobs/$SJID?tasks=none&wait=20&revision=$r1")
+t1=$(now_ms)
+expect 200 "$r" ".revision != \"$r1\" and (.progress.states | type == \"object\")" "a held summary"
+held=$((t1 - t0))
+[ "$held" -lt 15000 ] || fail "the held summary came after $held ms, the job changes every 8 s"
+r=$(api GET "/v1/jobs/$JID?tasks=none")
+rd=$(body_of "$r" | jq -r .revision)
+t0=$(now_ms)
+expect 200 "$(api GET "/v1/jobs/$JID?tasks=none&wait=20&revision=$rd")" ".revision == \"$rd\"" "a finished job's summary"
+[ $(($(now_ms) - t0)) -lt 2000 ] || fail "a finished job's summary was held"
+expect 404 "$(api GET "/v1/jobs/$(body_of "$(api GET "/v1/jobs?cluster=$OCID" "$GTOKEN")" | jq -r '.items[0].id')?tasks=none&wait=5&revision=x")" '' "another tenant's job, held"
+pass "long-poll: held until the job changed ($held ms), a finished job at once, bad waits 400, another tenant's job 404"

@@ -310,6 +310,16 @@ static void call_done(int rc, const struct drv_err *err, void *arg)
     api__reply(c);
 }
 
+struct event_base *api__base(struct api *a)
+{
+    return a->base;
+}
+
+void api__dispatch(struct call *c)
+{
+    dispatch(c);
+}
+
 struct coord_session *api__zk(struct api *a)
 {
     return a->zk;

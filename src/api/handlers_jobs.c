@@ -30,7 +30,8 @@ int api__h_job_list(PGconn *conn, struct call *c, struct drv_err *err)
     return 0;
 }
 
-/* GET /v1/jobs/{id}[?tasks=all|none]: "none" leaves the tasks out (a watcher's poll). */
+/* GET /v1/jobs/{id}[?tasks=all|none]: "none" leaves the tasks out (a watcher's poll), and
+   with wait=S and revision=R waits up to S seconds for the summary to change (jobwait.c). */
 int api__h_job_get(PGconn *conn, struct call *c, struct drv_err *err)
 {
     char *tasks = call_query(c, "tasks");
@@ -39,14 +40,27 @@ int api__h_job_get(PGconn *conn, struct call *c, struct drv_err *err)
     free(tasks);
     if (bad)
         return call_fail(c, 400, "invalid", "tasks", "query parameter \"tasks\": all or none");
-    int rc = none ? store_job_get_summary(conn, c->who.tenant_id, call_owner(c), c->seg[2],
-                                          &c->out, err)
-                  : store_job_get(conn, c->who.tenant_id, call_owner(c), c->seg[2], &c->out, err);
+    char *wait = call_query(c, "wait"), *end = NULL;
+    long wait_s = wait ? strtol(wait, &end, 10) : 0;
+    bad = wait && (!*wait || *end || wait_s < 1 || wait_s > 25);
+    free(wait);
+    if (bad)
+        return call_fail(c, 400, "invalid", "wait", "query parameter \"wait\": 1 to 25 seconds");
+    if (wait_s && !none)
+        return call_fail(c, 400, "invalid", "wait", "\"wait\" needs tasks=none");
+    int rc =
+        none ? store_job_get_summary(conn, c->who.tenant_id, call_owner(c), c->seg[2], &c->out, err)
+             : store_job_get(conn, c->who.tenant_id, call_owner(c), c->seg[2], &c->out, err);
     if (rc == 0) {
         json_object_del(c->out, "has_plan");
         if (!none)
             api__explain(c->out);
         c->status = 200;
+        if (none) {
+            char *rev = call_query(c, "revision");
+            api__job_wait(c, rev, wait_s);
+            free(rev);
+        }
     }
     return rc;
 }
