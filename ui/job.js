@@ -249,17 +249,43 @@ function phaseSection(title, tasks, id) {
   };
 }
 
-function failedSection(tasks, job) {
-  const failed = tasks.filter(t => t.status === 'failed').slice(0, 50);
+// Failures: the job's error, and each failed task (at most 20) with its recorded attempts
+// (GET /v1/jobs/{id}/attempts: worker, how it ended, message, the plugin's output tail),
+// loaded when its row is opened; the first three are open. Attempts of a failed task do not
+// change any more, so they are kept for the view's life in `cache`.
+function failedSection(tasks, job, cache) {
+  const failed = tasks.filter(t => t.status === 'failed').slice(0, 20);
   if (!failed.length && !job.error) return null;
   const err = job.error ? (typeof job.error === 'string' ? job.error : (job.error.message || JSON.stringify(job.error))) : '';
   return h('section', { class: 'failed', id: 'failed' }, h('h2', {}, 'Failures'),
     err ? h('p', { class: 'error' }, err) : null,
-    h('ul', {}, failed.map(t => h('li', {}, h('strong', {}, t.id), ` · ${t.attempts || 0} attempt(s)`,
-      t.worker ? ` · last on ${t.worker}` : '', t.ended_at ? ` · ${fmtTime(t.ended_at)}` : '',
-      (t.output || t.output_tail || t.error) ? h('pre', { class: 'tail' }, String(t.output_tail || t.output || t.error).slice(-2000)) : null))),
-    failed.length && !failed.some(t => t.output || t.output_tail)
-      ? h('p', { class: 'help' }, 'Plugin output is in the task log and the worker\'s log; this droverd\'s API does not return it.') : null);
+    failed.map((t, i) => {
+      const body = h('div', { class: 'attempts' });
+      const det = h('details', { class: 'failed-task', 'data-id': t.id, ontoggle: () => { if (det.open) attempts(job.id, t, body, cache); } },
+        h('summary', {}, h('strong', {}, t.id), ` · ${t.phase === 'r' ? 'rollback · ' : ''}${t.attempts || 0} attempt(s)`,
+          t.worker ? ` · last on ${t.worker}` : '', t.ended_at ? ` · ${fmtTime(t.ended_at)}` : ''),
+        body);
+      if (i < 3) { det.open = true; attempts(job.id, t, body, cache); }
+      return det;
+    }));
+}
+
+async function attempts(jobId, t, el, cache) {
+  const key = `${t.phase}/${t.id}`;
+  if (!cache.has(key))
+    cache.set(key, get(`/v1/jobs/${jobId}/attempts?task=${encodeURIComponent(t.id)}&phase=${t.phase || 'f'}`)
+      .catch(e => ({ error: e })));
+  const r = await cache.get(key);
+  if (r.error) {
+    fill(el, h('p', { class: 'help' }, r.error.status === 404 ? 'this droverd does not return attempts yet' : r.error.message));
+    return;
+  }
+  fill(el, h('ol', { class: 'attempt-list' }, (r.items || []).map(a => h('li', {},
+    h('span', {}, badge(a.status), ` attempt ${a.attempt}`, a.worker ? ` on ${a.worker}` : '',
+      a.started_at ? ` · ${fmtTime(a.started_at)}` : '', a.how ? ` · ${a.how}` : ''),
+    a.message ? h('div', { class: 'msg' }, a.message) : null,
+    a.output_tail ? h('pre', { class: 'tail', tabindex: 0, 'aria-label': 'output tail' }, a.output_tail) : null))),
+  (r.items || []).length ? null : h('p', { class: 'help' }, 'no attempt recorded'));
 }
 
 export async function jobView(main, [id], ctx) {
@@ -273,6 +299,7 @@ export async function jobView(main, [id], ctx) {
   }
   let stopped = false, timer = null, sections = {}, lastFull = 0;
   const abort = new AbortController(); // ends a held long-poll when the view is left
+  const attemptCache = new Map();
   const head = h('div', {});
   const prog = h('div', { class: 'progress-wrap' });
   const ctl = h('div', { class: 'row ops' });
@@ -328,7 +355,7 @@ export async function jobView(main, [id], ctx) {
     }
     const old = body.querySelector('#failed');
     if (old) old.remove();
-    const f = failedSection(tasks, job);
+    const f = failedSection(tasks, job, attemptCache);
     if (f) add(body, f);
   }
 

@@ -12,7 +12,7 @@ import { launch } from './cdp.mjs';
 const env = k => { const v = process.env[k]; if (!v) { console.error(`dashboard: ${k} is not set`); process.exit(2); } return v; };
 const URL = env('DROVER_URL'), TOKEN = env('ADMIN_TOKEN'), SHOTS = env('SHOTS');
 const CLUSTER = env('CLUSTER'), JOB = env('JOB_RUNNING'), BIG = env('JOB_BIG'), OTHER = env('OTHER_CLUSTER');
-const SLOW = env('JOB_SLOW');
+const SLOW = env('JOB_SLOW'), FAILED = env('JOB_FAILED');
 mkdirSync(SHOTS, { recursive: true });
 
 const errors = [];
@@ -139,6 +139,15 @@ try {
   await page.until(`document.querySelectorAll('details.group[open] .chip').length > 0`, 'an expanded node group');
   await shot('08-job-large-grouped');
   ok(`a ${ntasks}-task job shown grouped in ${dom1} (by service) and ${dom2} (by node) elements`);
+
+  // -- a job that failed and rolled back: the failed task's attempts, the rollback plan
+  await go(`#/jobs/${FAILED}`);
+  await page.until(`document.querySelector('#rollback svg.dag g.task') && document.querySelector('#failed details.failed-task[data-id="node-2/app/install"] .attempt-list li')`, 'failures and the rollback plan');
+  const story = await page.eval(`document.querySelector('#failed details.failed-task[data-id="node-2/app/install"]').textContent`);
+  if (!/attempt 1/.test(story) || !/failed/.test(story)) throw new Error(`failed task without its attempts: ${story}`);
+  await page.eval(`document.querySelector('#failed').scrollIntoView()`);
+  await shot('08b-job-rolled-back');
+  ok(`a rolled-back job: the failed task's attempts ("${story.replace(/\s+/g, ' ').slice(0, 100)}") and the rollback plan`);
 
   // -- fleet
   await go('#/fleet');

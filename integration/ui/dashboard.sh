@@ -54,6 +54,11 @@ read -r CID JID <<< "$(create_cluster done 3)"
 wait_job "$JID" succeeded 90
 read -r BCID BJID <<< "$(create_cluster big 30)"
 wait_job "$BJID" succeeded 240
+# a create whose install fails on every attempt: the job rolls back
+read -r FCID FJID <<< "$(create_cluster doomed 2 '{"fail_on": {"node": "node-2", "task": "install", "service": "app"}}')"
+wait_job "$FJID" rolled-back 120
+expect 400 "$(api GET "/v1/jobs/$FJID/attempts")" '.error.field == "task"' "attempts without a task"
+expect 200 "$(api GET "/v1/jobs/$FJID/attempts?task=node-2/app/install")" '.items | length >= 1 and all(.status == "failed")' "a failed task's attempts"
 expect 201 "$(api POST /v1/tenants '{"name":"globex"}' "$SUPER")" '' "tenant globex"
 GTOKEN=$(body_of "$(api POST /v1/users '{"name":"gina","role":"admin","tenant":"globex"}' "$SUPER")" | jq -r .token)
 expect 200 "$(api POST /v1/import "@$T/catalog.json" "$GTOKEN")" '' "globex's catalogue"
@@ -65,7 +70,7 @@ read -r LCID LJID <<< "$(create_cluster live 2 '{"duration_ms": 1500}')"
 # for the long-poll checks after it
 read -r SCID SJID <<< "$(create_cluster slow 1 '{"duration_ms": 8000}')"
 
-DROVER_URL=$U ADMIN_TOKEN=$TOKEN SHOTS=$SHOTS CLUSTER=$CID JOB_RUNNING=$LJID JOB_BIG=$BJID JOB_SLOW=$SJID \
+DROVER_URL=$U ADMIN_TOKEN=$TOKEN SHOTS=$SHOTS CLUSTER=$CID JOB_RUNNING=$LJID JOB_BIG=$BJID JOB_SLOW=$SJID JOB_FAILED=$FJID \
   OTHER_CLUSTER=$OCID CHROMIUM=$CHROMIUM CHROMIUM_PIDFILE=$T/pids/chromium.pid timeout -k 10 400 \
   node "$DROVER_SOURCE_DIR/integration/ui/dashboard.mjs" || fail "the browser's checks (screenshots in $SHOTS)"
 rm -rf "$SHOTS/.profile"
@@ -89,4 +94,5 @@ t0=$(now_ms)
 expect 200 "$(api GET "/v1/jobs/$JID?tasks=none&wait=20&revision=$rd")" ".revision == \"$rd\"" "a finished job's summary"
 [ $(($(now_ms) - t0)) -lt 2000 ] || fail "a finished job's summary was held"
 expect 404 "$(api GET "/v1/jobs/$(body_of "$(api GET "/v1/jobs?cluster=$OCID" "$GTOKEN")" | jq -r '.items[0].id')?tasks=none&wait=5&revision=x")" '' "another tenant's job, held"
+expect 404 "$(api GET "/v1/jobs/$FJID/attempts?task=node-2/app/install" '' "$GTOKEN")" '' "another tenant's attempts"
 pass "long-poll: held until the job changed ($held ms), a finished job at once, bad waits 400, another tenant's job 404"

@@ -106,6 +106,43 @@ int api__h_job_plan(PGconn *conn, struct call *c, struct drv_err *err)
 }
 
 /*
+ * GET /v1/jobs/{id}/attempts?task=ID[&phase=f|r]: the recorded attempts of one task
+ * (worker, status, times, message, how it ended, the tail of the plugin's output), for a
+ * failed task's story. One task at a time, at most 100 attempts: the reply stays small
+ * whatever the job's size.
+ */
+int api__h_job_attempts(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    char *task = call_query(c, "task"), *phase = call_query(c, "phase");
+    int rc = 0;
+    if (!task || !*task || strlen(task) > 512)
+        rc = call_fail(c, 400, "invalid", "task", "query parameter \"task\": a task id");
+    else if (phase && strcmp(phase, "f") != 0 && strcmp(phase, "r") != 0)
+        rc = call_fail(c, 400, "invalid", "phase", "query parameter \"phase\": f or r");
+    json_t *job = NULL, *items = NULL;
+    if (rc == 0) /* the job is the caller's to see (tenant, and owner for a user) */
+        rc = store_job_get_summary(conn, c->who.tenant_id, call_owner(c), c->seg[2], &job, err);
+    if (rc == 0) {
+        const char *p[] = {c->seg[2], phase ? phase : "f", task};
+        rc = store_query_json(conn,
+                              "SELECT attempt, run, worker, status, started_at, ended_at, message,"
+                              " how, output_tail FROM task_attempts WHERE job_id = $1::bigint"
+                              " AND phase = $2 AND task_id = $3 ORDER BY attempt, started_at"
+                              " LIMIT 100",
+                              3, p, &items, err);
+    }
+    if (rc == 0) {
+        c->out = json_pack("{s:s, s:s, s:s, s:o}", "job", c->seg[2], "phase", phase ? phase : "f",
+                           "task", task, "items", items);
+        c->status = 200;
+    }
+    json_decref(job);
+    free(task);
+    free(phase);
+    return rc;
+}
+
+/*
  * POST /v1/jobs/{id}/{pause,resume,cancel}: the request is recorded for the
  * job's owner, which acts on it (running tasks finish, nothing new starts;
  * cancel then rolls back). 202 with the job as it is now and its "control".
