@@ -38,18 +38,18 @@ async function createForm(ctx) {
   let templates = [];
   try { templates = (await get('/v1/clustertemplates')).items || []; } catch (e) { /* no catalogue */ }
   if (!templates.length) return null;
-  const name = h('input', { id: 'new-name', required: true, pattern: '[A-Za-z0-9][A-Za-z0-9_.-]{0,62}' });
+  const name = h('input', { id: 'new-name', required: true, pattern: '[A-Za-z0-9][A-Za-z0-9_.\\-]{0,62}' });
   const tpl = h('select', { id: 'new-template' }, templates.map(t => h('option', { value: t.name }, t.name)));
   const nodes = h('input', { id: 'new-nodes', type: 'number', min: 1, max: 10000, value: 3, required: true });
   const out = h('div', { class: 'preview', 'aria-live': 'polite' });
   const body = () => ({ name: name.value, template: tpl.value, nodes: Number(nodes.value) });
-  const create = h('button', { type: 'button', disabled: true, onclick: async () => {
+  const create = h('button', { type: 'button', id: 'new-create', disabled: true, onclick: async () => {
     try {
       const r = await post('/v1/clusters', body());
       location.hash = `#/jobs/${r.job.id}`;
     } catch (e) { add(out, h('p', { class: 'error', role: 'alert' }, e.message)); }
   } }, 'Create');
-  const form = h('form', { class: 'card', onsubmit: async e => {
+  const form = h('form', { class: 'card', id: 'new-form', onsubmit: async e => {
     e.preventDefault();
     clear(out);
     create.disabled = true;

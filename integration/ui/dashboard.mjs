@@ -88,12 +88,28 @@ try {
   await page.until(`document.querySelectorAll('a.cluster-link').length >= 2`, 'the clusters list');
   await shot('02-clusters');
   ok('clusters list');
+  // a new cluster: the dry run first, then Create goes to its job
+  await page.eval(`(() => { document.querySelector('#new-name').value = 'fresh'; document.querySelector('#new-nodes').value = '2'; })()`);
+  await page.eval(`document.querySelector('#new-form button[type=submit]').click()`);
+  const dry = await page.until(`document.querySelector('#new-form .preview h3') && document.querySelector('#new-form .preview').textContent`, 'the dry run');
+  if (!/Dry run: \d+ tasks/.test(dry) || !/small/.test(dry)) throw new Error(`dry run: ${dry}`);
+  await shot('02b-create-dry-run');
+  await page.eval(`document.querySelector('#new-create').click()`);
+  await page.until(`location.hash.startsWith('#/jobs/') && document.querySelector('#job-status')`, 'the new job\'s page');
+  ok(`dry run shown before create ("${dry.replace(/\s+/g, ' ').slice(0, 60)}..."), then the new job's page`);
   await go(`#/clusters/${CLUSTER}`);
   await page.until(`document.querySelector('h1') && document.querySelectorAll('main table')[0] && document.querySelectorAll('main table')[0].querySelectorAll('tbody tr').length >= 2 && document.querySelectorAll('a.job-link').length >= 1`, 'the cluster view with nodes and jobs');
   const hw = await page.eval(`document.querySelectorAll('main table')[0].querySelector('tbody tr').textContent`);
   if (!/small/.test(hw) || !/img/.test(hw)) throw new Error(`node row without hardware and image: ${hw}`);
   await shot('03-cluster');
   ok('a cluster: nodes with hardware and image, job history');
+  // an operation: confirmed in a dialog, then its job
+  await page.eval(`[...document.querySelectorAll('section.ops button')].find(b => b.textContent === 'Restart').click()`);
+  await page.until(`document.querySelector('dialog.confirm[open]')`, 'the confirmation dialog');
+  await shot('03b-confirm-restart');
+  await page.eval(`document.querySelector('dialog.confirm[open] button').click()`);
+  await page.until(`location.hash.startsWith('#/jobs/') && document.querySelector('h1').textContent.includes('restart')`, 'the restart job\'s page');
+  ok('restart confirmed in a dialog, then its job');
 
   // -- a running job: the DAG changes while we watch
   await go(`#/jobs/${JOB}`);
