@@ -14,6 +14,9 @@ const PAGE = 200;
 const FINAL = ['succeeded', 'rolled-back', 'cancelled', 'failed', 'needs-operator'];
 export const STATES = ['waiting', 'pending', 'queued', 'running', 'succeeded', 'failed',
   'failed-dependency', 'skipped', 'cancelled'];
+// The stacked bars read left to right from done to not started, failures last.
+const BAR_ORDER = ['succeeded', 'skipped', 'running', 'queued', 'pending', 'waiting', 'failed',
+  'failed-dependency', 'cancelled'];
 const GLYPH = { waiting: '…', pending: '○', queued: '◔', running: '▶', succeeded: '✓', failed: '✗',
   'failed-dependency': '⊘', skipped: '–', cancelled: '■' };
 
@@ -160,7 +163,7 @@ function counts(list, tasks) {
 }
 
 function bar(c, total) {
-  return h('span', { class: 'bar', 'aria-hidden': 'true' }, STATES.filter(st => c[st]).map(st => {
+  return h('span', { class: 'bar', 'aria-hidden': 'true' }, BAR_ORDER.filter(st => c[st]).map(st => {
     const seg = h('span', { class: `seg st-${st}` });
     seg.style.flexGrow = String(c[st] / total);
     return seg;
@@ -381,9 +384,12 @@ export async function jobView(main, [id], ctx) {
   async function tick() {
     const left = every() - (Date.now() - lastFull);
     const wait = pending ? Math.max(1, Math.ceil(left / 1000)) : 20;
+    const t0 = Date.now();
     const sum = await get(`/v1/jobs/${id}?tasks=none` + (rev ? `&wait=${wait}&revision=${rev}` : ''), abort.signal);
     if (stopped) return;
     const changed = !sum.revision || sum.revision !== rev;
+    // A node that answers at once with nothing new (it does not hold requests): slow down.
+    if (!changed && !pending && Date.now() - t0 < 250) await new Promise(r => { timer = setTimeout(r, 1000); });
     rev = sum.revision || '';
     const status = job.status;
     job = Object.assign(job, sum);

@@ -18,6 +18,31 @@ mkdirSync(SHOTS, { recursive: true });
 const errors = [];
 const expected404 = [/\/v1\/members\/_probe\/drain$/]; // the drain API probe
 let allow404 = [];
+// A job as GET /v1/jobs/{id} gives it, with nodes x per tasks: a chain per node after a
+// first task on node 1, some running, some waiting with a reason, most done.
+function hugeJob(id, nodes, per) {
+  const actions = ['create', 'confirm', 'bootstrap', 'install', 'configure', 'initialize', 'start'];
+  const services = ['base', 'hdfs-datanode', 'yarn-nodemanager'];
+  const tasks = [];
+  for (let n = 0; n < nodes; n++)
+    for (let k = 0; k < per; k++) {
+      const idx = tasks.length;
+      const svc = k < 3 ? null : services[k % 3];
+      const action = k < 3 ? actions[k] : actions[3 + (k % 4)];
+      const status = n < nodes * 0.6 ? 'succeeded' : n < nodes * 0.61 ? (k < 5 ? 'succeeded' : k === 5 ? 'running' : 'waiting') : 'waiting';
+      const t = { id: `node-${n + 1}/${svc ? svc + '/' : ''}${action}${k >= 7 ? '-' + k : ''}`, phase: 'f', idx,
+        node_id: `node-${n + 1}`, service: svc, action, status, attempts: status === 'waiting' ? 0 : 1,
+        deps: k ? [idx - 1] : (n ? [0] : []), strategy: null };
+      if (status === 'waiting') t.why = { reason: 'dependency', text: `waits for ${tasks[idx - 1] ? tasks[idx - 1].id : 'node-1/create'}` };
+      tasks.push(t);
+    }
+  const done = tasks.filter(t => t.status === 'succeeded').length;
+  tasks.push({ id: 'extra/anchor', phase: 'f', idx: tasks.length, node_id: null, service: 'x', action: 'anchor', status: 'waiting', deps: [], attempts: 0 });
+  while (tasks.length < 140007) tasks.push({ ...tasks[tasks.length - 1], idx: tasks.length, id: `extra/anchor-${tasks.length}` });
+  return { id: String(id), cluster: '1', operation: 'create', status: 'running', control: null, owner: 'droverd-1',
+    progress: { done, total: tasks.length }, tasks, created_at: new Date().toISOString(), started_at: new Date().toISOString(), ended_at: null, error: null };
+}
+
 const sleep = ms => new Promise(r => setTimeout(r, ms));
 const ok = m => console.log(`ok: ${m}`);
 
@@ -204,6 +229,36 @@ try {
   await page.until(`document.querySelectorAll('a.cluster-link').length >= 2`, 'clusters on a phone');
   await shot('13-phone-clusters');
   ok('phone-sized window: no horizontal overflow');
+
+  // -- a 140,007-task job (10,000 nodes x 14 tasks, the size of a 10,000-node
+  // hadoop-distributed create), served to the page by the browser itself (the DevTools
+  // Fetch domain answers /v1/jobs/990001*): the page stays bounded and quick
+  await page.send('Emulation.setDeviceMetricsOverride', { width: 1280, height: 800, deviceScaleFactor: 1, mobile: false });
+  const huge = hugeJob(990001, 10000, 14);
+  const hugeBody = Buffer.from(JSON.stringify(huge)).toString('base64');
+  const { tasks: _t, ...hugeSummary } = huge;
+  const sumBody = Buffer.from(JSON.stringify({ ...hugeSummary, revision: 'r1' })).toString('base64');
+  page.on('Fetch.requestPaused', p => {
+    const body = p.request.url.includes('tasks=none') ? sumBody : hugeBody;
+    page.send('Fetch.fulfillRequest', { requestId: p.requestId, responseCode: 200,
+      responseHeaders: [{ name: 'Content-Type', value: 'application/json' }], body }).catch(() => {});
+  });
+  await page.send('Fetch.enable', { patterns: [{ urlPattern: '*/v1/jobs/990001*' }] });
+  const t0 = Date.now();
+  await go('#/jobs/990001');
+  await page.until(`document.querySelectorAll('details.group').length > 0 && /140007 tasks/.test(document.querySelector('#dag h2').textContent)`, 'the 140,007-task job', 60000);
+  const shownMs = Date.now() - t0;
+  await page.eval(`(() => { const s = document.querySelector('#group-mode'); s.value = 'node'; s.dispatchEvent(new Event('change')); })()`);
+  await page.until(`document.querySelectorAll('details.group').length >= 60`, 'groups by node', 30000);
+  await page.eval(`document.querySelector('details.group summary').click()`);
+  await page.until(`document.querySelectorAll('details.group[open] .chip').length > 0`, 'an expanded node');
+  const hugeDom = await page.eval(`document.querySelectorAll('*').length`);
+  if (hugeDom > 3000) throw new Error(`the 140,007-task job put ${hugeDom} elements on the page`);
+  await shot('14-job-140k-tasks');
+  await go('#/clusters'); // leaving the view ends its polling before the real server answers again
+  await page.until(`document.querySelectorAll('a.cluster-link').length >= 2`, 'clusters again');
+  await page.send('Fetch.disable');
+  ok(`a 140,007-task job: shown in ${shownMs} ms, ${hugeDom} elements on the whole page`);
 
   await sleep(300);
   if (errors.length) throw new Error(`console errors:\n  ${errors.join('\n  ')}`);
