@@ -12,7 +12,7 @@ import { launch } from './cdp.mjs';
 const env = k => { const v = process.env[k]; if (!v) { console.error(`dashboard: ${k} is not set`); process.exit(2); } return v; };
 const URL = env('DROVER_URL'), TOKEN = env('ADMIN_TOKEN'), SHOTS = env('SHOTS');
 const CLUSTER = env('CLUSTER'), JOB = env('JOB_RUNNING'), BIG = env('JOB_BIG'), OTHER = env('OTHER_CLUSTER');
-const SLOW = env('JOB_SLOW'), FAILED = env('JOB_FAILED');
+const SLOW = env('JOB_SLOW'), FAILED = env('JOB_FAILED'), USER_TOKEN = env('USER_TOKEN');
 mkdirSync(SHOTS, { recursive: true });
 
 const errors = [];
@@ -157,6 +157,16 @@ try {
   if (!focusWhy) throw new Error('focusing a task shows no tooltip');
   await page.eval(`document.activeElement.blur()`);
   ok('focusing a task shows its tooltip');
+  // and with the keyboard alone: Tab until a task has the focus
+  let tabs = 0;
+  for (; tabs < 80; tabs++) {
+    await key('Tab', 'Tab', 9);
+    if (await page.eval(`!!(document.activeElement && document.activeElement.closest('svg.dag g.task'))`)) break;
+  }
+  const kbd = await page.eval(`!document.querySelector('#tip').hidden && document.querySelector('#tip').textContent`);
+  if (tabs === 80 || !kbd) throw new Error('Tab never reached a task, or its tooltip did not show');
+  await page.eval(`document.activeElement.blur()`);
+  ok(`keyboard: ${tabs + 1} Tab presses reach a task, and its tooltip shows`);
   await page.until(`${states} !== ${JSON.stringify(before)}`, 'the DAG to change state', 60000);
   await shot('06-job-progressed');
   ok('the DAG changed state while we watched (no reload)');
@@ -259,6 +269,22 @@ try {
   await page.until(`document.querySelectorAll('a.cluster-link').length >= 2`, 'clusters again');
   await page.send('Fetch.disable');
   ok(`a 140,007-task job: shown in ${shownMs} ms, ${hugeDom} elements on the whole page`);
+
+  // -- a user: his own clusters only, no fleet or audit; signing out forgets the token
+  await page.eval(`document.querySelector('#signout').click()`);
+  await page.until(`document.querySelector('#token') && sessionStorage.getItem('drover.token') === null`, 'signed out');
+  await page.eval(`document.querySelector('#token').focus()`);
+  await page.send('Input.insertText', { text: USER_TOKEN });
+  await key('Enter', 'Enter', 13);
+  await page.until(`document.querySelector('#who-role') && document.querySelector('#who-role').textContent === 'user'`, 'signed in as a user');
+  await page.until(`document.querySelector('main h1') && document.querySelector('main h1').textContent === 'Clusters' && document.querySelector('main table')`, 'the user\'s clusters');
+  const userView = await page.eval(`({ links: document.querySelectorAll('a.cluster-link').length, fleet: document.querySelector('nav a[data-view=fleet]').hidden, audit: document.querySelector('nav a[data-view=audit]').hidden })`);
+  if (userView.links !== 0 || !userView.fleet || !userView.audit) throw new Error(`a user sees ${JSON.stringify(userView)}`);
+  allow404.push(new RegExp(`/v1/clusters/${CLUSTER}$`), new RegExp(`/v1/jobs\\?cluster=${CLUSTER}$`));
+  await go(`#/clusters/${CLUSTER}`);
+  await page.until(`document.querySelector('#not-found')`, 'alice\'s cluster hidden from bob');
+  await shot('15-user');
+  ok('a user: no clusters of others (alice\'s answers not found), no fleet or audit links');
 
   await sleep(300);
   if (errors.length) throw new Error(`console errors:\n  ${errors.join('\n  ')}`);

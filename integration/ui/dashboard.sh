@@ -54,6 +54,9 @@ read -r CID JID <<< "$(create_cluster done 3)"
 wait_job "$JID" succeeded 90
 read -r BCID BJID <<< "$(create_cluster big 30)"
 wait_job "$BJID" succeeded 240
+# bob, a user of acme: sees his own clusters only, and no fleet or audit
+UTOKEN=$(body_of "$(api POST /v1/users '{"name":"bob","role":"user"}')" | jq -r .token)
+[ -n "$UTOKEN" ] && [ "$UTOKEN" != null ] || fail "user bob"
 # a create whose install fails on every attempt: the job rolls back
 read -r FCID FJID <<< "$(create_cluster doomed 2 '{"fail_on": {"node": "node-2", "task": "install", "service": "app"}}')"
 wait_job "$FJID" rolled-back 120
@@ -70,7 +73,7 @@ read -r LCID LJID <<< "$(create_cluster live 2 '{"duration_ms": 1500}')"
 # for the long-poll checks after it
 read -r SCID SJID <<< "$(create_cluster slow 1 '{"duration_ms": 8000}')"
 
-DROVER_URL=$U ADMIN_TOKEN=$TOKEN SHOTS=$SHOTS CLUSTER=$CID JOB_RUNNING=$LJID JOB_BIG=$BJID JOB_SLOW=$SJID JOB_FAILED=$FJID \
+DROVER_URL=$U ADMIN_TOKEN=$TOKEN SHOTS=$SHOTS CLUSTER=$CID JOB_RUNNING=$LJID JOB_BIG=$BJID JOB_SLOW=$SJID JOB_FAILED=$FJID USER_TOKEN=$UTOKEN \
   OTHER_CLUSTER=$OCID CHROMIUM=$CHROMIUM CHROMIUM_PIDFILE=$T/pids/chromium.pid timeout -k 10 400 \
   node "$DROVER_SOURCE_DIR/integration/ui/dashboard.mjs" || fail "the browser's checks (screenshots in $SHOTS)"
 rm -rf "$SHOTS/.profile"
