@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The web dashboard in a real browser against a real stack (docs/ui.md): ZooKeeper and
 # PostgreSQL (scripts/with-stack), one droverd serving /ui/, a worker running the sleep
-# plugin, tenant acme with three clusters (one done, one of 30 nodes, one whose tasks
-# take 1.5 s each so that its DAG changes while the browser watches) and tenant globex
-# with a cluster that acme must not reach. First the HTTP side with curl (types, CSP,
-# ETag and 304, traversal refused, JSON errors), then integration/ui/dashboard.mjs drives
-# headless Chromium (stopped by its pid).
+# plugin, tenant acme (admin alice, user bob) with clusters: one done, one of 30 nodes (a
+# 335-task job, grouped), one rolled back (an install that always fails), one whose tasks
+# take 2.5 s each (its DAG changes while the browser watches) and one of 8 s tasks (still
+# running for the fleet view and the long-poll checks); tenant globex with a cluster that
+# acme must not reach. First the HTTP side with curl (types, CSP, ETag and 304, traversal
+# refused, JSON errors, attempts), then integration/ui/dashboard.mjs drives headless
+# Chromium (stopped by its pid), then the long-poll with curl.
 #
 # Screenshots: $DROVER_KEEP_LOGS/ui-dashboard/ when set (where CI keeps logs), else
 # $DROVER_UI_SHOTS, else build/ui-screenshots.
@@ -68,7 +70,7 @@ expect 200 "$(api POST /v1/import "@$T/catalog.json" "$GTOKEN")" '' "globex's ca
 r=$(api POST /v1/clusters "$(jq -cn '{name: "other-secret", template: "simple", nodes: 1}')" "$GTOKEN")
 expect 202 "$r" '' "globex's cluster"
 OCID=$(body_of "$r" | jq -r .cluster.id)
-read -r LCID LJID <<< "$(create_cluster live 2 '{"duration_ms": 1500}')"
+read -r LCID LJID <<< "$(create_cluster live 2 '{"duration_ms": 2500}')"
 # still running when the browser reaches the fleet view (its owner is shown there), and
 # for the long-poll checks after it
 read -r SCID SJID <<< "$(create_cluster slow 1 '{"duration_ms": 8000}')"
