@@ -268,6 +268,8 @@ void api_ui_answer(const struct api_ui *u, int method, const char *path, const c
         return;
     }
     char name[512];
+    if (strlen(path) >= sizeof(name)) /* longer than any name in the table */
+        return fail(out, 404, "not-found", "no such file");
     if (strcmp(path, "/ui/") == 0) {
         snprintf(name, sizeof(name), "index.html");
     } else {

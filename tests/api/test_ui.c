@@ -126,6 +126,11 @@ static void test_refused(void **state)
         assert_non_null(r.code);
         assert_null(r.body);
     }
+    /* A name longer than any in the table, which would be cut to fit the lookup's buffer. */
+    char longp[700];
+    snprintf(longp, sizeof(longp), "/ui/index.html%0600d", 0);
+    answer(u, API_M_GET, longp, NULL, &r);
+    assert_int_equal(r.status, 404);
     answer(u, API_M_POST, "/ui/index.html", NULL, &r);
     assert_int_equal(r.status, 405);
     assert_string_equal(r.code, "method-not-allowed");
