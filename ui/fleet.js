@@ -32,7 +32,10 @@ export async function fleetView(main, args, ctx) {
     add(main, h('h1', {}, 'Fleet'), h('p', {}, 'The fleet views are for a tenant\'s admins.'));
     return;
   }
-  const canDrain = await routeExists('/v1/members/_probe/drain');
+  // Drain and undrain (POST /v1/members/{id}/drain|undrain, /v1/workers/{id}/drain) where
+  // this droverd has them.
+  const [canDrain, canDrainWorker] = await Promise.all([routeExists('/v1/members/_probe/drain'),
+    routeExists('/v1/workers/_probe/drain')]);
   const box = h('div', {});
   const status = h('p', { class: 'help live', id: 'live' });
   add(main, h('h1', {}, 'Fleet'), status, box);
@@ -43,7 +46,7 @@ export async function fleetView(main, args, ctx) {
     clear(box);
     if (m.status === 'fulfilled') add(box, members(m.value, canDrain, load));
     else add(box, h('p', { class: 'error' }, `members: ${m.reason.message}`));
-    if (w.status === 'fulfilled') add(box, workers(w.value));
+    if (w.status === 'fulfilled') add(box, workers(w.value, canDrainWorker, load));
     else add(box, h('p', { class: 'error' }, `workers: ${w.reason.message}`));
     if (q.status === 'fulfilled') add(box, queues(q.value));
     else add(box, h('p', { class: 'error' }, `queues: ${q.reason.message}`));
@@ -58,6 +61,18 @@ export async function fleetView(main, args, ctx) {
   return () => { stopped = true; clearTimeout(timer); };
 }
 
+function state(m) {
+  const d = m.data || {};
+  return d.drained ? 'drained' : d.draining ? 'draining' : 'serving';
+}
+
+// A drain or undrain, confirmed first: it moves every job the node owns.
+async function act(path, what, reload) {
+  if (!window.confirm(`${what}?`)) return;
+  try { await post(path); } catch (e) { window.alert(e.message); }
+  reload();
+}
+
 function members(r, canDrain, reload) {
   const list = r.members || [];
   const jobs = r.jobs || [];
@@ -70,19 +85,23 @@ function members(r, canDrain, reload) {
     table([
       { title: 'Member', get: m => m.id },
       { title: 'HTTP', get: m => (m.data && m.data.http) || '' },
-      { title: 'State', get: m => badge(m.data && m.data.draining ? 'draining' : 'serving') },
+      { title: 'State', get: m => badge(state(m)) },
       { title: 'Ring share', cls: 'num', get: m => (m.data && m.data.draining) || !total ? '0%' : `${Math.round((100 * weight(m)) / total)}%` },
       { title: 'Owned jobs', get: m => owned(m.id).map(j => h('a', { href: `#/jobs/${j.id}`, class: 'owned' }, `#${j.id} `)) },
       { title: 'Started', get: m => (m.data && m.data.started ? fmtTime(m.data.started * 1000) : '') },
-      { title: '', get: m => canDrain ? h('button', { onclick: async () => {
-        await post(`/v1/members/${encodeURIComponent(m.id)}/${m.data && m.data.draining ? 'undrain' : 'drain'}`);
-        reload();
-      } }, m.data && m.data.draining ? 'Undrain' : 'Drain') : '' },
+      { title: '', get: m => {
+        if (!canDrain) return '';
+        const undrain = !!(m.data && m.data.draining);
+        return h('button', { class: undrain ? '' : 'danger', onclick: () => act(
+          `/v1/members/${encodeURIComponent(m.id)}/${undrain ? 'undrain' : 'drain'}`,
+          `${undrain ? 'Undrain' : 'Drain'} ${m.id}${undrain ? '' : ': it leaves the ring and hands its jobs over'}`, reload) },
+        undrain ? 'Undrain' : 'Drain');
+      } },
     ], list),
     jobs.some(j => !j.owner) ? h('p', { class: 'help' }, 'Jobs without an owner wait for the ring to name one.') : null);
 }
 
-function workers(r) {
+function workers(r, canDrain, reload) {
   const list = r.workers || [];
   const d = w => w.data || w;
   return h('section', { id: 'workers' }, h('h2', {}, 'Workers'),
@@ -95,6 +114,9 @@ function workers(r) {
     { title: 'Host', get: w => [d(w).host, d(w).pid && `pid ${d(w).pid}`].filter(Boolean).join(' · ') },
     { title: 'Version', get: w => d(w).version || '' },
     { title: 'Started', get: w => (d(w).started ? fmtTime(d(w).started * 1000) : '') },
+    { title: '', get: w => canDrain && !d(w).draining ? h('button', { class: 'danger', onclick: () => act(
+      `/v1/workers/${encodeURIComponent(w.id || d(w).id)}/drain`,
+      `Drain worker ${w.id || d(w).id}: it takes nothing more, finishes what runs and exits`, reload) }, 'Drain') : (d(w).draining ? badge('draining') : '') },
   ], list));
 }
 
@@ -113,7 +135,8 @@ function queues(r) {
     { title: 'Backlog', cls: 'num', get: q => q.length },
     { title: 'Claimed', cls: 'num', get: q => q.claimed },
     { title: 'Oldest', cls: 'num', get: q => fmtAge(q.oldest_age_ms) },
-    { title: 'Rates', get: q => ['dispatch_rate', 'completion_rate'].filter(k => q[k] !== undefined).map(k => `${k.split('_')[0]} ${q[k]}/s`).join(' · ') },
+    { title: 'Arrivals', cls: 'num', get: q => (typeof q.arrival_per_s === 'number' ? `${q.arrival_per_s.toFixed(2)}/s` : '') },
+    { title: 'Mean task', cls: 'num', get: q => (typeof q.mean_task_s === 'number' ? `${q.mean_task_s.toFixed(1)} s${q.mean_task_measured === false ? ' (est.)' : ''}` : '') },
     { title: 'Recommended workers', get: q => chart(history.get(q.class) || []) },
   ], list));
 }

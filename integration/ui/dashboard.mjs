@@ -16,7 +16,7 @@ const SLOW = env('JOB_SLOW'), FAILED = env('JOB_FAILED'), USER_TOKEN = env('USER
 mkdirSync(SHOTS, { recursive: true });
 
 const errors = [];
-const expected404 = [/\/v1\/members\/_probe\/drain$/]; // the drain API probe
+const expected404 = [/\/v1\/(members|workers)\/_probe\/drain$/]; // the drain API probes
 let allow404 = [];
 // A job as GET /v1/jobs/{id} gives it, with nodes x per tasks: a chain per node after a
 // first task on node 1, some running, some waiting with a reason, most done.
