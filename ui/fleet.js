@@ -14,17 +14,25 @@ function recommended(q) {
   return undefined;
 }
 
+// The recommended worker count of one queue over the samples taken since the view opened:
+// the number now, and a line (flat while there is one sample).
 function chart(samples) {
-  const W = 220, H = 48;
-  const vals = samples.map(p => p.rec).filter(v => v !== undefined);
-  if (!vals.length) return h('span', { class: 'help' }, 'not reported');
-  const max = Math.max(1, ...vals), t0 = samples[0].t, t1 = Math.max(t0 + 1, samples[samples.length - 1].t);
-  const pts = samples.filter(p => p.rec !== undefined)
-    .map(p => `${((p.t - t0) / (t1 - t0)) * (W - 4) + 2},${H - 2 - (p.rec / max) * (H - 4)}`).join(' ');
-  return s('svg', { class: 'spark', width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img',
-    'aria-label': `recommended workers: now ${vals[vals.length - 1]}, at most ${max}` },
-  s('polyline', { points: pts.includes(' ') ? pts : `${pts} ${pts}` }),
-  s('text', { x: W - 2, y: 12, 'text-anchor': 'end' }, String(vals[vals.length - 1])));
+  const W = 160, H = 32;
+  const pts = samples.filter(p => p.rec !== undefined);
+  if (!pts.length) return h('span', { class: 'help' }, 'not reported');
+  const vals = pts.map(p => p.rec);
+  const max = Math.max(1, ...vals), t0 = pts[0].t, t1 = Math.max(t0 + 1, pts[pts.length - 1].t);
+  const y = v => (H - 3 - (v / max) * (H - 6)).toFixed(1);
+  const line = pts.length === 1 ? `2,${y(vals[0])} ${W - 2},${y(vals[0])}`
+    : pts.map(p => `${(((p.t - t0) / (t1 - t0)) * (W - 4) + 2).toFixed(1)},${y(p.rec)}`).join(' ');
+  const secs = Math.round((t1 - t0) / 1000);
+  return h('span', { class: 'rec' },
+    h('strong', { class: 'rec-now' }, String(vals[vals.length - 1])),
+    s('svg', { class: 'spark', width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img',
+      'aria-label': `recommended workers over the last ${secs} s: now ${vals[vals.length - 1]}, at most ${Math.max(...vals)}` },
+    s('line', { x1: 0, y1: H - 1, x2: W, y2: H - 1, class: 'axis' }),
+    s('polyline', { points: line })),
+    h('span', { class: 'help' }, `max ${Math.max(...vals)} · ${secs} s`));
 }
 
 export async function fleetView(main, args, ctx) {

@@ -53,6 +53,7 @@ console.log(`chromium pid ${browser.pid}`);
 if (process.env.CHROMIUM_PIDFILE) writeFileSync(process.env.CHROMIUM_PIDFILE, `${browser.pid}\n`);
 let rc = 0;
 let failShot = async () => {};
+let fetchHandler = null; // answers requests the DevTools Fetch domain paused
 try {
   const page = await browser.newPage();
   page.on('Runtime.exceptionThrown', p => errors.push(`exception: ${p.exceptionDetails.exception ? p.exceptionDetails.exception.description : p.exceptionDetails.text}`));
@@ -63,6 +64,7 @@ try {
     if (e.source === 'network' && e.url && [...expected404, ...allow404].some(re => re.test(e.url))) return;
     errors.push(`log ${e.source}: ${e.text} ${e.url || ''}`);
   });
+  page.on('Fetch.requestPaused', p => fetchHandler && fetchHandler(p));
   await page.send('Runtime.enable');
   await page.send('Log.enable');
   await page.send('Page.enable');
@@ -210,6 +212,47 @@ try {
   await shot('09-fleet');
   ok(`fleet: members with ring share and owned job #${SLOW}, workers, queues`);
 
+  // -- the fleet with the drain API (ops branch) and recommended workers (metrics branch),
+  // answered by the browser itself (DevTools Fetch domain): the buttons appear, a drain is
+  // confirmed and posted, the chart draws the samples
+  let recs = [2, 5, 3], drained = '';
+  const fleetFetch = p => {
+    const u = p.request.url;
+    let code = 200, body = '';
+    if (/_probe\/drain$/.test(u)) {
+      code = 405;
+      body = JSON.stringify({ error: { code: 'method-not-allowed', message: 'x' } });
+    } else if (/\/drain$/.test(u) && p.request.method === 'POST') {
+      drained = u;
+      code = 202;
+      body = JSON.stringify({ member: 'droverd-1', want: 'drain' });
+    } else {
+      body = JSON.stringify({ queues: [{ tenant: 'acme', class: 'default', length: 40, claimed: 8, oldest_age_ms: 1200,
+        arrival_per_s: 2.5, mean_task_s: 3.2, mean_task_measured: true, recommended_workers: recs.length > 1 ? recs.shift() : recs[0] }] });
+    }
+    page.send('Fetch.fulfillRequest', { requestId: p.requestId, responseCode: code,
+      responseHeaders: [{ name: 'Content-Type', value: 'application/json' }], body: Buffer.from(body).toString('base64') }).catch(() => {});
+  };
+  fetchHandler = fleetFetch;
+  await page.send('Fetch.enable', { patterns: [{ urlPattern: '*/v1/queues' }, { urlPattern: '*/_probe/drain' }, { urlPattern: '*/v1/members/*/drain' }] });
+  page.on('Page.javascriptDialogOpening', () => page.send('Page.handleJavaScriptDialog', { accept: true }).catch(() => {}));
+  await go('#/clusters');
+  await go('#/fleet');
+  await page.until(`[...document.querySelectorAll('#members button')].some(b => b.textContent === 'Drain') && [...document.querySelectorAll('#workers button')].some(b => b.textContent === 'Drain')`, 'drain buttons');
+  await page.until(`document.querySelector('#queues .rec-now') && document.querySelector('#queues .rec-now').textContent === '3'`, 'three samples of recommended workers', 20000);
+  const points = await page.eval(`document.querySelector('#queues svg.spark polyline').getAttribute('points').split(' ').length`);
+  if (points !== 3) throw new Error(`the chart has ${points} points, expected 3`);
+  await shot('09b-fleet-drain-and-chart');
+  await page.eval(`[...document.querySelectorAll('#members button')].find(b => b.textContent === 'Drain').click()`);
+  const t1 = Date.now();
+  while (!drained && Date.now() - t1 < 5000) await sleep(100);
+  if (!/\/v1\/members\/droverd-1\/drain$/.test(drained)) throw new Error(`no drain posted (${drained})`);
+  await go('#/clusters');
+  await page.until(`document.querySelectorAll('a.cluster-link').length >= 2`, 'clusters again');
+  await page.send('Fetch.disable');
+  fetchHandler = null;
+  ok('fleet with the drain and autoscaling APIs: drain buttons, a confirmed drain posted, recommended workers charted (2, 5, 3)');
+
   // -- audit with a filter
   await go('#/audit');
   await page.until(`document.querySelectorAll('main table tbody tr').length > 3`, 'the audit log');
@@ -249,11 +292,11 @@ try {
   const hugeBody = Buffer.from(JSON.stringify(huge)).toString('base64');
   const { tasks: _t, ...hugeSummary } = huge;
   const sumBody = Buffer.from(JSON.stringify({ ...hugeSummary, revision: 'r1' })).toString('base64');
-  page.on('Fetch.requestPaused', p => {
+  fetchHandler = p => {
     const body = p.request.url.includes('tasks=none') ? sumBody : hugeBody;
     page.send('Fetch.fulfillRequest', { requestId: p.requestId, responseCode: 200,
       responseHeaders: [{ name: 'Content-Type', value: 'application/json' }], body }).catch(() => {});
-  });
+  };
   await page.send('Fetch.enable', { patterns: [{ urlPattern: '*/v1/jobs/990001*' }] });
   const t0 = Date.now();
   await go('#/jobs/990001');
