@@ -59,6 +59,8 @@ bad addservices '{"services":["php"]}' 422 unsatisfiable services "addservices o
 bad addservices '{"services":["hadoop-hdfs-namenode"]}' 422 unsatisfiable services "addservices of a service the template forbids"
 bad removeservices '{"services":["memcached"]}' 422 unsatisfiable services "removeservices of a service it lacks"
 bad start '{"services":["memcached"]}' 422 unsatisfiable services "start of a service it lacks"
+bad configure '{"config":{},"services":["memcached"]}' 422 unsatisfiable services "configure of a service it lacks"
+bad configure '{"config":{},"restart":"yes"}' 400 invalid restart "configure with a restart that is not a boolean"
 # Item 5: an upgrade to a version that does not exist, or to the version it has.
 bad upgrade '{"template_version":99}' 422 unknown-reference template_version "upgrade to version 99"
 bad upgrade '{}' 422 unsatisfiable template_version "upgrade to the version it has"
@@ -71,7 +73,8 @@ expect 200 "$(api PUT /v1/clustertemplates/lamp "$lamp3")" '' "lamp version 3"
 r=$(api POST "/v1/clusters/$CID/upgrade" '{}' "$USER")
 expect 202 "$r" '.job.request.target.template_version == 3 and (.job.request.target.layout.nodes | map(.count) | add) == 3' "upgrade to version 3 (solved)"
 idle "$r"
-pass "addservices/removeservices/start checked against the cluster and catalogue; upgrade only to an existing version that can hold the cluster"
+expect 200 "$(api GET "/v1/clusters/$CID" '' "$USER")" '.template_version == 3' "the upgraded cluster is at version 3"
+pass "addservices/removeservices/start/configure checked against the cluster and catalogue; upgrade only to an existing version that can hold the cluster"
 
 # Item 5: expand past the 10,000-node cap.
 r=$(api POST /v1/clusters '{"name":"big","template":"hadoop-distributed","nodes":9999,"provider":"rackspace"}' "$USER")
@@ -81,5 +84,5 @@ idle "$r" 900 # 139,993 tasks through the engine
 bad expand '{"nodes":2}' 422 unsatisfiable nodes "expand to 10,001 nodes"
 r=$(api POST "/v1/clusters/$CID/expand" '{"nodes":1}' "$USER")
 expect 202 "$r" '.job.request.target.size == 10000' "expand to exactly 10,000"
-idle "$r" 300
+idle "$r" 900 # a plan over all 10,000 nodes
 pass "expand: the result may not pass 10,000 nodes"

@@ -10,7 +10,8 @@
  *   durations    {"<plan task id>": ms}: this task sleeps that long instead
  *   jitter_ms    a random extra of up to this long
  *   fail_rate    probability of failing (0..1)
- *   fail_on      {"node":..., "task":..., "service":..., "attempts": n}: fail
+ *   fail_on      {"node":..., "task":..., "service":..., "hardwaretype":...,
+ *                "attempts": n}: fail
  *                the matching tasks (all given keys must match), only on
  *                attempts <= n when n is given
  *   hang         true: never exit (time-limit tests)
@@ -88,6 +89,11 @@ static int matches_fail_on(void)
         if (want && (!have || strcmp(want, have) != 0))
             return 0;
     }
+    const char *hw = json_string_value(json_object_get(f, "hardwaretype"));
+    const char *node_hw =
+        json_string_value(json_object_get(json_object_get(task, "config"), "hardwaretype"));
+    if (hw && (!node_hw || strcmp(hw, node_hw) != 0))
+        return 0;
     json_t *att = json_object_get(f, "attempts");
     if (json_is_integer(att) &&
         json_integer_value(json_object_get(task, "attempt")) > json_integer_value(att))
@@ -187,7 +193,9 @@ int main(void)
         char host[256];
         snprintf(host, sizeof(host), "%s.sleep.invalid", node);
         json_object_set_new(result, "hostname", json_string(host));
-        json_object_set_new(result, "ipaddresses", json_pack("{s:s, s:s}", "access_v4", "192.0.2.1", "bind_v4", "192.0.2.1"));
+        json_object_set_new(
+            result, "ipaddresses",
+            json_pack("{s:s, s:s}", "access_v4", "192.0.2.1", "bind_v4", "192.0.2.1"));
     }
     const char *rdir = json_string_value(param("record_dir"));
     if (rdir) {

@@ -16,7 +16,8 @@
  * (whoami, audit, tenants, users), handlers_tokens.c (tokens),
  * handlers_create.c (create, preview), handlers_clusters.c (clusters,
  * operations), handlers_jobs.c (jobs), handlers_fleet.c (members, workers,
- * queues), handlers_util.c (the helpers below), routes.c (the table).
+ * queues), handlers_resources.c (resources), handlers_util.c (the helpers below), routes.c (the
+ * table).
  *
  * Handlers that solve or plan come in parts (api_int.h: c->heavy, c->then):
  * the database part here, the computing part on the heavy workpool.
@@ -109,5 +110,12 @@ int api__h_job_action(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_members(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_workers(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_queues(PGconn *conn, struct call *c, struct drv_err *err);
+/* handlers_drain.c: POST /v1/members/{id}/drain|undrain, POST /v1/workers/{id}/drain. */
+int api__h_member_action(PGconn *conn, struct call *c, struct drv_err *err);
+int api__h_worker_action(PGconn *conn, struct call *c, struct drv_err *err);
+
+int api__h_resources_push(PGconn *conn, struct call *c, struct drv_err *err);
+int api__h_resources_list(PGconn *conn, struct call *c, struct drv_err *err);
+int api__h_resources_get(PGconn *conn, struct call *c, struct drv_err *err);
 
 #endif

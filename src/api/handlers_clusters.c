@@ -57,7 +57,7 @@ static bool op_is(const char *op, const char *a)
 static bool op_solves(const char *op)
 {
     return op_is(op, "expand") || op_is(op, "shrink") || op_is(op, "addservices") ||
-           op_is(op, "removeservices") || op_is(op, "upgrade");
+           op_is(op, "removeservices") || op_is(op, "upgrade") || op_is(op, "recreate");
 }
 
 static bool has_service(const json_t *list, const char *s)
@@ -79,10 +79,18 @@ static int check_op(struct call *c, const char *op, const json_t *cluster)
     /* A cluster in a final state other than active takes a delete only: a create that failed
        made nothing to expand or configure; an operator looks at needs-operator. */
     const char *st = json_string_value(json_object_get(cluster, "status"));
+    if (op_is(op, "recreate")) {
+        if (!st || strcmp(st, "failed") != 0)
+            return call_fail(c, 409, "conflict", NULL,
+                             "cluster \"%s\" is %s: only a failed cluster is made again", c->seg[2],
+                             st ? st : "?");
+        return 0;
+    }
     if (st && (strcmp(st, "failed") == 0 || strcmp(st, "needs-operator") == 0) &&
         !op_is(op, "delete"))
         return call_fail(c, 409, "conflict", NULL,
-                         "cluster \"%s\" is %s: only a delete is possible", c->seg[2], st);
+                         "cluster \"%s\" is %s: only a delete (or, failed, a recreate) is possible",
+                         c->seg[2], st);
     if (op_is(op, "expand") || op_is(op, "shrink")) {
         if (!jn)
             return call_fail(c, 400, "invalid", "nodes", "field \"nodes\": required");
@@ -120,7 +128,21 @@ static int check_op(struct call *c, const char *op, const json_t *cluster)
         json_t *jc = b ? json_object_get(b, "config") : NULL;
         if (!json_is_object(jc))
             return call_fail(c, 400, "invalid", "config", "field \"config\": expected an object");
-    } else if (op_is(op, "start") || op_is(op, "stop") || op_is(op, "restart")) {
+        json_t *jr = json_object_get(b, "restart");
+        if (jr && !json_is_boolean(jr))
+            return call_fail(c, 400, "invalid", "restart",
+                             "field \"restart\": expected true or false");
+    } else if (op_is(op, "upgrade")) {
+        json_t *v = b ? json_object_get(b, "template_version") : NULL;
+        if (v && (!json_is_integer(v) || json_integer_value(v) < 1))
+            return call_fail(c, 400, "invalid", "template_version",
+                             "field \"template_version\": expected a positive integer");
+    } else if (!op_is(op, "delete") && !op_is(op, "start") && !op_is(op, "stop") &&
+               !op_is(op, "restart")) {
+        return call_fail(c, 404, "not-found", NULL, "no operation \"%s\"", op);
+    }
+    /* The services a configure, start, stop or restart acts on: the cluster's own. */
+    if (op_is(op, "configure") || op_is(op, "start") || op_is(op, "stop") || op_is(op, "restart")) {
         if (js && !api__string_list_ok(js))
             return call_fail(c, 400, "invalid", "services",
                              "field \"services\": expected an array of strings");
@@ -129,13 +151,6 @@ static int check_op(struct call *c, const char *op, const json_t *cluster)
         json_array_foreach(js, i, v) if (!has_service(have, json_string_value(v))) return call_fail(
             c, 422, "unsatisfiable", "services", "the cluster has no service \"%s\"",
             json_string_value(v));
-    } else if (op_is(op, "upgrade")) {
-        json_t *v = b ? json_object_get(b, "template_version") : NULL;
-        if (v && (!json_is_integer(v) || json_integer_value(v) < 1))
-            return call_fail(c, 400, "invalid", "template_version",
-                             "field \"template_version\": expected a positive integer");
-    } else if (!op_is(op, "delete")) {
-        return call_fail(c, 404, "not-found", NULL, "no operation \"%s\"", op);
     }
     return 0;
 }
@@ -181,7 +196,9 @@ struct op_work {
     struct model_catalog *cat;
     struct model_template *t;
     struct model_layout *existing;
-    json_t *target; /* the solved {layout, services, size} */
+    struct model_layout *excluded; /* recreate: node layouts that failed, never used again */
+    json_t *excluded_json;         /* the same, as the job's request keeps them */
+    json_t *target;                /* the solved {layout, services, size} */
 };
 
 static void op_work_free(void *w)
@@ -192,8 +209,54 @@ static void op_work_free(void *w)
     model_catalog_free(o->cat);
     model_template_free(o->t);
     model_layout_free(o->existing);
+    model_layout_free(o->excluded);
+    json_decref(o->excluded_json);
     json_decref(o->target);
     free(o);
+}
+
+/*
+ * A recreate solves the failed cluster afresh, never with a node layout that
+ * failed (seed 001): those of the nodes whose tasks failed in its last job,
+ * plus the ones earlier recreates excluded. Nothing failed (a cancelled
+ * create): nothing excluded, the same layout again.
+ */
+static int recreate_load(PGconn *conn, struct call *c, struct op_work *o, struct drv_err *err)
+{
+    json_t *last = NULL;
+    int rc = store_cluster_last_failure(conn, c->seg[2], &last, err);
+    if (rc == DRV_ENOENT)
+        return call_fail(c, 409, "conflict", NULL, "cluster \"%s\" has no job", c->seg[2]);
+    if (rc)
+        return rc;
+    if (strcmp(json_string_value(json_object_get(last, "operation")), "create") != 0) {
+        json_decref(last);
+        return call_fail(c, 409, "conflict", NULL,
+                         "cluster \"%s\": only a failed create is made again", c->seg[2]);
+    }
+    json_t *req = json_object_get(last, "request");
+    json_t *before = json_object_get(json_object_get(req, "target"), "excluded");
+    o->excluded_json = json_is_array(before) ? json_deep_copy(before) : json_array();
+    size_t i, x;
+    json_t *e, *have;
+    json_array_foreach(json_object_get(last, "failed_layouts"), i, e)
+    {
+        bool dup = false;
+        json_array_foreach(o->excluded_json, x, have) dup |= json_equal(have, e);
+        if (!dup)
+            json_array_append(o->excluded_json, e);
+    }
+    json_decref(last);
+    if (json_array_size(o->excluded_json) == 0)
+        return 0;
+    json_t *l = json_pack("{s:O}", "nodes", o->excluded_json);
+    rc = model_layout_from_json(l, &o->excluded, err);
+    json_decref(l);
+    if (rc != 0) {
+        log_error("api", "event=bad-excluded-layout cluster=%s error=\"%s\"", c->seg[2], err->msg);
+        return call_fail(c, 500, "internal", NULL, "internal error (see the server log)");
+    }
+    return 0;
 }
 
 /*
@@ -278,6 +341,8 @@ static int op_load(PGconn *conn, struct call *c, struct op_work *o, struct drv_e
                          "template \"%s\" allows %d to %d nodes; the cluster would have %ld",
                          t->name, t->size_min >= 0 ? t->size_min : 1,
                          t->size_max >= 0 ? t->size_max : MAX_NODES, o->nodes);
+    if (op_is(o->op, "recreate"))
+        return recreate_load(conn, c, o, err);
     if (model_layout_from_json(json_object_get(cl, "layout"), &o->existing, err) != 0) {
         log_error("api", "event=bad-stored-layout cluster=%s error=\"%s\"", c->seg[2], err->msg);
         return call_fail(c, 500, "internal", NULL, "internal error (see the server log)");
@@ -309,6 +374,7 @@ static int op_solve(struct call *c, struct drv_err *err)
         .n_services = n,
         .provider = json_string_value(json_object_get(o->cluster, "provider")),
         .existing = o->existing,
+        .excluded = o->excluded,
         .cmp_prefers_supersets = true,
     };
     int rc = solver_solve(&sr, &layout, err);
@@ -321,6 +387,8 @@ static int op_solve(struct call *c, struct drv_err *err)
                           "services", o->services, "size", (json_int_t)model_layout_size(layout));
     if (o->version)
         json_object_set_new(o->target, "template_version", json_integer(o->version));
+    if (o->excluded_json)
+        json_object_set(o->target, "excluded", o->excluded_json);
     model_layout_free(layout);
     c->then = op_record;
     return 0;
@@ -370,10 +438,23 @@ static int op_record(PGconn *conn, struct call *c, struct drv_err *err)
         json_object_set(request, "target", o->target);
     char *req = json_dumps(request, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(request);
+    /* A recreate is a create of the cluster's new layout, for the engine. */
+    bool recreate = op_is(op, "recreate");
     if (rc == 0)
-        rc =
-            store_job_insert(conn, c->who.tenant_id, c->seg[2], op, req, c->who.user_id, &job, err);
+        rc = store_job_insert(conn, c->who.tenant_id, c->seg[2], recreate ? "create" : op, req,
+                              c->who.user_id, &job, err);
     free(req);
+    if (rc == 0 && recreate) {
+        json_t *layout = json_object_get(o->target, "layout");
+        char *text = json_dumps(layout, JSON_COMPACT);
+        rc = store_cluster_relayout(conn, c->seg[2], text,
+                                    (long)json_integer_value(json_object_get(o->target, "size")),
+                                    err);
+        free(text);
+        json_object_set(cluster, "layout", layout);
+        json_object_set(cluster, "size", json_object_get(o->target, "size"));
+        json_object_set_new(cluster, "status", json_string("pending"));
+    }
     if (rc == 0 && op_is(op, "delete")) {
         rc = store_cluster_set_status(conn, c->seg[2], "deleting", err);
         json_object_set_new(cluster, "status", json_string("deleting"));
@@ -395,7 +476,8 @@ static int op_record(PGconn *conn, struct call *c, struct drv_err *err)
     json_object_del(cluster, "nodes");
     c->out = json_pack("{s:o, s:o}", "cluster", cluster, "job", job);
     c->status = 202;
-    api__announce(c, json_string_value(json_object_get(job, "id")), c->seg[2], op);
+    api__announce(c, json_string_value(json_object_get(job, "id")), c->seg[2],
+                  recreate ? "create" : op);
     return 0;
 }
 
@@ -408,7 +490,7 @@ static int cluster_operation(PGconn *conn, struct call *c, const char *op, struc
 {
     static const char *const ops[] = {"expand",    "shrink", "addservices", "removeservices",
                                       "configure", "start",  "stop",        "restart",
-                                      "upgrade",   "delete", NULL};
+                                      "upgrade",   "delete", "recreate",    NULL};
     bool known = false;
     for (const char *const *k = ops; *k; k++)
         known |= op_is(*k, op);

@@ -50,7 +50,9 @@ static int members_on_loop(struct call *c)
 
 int api__h_members(PGconn *conn, struct call *c, struct drv_err *err)
 {
-    int rc = store_job_open_ids(conn, c->who.tenant_id, &c->loop_data, err);
+    /* The superadmin, who belongs to no tenant, operates the fleet: every tenant's jobs. */
+    int rc =
+        store_job_open_ids(conn, c->who.tenant_id[0] ? c->who.tenant_id : NULL, &c->loop_data, err);
     if (rc == 0)
         c->on_loop = members_on_loop;
     return rc;

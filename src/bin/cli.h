@@ -19,9 +19,13 @@ int cli_cluster_main(int argc, char **argv);
 int cli_preview_main(int argc, char **argv);
 int cli_job_main(int argc, char **argv);
 int cli_fleet_main(int argc, char **argv);
+/* drover node drain|undrain ID, drover worker drain ID (cli_api.c). */
+int cli_drain_main(int argc, char **argv);
 int cli_tenant_main(int argc, char **argv);
 int cli_user_main(int argc, char **argv);
 int cli_token_main(int argc, char **argv);
 int cli_audit_main(int argc, char **argv);
+/* cli_resources.c: drover resources push DIR | list. */
+int cli_resources_main(int argc, char **argv);
 
 #endif

@@ -14,6 +14,7 @@
  * ok, 1 API error (the message printed), 2 usage error.
  */
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,6 +298,19 @@ static const char *flag(int *argc, char **argv, const char *name)
     return NULL;
 }
 
+/* Take a "--switch" with no value from argv; whether it was there. */
+static bool take_switch(int *argc, char **argv, const char *name)
+{
+    for (int i = 1; i < *argc; i++)
+        if (strcmp(argv[i], name) == 0) {
+            for (int j = i; j + 1 <= *argc; j++)
+                argv[j] = argv[j + 1];
+            *argc -= 1;
+            return true;
+        }
+    return false;
+}
+
 static json_t *csv_list(const char *s)
 {
     json_t *a = json_array();
@@ -319,17 +333,19 @@ static int parse_int(const char *s, long *out)
 
 static int usage_cluster(void)
 {
-    fprintf(stderr,
-            "usage: drover cluster list\n"
-            "       drover cluster get ID\n"
-            "       drover cluster create --name N --template T --nodes K [--provider P]\n"
-            "              [--hardwaretype H] [--imagetype I] [--services a,b] [--config FILE]\n"
-            "       drover cluster delete ID\n"
-            "       drover cluster expand|shrink ID --nodes K\n"
-            "       drover cluster addservices|removeservices ID --services a,b\n"
-            "       drover cluster configure ID --config FILE\n"
-            "       drover cluster start|stop|restart ID [--services a,b]\n"
-            "       drover cluster upgrade ID [--template-version V]\n");
+    fprintf(
+        stderr,
+        "usage: drover cluster list\n"
+        "       drover cluster get ID\n"
+        "       drover cluster create --name N --template T --nodes K [--provider P]\n"
+        "              [--hardwaretype H] [--imagetype I] [--services a,b] [--config FILE]\n"
+        "       drover cluster delete ID\n"
+        "       drover cluster expand|shrink ID --nodes K\n"
+        "       drover cluster addservices|removeservices ID --services a,b\n"
+        "       drover cluster configure ID --config FILE [--restart] [--services a,b]\n"
+        "       drover cluster start|stop|restart ID [--services a,b]\n"
+        "       drover cluster upgrade ID [--template-version V]\n"
+        "       drover cluster recreate ID   (a failed create, with the failed layout excluded)\n");
     return 2;
 }
 
@@ -379,6 +395,8 @@ static json_t *cluster_body(int *argc, char **argv, int create)
         }
         json_object_set_new(b, "config", c);
     }
+    if (take_switch(argc, argv, "--restart"))
+        json_object_set_new(b, "restart", json_true());
     return b;
 }
 
@@ -646,15 +664,21 @@ int cli_fleet_main(int argc, char **argv)
         } else {
             size_t i;
             json_t *m;
-            printf("%-32s %-22s %s\n", "MEMBER", "HTTP", "JOBS OWNED");
+            printf("%-24s %-22s %-9s %-6s %-6s %s\n", "MEMBER", "HTTP", "STATE", "FORMAT", "OWNED",
+                   "RING JOBS");
             json_array_foreach(json_object_get(out, "members"), i, m)
             {
                 const char *id = str(m, "id");
-                size_t owned = 0, j;
+                const json_t *d = json_object_get(m, "data");
+                size_t ring = 0, j;
                 json_t *job;
-                json_array_foreach(json_object_get(out, "jobs"), j, job) owned +=
+                json_array_foreach(json_object_get(out, "jobs"), j, job) ring +=
                     strcmp(str(job, "owner"), id) == 0;
-                printf("%-32s %-22s %zu\n", id, str(json_object_get(m, "data"), "http"), owned);
+                const char *state = json_is_true(json_object_get(d, "drained"))    ? "drained"
+                                    : json_is_true(json_object_get(d, "draining")) ? "draining"
+                                                                                   : "serving";
+                printf("%-24s %-22s %-9s %-6s %-6s %zu\n", id, str(d, "http"), state,
+                       str(d, "format"), str(d, "owned"), ring);
             }
         }
         json_decref(out);
@@ -823,4 +847,79 @@ int cli_audit_main(int argc, char **argv)
     int rc = run(&o, "GET", p, NULL, cols, NULL);
     free(p);
     return rc;
+}
+
+/* ---- drain ------------------------------------------------------------------------------ */
+
+static int usage_drain(void)
+{
+    fprintf(stderr,
+            "usage: drover node drain ID [--wait SECONDS]   out of the ring, jobs handed over,\n"
+            "                                              /readyz 503 (--wait: until it owns "
+            "nothing)\n"
+            "       drover node undrain ID                 back in the ring\n"
+            "       drover worker drain ID                 stop taking, finish or hand back, "
+            "exit\n"
+            "(admin or superadmin)\n");
+    return 2;
+}
+
+/* Poll the members until id says drained (0), is gone (0), or secs pass (1). */
+static int wait_drained(const struct cli_opts *o, const char *id, long secs)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        json_t *out;
+        int rc = call(o, "GET", "/v1/members", NULL, &out);
+        if (rc)
+            return rc;
+        const json_t *d = NULL;
+        size_t i;
+        json_t *m;
+        json_array_foreach(json_object_get(out, "members"), i, m) if (strcmp(str(m, "id"), id) == 0)
+            d = json_object_get(m, "data");
+        int done = !d || json_is_true(json_object_get(d, "drained"));
+        if (done)
+            printf("node %s: %s\n", id, d ? "drained (owns nothing)" : "gone");
+        json_decref(out);
+        if (done)
+            return 0;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - t0.tv_sec >= secs) {
+            fprintf(stderr, "drover: node %s still owns jobs after %ld s\n", id, secs);
+            return 1;
+        }
+        struct timespec pause = {0, 200 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+}
+
+int cli_drain_main(int argc, char **argv)
+{
+    struct cli_opts o;
+    argc = cli_take_opts(argc, argv, &o);
+    const char *wait = flag(&argc, argv, "--wait");
+    bool node = strcmp(argv[0], "node") == 0;
+    if (argc != 3 || (strcmp(argv[1], "drain") != 0 && (!node || strcmp(argv[1], "undrain") != 0)))
+        return usage_drain();
+    long secs = 0;
+    if (wait) {
+        char *end;
+        secs = strtol(wait, &end, 10);
+        if (!*wait || *end || secs <= 0 || !node || strcmp(argv[1], "drain") != 0)
+            return usage_drain();
+    }
+    char *p = xasprintf("/v1/%s/%s/%s", node ? "members" : "workers", argv[2], argv[1]);
+    json_t *out;
+    int rc = call(&o, "POST", p, NULL, &out);
+    free(p);
+    if (rc)
+        return rc;
+    if (o.json)
+        print_json(out);
+    else
+        printf("%s %s: %s asked\n", node ? "node" : "worker", argv[2], argv[1]);
+    json_decref(out);
+    return wait ? wait_drained(&o, argv[2], secs) : 0;
 }

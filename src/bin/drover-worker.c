@@ -8,9 +8,11 @@
  * dies loses nothing (its claims on queue items vanish with its ZooKeeper
  * session and the items go back to the queue; its plugins die with it).
  *
- * SIGTERM/SIGINT: stop taking; running tasks have worker.grace to finish,
- * then their plugins are killed and their items handed back; then the member
- * znode goes and the process exits 0. A second signal leaves at once.
+ * SIGTERM/SIGINT, or an operator's `drover worker drain ID` (the API writes
+ * /drover/control/worker/<id> naming this process, which watches it): stop
+ * taking; running tasks have worker.grace to finish, then their plugins are
+ * killed and their items handed back; then the member znode goes and the
+ * process exits 0. A second signal leaves at once.
  *
  * Threads: one libevent loop, as in droverd (docs/threading.md).
  */
@@ -38,6 +40,7 @@ struct node {
     struct event_base *base;
     struct coord_session *zk;
     struct coord_member *member;
+    struct coord_control *control;
     struct worker *worker;
     struct event *sig_term, *sig_int;
     bool stopping;
@@ -53,6 +56,18 @@ static void leave(struct node *w)
 static void on_stopped(void *arg)
 {
     leave(arg);
+}
+
+static void on_control(const char *want, const char *by, void *arg)
+{
+    struct node *w = arg;
+    char q[200];
+    if (strcmp(want, "drain") != 0 || w->stopping || !w->worker)
+        return;
+    log_info(MODULE, "event=draining by=%s running=%zu", log_quote(by, q, sizeof(q)),
+             worker_running(w->worker));
+    w->stopping = true;
+    worker_stop(w->worker, on_stopped, w);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -108,12 +123,13 @@ static int run(struct node *w)
         json_array_append_new(classes, json_string(one));
         free(one);
     }
+    time_t started = time(NULL);
     json_t *data = json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:s, s:I, s:s}", "id",
                              w->conf.common.node_id, "kind", "worker", "tenant", w->conf.tenant,
                              "class", w->conf.worker_class, "classes", classes, "concurrency",
                              (json_int_t)w->conf.concurrency, "capacity",
                              (json_int_t)w->conf.concurrency, "pid", (json_int_t)getpid(), "host",
-                             host, "started", (json_int_t)time(NULL), "version", DROVER_VERSION);
+                             host, "started", (json_int_t)started, "version", DROVER_VERSION);
     char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(data);
     w->member = coord_member_join(w->zk, "/drover/members/worker", w->conf.common.node_id, json,
@@ -141,6 +157,10 @@ static int run(struct node *w)
         .zk_hosts = w->conf.common.zk_hosts,
         .zk_digest_file = w->conf.common.zk_digest_file,
         .version = DROVER_VERSION,
+        .state_dir = w->conf.state_dir,
+        .api_url = w->conf.api_url,
+        .api_token_file = w->conf.api_token_file,
+        .resources_keep_ms = w->conf.resources_keep_ms,
     };
     w->worker = worker_new(w->base, w->zk, &wo, &err);
     explicit_bzero(key, sizeof(key));
@@ -148,6 +168,9 @@ static int run(struct node *w)
         log_error(MODULE, "event=worker_failed error=%s", log_quote(err.msg, q, sizeof(q)));
         return 1;
     }
+    char inc[400];
+    coord_control_incarnation(inc, sizeof(inc), host, (long long)getpid(), (long long)started);
+    w->control = coord_control_watch(w->zk, "worker", w->conf.common.node_id, inc, on_control, w);
     w->sig_term = evsignal_new(w->base, SIGTERM, on_signal, w);
     w->sig_int = evsignal_new(w->base, SIGINT, on_signal, w);
     event_add(w->sig_term, NULL);
@@ -173,6 +196,7 @@ int main(int argc, char **argv)
         event_free(w.sig_term);
     if (w.sig_int)
         event_free(w.sig_int);
+    coord_control_free(w.control);
     worker_free(w.worker);
     coord_member_leave(w.member);
     coord_session_free(w.zk);

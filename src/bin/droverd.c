@@ -11,13 +11,26 @@
  * Lifecycle:
  *
  *   start --> connecting --(zk connected, schema applied)--> serving
- *   serving --SIGTERM/SIGINT--> draining: the member says "draining" (so every
- *       ring steps over it and the other members contend for its jobs), /readyz
- *       answers 503, the engine hands each job over (its lock released after
- *       its last write, so the next owner takes it at once)
- *   draining --every job handed over, or shutdown.grace passed--> leaving:
+ *   serving --drain (API: /drover/control/droverd/<id>)--> draining: the
+ *       member says "draining" (so every ring steps over it and the other
+ *       members contend for its jobs), /readyz answers 503 (the load
+ *       balancer stops sending), requests already accepted are served, the
+ *       engine hands each job over (its lock released after its last write,
+ *       so the next owner takes it at once)
+ *   draining --every job handed over--> drained: the member says
+ *       "drained": true, "owned": 0; the process keeps running
+ *   draining, drained --undrain (API)--> serving: member data and /readyz
+ *       back, the engine takes its share of the ring again
+ *   serving, draining --SIGTERM/SIGINT--> stopping: drain, bounded by
+ *       shutdown.grace; drained --SIGTERM/SIGINT--> leaving at once
+ *   stopping --every job handed over, or shutdown.grace passed--> leaving:
  *       member znode deleted, session closed, HTTP closed, exit status 0
- *   draining --a second SIGTERM/SIGINT--> leaving at once
+ *   stopping --a second SIGTERM/SIGINT--> leaving at once
+ *
+ * The member znode carries "draining", "drained" and "owned" (jobs whose lock
+ * this node holds), refreshed once a second when they change, so that
+ * `drover members` shows them and an operator knows when a drained node may
+ * be stopped.
  *
  * Signals are libevent signal events, so handlers run on the loop like
  * everything else; SIGPIPE is ignored.
@@ -52,13 +65,18 @@ struct node {
     struct store *store;
     struct coord_session *zk;
     struct coord_member *member;
+    struct coord_control *control;
     struct engine *engine;
-    struct event *sig_term, *sig_int, *grace;
-    int draining;
+    struct event *sig_term, *sig_int, *grace, *publish;
+    int draining; /* out of the ring, handing over (an operator's drain or a signal) */
+    int drained;  /* draining and nothing owned any more */
+    int stopping; /* a signal came: leave once drained or at the grace */
     time_t started;
+    char host[256];
+    /* what the member znode says now, to write it only when it changes */
+    int pub_draining, pub_drained;
+    size_t pub_owned;
 };
-
-static json_t *member_data(const struct node *n);
 
 static int on_healthz(json_t **body, void *arg)
 {
@@ -80,6 +98,48 @@ static int on_readyz(json_t **body, void *arg)
     return ready ? 200 : 503;
 }
 
+static size_t owned_now(const struct node *n)
+{
+    struct engine_stats st;
+    if (!n->engine)
+        return 0;
+    engine_get_stats(n->engine, &st);
+    return st.owned;
+}
+
+static json_t *member_data(const struct node *n, size_t owned)
+{
+    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:i, s:b, s:b, s:I}", "id",
+                     n->conf.common.node_id, "kind", "droverd", "http", n->conf.http_listen, "pid",
+                     (json_int_t)getpid(), "started", (json_int_t)n->started, "host", n->host,
+                     "schema", store_schema_version(), "format", DROVER_FORMAT_VERSION, "draining",
+                     n->draining, "drained", n->drained, "owned", (json_int_t)owned);
+}
+
+/* Write the member znode when what it says changed (force: always). */
+static void publish(struct node *n, int force)
+{
+    if (!n->member)
+        return;
+    size_t owned = owned_now(n);
+    if (!force && owned == n->pub_owned && n->draining == n->pub_draining &&
+        n->drained == n->pub_drained)
+        return;
+    n->pub_owned = owned;
+    n->pub_draining = n->draining;
+    n->pub_drained = n->drained;
+    json_t *data = member_data(n, owned);
+    char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(data);
+    coord_member_update(n->member, json, NULL, NULL);
+    free(json);
+}
+
+static void on_publish(evutil_socket_t fd, short what, void *arg)
+{
+    publish(arg, 0);
+}
+
 static void leave(struct node *n)
 {
     /* The member znode goes now, not after the session timeout. */
@@ -91,51 +151,76 @@ static void leave(struct node *n)
 static void on_handed_over(void *arg)
 {
     struct node *n = arg;
+    n->drained = 1;
     log_info(MODULE, "event=drained node=%s", n->conf.common.node_id);
-    leave(n);
+    if (n->stopping) {
+        leave(n);
+        return;
+    }
+    publish(n, 1);
 }
 
 static void on_grace(evutil_socket_t fd, short what, void *arg)
 {
     struct node *n = arg;
-    struct engine_stats st;
-    engine_get_stats(n->engine, &st);
-    log_warn(MODULE, "event=grace-over node=%s still_owned=%zu", n->conf.common.node_id, st.owned);
+    log_warn(MODULE, "event=grace-over node=%s still_owned=%zu", n->conf.common.node_id,
+             owned_now(n));
     leave(n);
+}
+
+/* Out of every ring, jobs handed over; on_handed_over says when nothing is left. */
+static void drain(struct node *n, const char *why)
+{
+    if (n->draining)
+        return;
+    log_info(MODULE, "event=draining node=%s by=%s owned=%zu", n->conf.common.node_id, why,
+             owned_now(n));
+    n->draining = 1;
+    n->drained = 0;
+    publish(n, 1);
+    engine_stop(n->engine, on_handed_over, n);
+}
+
+static void undrain(struct node *n, const char *why)
+{
+    if (!n->draining || n->stopping)
+        return;
+    log_info(MODULE, "event=undrained node=%s by=%s", n->conf.common.node_id, why);
+    n->draining = 0;
+    n->drained = 0;
+    engine_resume(n->engine);
+    publish(n, 1);
+}
+
+static void on_control(const char *want, const char *by, void *arg)
+{
+    struct node *n = arg;
+    char q[200];
+    if (strcmp(want, "drain") == 0)
+        drain(n, log_quote(by, q, sizeof(q)));
+    else if (strcmp(want, "undrain") == 0)
+        undrain(n, log_quote(by, q, sizeof(q)));
+    else
+        log_warn(MODULE, "event=control-unknown node=%s want=%s", n->conf.common.node_id,
+                 log_quote(want, q, sizeof(q)));
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     struct node *n = arg;
-    if (n->draining || !n->engine) {
+    if (n->stopping || n->drained || !n->engine) {
         log_info(MODULE, "event=stopping signal=%s now=1", sig == SIGTERM ? "TERM" : "INT");
         leave(n);
         return;
     }
     log_info(MODULE, "event=stopping signal=%s grace_ms=%ld", sig == SIGTERM ? "TERM" : "INT",
              n->conf.shutdown_grace_ms);
-    /* Drain: out of every ring, jobs handed over, then leave. */
-    n->draining = 1;
-    json_t *data = member_data(n);
-    json_object_set_new(data, "draining", json_true());
-    char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(data);
-    coord_member_update(n->member, json, NULL, NULL);
-    free(json);
+    n->stopping = 1;
     n->grace = evtimer_new(n->base, on_grace, n);
     struct timeval tv = {n->conf.shutdown_grace_ms / 1000,
                          (n->conf.shutdown_grace_ms % 1000) * 1000};
     evtimer_add(n->grace, &tv);
-    engine_stop(n->engine, on_handed_over, n);
-}
-
-static json_t *member_data(const struct node *n)
-{
-    char host[256] = "";
-    gethostname(host, sizeof(host) - 1);
-    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i}", "id", n->conf.common.node_id, "kind",
-                     "droverd", "http", n->conf.http_listen, "pid", (json_int_t)getpid(), "started",
-                     (json_int_t)n->started, "host", host, "schema", store_schema_version());
+    drain(n, "signal");
 }
 
 static int start_http(struct node *n, struct drv_err *err)
@@ -227,7 +312,7 @@ static int run(struct node *n)
         log_error(MODULE, "event=zookeeper_failed error=%s", log_quote(err.msg, q, sizeof(q)));
         return 1;
     }
-    json_t *data = member_data(n);
+    json_t *data = member_data(n, 0);
     char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(data);
     n->member = coord_member_join(n->zk, "/drover/members/droverd", n->conf.common.node_id, json,
@@ -261,6 +346,13 @@ static int run(struct node *n)
         log_error(MODULE, "event=engine_failed error=%s", log_quote(err.msg, q, sizeof(q)));
         return 1;
     }
+    char inc[400];
+    coord_control_incarnation(inc, sizeof(inc), n->host, (long long)getpid(),
+                              (long long)n->started);
+    n->control = coord_control_watch(n->zk, "droverd", n->conf.common.node_id, inc, on_control, n);
+    n->publish = event_new(n->base, -1, EV_PERSIST, on_publish, n);
+    struct timeval one = {1, 0};
+    event_add(n->publish, &one);
     n->sig_term = evsignal_new(n->base, SIGTERM, on_signal, n);
     n->sig_int = evsignal_new(n->base, SIGINT, on_signal, n);
     event_add(n->sig_term, NULL);
@@ -277,6 +369,9 @@ static void node_release(struct node *n)
     /* The store's last completions first, while the engine and the API they report to
      * are still there. */
     store_quiesce(n->store);
+    coord_control_free(n->control);
+    if (n->publish)
+        event_free(n->publish);
     engine_free(n->engine);
     if (n->grace)
         event_free(n->grace);
@@ -303,6 +398,7 @@ int main(int argc, char **argv)
         return rc;
     n.base = event_base_new();
     n.started = time(NULL);
+    gethostname(n.host, sizeof(n.host) - 1);
     rc = run(&n);
     node_release(&n);
     return rc;

@@ -163,6 +163,15 @@ const struct config_key worker_conf_keys[] = {
      0, NULL, "the tenant's resources (scripts, data files) for plugins (DROVER_RESOURCES)"},
     {"secrets.key_file", CONFIG_STRING, offsetof(struct worker_conf, secrets_key_file), 0, "", 0, 0,
      NULL, "the fleet's secrets key (as droverd's): opens sealed values for plugins"},
+    {"worker.state_dir", CONFIG_STRING, offsetof(struct worker_conf, state_dir), 0, "", 0, 0, NULL,
+     "the worker's own files: resources versions synced from droverd (state_dir/resources)"},
+    {"worker.api_url", CONFIG_STRING, offsetof(struct worker_conf, api_url), 0, "", 0, 0, NULL,
+     "droverd's URL (http://host:port) to fetch the tenant's resources from (empty: no sync)"},
+    {"worker.api_token_file", CONFIG_STRING, offsetof(struct worker_conf, api_token_file), 0, "", 0,
+     0, NULL, "a file holding an API token of the worker's tenant, for the resources fetch"},
+    {"worker.resources_keep", CONFIG_DURATION, offsetof(struct worker_conf, resources_keep_ms), 0,
+     "10m", 1000, 86400000, NULL,
+     "an older resources version no task uses is removed this long after its last use"},
     {NULL, 0, 0, 0, NULL, 0, 0, NULL, NULL},
 };
 

@@ -61,6 +61,10 @@ struct worker_conf {
     long grace_ms;
     char *resources_dir;
     char *secrets_key_file;
+    char *state_dir;      /* resources synced from droverd go below */
+    char *api_url;        /* droverd's URL for the worker's fetches */
+    char *api_token_file; /* a token of the worker's tenant */
+    long resources_keep_ms;
 };
 
 extern const struct config_key droverd_conf_keys[];

@@ -157,8 +157,8 @@ int seal_open_value(const unsigned char key[32], const char *sealed, json_t **ou
     bool is_json = strncmp(sealed, SEAL_JSON_PREFIX, strlen(SEAL_JSON_PREFIX)) == 0;
     char *text;
     size_t n;
-    int rc = seal_open_prefixed(key, is_json ? SEAL_JSON_PREFIX : SEAL_PREFIX, sealed, &text, &n,
-                                err);
+    int rc =
+        seal_open_prefixed(key, is_json ? SEAL_JSON_PREFIX : SEAL_PREFIX, sealed, &text, &n, err);
     if (rc)
         return rc;
     if (is_json) {

@@ -561,7 +561,7 @@ struct coord_queue_opts {
     const char *consumer_id; /* written into claims; NULL means "pid-<pid>" */
     coord_lost_cb on_lost;   /* NULL or told of claims lost */
     void *lost_arg;
-    coord_skip_cb skip;      /* NULL or the filter above */
+    coord_skip_cb skip; /* NULL or the filter above */
     void *skip_arg;
 };
 
@@ -734,5 +734,35 @@ void coord_queue_stats(struct coord_queue *q, coord_stats_cb cb, void *arg);
  * ends (complete or release them before closing). q must not be used after.
  */
 void coord_queue_close(struct coord_queue *q);
+
+/* ------------------------------------------------------------------------ */
+/* Control requests to one process (control.c)                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * An operator's request to one member ("drain", "undrain") is the persistent
+ * znode /drover/control/<group>/<id>, {"want":...,"by":...,"at":...,
+ * "incarnation":...}, written by whichever droverd took the API call. The
+ * member watches it and acts only on requests naming its own incarnation
+ * (host, pid, start time), so a restarted process ignores its predecessor's.
+ */
+struct coord_control;
+typedef void (*coord_control_cb)(const char *want, const char *by, void *arg);
+
+/* "<host>/<pid>/<started>" into buf. */
+void coord_control_incarnation(char *buf, size_t n, const char *host, long long pid,
+                               long long started);
+/* The same from a member znode's JSON ("host", "pid", "started"); DRV_EINVAL without a pid. */
+int coord_control_incarnation_of(const char *member_json, char *buf, size_t n);
+
+/*
+ * Watch /drover/control/<group>/<id>: cb hears each new request for this
+ * incarnation, once (on the loop). Free with coord_control_free before the
+ * session.
+ */
+struct coord_control *coord_control_watch(struct coord_session *s, const char *group,
+                                          const char *id, const char *incarnation,
+                                          coord_control_cb cb, void *arg);
+void coord_control_free(struct coord_control *c);
 
 #endif

@@ -92,7 +92,7 @@ struct etxn {
     size_t n_chunks, cap_chunks;
     struct erun **dels;
     size_t n_dels, cap_dels;
-    int32_t st_ver;        /* the state version it expects */
+    int32_t st_ver; /* the state version it expects */
     size_t dispatched;
 };
 
@@ -390,7 +390,7 @@ static void chunk_add(struct etxn *t, struct eplan *p, size_t k)
     size_t cnt = p->n - first < ENGINE_LOG_CHUNK ? p->n - first : ENGINE_LOG_CHUNK;
     char *path = xasprintf("/drover/jobs/%s/log/%c%zu", j->id, p->phase, k);
     add_op(t, p->chunk_ver[k] < 0 ? OP_CREATE : OP_SET, path,
-           engine__log_encode(p->recs, first, cnt), p->chunk_ver[k]);
+           engine__log_encode(p->recs, first, cnt, j->st.format), p->chunk_ver[k]);
     XGROW(t->chunks, t->cap_chunks, t->n_chunks + 1);
     t->chunks[t->n_chunks].p = p;
     t->chunks[t->n_chunks++].k = k;
@@ -521,8 +521,8 @@ static struct etxn *zk_build(struct ejob *j)
             size_t before = t->bytes;
             int rc = put_task(t, p, idx, (o.actions & ENGINE_TACT_CLEANUP) != 0, NULL, &err);
             if (t->bytes != before)
-                reserved += chunk_cost(p, idx / ENGINE_LOG_CHUNK) *
-                            !p->chunk_dirty[idx / ENGINE_LOG_CHUNK];
+                reserved +=
+                    chunk_cost(p, idx / ENGINE_LOG_CHUNK) * !p->chunk_dirty[idx / ENGINE_LOG_CHUNK];
             if (rc == DRV_EAGAIN) {
                 p->recs[idx] = saved;
                 held[n_held++] = idx;

@@ -15,7 +15,8 @@
  *   3. A job's znode that disappears (it ended) drops any object left here.
  *   4. A draining member keeps its points in the ring but lookups step over
  *      it, so only its jobs move (coord_ring_add). engine_stop makes this
- *      node take nothing and hand everything over.
+ *      node take nothing and hand everything over; engine_resume (undrain)
+ *      makes it take its share again.
  *
  * Two members with different views of the ring for a moment both contend;
  * the lock decides, and the one that should not own the job releases it as
@@ -187,9 +188,31 @@ void engine__job_gone(struct engine *e, struct ejob *j)
     }
 }
 
+/* The format new jobs are written in: the lowest any member writes (format.h). */
+static int fleet_format(const struct coord_member_info *m, size_t n)
+{
+    int f = DROVER_FORMAT_VERSION;
+    for (size_t i = 0; i < n; i++) {
+        json_error_t je;
+        json_t *d = m[i].json && *m[i].json ? json_loads(m[i].json, 0, &je) : NULL;
+        json_int_t v = json_integer_value(json_object_get(d, "format"));
+        json_decref(d);
+        if (v < 1)
+            v = 1; /* a member that says none predates formats: 1 */
+        if (v < f)
+            f = (int)v;
+    }
+    return f;
+}
+
 static void on_members(const struct coord_member_info *m, size_t n, void *arg)
 {
     struct engine *e = arg;
+    int f = fleet_format(m, n);
+    if (f != e->write_format)
+        log_info(MOD, "event=format-chosen node=%s format=%d builds_up_to=%d", e->node_id, f,
+                 DROVER_FORMAT_VERSION);
+    e->write_format = f;
     coord_ring_free(e->ring);
     e->ring = coord_ring_from_members(m, n, 0);
     e->have_ring = true;
@@ -243,6 +266,7 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     const char *fault = getenv("DROVER_FAULT");
     e->fault_final = fault && strcmp(fault, "crash-before-final-write") == 0;
     e->no_rollback = o->no_rollback;
+    e->write_format = DROVER_FORMAT_MIN_READ;
     e->budget = o->txn_budget ? o->txn_budget : TXN_BUDGET;
     e->task_timeout_ms = o->task_timeout_ms;
     if (o->key) {
@@ -259,7 +283,8 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     e->tick = event_new(base, -1, EV_PERSIST, on_tick, e);
     struct timeval tv = {5, 0};
     event_add(e->tick, &tv);
-    log_info(MOD, "event=engine-started node=%s max_failures=%u", e->node_id, e->max_failures);
+    log_info(MOD, "event=engine-started node=%s max_failures=%u builds_up_to=%d reads_from=%d",
+             e->node_id, e->max_failures, DROVER_FORMAT_VERSION, DROVER_FORMAT_MIN_READ);
     return e;
 }
 
@@ -276,6 +301,18 @@ void engine_stop(struct engine *e, void (*done)(void *arg), void *arg)
         e->stop_done = NULL;
         done(arg);
     }
+}
+
+void engine_resume(struct engine *e)
+{
+    if (!e->stopping)
+        return;
+    e->stopping = false;
+    e->stop_done = NULL;
+    e->stop_arg = NULL;
+    log_info(MOD, "event=engine-resumed node=%s", e->node_id);
+    /* Jobs still being handed over take themselves up again once gone (engine__job_gone). */
+    engine__reconcile(e);
 }
 
 void engine_get_stats(const struct engine *e, struct engine_stats *st)

@@ -66,6 +66,13 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
  */
 void engine_stop(struct engine *e, void (*done)(void *arg), void *arg);
 
+/*
+ * Undo engine_stop (an operator's undrain): take the jobs the ring gives this
+ * node again. A done given to engine_stop that has not run yet never runs.
+ * Nothing happens when the engine is not stopping.
+ */
+void engine_resume(struct engine *e);
+
 struct engine_stats {
     size_t owned;              /* jobs this node holds the lock of */
     unsigned long dispatched;  /* task attempts put on queues */

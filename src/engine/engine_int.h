@@ -21,6 +21,7 @@
 
 #include "engine.h"
 #include "error.h"
+#include "format.h"
 
 /* ---- fsm.c: jobs --------------------------------------------------------------------- */
 
@@ -143,11 +144,12 @@ char engine_task_letter(enum engine_task_state s);
 
 /* ---- tasklog.c: znode codecs ---------------------------------------------------------- */
 
-#define ENGINE_LOG_FORMAT 1  /* this build writes; it reads ENGINE_LOG_FORMAT - 1 too */
+/* The task log's and the state's format is the job's (format.h): DROVER_FORMAT_MIN_READ up to
+   DROVER_FORMAT_VERSION are read, a job's own written. */
 #define ENGINE_LOG_CHUNK 512 /* tasks per task-log znode (~1.6 KB of JSON) */
 
 /* Encode tasks [first, first + n) of recs as one chunk's JSON text (new string). */
-char *engine__log_encode(const struct engine_task_rec *recs, size_t first, size_t n);
+char *engine__log_encode(const struct engine_task_rec *recs, size_t first, size_t n, int format);
 /*
  * Decode a chunk into recs[0..n): the chunk must say it starts at first and
  * holds n tasks. A task found 'q' decodes as QUEUED; '.' as WAITING.
@@ -197,6 +199,7 @@ struct engine__plan_in {
     const json_t *start;       /* layout before the operation (NULL or null: none) */
     const json_t *target;      /* layout after it (NULL: the same as start) */
     const json_t *subset;      /* services the operation acts on (NULL: all) */
+    int format;                /* the job's format version: the plan's format_version */
 };
 
 struct engine__plan_out {
@@ -301,7 +304,7 @@ struct engine {
     char *node_id;
     unsigned max_failures, max_in_flight;
     bool no_rollback;
-    bool fault_final;  /* test hook (DROVER_FAULT=crash-before-final-write): exit there */
+    bool fault_final; /* test hook (DROVER_FAULT=crash-before-final-write): exit there */
     size_t budget;
     int task_timeout_ms;
     unsigned char key[32];
@@ -317,6 +320,7 @@ struct engine {
     struct strmap *queues; /* "<tenant>/<class>" -> struct equeue */
     struct loopq *lq;
     bool stopping;
+    int write_format; /* format of the jobs this node starts: the lowest of the members' */
     void (*stop_done)(void *);
     void *stop_arg;
     struct event *tick;
@@ -358,9 +362,13 @@ struct ejob {
     json_t *props;  /* node id -> key-values of that node (result key-values merged) */
     json_t *mnodes; /* the nodes map of plugins and macros (nodes.c) */
     struct macro_cluster *mcluster; /* mnodes sorted and indexed once, for the macros */
-    struct strmap *node_index;      /* node id -> 1 + its index in the target layout */
-    uint32_t *node_confirm;         /* per target node: 1 + its confirm task's index, or 0 */
-    size_t n_nchunks;               /* jobs/<id>/nodes/n<k> */
+    /* The cluster as it was (start layout), when the job changes the layout: the macros of
+       tasks that act on what leaves (a node, a service) see it, the rest see mnodes. */
+    json_t *mnodes_old;
+    struct macro_cluster *mcluster_old;
+    struct strmap *node_index; /* node id -> 1 + its index in the target layout */
+    uint32_t *node_confirm;    /* per target node: 1 + its confirm task's index, or 0 */
+    size_t n_nchunks;          /* jobs/<id>/nodes/n<k> */
     uint8_t *nchunk_dirty;
     bool nchunks_new;   /* not created in ZooKeeper yet */
     bool config_macros; /* the cluster's config has macros */

@@ -111,6 +111,8 @@ static void job_free(struct ejob *j)
     json_decref(j->pg_nodes);
     json_decref(j->mnodes);
     macro_cluster_free(j->mcluster);
+    json_decref(j->mnodes_old);
+    macro_cluster_free(j->mcluster_old);
     json_decref(j->ssh_new);
     strmap_free(j->node_index);
     free(j->node_confirm);
@@ -349,6 +351,10 @@ static void loaded(int rc, const struct drv_err *err, void *arg)
     json_t *n;
     json_array_foreach(json_object_get(j->cluster, "nodes"), i, n)
     {
+        /* A deleted node's key-values are of a machine that is gone (a failed create made
+           again reuses its id). */
+        if (strcmp(row_str(n, "status"), "deleted") == 0)
+            continue;
         json_t *p = json_object_get(n, "properties");
         json_object_set_new(j->props, row_str(n, "id"),
                             json_is_object(p) ? json_deep_copy(p) : json_object());
@@ -441,8 +447,12 @@ static json_t *make_inputs(struct ejob *j)
     bool acts_on_subset = strcmp(j->op, "configure") == 0 || strcmp(j->op, "start") == 0 ||
                           strcmp(j->op, "stop") == 0 || strcmp(j->op, "restart") == 0 ||
                           strcmp(j->op, "upgrade") == 0;
+    /* The tenant's resources as they are now (null: none pushed): the job keeps this
+       version to the end, whatever is pushed meanwhile (docs/worker.md "Resources"). */
+    json_t *res = json_object_get(j->job, "resources");
     return json_pack(
-        "{s:i, s:s, s:O, s:O, s:s, s:s?, s:o, s:o, s:O}", "format", 1, "op", j->op, "request",
+        "{s:i, s:s, s:O, s:O, s:O, s:s, s:s?, s:o, s:o, s:O}", "format", j->e->write_format, "op",
+        j->op, "resources", json_is_object(res) ? res : json_null(), "request",
         req ? req : json_null(), "catalog", j->catalog ? j->catalog : json_null(), "template",
         row_str(j->cluster, "template"), "provider",
         json_string_value(json_object_get(j->cluster, "provider")), "start", start, "target",
@@ -463,6 +473,9 @@ static void build_start(struct ejob *j, bool resuming, void (*done)(void *))
     b->in.start = json_object_get(b->inputs, "start");
     b->in.target = json_object_get(b->inputs, "target");
     b->in.subset = json_object_get(b->inputs, "subset");
+    /* Inputs pinned before formats were negotiated say 1. */
+    json_int_t format = json_integer_value(json_object_get(b->inputs, "format"));
+    b->in.format = format > 0 ? (int)format : 1;
     if (json_is_null(b->in.subset))
         b->in.subset = NULL;
     j->building = true;
@@ -536,6 +549,9 @@ static json_t *make_ctx(struct ejob *j)
         j->ssh_new ? j->ssh_new : json_object_get(json_object_get(j->cluster, "secrets"), "ssh");
     if (json_is_object(ssh))
         json_object_set(ctx, "ssh", ssh);
+    json_t *res = json_object_get(j->inputs, "resources");
+    if (json_is_object(res))
+        json_object_set(ctx, "resources", res); /* {"version", "sha256"}: pinned */
     return ctx;
 }
 
@@ -590,7 +606,7 @@ static void start_built(void *arg)
         return;
     }
     j->cur = &j->fwd;
-    j->st.format = ENGINE_LOG_FORMAT;
+    j->st.format = j->po.plan->format_version;
     j->st.tasks = j->fwd.n;
     snprintf(j->st.plan_sha, sizeof(j->st.plan_sha), "%s", j->po.sha);
     j->st.cancel = json_is_string(json_object_get(j->job, "control")) &&
@@ -746,7 +762,7 @@ static void zk_init(struct ejob *j)
     for (size_t k = 0; k < j->fwd.n_chunks; k++) {
         size_t first = k * ENGINE_LOG_CHUNK;
         size_t cnt = j->fwd.n - first < ENGINE_LOG_CHUNK ? j->fwd.n - first : ENGINE_LOG_CHUNK;
-        char *text = engine__log_encode(j->fwd.recs, first, cnt);
+        char *text = engine__log_encode(j->fwd.recs, first, cnt, j->st.format);
         if (coord_txn_bytes(t) + strlen(text) + 200 > e->budget) {
             XGROW(in->txns, cap, n_txns + 1);
             in->txns[n_txns++] = t;
@@ -966,6 +982,7 @@ int engine__job_rollback_plan(struct ejob *j, struct drv_err *err)
         rc = engine__plan_exec(&j->rb, err); /* from scratch; a resume reads the log after */
     if (rc)
         return rc;
+    rb->format_version = j->st.format;
     char *text = planner_plan_to_json_text(rb, NULL);
     engine__sha256_hex(text, strlen(text), j->rb.sha);
     free(text);

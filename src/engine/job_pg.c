@@ -146,7 +146,10 @@ int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err)
                          "SELECT j.id::text AS id, j.tenant_id::text AS tenant_id,"
                          " t.name AS tenant, j.cluster_id::text AS cluster_id, j.operation,"
                          " j.status, j.phase, j.request, j.inputs, j.plan_sha, j.control,"
-                         " j.error, j.snapshot, j.format_version, j.owner_token"
+                         " j.error, j.snapshot, j.format_version, j.owner_token,"
+                         " (SELECT json_build_object('version', r.version, 'sha256', r.sha256)"
+                         "  FROM resources r WHERE r.tenant_id = j.tenant_id"
+                         "  ORDER BY r.version DESC LIMIT 1) AS resources"
                          " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
                          " WHERE j.id = $1::bigint",
                          1, q, &l->job, err);
@@ -230,6 +233,7 @@ struct engine__pg_start *engine__pg_start_new(struct ejob *j)
     snprintf(s->cluster_id, sizeof(s->cluster_id), "%s", j->cluster_id);
     snprintf(s->node, sizeof(s->node), "%s", j->e->node_id);
     s->token = j->token;
+    snprintf(s->format, sizeof(s->format), "%d", j->st.format);
     s->status =
         xstrdup(engine_phase_status(j->st.paused ? ENGINE_PH_PAUSED : ENGINE_PH_RUNNING, false));
     s->phase = xstrdup(s->status);
@@ -244,7 +248,8 @@ struct engine__pg_start *engine__pg_start_new(struct ejob *j)
     s->task_chunks = xcalloc(s->n_chunks + 1, sizeof(char *));
     for (size_t c = 0; c < s->n_chunks; c++)
         s->task_chunks[c] = engine__pg_task_rows(j->po.plan, c * ROWS_PER_INSERT, ROWS_PER_INSERT);
-    /* Nodes the target has and the cluster does not: rows to show while they are made. */
+    /* Nodes the target has and the cluster does not (a deleted row is made again: a failed
+       create's recreate reuses its ids): rows to show while they are made. */
     json_t *nodes = json_array();
     const char *nid;
     json_t *info;
@@ -253,8 +258,12 @@ struct engine__pg_start *engine__pg_start_new(struct ejob *j)
         bool have = false;
         size_t i;
         json_t *row;
-        json_array_foreach(json_object_get(j->cluster, "nodes"), i, row) have |=
-            strcmp(json_string_value(json_object_get(row, "id")), nid) == 0;
+        json_array_foreach(json_object_get(j->cluster, "nodes"), i, row)
+        {
+            const char *st = json_string_value(json_object_get(row, "status"));
+            have |= strcmp(json_string_value(json_object_get(row, "id")), nid) == 0 &&
+                    !(st && strcmp(st, "deleted") == 0);
+        }
         if (!have)
             json_array_append_new(nodes, json_pack("{s:s, s:O, s:O, s:O}", "id", nid, "hw",
                                                    json_object_get(info, "hardwaretype"), "img",
@@ -293,14 +302,14 @@ void engine__pg_start_free(struct engine__pg_start *s)
 static int start_writes(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_start *s = arg;
-    const char *p[] = {s->id,   s->status, s->phase,    s->inputs,
-                       s->plan, s->sha,    s->snapshot, s->target};
+    const char *p[] = {s->id,  s->status,   s->phase,  s->inputs, s->plan,
+                       s->sha, s->snapshot, s->target, s->format};
     int rc = store_execp(conn,
                          "UPDATE jobs SET status = $2, phase = $3, inputs = $4::jsonb,"
                          " plan = $5::jsonb, plan_sha = $6, snapshot = $7::jsonb,"
-                         " target = $8::jsonb, error = NULL,"
+                         " target = $8::jsonb, error = NULL, format_version = $9::int,"
                          " started_at = coalesce(started_at, now()) WHERE id = $1::bigint",
-                         8, p, NULL, err);
+                         9, p, NULL, err);
     for (size_t c = 0; rc == 0 && c < s->n_chunks; c++) {
         const char *q[] = {s->id, s->task_chunks[c]};
         rc = store_execp(conn,
@@ -321,7 +330,10 @@ static int start_writes(PGconn *conn, void *arg, struct drv_err *err)
                          " coalesce(r.img, ''), coalesce(r.svc, '[]'), 'creating'"
                          " FROM jsonb_to_recordset($2::jsonb)"
                          "   AS r(id text, hw text, img text, svc jsonb)"
-                         " ON CONFLICT DO NOTHING",
+                         " ON CONFLICT (cluster_id, id) DO UPDATE SET"
+                         " hardwaretype = EXCLUDED.hardwaretype, imagetype = EXCLUDED.imagetype,"
+                         " services = EXCLUDED.services, properties = '{}', status = 'creating',"
+                         " updated_at = now() WHERE nodes.status = 'deleted'",
                          2, q, NULL, err);
     }
     if (rc == 0) {
@@ -461,6 +473,11 @@ struct engine__pg_final *engine__pg_final_new(struct ejob *j)
     f->services = json_is_array(svcs) ? json_dumps(svcs, JSON_COMPACT) : NULL;
     json_t *config = strcmp(j->op, "configure") == 0 ? engine__job_config(j) : NULL;
     f->config = config ? json_dumps(config, JSON_COMPACT) : NULL;
+    json_t *tv = json_object_get(json_object_get(json_object_get(j->job, "request"), "target"),
+                                 "template_version");
+    f->template_version = strcmp(j->op, "upgrade") == 0 && json_is_integer(tv)
+                              ? xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(tv))
+                              : NULL;
     f->fresh_create = strcmp(j->op, "create") == 0;
     json_t *d = json_pack("{s:s, s:s, s:I, s:I}", "status", f->status, "error", f->error, "tasks",
                           (json_int_t)j->fwd.n, "rollback_tasks", (json_int_t)j->rb.n);
@@ -478,6 +495,7 @@ void engine__pg_final_free(struct engine__pg_final *f)
     free(f->target);
     free(f->services);
     free(f->config);
+    free(f->template_version);
     free(f->detail);
     free(f);
 }
@@ -511,13 +529,15 @@ static int final_writes(PGconn *conn, void *arg, struct drv_err *err)
                              " WHERE cluster_id = $1::bigint",
                              1, q, NULL, err);
     } else if (rc == 0 && ok) {
-        const char *q[] = {f->cluster_id, f->target, f->services};
+        const char *q[] = {f->cluster_id, f->target, f->services, f->config, f->template_version};
         rc = store_execp(conn,
                          "UPDATE clusters SET status = 'active', layout = $2::jsonb,"
                          " size = jsonb_array_length($2::jsonb -> 'nodes'),"
-                         " services = coalesce($3::jsonb, services), updated_at = now()"
-                         " WHERE id = $1::bigint",
-                         3, q, NULL, err);
+                         " services = coalesce($3::jsonb, services),"
+                         " config = coalesce($4::jsonb, config),"
+                         " template_version = coalesce($5::int, template_version),"
+                         " updated_at = now() WHERE id = $1::bigint",
+                         5, q, NULL, err);
         if (rc == 0)
             rc = store_execp(conn,
                              "UPDATE nodes SET updated_at = now(), status = CASE WHEN id IN"

@@ -51,6 +51,7 @@ void engine__pg_load_free(struct engine__pg_load *l);
 struct engine__pg_start {
     char id[24], tenant_id[24], cluster_id[24], node[128];
     int64_t token;
+    char format[12]; /* the job's format version (jobs.format_version) */
     char *status, *phase;
     char *inputs, *plan, *sha, *snapshot, *target;
     char **task_chunks; /* JSON arrays of ROWS_PER_INSERT rows */
@@ -90,9 +91,10 @@ struct engine__pg_final {
     char id[24], tenant_id[24], cluster_id[24], node[128];
     int64_t token;
     char *status, *phase, *error, *op;
-    char *target;   /* per-node layout with ids: the cluster after success */
-    char *services; /* the cluster's services after success (JSON array) or NULL */
-    char *config;   /* the cluster's config after success (a configure's), or NULL */
+    char *target;           /* per-node layout with ids: the cluster after success */
+    char *services;         /* the cluster's services after success (JSON array) or NULL */
+    char *config;           /* the cluster's config after success (a configure's), or NULL */
+    char *template_version; /* the cluster's template version after success (an upgrade's) */
     char *detail;
     bool fresh_create; /* a create: nothing existed before */
 };

@@ -19,6 +19,13 @@
  *     (invariant 7), written in the owner's multi-ops when an entry changes;
  *     a queue item carries the map's revision, and a worker reads the chunks
  *     again only when its copy is older.
+ *
+ * A job that changes the layout (expand, shrink, add or remove services) has
+ * a second map, the cluster as it was (start layout, every node confirmed):
+ * the macros of a task acting on what leaves (a node the target lacks, or a
+ * service its node loses: a shrink's stop and delete, a removeservices' stop
+ * and remove) are expanded with it, so that a leaving ZooKeeper server still
+ * finds its own myid; every other task sees the target.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,21 +53,57 @@ static bool confirmed(const struct ejob *j, size_t i)
     return j->fwd.recs && k - 1 < j->fwd.n && j->fwd.recs[k - 1].state == ENGINE_TS_SUCCEEDED;
 }
 
-static json_t *entry_of(struct ejob *j, const char *id)
+/* Node n's entry in the nodes map: its key-values so far and its services in that layout. */
+static json_t *entry_of(struct ejob *j, const struct planner_node *n, bool before_job)
 {
     json_t *e = json_object();
-    json_t *props = json_object_get(j->props, id);
+    json_t *props = json_object_get(j->props, n->id);
     json_t *h = json_object_get(props, "hostname"), *ip = json_object_get(props, "ipaddresses");
     if (json_is_string(h))
         json_object_set(e, "hostname", h);
     if (json_is_object(ip))
         json_object_set(e, "ipaddresses", ip);
-    json_t *svcs = json_object_get(json_object_get(j->po.nodeinfo, id), "services");
-    json_object_set_new(e, "services", svcs ? json_incref(svcs) : json_array());
-    uintptr_t k = (uintptr_t)strmap_get(j->node_index, id);
-    if (k && confirmed(j, k - 1))
+    json_t *svcs = json_array();
+    for (size_t i = 0; i < n->n_services; i++)
+        json_array_append_new(svcs, json_string(n->services[i]));
+    json_object_set_new(e, "services", svcs);
+    uintptr_t k = (uintptr_t)strmap_get(j->node_index, n->id);
+    if (before_job || (k && confirmed(j, k - 1)))
         json_object_set_new(e, "confirmed", json_true());
     return e;
+}
+
+static bool has_service(const struct planner_node *n, const char *svc)
+{
+    for (size_t i = 0; i < n->n_services; i++)
+        if (strcmp(n->services[i], svc) == 0)
+            return true;
+    return false;
+}
+
+/* Whether a task acts on what leaves the cluster: a node or a service the target lacks. */
+static bool acts_on_leaving(const struct ejob *j, const struct planner_task *t)
+{
+    uintptr_t k = (uintptr_t)strmap_get(j->node_index, t->node);
+    if (!k)
+        return true;
+    return t->service && !has_service(&j->po.in->target.nodes[k - 1], t->service);
+}
+
+/* The cluster as it was, when the job changes its nodes or their services. */
+static void old_init(struct ejob *j)
+{
+    json_decref(j->mnodes_old);
+    macro_cluster_free(j->mcluster_old);
+    j->mnodes_old = NULL;
+    j->mcluster_old = NULL;
+    const struct planner_layout *s = &j->po.in->start, *t = &j->po.in->target;
+    if (s->nodes == t->nodes || s->n_nodes == 0)
+        return; /* the same layout, or nothing was there */
+    j->mnodes_old = json_object();
+    for (size_t i = 0; i < s->n_nodes; i++)
+        json_object_set_new(j->mnodes_old, s->nodes[i].id, entry_of(j, &s->nodes[i], true));
+    j->mcluster_old = macro_cluster_new(j->mnodes_old);
 }
 
 void engine__nodes_init(struct ejob *j)
@@ -85,11 +128,12 @@ void engine__nodes_init(struct ejob *j)
             j->node_confirm[k - 1] = (uint32_t)i + 1;
     }
     for (size_t i = 0; i < t->n_nodes; i++)
-        json_object_set_new(j->mnodes, t->nodes[i].id, entry_of(j, t->nodes[i].id));
+        json_object_set_new(j->mnodes, t->nodes[i].id, entry_of(j, &t->nodes[i], false));
     j->n_nchunks = (t->n_nodes + PER_CHUNK - 1) / PER_CHUNK;
     /* Sorted and indexed once for the macros: entries change in place from here on. */
     macro_cluster_free(j->mcluster);
     j->mcluster = macro_cluster_new(j->mnodes);
+    old_init(j);
     free(j->nchunk_dirty);
     j->nchunk_dirty = xcalloc(j->n_nchunks + 1, 1);
     /* Whether the config has macros at all: most have none, and then nothing is expanded. */
@@ -104,7 +148,8 @@ void engine__nodes_touch(struct ejob *j, const char *node)
     uintptr_t k = (uintptr_t)strmap_get(j->node_index, node);
     if (!k || !j->mnodes)
         return;
-    json_t *now = entry_of(j, node), *was = json_object_get(j->mnodes, node);
+    json_t *now = entry_of(j, &j->po.in->target.nodes[k - 1], false),
+           *was = json_object_get(j->mnodes, node);
     if (!json_equal(now, was)) {
         /* In place: the macros' sorted cluster holds this very object. */
         json_object_clear(was);
@@ -160,8 +205,11 @@ int engine__macros_expand(struct ejob *j, const struct planner_task *t, json_t *
     *fields = *config = NULL;
     if (!t->service)
         return 0; /* node-level tasks get the config as it is */
-    struct macro_ctx ctx = {
-        .nodes = j->mnodes, .cluster = j->mcluster, .self = t->node, .owner = j->cluster_owner};
+    bool old = j->mcluster_old && acts_on_leaving(j, t);
+    struct macro_ctx ctx = {.nodes = old ? j->mnodes_old : j->mnodes,
+                            .cluster = old ? j->mcluster_old : j->mcluster,
+                            .self = t->node,
+                            .owner = j->cluster_owner};
     if (t->fields) {
         int rc = macro_expand(t->fields, &ctx, 0, "fields", fields, err);
         if (rc)

@@ -184,6 +184,8 @@ int engine__plan_build(const struct engine__plan_in *pin, struct engine__plan_ou
     }
     free(subset);
     if (rc == 0) {
+        if (pin->format > 0)
+            out->plan->format_version = pin->format;
         out->text = planner_plan_to_json_text(out->plan, &out->len);
         engine__sha256_hex(out->text, out->len, out->sha);
         struct model_layout *tl = planner_input_target_layout(out->in);

@@ -16,10 +16,10 @@
  * the queue and the run records. A new owner reads the chunks and knows
  * which tasks are done (never run again) and which attempt is in flight.
  *
- * Format versions (seed 004, rolling upgrades): a build writes
- * ENGINE_LOG_FORMAT and reads it and the one before, so nodes of versions N
- * and N+1 can own each other's jobs while a fleet is upgraded. Version 1 has
- * nothing before it.
+ * Format versions (seed 004, rolling upgrades; src/common/format.h): a
+ * build reads DROVER_FORMAT_VERSION and the one before, and writes a job's
+ * records in the job's own format (chosen when it started), so nodes of
+ * versions N and N+1 can own each other's jobs while a fleet is upgraded.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,10 +45,10 @@ int engine__b62_value(char c)
 
 static bool format_readable(json_int_t f)
 {
-    return f == ENGINE_LOG_FORMAT || (f == ENGINE_LOG_FORMAT - 1 && f >= 1);
+    return DROVER_FORMAT_READABLE(f);
 }
 
-char *engine__log_encode(const struct engine_task_rec *recs, size_t first, size_t n)
+char *engine__log_encode(const struct engine_task_rec *recs, size_t first, size_t n, int format)
 {
     char *s = xmalloc(3 * n + 3);
     char *a = s + n + 1, *f = a + n + 1;
@@ -60,7 +60,7 @@ char *engine__log_encode(const struct engine_task_rec *recs, size_t first, size_
     s[n] = a[n] = f[n] = '\0';
     char *out =
         xasprintf("{\"format\":%d,\"first\":%zu,\"n\":%zu,\"s\":\"%s\",\"a\":\"%s\",\"f\":\"%s\"}",
-                  ENGINE_LOG_FORMAT, first, n, s, a, f);
+                  format > 0 ? format : DROVER_FORMAT_VERSION, first, n, s, a, f);
     free(s);
     return out;
 }
@@ -134,12 +134,13 @@ int engine__log_decode(const char *json, size_t len, size_t first, size_t n,
 
 char *engine__state_encode(const struct engine_state *st, const char *owner, int64_t token)
 {
-    json_t *j = json_pack("{s:i, s:s, s:b, s:b, s:i, s:i, s:s, s:s, s:I, s:s, s:s, s:I}", "format",
-                          ENGINE_LOG_FORMAT, "phase", engine_phase_name(st->phase), "cancel",
-                          st->cancel, "paused", st->paused, "tasks", (int)st->tasks, "rb_tasks",
-                          (int)st->rb_tasks, "plan_sha", st->plan_sha, "rb_sha", st->rb_sha,
-                          "nodes_rev", (json_int_t)st->nodes_rev, "error", st->error, "owner",
-                          owner ? owner : "", "token", (json_int_t)token);
+    json_t *j =
+        json_pack("{s:i, s:s, s:b, s:b, s:i, s:i, s:s, s:s, s:I, s:s, s:s, s:I}", "format",
+                  st->format > 0 ? st->format : DROVER_FORMAT_VERSION, "phase",
+                  engine_phase_name(st->phase), "cancel", st->cancel, "paused", st->paused, "tasks",
+                  (int)st->tasks, "rb_tasks", (int)st->rb_tasks, "plan_sha", st->plan_sha, "rb_sha",
+                  st->rb_sha, "nodes_rev", (json_int_t)st->nodes_rev, "error", st->error, "owner",
+                  owner ? owner : "", "token", (json_int_t)token);
     char *s = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     return s;

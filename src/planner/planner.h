@@ -32,9 +32,11 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "format.h"
 
-/* Format version of the JSON form of a plan. Version N reads N-1. */
-#define PLANNER_FORMAT_VERSION 1
+/* Format version of the JSON form of a plan a build makes; it reads every version from 1 up
+   to it (format.h). The engine sets a plan's format_version to its job's. */
+#define PLANNER_FORMAT_VERSION DROVER_FORMAT_VERSION
 
 /* Node-level actions. The order is the per-node order of a create. */
 enum planner_action {

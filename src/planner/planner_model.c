@@ -15,6 +15,10 @@
 struct planner_input__store {
     struct planner__arena *arena;
     struct planner_node *snodes, *tnodes;
+    /* The layouts' strings copied into the arena (service lists into svcs), so that
+       the input outlives the model layouts it was built from. */
+    struct model_node_layout *own[2];
+    char **svcs;
 };
 
 static const enum planner_action svc_actions[] = {
@@ -140,6 +144,39 @@ static void sigs_free(struct sigs *s)
     planner__map_free(&s->map);
 }
 
+static size_t layout_services(const struct model_layout *l)
+{
+    size_t n = 0;
+    for (size_t i = 0; l && i < l->n_nodes; i++)
+        n += l->nodes[i].n_services;
+    return n;
+}
+
+/*
+ * The node layouts of l with every string in the arena and the service lists
+ * in st->svcs from *used on: the input keeps pointers to ids, types and
+ * service names, and its caller may free the layouts it was built from (the
+ * engine does, right after planning).
+ */
+static struct model_node_layout *own_nodes(struct planner_input__store *st,
+                                           const struct model_layout *l, size_t *used)
+{
+    if (l == NULL)
+        return NULL;
+    struct model_node_layout *v = xcalloc(l->n_nodes + 1, sizeof(*v));
+    for (size_t i = 0; i < l->n_nodes; i++) {
+        const struct model_node_layout *nl = &l->nodes[i];
+        v[i] = *nl;
+        v[i].id = planner__arena_strdup(st->arena, nl->id);
+        v[i].hardwaretype = planner__arena_strdup(st->arena, nl->hardwaretype);
+        v[i].imagetype = planner__arena_strdup(st->arena, nl->imagetype);
+        v[i].services = (char **)&st->svcs[*used];
+        for (size_t k = 0; k < nl->n_services; k++)
+            st->svcs[(*used)++] = planner__arena_strdup(st->arena, nl->services[k]);
+    }
+    return v;
+}
+
 int planner_input_from_model(const struct model_catalog *c, const struct model_template *tmpl,
                              const struct model_layout *start, const struct model_layout *target,
                              struct planner_input **out, struct drv_err *err)
@@ -148,6 +185,20 @@ int planner_input_from_model(const struct model_catalog *c, const struct model_t
     struct planner_input *in = xcalloc(1, sizeof(*in));
     in->store = xcalloc(1, sizeof(*in->store));
     struct planner__arena *ar = in->store->arena = planner__arena_new();
+    /* From here on, start and target are the input's own copies. */
+    if (target == start)
+        target = NULL;
+    size_t n_svcs = 0;
+    in->store->svcs =
+        xcalloc(layout_services(start) + layout_services(target) + 1, sizeof(*in->store->svcs));
+    struct model_node_layout *os = own_nodes(in->store, start, &n_svcs);
+    struct model_node_layout *ot = own_nodes(in->store, target, &n_svcs);
+    in->store->own[0] = os;
+    in->store->own[1] = ot;
+    struct model_layout owned_start = {os, start ? start->n_nodes : 0};
+    struct model_layout owned_target = {ot, target ? target->n_nodes : 0};
+    start = start ? &owned_start : NULL;
+    target = target ? &owned_target : NULL;
 
     /* Services of either layout, sorted by name (model layouts keep each node's sorted). */
     struct planner__map seen;
@@ -298,6 +349,9 @@ void planner_input_free(struct planner_input *in)
     if (in == NULL)
         return;
     if (in->store) {
+        free(in->store->own[0]);
+        free(in->store->own[1]);
+        free(in->store->svcs);
         planner__arena_free(in->store->arena);
         free(in->store->snodes);
         free(in->store->tnodes);

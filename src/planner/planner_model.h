@@ -35,6 +35,8 @@ struct planner_input {
  * Build the input. start may be NULL (create); target may be NULL (the same as
  * start). tmpl (may be NULL) gives the default provider, looked up in c for its
  * type. Errors: DRV_ENOENT for a service not in the catalogue.
+ * The input copies what it needs of start and target (they may be freed at
+ * once) and borrows c, which must outlive it.
  */
 int planner_input_from_model(const struct model_catalog *c, const struct model_template *tmpl,
                              const struct model_layout *start, const struct model_layout *target,

@@ -168,6 +168,17 @@ static const struct migration migrations[] = {
      "  PRIMARY KEY (job_id, phase, task_id, attempt, run));"
      "ALTER TABLE clusters ADD COLUMN secrets jsonb NOT NULL DEFAULT '{}';"
      "ALTER TABLE nodes ADD COLUMN updated_at timestamptz NOT NULL DEFAULT now();"},
+    {5, "resources: a tenant's plugin resources, versioned",
+     /* One row per pushed version; body is the canonical JSON map path -> base64 whose
+        SHA-256 is sha256 (docs/api.md "Resources"). Never edited, never deleted. */
+     "CREATE TABLE resources ("
+     "  tenant_id bigint NOT NULL REFERENCES tenants(id),"
+     "  version integer NOT NULL,"
+     "  sha256 text NOT NULL, size bigint NOT NULL, files integer NOT NULL,"
+     "  body bytea NOT NULL,"
+     "  created_at timestamptz NOT NULL DEFAULT now(),"
+     "  created_by text NOT NULL,"
+     "  PRIMARY KEY (tenant_id, version));"},
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

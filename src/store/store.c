@@ -44,7 +44,7 @@ struct store {
     pthread_cond_t cv;
     struct request *head, *tail;
     int stopping;
-    int quiesced; /* store_quiesce ran */
+    int quiesced;        /* store_quiesce ran */
     unsigned broken_gen; /* bumped when a connection is found broken (under mu) */
     /* Loop-thread state. */
     int healthy;

@@ -203,6 +203,19 @@ int store_entity_put(PGconn *conn, const char *tenant_id, const char *kind, cons
 int store_entity_delete(PGconn *conn, const char *tenant_id, const char *kind, const char *name,
                         struct drv_err *err);
 
+/* ---- resources (store_resources.c) ---- */
+
+/* Insert the tenant's next resources version (under the tenant row's lock, inside the
+   caller's transaction); *row {version, sha256, size, files, created_at, created_by}. */
+int store_resource_insert(PGconn *conn, const char *tenant_id, const char *sha256, const char *size,
+                          const char *files, const char *body, const char *created_by, json_t **row,
+                          struct drv_err *err);
+/* The tenant's versions, newest first, without their bodies. */
+int store_resource_list(PGconn *conn, const char *tenant_id, json_t **items, struct drv_err *err);
+/* One version with its body (text); DRV_ENOENT when there is none. */
+int store_resource_get(PGconn *conn, const char *tenant_id, const char *version, json_t **row,
+                       struct drv_err *err);
+
 /* ---- clusters and jobs (store_clusters.c) ---- */
 
 /* owner_id: NULL for every cluster of the tenant, else only that user's. */
@@ -219,6 +232,17 @@ struct store_cluster_new {
 /* DRV_EEXIST when a live cluster of the tenant has the name. */
 int store_cluster_insert(PGconn *conn, const struct store_cluster_new *c, json_t **row,
                          struct drv_err *err);
+/*
+ * The cluster's last job and the layouts of the nodes whose forward tasks
+ * failed in it: {"job": id, "operation": ..., "request": {...},
+ * "failed_layouts": [{"services", "hardwaretype", "imagetype", "count": 1}]}.
+ * DRV_ENOENT when the cluster has no job.
+ */
+int store_cluster_last_failure(PGconn *conn, const char *cluster_id, json_t **row,
+                               struct drv_err *err);
+/* A failed cluster made again: its new layout and size, status pending (a recreate). */
+int store_cluster_relayout(PGconn *conn, const char *cluster_id, const char *layout, long size,
+                           struct drv_err *err);
 int store_cluster_set_status(PGconn *conn, const char *cluster_id, const char *status,
                              struct drv_err *err);
 /* The unfinished job (pending, running, paused) of a cluster, or DRV_ENOENT. */

@@ -82,10 +82,11 @@ int store_cluster_get(PGconn *conn, const char *tenant_id, const char *owner_id,
         return rc;
     json_t *nodes;
     const char *q[] = {cluster_id};
-    rc = store_query_json(conn,
-                          "SELECT id, hardwaretype, imagetype, services, properties, status"
-                          " FROM nodes WHERE cluster_id = $1::bigint ORDER BY id",
-                          1, q, &nodes, err);
+    rc = store_query_json(
+        conn,
+        "SELECT id, hardwaretype, imagetype, services, properties, status"
+        " FROM nodes WHERE cluster_id = $1::bigint AND status <> 'deleted' ORDER BY id",
+        1, q, &nodes, err);
     if (rc) {
         json_decref(*row);
         *row = NULL;
@@ -128,6 +129,34 @@ int store_cluster_set_status(PGconn *conn, const char *cluster_id, const char *s
     return store_execp(conn,
                        "UPDATE clusters SET status = $2, updated_at = now() WHERE id = $1::bigint",
                        2, p, NULL, err);
+}
+
+int store_cluster_last_failure(PGconn *conn, const char *cluster_id, json_t **row,
+                               struct drv_err *err)
+{
+    const char *p[] = {cluster_id};
+    return store_query_row(
+        conn,
+        "SELECT j.id::text AS job, j.operation, j.request,"
+        " coalesce((SELECT jsonb_agg(DISTINCT jsonb_build_object('services', n.services,"
+        "  'hardwaretype', n.hardwaretype, 'imagetype', n.imagetype, 'count', 1))"
+        "  FROM tasks t JOIN nodes n ON n.cluster_id = j.cluster_id AND n.id = t.node_id"
+        "  WHERE t.job_id = j.id AND t.phase = 'f' AND t.status = 'failed'), '[]')"
+        "  AS failed_layouts"
+        " FROM jobs j WHERE j.cluster_id = $1::bigint ORDER BY j.id DESC LIMIT 1",
+        1, p, row, err);
+}
+
+int store_cluster_relayout(PGconn *conn, const char *cluster_id, const char *layout, long size,
+                           struct drv_err *err)
+{
+    char sz[24];
+    snprintf(sz, sizeof(sz), "%ld", size);
+    const char *p[] = {cluster_id, layout, sz};
+    return store_execp(conn,
+                       "UPDATE clusters SET status = 'pending', layout = $2::jsonb,"
+                       " size = $3::integer, updated_at = now() WHERE id = $1::bigint",
+                       3, p, NULL, err);
 }
 
 int store_cluster_open_job(PGconn *conn, const char *cluster_id, json_t **row, struct drv_err *err)
@@ -335,11 +364,10 @@ int store_job_control(PGconn *conn, const char *tenant_id, const char *owner_id,
 int store_job_open_ids(PGconn *conn, const char *tenant_id, json_t **ids, struct drv_err *err)
 {
     const char *p[] = {tenant_id};
-    return store_query_json(
-        conn,
-        "SELECT id::text AS id, operation, status FROM jobs"
-        " WHERE ($1::bigint IS NULL OR tenant_id = $1::bigint)"
-        " AND status IN ('pending', 'running', 'paused', 'rolling-back')"
-        " ORDER BY jobs.id LIMIT 1000",
-        1, p, ids, err);
+    return store_query_json(conn,
+                            "SELECT id::text AS id, operation, status FROM jobs"
+                            " WHERE ($1::bigint IS NULL OR tenant_id = $1::bigint)"
+                            " AND status IN ('pending', 'running', 'paused', 'rolling-back')"
+                            " ORDER BY jobs.id LIMIT 1000",
+                            1, p, ids, err);
 }

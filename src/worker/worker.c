@@ -7,6 +7,7 @@
  *   TAKEN --record the attempt (run record created, checked against our
  *     |    claim in one multi-op)--> CONTEXT --job context read--> RUNNING
  *     |                      (NODES: the job's nodes map read, for plugins that want it)
+ *     |                      (RESOURCES: the job's pinned resources version fetched, resources.c)
  *     |                                                              |
  *     | claim not ours / job gone                          plugin ended
  *     v                                                              v
@@ -58,7 +59,15 @@
 
 extern char **environ;
 
-enum wstate { WT_RECORDING, WT_CONTEXT, WT_NODES, WT_RUNNING, WT_COMPLETING, WT_DONE };
+enum wstate {
+    WT_RECORDING,
+    WT_CONTEXT,
+    WT_NODES,
+    WT_RESOURCES,
+    WT_RUNNING,
+    WT_COMPLETING,
+    WT_DONE
+};
 
 struct wqueue {
     struct worker *w;
@@ -94,6 +103,8 @@ struct wtask {
     const struct worker__plugin *plugin;
     int timeout_ms;
     json_t *rec;
+    long res_version;    /* the job's pinned resources version: held while res_dir is set */
+    const char *res_dir; /* its directory (resources.c's), NULL: worker.resources_dir */
 };
 
 struct worker {
@@ -111,11 +122,12 @@ struct worker {
     size_t running;
     unsigned takes; /* outstanding */
     struct wctx *ctxs;
+    struct worker__res *res; /* NULL: no sync, worker.resources_dir for every task */
     struct coord_group *peers;
-    size_t n_peers; /* other live workers of this tenant sharing a class */
+    size_t n_peers;         /* other live workers of this tenant sharing a class */
     struct strmap *avoided; /* task key -> int64_t * until when this worker passes it over */
     struct event *avoid_ev; /* the next expiry: look at the queues again */
-    char **env;     /* the plugins' base environment */
+    char **env;             /* the plugins' base environment */
     size_t n_env;
     bool stopping, freed;
     void (*stop_done)(void *);
@@ -162,8 +174,6 @@ static void env_build(struct worker *w)
         if (strncmp(*e, "DROVER_", 7) != 0)
             env_add(w, xstrdup(*e));
     env_add(w, xasprintf("DROVER_WORKER_ID=%s", w->id));
-    if (w->resources)
-        env_add(w, xasprintf("DROVER_RESOURCES=%s", w->resources));
     if (w->zk_hosts)
         env_add(w, xasprintf("DROVER_ZK_HOSTS=%s", w->zk_hosts));
     if (w->zk_digest)
@@ -173,7 +183,7 @@ static void env_build(struct worker *w)
 /* The base environment plus this task's variables: a new array (free each string). */
 static char **env_for(struct worker *w, struct wtask *t)
 {
-    char **e = xcalloc(w->n_env + 5, sizeof(char *));
+    char **e = xcalloc(w->n_env + 6, sizeof(char *));
     size_t n = 0;
     for (size_t i = 0; i < w->n_env; i++)
         e[n++] = xstrdup(w->env[i]);
@@ -182,6 +192,8 @@ static char **env_for(struct worker *w, struct wtask *t)
     e[n++] = xasprintf("DROVER_ATTEMPT=%lld",
                        (long long)json_integer_value(json_object_get(t->item, "attempt")));
     e[n++] = xasprintf("DROVER_PLUGIN_DIR=%s", t->plugin ? t->plugin->dir : "");
+    if (t->res_dir || w->resources)
+        e[n++] = xasprintf("DROVER_RESOURCES=%s", t->res_dir ? t->res_dir : w->resources);
     return e;
 }
 
@@ -237,6 +249,10 @@ static void task_finish(struct wtask *t)
     if (t->st == WT_DONE)
         return;
     t->st = WT_DONE;
+    if (t->res_dir) {
+        worker__res_release(w->res, t->res_version);
+        t->res_dir = NULL;
+    }
     task_unlink(t);
     task_unref(t);
     if (!w->freed) {
@@ -264,6 +280,8 @@ static void on_claim_lost(struct coord_queue *q, const char *item_id, void *arg)
     log_warn(MOD, "event=claim-lost worker=%s task=%s state=%d", w->id, t->key, (int)t->st);
     if (t->proc) {
         worker__proc_kill(t->proc); /* invariant 3 of worker.h: before anyone else can run it */
+    } else if (t->st == WT_RESOURCES) {
+        task_finish(t); /* nothing started; no callback holds it (on_resources looks it up) */
     } else if (t->st != WT_COMPLETING) {
         /* Recording or reading the context: their callbacks see lost and stop. */
     }
@@ -430,7 +448,8 @@ static void run_plugin(struct wtask *t, const json_t *ctx)
         if (worker__is_provider_task(name) && name && strcmp(name, "confirm") == 0 && node)
             snprintf(out, sizeof(out),
                      "{\"status\":\"ok\",\"message\":\"noop\",\"result\":{\"hostname\":"
-                     "\"%.200s.noop\",\"ipaddresses\":{\"access_v4\":\"192.0.2.1\",\"bind_v4\":\"192.0.2.1\"}}}",
+                     "\"%.200s.noop\",\"ipaddresses\":{\"access_v4\":\"192.0.2.1\",\"bind_v4\":"
+                     "\"192.0.2.1\"}}}",
                      node);
         else
             snprintf(out, sizeof(out), "{\"status\":\"ok\",\"message\":\"noop\"}");
@@ -456,9 +475,66 @@ static void run_plugin(struct wtask *t, const json_t *ctx)
     spawn_plugin(t, ctx, NULL);
 }
 
+/*
+ * The job's pinned resources (ctx "resources": {"version", "sha256"}), when this worker
+ * syncs them: true when the task may go on (t->res_dir set, or no pinned version), false
+ * when it waits for the fetch (on_resources runs it again) or has failed.
+ */
+static bool resources_ready(struct wtask *t, const json_t *ctx)
+{
+    struct worker *w = t->w;
+    const json_t *res = json_object_get(ctx, "resources");
+    json_int_t v = json_integer_value(json_object_get(res, "version"));
+    if (!w->res || t->res_dir || v <= 0)
+        return true;
+    const char *sha = json_string_value(json_object_get(res, "sha256"));
+    int rc = worker__res_acquire(w->res, (long)v, sha, &t->res_dir);
+    t->res_version = (long)v;
+    if (rc == 0)
+        return true;
+    t->res_dir = NULL;
+    if (rc == DRV_EAGAIN) {
+        log_info(MOD, "event=task-waits-for-resources worker=%s task=%s version=%ld", w->id, t->key,
+                 t->res_version);
+        t->st = WT_RESOURCES;
+        return false;
+    }
+    char why[160];
+    snprintf(why, sizeof(why), "resources version %ld: a checksum other than the pinned one",
+             t->res_version);
+    fail_now(t, why);
+    return false;
+}
+
+static void need_context(struct wtask *t);
+
+/* resources.c: a version is ready (or could not be fetched): run the tasks that wait. */
+static void on_resources(void *arg, long version, int rc, const char *msg)
+{
+    struct worker *w = arg;
+    for (struct wtask *t = w->tasks; t; t = t->next) {
+        if (t->st != WT_RESOURCES || t->res_version != version)
+            continue;
+        if (t->lost || w->freed) {
+            task_finish(t);
+        } else if (rc) {
+            fail_now(t, msg);
+        } else {
+            struct wctx *c = ctx_of(w, t->job);
+            if (c && c->ctx)
+                run_plugin(t, c->ctx);
+            else
+                need_context(t);
+        }
+        return on_resources(arg, version, rc, msg); /* the list changed */
+    }
+}
+
 static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes)
 {
     struct worker *w = t->w;
+    if (!resources_ready(t, ctx))
+        return;
     t->st = WT_RUNNING;
     json_t *task = worker__task_json(t->item, ctx, nodes);
     struct drv_err err;
@@ -987,6 +1063,13 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
                     "worker: id, tenant, plugin_dir and concurrency >= 1 are required");
         return NULL;
     }
+    bool has_state = o->state_dir && *o->state_dir, has_url = o->api_url && *o->api_url;
+    if (has_state != has_url) {
+        drv_err_set(err, DRV_EINVAL, 0,
+                    "worker.state_dir and worker.api_url go together (the resources sync): "
+                    "set both, with worker.api_token_file, or neither");
+        return NULL;
+    }
     struct worker__plugins *ps;
     if (worker__plugins_load(o->plugin_dir, &ps, err) != 0)
         return NULL;
@@ -1008,6 +1091,28 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
         w->has_key = true;
     }
     env_build(w);
+    if (o->state_dir && *o->state_dir && o->api_url && *o->api_url) {
+        struct worker__res_opts ro = {.tenant = w->tenant,
+                                      .state_dir = o->state_dir,
+                                      .api_url = o->api_url,
+                                      .token_file = o->api_token_file ? o->api_token_file : "",
+                                      .keep_ms = o->resources_keep_ms,
+                                      .on_ready = on_resources,
+                                      .arg = w};
+        w->res = worker__res_new(base, zk, &ro, err);
+        if (!w->res) {
+            worker__plugins_free(ps);
+            env_free(w->env);
+            free(w->id);
+            free(w->tenant);
+            free(w->resources);
+            free(w->zk_hosts);
+            free(w->zk_digest);
+            free(w->version);
+            free(w);
+            return NULL;
+        }
+    }
     const char *classes = o->classes && *o->classes ? o->classes : "default";
     for (const char *p = classes; *p;) {
         const char *c = strchr(p, ',');
@@ -1059,6 +1164,17 @@ static void on_grace(evutil_socket_t fd, short what, void *arg)
             t->killed_by_stop = true;
             worker__proc_kill(t->proc);
         }
+    /* Tasks still waiting for their resources go back too. */
+    bool again = true;
+    while (again) {
+        again = false;
+        for (struct wtask *t = w->tasks; t && !again; t = t->next)
+            if (t->st == WT_RESOURCES && !t->lost) {
+                t->st = WT_COMPLETING;
+                hand_back(t); /* may change the list */
+                again = true;
+            }
+    }
 }
 
 void worker_stop(struct worker *w, void (*done)(void *arg), void *arg)
@@ -1108,6 +1224,7 @@ void worker_free(struct worker *w)
         w->tasks = t->next;
         task_unref(t);
     }
+    worker__res_free(w->res);
     coord_group_free(w->peers);
     for (size_t i = 0; i < w->n_queues; i++) {
         coord_queue_close(w->queues[i].q);

@@ -52,6 +52,12 @@ struct worker_opts {
     const char *zk_hosts;       /* DROVER_ZK_HOSTS for plugins (ssh-pool) */
     const char *zk_digest_file; /* DROVER_ZK_DIGEST_FILE for plugins */
     const char *version;        /* shown in the member znode */
+    /* Resources synced from droverd (docs/worker.md "Resources"): all three, or none and
+       resources_dir serves every task. */
+    const char *state_dir;      /* versions under <state_dir>/resources */
+    const char *api_url;        /* http://host:port of droverd */
+    const char *api_token_file; /* a token of the tenant */
+    long resources_keep_ms;     /* unused older versions are removed after this (0: 10 min) */
 };
 
 /*

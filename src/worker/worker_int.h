@@ -140,4 +140,33 @@ json_t *worker__task_json(const json_t *item, const json_t *ctx, const json_t *n
 int worker__task_outcome(const struct worker__proc_result *r, int timeout_ms,
                          const struct worker__plugin *p, const unsigned char *key, json_t *rec);
 
+/* ---- resources.c: the tenant's resources, synced from droverd ----------------------- */
+
+struct coord_session;
+struct worker__res;
+
+struct worker__res_opts {
+    const char *tenant;
+    const char *state_dir;  /* versions go to <state_dir>/resources/<version> */
+    const char *api_url;    /* http://host[:port][/prefix] of droverd */
+    const char *token_file; /* a token of the tenant (any role) */
+    long keep_ms;           /* an unused older version stays this long after its last use */
+    /* A version asked for is ready (rc 0) or could not be fetched (rc < 0, msg why). Loop. */
+    void (*on_ready)(void *arg, long version, int rc, const char *msg);
+    void *arg;
+};
+
+/* Scan what an earlier run left, watch /drover/resources/<tenant>. NULL with err. */
+struct worker__res *worker__res_new(struct event_base *base, struct coord_session *zk,
+                                    const struct worker__res_opts *o, struct drv_err *err);
+/*
+ * The directory of version (borrowed until worker__res_release; a reference is held so
+ * it is not removed): 0. DRV_EAGAIN: not here yet, being fetched; on_ready tells.
+ * sha: the version's checksum as pinned (may be NULL).
+ */
+int worker__res_acquire(struct worker__res *r, long version, const char *sha, const char **dir);
+void worker__res_release(struct worker__res *r, long version);
+/* Stop fetching and free (the directories stay). NULL is fine. */
+void worker__res_free(struct worker__res *r);
+
 #endif

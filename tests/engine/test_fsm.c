@@ -230,7 +230,7 @@ static void test_log_roundtrip(void **state)
         r[i].attempt = (uint8_t)(i % 62);
         r[i].failures = (uint8_t)(i % 5);
     }
-    char *text = engine__log_encode(r, 512, 512);
+    char *text = engine__log_encode(r, 512, 512, 1);
     assert_true(strlen(text) < 2048); /* invariant 7: a few KB at most */
     struct engine_task_rec back[512];
     struct drv_err err;
@@ -251,6 +251,18 @@ static void test_log_roundtrip(void **state)
     const char *newer = "{\"format\":99,\"first\":0,\"n\":1,\"s\":\"S\",\"a\":\"1\",\"f\":\"0\"}";
     assert_int_equal(engine__log_decode(newer, strlen(newer), 0, 1, back, &err), DRV_EINVAL);
     assert_non_null(strstr(err.msg, "format 99"));
+    /* This build's format and the one before it are read (rolling upgrades, format.h). */
+    char *mine = engine__log_encode(r, 0, 1, DROVER_FORMAT_VERSION);
+    char *before = engine__log_encode(r, 0, 1, DROVER_FORMAT_MIN_READ);
+    assert_int_equal(engine__log_decode(mine, strlen(mine), 0, 1, back, &err), 0);
+    assert_int_equal(engine__log_decode(before, strlen(before), 0, 1, back, &err), 0);
+    free(mine);
+    free(before);
+    char next[96];
+    snprintf(next, sizeof(next),
+             "{\"format\":%d,\"first\":0,\"n\":1,\"s\":\"S\",\"a\":\"1\",\"f\":\"0\"}",
+             DROVER_FORMAT_VERSION + 1);
+    assert_int_equal(engine__log_decode(next, strlen(next), 0, 1, back, &err), DRV_EINVAL);
     const char *bad = "{\"format\":1,\"first\":0,\"n\":1,\"s\":\"Z\",\"a\":\"1\",\"f\":\"0\"}";
     assert_int_equal(engine__log_decode(bad, strlen(bad), 0, 1, back, &err), DRV_EINVAL);
     assert_int_equal(engine__log_decode("[", 1, 0, 1, back, &err), DRV_EINVAL);

@@ -649,6 +649,38 @@ static void test_rollback_restart_has_nothing_to_undo(void **state)
     model_catalog_free(c);
 }
 
+/* The input keeps nothing of the layouts it was built from: the engine frees them at once. */
+static void test_input_outlives_layouts(void **state)
+{
+    struct model_catalog *c = seeds_catalog();
+    fx_service(c, "base", "install,configure", "", "", "", "");
+    struct model_layout *start = seeds_layout(), *target = seeds_layout();
+    fx_node(target, "n6", "base,s2");
+    struct planner_input *in = NULL;
+    struct drv_err err = {0};
+    assert_int_equal(planner_input_from_model(c, NULL, start, target, &in, &err), 0);
+    size_t n_start = in->start.n_nodes;
+    model_layout_free(start);
+    model_layout_free(target);
+    /* Freed layouts: ASan's use-after-free would fire on any pointer into them. */
+    assert_int_equal(in->target.n_nodes, n_start + 1);
+    const struct planner_node *n6 = &in->target.nodes[in->target.n_nodes - 1];
+    assert_string_equal(n6->id, "n6");
+    assert_int_equal(n6->n_services, 2);
+    assert_string_equal(n6->services[0], "base");
+    assert_string_equal(n6->services[1], "s2");
+    for (size_t i = 0; i < in->start.n_nodes; i++)
+        assert_string_equal(in->start.nodes[i].id, in->target.nodes[i].id);
+    struct planner_request req = planner_input_request(in, PLANNER_OP_EXPAND, NULL, 0);
+    struct planner_plan *p = NULL;
+    assert_int_equal(planner_build(&req, &p, &err), 0);
+    assert_true(fx_has(p, "n6/create"));
+    planner_plan_free(p);
+    planner_input_free(in);
+    model_catalog_free(c);
+    (void)state;
+}
+
 static void test_rollback_shrink_recreates_nodes(void **state)
 {
     struct model_catalog *c = seeds_catalog();
@@ -962,6 +994,7 @@ int main(void)
         cmocka_unit_test(test_rollback_shrink_recreates_nodes),
         cmocka_unit_test(test_exec_runs_plan_within_limits),
         cmocka_unit_test(test_exec_requeue_and_why),
+        cmocka_unit_test(test_input_outlives_layouts),
         cmocka_unit_test(test_every_catalogue_template),
 #ifdef DROVER_HAVE_SOLVER
         cmocka_unit_test(test_every_catalogue_template_solved),
