@@ -4,13 +4,38 @@
 import { h, clear, add, fill, table, badge, fmtTime } from './dom.js';
 import { get, post, del } from './api.js';
 
+// Each operation's input: a count, a list of services, a JSON object, or an optional number.
 const OPS = [
-  { op: 'expand', label: 'Expand', field: 'nodes', help: 'nodes to add' },
-  { op: 'shrink', label: 'Shrink', field: 'nodes', help: 'nodes to remove' },
+  { op: 'expand', label: 'Expand', field: 'nodes', kind: 'count', help: 'nodes to add' },
+  { op: 'shrink', label: 'Shrink', field: 'nodes', kind: 'count', help: 'nodes to remove' },
+  { op: 'addservices', label: 'Add services', field: 'services', kind: 'list', help: 'services (comma-separated)' },
+  { op: 'removeservices', label: 'Remove services', field: 'services', kind: 'list', help: 'services (comma-separated)' },
+  { op: 'configure', label: 'Configure', field: 'config', kind: 'json', help: 'config (a JSON object)' },
+  { op: 'upgrade', label: 'Upgrade', field: 'template_version', kind: 'optional', help: 'template version (empty: the current one)' },
   { op: 'start', label: 'Start' },
   { op: 'stop', label: 'Stop' },
   { op: 'restart', label: 'Restart' },
 ];
+
+function opInput(o) {
+  if (o.kind === 'count') return h('input', { type: 'number', min: 1, value: 1, id: 'op-input' });
+  if (o.kind === 'optional') return h('input', { type: 'number', min: 1, id: 'op-input' });
+  if (o.kind === 'json') return h('textarea', { id: 'op-input', rows: 6, cols: 50, spellcheck: 'false' }, '{}');
+  if (o.kind === 'list') return h('input', { id: 'op-input', size: 40 });
+  return null;
+}
+
+// The request body from the dialog's input; throws with a message when it is not valid.
+function opBody(o, input) {
+  if (!input) return {};
+  const v = input.value.trim();
+  if (o.kind === 'count') return { [o.field]: Number(v) };
+  if (o.kind === 'optional') return v ? { [o.field]: Number(v) } : {};
+  if (o.kind === 'list') return { [o.field]: v.split(',').map(x => x.trim()).filter(Boolean) };
+  let j;
+  try { j = JSON.parse(v || '{}'); } catch (e) { throw new Error(`config: not JSON (${e.message})`); }
+  return { [o.field]: j };
+}
 
 export async function clustersView(main, args, ctx) {
   if (ctx.who.role === 'superadmin') {
@@ -136,9 +161,10 @@ function operations(c, open, ctx) {
   if (!mayAct) return null;
   const dialog = h('dialog', { class: 'confirm', 'aria-labelledby': 'confirm-title' });
   const blocked = !!open || ['failed', 'needs-operator', 'deleting'].includes(c.status);
-  const ask = (op, label, field, help) => {
+  const ask = o => {
+    const { op, label, help } = o;
     clear(dialog);
-    const input = field ? h('input', { type: 'number', min: 1, value: 1, id: 'op-input' }) : null;
+    const input = opInput(o);
     const err = h('p', { class: 'error', role: 'alert' });
     add(dialog, 
       h('h2', { id: 'confirm-title' }, `${label} cluster ${c.name}?`),
@@ -150,7 +176,7 @@ function operations(c, open, ctx) {
       h('div', { class: 'row' },
         h('button', { onclick: async () => {
           try {
-            const body = input ? { [field]: Number(input.value) } : {};
+            const body = opBody(o, input);
             const r = op === 'delete' ? await del(`/v1/clusters/${c.id}`) : await post(`/v1/clusters/${c.id}/${op}`, body);
             dialog.close();
             location.hash = `#/jobs/${r.job.id}`;
@@ -161,7 +187,7 @@ function operations(c, open, ctx) {
   };
   return h('section', { class: 'ops', 'aria-label': 'Operations' },
     open ? h('p', {}, 'Job ', h('a', { href: `#/jobs/${open.id}` }, `#${open.id}`), ` (${open.operation}) is ${open.status}: operations wait for it.`) : null,
-    OPS.map(o => h('button', { disabled: blocked, onclick: () => ask(o.op, o.label, o.field, o.help) }, o.label)),
-    h('button', { class: 'danger', disabled: !!open, onclick: () => ask('delete', 'Delete') }, 'Delete'),
+    OPS.map(o => h('button', { disabled: blocked, onclick: () => ask(o) }, o.label)),
+    h('button', { class: 'danger', disabled: !!open, onclick: () => ask({ op: 'delete', label: 'Delete' }) }, 'Delete'),
     dialog);
 }

@@ -130,6 +130,14 @@ try {
   if (!/small/.test(hw) || !/img/.test(hw)) throw new Error(`node row without hardware and image: ${hw}`);
   await shot('03-cluster');
   ok('a cluster: nodes with hardware and image, job history');
+  // an operation the API refuses: its error shows in the dialog (the cluster has that version)
+  await page.eval(`[...document.querySelectorAll('section.ops button')].find(b => b.textContent === 'Upgrade').click()`);
+  await page.until(`document.querySelector('dialog.confirm[open] #op-input')`, 'the upgrade dialog');
+  allow404.push(/\/upgrade$/); // the refusal (422) is a failed request in the console
+  await page.eval(`document.querySelector('dialog.confirm[open] button').click()`);
+  const refused = await page.until(`document.querySelector('dialog.confirm[open] .error').textContent`, 'the upgrade refused');
+  await page.eval(`[...document.querySelectorAll('dialog.confirm[open] button')].find(b => b.textContent === 'Cancel').click()`);
+  ok(`an operation the API refuses shows why in its dialog: "${refused}"`);
   // an operation: confirmed in a dialog, then its job
   await page.eval(`[...document.querySelectorAll('section.ops button')].find(b => b.textContent === 'Restart').click()`);
   await page.until(`document.querySelector('dialog.confirm[open]')`, 'the confirmation dialog');
