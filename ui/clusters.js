@@ -100,6 +100,9 @@ async function createForm(ctx) {
     h('label', {}, 'Name ', name), h('label', {}, 'Template ', tpl), h('label', {}, 'Nodes ', nodes)),
   h('div', { class: 'row' }, h('button', { type: 'submit' }, 'Preview'), create),
   out);
+  // Create sends what was previewed: any change asks for a new dry run first.
+  form.addEventListener('input', () => { create.disabled = true; });
+  form.addEventListener('change', () => { create.disabled = true; });
   return form;
 }
 
