@@ -39,6 +39,7 @@
 #include "log.h"
 #include "server.h"
 #include "store.h"
+#include "ui.h"
 #include "workpool.h"
 #include "strmap.h"
 #include "xalloc.h"
@@ -311,6 +312,16 @@ static void call_done(int rc, const struct drv_err *err, void *arg)
     api__reply(c);
 }
 
+struct event_base *api__base(struct api *a)
+{
+    return a->base;
+}
+
+void api__dispatch(struct call *c)
+{
+    dispatch(c);
+}
+
 struct coord_session *api__zk(struct api *a)
 {
     return a->zk;
@@ -329,6 +340,25 @@ static void dispatch(struct call *c)
 }
 
 /* Reply with c's error (or, the client being gone, just free it). */
+/* The dashboard's files (ui.c): no token, GET and HEAD, errors as JSON. */
+static void serve_ui(struct api *a, struct api_req *r)
+{
+    struct api_ui_reply u;
+    api_ui_answer(a->ui, r->head.method, r->head.path, api__http_header(&r->head, "If-None-Match"),
+                  &u);
+    if (u.status >= 400) {
+        reply_error(a, r, u.status, u.code, u.msg, u.headers);
+        return;
+    }
+    a->by_status[u.status]++;
+    char *body = NULL;
+    if (u.body) {
+        body = xmalloc(u.len ? u.len : 1);
+        memcpy(body, u.body, u.len);
+    }
+    api__server_reply(r, u.status, u.type, u.headers, body, u.len, false);
+}
+
 static void fail_call(struct call *c)
 {
     api__reply(c);
@@ -528,6 +558,10 @@ static void on_head(struct api_req *r, void *arg)
     }
     if (serve_probe(a, r))
         return;
+    if (api_ui_path(r->head.path)) {
+        serve_ui(a, r);
+        return;
+    }
     struct call *c = xcalloc(1, sizeof(*c));
     c->api = a;
     c->req = r;
@@ -654,6 +688,23 @@ struct api *api_new(struct event_base *base, struct store *store, struct coord_s
     }
     if (o->tls_cert && *o->tls_cert && tls_setup(a, o, err) != 0)
         goto fail;
+    if (o->ui_dir && *o->ui_dir) {
+        /* A missing directory leaves the API as it is (the dashboard answers 404); a directory
+           too large to serve from memory is a configuration error. */
+        struct drv_err uerr;
+        drv_err_clear(&uerr);
+        a->ui = api_ui_load(o->ui_dir, &uerr);
+        if (!a->ui && uerr.code != DRV_ENOENT) {
+            *err = uerr;
+            goto fail;
+        }
+        char q[300];
+        if (!a->ui)
+            log_warn(MODULE, "event=ui_missing error=%s", log_quote(uerr.msg, q, sizeof(q)));
+        else
+            log_info(MODULE, "event=ui_loaded dir=%s files=%zu", log_quote(o->ui_dir, q, sizeof(q)),
+                     api_ui_count(a->ui));
+    }
     /* No query may outlast the request's time limit. */
     store_set_query_timeout(o->timeout_ms);
     struct api_server_opts so = {
@@ -701,6 +752,7 @@ void api_free(struct api *a)
         api__reply(c);
     }
     api__guard_free(a->guard);
+    api_ui_free(a->ui);
     coord_group_free(a->g_droverd);
     coord_group_free(a->g_workers);
     json_decref(a->members);

@@ -58,6 +58,7 @@ struct api_opts {
     long scale_target_wait_ms; /* how long a task may wait in the queue (0: 10 s) */
     long scale_worker_slots;   /* tasks one worker runs at once (0: 4) */
     long scale_task_ms;        /* mean task time assumed before any was measured (0: 1 s) */
+    const char *ui_dir; /* the dashboard's files, served under /ui/ (ui.h); "" or NULL: none */
 };
 
 /* Listen and serve. zk may be NULL (no fleet views). NULL with err on failure. */

@@ -115,6 +115,7 @@ struct api {
     unsigned char key[32];
     int have_key;
     long max_body;
+    struct api_ui *ui; /* the dashboard's files (ui.h), NULL when there are none */
     struct api_probe probes[MAX_PROBES];
     int nprobes;
     /* metrics */
@@ -167,6 +168,16 @@ int api__token_check(PGconn *conn, const char *token, struct api_principal *who,
 int api__token_new(PGconn *conn, const char *user_id, long expires_s, const char *label,
                    char token[90], json_t **row, struct drv_err *err);
 int api__load_key(const char *path, unsigned char key[32], struct drv_err *err);
+
+/* jobwait.c: set "revision" (a hash of the summary) in job; out receives it too. */
+void api__job_revision(json_t *job, char out[33]);
+/* jobwait.c: after a summary in c->out: set its revision, and when the caller named that
+   revision and asked to wait (seconds), hold the call until it changes (the handler runs
+   again every step). Pool thread. */
+int api__job_wait(struct call *c, const char *revision, long wait_s);
+/* Run c's handler (again) on the store's pool. Loop thread. */
+void api__dispatch(struct call *c);
+struct event_base *api__base(struct api *a);
 
 /* explain.c: add "why" to every task of a job (store_job_get's) that waits. */
 void api__explain(json_t *job);

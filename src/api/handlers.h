@@ -104,6 +104,7 @@ int api__h_cluster_delete(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_job_list(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_job_get(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_job_plan(PGconn *conn, struct call *c, struct drv_err *err);
+int api__h_job_attempts(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_job_action(PGconn *conn, struct call *c, struct drv_err *err);
 
 int api__h_members(PGconn *conn, struct call *c, struct drv_err *err);

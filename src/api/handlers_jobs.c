@@ -30,7 +30,8 @@ int api__h_job_list(PGconn *conn, struct call *c, struct drv_err *err)
     return 0;
 }
 
-/* GET /v1/jobs/{id}[?tasks=all|none]: "none" leaves the tasks out (a watcher's poll). */
+/* GET /v1/jobs/{id}[?tasks=all|none]: "none" leaves the tasks out (a watcher's poll), and
+   with wait=S and revision=R waits up to S seconds for the summary to change (jobwait.c). */
 int api__h_job_get(PGconn *conn, struct call *c, struct drv_err *err)
 {
     char *tasks = call_query(c, "tasks");
@@ -39,6 +40,14 @@ int api__h_job_get(PGconn *conn, struct call *c, struct drv_err *err)
     free(tasks);
     if (bad)
         return call_fail(c, 400, "invalid", "tasks", "query parameter \"tasks\": all or none");
+    char *wait = call_query(c, "wait"), *end = NULL;
+    long wait_s = wait ? strtol(wait, &end, 10) : 0;
+    bad = wait && (!*wait || *end || wait_s < 1 || wait_s > 25);
+    free(wait);
+    if (bad)
+        return call_fail(c, 400, "invalid", "wait", "query parameter \"wait\": 1 to 25 seconds");
+    if (wait_s && !none)
+        return call_fail(c, 400, "invalid", "wait", "\"wait\" needs tasks=none");
     int rc =
         none ? store_job_get_summary(conn, c->who.tenant_id, call_owner(c), c->seg[2], &c->out, err)
              : store_job_get(conn, c->who.tenant_id, call_owner(c), c->seg[2], &c->out, err);
@@ -47,6 +56,11 @@ int api__h_job_get(PGconn *conn, struct call *c, struct drv_err *err)
         if (!none)
             api__explain(c->out);
         c->status = 200;
+        if (none) {
+            char *rev = call_query(c, "revision");
+            api__job_wait(c, rev, wait_s);
+            free(rev);
+        }
     }
     return rc;
 }
@@ -89,6 +103,43 @@ int api__h_job_plan(PGconn *conn, struct call *c, struct drv_err *err)
     planner_plan_free(pl);
     c->status = 200;
     return 0;
+}
+
+/*
+ * GET /v1/jobs/{id}/attempts?task=ID[&phase=f|r]: the recorded attempts of one task
+ * (worker, status, times, message, how it ended, the tail of the plugin's output), for a
+ * failed task's story. One task at a time, at most 100 attempts: the reply stays small
+ * whatever the job's size.
+ */
+int api__h_job_attempts(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    char *task = call_query(c, "task"), *phase = call_query(c, "phase");
+    int rc = 0;
+    if (!task || !*task || strlen(task) > 512)
+        rc = call_fail(c, 400, "invalid", "task", "query parameter \"task\": a task id");
+    else if (phase && strcmp(phase, "f") != 0 && strcmp(phase, "r") != 0)
+        rc = call_fail(c, 400, "invalid", "phase", "query parameter \"phase\": f or r");
+    json_t *job = NULL, *items = NULL;
+    if (rc == 0) /* the job is the caller's to see (tenant, and owner for a user) */
+        rc = store_job_get_summary(conn, c->who.tenant_id, call_owner(c), c->seg[2], &job, err);
+    if (rc == 0) {
+        const char *p[] = {c->seg[2], phase ? phase : "f", task};
+        rc = store_query_json(conn,
+                              "SELECT attempt, run, worker, status, started_at, ended_at, message,"
+                              " how, output_tail FROM task_attempts WHERE job_id = $1::bigint"
+                              " AND phase = $2 AND task_id = $3 ORDER BY attempt, started_at"
+                              " LIMIT 100",
+                              3, p, &items, err);
+    }
+    if (rc == 0) {
+        c->out = json_pack("{s:s, s:s, s:s, s:o}", "job", c->seg[2], "phase", phase ? phase : "f",
+                           "task", task, "items", items);
+        c->status = 200;
+    }
+    json_decref(job);
+    free(task);
+    free(phase);
+    return rc;
 }
 
 /*

@@ -51,6 +51,7 @@ static const struct route routes[] = {
     {GET, "v1/jobs", api__h_job_list, TENANT},
     {GET, "v1/jobs/*", api__h_job_get, TENANT},
     {GET, "v1/jobs/*/plan", api__h_job_plan, TENANT},
+    {GET, "v1/jobs/*/attempts", api__h_job_attempts, TENANT},
     {POST, "v1/jobs/*/*", api__h_job_action, TENANT},
     {GET, "v1/members", api__h_members, ROLE_SUPER | ROLE_ADMIN},
     {POST, "v1/members/*/*", api__h_member_action, ROLE_SUPER | ROLE_ADMIN},

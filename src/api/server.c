@@ -307,14 +307,14 @@ void api__server_reply(struct api_req *r, int status, const char *content_type, 
     evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, api__http_reason(status));
     if (body && content_type)
         evbuffer_add_printf(out, "Content-Type: %s\r\n", content_type);
-    if (status != 204)
+    if (status != 204 && status != 304)
         evbuffer_add_printf(out, "Content-Length: %zu\r\n", body ? len : 0);
     if (c->close_after)
         evbuffer_add_printf(out, "Connection: close\r\n");
     if (extra)
         evbuffer_add(out, extra, strlen(extra));
     evbuffer_add(out, "\r\n", 2);
-    if (body && len && !head_only && status != 204)
+    if (body && len && !head_only && status != 204 && status != 304)
         evbuffer_add_reference(out, body, len, free_text, NULL);
     else
         free(body);

@@ -261,6 +261,7 @@ static int start_http(struct node *n, struct drv_err *err)
         .scale_target_wait_ms = n->conf.scale_target_wait_ms,
         .scale_worker_slots = n->conf.scale_worker_slots,
         .scale_task_ms = n->conf.scale_task_ms,
+        .ui_dir = n->conf.ui_dir,
     };
     n->api = api_new(n->base, n->store, n->zk, &o, err);
     if (!n->api)

@@ -124,6 +124,8 @@ const struct config_key droverd_conf_keys[] = {
     {"api.max_heavy_waiting_per_tenant", CONFIG_INT,
      offsetof(struct droverd_conf, max_heavy_waiting_per_tenant), 0, "16", 1, 10000, NULL,
      "solving or planning requests of one tenant waiting on a node; beyond, 429"},
+    {"ui.dir", CONFIG_STRING, offsetof(struct droverd_conf, ui_dir), 0, DROVER_UI_DIR, 0, 0, NULL,
+     "directory of the web dashboard's files, served under /ui/ (read at start); empty: none"},
     {"postgres.conninfo", CONFIG_STRING, offsetof(struct droverd_conf, pg_conninfo), 1, NULL, 0, 0,
      NULL, "libpq connection string of the system-of-record database"},
     {"postgres.pool_size", CONFIG_INT, offsetof(struct droverd_conf, pg_pool_size), 0, "4", 1, 64,

@@ -36,6 +36,7 @@ struct droverd_conf {
     char *tls_key;
     char *secrets_key_file;
     char *bootstrap_token_file;
+    char *ui_dir;
     long engine_max_failures;
     long engine_max_in_flight;
     int engine_rollback;

@@ -226,26 +226,39 @@ int store_job_get_summary(PGconn *conn, const char *tenant_id, const char *owner
     json_t *counts;
     const char *q[] = {job_id};
     rc = store_query_json(conn,
-                          "SELECT phase, count(*) AS total,"
-                          " count(*) FILTER (WHERE status IN ('succeeded', 'skipped')) AS done"
-                          " FROM tasks WHERE job_id = $1::bigint GROUP BY phase",
+                          "SELECT phase, status, count(*) AS n FROM tasks"
+                          " WHERE job_id = $1::bigint GROUP BY phase, status ORDER BY 1, 2",
                           1, q, &counts, err);
     if (rc) {
         json_decref(*row);
         *row = NULL;
         return rc;
     }
+    /* Progress of each plan, and how many of its tasks are in each state (a watcher sees a
+       task start, not only end). */
     size_t done[2] = {0, 0}, total[2] = {0, 0}, i;
+    json_t *states[2] = {json_object(), json_object()};
     json_t *c;
     json_array_foreach(counts, i, c)
     {
         const char *ph = json_string_value(json_object_get(c, "phase"));
+        const char *st = json_string_value(json_object_get(c, "status"));
         int k = ph && strcmp(ph, "r") == 0;
-        total[k] = (size_t)json_integer_value(json_object_get(c, "total"));
-        done[k] = (size_t)json_integer_value(json_object_get(c, "done"));
+        size_t n = (size_t)json_integer_value(json_object_get(c, "n"));
+        total[k] += n;
+        if (st && (strcmp(st, "succeeded") == 0 || strcmp(st, "skipped") == 0))
+            done[k] += n;
+        if (st)
+            json_object_set_new(states[k], st, json_integer((json_int_t)n));
     }
     json_decref(counts);
     set_progress(*row, done, total);
+    json_object_set_new(json_object_get(*row, "progress"), "states", states[0]);
+    json_t *rb = json_object_get(*row, "rollback_progress");
+    if (rb)
+        json_object_set_new(rb, "states", states[1]);
+    else
+        json_decref(states[1]);
     return 0;
 }
 

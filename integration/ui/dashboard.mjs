@@ -1,0 +1,355 @@
+// dashboard: the browser half of integration/ui/dashboard.sh. Drives headless Chromium
+// through the dashboard against a real stack and checks what a person would see:
+//   sign-in (keyboard), tenant and role shown; the clusters list and a cluster; a running
+//   job's DAG changing state while we watch; a waiting task's explanation on hover and on
+//   keyboard focus; a large job grouped (bounded DOM); the fleet; the audit log with a
+//   filter; a phone-sized window; another tenant's cluster not reachable; no console errors.
+// Screenshots of each view go to $SHOTS. Exit status 0 when every check held.
+import { mkdirSync, writeFileSync, openSync } from 'node:fs';
+import { join } from 'node:path';
+import { launch } from './cdp.mjs';
+
+const env = k => { const v = process.env[k]; if (!v) { console.error(`dashboard: ${k} is not set`); process.exit(2); } return v; };
+const URL = env('DROVER_URL'), TOKEN = env('ADMIN_TOKEN'), SHOTS = env('SHOTS');
+const CLUSTER = env('CLUSTER'), JOB = env('JOB_RUNNING'), BIG = env('JOB_BIG'), OTHER = env('OTHER_CLUSTER');
+const SLOW = env('JOB_SLOW'), FAILED = env('JOB_FAILED'), USER_TOKEN = env('USER_TOKEN');
+mkdirSync(SHOTS, { recursive: true });
+
+const errors = [];
+const expected404 = [/\/v1\/(members|workers)\/_probe\/drain$/]; // the drain API probes
+let allow404 = [];
+// A job as GET /v1/jobs/{id} gives it, with nodes x per tasks: a chain per node after a
+// first task on node 1, some running, some waiting with a reason, most done.
+function hugeJob(id, nodes, per) {
+  const actions = ['create', 'confirm', 'bootstrap', 'install', 'configure', 'initialize', 'start'];
+  const services = ['base', 'hdfs-datanode', 'yarn-nodemanager'];
+  const tasks = [];
+  for (let n = 0; n < nodes; n++)
+    for (let k = 0; k < per; k++) {
+      const idx = tasks.length;
+      const svc = k < 3 ? null : services[k % 3];
+      const action = k < 3 ? actions[k] : actions[3 + (k % 4)];
+      const status = n < nodes * 0.6 ? 'succeeded' : n < nodes * 0.61 ? (k < 5 ? 'succeeded' : k === 5 ? 'running' : 'waiting') : 'waiting';
+      const t = { id: `node-${n + 1}/${svc ? svc + '/' : ''}${action}${k >= 7 ? '-' + k : ''}`, phase: 'f', idx,
+        node_id: `node-${n + 1}`, service: svc, action, status, attempts: status === 'waiting' ? 0 : 1,
+        deps: k ? [idx - 1] : (n ? [0] : []), strategy: null };
+      if (status === 'waiting') t.why = { reason: 'dependency', text: `waits for ${tasks[idx - 1] ? tasks[idx - 1].id : 'node-1/create'}` };
+      tasks.push(t);
+    }
+  const done = tasks.filter(t => t.status === 'succeeded').length;
+  tasks.push({ id: 'extra/anchor', phase: 'f', idx: tasks.length, node_id: null, service: 'x', action: 'anchor', status: 'waiting', deps: [], attempts: 0 });
+  while (tasks.length < 140007) tasks.push({ ...tasks[tasks.length - 1], idx: tasks.length, id: `extra/anchor-${tasks.length}` });
+  return { id: String(id), cluster: '1', operation: 'create', status: 'running', control: null, owner: 'droverd-1',
+    progress: { done, total: tasks.length }, tasks, created_at: new Date().toISOString(), started_at: new Date().toISOString(), ended_at: null, error: null };
+}
+
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+const ok = m => console.log(`ok: ${m}`);
+
+const log = openSync(join(SHOTS, 'chromium.log'), 'a');
+const browser = await launch({ bin: process.env.CHROMIUM || '/usr/bin/chromium', userDataDir: join(SHOTS, '.profile'), log });
+console.log(`chromium pid ${browser.pid}`);
+// The stack's teardown stops what is listed in its pid directory, if we die first.
+if (process.env.CHROMIUM_PIDFILE) writeFileSync(process.env.CHROMIUM_PIDFILE, `${browser.pid}\n`);
+let rc = 0;
+let failShot = async () => {};
+let fetchHandler = null; // answers requests the DevTools Fetch domain paused
+try {
+  const page = await browser.newPage();
+  page.on('Runtime.exceptionThrown', p => errors.push(`exception: ${p.exceptionDetails.exception ? p.exceptionDetails.exception.description : p.exceptionDetails.text}`));
+  page.on('Runtime.consoleAPICalled', p => { if (p.type === 'error' || p.type === 'assert') errors.push(`console.${p.type}: ${p.args.map(a => a.value ?? a.description).join(' ')}`); });
+  page.on('Log.entryAdded', p => {
+    const e = p.entry;
+    if (e.level !== 'error') return;
+    if (e.source === 'network' && e.url && [...expected404, ...allow404].some(re => re.test(e.url))) return;
+    errors.push(`log ${e.source}: ${e.text} ${e.url || ''}`);
+  });
+  page.on('Fetch.requestPaused', p => fetchHandler && fetchHandler(p));
+  await page.send('Runtime.enable');
+  await page.send('Log.enable');
+  await page.send('Page.enable');
+  await page.send('Emulation.setDeviceMetricsOverride', { width: 1280, height: 800, deviceScaleFactor: 1, mobile: false });
+
+  const shot = async name => {
+    const { data } = await page.send('Page.captureScreenshot', { format: 'png', captureBeyondViewport: false });
+    writeFileSync(join(SHOTS, `${name}.png`), Buffer.from(data, 'base64'));
+  };
+  failShot = () => shot('99-failure');
+  const go = async hash => {
+    await page.eval(`location.hash = ${JSON.stringify(hash)}`);
+    await sleep(100);
+  };
+  const key = async (k, code, vk) => {
+    for (const type of ['keyDown', 'keyUp'])
+      await page.send('Input.dispatchKeyEvent', { type, key: k, code, windowsVirtualKeyCode: vk, nativeVirtualKeyCode: vk, text: type === 'keyDown' && k === 'Enter' ? '\r' : undefined });
+  };
+  const hover = async sel => {
+    const r = await page.eval(`(() => { const e = document.querySelector(${JSON.stringify(sel)}); if (!e) return null; e.scrollIntoView({block: 'center', inline: 'center'}); const b = e.getBoundingClientRect(); return {x: b.left + b.width / 2, y: b.top + b.height / 2}; })()`);
+    if (!r) throw new Error(`nothing to hover: ${sel}`);
+    await page.send('Input.dispatchMouseEvent', { type: 'mouseMoved', x: 1, y: 1 });
+    await page.send('Input.dispatchMouseEvent', { type: 'mouseMoved', x: r.x, y: r.y });
+  };
+
+  // -- the page itself: headers a browser enforces
+  await page.send('Page.navigate', { url: `${URL}/ui/` });
+  await page.until(`document.querySelector('#token')`, 'the sign-in form');
+  await shot('01-signin');
+  // no inline script may run: the CSP blocks it (and the page has none)
+  const blocked = await page.eval(`(() => { try { const s = document.createElement('script'); s.textContent = 'window.__inline = 1'; document.body.append(s); } catch (e) {} return window.__inline === undefined; })()`);
+  if (!blocked) throw new Error('an inline script ran: the Content-Security-Policy does not block it');
+  await sleep(300);
+  errors.length = 0; // the CSP report of that attempt is expected
+  ok('sign-in form shown; the Content-Security-Policy blocks inline script');
+
+  // -- sign in with the keyboard: type the token, press Enter
+  await page.eval(`document.querySelector('#token').focus()`);
+  await page.send('Input.insertText', { text: TOKEN });
+  await key('Enter', 'Enter', 13);
+  const who = await page.until(`document.querySelector('#who-role') && [document.querySelector('#who-user').textContent, document.querySelector('#who-tenant').textContent, document.querySelector('#who-role').textContent].join(' ')`, 'who am I');
+  if (who !== 'alice acme admin') throw new Error(`header shows "${who}", expected "alice acme admin"`);
+  const stored = await page.eval(`[sessionStorage.getItem('drover.token') !== null, localStorage.length, document.cookie]`);
+  if (!stored[0] || stored[1] !== 0 || stored[2] !== '') throw new Error(`token storage: ${JSON.stringify(stored)}`);
+  ok(`signed in: ${who}; the token is in sessionStorage only`);
+
+  // -- clusters
+  await page.until(`document.querySelectorAll('a.cluster-link').length >= 2`, 'the clusters list');
+  await shot('02-clusters');
+  ok('clusters list');
+  // a new cluster: the dry run first, then Create goes to its job
+  await page.eval(`(() => { document.querySelector('#new-name').value = 'fresh'; document.querySelector('#new-nodes').value = '2'; })()`);
+  await page.eval(`document.querySelector('#new-form button[type=submit]').click()`);
+  const dry = await page.until(`document.querySelector('#new-form .preview h3') && document.querySelector('#new-form .preview').textContent`, 'the dry run');
+  if (!/Dry run: \d+ tasks/.test(dry) || !/small/.test(dry)) throw new Error(`dry run: ${dry}`);
+  await shot('02b-create-dry-run');
+  await page.eval(`document.querySelector('#new-create').click()`);
+  await page.until(`location.hash.startsWith('#/jobs/') && document.querySelector('#job-status')`, 'the new job\'s page');
+  ok(`dry run shown before create ("${dry.replace(/\s+/g, ' ').slice(0, 60)}..."), then the new job's page`);
+  await go(`#/clusters/${CLUSTER}`);
+  await page.until(`document.querySelector('h1') && document.querySelectorAll('main table')[0] && document.querySelectorAll('main table')[0].querySelectorAll('tbody tr').length >= 2 && document.querySelectorAll('a.job-link').length >= 1`, 'the cluster view with nodes and jobs');
+  const hw = await page.eval(`document.querySelectorAll('main table')[0].querySelector('tbody tr').textContent`);
+  if (!/small/.test(hw) || !/img/.test(hw)) throw new Error(`node row without hardware and image: ${hw}`);
+  await shot('03-cluster');
+  ok('a cluster: nodes with hardware and image, job history');
+  // an operation the API refuses: its error shows in the dialog (the cluster has that version)
+  await page.eval(`[...document.querySelectorAll('section.ops button')].find(b => b.textContent === 'Upgrade').click()`);
+  await page.until(`document.querySelector('dialog.confirm[open] #op-input')`, 'the upgrade dialog');
+  allow404.push(/\/upgrade$/); // the refusal (422) is a failed request in the console
+  await page.eval(`document.querySelector('dialog.confirm[open] button').click()`);
+  const refused = await page.until(`document.querySelector('dialog.confirm[open] .error').textContent`, 'the upgrade refused');
+  await page.eval(`[...document.querySelectorAll('dialog.confirm[open] button')].find(b => b.textContent === 'Cancel').click()`);
+  ok(`an operation the API refuses shows why in its dialog: "${refused}"`);
+  // an operation: confirmed in a dialog, then its job
+  await page.eval(`[...document.querySelectorAll('section.ops button')].find(b => b.textContent === 'Restart').click()`);
+  await page.until(`document.querySelector('dialog.confirm[open]')`, 'the confirmation dialog');
+  await shot('03b-confirm-restart');
+  await page.eval(`document.querySelector('dialog.confirm[open] button').click()`);
+  await page.until(`location.hash.startsWith('#/jobs/') && document.querySelector('h1').textContent.includes('restart')`, 'the restart job\'s page');
+  ok('restart confirmed in a dialog, then its job');
+
+  // -- a running job: the DAG changes while we watch
+  await go(`#/jobs/${JOB}`);
+  await page.until(`document.querySelectorAll('svg.dag g.task').length > 0`, 'the job DAG');
+  const states = `JSON.stringify([...document.querySelectorAll('svg.dag g.task')].map(g => g.getAttribute('class')))`;
+  const before = await page.eval(states);
+  const crit = await page.eval(`document.querySelectorAll('svg.dag g.task.crit').length`);
+  if (!crit) throw new Error('no task is marked on the critical path');
+  await shot('04-job-running');
+  // a waiting task explains itself on hover
+  await page.until(`document.querySelector('svg.dag g.task.st-waiting')`, 'a waiting task');
+  await hover('svg.dag g.task.st-waiting');
+  const why = await page.until(`!document.querySelector('#tip').hidden && document.querySelector('#tip .why') && document.querySelector('#tip').textContent`, 'the tooltip of a waiting task');
+  if (!/why it waits \((dependency|node|strategy|queued|ready)\): /.test(why)) throw new Error(`tooltip without a reason: ${why}`);
+  await shot('05-job-why');
+  ok(`hovering a waiting task: "${why.replace(/\s+/g, ' ').slice(0, 120)}"`);
+  await page.send('Input.dispatchMouseEvent', { type: 'mouseMoved', x: 2, y: 2 });
+  // the same by keyboard: focus shows it
+  const focusWhy = await page.eval(`(() => { const g = document.querySelector('svg.dag g.task.st-waiting') || document.querySelector('svg.dag g.task'); g.focus(); const t = document.querySelector('#tip'); return !t.hidden && t.textContent; })()`);
+  if (!focusWhy) throw new Error('focusing a task shows no tooltip');
+  await page.eval(`document.activeElement.blur()`);
+  ok('focusing a task shows its tooltip');
+  // and with the keyboard alone: from the top of the page, Tab until a task has the focus
+  await page.eval(`document.querySelector('a.brand').focus()`);
+  let tabs = 0;
+  for (; tabs < 80; tabs++) {
+    await key('Tab', 'Tab', 9);
+    if (await page.eval(`!!(document.activeElement && document.activeElement.closest('svg.dag g.task'))`)) break;
+  }
+  const kbd = await page.eval(`!document.querySelector('#tip').hidden && document.querySelector('#tip').textContent`);
+  if (tabs === 80 || !kbd) throw new Error('Tab never reached a task, or its tooltip did not show');
+  await page.eval(`document.activeElement.blur()`);
+  ok(`keyboard: ${tabs + 1} Tab presses reach a task, and its tooltip shows`);
+  await page.until(`${states} !== ${JSON.stringify(before)}`, 'the DAG to change state', 60000);
+  await shot('06-job-progressed');
+  ok('the DAG changed state while we watched (no reload)');
+  const done = await page.until(`document.querySelector('#job-status .badge') && document.querySelector('#job-status .badge').textContent === 'succeeded' && document.querySelectorAll('svg.dag g.task.st-succeeded, svg.dag g.task.st-skipped').length === document.querySelectorAll('svg.dag g.task').length`, 'the job to succeed on the page', 120000);
+  if (!done) throw new Error('job did not finish');
+  await shot('07-job-succeeded');
+  ok('the job reached succeeded on the page, every task succeeded (or skipped: anchors)');
+
+  // -- a large job: grouped, bounded
+  await go(`#/jobs/${BIG}`);
+  await page.until(`document.querySelectorAll('details.group').length > 0`, 'the grouped view');
+  const dom1 = await page.eval(`document.querySelectorAll('#dag *').length`);
+  await page.eval(`document.querySelector('details.group summary').click()`);
+  await page.until(`document.querySelectorAll('details.group[open] .chip').length > 0`, 'an expanded group');
+  await page.eval(`(() => { const s = document.querySelector('#group-mode'); s.value = 'node'; s.dispatchEvent(new Event('change')); })()`);
+  await page.until(`document.querySelectorAll('details.group').length > 3`, 'groups by node');
+  const dom2 = await page.eval(`document.querySelectorAll('#dag *').length`);
+  const ntasks = await page.eval(`Number(document.querySelector('#progress').max)`);
+  if (dom1 > 2000 || dom2 > 2000) throw new Error(`grouped view of ${ntasks} tasks used ${dom1}/${dom2} elements`);
+  await page.eval(`document.querySelector('details.group summary').click()`);
+  await page.until(`document.querySelectorAll('details.group[open] .chip').length > 0`, 'an expanded node group');
+  await shot('08-job-large-grouped');
+  ok(`a ${ntasks}-task job shown grouped in ${dom1} (by service) and ${dom2} (by node) elements`);
+
+  // -- a job that failed and rolled back: the failed task's attempts, the rollback plan
+  await go(`#/jobs/${FAILED}`);
+  await page.until(`document.querySelector('#rollback svg.dag g.task') && document.querySelector('#failed details.failed-task[data-id="node-2/app/install"] .attempt-list li')`, 'failures and the rollback plan');
+  const story = await page.eval(`document.querySelector('#failed details.failed-task[data-id="node-2/app/install"]').textContent`);
+  if (!/attempt 1/.test(story) || !/failed/.test(story)) throw new Error(`failed task without its attempts: ${story}`);
+  await page.eval(`document.querySelector('#failed').scrollIntoView()`);
+  await shot('08b-job-rolled-back');
+  ok(`a rolled-back job: the failed task's attempts ("${story.replace(/\s+/g, ' ').slice(0, 100)}") and the rollback plan`);
+
+  // -- fleet
+  await go('#/fleet');
+  await page.until(`document.querySelectorAll('#members tbody tr').length >= 1 && document.querySelectorAll('#workers tbody tr').length >= 1 && document.querySelector('#queues table')`, 'the fleet view');
+  const members = await page.eval(`document.querySelector('#members tbody').textContent`);
+  if (!/droverd-1/.test(members) || !/%/.test(members)) throw new Error(`members: ${members}`);
+  await page.until(`[...document.querySelectorAll('#members a.owned')].some(a => a.textContent.trim() === '#${SLOW}')`, `job ${SLOW} owned by a member`, 15000);
+  await shot('09-fleet');
+  ok(`fleet: members with ring share and owned job #${SLOW}, workers, queues`);
+
+  // -- the fleet with the drain API (ops branch) and recommended workers (metrics branch),
+  // answered by the browser itself (DevTools Fetch domain): the buttons appear, a drain is
+  // confirmed and posted, the chart draws the samples
+  let recs = [2, 5, 3], drained = '';
+  const fleetFetch = p => {
+    const u = p.request.url;
+    let code = 200, body = '';
+    if (/_probe\/drain$/.test(u)) {
+      code = 405;
+      body = JSON.stringify({ error: { code: 'method-not-allowed', message: 'x' } });
+    } else if (/\/drain$/.test(u) && p.request.method === 'POST') {
+      drained = u;
+      code = 202;
+      body = JSON.stringify({ member: 'droverd-1', want: 'drain' });
+    } else {
+      body = JSON.stringify({ queues: [{ tenant: 'acme', class: 'default', length: 40, claimed: 8, oldest_age_ms: 1200,
+        arrival_per_s: 2.5, mean_task_s: 3.2, mean_task_measured: true, recommended_workers: recs.length > 1 ? recs.shift() : recs[0] }] });
+    }
+    page.send('Fetch.fulfillRequest', { requestId: p.requestId, responseCode: code,
+      responseHeaders: [{ name: 'Content-Type', value: 'application/json' }], body: Buffer.from(body).toString('base64') }).catch(() => {});
+  };
+  fetchHandler = fleetFetch;
+  await page.send('Fetch.enable', { patterns: [{ urlPattern: '*/v1/queues' }, { urlPattern: '*/_probe/drain' }, { urlPattern: '*/v1/members/*/drain' }] });
+  page.on('Page.javascriptDialogOpening', () => page.send('Page.handleJavaScriptDialog', { accept: true }).catch(() => {}));
+  await go('#/clusters');
+  await go('#/fleet');
+  await page.until(`[...document.querySelectorAll('#members button')].some(b => b.textContent === 'Drain') && [...document.querySelectorAll('#workers button')].some(b => b.textContent === 'Drain')`, 'drain buttons');
+  await page.until(`document.querySelector('#queues .rec-now') && document.querySelector('#queues .rec-now').textContent === '3'`, 'three samples of recommended workers', 20000);
+  // the view keeps polling: a sample of the real queue may come before the interception and
+  // more samples of 3 after the three we scripted. The line must hold 2, 5, 3 in a row
+  // (y grows downwards) with every later point at 3.
+  const ys = await page.eval(`document.querySelector('#queues svg.spark polyline').getAttribute('points').split(' ').map(p => +p.split(',')[1])`);
+  const at = ys.findIndex((y, i) => i + 2 < ys.length && ys[i + 1] < ys[i + 2] && ys[i + 2] < y && ys.slice(i + 3).every(z => z === ys[i + 2]));
+  if (at < 0) throw new Error(`the chart's points do not draw 2, 5, 3: y = ${ys.join(' ')}`);
+  await shot('09b-fleet-drain-and-chart');
+  await page.eval(`[...document.querySelectorAll('#members button')].find(b => b.textContent === 'Drain').click()`);
+  const t1 = Date.now();
+  while (!drained && Date.now() - t1 < 5000) await sleep(100);
+  if (!/\/v1\/members\/droverd-1\/drain$/.test(drained)) throw new Error(`no drain posted (${drained})`);
+  await go('#/clusters');
+  await page.until(`document.querySelectorAll('a.cluster-link').length >= 2`, 'clusters again');
+  await page.send('Fetch.disable');
+  fetchHandler = null;
+  ok('fleet with the drain and autoscaling APIs: drain buttons, a confirmed drain posted, recommended workers charted (2, 5, 3)');
+
+  // -- audit with a filter
+  await go('#/audit');
+  await page.until(`document.querySelectorAll('main table tbody tr').length > 3`, 'the audit log');
+  const all = await page.eval(`document.querySelectorAll('main table tbody tr').length`);
+  await page.eval(`(() => { const s = document.querySelector('#audit-action'); s.value = 'cluster.create'; s.dispatchEvent(new Event('change')); })()`);
+  const rows = await page.until(`(() => { const r = [...document.querySelectorAll('main table tbody tr')]; return r.length && r.every(x => /cluster\\.create/.test(x.textContent)) && r.length; })()`, 'the filtered audit log');
+  if (!(rows < all)) throw new Error(`filter kept ${rows} of ${all}`);
+  await shot('10-audit');
+  ok(`audit log: ${all} entries, ${rows} after filtering on cluster.create`);
+
+  // -- another tenant's cluster is not reachable
+  allow404 = [new RegExp(`/v1/clusters/${OTHER}$`), new RegExp(`/v1/jobs\\?cluster=${OTHER}$`)];
+  await go(`#/clusters/${OTHER}`);
+  const nf = await page.until(`document.querySelector('#not-found') && document.querySelector('#not-found').textContent`, 'the not-found message');
+  const leaked = await page.eval(`document.querySelector('main').textContent.includes('other-secret')`);
+  if (leaked) throw new Error('the other tenant\'s cluster name is on the page');
+  await shot('11-other-tenant');
+  ok(`another tenant's cluster: "${nf}"`);
+
+  // -- a phone-sized window
+  await page.send('Emulation.setDeviceMetricsOverride', { width: 390, height: 844, deviceScaleFactor: 2, mobile: true });
+  await go(`#/jobs/${JOB}`);
+  await page.until(`document.querySelectorAll('svg.dag g.task').length > 0`, 'the job on a phone');
+  const overflow = await page.eval(`document.documentElement.scrollWidth - document.documentElement.clientWidth`);
+  if (overflow > 2) throw new Error(`the page is ${overflow}px wider than a phone`);
+  await shot('12-phone-job');
+  await go('#/clusters');
+  await page.until(`document.querySelectorAll('a.cluster-link').length >= 2`, 'clusters on a phone');
+  await shot('13-phone-clusters');
+  ok('phone-sized window: no horizontal overflow');
+
+  // -- a 140,007-task job (10,000 nodes x 14 tasks, the size of a 10,000-node
+  // hadoop-distributed create), served to the page by the browser itself (the DevTools
+  // Fetch domain answers /v1/jobs/990001*): the page stays bounded and quick
+  await page.send('Emulation.setDeviceMetricsOverride', { width: 1280, height: 800, deviceScaleFactor: 1, mobile: false });
+  const huge = hugeJob(990001, 10000, 14);
+  const hugeBody = Buffer.from(JSON.stringify(huge)).toString('base64');
+  const { tasks: _t, ...hugeSummary } = huge;
+  const sumBody = Buffer.from(JSON.stringify({ ...hugeSummary, revision: 'r1' })).toString('base64');
+  fetchHandler = p => {
+    const body = p.request.url.includes('tasks=none') ? sumBody : hugeBody;
+    page.send('Fetch.fulfillRequest', { requestId: p.requestId, responseCode: 200,
+      responseHeaders: [{ name: 'Content-Type', value: 'application/json' }], body }).catch(() => {});
+  };
+  await page.send('Fetch.enable', { patterns: [{ urlPattern: '*/v1/jobs/990001*' }] });
+  const t0 = Date.now();
+  await go('#/jobs/990001');
+  await page.until(`document.querySelectorAll('details.group').length > 0 && /140007 tasks/.test(document.querySelector('#dag h2').textContent)`, 'the 140,007-task job', 60000);
+  const shownMs = Date.now() - t0;
+  await page.eval(`(() => { const s = document.querySelector('#group-mode'); s.value = 'node'; s.dispatchEvent(new Event('change')); })()`);
+  await page.until(`document.querySelectorAll('details.group').length >= 60`, 'groups by node', 30000);
+  await page.eval(`document.querySelector('details.group summary').click()`);
+  await page.until(`document.querySelectorAll('details.group[open] .chip').length > 0`, 'an expanded node');
+  const hugeDom = await page.eval(`document.querySelectorAll('*').length`);
+  if (hugeDom > 3000) throw new Error(`the 140,007-task job put ${hugeDom} elements on the page`);
+  await shot('14-job-140k-tasks');
+  await go('#/clusters'); // leaving the view ends its polling before the real server answers again
+  await page.until(`document.querySelectorAll('a.cluster-link').length >= 2`, 'clusters again');
+  await page.send('Fetch.disable');
+  ok(`a 140,007-task job: shown in ${shownMs} ms, ${hugeDom} elements on the whole page`);
+
+  // -- a user: his own clusters only, no fleet or audit; signing out forgets the token
+  await page.eval(`document.querySelector('#signout').click()`);
+  await page.until(`document.querySelector('#token') && sessionStorage.getItem('drover.token') === null`, 'signed out');
+  await page.eval(`document.querySelector('#token').focus()`);
+  await page.send('Input.insertText', { text: USER_TOKEN });
+  await key('Enter', 'Enter', 13);
+  await page.until(`document.querySelector('#who-role') && document.querySelector('#who-role').textContent === 'user'`, 'signed in as a user');
+  await page.until(`document.querySelector('main h1') && document.querySelector('main h1').textContent === 'Clusters' && document.querySelector('main table')`, 'the user\'s clusters');
+  const userView = await page.eval(`({ links: document.querySelectorAll('a.cluster-link').length, fleet: document.querySelector('nav a[data-view=fleet]').hidden, audit: document.querySelector('nav a[data-view=audit]').hidden })`);
+  if (userView.links !== 0 || !userView.fleet || !userView.audit) throw new Error(`a user sees ${JSON.stringify(userView)}`);
+  allow404.push(new RegExp(`/v1/clusters/${CLUSTER}$`), new RegExp(`/v1/jobs\\?cluster=${CLUSTER}$`));
+  await go(`#/clusters/${CLUSTER}`);
+  await page.until(`document.querySelector('#not-found')`, 'alice\'s cluster hidden from bob');
+  await shot('15-user');
+  ok('a user: no clusters of others (alice\'s answers not found), no fleet or audit links');
+
+  await sleep(300);
+  if (errors.length) throw new Error(`console errors:\n  ${errors.join('\n  ')}`);
+  ok('no console errors');
+} catch (e) {
+  console.error(`FAIL: ${e.message}`);
+  rc = 1;
+  try { await failShot(); } catch (e2) { /* the page is gone */ }
+} finally {
+  await browser.close();
+}
+process.exit(rc);

@@ -1,0 +1,196 @@
+// clusters: the list (with a form for a new cluster, previewed before it is created) and
+// one cluster: nodes with hardware, image, services and addresses; job history; the
+// operations the caller's role allows, each confirmed in a dialog first.
+import { h, clear, add, fill, table, badge, fmtTime } from './dom.js';
+import { get, post, del } from './api.js';
+
+// Each operation's input: a count, a list of services, a JSON object, or an optional number.
+const OPS = [
+  { op: 'expand', label: 'Expand', field: 'nodes', kind: 'count', help: 'nodes to add' },
+  { op: 'shrink', label: 'Shrink', field: 'nodes', kind: 'count', help: 'nodes to remove' },
+  { op: 'addservices', label: 'Add services', field: 'services', kind: 'list', help: 'services (comma-separated)' },
+  { op: 'removeservices', label: 'Remove services', field: 'services', kind: 'list', help: 'services (comma-separated)' },
+  { op: 'configure', label: 'Configure', field: 'config', kind: 'json', help: 'config (a JSON object)' },
+  { op: 'upgrade', label: 'Upgrade', field: 'template_version', kind: 'optional', help: 'template version (empty: the current one)' },
+  { op: 'start', label: 'Start' },
+  { op: 'stop', label: 'Stop' },
+  { op: 'restart', label: 'Restart' },
+];
+
+function opInput(o) {
+  if (o.kind === 'count') return h('input', { type: 'number', min: 1, value: 1, id: 'op-input' });
+  if (o.kind === 'optional') return h('input', { type: 'number', min: 1, id: 'op-input' });
+  if (o.kind === 'json') return h('textarea', { id: 'op-input', rows: 6, cols: 50, spellcheck: 'false' }, '{}');
+  if (o.kind === 'list') return h('input', { id: 'op-input', size: 40 });
+  return null;
+}
+
+// The request body from the dialog's input; throws with a message when it is not valid.
+function opBody(o, input) {
+  if (!input) return {};
+  const v = input.value.trim();
+  if (o.kind === 'count') return { [o.field]: Number(v) };
+  if (o.kind === 'optional') return v ? { [o.field]: Number(v) } : {};
+  if (o.kind === 'list') return { [o.field]: v.split(',').map(x => x.trim()).filter(Boolean) };
+  let j;
+  try { j = JSON.parse(v || '{}'); } catch (e) { throw new Error(`config: not JSON (${e.message})`); }
+  return { [o.field]: j };
+}
+
+export async function clustersView(main, args, ctx) {
+  if (ctx.who.role === 'superadmin') {
+    add(main, h('h1', {}, 'Clusters'),
+      h('p', {}, 'A superadmin belongs to no tenant and sees no clusters: sign in as a tenant\'s admin or user.'));
+    return;
+  }
+  const list = await get('/v1/clusters');
+  const items = list.items || [];
+  add(main, 
+    h('h1', {}, 'Clusters'),
+    table([
+      { title: 'Name', get: c => h('a', { href: `#/clusters/${c.id}`, class: 'cluster-link' }, c.name) },
+      { title: 'Status', get: c => badge(c.status) },
+      { title: 'Nodes', get: c => c.size ?? '', cls: 'num' },
+      { title: 'Template', get: c => `${c.template} v${c.template_version ?? '?'}` },
+      { title: 'Services', get: c => (c.services || []).join(', ') },
+      { title: 'Owner', get: c => c.owner || '' },
+      { title: 'Created', get: c => fmtTime(c.created_at) },
+    ], items, `${items.length} cluster${items.length === 1 ? '' : 's'}`),
+    await createForm(ctx));
+}
+
+async function createForm(ctx) {
+  let templates = [];
+  try { templates = (await get('/v1/clustertemplates')).items || []; } catch (e) { /* no catalogue */ }
+  if (!templates.length) return null;
+  const name = h('input', { id: 'new-name', required: true, pattern: '[A-Za-z0-9][A-Za-z0-9_.\\-]{0,62}' });
+  const tpl = h('select', { id: 'new-template' }, templates.map(t => h('option', { value: t.name }, t.name)));
+  const nodes = h('input', { id: 'new-nodes', type: 'number', min: 1, max: 10000, value: 3, required: true });
+  const out = h('div', { class: 'preview', 'aria-live': 'polite' });
+  const body = () => ({ name: name.value, template: tpl.value, nodes: Number(nodes.value) });
+  const create = h('button', { type: 'button', id: 'new-create', disabled: true, onclick: async () => {
+    try {
+      const r = await post('/v1/clusters', body());
+      location.hash = `#/jobs/${r.job.id}`;
+    } catch (e) { add(out, h('p', { class: 'error', role: 'alert' }, e.message)); }
+  } }, 'Create');
+  const form = h('form', { class: 'card', id: 'new-form', onsubmit: async e => {
+    e.preventDefault();
+    clear(out);
+    create.disabled = true;
+    try {
+      const p = await post('/v1/plans?limit=20', body());
+      const layout = (p.layout && p.layout.nodes) || [];
+      add(out, 
+        h('h3', {}, `Dry run: ${p.tasks} tasks`),
+        table([
+          { title: 'Count', get: n => n.count, cls: 'num' },
+          { title: 'Hardware', get: n => n.hardwaretype },
+          { title: 'Image', get: n => n.imagetype },
+          { title: 'Services', get: n => (n.services || []).join(', ') },
+        ], layout, 'Layout'),
+        h('p', { class: 'help' }, 'First tasks of the plan, in the planner\'s order:'),
+        h('ol', { class: 'plan' }, (p.plan && p.plan.tasks ? p.plan.tasks : []).slice(0, 20).map(t =>
+          h('li', {}, t.id || [t.node, t.service, t.action].filter(Boolean).join('/')))));
+      create.disabled = false;
+    } catch (e2) { add(out, h('p', { class: 'error', role: 'alert' }, e2.message)); }
+  } },
+  h('h2', {}, 'New cluster'),
+  h('div', { class: 'row' },
+    h('label', {}, 'Name ', name), h('label', {}, 'Template ', tpl), h('label', {}, 'Nodes ', nodes)),
+  h('div', { class: 'row' }, h('button', { type: 'submit' }, 'Preview'), create),
+  out);
+  // Create sends what was previewed: any change asks for a new dry run first.
+  form.addEventListener('input', () => { create.disabled = true; });
+  form.addEventListener('change', () => { create.disabled = true; });
+  return form;
+}
+
+function addresses(n) {
+  const p = n.properties || {};
+  const out = [];
+  for (const k of ['hostname', 'ipaddress', 'access_ip', 'bind_ip', 'ipaddresses', 'addresses'])
+    if (p[k]) out.push(typeof p[k] === 'object' ? Object.values(p[k]).join(' ') : String(p[k]));
+  return out.join(' ');
+}
+
+export async function clusterView(main, [id], ctx) {
+  let c;
+  try {
+    c = await get(`/v1/clusters/${id}`);
+  } catch (e) {
+    add(main, h('h1', {}, 'Cluster'), h('p', { class: 'error', role: 'alert', id: 'not-found' },
+      e.status === 404 ? `cluster ${id} does not exist or is not yours to see` : e.message));
+    return;
+  }
+  const jobs = (await get(`/v1/jobs?cluster=${encodeURIComponent(id)}`)).items || [];
+  const open = jobs.find(j => ['pending', 'running', 'paused', 'rolling-back'].includes(j.status));
+  const nodes = c.nodes || [];
+  add(main, 
+    h('p', { class: 'crumbs' }, h('a', { href: '#/clusters' }, 'Clusters'), ' / ', c.name),
+    h('h1', {}, c.name, ' ', badge(c.status)),
+    h('dl', { class: 'facts' },
+      h('dt', {}, 'Template'), h('dd', {}, `${c.template} v${c.template_version ?? '?'}`),
+      h('dt', {}, 'Provider'), h('dd', {}, c.provider || ''),
+      h('dt', {}, 'Nodes'), h('dd', {}, String(c.size ?? nodes.length)),
+      h('dt', {}, 'Services'), h('dd', {}, (c.services || []).join(', ')),
+      h('dt', {}, 'Owner'), h('dd', {}, c.owner || '', c.owner_deleted ? ' (deleted)' : '')),
+    operations(c, open, ctx),
+    h('h2', {}, 'Nodes'),
+    table([
+      { title: 'Node', get: n => n.id },
+      { title: 'Status', get: n => badge(n.status) },
+      { title: 'Hardware', get: n => n.hardwaretype || '' },
+      { title: 'Image', get: n => n.imagetype || '' },
+      { title: 'Services', get: n => (n.services || []).join(', ') },
+      { title: 'Addresses', get: addresses },
+    ], nodes.slice(0, 500), nodes.length > 500 ? `first 500 of ${nodes.length} nodes` : null),
+    h('h2', {}, 'Jobs'),
+    table([
+      { title: 'Job', get: j => h('a', { href: `#/jobs/${j.id}`, class: 'job-link' }, `#${j.id}`) },
+      { title: 'Operation', get: j => j.operation },
+      { title: 'Status', get: j => badge(j.status) },
+      { title: 'By', get: j => j.requested_by || '' },
+      { title: 'Created', get: j => fmtTime(j.created_at) },
+      { title: 'Ended', get: j => fmtTime(j.ended_at) },
+      { title: 'Error', get: j => (j.error && (j.error.message || j.error.text || JSON.stringify(j.error))) || '' },
+    ], jobs));
+}
+
+// The operation buttons. Admins act on every cluster of the tenant, users on their own;
+// a cluster with an unfinished job, or a failed one, takes no operation but delete.
+function operations(c, open, ctx) {
+  const mayAct = ctx.who.role === 'admin' || (ctx.who.role === 'user' && c.owner === ctx.who.user);
+  if (!mayAct) return null;
+  const dialog = h('dialog', { class: 'confirm', 'aria-labelledby': 'confirm-title' });
+  const blocked = !!open || ['failed', 'needs-operator', 'deleting'].includes(c.status);
+  const ask = o => {
+    const { op, label, help } = o;
+    clear(dialog);
+    const input = opInput(o);
+    const err = h('p', { class: 'error', role: 'alert' });
+    add(dialog, 
+      h('h2', { id: 'confirm-title' }, `${label} cluster ${c.name}?`),
+      input ? h('label', {}, `${help} `, input) : null,
+      h('p', { class: 'help' }, 'The API has no dry run for operations on an existing cluster: the ' +
+        'job\'s plan and DAG are shown on its page as soon as the owner has planned it, and a job ' +
+        'can be paused or cancelled there.'),
+      err,
+      h('div', { class: 'row' },
+        h('button', { onclick: async () => {
+          try {
+            const body = opBody(o, input);
+            const r = op === 'delete' ? await del(`/v1/clusters/${c.id}`) : await post(`/v1/clusters/${c.id}/${op}`, body);
+            dialog.close();
+            location.hash = `#/jobs/${r.job.id}`;
+          } catch (e) { err.textContent = e.message; }
+        } }, `${label}`),
+        h('button', { class: 'secondary', onclick: () => dialog.close() }, 'Cancel')));
+    dialog.showModal();
+  };
+  return h('section', { class: 'ops', 'aria-label': 'Operations' },
+    open ? h('p', {}, 'Job ', h('a', { href: `#/jobs/${open.id}` }, `#${open.id}`), ` (${open.operation}) is ${open.status}: operations wait for it.`) : null,
+    OPS.map(o => h('button', { disabled: blocked, onclick: () => ask(o) }, o.label)),
+    h('button', { class: 'danger', disabled: !!open, onclick: () => ask({ op: 'delete', label: 'Delete' }) }, 'Delete'),
+    dialog);
+}
