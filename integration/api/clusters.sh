@@ -195,6 +195,6 @@ expect 200 "$(api GET /v1/members)" '.members[0].id == "droverd-a" and .ring.siz
 expect 200 "$(api GET /v1/workers)" '.workers == []' "workers"
 expect 200 "$(api GET /v1/queues)" '.queues | length == 1 and .[0].tenant == "acme" and .[0].class == "default" and .[0].length > 0' "queues: the running jobs' tasks wait for a worker"
 expect 403 "$(api GET /v1/members '' "$USER")" '.error.code == "forbidden"' "user reads members"
-curl -sf "http://127.0.0.1:$PORT/metrics" | grep -q '^drover_http_requests_total{code="202"} ' ||
+grep -q '^drover_http_requests_total{code="202"} ' <<< "$(curl -sf "http://127.0.0.1:$PORT/metrics")" ||
   fail "/metrics lacks request counters"
 pass "members, workers, /metrics"

@@ -37,7 +37,7 @@ until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/health
   [ $SECONDS -ge $deadline ] && fail "not served again after the slow clients left"
   sleep 0.1
 done
-curl -s "http://127.0.0.1:$PORT/metrics" | grep -q '^drover_http_connections_refused_total 1$' ||
+grep -q '^drover_http_connections_refused_total 1$' <<< "$(curl -s "http://127.0.0.1:$PORT/metrics")" ||
   fail "refusals not counted: $(curl -s "http://127.0.0.1:$PORT/metrics" | grep refused)"
 pass "served again once the clients left; refusal counted in /metrics"
 

@@ -89,7 +89,7 @@ lb=$(with_service haproxy)
 [ "$(echo "$lb" | wc -w)" = 1 ] || fail "expected one haproxy node, got: $lb"
 LB_URL="http://$(prop "$lb" .ipaddresses.access_v4)/"
 want_backends "$(nginx_nodes)"
-curl -s "$LB_URL" | grep -q "message=Hello from Drover's web tier" || fail "the page's message"
+grep -q "message=Hello from Drover's web tier" <<< "$(curl -s "$LB_URL")" || fail "the page's message"
 ns_has "$lb" haproxy || fail "no haproxy process on $lb"
 for n in $(with_service nginx); do ns_has "$n" "nginx: master" || fail "no nginx on $n"; done
 pass "create: haproxy on $lb spreads requests over $(nginx_nodes)"
@@ -99,14 +99,14 @@ pass "create: haproxy on $lb spreads requests over $(nginx_nodes)"
 pids=$(masters)
 op configure "{\"config\": $(config_with '.nginx.message = "second edition"')}"
 for _ in 1 2 3 4; do
-  curl -s "$LB_URL" | grep -q "message=second edition" || fail "an old page after configure"
+  grep -q "message=second edition" <<< "$(curl -s "$LB_URL")" || fail "an old page after configure"
 done
 [ "$(masters)" = "$pids" ] || fail "configure without restart restarted nginx: $pids -> $(masters)"
 [ "$(cl | jq -r .config.nginx.message)" = "second edition" ] || fail "the cluster's config is not the new one"
 pass "configure: the new page everywhere, the same nginx processes"
 op configure "{\"config\": $(config_with '.nginx.message = "third edition"'), \"restart\": true, \"services\": [\"nginx\"]}"
 for _ in 1 2 3 4; do
-  curl -s "$LB_URL" | grep -q "message=third edition" || fail "an old page after configure with restart"
+  grep -q "message=third edition" <<< "$(curl -s "$LB_URL")" || fail "an old page after configure with restart"
 done
 for p in $pids; do [ -d "/proc/$p" ] && fail "configure with restart left nginx $p running"; done
 [ "$(masters | wc -w)" = 2 ] || fail "nginx masters after the restart: $(masters)"

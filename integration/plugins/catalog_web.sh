@@ -37,7 +37,7 @@ want_backends() {
 nginx_nodes() { for n in $(with_service nginx); do printf 'node=%s ' "$n"; done; }
 
 want_backends "$(nginx_nodes)"
-curl -s "$LB_URL" | grep -q "message=Hello from Drover's web tier" || fail "the page's message"
+grep -q "message=Hello from Drover's web tier" <<< "$(curl -s "$LB_URL")" || fail "the page's message"
 ns_has "$lb" "haproxy" || fail "no haproxy process on $lb"
 for n in $(with_service nginx); do ns_has "$n" "nginx: master" || fail "no nginx on $n"; done
 pass "create: haproxy on $lb spreads requests over $(nginx_nodes)"
@@ -46,7 +46,7 @@ pass "create: haproxy on $lb spreads requests over $(nginx_nodes)"
 export USER_CONFIG='{"nginx": {"message": "second edition"}}'
 run_op configure-restart --existing "$LAYOUT"
 for i in 1 2 3 4; do
-  curl -s "$LB_URL" | grep -q "message=second edition" || fail "an old page after configure-restart"
+  grep -q "message=second edition" <<< "$(curl -s "$LB_URL")" || fail "an old page after configure-restart"
 done
 pass "configure-restart: every backend serves the new page"
 
