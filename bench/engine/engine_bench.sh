@@ -36,6 +36,17 @@ workers() { # PLUGINS CONCURRENCY: four workers, replacing the earlier ones
   done
 }
 
+# ZooKeeper's count of requests received (its mntr four-letter word).
+zk_requests() {
+  local hp=${DROVER_ZK%%,*} out
+  hp=${hp%%/*}
+  exec 9<> "/dev/tcp/${hp%:*}/${hp#*:}"
+  printf 'mntr' >&9
+  out=$(cat <&9)
+  exec 9<&-
+  awk '$1 == "zk_packets_received" { print $2 }' <<< "$out"
+}
+
 rss_of() { awk '/VmHWM/ { print $2 }' "/proc/$(pid_of "$1")/status"; }
 
 # Throughput of one job from its recorded attempts.
@@ -72,11 +83,32 @@ for w in "${what[@]}"; do
     nodes=2000 # x 5 tasks (create, confirm, bootstrap, base install and configure) = 10,000
     body=$(jq -cn --argjson k $nodes '{name: "wide", template: "single", nodes: $k}')
     t0=$(now_ms)
+    z0=$(zk_requests)
     J=$(body_of "$(api POST /v1/clusters "$body")" | jq -r .job.id)
     wait_job "$J" succeeded 600
     t1=$(now_ms)
+    z1=$(zk_requests)
     read -r n secs rate <<< "$(throughput "$J" | tr '|' ' ')"
     echo "wide: $n noop tasks in $secs s: $rate tasks/s end to end (request to succeeded: $((t1 - t0)) ms)"
+    if [ -n "${BENCH_DEBUG:-}" ]; then # requests per client: ZooKeeper's cons, by process
+      hp=${DROVER_ZK%%,*}; hp=${hp%%/*}
+      exec 9<> "/dev/tcp/${hp%:*}/${hp#*:}"; printf 'cons' >&9; cat <&9 > "$T/cons"; exec 9<&-
+      ss -tnpH state established "( sport = :${hp#*:} or dport = :${hp#*:} )" > "$T/ss"
+      python3 - "$T/cons" "$T/ss" <<'PY' >&2
+import re, sys
+procs = {}
+for l in open(sys.argv[2]):
+    f = l.split()
+    m = re.search(r'"([^"]+)",pid=(\d+)', l)
+    if m:
+        procs[f[2].rsplit(":", 1)[1]] = "%s/%s" % (m.group(1), m.group(2))
+for l in open(sys.argv[1]):
+    m = re.search(r':(\d+)\[\d+\]\(.*recved=(\d+),sent=(\d+)', l)
+    if m:
+        print("%-24s recved %s sent %s" % (procs.get(m.group(1), m.group(1)), m.group(2), m.group(3)))
+PY
+    fi
+    echo "wide: ZooKeeper received $((z1 - z0)) requests: $(echo "scale=2; ($z1 - $z0) / $n" | bc) per task (every client, idle ones too)"
     psql_q "SELECT t.action, a.status, count(*) FROM tasks t LEFT JOIN task_attempts a ON a.job_id = t.job_id AND a.task_id = t.id WHERE t.job_id = $J GROUP BY 1, 2 ORDER BY 1" | paste -sd" " >&2
     ;;
   big)
@@ -100,25 +132,56 @@ for w in "${what[@]}"; do
       '{name: "ms", template: "simple", nodes: 12, config: $c}')
     J=$(body_of "$(api POST /v1/clusters "$body")" | jq -r .job.id)
     wait_job "$J" succeeded 600
-    # The critical path: the longest chain of the plan, each task weighing what it took.
-    psql_q "SELECT t.idx, coalesce(extract(epoch FROM a.ended_at - a.started_at) * 1000, 0), t.deps
+    # The critical path: the longest chain of the plan, each task weighing what it took. With
+    # one running task per node (DESIGN.md), a node's tasks also run one after another, so the
+    # bound no schedule can beat is the larger of the critical path and, for every node, the
+    # earliest its first task could start plus the time all its tasks took.
+    psql_q "SELECT t.idx, coalesce(extract(epoch FROM a.ended_at - a.started_at) * 1000, 0), t.deps,
+                   coalesce(extract(epoch FROM a.started_at) * 1000, 0),
+                   coalesce(extract(epoch FROM a.ended_at) * 1000, 0), coalesce(t.node_id, '')
             FROM tasks t LEFT JOIN task_attempts a ON a.job_id = t.job_id AND a.phase = t.phase
               AND a.task_id = t.id AND a.status = 'succeeded'
             WHERE t.job_id = $J AND t.phase = 'f' ORDER BY t.idx" > "$T/dag"
-    read -r cp makespan <<< "$(python3 - "$T/dag" "$J" <<'PY'
-import json, sys, subprocess
+    python3 - "$T/dag" <<'PY'
+import json, sys
 rows = [l.rstrip("\n").split("|") for l in open(sys.argv[1]) if l.strip()]
 dur = {int(r[0]): float(r[1]) for r in rows}
 deps = {int(r[0]): json.loads(r[2]) for r in rows}
+start = {int(r[0]): float(r[3]) for r in rows}
+end = {int(r[0]): float(r[4]) for r in rows}
+node = {int(r[0]): r[5] for r in rows}
 memo = {}
-def finish(i):
+def finish(i):  # the earliest a task can end, by its dependencies alone
     if i not in memo:
         memo[i] = dur[i] + max([finish(d) for d in deps[i]] or [0])
     return memo[i]
-print(round(max(finish(i) for i in dur)), end=" ")
+cp = max(finish(i) for i in dur)
+by_node = {}
+for i in dur:
+    if node[i] and dur[i]:
+        by_node.setdefault(node[i], []).append(i)
+node_bound = max((min(finish(i) - dur[i] for i in ts) + sum(dur[i] for i in ts), n)
+                 for n, ts in by_node.items())
+ran = [i for i in dur if start[i]]
+makespan = max(end[i] for i in ran) - min(start[i] for i in ran)
+bound = max(cp, node_bound[0])
+print("makespan: %.0f ms, critical path %.0f ms (ratio %.3f), busiest node %s %.0f ms: "
+      "makespan / max(both) = %.3f" % (makespan, cp, makespan / cp, node_bound[1], node_bound[0],
+                                        makespan / bound))
+# The engine's share, a hop: from the moment a task could start (its dependencies ended and
+# its node's previous task too) to its plugin's start: the owner sees the outcome, dispatches,
+# a worker claims, records and starts the plugin.
+hops = []
+for i in ran:
+    before = [end[d] for d in deps[i] if end[d]]
+    before += [end[j] for j in by_node.get(node[i], []) if j != i and start[j] and end[j] <= start[i]]
+    if before:
+        hops.append(start[i] - max(before))
+hops.sort()
+if hops:
+    print("hop (ready to started), ms: median %.0f, p90 %.0f, max %.0f over %d tasks"
+          % (hops[len(hops) // 2], hops[int(len(hops) * 0.9)], hops[-1], len(hops)))
 PY
-)$(psql_q "SELECT round(extract(epoch FROM max(ended_at) - min(started_at)) * 1000) FROM task_attempts WHERE job_id = $J")"
-    echo "makespan: $makespan ms, critical path $cp ms: ratio $(echo "scale=3; $makespan / $cp" | bc)"
     ;;
   *) echo "engine_bench: unknown \"$w\"" >&2; exit 2 ;;
   esac

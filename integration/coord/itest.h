@@ -106,6 +106,8 @@ void it_proxy_set_silent(struct it_proxy *p, bool on);
 void it_proxy_set_hold(struct it_proxy *p, bool on);
 void it_proxy_set_swallow(struct it_proxy *p, int op);
 void it_proxy_cut_all(struct it_proxy *p);
+/* Client requests of op type op (14: multi) that went through p so far. */
+int it_proxy_requests(struct it_proxy *p, int op);
 
 /* A session whose connection is not awaited (it may not be connected yet). */
 struct coord_session *it_session_nowait(struct event_base *base, const char *hosts, int timeout_ms,

@@ -7,6 +7,9 @@
  *   queue-txn     transactions on a held claim, complete with a transaction in one
  *                 multi-op, failures of the caller's ops, not the holder, and lost
  *                 answers resolved (applied once)
+ *   queue-gather  transactions on claims started in one turn go out as one multi-op;
+ *                 each hears its own answer: created paths, one failing op fails only
+ *                 its own (the others are sent again alone), lost answers resolved
  *   claim-lost    on_lost: silent partition (before another consumer gets the item),
  *                 claim deleted by hand, session expired (before EXPIRED), connection
  *                 lost past the threshold with the session surviving (the claim is
@@ -447,6 +450,114 @@ static int t_queue_txn(void)
     return 0;
 }
 
+/* ---- queue-gather ------------------------------------------------------------------------- */
+
+static int t_queue_gather(void)
+{
+    struct event_base *base = event_base_new();
+    struct it_proxy *p = it_proxy_new(it_zk_port(1));
+    struct coord_session *s = it_session_at(base, it_proxy_addr(p), 20000);
+    struct coord_session *d = it_session(base, 20000);
+    const char *qp = "/drover/queues/itest/qgather";
+    struct coord_queue *q = open_q(base, s, qp, 1, "c", NULL, NULL);
+    struct coord_queue *qd = open_q(base, d, qp, 1, "producer", NULL, NULL);
+    write_node(base, d, "/drover/itest/grec", "{\"v\":0}"); /* version 1 */
+    enum { N = 9 };
+    struct coord_queue_put_item items[N];
+    for (int i = 0; i < N; i++)
+        items[i] = (struct coord_queue_put_item){"{}", 5};
+    struct rc_out pr = {0};
+    coord_queue_put(qd, items, N, on_rc, &pr);
+    CHECK(wait_rc(base, &pr) == 0, "put");
+    struct take_out x[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = take1(base, q, 10000);
+        CHECK(x[i].rc == 0, "take %d", i);
+    }
+
+    /* Three completes and two transactions in one turn: one multi-op, five answers. */
+    struct txn_out o[5];
+    memset(o, 0, sizeof(o));
+    int multis = it_proxy_requests(p, 14);
+    for (int i = 0; i < 5; i++) {
+        struct coord_txn *t = coord_txn_new();
+        char path[64];
+        snprintf(path, sizeof(path), "/drover/itest/g-%d", i);
+        coord_txn_create(t, path, "{}", 0);
+        if (i < 3)
+            coord_queue_complete_txn(q, x[i].id, t, on_txn, &o[i]);
+        else
+            coord_queue_txn_commit(q, x[i].id, t, on_txn, &o[i]);
+    }
+    for (int i = 0; i < 5; i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/drover/itest/g-%d", i);
+        CHECK(wait_txn(base, &o[i]).rc == 0, "gathered commit %d rc %d op %d", i, o[i].rc,
+              o[i].failed_op);
+        CHECK(strcmp(o[i].created[0], path) == 0, "commit %d created %s", i, o[i].created[0]);
+    }
+    CHECK(it_proxy_requests(p, 14) - multis == 1, "%d multi-ops for five commits of one turn",
+          it_proxy_requests(p, 14) - multis);
+    struct coord_queue_stats st = stats(base, qd);
+    CHECK(st.length == N - 3 && st.claimed == N - 3, "length %lld claimed %lld",
+          (long long)st.length, (long long)st.claimed);
+
+    /* One op fails: only its commit fails; the others of its turn apply (sent again alone). */
+    memset(o, 0, sizeof(o));
+    struct coord_txn *t = coord_txn_new();
+    coord_txn_set(t, "/drover/itest/grec", "{\"v\":1}", 7); /* wrong version */
+    coord_queue_complete_txn(q, x[3].id, t, on_txn, &o[0]);
+    t = coord_txn_new();
+    coord_txn_set(t, "/drover/itest/grec", "{\"v\":1}", 1);
+    coord_queue_complete_txn(q, x[4].id, t, on_txn, &o[1]);
+    t = coord_txn_new();
+    coord_txn_create(t, "/drover/itest/g-5", "{}", 0);
+    coord_queue_txn_commit(q, x[5].id, t, on_txn, &o[2]);
+    wait_txn(base, &o[0]);
+    CHECK(o[0].rc == DRV_ECONFLICT && o[0].failed_op == 0, "the failing one: rc %d op %d", o[0].rc,
+          o[0].failed_op);
+    CHECK(wait_txn(base, &o[1]).rc == 0, "its neighbour rc %d", o[1].rc);
+    CHECK(wait_txn(base, &o[2]).rc == 0, "its other neighbour rc %d", o[2].rc);
+    struct get_out rec = read_node(base, d, "/drover/itest/grec");
+    CHECK(rec.version == 2 && strcmp(rec.data, "{\"v\":1}") == 0, "grec %s v%d", rec.data,
+          rec.version);
+    st = stats(base, qd);
+    CHECK(st.length == N - 4 && st.claimed == N - 4, "length %lld claimed %lld",
+          (long long)st.length, (long long)st.claimed);
+
+    /* The gathered multi-op's answer lost: every complete in it resolved, applied once. */
+    memset(o, 0, sizeof(o));
+    it_proxy_set_swallow(p, 14 /* multi */);
+    for (int i = 0; i < 3; i++) {
+        t = coord_txn_new();
+        char path[64];
+        snprintf(path, sizeof(path), "/drover/itest/gl-%d", i);
+        coord_txn_create(t, path, "{}", 0);
+        coord_queue_complete_txn(q, x[6 + i].id, t, on_txn, &o[i]);
+    }
+    it_run_for(base, 500);
+    CHECK(!o[0].done && !o[1].done && !o[2].done, "answered through the proxy");
+    it_proxy_cut_all(p);
+    it_proxy_set_swallow(p, 0);
+    for (int i = 0; i < 3; i++)
+        CHECK(wait_txn(base, &o[i]).rc == 0, "lost gathered complete %d rc %d", i, o[i].rc);
+    for (int i = 0; i < 3; i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/drover/itest/gl-%d", i);
+        CHECK(read_node(base, d, path).rc == 0, "%s not created", path);
+    }
+    st = stats(base, qd);
+    CHECK(st.length == N - 7 && st.claimed == N - 7, "length %lld claimed %lld",
+          (long long)st.length, (long long)st.claimed);
+    coord_queue_close(q);
+    coord_queue_close(qd);
+    coord_session_free(s);
+    coord_session_free(d);
+    event_base_free(base);
+    printf("queue-gather: ok\n");
+    return 0;
+}
+
 /* ---- claim-lost ------------------------------------------------------------------------------ */
 
 static char trace[1024];
@@ -705,6 +816,8 @@ int itest_queue(const char *t)
         return t_queue_keyed();
     if (strcmp(t, "queue-txn") == 0)
         return t_queue_txn();
+    if (strcmp(t, "queue-gather") == 0)
+        return t_queue_gather();
     if (strcmp(t, "claim-lost") == 0)
         return t_claim_lost();
     return -1;

@@ -438,6 +438,7 @@ struct it_proxy {
     int listen_fd, target_port;
     char *addr;
     atomic_int blackhole, cut_gen, down, silent, hold, swallow;
+    atomic_int requests[32]; /* client requests seen, by op type (it_proxy_requests) */
 };
 
 struct fbuf {
@@ -500,7 +501,10 @@ static bool fb_forward(struct pconn *k, struct fbuf *f, int fd, bool down)
         if (!down && !k->up_first && len >= 12) {
             int32_t xid = (int32_t)be32(body);
             k->xid[(uint32_t)xid % 4096] = xid;
-            k->type[(uint32_t)xid % 4096] = (int32_t)be32(body + 4);
+            int32_t type = (int32_t)be32(body + 4);
+            k->type[(uint32_t)xid % 4096] = type;
+            if (type >= 0 && type < 32)
+                atomic_fetch_add(&k->p->requests[type], 1);
         } else if (down) {
             drop = atomic_load(&k->p->blackhole) != 0 || k->dropping;
             int sw = atomic_load(&k->p->swallow);
@@ -634,6 +638,11 @@ void it_proxy_set_silent(struct it_proxy *p, bool on)
 void it_proxy_set_hold(struct it_proxy *p, bool on)
 {
     atomic_store(&p->hold, on);
+}
+
+int it_proxy_requests(struct it_proxy *p, int op)
+{
+    return op >= 0 && op < 32 ? atomic_load(&p->requests[op]) : 0;
 }
 
 void it_proxy_set_swallow(struct it_proxy *p, int op)

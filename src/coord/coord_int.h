@@ -208,20 +208,22 @@ struct coord_session {
 
     /* Loop thread only. */
     struct coord__registry reg;
-    uint64_t nonce;               /* random, per session object: in every name prefix */
-    uint64_t rng;                 /* xorshift state, seeded from the nonce */
-    uint64_t uniq;                /* counter for unique name prefixes */
-    long inflight;                /* requests issued and not yet done */
-    struct event *suspect_timer;  /* runs while SUSPENDED */
-    struct timer_closure *timers; /* pending coord__timer closures */
-    struct coord__op *zombies;    /* see issued() in zkops.c */
-    bool suspected;               /* SUSPECT was told during this suspension or silence */
-    bool silent;                  /* SUSPENDED because no answer came, not by the client */
-    bool draining;                /* coord_session_free waits on cond for results (guarded by mu) */
-    long last_ok_ms;              /* issue time of the latest request the server answered */
-    bool probing;                 /* a liveness probe is in flight */
-    struct event *tick;           /* silence detector, every timeout/10 */
-    struct event *restart_timer;  /* a new handle could not start: retry */
+    uint64_t nonce;                /* random, per session object: in every name prefix */
+    uint64_t rng;                  /* xorshift state, seeded from the nonce */
+    uint64_t uniq;                 /* counter for unique name prefixes */
+    long inflight;                 /* requests issued and not yet done */
+    struct event *suspect_timer;   /* runs while SUSPENDED */
+    struct timer_closure *timers;  /* pending coord__timer closures */
+    struct coord__commit **gather; /* guarded commits of this turn, sent together (txn.c) */
+    size_t n_gather, cap_gather;
+    struct coord__op *zombies;   /* see issued() in zkops.c */
+    bool suspected;              /* SUSPECT was told during this suspension or silence */
+    bool silent;                 /* SUSPENDED because no answer came, not by the client */
+    bool draining;               /* coord_session_free waits on cond for results (guarded by mu) */
+    long last_ok_ms;             /* issue time of the latest request the server answered */
+    bool probing;                /* a liveness probe is in flight */
+    struct event *tick;          /* silence detector, every timeout/10 */
+    struct event *restart_timer; /* a new handle could not start: retry */
     unsigned restart_tries;
     int cb_depth;      /* > 0 while coord runs callbacks: a free is deferred */
     bool free_pending; /* coord_session_free was called inside a callback */

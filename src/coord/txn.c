@@ -15,6 +15,15 @@
  * Size: the encoded size is checked against the session's budget before
  * anything is sent; over it, DRV_ETOOBIG (coord__zk_multi refuses it too).
  *
+ * Gathering: the queue's commits started in one turn of the loop (a worker
+ * records and completes many tasks at once) go out as one multi-op, each
+ * commit's guard ops before its own, within the size budget: one request
+ * where there were many. All applied: each commit hears its own success. An
+ * op failed: nothing applied, so each is sent again alone and hears its own
+ * answer. No answer (connection loss, expiry): each is settled as if it had
+ * been sent alone (its resolver, or DRV_EAGAIN). Commits with a fence,
+ * sequential creates or a lost earlier answer, and lone ones, go alone.
+ *
  * Lost answers (connection loss before the answer):
  *   1. sequential creates: their names carry a prefix unique to this commit;
  *      after a backoff, a sync then a listing of each parent (pipelined: the
@@ -168,6 +177,8 @@ struct coord__commit {
     unsigned fence_attempt;
     struct coord__guard g; /* paths owned */
     int first;             /* guard ops before t's */
+    int base;              /* index of its first op in the multi (gathered: not 0) */
+    size_t bytes;          /* encoded, guard ops included */
     int *rec_of;           /* multi op index - first -> record index */
     int nops;              /* t's ops in the multi */
     char *prefix;          /* "<session>-<random>-<n>-" of sequential creates, or NULL */
@@ -179,6 +190,7 @@ struct coord__commit {
 };
 
 static void send_commit(struct coord__commit *c);
+static void put_ops(struct coord__commit *c, struct coord__op *op);
 static void recover_txn(void *owner);
 
 static void commit_free(struct coord__commit *c)
@@ -291,24 +303,30 @@ static void recover_txn(void *owner)
     }
 }
 
+/* c's multi-op (alone, or gathered at c->base) applied. */
+static void applied(struct coord__commit *c, const struct coord__op *op)
+{
+    struct coord_txn_result r = {.rc = 0, .failed_op = -1};
+    r.n = c->t->n;
+    r.created = xcalloc(r.n ? r.n : 1, sizeof(char *));
+    int k = c->base + c->first;
+    for (size_t i = 0; i < r.n; i++) {
+        const struct trec *t = &c->t->r[i];
+        if (t->type == T_CREATE)
+            r.created[i] = op->bufs[k];
+        else if (t->type == T_QPUT)
+            r.created[i] = op->bufs[k + 1];
+        k += rec_ops(t);
+    }
+    commit_end(c, &r);
+    free(r.created);
+}
+
 static void committed(struct coord__op *op)
 {
     struct coord__commit *c = op->owner;
     if (op->rc == ZOK) {
-        struct coord_txn_result r = {.rc = 0, .failed_op = -1};
-        r.n = c->t->n;
-        r.created = xcalloc(r.n ? r.n : 1, sizeof(char *));
-        int k = c->first;
-        for (size_t i = 0; i < r.n; i++) {
-            const struct trec *t = &c->t->r[i];
-            if (t->type == T_CREATE)
-                r.created[i] = op->bufs[k];
-            else if (t->type == T_QPUT)
-                r.created[i] = op->bufs[k + 1];
-            k += rec_ops(t);
-        }
-        commit_end(c, &r);
-        free(r.created);
+        applied(c, op);
         return;
     }
     if (coord__zrc_unknown(op->rc) && !c->s->closing) {
@@ -377,7 +395,6 @@ static void too_big(void *owner)
 
 static void send_commit(struct coord__commit *c)
 {
-    struct coord_txn *t = c->t;
     const char *fence_node = NULL;
     unsigned attempt = 0;
     if (c->fence &&
@@ -390,15 +407,24 @@ static void send_commit(struct coord__commit *c)
     if (c->g.gen)
         coord__op_bind(op, c->g.gen);
     coord__multi_init(op, c->first + c->nops);
+    c->base = 0;
     if (c->fence)
         coord__mop_check(op, 0, fence_node, -1);
+    put_ops(c, op);
+    coord__zk_multi(op);
+}
+
+/* c's guard ops and t's ops into op, from c->base on. */
+static void put_ops(struct coord__commit *c, struct coord__op *op)
+{
+    struct coord_txn *t = c->t;
     for (int i = 0; i < c->g.n; i++) {
         if (c->g.type[i] == COORD__GUARD_CHECK)
-            coord__mop_check(op, i, c->g.path[i], -1);
+            coord__mop_check(op, c->base + i, c->g.path[i], -1);
         else
-            coord__mop_delete(op, i, c->g.path[i], -1);
+            coord__mop_delete(op, c->base + i, c->g.path[i], -1);
     }
-    int k = c->first;
+    int k = c->base + c->first;
     for (size_t i = 0; i < t->n; i++) {
         struct trec *r = &t->r[i];
         switch (r->type) {
@@ -421,7 +447,96 @@ static void send_commit(struct coord__commit *c)
         }
         k += rec_ops(r);
     }
-    coord__zk_multi(op);
+}
+
+/* ---- gathering ------------------------------------------------------------------ */
+
+#define GATHER_MAX_OPS 1000
+
+struct gathered {
+    struct coord__commit **c;
+    size_t n;
+};
+
+static void gathered_answer(struct coord__op *op)
+{
+    struct gathered *g = op->owner;
+    if (op->rc != ZOK)
+        log_debug(MOD, "event=txn-gathered-failed zrc=%d commits=%zu", op->rc, g->n);
+    bool whole = coord__multi_failed(op) < 0; /* no op of ours failed: the request did */
+    for (size_t i = 0; i < g->n; i++) {
+        struct coord__commit *c = g->c[i];
+        if (op->rc == ZOK) {
+            applied(c, op);
+        } else if (whole && coord__zrc_unknown(op->rc) && !c->s->closing && c->g.resolve) {
+            c->g.resolve(c, c->g.owner);
+        } else if (whole) {
+            /* As if it had failed alone: ECONFLICT on an expiry, the error else. */
+            struct coord_txn_result r = {.rc = coord__zrc(op->rc), .failed_op = -1, .zrc = op->rc};
+            if (op->rc == ZSESSIONEXPIRED || op->rc == ZINVALIDSTATE) {
+                r.rc = DRV_ECONFLICT;
+                if (c->g.guard_failed)
+                    c->g.guard_failed(c->g.owner, -1, op->rc);
+            }
+            r.n = c->t->n;
+            r.created = xcalloc(r.n ? r.n : 1, sizeof(char *));
+            commit_end(c, &r);
+            free(r.created);
+        } else {
+            send_commit(c); /* nothing applied: alone, it hears its own answer */
+        }
+    }
+    free(g->c);
+    free(g);
+}
+
+static void flush_gathered(void *owner)
+{
+    struct coord_session *s = owner;
+    struct coord__commit **all = s->gather;
+    size_t n = s->n_gather, at = 0;
+    s->gather = NULL;
+    s->n_gather = s->cap_gather = 0;
+    while (at < n) {
+        /* One multi-op: the commits of one handle generation, within the budget. */
+        struct gathered *g = xcalloc(1, sizeof(*g));
+        g->c = xcalloc(n - at, sizeof(*g->c));
+        size_t bytes = COORD__MULTI_FRAME;
+        int nops = 0;
+        unsigned gen = all[at]->g.gen;
+        while (at < n && all[at]->g.gen == gen &&
+               (g->n == 0 || (bytes + all[at]->bytes <= s->max_req &&
+                              nops + all[at]->first + all[at]->nops <= GATHER_MAX_OPS))) {
+            struct coord__commit *c = all[at++];
+            c->base = nops;
+            nops += c->first + c->nops;
+            bytes += c->bytes;
+            g->c[g->n++] = c;
+        }
+        if (g->n == 1) {
+            send_commit(g->c[0]);
+            free(g->c);
+            free(g);
+            continue;
+        }
+        struct coord__op *op = coord__op_new(s, gathered_answer, g);
+        coord__op_bind(op, gen);
+        coord__multi_init(op, nops);
+        for (size_t i = 0; i < g->n; i++)
+            put_ops(g->c[i], op);
+        coord__zk_multi(op);
+    }
+    free(all);
+}
+
+/* Send c with the other commits of this turn. */
+static void gather(struct coord__commit *c)
+{
+    struct coord_session *s = c->s;
+    XGROW(s->gather, s->cap_gather, s->n_gather + 1);
+    s->gather[s->n_gather++] = c;
+    if (s->n_gather == 1)
+        coord__timer(s, 0, flush_gathered, s);
 }
 
 static void commit_start(struct coord_session *s, struct coord_txn *t, struct coord_lock *fence,
@@ -453,6 +568,7 @@ static void commit_start(struct coord_session *s, struct coord_txn *t, struct co
         for (int j = 0; j < rec_ops(&t->r[i]); j++)
             c->rec_of[k++] = (int)i;
     size_t bytes = coord__txn_bytes_with(t, c->first, c->g.path) + (fence ? 128 : 0);
+    c->bytes = bytes;
     if (bytes > s->max_req) {
         log_warn(MOD, "event=txn-too-large bytes=%zu max=%zu ops=%zu", bytes, s->max_req, t->n);
         coord__timer(s, 0, too_big, c);
@@ -474,6 +590,8 @@ static void commit_start(struct coord_session *s, struct coord_txn *t, struct co
     }
     if (g && g->lost && g->resolve)
         g->resolve(c, g->owner);
+    else if (g && g->gen && !c->prefix && !fence)
+        gather(c);
     else
         send_commit(c);
 }

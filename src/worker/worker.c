@@ -29,10 +29,10 @@
  *   3. running == number of tasks not DONE; outstanding takes + running <=
  *      concurrency while not stopping.
  *
- * Costs per task: the claim (shared multi-ops, coord), one multi-op to
- * record the attempt, one read of the job's context per job (cached), one
- * multi-op to complete. The ZooKeeper writes: claim, run record, and the
- * complete (claim and item deleted, run record set).
+ * Costs per task: the claim (shared multi-ops, coord), the record of the
+ * attempt, one read of the job's context per job (cached), the complete; coord
+ * gathers the records and completes of one loop turn into shared multi-ops. The ZooKeeper writes:
+ * claim, run record, and the complete (claim and item deleted, run record set).
  */
 #include <errno.h>
 #include <stdio.h>
