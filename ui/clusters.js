@@ -1,5 +1,5 @@
 // clusters: the list (with a form for a new cluster, previewed before it is created) and
-// one cluster: nodes with hardware, image, services and addresses; job history; the
+// one cluster: nodes with hardware, image, services and addresses; job history; snapshots; the
 // operations the caller's role allows, each confirmed in a dialog first.
 import { h, clear, add, fill, table, badge, fmtTime } from './dom.js';
 import { get, post, del } from './api.js';
@@ -124,6 +124,7 @@ export async function clusterView(main, [id], ctx) {
     return;
   }
   const jobs = (await get(`/v1/jobs?cluster=${encodeURIComponent(id)}`)).items || [];
+  const snaps = (await get(`/v1/clusters/${encodeURIComponent(id)}/snapshots`)).items || [];
   const open = jobs.find(j => ['pending', 'running', 'paused', 'rolling-back'].includes(j.status));
   const nodes = c.nodes || [];
   add(main, 
@@ -154,7 +155,38 @@ export async function clusterView(main, [id], ctx) {
       { title: 'Created', get: j => fmtTime(j.created_at) },
       { title: 'Ended', get: j => fmtTime(j.ended_at) },
       { title: 'Error', get: j => (j.error && (j.error.message || j.error.text || JSON.stringify(j.error))) || '' },
-    ], jobs));
+    ], jobs),
+    h('h2', {}, 'Snapshots'),
+    snaps.length ? h('div', { id: 'snapshots' }, snaps.map(sn => snapshot(id, sn)))
+      : h('p', { class: 'help' }, 'No operation of this cluster has succeeded yet.'));
+}
+
+// One snapshot: the cluster as a successful job left it; its nodes are read when opened.
+function snapshot(id, sn) {
+  const body = h('div', {}, h('p', { class: 'help' }, 'loading…'));
+  let loaded = false;
+  const el = h('details', { class: 'snapshot', ontoggle: async () => {
+    if (!el.open || loaded) return;
+    loaded = true;
+    try {
+      const full = await get(`/v1/clusters/${encodeURIComponent(id)}/snapshots/${encodeURIComponent(sn.job)}`);
+      const nodes = (full.state && full.state.nodes) || [];
+      clear(body);
+      add(body, table([
+        { title: 'Node', get: n => n.id },
+        { title: 'Hardware', get: n => n.hardwaretype || '' },
+        { title: 'Image', get: n => n.imagetype || '' },
+        { title: 'Services', get: n => (n.services || []).join(', ') },
+      ], nodes.slice(0, 500), nodes.length > 500 ? `first 500 of ${nodes.length} nodes` : null));
+    } catch (e) {
+      loaded = false;
+      clear(body);
+      add(body, h('p', { class: 'error', role: 'alert' }, e.message));
+    }
+  } },
+  h('summary', {}, `after job #${sn.job} (${sn.operation}), ${fmtTime(sn.taken_at)}: ${sn.nodes} node${sn.nodes === 1 ? '' : 's'}`),
+  body);
+  return el;
 }
 
 // The operation buttons. Admins act on every cluster of the tenant, users on their own;

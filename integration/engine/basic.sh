@@ -50,6 +50,15 @@ done
 check_runs
 expect 200 "$(api GET "/v1/clusters/$CID")" '[.nodes[] | select(.status == "active")] | length == 3' "three active nodes after the shrink"
 
+# Snapshots: the state after each successful operation, newest first; one with its state.
+expect 200 "$(api GET "/v1/clusters/$CID/snapshots")" '.items | length == 7 and .[0].operation == "shrink" and .[0].nodes == 3 and .[-1].operation == "create" and .[-1].job == "'"$JID"'" and ([.[] | select(.operation == "expand")][0].nodes == 4)' "snapshots of the cluster"
+expect 200 "$(api GET "/v1/clusters/$CID/snapshots/$JID")" '.job == "'"$JID"'" and .operation == "create" and .state.cluster.id == '"$CID"' and (.state.nodes | length == 3) and (.state.cluster | has("secrets") | not)' "the create's snapshot"
+expect 404 "$(api GET "/v1/clusters/$CID/snapshots/999999")" '.error.code == "not-found"' "a snapshot that is not there"
+expect 404 "$(api GET "/v1/clusters/999999/snapshots")" '.error.code == "not-found"' "snapshots of a cluster that is not there"
+snaps=$(DROVER_URL="http://127.0.0.1:$PORT" DROVER_TOKEN=$TOKEN "$BIN/drover" cluster snapshots "$CID" 2>&1) || fail "drover cluster snapshots: $snaps"
+[ "$(awk 'NR == 2 { print $2 }' <<< "$snaps")" = shrink ] || fail "drover cluster snapshots: $snaps"
+pass "snapshots: seven, newest first, one with its state (no secrets), 404s; the CLI lists them"
+
 r=$(api DELETE "/v1/clusters/$CID")
 expect 202 "$r" '' "delete"
 wait_job "$(body_of "$r" | jq -r .job.id)" succeeded 90

@@ -128,8 +128,15 @@ try {
   await page.until(`document.querySelector('h1') && document.querySelectorAll('main table')[0] && document.querySelectorAll('main table')[0].querySelectorAll('tbody tr').length >= 2 && document.querySelectorAll('a.job-link').length >= 1`, 'the cluster view with nodes and jobs');
   const hw = await page.eval(`document.querySelectorAll('main table')[0].querySelector('tbody tr').textContent`);
   if (!/small/.test(hw) || !/img/.test(hw)) throw new Error(`node row without hardware and image: ${hw}`);
+  // its snapshots: one per successful operation; opening one reads its nodes
+  await page.until(`document.querySelectorAll('#snapshots details.snapshot').length >= 1`, 'the cluster\'s snapshots');
+  const snapSummary = await page.eval(`document.querySelector('#snapshots details.snapshot summary').textContent`);
+  if (!/after job #\d+ \(create\)/.test(snapSummary)) throw new Error(`snapshot summary: ${snapSummary}`);
+  await page.eval(`document.querySelector('#snapshots details.snapshot').open = true`);
+  const snapRow = await page.until(`document.querySelector('#snapshots details.snapshot tbody tr') && document.querySelector('#snapshots details.snapshot tbody tr').textContent`, 'a snapshot\'s nodes');
+  if (!/small/.test(snapRow)) throw new Error(`snapshot node row: ${snapRow}`);
   await shot('03-cluster');
-  ok('a cluster: nodes with hardware and image, job history');
+  ok(`a cluster: nodes with hardware and image, job history, snapshots ("${snapSummary}", opened: its nodes)`);
   // an operation the API refuses: its error shows in the dialog (the cluster has that version)
   await page.eval(`[...document.querySelectorAll('section.ops button')].find(b => b.textContent === 'Upgrade').click()`);
   await page.until(`document.querySelector('dialog.confirm[open] #op-input')`, 'the upgrade dialog');

@@ -98,6 +98,8 @@ int api__h_cluster_create(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_preview(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_cluster_list(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_cluster_get(PGconn *conn, struct call *c, struct drv_err *err);
+/* GET /v1/clusters/{id}/snapshots[/{job}]: the list, or one with its state. */
+int api__h_cluster_snapshots(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_cluster_op(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_cluster_delete(PGconn *conn, struct call *c, struct drv_err *err);
 

@@ -44,6 +44,18 @@ int api__h_cluster_get(PGconn *conn, struct call *c, struct drv_err *err)
     return rc;
 }
 
+int api__h_cluster_snapshots(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    json_t *out;
+    int rc = store_cluster_snapshots(conn, c->who.tenant_id, call_owner(c), c->seg[2],
+                                     c->nseg == 5 ? c->seg[4] : NULL, &out, err);
+    if (rc)
+        return rc;
+    c->out = c->nseg == 5 ? out : json_pack("{s:o}", "items", out);
+    c->status = 200;
+    return 0;
+}
+
 /* ---- operations ------------------------------------------------------------------ */
 
 #define MAX_NODES 10000

@@ -46,6 +46,8 @@ static const struct route routes[] = {
     {POST, "v1/clusters", api__h_cluster_create, TENANT},
     {GET, "v1/clusters/*", api__h_cluster_get, TENANT},
     {DEL, "v1/clusters/*", api__h_cluster_delete, TENANT},
+    {GET, "v1/clusters/*/snapshots", api__h_cluster_snapshots, TENANT},
+    {GET, "v1/clusters/*/snapshots/*", api__h_cluster_snapshots, TENANT},
     {POST, "v1/clusters/*/*", api__h_cluster_op, TENANT},
     {POST, "v1/plans", api__h_preview, TENANT},
     {GET, "v1/jobs", api__h_job_list, TENANT},

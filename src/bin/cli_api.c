@@ -350,7 +350,8 @@ static int usage_cluster(void)
         "       drover cluster configure ID --config FILE [--restart] [--services a,b]\n"
         "       drover cluster start|stop|restart ID [--services a,b]\n"
         "       drover cluster upgrade ID [--template-version V]\n"
-        "       drover cluster recreate ID   (a failed create, with the failed layout excluded)\n");
+        "       drover cluster recreate ID   (a failed create, with the failed layout excluded)\n"
+        "       drover cluster snapshots ID [JOB]   (the state after each successful operation)\n");
     return 2;
 }
 
@@ -436,6 +437,14 @@ int cli_cluster_main(int argc, char **argv)
     if (strcmp(verb, "get") == 0 && argc == 3) {
         char *p = xasprintf("/v1/clusters/%s", argv[2]);
         int rc = run(&o, "GET", p, NULL, NULL, NULL);
+        free(p);
+        return rc;
+    }
+    if (strcmp(verb, "snapshots") == 0 && (argc == 3 || argc == 4)) {
+        static const char *const scols[] = {"job", "operation", "taken_at", "nodes", NULL};
+        char *p = argc == 3 ? xasprintf("/v1/clusters/%s/snapshots", argv[2])
+                            : xasprintf("/v1/clusters/%s/snapshots/%s", argv[2], argv[3]);
+        int rc = run(&o, "GET", p, NULL, argc == 3 ? scols : NULL, NULL);
         free(p);
         return rc;
     }

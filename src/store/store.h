@@ -234,6 +234,12 @@ int store_cluster_list(PGconn *conn, const char *tenant_id, const char *owner_id
 /* The cluster with its nodes; lock (inside a transaction) takes FOR UPDATE. */
 int store_cluster_get(PGconn *conn, const char *tenant_id, const char *owner_id,
                       const char *cluster_id, int lock, json_t **row, struct drv_err *err);
+/* A cluster's snapshots (the full state after each successful operation), newest first, at most
+ * 100: {job, operation, taken_at, nodes (count)}; with job_id, that one with its "state"
+ * (DRV_ENOENT if the cluster or that snapshot is not there for this tenant and owner). */
+int store_cluster_snapshots(PGconn *conn, const char *tenant_id, const char *owner_id,
+                            const char *cluster_id, const char *job_id, json_t **out,
+                            struct drv_err *err);
 struct store_cluster_new {
     const char *tenant_id, *owner_id, *name, *template_name, *template_version, *provider;
     const char *size, *services, *hardwaretype, *imagetype, *config; /* services, config: JSON */

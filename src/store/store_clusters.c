@@ -57,6 +57,47 @@ static int bad_id(const char *id)
     return 0;
 }
 
+int store_cluster_snapshots(PGconn *conn, const char *tenant_id, const char *owner_id,
+                            const char *cluster_id, const char *job_id, json_t **out,
+                            struct drv_err *err)
+{
+    *out = NULL;
+    if (bad_id(cluster_id))
+        return not_found(err, "cluster", cluster_id);
+    if (job_id && bad_id(job_id))
+        return not_found(err, "snapshot", job_id);
+    const char *p[] = {tenant_id, owner_id, cluster_id, job_id};
+    json_t *c;
+    int rc = store_query_row(conn,
+                             "SELECT c.id FROM clusters c WHERE c.tenant_id = $1::bigint"
+                             " AND c.deleted_at IS NULL"
+                             " AND ($2::bigint IS NULL OR c.owner_id = $2::bigint)"
+                             " AND c.id = $3::bigint",
+                             3, p, &c, err);
+    if (rc == DRV_ENOENT)
+        return not_found(err, "cluster", cluster_id);
+    if (rc)
+        return rc;
+    json_decref(c);
+#define SNAP_COLS                                                                                  \
+    "s.job_id::text AS job, j.operation, s.taken_at,"                                              \
+    " jsonb_array_length(coalesce(s.state -> 'nodes', '[]')) AS nodes"
+    if (!job_id)
+        return store_query_json(conn,
+                                "SELECT " SNAP_COLS
+                                " FROM snapshots s JOIN jobs j ON j.id = s.job_id"
+                                " WHERE s.cluster_id = $1::bigint"
+                                " ORDER BY s.taken_at DESC, s.job_id DESC LIMIT 100",
+                                1, p + 2, out, err);
+    rc = store_query_row(conn,
+                         "SELECT " SNAP_COLS ", s.state FROM snapshots s"
+                         " JOIN jobs j ON j.id = s.job_id"
+                         " WHERE s.cluster_id = $1::bigint AND s.job_id = $2::bigint",
+                         2, p + 2, out, err);
+#undef SNAP_COLS
+    return rc == DRV_ENOENT ? not_found(err, "snapshot", job_id) : rc;
+}
+
 int store_cluster_get(PGconn *conn, const char *tenant_id, const char *owner_id,
                       const char *cluster_id, int lock, json_t **row, struct drv_err *err)
 {
