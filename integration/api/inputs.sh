@@ -11,6 +11,8 @@
 start_api_node droverd-a
 start_noop_worker worker-a acme
 start_noop_worker worker-b acme
+start_noop_worker worker-c acme # the 9,999-node create below is 139,993 tasks
+start_noop_worker worker-d acme
 expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant"
 ADMIN=$(body_of "$(api POST /v1/users '{"name":"alice","role":"admin","tenant":"acme"}' "$SUPER")" | jq -r .token)
 USER=$(body_of "$(api POST /v1/users '{"name":"bob","role":"user"}' "$ADMIN")" | jq -r .token)
