@@ -40,10 +40,10 @@ export async function fleetView(main, args, ctx) {
     add(main, h('h1', {}, 'Fleet'), h('p', {}, 'The fleet views are for a tenant\'s admins.'));
     return;
   }
-  // Drain and undrain (POST /v1/members/{id}/drain|undrain, /v1/workers/{id}/drain) where
-  // this droverd has them.
-  const [canDrain, canDrainWorker] = await Promise.all([routeExists('/v1/members/_probe/drain'),
-    routeExists('/v1/workers/_probe/drain')]);
+  // A tenant's admin drains its workers (POST /v1/workers/{id}/drain, where this droverd has
+  // it); a droverd serves every tenant, so only a superadmin drains one (drover node drain).
+  const canDrain = false;
+  const canDrainWorker = await routeExists('/v1/workers/_probe/drain');
   const box = h('div', {});
   const status = h('p', { class: 'help live', id: 'live' });
   add(main, h('h1', {}, 'Fleet'), status, box);
@@ -106,7 +106,8 @@ function members(r, canDrain, reload) {
         undrain ? 'Undrain' : 'Drain');
       } },
     ], list),
-    jobs.some(j => !j.owner) ? h('p', { class: 'help' }, 'Jobs without an owner wait for the ring to name one.') : null);
+    jobs.some(j => !j.owner) ? h('p', { class: 'help' }, 'Jobs without an owner wait for the ring to name one.') : null,
+    canDrain ? null : h('p', { class: 'help', id: 'members-drain-help' }, 'A droverd serves every tenant: a superadmin drains one (drover node drain ID).'));
 }
 
 function workers(r, canDrain, reload) {

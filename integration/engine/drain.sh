@@ -44,8 +44,11 @@ V=${VICTIM#droverd-}
 OTHER=$(((V % 3) + 1))
 export DROVER_URL="http://127.0.0.1:${DPORTS[$OTHER]}" DROVER_TOKEN=$TOKEN
 owned_before=$(member_field "$VICTIM" .owned)
+# A droverd serves every tenant: a tenant's admin may not drain one, a superadmin may.
+expect 403 "$(api POST "/v1/members/$VICTIM/drain" '' "$TOKEN")" '.error.code == "forbidden"' "a tenant's admin drains a droverd"
+[ "$(member_field "$VICTIM" .draining)" != true ] || fail "a refused drain drained $VICTIM"
 t_drain=$(now_ms)
-"$D" node drain "$VICTIM" --wait 20 > "$T/drain.out" || fail "drover node drain: $(cat "$T/drain.out")"
+DROVER_TOKEN=$SUPER "$D" node drain "$VICTIM" --wait 20 > "$T/drain.out" || fail "drover node drain: $(cat "$T/drain.out")"
 t_drained=$(now_ms)
 grep -q "drained" "$T/drain.out" || fail "drain did not report drained: $(cat "$T/drain.out")"
 [ "$(readyz "$V")" = 503 ] || fail "$VICTIM /readyz is not 503 while drained"
@@ -82,7 +85,7 @@ for J in "${more[@]}"; do [ "$(owner_of "$J")" = "$VICTIM" ] && took=$((took + 1
 pass "node undrain: $VICTIM ready again and owned $took of 9 new jobs"
 
 # --- a drain asked of one incarnation does not reach the next one
-"$D" node drain "$VICTIM" --wait 20 > /dev/null || fail "second drain"
+DROVER_TOKEN=$SUPER "$D" node drain "$VICTIM" --wait 20 > /dev/null || fail "second drain"
 kill -TERM "$(pid_of "$VICTIM")"
 # (not in $(...): only this shell, the parent, can wait for the exit status)
 wait_exit "$VICTIM" 20 > "$T/exit.status" || echo timeout > "$T/exit.status"
@@ -101,7 +104,7 @@ wait_exit worker-1 40 > "$T/exit.status" || fail "worker-1 did not exit after dr
 grep -q "event=draining" "$T/worker-1.log" || fail "worker-1 did not log its drain"
 wait_job "$JW" succeeded 120
 expect 404 "$(api POST /v1/workers/worker-1/drain '')" '' "drain of a worker that left"
-expect 404 "$(api POST /v1/members/nosuch/drain '')" '' "drain of no member"
+expect 404 "$(api POST /v1/members/nosuch/drain '' "$SUPER")" '' "drain of no member"
 check_runs
 check_tree_clean
 pass "worker drain: worker-1 stopped taking, finished and exited 0; the job succeeded"

@@ -56,7 +56,7 @@ kill -9 "$(pid_of droverd-1)"
 echo "kill -9 droverd-1 at $t_kill"
 sleep 3
 t_drain=$(now_ms)
-DROVER_URL=$URL DROVER_TOKEN=$TOKEN "$BIN/drover" node drain droverd-2 --wait 30 ||
+DROVER_URL=$URL DROVER_TOKEN=$SUPER "$BIN/drover" node drain droverd-2 --wait 30 ||
   fail "drover node drain droverd-2 through haproxy"
 echo "drain of droverd-2 asked at $t_drain, drained at $(now_ms)"
 sleep 6

@@ -39,7 +39,7 @@ expect 200 "$(api GET "/v1/clusters/$CID")" ".id == \"$CID\"" "a cluster read wi
 expect 200 "$(api GET "/v1/jobs/$JID")" '.status == "running"' "a job read with ZooKeeper down"
 expect 503 "$(api GET /v1/queues)" '.error.code == "unavailable" and (.error.message | test("zookeeper"))' "queues with ZooKeeper down"
 # A write that only ZooKeeper can carry (a drain is a control znode) is refused, not queued.
-expect 503 "$(api POST /v1/members/droverd-1/drain)" '.error.code == "unavailable" and (.error.message | test("zookeeper"))' "a drain with ZooKeeper down"
+expect 503 "$(api POST /v1/members/droverd-1/drain '' "$SUPER")" '.error.code == "unavailable" and (.error.message | test("zookeeper"))' "a drain with ZooKeeper down"
 # A create needs PostgreSQL only: recorded, announced by the janitor once ZooKeeper is back.
 read -r CID3 JID3 <<< "$(create_cluster c3 2 '{"duration_ms": 10}')"
 # So does a pause: recorded in jobs.control; its znode write fails, and the owner, whose

@@ -57,7 +57,7 @@ sleep 2
 for n in 1 2 3; do
   LIVE=$(((n % 3) + 1))
   t0=$(now_ms)
-  DROVER_URL=$(url_of $LIVE) DROVER_TOKEN=$ACME "$BIN/drover" node drain "droverd-$n" --wait 30 \
+  DROVER_URL=$(url_of $LIVE) DROVER_TOKEN=$SUPER "$BIN/drover" node drain "droverd-$n" --wait 30 \
     > "$T/drain.out" || fail "drain of droverd-$n: $(cat "$T/drain.out")"
   t1=$(now_ms)
   kill -TERM "$(pid_of "droverd-$n")"

@@ -2,7 +2,7 @@
  * handlers_drain: an operator's drain and undrain of one member
  * (docs/api.md "Fleet", docs/operations.md "Drain").
  *
- *   POST /v1/members/{id}/drain|undrain   a droverd   (superadmin, admin)
+ *   POST /v1/members/{id}/drain|undrain   a droverd   (superadmin: it serves every tenant)
  *   POST /v1/workers/{id}/drain           a worker    (superadmin, its tenant's admin)
  *
  * The call reaches whichever droverd the load balancer picked, usually not

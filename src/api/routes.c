@@ -56,7 +56,7 @@ static const struct route routes[] = {
     {GET, "v1/jobs/*/attempts", api__h_job_attempts, TENANT},
     {POST, "v1/jobs/*/*", api__h_job_action, TENANT},
     {GET, "v1/members", api__h_members, ROLE_SUPER | ROLE_ADMIN},
-    {POST, "v1/members/*/*", api__h_member_action, ROLE_SUPER | ROLE_ADMIN},
+    {POST, "v1/members/*/*", api__h_member_action, ROLE_SUPER}, /* a droverd serves every tenant */
     {GET, "v1/workers", api__h_workers, ROLE_ADMIN},
     {POST, "v1/workers/*/*", api__h_worker_action, ROLE_SUPER | ROLE_ADMIN},
     {GET, "v1/queues", api__h_queues, ROLE_ADMIN},
