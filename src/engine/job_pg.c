@@ -104,7 +104,13 @@ static int fenced(PGconn *conn, const char *id, int64_t token,
     int rc = store_begin(conn, err);
     if (rc)
         return rc;
-    rc = store_execp(conn, "SET LOCAL statement_timeout = 300000", 0, NULL, NULL, err);
+    /* A bulk write may take minutes; an owner frozen between two statements (SIGSTOP, a
+     * stalled host) must not hold the job's row lock, which the next owner's load waits
+     * for: the server ends a transaction idle for 10 s. */
+    rc = store_execp(conn,
+                     "SELECT set_config('statement_timeout', '300000', true),"
+                     " set_config('idle_in_transaction_session_timeout', '10000', true)",
+                     0, NULL, NULL, err);
     if (rc == 0)
         rc = fence(conn, id, token, err);
     if (rc == 0)
