@@ -266,6 +266,9 @@ static int t_queue_keyed(void)
     CHECK(coord_txn_queue_put(t, q, "", "{}", 1) == DRV_EINVAL, "empty key");
     CHECK(coord_txn_queue_put(t, q, "k", "{}", 10) == DRV_EINVAL, "priority 10");
     CHECK(coord_txn_queue_put(t, q, "k", "{\"x\":", 1) == DRV_EINVAL, "bad json");
+    CHECK(coord_txn_queue_put(t, q, "k", "\"\\u0000\"", 1) == DRV_EINVAL, "json jansson refuses");
+    struct coord_queue_put_item bad_item = {"[1,]", 1};
+    CHECK(coord_queue_put(q, &bad_item, 1, NULL, NULL) == DRV_EINVAL, "put of bad json");
     struct coord_queue *q2 = coord_queue_open(s, "/drover/queues/itest/keyed2", NULL, NULL, NULL);
     CHECK(coord_txn_queue_put(t, q2, "k", "{}", 1) == DRV_EAGAIN, "not open");
     coord_txn_free(t);
