@@ -109,21 +109,24 @@ static const char *str_or(const json_t *o, const char *k, const char *dflt)
 
 int taskmsg_run_parse(const char *data, size_t len, struct taskmsg_run *r, struct drv_err *err)
 {
-    memset(r, 0, sizeof(*r));
     json_error_t je;
     json_t *j = json_loadb(data, len, 0, &je);
-    if (!json_is_object(j)) {
-        json_decref(j);
+    int rc = taskmsg_run_of(j, r, err);
+    json_decref(j);
+    return rc;
+}
+
+int taskmsg_run_of(json_t *j, struct taskmsg_run *r, struct drv_err *err)
+{
+    memset(r, 0, sizeof(*r));
+    if (!json_is_object(j))
         return drv_err_set(err, DRV_EINVAL, 0, "run record: not a JSON object");
-    }
     if (!version_readable(json_object_get(j, "v")) ||
         !json_is_string(json_object_get(j, "worker")) ||
-        !json_is_integer(json_object_get(j, "start"))) {
-        json_decref(j);
+        !json_is_integer(json_object_get(j, "start")))
         return drv_err_set(err, DRV_EINVAL, 0,
                            "run record: expected \"v\", \"worker\" and \"start\"");
-    }
-    r->root = j;
+    r->root = json_incref(j);
     r->worker = str_or(j, "worker", "");
     r->session = str_or(j, "session", "");
     r->item = str_or(j, "item", "");

@@ -71,6 +71,8 @@ struct taskmsg_run {
 
 /* Parse data; r->root is a new reference (taskmsg_run_clear). 0 or DRV_EINVAL. */
 int taskmsg_run_parse(const char *data, size_t len, struct taskmsg_run *r, struct drv_err *err);
+/* The same from a parsed record: r->root takes a new reference to j (j stays the caller's). */
+int taskmsg_run_of(json_t *j, struct taskmsg_run *r, struct drv_err *err);
 void taskmsg_run_clear(struct taskmsg_run *r);
 
 #endif

@@ -293,10 +293,7 @@ static void run_seen(struct ejob *j, struct erun *run)
 {
     struct taskmsg_run r;
     struct drv_err err;
-    char *text = json_dumps(run->data, JSON_COMPACT);
-    int rc = taskmsg_run_parse(text, strlen(text), &r, &err);
-    free(text);
-    if (rc) {
+    if (taskmsg_run_of(run->data, &r, &err) != 0) {
         log_warn(MOD, "event=bad-run-record job=%s run=%s error=\"%s\"", j->id, run->name, err.msg);
         run->ended = true; /* nothing to wait for: record it as it is and delete it */
         return;
