@@ -144,6 +144,13 @@ PY
     bytes=$(curl -s -o /dev/null -w '%{size_download}' -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/v1/jobs/$J")
     echo "big: one GET /v1/jobs/$J with its $n tasks: $bytes bytes; peak RSS of the node serving it $api_node -> $(rss_of droverd-1) kB"
     echo "big: largest znode data $(sort -n "$T/tree.data" | tail -1) bytes; longest children list $(sort -n "$T/tree.children" | tail -1)"
+    # A small job on the 10,000-node cluster: what a job costs for the cluster's size alone
+    # (loading, the nodes map, the final write of every node row). It once took minutes.
+    CID=$(psql_q "SELECT cluster_id FROM jobs WHERE id = $J")
+    t0=$(now_ms)
+    J2=$(body_of "$(api POST "/v1/clusters/$CID/shrink" '{"nodes":1}')" | jq -r .job.id)
+    WAIT_JOB_POLL=0.1 wait_job "$J2" succeeded 600
+    echo "big: shrink of the 10,000-node cluster by one node ($(psql_q "SELECT count(*) FROM tasks WHERE job_id = $J2") tasks): $(($(now_ms) - t0)) ms from request to succeeded"
     ;;
   makespan)
     workers sleep,sleep-provider 16
