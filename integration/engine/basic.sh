@@ -49,6 +49,9 @@ for op in 'expand {"nodes":1} 4' 'configure {"config":{"sleep":{"duration_ms":5,
 done
 check_runs
 expect 200 "$(api GET "/v1/clusters/$CID")" '[.nodes[] | select(.status == "active")] | length == 3' "three active nodes after the shrink"
+# The final write: the target's rows active, the removed node's row deleted, none left behind.
+rows=$(psql_q "SELECT status || ':' || count(*) FROM nodes WHERE cluster_id = $CID GROUP BY status ORDER BY 1" | paste -sd' ')
+[ "$rows" = "active:3 deleted:1" ] || fail "node rows after the shrink: $rows"
 
 # Snapshots: the state after each successful operation, newest first; one with its state.
 expect 200 "$(api GET "/v1/clusters/$CID/snapshots")" '.items | length == 7 and .[0].operation == "shrink" and .[0].nodes == 3 and .[-1].operation == "create" and .[-1].job == "'"$JID"'" and ([.[] | select(.operation == "expand")][0].nodes == 4)' "snapshots of the cluster"
