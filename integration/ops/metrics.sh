@@ -69,3 +69,20 @@ promtool check metrics < "$T/super.prom" > "$T/promtool.out" 2>&1 || fail "promt
 [ "$(value "$T/super.prom" "drover_queue_puts_total{$A}")" = "$attempts" ] || fail "superadmin: acme's queue"
 expect 200 "$(api GET /v1/queues)" ".queues | map([.class, .puts, .completes, .recommended_workers]) == [[\"default\", $attempts, $attempts, 0]]" "GET /v1/queues"
 pass "tenants see only their own figures; the superadmin (the operator's scrape) sees every tenant's"
+
+# A loop that does not run (here the whole process, stopped for 1.5 s) is named: the log says
+# loop-stalled with how late, /metrics counts it and its lateness is in the histogram.
+stalls0=$(value "$T/public.prom" drover_loop_stalls_total)
+[ -n "$stalls0" ] || fail "no drover_loop_stalls_total on /metrics"
+kill -STOP "$(pid_of droverd-1)"
+sleep 1.5
+kill -CONT "$(pid_of droverd-1)"
+sleep 0.5
+[ "$(scrape /metrics '' "$T/after.prom")" = 200 ] || fail "/metrics after the stop"
+promtool check metrics < "$T/after.prom" > "$T/promtool.out" 2>&1 || fail "promtool after the stop: $(cat "$T/promtool.out")"
+[ "$(value "$T/after.prom" drover_loop_stalls_total)" -gt "$stalls0" ] || fail "stalls: $stalls0 -> $(value "$T/after.prom" drover_loop_stalls_total)"
+[ "$(value "$T/after.prom" 'drover_loop_lag_seconds_bucket{le="1"}')" -lt "$(value "$T/after.prom" drover_loop_lag_seconds_count)" ] ||
+  fail "no lateness over 1 s in the histogram: $(grep drover_loop_lag "$T/after.prom")"
+late=$(grep -o 'event=loop-stalled late_ms=[0-9]*' "$T/droverd-1.log" | tail -1)
+[ "${late#*late_ms=}" -ge 1000 ] 2> /dev/null || fail "no loop-stalled line: ${late:-none}"
+pass "a stalled loop: $late logged, counted on /metrics"

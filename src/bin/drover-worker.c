@@ -28,6 +28,7 @@
 
 #include "coord.h"
 #include "log.h"
+#include "loopwatch.h"
 #include "progconf.h"
 #include "sdnotify.h"
 #include "seal.h"
@@ -195,6 +196,7 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     w.base = event_base_new();
+    struct loopwatch *watch = loopwatch_new(w.base, "worker", LOOPWATCH_WARN_MS);
     rc = run(&w);
     if (w.sig_term)
         event_free(w.sig_term);
@@ -204,6 +206,7 @@ int main(int argc, char **argv)
     worker_free(w.worker);
     coord_member_leave(w.member);
     coord_session_free(w.zk);
+    loopwatch_free(watch);
     event_base_free(w.base);
     config_free(worker_conf_keys, &w.conf);
     return rc;

@@ -52,6 +52,7 @@
 #include "engine.h"
 #include "seal.h"
 #include "log.h"
+#include "loopwatch.h"
 #include "progconf.h"
 #include "sdnotify.h"
 #include "store.h"
@@ -68,6 +69,7 @@ struct node {
     struct coord_member *member;
     struct coord_control *control;
     struct engine *engine;
+    struct loopwatch *watch; /* the loop's lateness: loop-stalled, drover_loop_lag_seconds */
     struct event *sig_term, *sig_int, *grace, *publish;
     int draining; /* out of the ring, handing over (an operator's drain or a signal) */
     int drained;  /* draining and nothing owned any more */
@@ -225,10 +227,13 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     drain(n, "signal");
 }
 
-/* The engine's figures on /metrics and /v1/metrics (none before it starts). */
+/* The loop's and the engine's figures on /metrics, the engine's on /v1/metrics (none before
+   it starts). */
 static void on_metrics(struct evbuffer *out, bool tenants, const char *tenant, void *arg)
 {
     struct node *n = arg;
+    if (!tenants && n->watch)
+        loopwatch_write(n->watch, out);
     if (n->engine)
         engine_metrics(n->engine, out, tenants, tenant);
 }
@@ -399,6 +404,7 @@ static void node_release(struct node *n)
     coord_member_leave(n->member);
     coord_session_free(n->zk);
     store_free(n->store);
+    loopwatch_free(n->watch);
     if (n->base)
         event_base_free(n->base);
     config_free(droverd_conf_keys, &n->conf);
@@ -413,6 +419,7 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     n.base = event_base_new();
+    n.watch = loopwatch_new(n.base, MODULE, LOOPWATCH_WARN_MS);
     n.started = time(NULL);
     gethostname(n.host, sizeof(n.host) - 1);
     rc = run(&n);
