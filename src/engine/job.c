@@ -871,29 +871,31 @@ static void resume_active(struct ejob *j)
     engine__kick(j);
 }
 
-static void rb_chunks_read(struct ejob *j, int failed)
+/* A plan's task log chunks are read: whether the plan can go on (else the job is let go). */
+static bool chunks_ready(struct ejob *j, struct eplan *p, int failed)
 {
     if (j->own != EJ_LOADING)
-        return;
+        return false;
     struct drv_err err;
-    if (failed || engine__plan_exec(&j->rb, &err) != 0) {
+    if (failed || engine__plan_exec(p, &err) != 0) {
         log_error(MOD, "event=job-resume-failed job=%s", j->id);
         engine__job_release(j);
-        return;
+        return false;
     }
-    resume_active(j);
+    return true;
+}
+
+static void rb_chunks_read(struct ejob *j, int failed)
+{
+    if (chunks_ready(j, &j->rb, failed))
+        resume_active(j);
 }
 
 static void fwd_chunks_read(struct ejob *j, int failed)
 {
-    if (j->own != EJ_LOADING)
+    if (!chunks_ready(j, &j->fwd, failed))
         return;
     struct drv_err err;
-    if (failed || engine__plan_exec(&j->fwd, &err) != 0) {
-        log_error(MOD, "event=job-resume-failed job=%s", j->id);
-        engine__job_release(j);
-        return;
-    }
     j->cur = &j->fwd;
     engine__nodes_refresh(j); /* the confirms the log says succeeded */
     if (j->st.rb_tasks > 0 || engine_phase_rollback(j->st.phase)) {

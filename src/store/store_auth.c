@@ -178,21 +178,31 @@ int store_audit_list(PGconn *conn, const char *tenant_id, const char *limit, jso
                             2, p, items, err);
 }
 
-int store_user_delete(PGconn *conn, const char *tenant_id, const char *name, char user_id[24],
-                      struct drv_err *err)
+/* The id of the live user name of a tenant that sql (parameters: tenant, name) returns. */
+static int user_id_of(PGconn *conn, const char *sql, const char *tenant_id, const char *name,
+                      char user_id[24], struct drv_err *err)
 {
     const char *p[] = {tenant_id, name};
     json_t *row;
-    int rc = store_query_row(conn,
-                             "UPDATE users SET deleted_at = now() WHERE tenant_id = $1::bigint"
-                             " AND name = $2 AND deleted_at IS NULL RETURNING id::text AS id",
-                             2, p, &row, err);
+    int rc = store_query_row(conn, sql, 2, p, &row, err);
     if (rc == DRV_ENOENT)
         return drv_err_set(err, DRV_ENOENT, 0, "no user \"%s\"", name);
     if (rc)
         return rc;
     snprintf(user_id, 24, "%s", json_string_value(json_object_get(row, "id")));
     json_decref(row);
+    return 0;
+}
+
+int store_user_delete(PGconn *conn, const char *tenant_id, const char *name, char user_id[24],
+                      struct drv_err *err)
+{
+    int rc = user_id_of(conn,
+                        "UPDATE users SET deleted_at = now() WHERE tenant_id = $1::bigint"
+                        " AND name = $2 AND deleted_at IS NULL RETURNING id::text AS id",
+                        tenant_id, name, user_id, err);
+    if (rc)
+        return rc;
     const char *q[] = {user_id};
     return store_execp(conn,
                        "UPDATE api_tokens SET revoked_at = now() WHERE user_id = $1::bigint"
@@ -203,19 +213,10 @@ int store_user_delete(PGconn *conn, const char *tenant_id, const char *name, cha
 int store_user_id(PGconn *conn, const char *tenant_id, const char *name, char user_id[24],
                   struct drv_err *err)
 {
-    const char *p[] = {tenant_id, name};
-    json_t *row;
-    int rc = store_query_row(conn,
-                             "SELECT id::text AS id FROM users WHERE tenant_id = $1::bigint"
-                             " AND name = $2 AND deleted_at IS NULL",
-                             2, p, &row, err);
-    if (rc == DRV_ENOENT)
-        return drv_err_set(err, DRV_ENOENT, 0, "no user \"%s\"", name);
-    if (rc)
-        return rc;
-    snprintf(user_id, 24, "%s", json_string_value(json_object_get(row, "id")));
-    json_decref(row);
-    return 0;
+    return user_id_of(conn,
+                      "SELECT id::text AS id FROM users WHERE tenant_id = $1::bigint"
+                      " AND name = $2 AND deleted_at IS NULL",
+                      tenant_id, name, user_id, err);
 }
 
 int store_tenant_delete(PGconn *conn, const char *name, char tenant_id[24], struct drv_err *err)
