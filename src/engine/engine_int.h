@@ -445,13 +445,23 @@ void engine__job_handover(struct ejob *j);
 void engine__job_lost(struct ejob *j, const char *why);
 void engine__job_ref(struct ejob *j);
 void engine__job_unref(struct ejob *j);
-/* The cluster's config for this job (a configure's new one), borrowed, or NULL. */
-json_t *engine__job_config(const struct ejob *j);
+/* A row's string column, "" when absent or null. */
+const char *engine__row_str(const json_t *row, const char *k);
+/* The end is decided (the phase is final): flush, final write, clean up, release. */
+void engine__job_finish(struct ejob *j);
 /* Give the lock up now (nothing more is written); the job leaves this node. */
 void engine__job_release(struct ejob *j);
 /* The commit pipeline went idle: a handover waiting for it continues. */
 void engine__job_idle(struct ejob *j);
 int engine__job_rollback_plan(struct ejob *j, struct drv_err *err);
+
+/* jobstart.c: from the rows read to ACTIVE */
+/* No state znode: plan (on a thread), write the start to PostgreSQL, then the znodes. */
+void engine__job_start_new(struct ejob *j);
+/* A state znode: rebuild the plan, check its digest, read the task log, go on. */
+void engine__job_resume(struct ejob *j);
+/* The cluster's config for this job (a configure's new one), borrowed, or NULL. */
+json_t *engine__job_config(const struct ejob *j);
 void engine__control_watch(struct ejob *j);
 void engine__pg_rollback_tasks(struct ejob *j);
 /* Final status written: remove the job's ZooKeeper subtree, then release. */

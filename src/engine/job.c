@@ -19,6 +19,10 @@
  *   any --lock LOST--> DEAD at once: nothing more is written (fencing makes
  *   a write already sent fail).
  *
+ * This file: contending, loading the rows, handover, control requests, the
+ * job's state machine and the end. The way from the rows to ACTIVE (plan,
+ * first start or resume from the task log) is jobstart.c.
+ *
  * Invariants (engine__job_check, debug builds):
  *   1. own >= LOADING implies the lock was acquired and token > 0.
  *   2. In ACTIVE, cur is the forward plan unless the phase is a rollback
@@ -38,7 +42,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <event2/event.h>
 
@@ -47,16 +50,12 @@
 #include "job_pg.h"
 #include "log.h"
 #include "macro.h"
-#include "planner.h"
 #include "planner_model.h"
-#include "seal.h"
-#include "sshkey.h"
 #include "store.h"
 #include "strmap.h"
 #include "xalloc.h"
 
 #define MOD "engine"
-#define CTX_PART 3500
 
 static int64_t now_ms(void)
 {
@@ -244,9 +243,6 @@ void engine__job_handover(struct ejob *j)
 /* ---- loading ------------------------------------------------------------------------ */
 
 static void load(struct ejob *j);
-static void start_new(struct ejob *j);
-static void resume(struct ejob *j);
-static void finish(struct ejob *j);
 
 static void on_lock(struct coord_lock *l, enum coord_lock_event ev, void *arg)
 {
@@ -296,7 +292,7 @@ struct ejob *engine__job_new(struct engine *e, const char *id)
     return j;
 }
 
-static const char *row_str(const json_t *row, const char *k)
+const char *engine__row_str(const json_t *row, const char *k)
 {
     const char *s = json_string_value(json_object_get(row, k));
     return s ? s : "";
@@ -343,10 +339,10 @@ static void loaded(int rc, const struct drv_err *err, void *arg)
     j->job = json_incref(l->job);
     j->cluster = json_incref(l->cluster);
     j->catalog = json_incref(l->catalog);
-    snprintf(j->tenant_id, sizeof(j->tenant_id), "%s", row_str(l->job, "tenant_id"));
-    snprintf(j->tenant, sizeof(j->tenant), "%s", row_str(l->job, "tenant"));
-    snprintf(j->cluster_id, sizeof(j->cluster_id), "%s", row_str(l->job, "cluster_id"));
-    snprintf(j->op, sizeof(j->op), "%s", row_str(l->job, "operation"));
+    snprintf(j->tenant_id, sizeof(j->tenant_id), "%s", engine__row_str(l->job, "tenant_id"));
+    snprintf(j->tenant, sizeof(j->tenant), "%s", engine__row_str(l->job, "tenant"));
+    snprintf(j->cluster_id, sizeof(j->cluster_id), "%s", engine__row_str(l->job, "cluster_id"));
+    snprintf(j->op, sizeof(j->op), "%s", engine__row_str(l->job, "operation"));
     json_t *inputs = json_object_get(l->job, "inputs");
     if (json_is_object(inputs))
         j->inputs = json_incref(inputs);
@@ -358,13 +354,13 @@ static void loaded(int rc, const struct drv_err *err, void *arg)
     {
         /* A deleted node's key-values are of a machine that is gone (a failed create made
            again reuses its id). */
-        if (strcmp(row_str(n, "status"), "deleted") == 0)
+        if (strcmp(engine__row_str(n, "status"), "deleted") == 0)
             continue;
         json_t *p = json_object_get(n, "properties");
-        json_object_set_new(j->props, row_str(n, "id"),
+        json_object_set_new(j->props, engine__row_str(n, "id"),
                             json_is_object(p) ? json_deep_copy(p) : json_object());
     }
-    const char *status = row_str(j->job, "status");
+    const char *status = engine__row_str(j->job, "status");
     if (status_final(status)) {
         /* It ended; only the ZooKeeper subtree may be left. */
         j->st.phase = (enum engine_phase)engine_phase_parse(status);
@@ -400,10 +396,10 @@ static void on_state(int rc, const char *data, int version, void *arg)
     }
     struct drv_err err;
     if (rc == DRV_ENOENT) {
-        start_new(j);
+        engine__job_start_new(j);
     } else if (rc == 0 && engine__state_decode(data, strlen(data), &j->st, &err) == 0) {
         j->st_ver = version;
-        resume(j);
+        engine__job_resume(j);
     } else if (rc == 0) {
         /* A state this build cannot read (a newer format): leave the job to a newer node. */
         log_error(MOD, "event=job-state-unreadable job=%s error=\"%s\"", j->id, err.msg);
@@ -413,552 +409,6 @@ static void on_state(int rc, const char *data, int version, void *arg)
         engine__job_release(j);
     }
     engine__job_unref(j);
-}
-
-/* ---- planning --------------------------------------------------------------------------- */
-
-struct build {
-    struct ejob *j;
-    struct engine__plan_in in;
-    json_t *inputs; /* what in points into */
-    struct engine__plan_out out;
-    struct drv_err err;
-    int rc;
-    bool resuming;
-};
-
-static void build_run(void *arg)
-{
-    struct build *b = arg;
-    b->rc = engine__plan_build(&b->in, &b->out, &b->err);
-}
-
-/* The inputs of the plan: pinned ones on resume, else made from the rows just read. */
-static json_t *make_inputs(struct ejob *j)
-{
-    const json_t *req = json_object_get(j->job, "request");
-    const json_t *layout = json_object_get(j->cluster, "layout");
-    json_t *start = json_null(), *target = json_null();
-    bool create = strcmp(j->op, "create") == 0;
-    if (create) {
-        target = json_incref((json_t *)layout);
-    } else {
-        start = json_incref((json_t *)layout);
-        json_t *t = json_object_get(json_object_get(req, "target"), "layout");
-        if (t)
-            target = json_incref(t);
-    }
-    json_t *subset = json_object_get(req, "services");
-    bool acts_on_subset = strcmp(j->op, "configure") == 0 || strcmp(j->op, "start") == 0 ||
-                          strcmp(j->op, "stop") == 0 || strcmp(j->op, "restart") == 0 ||
-                          strcmp(j->op, "upgrade") == 0;
-    /* The tenant's resources as they are now (null: none pushed): the job keeps this
-       version to the end, whatever is pushed meanwhile (docs/worker.md "Resources"). */
-    json_t *res = json_object_get(j->job, "resources");
-    return json_pack(
-        "{s:i, s:s, s:O, s:O, s:O, s:s, s:s?, s:o, s:o, s:O}", "format", j->e->write_format, "op",
-        j->op, "resources", json_is_object(res) ? res : json_null(), "request",
-        req ? req : json_null(), "catalog", j->catalog ? j->catalog : json_null(), "template",
-        row_str(j->cluster, "template"), "provider",
-        json_string_value(json_object_get(j->cluster, "provider")), "start", start, "target",
-        target, "subset", acts_on_subset && json_is_array(subset) ? subset : json_null());
-}
-
-static void build_start(struct ejob *j, bool resuming, void (*done)(void *))
-{
-    struct build *b = xcalloc(1, sizeof(*b));
-    b->j = j;
-    b->resuming = resuming;
-    b->inputs = resuming ? json_incref(j->inputs) : make_inputs(j);
-    b->in.op = json_string_value(json_object_get(b->inputs, "op"));
-    b->in.request = json_object_get(b->inputs, "request");
-    b->in.catalog = json_object_get(b->inputs, "catalog");
-    b->in.template_name = json_string_value(json_object_get(b->inputs, "template"));
-    b->in.provider = json_string_value(json_object_get(b->inputs, "provider"));
-    b->in.start = json_object_get(b->inputs, "start");
-    b->in.target = json_object_get(b->inputs, "target");
-    b->in.subset = json_object_get(b->inputs, "subset");
-    /* Inputs pinned before formats were negotiated say 1. */
-    json_int_t format = json_integer_value(json_object_get(b->inputs, "format"));
-    b->in.format = format > 0 ? (int)format : 1;
-    if (json_is_null(b->in.subset))
-        b->in.subset = NULL;
-    j->building = true;
-    engine__job_ref(j);
-    engine__offload(j->e, build_run, done, b);
-}
-
-static void build_free(struct build *b)
-{
-    engine__plan_out_clear(&b->out);
-    json_decref(b->inputs);
-    free(b);
-}
-
-/* The job cannot even be planned: it fails at once, with the reason. */
-static void fail_unplanned(struct ejob *j, const char *why)
-{
-    log_warn(MOD, "event=job-unplannable job=%s reason=\"%s\"", j->id, why);
-    snprintf(j->st.error, sizeof(j->st.error), "no plan: %s", why);
-    j->st.phase = ENGINE_PH_FAILED;
-    j->own = EJ_ACTIVE;
-    finish(j);
-}
-
-/* ---- a new job: plan, record the start, create the znodes -------------------------------- */
-
-static void zk_init(struct ejob *j);
-
-static void started_pg(int rc, const struct drv_err *err, void *arg)
-{
-    struct engine__pg_start *s = arg;
-    struct ejob *j = s->j;
-    engine__pg_start_free(s);
-    j->pg_busy = false;
-    if (j->own == EJ_HANDING_OVER)
-        engine__job_idle(j);
-    if (j->own == EJ_LOADING) {
-        if (rc == 0)
-            zk_init(j);
-        else if (rc == DRV_ECONFLICT)
-            engine__job_lost(j, "fenced out in PostgreSQL");
-        else {
-            log_warn(MOD, "event=job-start-failed job=%s error=\"%s\"", j->id, err->msg);
-            engine__job_release(j);
-        }
-    }
-    engine__job_unref(j);
-}
-
-/* The cluster's config for this job: a configure brings its new one. */
-json_t *engine__job_config(const struct ejob *j)
-{
-    json_t *asked = json_object_get(json_object_get(j->job, "request"), "config");
-    if (strcmp(j->op, "configure") == 0 && json_is_object(asked))
-        return asked;
-    json_t *c = json_object_get(j->cluster, "config");
-    return json_is_object(c) ? c : NULL;
-}
-
-static json_t *make_ctx(struct ejob *j)
-{
-    json_t *config = engine__job_config(j);
-    json_t *ctx = json_pack(
-        "{s:i, s:s, s:s, s:o, s:O, s:s, s:s, s:I}", "v", 1, "clustername",
-        row_str(j->cluster, "name"), "template", row_str(j->cluster, "template"), "cluster",
-        config ? json_incref(config) : json_object(), "provider", j->po.provider, "tenant",
-        j->tenant, "job", j->id, "nodes_chunks", (json_int_t)j->n_nchunks);
-    /* The cluster's SSH key (its private part sealed): made by this job's start or an
-     * earlier job's. */
-    json_t *ssh =
-        j->ssh_new ? j->ssh_new : json_object_get(json_object_get(j->cluster, "secrets"), "ssh");
-    if (json_is_object(ssh))
-        json_object_set(ctx, "ssh", ssh);
-    json_t *res = json_object_get(j->inputs, "resources");
-    if (json_is_object(res))
-        json_object_set(ctx, "resources", res); /* {"version", "sha256"}: pinned */
-    return ctx;
-}
-
-/* A cluster without a key gets one with its first job, when the fleet can seal it. */
-static void make_cluster_key(struct ejob *j)
-{
-    if (json_is_object(json_object_get(json_object_get(j->cluster, "secrets"), "ssh")) ||
-        !j->e->has_key)
-        return;
-    struct sshkey_pair kp;
-    struct drv_err err;
-    char comment[96];
-    snprintf(comment, sizeof(comment), "drover-cluster-%s", j->cluster_id);
-    if (sshkey_generate(comment, &kp, &err) != 0) {
-        log_error(MOD, "event=cluster-key-failed job=%s error=\"%s\"", j->id, err.msg);
-        return;
-    }
-    char *sealed = seal_text(j->e->key, kp.private_pem);
-    j->ssh_new = json_pack("{s:s, s:s}", "public_key", kp.public_line, "private_key", sealed);
-    free(sealed);
-    sshkey_pair_clear(&kp);
-}
-
-static void start_built(void *arg)
-{
-    struct build *b = arg;
-    struct ejob *j = b->j;
-    j->building = false;
-    if (j->own == EJ_HANDING_OVER)
-        engine__job_idle(j);
-    if (j->own != EJ_LOADING) {
-        build_free(b);
-        engine__job_unref(j);
-        return;
-    }
-    if (b->rc) {
-        fail_unplanned(j, b->err.msg);
-        build_free(b);
-        engine__job_unref(j);
-        return;
-    }
-    j->po = b->out;
-    memset(&b->out, 0, sizeof(b->out));
-    json_decref(j->inputs);
-    j->inputs = json_incref(b->inputs);
-    build_free(b);
-    struct drv_err err;
-    if (engine__plan_init(&j->fwd, 'f', j->po.plan, NULL, &err) != 0 ||
-        engine__plan_exec(&j->fwd, &err) != 0) {
-        fail_unplanned(j, err.msg);
-        engine__job_unref(j);
-        return;
-    }
-    j->cur = &j->fwd;
-    j->st.format = j->po.plan->format_version;
-    j->st.tasks = j->fwd.n;
-    snprintf(j->st.plan_sha, sizeof(j->st.plan_sha), "%s", j->po.sha);
-    j->st.cancel = json_is_string(json_object_get(j->job, "control")) &&
-                   strcmp(row_str(j->job, "control"), "cancel") == 0;
-    j->st.paused = strcmp(row_str(j->job, "control"), "pause") == 0;
-    j->snapshot = json_deep_copy(j->cluster);
-    json_object_del(j->snapshot, "secrets");
-    snprintf(j->cluster_owner, sizeof(j->cluster_owner), "%s", row_str(j->cluster, "owner"));
-    engine__nodes_init(j);
-    if (engine__macros_check(j, &err) != 0) {
-        fail_unplanned(j, err.msg);
-        engine__job_unref(j);
-        return;
-    }
-    make_cluster_key(j);
-    j->ctx = make_ctx(j);
-    /* PostgreSQL first: the plan and its inputs are what a new owner rebuilds from. */
-    struct engine__pg_start *s = engine__pg_start_new(j);
-    j->pg_busy = true;
-    store_submit(j->e->db, engine__pg_start_work, started_pg, s);
-    /* (started_pg keeps the reference) */
-}
-
-static void start_new(struct ejob *j)
-{
-    const char *status = row_str(j->job, "status");
-    if (strcmp(row_str(j->job, "control"), "cancel") == 0 && strcmp(status, "pending") == 0) {
-        /* Cancelled before it started: nothing ran. */
-        j->st.phase = ENGINE_PH_CANCELLED;
-        j->st.cancel = true;
-        j->own = EJ_ACTIVE;
-        finish(j);
-        return;
-    }
-    /* Pending, or running with no state in ZooKeeper (its last owner died between its
-     * PostgreSQL start and its ZooKeeper start): nothing was dispatched; start over. */
-    build_start(j, j->inputs != NULL, start_built);
-}
-
-/* ---- the job's znodes ---------------------------------------------------------------------- */
-
-struct init {
-    struct ejob *j;
-    struct coord_txn **txns; /* in order: everything, then the state znode last */
-    size_t n, pos;
-};
-
-static void init_next(struct init *in);
-
-static void init_committed(const struct coord_txn_result *r, void *arg)
-{
-    struct init *in = arg;
-    struct ejob *j = in->j;
-    j->zk_busy = false;
-    if (j->own == EJ_HANDING_OVER)
-        engine__job_idle(j);
-    if (j->own != EJ_LOADING) {
-        for (size_t i = in->pos; i < in->n; i++)
-            coord_txn_free(in->txns[i]);
-        free(in->txns);
-        free(in);
-        engine__job_unref(j);
-        return;
-    }
-    if (r->rc == 0) {
-        init_next(in);
-        engine__job_unref(j);
-        return;
-    }
-    for (size_t i = in->pos; i < in->n; i++)
-        coord_txn_free(in->txns[i]);
-    free(in->txns);
-    free(in);
-    if (r->rc == DRV_ECONFLICT && r->failed_op < 0) {
-        engine__job_lost(j, "lock lost while creating the job's znodes");
-    } else {
-        /* Left-overs of an earlier owner's start (znodes exist), or ZooKeeper trouble:
-         * remove what is there and start again from the lock. */
-        log_warn(MOD, "event=job-init-failed job=%s error=%s op=%d", j->id, drv_strerror(r->rc),
-                 r->failed_op);
-        j->own = EJ_FINISHING; /* cleanup keeps the announcement, then releases */
-        engine__job_sweep(j, true);
-    }
-    engine__job_unref(j);
-}
-
-static void init_next(struct init *in)
-{
-    struct ejob *j = in->j;
-    if (in->pos == in->n) {
-        free(in->txns);
-        free(in);
-        j->st_ver = 0;
-        j->nchunks_new = false;
-        j->own = EJ_ACTIVE;
-        j->queue = engine__queue(j->e, j->tenant, j->cls);
-        log_info(MOD, "event=job-started job=%s op=%s tasks=%u node=%s", j->id, j->op, j->fwd.n,
-                 j->e->node_id);
-        engine__runs_watch(j);
-        engine__job_event(j, ENGINE_EV_START);
-        return;
-    }
-    j->zk_busy = true;
-    engine__job_ref(j);
-    coord_txn_commit(j->e->zk, in->txns[in->pos++], j->lock, init_committed, in);
-}
-
-/* The creates of the job's znodes, split under the budget; the state znode last. */
-static void zk_init(struct ejob *j)
-{
-    struct engine *e = j->e;
-    struct init *in = xcalloc(1, sizeof(*in));
-    in->j = j;
-    char path[256];
-    size_t n_txns = 0, cap = 0;
-    struct coord_txn *t = coord_txn_new();
-    char *ctx = json_dumps(j->ctx, JSON_COMPACT);
-    size_t len = strlen(ctx);
-    snprintf(path, sizeof(path), "/drover/jobs/%s/ctx", j->id);
-    if (len <= CTX_PART) {
-        coord_txn_create(t, path, ctx, 0);
-    } else {
-        size_t parts = (len + CTX_PART - 1) / CTX_PART;
-        char head[64];
-        snprintf(head, sizeof(head), "{\"v\":1,\"parts\":%zu}", parts);
-        coord_txn_create(t, path, head, 0);
-        for (size_t i = 0; i < parts; i++) {
-            char *part = xstrndup(ctx + i * CTX_PART, CTX_PART);
-            snprintf(path, sizeof(path), "/drover/jobs/%s/ctx/p%zu", j->id, i);
-            coord_txn_create(t, path, part, 0);
-            free(part);
-        }
-    }
-    free(ctx);
-    snprintf(path, sizeof(path), "/drover/jobs/%s/runs", j->id);
-    coord_txn_create(t, path, "{}", 0);
-    snprintf(path, sizeof(path), "/drover/jobs/%s/nodes", j->id);
-    coord_txn_create(t, path, "{}", 0);
-    for (size_t k = 0; k < j->n_nchunks; k++) {
-        char *text = engine__nodes_chunk(j, k);
-        if (coord_txn_bytes(t) + strlen(text) + 200 > e->budget) {
-            XGROW(in->txns, cap, n_txns + 1);
-            in->txns[n_txns++] = t;
-            t = coord_txn_new();
-        }
-        snprintf(path, sizeof(path), "/drover/jobs/%s/nodes/n%zu", j->id, k);
-        coord_txn_create(t, path, text, 0);
-        free(text);
-        j->nchunk_dirty[k] = 0;
-    }
-    snprintf(path, sizeof(path), "/drover/jobs/%s/log", j->id);
-    coord_txn_create(t, path, "{}", 0);
-    for (size_t k = 0; k < j->fwd.n_chunks; k++) {
-        size_t first = k * ENGINE_LOG_CHUNK;
-        size_t cnt = j->fwd.n - first < ENGINE_LOG_CHUNK ? j->fwd.n - first : ENGINE_LOG_CHUNK;
-        char *text = engine__log_encode(j->fwd.recs, first, cnt, j->st.format);
-        if (coord_txn_bytes(t) + strlen(text) + 200 > e->budget) {
-            XGROW(in->txns, cap, n_txns + 1);
-            in->txns[n_txns++] = t;
-            t = coord_txn_new();
-        }
-        snprintf(path, sizeof(path), "/drover/jobs/%s/log/f%zu", j->id, k);
-        coord_txn_create(t, path, text, 0);
-        free(text);
-        j->fwd.chunk_ver[k] = 0;
-    }
-    XGROW(in->txns, cap, n_txns + 1);
-    in->txns[n_txns++] = t;
-    t = coord_txn_new();
-    char *st = engine__state_encode(&j->st, e->node_id, j->token);
-    snprintf(path, sizeof(path), "/drover/jobs/%s/state", j->id);
-    coord_txn_create(t, path, st, 0);
-    free(st);
-    XGROW(in->txns, cap, n_txns + 1);
-    in->txns[n_txns++] = t;
-    in->n = n_txns;
-    init_next(in);
-}
-
-/* ---- resuming a job another owner started ------------------------------------------------- */
-
-struct chunk_read {
-    struct ejob *j;
-    struct eplan *p;
-    size_t k;
-    int *left;
-    int *failed;
-    void (*done)(struct ejob *j, int failed);
-};
-
-static void on_chunk(int rc, const char *data, int version, void *arg)
-{
-    struct chunk_read *c = arg;
-    struct ejob *j = c->j;
-    struct drv_err err;
-    size_t first = c->k * ENGINE_LOG_CHUNK;
-    size_t cnt = c->p->n - first < ENGINE_LOG_CHUNK ? c->p->n - first : ENGINE_LOG_CHUNK;
-    if (rc == 0 && j->own == EJ_LOADING &&
-        engine__log_decode(data, strlen(data), first, cnt, c->p->recs + first, &err) == 0) {
-        c->p->chunk_ver[c->k] = version;
-    } else if (rc == DRV_ENOENT && c->p->phase == 'r') {
-        /* A rollback chunk is created when first written: until then all its tasks wait. */
-    } else if (j->own == EJ_LOADING) {
-        log_error(MOD, "event=task-log-unreadable job=%s chunk=%c%zu error=%s", j->id, c->p->phase,
-                  c->k, rc ? drv_strerror(rc) : err.msg);
-        (*c->failed)++;
-    }
-    if (--*c->left == 0) {
-        int failed = *c->failed;
-        free(c->left);
-        free(c->failed);
-        c->done(j, failed);
-    }
-    free(c);
-    engine__job_unref(j);
-}
-
-/* Read every chunk of p's task log into p->recs; done(j, failures) once all are in. */
-static void read_chunks(struct ejob *j, struct eplan *p, void (*done)(struct ejob *, int))
-{
-    int *left = xcalloc(1, sizeof(int)), *failed = xcalloc(1, sizeof(int));
-    *left = (int)p->n_chunks;
-    if (p->n_chunks == 0) {
-        free(left);
-        free(failed);
-        done(j, 0);
-        return;
-    }
-    for (size_t k = 0; k < p->n_chunks; k++) {
-        struct chunk_read *c = xcalloc(1, sizeof(*c));
-        c->j = j;
-        c->p = p;
-        c->k = k;
-        c->left = left;
-        c->failed = failed;
-        c->done = done;
-        char path[256];
-        snprintf(path, sizeof(path), "/drover/jobs/%s/log/%c%zu", j->id, p->phase, k);
-        engine__job_ref(j);
-        coord_get(j->e->zk, path, on_chunk, c);
-    }
-}
-
-static void resume_active(struct ejob *j)
-{
-    j->own = EJ_ACTIVE;
-    j->queue = engine__queue(j->e, j->tenant, j->cls);
-    log_info(MOD, "event=job-resumed job=%s phase=%s node=%s done=%zu in_flight=%zu", j->id,
-             engine_phase_name(j->st.phase), j->e->node_id, j->cur->done, j->cur->in_flight);
-    engine__observe_takeover(j);
-    engine__runs_watch(j);
-    /* The last owner decided the end but died before its final write: write it now. */
-    if (engine_phase_final(j->st.phase))
-        finish(j);
-    else
-        engine__job_event(j, ENGINE_EV_PROGRESS);
-    engine__kick(j);
-}
-
-/* A plan's task log chunks are read: whether the plan can go on (else the job is let go). */
-static bool chunks_ready(struct ejob *j, struct eplan *p, int failed)
-{
-    if (j->own != EJ_LOADING)
-        return false;
-    struct drv_err err;
-    if (failed || engine__plan_exec(p, &err) != 0) {
-        log_error(MOD, "event=job-resume-failed job=%s", j->id);
-        engine__job_release(j);
-        return false;
-    }
-    return true;
-}
-
-static void rb_chunks_read(struct ejob *j, int failed)
-{
-    if (chunks_ready(j, &j->rb, failed))
-        resume_active(j);
-}
-
-static void fwd_chunks_read(struct ejob *j, int failed)
-{
-    if (!chunks_ready(j, &j->fwd, failed))
-        return;
-    struct drv_err err;
-    j->cur = &j->fwd;
-    engine__nodes_refresh(j); /* the confirms the log says succeeded */
-    if (j->st.rb_tasks > 0 || engine_phase_rollback(j->st.phase)) {
-        if (engine__job_rollback_plan(j, &err) != 0) {
-            log_error(MOD, "event=job-resume-failed job=%s error=\"%s\"", j->id, err.msg);
-            engine__job_release(j);
-            return;
-        }
-        j->cur = &j->rb;
-        read_chunks(j, &j->rb, rb_chunks_read);
-        return;
-    }
-    resume_active(j);
-}
-
-static void resume_built(void *arg)
-{
-    struct build *b = arg;
-    struct ejob *j = b->j;
-    j->building = false;
-    if (j->own == EJ_HANDING_OVER)
-        engine__job_idle(j);
-    if (j->own != EJ_LOADING) {
-        build_free(b);
-        engine__job_unref(j);
-        return;
-    }
-    if (b->rc || strcmp(b->out.sha, j->st.plan_sha) != 0) {
-        /* Not the plan the job runs: a newer or older planner. Never guess. */
-        log_error(MOD, "event=job-plan-mismatch job=%s error=\"%s\"", j->id,
-                  b->rc ? b->err.msg : "the rebuilt plan's digest differs from the job's");
-        build_free(b);
-        engine__job_release(j);
-        engine__job_unref(j);
-        return;
-    }
-    j->po = b->out;
-    memset(&b->out, 0, sizeof(b->out));
-    build_free(b);
-    struct drv_err err;
-    if (engine__plan_init(&j->fwd, 'f', j->po.plan, NULL, &err) != 0) {
-        engine__job_release(j);
-        engine__job_unref(j);
-        return;
-    }
-    json_t *snap = json_object_get(j->job, "snapshot");
-    j->snapshot = json_is_object(snap) ? json_incref(snap) : json_deep_copy(j->cluster);
-    snprintf(j->cluster_owner, sizeof(j->cluster_owner), "%s", row_str(j->cluster, "owner"));
-    engine__nodes_init(j);
-    j->nchunks_new = false; /* made by the start */
-    j->ctx = make_ctx(j);
-    read_chunks(j, &j->fwd, fwd_chunks_read);
-    engine__job_unref(j);
-}
-
-static void resume(struct ejob *j)
-{
-    if (!j->inputs) {
-        log_error(MOD, "event=job-resume-failed job=%s error=\"no pinned inputs\"", j->id);
-        engine__job_release(j);
-        return;
-    }
-    build_start(j, true, resume_built);
 }
 
 /* ---- the rollback plan ------------------------------------------------------------------ */
@@ -1080,7 +530,7 @@ void engine__job_event(struct ejob *j, enum engine_job_event ev)
     if (o.actions & ENGINE_ACT_BUILD_ROLLBACK)
         rollback_built(j);
     if (o.actions & ENGINE_ACT_FINISH)
-        finish(j);
+        engine__job_finish(j);
     engine__job_check(j);
     engine__kick(j);
 }
@@ -1095,7 +545,7 @@ static void rollback_built(struct ejob *j)
         snprintf(j->st.error + strlen(j->st.error), sizeof(j->st.error) - strlen(j->st.error),
                  "%sno rollback: %s", *j->st.error ? "; " : "", err.msg);
         j->st.phase = ENGINE_PH_NEEDS_OPERATOR;
-        finish(j);
+        engine__job_finish(j);
         return;
     }
     j->st.rb_tasks = j->rb.n;
@@ -1110,7 +560,7 @@ static void rollback_built(struct ejob *j)
 /* ---- the end -----------------------------------------------------------------------------------
  */
 
-static void finish(struct ejob *j)
+void engine__job_finish(struct ejob *j)
 {
     if (j->finishing)
         return;
