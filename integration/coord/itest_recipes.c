@@ -543,10 +543,87 @@ static int t_many_locks(void)
     return 0;
 }
 
+/* ---- upsert ------------------------------------------------------------------------- */
+
+struct got {
+    bool done;
+    int rc, version;
+    char data[128];
+};
+
+static void on_got(int rc, const char *data, int version, void *arg)
+{
+    struct got *g = arg;
+    g->rc = rc;
+    g->version = version;
+    snprintf(g->data, sizeof(g->data), "%s", rc == 0 && data ? data : "");
+    g->done = true;
+}
+
+static struct got get_now(struct event_base *base, struct coord_session *s, const char *path)
+{
+    struct got g = {0};
+    coord_get(s, path, on_got, &g);
+    CHECK(it_run_until(base, &g.done, 20000), "no answer to get %s", path);
+    return g;
+}
+
+/* coord_upsert: creates what is missing, sets what is there, and two writers racing to create
+   the same znode both succeed (the loser sets); a missing parent is an error, not a loop. */
+static int t_upsert(void)
+{
+    struct event_base *base = event_base_new();
+    struct coord_session *s = it_session(base, 20000), *d = it_session(base, 20000);
+    must(base, d, "ensure", coord_ensure_path, "/drover/itest/put");
+
+    struct rc_out o = {0};
+    coord_upsert(s, "/drover/itest/put/a", "{\"v\":1}", on_rc, &o);
+    CHECK(wait_rc(base, &o) == 0, "put of a missing znode: rc %d", o.rc);
+    struct got g = get_now(base, d, "/drover/itest/put/a");
+    CHECK(g.rc == 0 && strcmp(g.data, "{\"v\":1}") == 0 && g.version == 0, "created: %s v%d",
+          g.data, g.version);
+
+    o = (struct rc_out){0};
+    coord_upsert(s, "/drover/itest/put/a", "{\"v\":2}", on_rc, &o);
+    CHECK(wait_rc(base, &o) == 0, "put of an existing znode: rc %d", o.rc);
+    g = get_now(base, d, "/drover/itest/put/a");
+    CHECK(strcmp(g.data, "{\"v\":2}") == 0 && g.version == 1, "set: %s v%d", g.data, g.version);
+
+    /* Two sessions put the same missing znode in the same turn: one creates, the other's
+       set finds nothing, its create then finds the first's znode, and it sets. */
+    struct rc_out o1 = {0}, o2 = {0};
+    coord_upsert(s, "/drover/itest/put/b", "{\"by\":1}", on_rc, &o1);
+    coord_upsert(d, "/drover/itest/put/b", "{\"by\":2}", on_rc, &o2);
+    CHECK(wait_rc(base, &o1) == 0 && wait_rc(base, &o2) == 0, "racing puts: rc %d %d", o1.rc,
+          o2.rc);
+    g = get_now(base, d, "/drover/itest/put/b");
+    CHECK(g.rc == 0 && (strcmp(g.data, "{\"by\":1}") == 0 || strcmp(g.data, "{\"by\":2}") == 0),
+          "raced: %s", g.data);
+
+    o = (struct rc_out){0};
+    coord_upsert(s, "/drover/itest/put/none/c", "{}", on_rc, &o);
+    CHECK(wait_rc(base, &o) == DRV_ECONFLICT, "put under a missing parent: rc %d", o.rc);
+    g = get_now(base, d, "/drover/itest/put/none/c");
+    CHECK(g.rc == DRV_ENOENT, "under a missing parent: rc %d", g.rc);
+
+    coord_upsert(s, "/drover/itest/put/d", "{}", NULL, NULL); /* done may be NULL */
+    for (int i = 0; i < 200 && get_now(base, d, "/drover/itest/put/d").rc != 0; i++)
+        it_run_for(base, 10);
+    CHECK(get_now(base, d, "/drover/itest/put/d").rc == 0, "put without a callback");
+
+    coord_session_free(s);
+    coord_session_free(d);
+    event_base_free(base);
+    printf("upsert: ok\n");
+    return 0;
+}
+
 int itest_recipes(const char *t)
 {
     if (strcmp(t, "watch") == 0)
         return t_watch();
+    if (strcmp(t, "upsert") == 0)
+        return t_upsert();
     if (strcmp(t, "lock-release-done") == 0)
         return t_lock_release_done();
     if (strcmp(t, "many-locks") == 0)

@@ -34,65 +34,44 @@
 
 struct control_write {
     struct call *c;
-    char *path, *parent, *data;
-    bool creating;
-    int tries;
+    char *path, *data;
 };
 
 static void write_free(struct control_write *w)
 {
     free(w->path);
-    free(w->parent);
     free(w->data);
     free(w);
 }
 
-static void written(const struct coord_txn_result *r, void *arg);
-
-static void write_once(struct control_write *w, bool create)
+static void unavailable(struct call *c)
 {
-    struct coord_txn *t = coord_txn_new();
-    if (create)
-        coord_txn_create(t, w->path, w->data, 0);
-    else
-        coord_txn_set(t, w->path, w->data, -1);
-    w->creating = create;
-    w->tries++;
-    coord_txn_commit(api__zk(w->c->api), t, NULL, written, w);
+    json_decref(c->out);
+    c->out = NULL;
+    call_fail(c, 503, "unavailable", NULL, "zookeeper unavailable, try again");
 }
 
-static void written(const struct coord_txn_result *r, void *arg)
+static void written(int rc, void *arg)
 {
     struct control_write *w = arg;
-    struct call *c = w->c;
-    /* A set of a znode not there yet, or a create racing another: the other way. */
-    if (w->tries < 4 && r->rc == DRV_ECONFLICT && r->failed_op == 0) {
-        write_once(w, !w->creating);
-        return;
+    if (rc) {
+        log_warn(MODULE, "event=member-control-failed path=%s error=%s", w->path, drv_strerror(rc));
+        unavailable(w->c);
     }
-    if (r->rc) {
-        log_warn(MODULE, "event=member-control-failed path=%s error=%s", w->path,
-                 drv_strerror(r->rc));
-        json_decref(c->out);
-        c->out = NULL;
-        call_fail(c, 503, "unavailable", NULL, "zookeeper unavailable, try again");
-    }
+    api__reply(w->c);
     write_free(w);
-    api__reply(c);
 }
 
 static void parent_ready(int rc, void *arg)
 {
     struct control_write *w = arg;
     if (rc) {
-        json_decref(w->c->out);
-        w->c->out = NULL;
-        call_fail(w->c, 503, "unavailable", NULL, "zookeeper unavailable, try again");
+        unavailable(w->c);
         api__reply(w->c);
         write_free(w);
         return;
     }
-    write_once(w, false);
+    coord_upsert(api__zk(w->c->api), w->path, w->data, written, w);
 }
 
 static int control_on_loop(struct call *c)
@@ -133,8 +112,7 @@ static int control_on_loop(struct call *c)
     }
     struct control_write *w = xcalloc(1, sizeof(*w));
     w->c = c;
-    w->parent = xasprintf("/drover/control/%s", group);
-    w->path = xasprintf("%s/%s", w->parent, id);
+    w->path = xasprintf("/drover/control/%s/%s", group, id);
     json_t *d = json_pack("{s:s, s:s, s:I, s:s}", "want", want, "by", c->who.user, "at",
                           (json_int_t)time(NULL), "incarnation", inc);
     w->data = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
@@ -142,7 +120,9 @@ static int control_on_loop(struct call *c)
     c->out = json_pack("{s:s, s:s, s:s, s:s}", "member", id, "group", group, "want", want,
                        "incarnation", inc);
     c->status = 202;
-    coord_ensure_path(zk, w->parent, parent_ready, w);
+    char parent[64];
+    snprintf(parent, sizeof(parent), "/drover/control/%s", group);
+    coord_ensure_path(zk, parent, parent_ready, w);
     return 1;
 }
 

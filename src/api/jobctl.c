@@ -69,41 +69,17 @@ void api__announce(struct call *c, const char *job_id, const char *cluster_id, c
 struct control {
     struct call *c;
     char path[96];
-    char *data;
-    bool creating;
-    int tries;
 };
 
-static void control_written(const struct coord_txn_result *r, void *arg);
-
-/* Set the znode, or create it when it is not there (the call's reply waits). */
-static void control_set(struct control *w, bool create)
-{
-    struct coord_txn *t = coord_txn_new();
-    if (create)
-        coord_txn_create(t, w->path, w->data, 0);
-    else
-        coord_txn_set(t, w->path, w->data, -1);
-    w->creating = create;
-    w->tries++;
-    coord_txn_commit(api__zk(w->c->api), t, NULL, control_written, w);
-}
-
-static void control_written(const struct coord_txn_result *r, void *arg)
+static void control_written(int rc, void *arg)
 {
     struct control *w = arg;
-    /* A set of a znode not there yet, or a create of one there already: the other. */
-    if (w->tries < 4 && r->rc == DRV_ECONFLICT && r->failed_op == 0) {
-        control_set(w, !w->creating);
-        return;
-    }
-    if (r->rc)
+    if (rc)
         log_warn(MODULE,
                  "event=job-control-znode-failed path=%s error=%s (the owner reads "
                  "jobs.control when it takes the job)",
-                 w->path, drv_strerror(r->rc));
+                 w->path, drv_strerror(rc));
     api__reply(w->c);
-    free(w->data);
     free(w);
 }
 
@@ -119,10 +95,11 @@ static int control_on_loop(struct call *c)
     snprintf(w->path, sizeof(w->path), "/drover/jobs/%s/control", id);
     json_t *d =
         json_pack("{s:s, s:s, s:I}", "want", want, "by", c->who.user, "at", (json_int_t)time(NULL));
-    w->data = json_dumps(d, JSON_COMPACT);
+    char *data = json_dumps(d, JSON_COMPACT);
     json_decref(d);
     /* The announcement may be gone (the job ended meanwhile): then nothing to tell. */
-    control_set(w, false);
+    coord_upsert(zk, w->path, data, control_written, w);
+    free(data);
     return 1;
 }
 

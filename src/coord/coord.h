@@ -486,6 +486,19 @@ typedef void (*coord_create_cb)(int rc, const char *path, void *arg);
 void coord_create_seq(struct coord_session *s, const char *path, const char *json, int flags,
                       coord_create_cb cb, void *arg);
 
+/*
+ * Put json at path, whatever is there: set it (any version) when the znode
+ * exists, else create it (persistent; its parent must exist). A set that finds
+ * no znode, or a create that finds one (another writer raced us), is tried
+ * the other way, at most COORD_UPSERT_TRIES attempts in all. done (may be NULL)
+ * gets exactly once 0, or the last attempt's error: DRV_ECONFLICT when every
+ * attempt raced or the parent is missing, DRV_EAGAIN when an answer was lost
+ * (read the znode to learn whether it applied), or a session error.
+ */
+#define COORD_UPSERT_TRIES 4
+void coord_upsert(struct coord_session *s, const char *path, const char *json, coord_done_cb done,
+                  void *arg);
+
 /* ------------------------------------------------------------------------ */
 /* Locking queues                                                           */
 /* ------------------------------------------------------------------------ */

@@ -633,3 +633,55 @@ void coord_create_seq(struct coord_session *s, const char *path, const char *jso
     coord_txn_create(t, path, json, flags | COORD_SEQUENTIAL);
     coord_txn_commit(s, t, NULL, seq_created, sc);
 }
+
+/* ---- upsert: set, or create when missing ------------------------------------------------- */
+
+struct upsert {
+    struct coord_session *s;
+    char *path, *json;
+    bool creating;
+    int tries;
+    coord_done_cb done;
+    void *arg;
+};
+
+static void upsert_try(struct upsert *p, bool create);
+
+static void upserted(const struct coord_txn_result *r, void *arg)
+{
+    struct upsert *p = arg;
+    /* A set of a znode not there, or a create of one there: the other way. */
+    if (p->tries < COORD_UPSERT_TRIES && r->rc == DRV_ECONFLICT && r->failed_op == 0) {
+        upsert_try(p, !p->creating);
+        return;
+    }
+    if (p->done)
+        p->done(r->rc, p->arg);
+    free(p->path);
+    free(p->json);
+    free(p);
+}
+
+static void upsert_try(struct upsert *p, bool create)
+{
+    struct coord_txn *t = coord_txn_new();
+    if (create)
+        coord_txn_create(t, p->path, p->json, 0);
+    else
+        coord_txn_set(t, p->path, p->json, -1);
+    p->creating = create;
+    p->tries++;
+    coord_txn_commit(p->s, t, NULL, upserted, p);
+}
+
+void coord_upsert(struct coord_session *s, const char *path, const char *json, coord_done_cb done,
+                  void *arg)
+{
+    struct upsert *p = xcalloc(1, sizeof(*p));
+    p->s = s;
+    p->path = xstrdup(path);
+    p->json = xstrdup(json);
+    p->done = done;
+    p->arg = arg;
+    upsert_try(p, false);
+}
