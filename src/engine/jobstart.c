@@ -202,18 +202,26 @@ static void make_cluster_key(struct ejob *j)
     sshkey_pair_clear(&kp);
 }
 
-static void start_built(void *arg)
+/* A build is back on the loop: whether the job still wants it (else it is dropped). */
+static bool build_landed(struct build *b)
 {
-    struct build *b = arg;
     struct ejob *j = b->j;
     j->building = false;
     if (j->own == EJ_HANDING_OVER)
         engine__job_idle(j);
-    if (j->own != EJ_LOADING) {
-        build_free(b);
-        engine__job_unref(j);
+    if (j->own == EJ_LOADING)
+        return true;
+    build_free(b);
+    engine__job_unref(j);
+    return false;
+}
+
+static void start_built(void *arg)
+{
+    struct build *b = arg;
+    struct ejob *j = b->j;
+    if (!build_landed(b))
         return;
-    }
     if (b->rc) {
         fail_unplanned(j, b->err.msg);
         build_free(b);
@@ -539,14 +547,8 @@ static void resume_built(void *arg)
 {
     struct build *b = arg;
     struct ejob *j = b->j;
-    j->building = false;
-    if (j->own == EJ_HANDING_OVER)
-        engine__job_idle(j);
-    if (j->own != EJ_LOADING) {
-        build_free(b);
-        engine__job_unref(j);
+    if (!build_landed(b))
         return;
-    }
     if (b->rc || strcmp(b->out.sha, j->st.plan_sha) != 0) {
         /* Not the plan the job runs: a newer or older planner. Never guess. */
         log_error(MOD, "event=job-plan-mismatch job=%s error=\"%s\"", j->id,
