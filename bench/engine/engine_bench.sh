@@ -4,7 +4,8 @@
 #   DROVER_BUILD_DIR=build-rel scripts/with-stack -- bench/engine/engine_bench.sh [what...]
 #
 # what: wide (10,000 noop tasks), big (hadoop-distributed, 10,000 nodes, 140,007 tasks),
-# makespan (sleep tasks of random durations). Default: wide makespan (big takes minutes).
+# expand (one node onto a 9,999-node cluster), makespan (sleep tasks of random durations).
+# Default: wide makespan (big and expand take minutes). BENCH_WARMUP and BENCH_PERF: below.
 # Failover and handover times come from integration/engine/failover.sh (bench/run engine).
 #
 # One ZooKeeper, three droverd, four workers. Throughput is tasks / (last task's end - first
@@ -76,18 +77,49 @@ sample_tree() { # OUT-FILE
   done
 }
 
-# Warm-up: a fresh ZooKeeper's JIT compiler (perf: "C2 CompilerThread") takes a quarter of this
-# machine's CPU for its first half minute under load, which a server pays once in its life.
-# -XX:+PrintCompilation shows it settling after about 30 s of this load: 50,000 tasks.
+# Warm-up: a fresh ZooKeeper's JIT compiler (BENCH_PERF=all: "C2 CompilerThread") takes a
+# quarter of this machine's CPU for its first seconds under load, which a server pays once in
+# its life. BENCH_WARMUP jobs of 10,000 tasks first (default 5; 0 measures a cold ZooKeeper).
 warmed=
 warm_up() {
   [ -z "$warmed" ] || return 0
   local k wu
-  for k in 1 2 3 4 5; do
+  for ((k = 1; k <= ${BENCH_WARMUP:-5}; k++)); do
     wu=$(jq -cn --arg n "warm-up-$k" '{name: $n, template: "single", nodes: 2000}')
     WAIT_JOB_POLL=1 wait_job "$(body_of "$(api POST /v1/clusters "$wu")" | jq -r .job.id)" succeeded 600
   done
   warmed=1
+}
+
+# BENCH_PERF=all: perf record -a around the measured job, then each process's share of the
+# samples; BENCH_PERF=droverd: call graphs of the droverd processes, then the functions with
+# the largest inclusive share. (perf must be installed; the bench does not install it.)
+perf_pid=
+perf_start() {
+  [ -n "${BENCH_PERF:-}" ] || return 0
+  command -v perf > /dev/null || fail "BENCH_PERF needs perf"
+  if [ "$BENCH_PERF" = droverd ]; then
+    perf record -F 49 --call-graph dwarf,32768 -o "$T/perf.data" \
+      -p "$(pid_of droverd-1),$(pid_of droverd-2),$(pid_of droverd-3)" > "$T/perf.out" 2>&1 &
+  else
+    perf record -a -F 199 -o "$T/perf.data" > "$T/perf.out" 2>&1 &
+  fi
+  perf_pid=$!
+  sleep 1
+}
+perf_stop() { # LABEL
+  [ -n "$perf_pid" ] || return 0
+  kill -INT "$perf_pid"
+  wait "$perf_pid" || true
+  perf_pid=
+  echo "$1: perf, share of the samples (BENCH_PERF=$BENCH_PERF):"
+  if [ "$BENCH_PERF" = droverd ]; then
+    perf report -i "$T/perf.data" --children --sort sym --stdio -g none 2> /dev/null |
+      awk '$1 ~ /%$/ && $4 !~ /^0x/ { print "  " $1, $4 }' | head -40
+  else
+    perf report -i "$T/perf.data" --sort comm --stdio 2> /dev/null |
+      awk '$1 ~ /%$/ { $1 = $1; print "  " $0 }' | head -12
+  fi
 }
 
 for w in "${what[@]}"; do
@@ -99,10 +131,12 @@ for w in "${what[@]}"; do
     body=$(jq -cn --argjson k $nodes '{name: "wide", template: "single", nodes: $k}')
     t0=$(now_ms)
     z0=$(zk_requests)
+    perf_start
     J=$(body_of "$(api POST /v1/clusters "$body")" | jq -r .job.id)
     WAIT_JOB_POLL=1 wait_job "$J" succeeded 600
     t1=$(now_ms)
     z1=$(zk_requests)
+    perf_stop wide
     read -r n secs rate <<< "$(throughput "$J" | tr '|' ' ')"
     echo "wide: $n noop tasks in $secs s: $rate tasks/s end to end (request to succeeded: $((t1 - t0)) ms)"
     if [ -n "${BENCH_DEBUG:-}" ]; then # requests per client: ZooKeeper's cons, by process
@@ -132,9 +166,11 @@ PY
     sample_tree "$T/tree" &
     sampler=$!
     t0=$(now_ms)
+    perf_start
     J=$(body_of "$(api POST /v1/clusters '{"name":"big","template":"hadoop-distributed","nodes":10000,"provider":"rackspace"}')" | jq -r .job.id)
     WAIT_JOB_POLL=1 wait_job "$J" succeeded 3600
     t1=$(now_ms)
+    perf_stop big
     kill "$sampler" 2>/dev/null || true
     read -r n secs rate <<< "$(throughput "$J" | tr '|' ' ')"
     owner=$(psql_q "SELECT owner FROM jobs WHERE id = $J")
@@ -151,6 +187,24 @@ PY
     J2=$(body_of "$(api POST "/v1/clusters/$CID/shrink" '{"nodes":1}')" | jq -r .job.id)
     WAIT_JOB_POLL=0.1 wait_job "$J2" succeeded 600
     echo "big: shrink of the 10,000-node cluster by one node ($(psql_q "SELECT count(*) FROM tasks WHERE job_id = $J2") tasks): $(($(now_ms) - t0)) ms from request to succeeded"
+    ;;
+  expand)
+    # An expand by one node of a 9,999-node cluster: its start and end cost what the cluster's
+    # size costs (loading, the new nodes' rows, the nodes map, the final write of every row).
+    # Before 2026-11-23 both were quadratic and this job took 468 s.
+    workers noop,noop-provider 64
+    J=$(body_of "$(api POST /v1/clusters '{"name":"ex","template":"hadoop-distributed","nodes":9999,"provider":"rackspace"}')" | jq -r .job.id)
+    WAIT_JOB_POLL=1 wait_job "$J" succeeded 3600
+    CID=$(psql_q "SELECT cluster_id FROM jobs WHERE id = $J")
+    t0=$(now_ms)
+    perf_start
+    J2=$(body_of "$(api POST "/v1/clusters/$CID/expand" '{"nodes":1}')" | jq -r .job.id)
+    WAIT_JOB_POLL=0.1 wait_job "$J2" succeeded 1200
+    t1=$(now_ms)
+    perf_stop expand
+    echo "expand: one node onto 9,999 ($(psql_q "SELECT count(*) FROM tasks WHERE job_id = $J2") tasks): $((t1 - t0)) ms from request to succeeded;" \
+      "owner's start $(psql_q "SELECT round(extract(epoch FROM started_at - created_at) * 1000) FROM jobs WHERE id = $J2") ms after the request," \
+      "final write at $(psql_q "SELECT round(extract(epoch FROM ended_at - created_at) * 1000) FROM jobs WHERE id = $J2") ms"
     ;;
   makespan)
     workers sleep,sleep-provider 16
