@@ -22,7 +22,6 @@
  * touches freed memory.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,30 +46,7 @@
 #define MODULE "api"
 #define API_INLINE_BODY 65536 /* bodies up to this size are parsed on the loop */
 
-/* ---- errors ---------------------------------------------------------------- */
-
-int call_fail(struct call *c, int status, const char *code, const char *field, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->msg, sizeof(c->msg), fmt, ap);
-    va_end(ap);
-    c->status = status;
-    snprintf(c->code, sizeof(c->code), "%s", code);
-    snprintf(c->field, sizeof(c->field), "%s", field ? field : "");
-    return DRV_EINVAL;
-}
-
-char *call_query(struct call *c, const char *key)
-{
-    const char *v = json_string_value(json_object_get(c->query, key));
-    return v ? xstrdup(v) : NULL;
-}
-
-const char *call_owner(const struct call *c)
-{
-    return c->who.role == ROLE_USER ? c->who.user_id : NULL;
-}
+/* ---- HTTP-level errors --------------------------------------------------------- */
 
 /* The error code of a status the HTTP layer produced itself. */
 static const char *http_code(int status)
@@ -104,75 +80,7 @@ static void reply_error(struct api *a, struct api_req *r, int status, const char
     api__server_reply(r, status, "application/json", extra, body, len, false);
 }
 
-static void call_free(struct call *c)
-{
-    if (c->work && c->work_free)
-        c->work_free(c->work);
-    free(c->path);
-    free(c->raw);
-    free(c->text);
-    free(c->segbuf);
-    json_decref(c->query);
-    json_decref(c->body);
-    json_decref(c->out);
-    json_decref(c->loop_data);
-    free(c);
-}
-
-/* Map a handler's DRV code to a status when it did not set one itself. */
-static void map_error(struct call *c, int rc, const struct drv_err *err)
-{
-    if (c->status >= 400)
-        return;
-    const char *msg = err && err->msg[0] ? err->msg : drv_strerror(rc);
-    switch (rc) {
-    case DRV_ENOENT:
-        call_fail(c, 404, "not-found", NULL, "%s", msg);
-        break;
-    case DRV_EEXIST:
-        call_fail(c, 409, "conflict", "name", "%s", msg);
-        break;
-    case DRV_ECONFLICT:
-        call_fail(c, 409, "conflict", NULL, "%s", msg);
-        break;
-    case DRV_EAGAIN:
-        call_fail(c, 503, "unavailable", NULL, "database unavailable, try again");
-        break;
-    case DRV_ETIMEDOUT:
-        call_fail(c, 503, "unavailable", NULL, "the database took too long, try again");
-        break;
-    case DRV_EPERM:
-        call_fail(c, 403, "forbidden", NULL, "%s", msg);
-        break;
-    case DRV_EINVAL:
-        call_fail(c, 400, "invalid", NULL, "%s", msg);
-        break;
-    case DRV_EUNSAT:
-        call_fail(c, 422, "unsatisfiable", NULL, "%s", msg);
-        break;
-    default: {
-        char q[600];
-        log_error(MODULE, "event=internal-error path=%s error=%s", c->path,
-                  log_quote(msg, q, sizeof(q)));
-        call_fail(c, 500, "internal", NULL, "internal error (see the server log)");
-    }
-    }
-}
-
 /* ---- replies ------------------------------------------------------------------ */
-
-/* out, redacted, as JSON text with a newline (caller frees). Any thread. */
-static char *serialise(json_t *out, size_t *len)
-{
-    api_redact(out);
-    char *s = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
-    size_t n = strlen(s);
-    s = xrealloc(s, n + 2);
-    s[n] = '\n';
-    s[n + 1] = '\0';
-    *len = n + 1;
-    return s;
-}
 
 static void admit_waiting(struct api *a);
 
@@ -204,7 +112,7 @@ void api__reply(struct call *c)
         len = c->text_len;
         c->text = NULL;
     } else if (c->out) {
-        body = serialise(c->out, &len);
+        body = api__call_serialise(c->out, &len);
     }
     if (c->version[0])
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), "X-Drover-Version: %s\r\n",
@@ -219,7 +127,7 @@ void api__reply(struct call *c)
         if (c->is_heavy)
             admit_waiting(a);
     }
-    call_free(c);
+    api__call_free(c);
 }
 
 /* ---- the pool part ------------------------------------------------------------ */
@@ -257,7 +165,7 @@ static int call_work(PGconn *conn, void *arg, struct drv_err *err)
     }
     /* Large replies are serialised here, not on the loop. */
     if (c->out && !c->on_loop && !c->raw && !c->heavy && !c->then) {
-        c->text = serialise(c->out, &c->text_len);
+        c->text = api__call_serialise(c->out, &c->text_len);
         json_decref(c->out);
         c->out = NULL;
     }
@@ -275,7 +183,7 @@ static void heavy_work(void *arg)
     drv_err_clear(&c->heavy_err);
     c->heavy_rc = f(c, &c->heavy_err);
     if (c->heavy_rc == 0 && c->out && !c->on_loop && !c->raw && !c->heavy && !c->then) {
-        c->text = serialise(c->out, &c->text_len);
+        c->text = api__call_serialise(c->out, &c->text_len);
         json_decref(c->out);
         c->out = NULL;
     }
@@ -296,7 +204,7 @@ static void call_done(int rc, const struct drv_err *err, void *arg)
 {
     struct call *c = arg;
     if (rc) {
-        map_error(c, rc, err);
+        api__call_map_error(c, rc, err);
     } else if (c->heavy) {
         if (workpool_submit(c->api->heavy_pool, heavy_work, heavy_done, c) == 0)
             return;
@@ -396,7 +304,7 @@ static int serve_probe(struct api *a, struct api_req *r)
     json_t *body = NULL;
     int status = p->fn(&body, p->arg);
     size_t len = 0;
-    char *text = body ? serialise(body, &len) : NULL;
+    char *text = body ? api__call_serialise(body, &len) : NULL;
     json_decref(body);
     if (status >= 0 && status < 600)
         a->by_status[status]++;
@@ -530,7 +438,7 @@ static void auth_done(int rc, const struct drv_err *err, void *arg)
         return;
     }
     if (rc) {
-        map_error(c, rc, err);
+        api__call_map_error(c, rc, err);
         fail_call(c);
         return;
     }

@@ -149,6 +149,7 @@ struct coord_member_info;
 void api__on_droverd_group(const struct coord_member_info *m, size_t n, void *arg);
 void api__on_worker_group(const struct coord_member_info *m, size_t n, void *arg);
 
+/* call.c: one call's helpers (api.c's request flow and the handlers). */
 /* Set an explicit error on c; returns DRV_EINVAL so handlers can `return call_fail(...)`. */
 int call_fail(struct call *c, int status, const char *code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -156,6 +157,15 @@ int call_fail(struct call *c, int status, const char *code, const char *field, c
 char *call_query(struct call *c, const char *key);
 /* The tenant or owner filters for the caller: owner is NULL for admins. */
 const char *call_owner(const struct call *c);
+/* Map a handler's DRV code (err's message, when it has one) to a status and error, unless
+   the handler set one itself (c->status >= 400). */
+void api__call_map_error(struct call *c, int rc, const struct drv_err *err);
+/* out, redacted (api_redact), as JSON text with a newline; *len its length. Caller frees.
+   Any thread. */
+char *api__call_serialise(json_t *out, size_t *len);
+/* Free c and everything it holds (its work through work_free). The request must be
+   answered or detached already. */
+void api__call_free(struct call *c);
 
 /* auth.c */
 /* Verify a bearer token: DRV_EPERM (err says why) unless it is well-formed, known, live,
