@@ -2,15 +2,12 @@
 #include "progconf.h"
 
 #include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <event2/thread.h>
@@ -212,24 +209,10 @@ int zk_digest_read(const char *path, struct zk_digest *d, struct drv_err *err)
     memset(d, 0, sizeof(*d));
     if (!path || !*path)
         return 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return drv_err_set(err, DRV_EIO, errno, "zookeeper.digest_file \"%s\": %s", path,
-                           strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || (st.st_mode & 077)) {
-        close(fd);
-        return drv_err_set(err, DRV_EINVAL, 0,
-                           "zookeeper.digest_file \"%s\": readable by others (chmod 600 it)", path);
-    }
     char buf[400];
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n < 0)
-        return drv_err_set(err, DRV_EIO, errno, "zookeeper.digest_file \"%s\": %s", path,
-                           strerror(errno));
-    buf[n] = '\0';
-    buf[strcspn(buf, "\r\n")] = '\0';
+    int rc = config_read_secret("zookeeper.digest_file", path, buf, sizeof(buf), err);
+    if (rc != 0)
+        return rc;
     char *colon = strchr(buf, ':');
     if (!colon || colon == buf || !colon[1] || (size_t)(colon - buf) >= sizeof(d->user) ||
         strlen(colon + 1) >= sizeof(d->password)) {

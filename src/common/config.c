@@ -15,11 +15,14 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "xalloc.h"
 
@@ -431,4 +434,28 @@ void config_print_help(const struct config_key *keys)
             printf(" [default: %s]", *k->deflt ? k->deflt : "\"\"");
         printf("\n");
     }
+}
+
+int config_read_secret(const char *key, const char *path, char *buf, size_t n, struct drv_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return drv_err_set(err, DRV_EIO, errno, "%s \"%s\": %s", key, path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (st.st_mode & 077)) {
+        close(fd);
+        return drv_err_set(err, DRV_EINVAL, 0, "%s \"%s\": readable by others (chmod 600 it)", key,
+                           path);
+    }
+    ssize_t got = read(fd, buf, n - 1);
+    int read_errno = errno;
+    close(fd);
+    if (got < 0) {
+        buf[0] = '\0';
+        return drv_err_set(err, DRV_EIO, read_errno, "%s \"%s\": %s", key, path,
+                           strerror(read_errno));
+    }
+    buf[got] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return 0;
 }

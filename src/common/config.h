@@ -149,4 +149,15 @@ int config_parse_duration(const char *s, long *ms);
 /* Split "host:port" into host (copied into host, size n) and port; 0 or DRV_EINVAL. */
 int config_split_addr(const char *addr, char *host, size_t n, int *port);
 
+/*
+ * Read the first line of a secret file that config key `key` names (a token,
+ * a password, a key in hex) into buf (size n, NUL-terminated; the line end and
+ * what follows are dropped, so is what does not fit). The file must not be
+ * readable by group or others. Returns 0, DRV_EIO (cannot open or read it) or
+ * DRV_EINVAL (its mode), with err->msg naming the key and the file:
+ * `secrets.key_file "/etc/drover/key": readable by others (chmod 600 it)`.
+ * The caller wipes buf when done.
+ */
+int config_read_secret(const char *key, const char *path, char *buf, size_t n, struct drv_err *err);
+
 #endif

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -234,6 +235,28 @@ static void test_missing_file(void **state)
     config_free(sample_keys, &s);
 }
 
+static void test_read_secret(void **state)
+{
+    char path[] = "/tmp/drover-secret-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "user:pw\nsecond line\n", 20), 20);
+    close(fd);
+    char buf[64];
+    struct drv_err e;
+    assert_int_equal(config_read_secret("a.file", path, buf, sizeof(buf), &e), 0);
+    assert_string_equal(buf, "user:pw");
+    assert_int_equal(config_read_secret("a.file", path, buf, 5, &e), 0); /* what fits */
+    assert_string_equal(buf, "user");
+    assert_int_equal(chmod(path, 0640), 0);
+    assert_int_equal(config_read_secret("a.file", path, buf, sizeof(buf), &e), DRV_EINVAL);
+    assert_non_null(strstr(e.msg, "a.file \""));
+    assert_non_null(strstr(e.msg, "readable by others (chmod 600 it)"));
+    unlink(path);
+    assert_int_equal(config_read_secret("a.file", path, buf, sizeof(buf), &e), DRV_EIO);
+    assert_non_null(strstr(e.msg, "No such file"));
+}
+
 static void test_split_addr(void **state)
 {
     char host[64];
@@ -255,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_bad_tables),
         cmocka_unit_test(test_compose),
         cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_read_secret),
         cmocka_unit_test(test_split_addr),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
