@@ -422,6 +422,14 @@ struct config_key *config_compose(const struct config_part *parts, size_t n)
     return all;
 }
 
+const struct config_key *config_compose_once(struct config_key **cache,
+                                             const struct config_part *parts, size_t n)
+{
+    if (!*cache)
+        *cache = config_compose(parts, n);
+    return *cache;
+}
+
 void config_print_help(const struct config_key *keys)
 {
     for (const struct config_key *k = keys; k->name; k++) {

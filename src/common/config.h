@@ -140,6 +140,14 @@ struct config_part {
  */
 struct config_key *config_compose(const struct config_part *parts, size_t n);
 
+/*
+ * A program's table made once: *cache, composed from parts on the first call
+ * and kept until exit (call it at start-up, on one thread). For a function
+ * that returns the program's table with its parts listed inside.
+ */
+const struct config_key *config_compose_once(struct config_key **cache,
+                                             const struct config_part *parts, size_t n);
+
 /* Print the keys, types, defaults and help to stdout (one key a line). */
 void config_print_help(const struct config_key *keys);
 
