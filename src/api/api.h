@@ -26,6 +26,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "config.h"
 #include "error.h"
 
 struct event_base;
@@ -59,7 +60,18 @@ struct api_opts {
     long scale_worker_slots;   /* tasks one worker runs at once (0: 4) */
     long scale_task_ms;        /* mean task time assumed before any was measured (0: 1 s) */
     const char *ui_dir; /* the dashboard's files, served under /ui/ (ui.h); "" or NULL: none */
+    const char *bootstrap_token_file; /* for api_bootstrap (api_new does not read it) */
 };
+
+/*
+ * The keys of droverd's config file that fill a struct api_opts
+ * (src/api/conf.c; docs/configuration.md), in two tables so that droverd
+ * lists them where it always did: http.*, secrets.key_file, api.* and ui.dir;
+ * then, after the store's and the engine's, autoscale.* (the recommended
+ * worker count of handlers_fleet.c). The program sets node_id.
+ */
+extern const struct config_key api_config_keys[];
+extern const struct config_key api_autoscale_config_keys[];
 
 /* Listen and serve. zk may be NULL (no fleet views). NULL with err on failure. */
 struct api *api_new(struct event_base *base, struct store *store, struct coord_session *zk,

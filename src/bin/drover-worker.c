@@ -29,7 +29,7 @@
 #include "coord.h"
 #include "log.h"
 #include "loopwatch.h"
-#include "progconf.h"
+#include "worker_conf.h"
 #include "sdnotify.h"
 #include "seal.h"
 #include "worker.h"
@@ -102,17 +102,12 @@ static int run(struct node *w)
     drv_err_clear(&err);
     char q[600];
     struct zk_digest digest;
-    if (zk_digest_read(w->conf.common.zk_digest_file, &digest, &err) != 0) {
+    if (zk_digest_read(w->conf.prog.zk.digest_file, &digest, &err) != 0) {
         log_error(MODULE, "event=config_failed error=%s", log_quote(err.msg, q, sizeof(q)));
         return 1;
     }
-    struct coord_session_opts zo = {
-        .hosts = w->conf.common.zk_hosts,
-        .chroot = *w->conf.common.zk_chroot ? w->conf.common.zk_chroot : NULL,
-        .digest_user = digest.user[0] ? digest.user : NULL,
-        .digest_password = digest.user[0] ? digest.password : NULL,
-        .session_timeout_ms = (int)w->conf.common.zk_session_ms,
-    };
+    struct coord_session_opts zo;
+    prog_zk_opts(&w->conf.prog, &digest, &zo);
     w->zk = coord_session_new(w->base, &zo, &err);
     zk_digest_clear(&digest);
     if (!w->zk || coord_session_wait_connected(w->zk, 15000, &err) != 0) {
@@ -122,51 +117,39 @@ static int run(struct node *w)
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
     json_t *classes = json_array();
-    for (char *c = w->conf.worker_class, *e; c && *c; c = e ? e + 1 : NULL) {
+    for (const char *c = w->conf.worker.classes, *e; c && *c; c = e ? e + 1 : NULL) {
         e = strchr(c, ',');
         char *one = e ? xstrndup(c, (size_t)(e - c)) : xstrdup(c);
         json_array_append_new(classes, json_string(one));
         free(one);
     }
     time_t started = time(NULL);
-    json_t *data = json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:s, s:I, s:s}", "id",
-                             w->conf.common.node_id, "kind", "worker", "tenant", w->conf.tenant,
-                             "class", w->conf.worker_class, "classes", classes, "concurrency",
-                             (json_int_t)w->conf.concurrency, "capacity",
-                             (json_int_t)w->conf.concurrency, "pid", (json_int_t)getpid(), "host",
-                             host, "started", (json_int_t)started, "version", DROVER_VERSION);
+    json_t *data = json_pack(
+        "{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:s, s:I, s:s}", "id", w->conf.prog.node_id,
+        "kind", "worker", "tenant", w->conf.worker.tenant, "class", w->conf.worker.classes,
+        "classes", classes, "concurrency", (json_int_t)w->conf.worker.concurrency, "capacity",
+        (json_int_t)w->conf.worker.concurrency, "pid", (json_int_t)getpid(), "host", host,
+        "started", (json_int_t)started, "version", DROVER_VERSION);
     char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(data);
-    w->member = coord_member_join(w->zk, "/drover/members/worker", w->conf.common.node_id, json,
+    w->member = coord_member_join(w->zk, "/drover/members/worker", w->conf.prog.node_id, json,
                                   on_joined, w);
     free(json);
     unsigned char key[32];
     bool has_key = false;
-    if (*w->conf.secrets_key_file) {
-        if (seal_key_load(w->conf.secrets_key_file, key, &err) != 0) {
+    if (*w->conf.worker.secrets_key_file) {
+        if (seal_key_load(w->conf.worker.secrets_key_file, key, &err) != 0) {
             log_error(MODULE, "event=config_failed error=%s", log_quote(err.msg, q, sizeof(q)));
             return 1;
         }
         has_key = true;
     }
-    struct worker_opts wo = {
-        .id = w->conf.common.node_id,
-        .tenant = w->conf.tenant,
-        .classes = w->conf.worker_class,
-        .concurrency = (unsigned)w->conf.concurrency,
-        .plugin_dir = w->conf.plugin_dir,
-        .plugins = w->conf.plugins,
-        .grace_ms = (int)w->conf.grace_ms,
-        .key = has_key ? key : NULL,
-        .resources_dir = w->conf.resources_dir,
-        .zk_hosts = w->conf.common.zk_hosts,
-        .zk_digest_file = w->conf.common.zk_digest_file,
-        .version = DROVER_VERSION,
-        .state_dir = w->conf.state_dir,
-        .api_url = w->conf.api_url,
-        .api_token_file = w->conf.api_token_file,
-        .resources_keep_ms = w->conf.resources_keep_ms,
-    };
+    struct worker_opts wo = w->conf.worker;
+    wo.id = w->conf.prog.node_id;
+    wo.key = has_key ? key : NULL;
+    wo.zk_hosts = w->conf.prog.zk.session.hosts;
+    wo.zk_digest_file = w->conf.prog.zk.digest_file;
+    wo.version = DROVER_VERSION;
     w->worker = worker_new(w->base, w->zk, &wo, &err);
     explicit_bzero(key, sizeof(key));
     if (!w->worker) {
@@ -175,15 +158,15 @@ static int run(struct node *w)
     }
     char inc[400];
     coord_control_incarnation(inc, sizeof(inc), host, (long long)getpid(), (long long)started);
-    w->control = coord_control_watch(w->zk, "worker", w->conf.common.node_id, inc, on_control, w);
+    w->control = coord_control_watch(w->zk, "worker", w->conf.prog.node_id, inc, on_control, w);
     w->sig_term = evsignal_new(w->base, SIGTERM, on_signal, w);
     w->sig_int = evsignal_new(w->base, SIGINT, on_signal, w);
     event_add(w->sig_term, NULL);
     event_add(w->sig_int, NULL);
-    log_info(MODULE, "event=serving node=%s tenant=%s class=%s", w->conf.common.node_id,
-             w->conf.tenant, w->conf.worker_class);
+    log_info(MODULE, "event=serving node=%s tenant=%s class=%s", w->conf.prog.node_id,
+             w->conf.worker.tenant, w->conf.worker.classes);
     event_base_dispatch(w->base);
-    log_info(MODULE, "event=stopped node=%s", w->conf.common.node_id);
+    log_info(MODULE, "event=stopped node=%s", w->conf.prog.node_id);
     return 0;
 }
 
@@ -191,8 +174,8 @@ int main(int argc, char **argv)
 {
     struct node w;
     memset(&w, 0, sizeof(w));
-    int rc = prog_start(argc, argv, "drover-worker", "worker", worker_conf_keys, &w.conf,
-                        &w.conf.common);
+    int rc = prog_start(argc, argv, "drover-worker", "worker", worker_conf_keys(), &w.conf,
+                        &w.conf.prog);
     if (rc >= 0)
         return rc;
     w.base = event_base_new();
@@ -208,6 +191,6 @@ int main(int argc, char **argv)
     coord_session_free(w.zk);
     loopwatch_free(watch);
     event_base_free(w.base);
-    config_free(worker_conf_keys, &w.conf);
+    config_free(worker_conf_keys(), &w.conf);
     return rc;
 }

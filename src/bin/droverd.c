@@ -53,7 +53,7 @@
 #include "seal.h"
 #include "log.h"
 #include "loopwatch.h"
-#include "progconf.h"
+#include "droverd_conf.h"
 #include "sdnotify.h"
 #include "store.h"
 #include "xalloc.h"
@@ -84,7 +84,7 @@ struct node {
 static int on_healthz(json_t **body, void *arg)
 {
     struct node *n = arg;
-    *body = json_pack("{s:s, s:s, s:I}", "status", "alive", "node", n->conf.common.node_id,
+    *body = json_pack("{s:s, s:s, s:I}", "status", "alive", "node", n->conf.prog.node_id,
                       "uptime_s", (json_int_t)(time(NULL) - n->started));
     return 200;
 }
@@ -96,8 +96,8 @@ static int on_readyz(json_t **body, void *arg)
     int pg_ok = store_healthy(n->store);
     int ready = zk_ok && pg_ok && !n->draining;
     *body = json_pack("{s:s, s:s, s:{s:b, s:b, s:b}}", "status", ready ? "ready" : "unready",
-                      "node", n->conf.common.node_id, "checks", "zookeeper", zk_ok, "postgres",
-                      pg_ok, "draining", n->draining);
+                      "node", n->conf.prog.node_id, "checks", "zookeeper", zk_ok, "postgres", pg_ok,
+                      "draining", n->draining);
     return ready ? 200 : 503;
 }
 
@@ -113,7 +113,7 @@ static size_t owned_now(const struct node *n)
 static json_t *member_data(const struct node *n, size_t owned)
 {
     return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:i, s:b, s:b, s:I}", "id",
-                     n->conf.common.node_id, "kind", "droverd", "http", n->conf.http_listen, "pid",
+                     n->conf.prog.node_id, "kind", "droverd", "http", n->conf.api.listen, "pid",
                      (json_int_t)getpid(), "started", (json_int_t)n->started, "host", n->host,
                      "schema", store_schema_version(), "format", DROVER_FORMAT_VERSION, "draining",
                      n->draining, "drained", n->drained, "owned", (json_int_t)owned);
@@ -155,7 +155,7 @@ static void on_handed_over(void *arg)
 {
     struct node *n = arg;
     n->drained = 1;
-    log_info(MODULE, "event=drained node=%s", n->conf.common.node_id);
+    log_info(MODULE, "event=drained node=%s", n->conf.prog.node_id);
     if (n->stopping) {
         leave(n);
         return;
@@ -166,7 +166,7 @@ static void on_handed_over(void *arg)
 static void on_grace(evutil_socket_t fd, short what, void *arg)
 {
     struct node *n = arg;
-    log_warn(MODULE, "event=grace-over node=%s still_owned=%zu", n->conf.common.node_id,
+    log_warn(MODULE, "event=grace-over node=%s still_owned=%zu", n->conf.prog.node_id,
              owned_now(n));
     leave(n);
 }
@@ -176,7 +176,7 @@ static void drain(struct node *n, const char *why)
 {
     if (n->draining)
         return;
-    log_info(MODULE, "event=draining node=%s by=%s owned=%zu", n->conf.common.node_id, why,
+    log_info(MODULE, "event=draining node=%s by=%s owned=%zu", n->conf.prog.node_id, why,
              owned_now(n));
     n->draining = 1;
     n->drained = 0;
@@ -188,7 +188,7 @@ static void undrain(struct node *n, const char *why)
 {
     if (!n->draining || n->stopping)
         return;
-    log_info(MODULE, "event=undrained node=%s by=%s", n->conf.common.node_id, why);
+    log_info(MODULE, "event=undrained node=%s by=%s", n->conf.prog.node_id, why);
     n->draining = 0;
     n->drained = 0;
     engine_resume(n->engine);
@@ -204,7 +204,7 @@ static void on_control(const char *want, const char *by, void *arg)
     else if (strcmp(want, "undrain") == 0)
         undrain(n, log_quote(by, q, sizeof(q)));
     else
-        log_warn(MODULE, "event=control-unknown node=%s want=%s", n->conf.common.node_id,
+        log_warn(MODULE, "event=control-unknown node=%s want=%s", n->conf.prog.node_id,
                  log_quote(want, q, sizeof(q)));
 }
 
@@ -240,34 +240,8 @@ static void on_metrics(struct evbuffer *out, bool tenants, const char *tenant, v
 
 static int start_http(struct node *n, struct drv_err *err)
 {
-    struct api_opts o = {
-        .listen = n->conf.http_listen,
-        .max_body = n->conf.http_max_body,
-        .max_headers = n->conf.http_max_headers,
-        .max_connections = n->conf.http_max_connections,
-        .max_per_source = n->conf.http_max_per_source,
-        .header_timeout_ms = n->conf.http_header_timeout_ms,
-        .body_timeout_ms = n->conf.http_body_timeout_ms,
-        .timeout_ms = n->conf.http_timeout_ms,
-        .tls_cert = n->conf.tls_cert,
-        .tls_key = n->conf.tls_key,
-        .secrets_key = n->conf.secrets_key_file,
-        .node_id = n->conf.common.node_id,
-        .token_ttl_ms = n->conf.token_ttl_ms,
-        .token_max_ttl_ms = n->conf.token_max_ttl_ms,
-        .token_cache_ttl_ms = n->conf.token_cache_ttl_ms,
-        .heavy_threads = n->conf.heavy_threads,
-        .heavy_queue = n->conf.heavy_queue,
-        .max_requests_per_user = n->conf.max_requests_per_user,
-        .max_requests_per_tenant = n->conf.max_requests_per_tenant,
-        .max_heavy_per_user = n->conf.max_heavy_per_user,
-        .max_heavy_per_tenant = n->conf.max_heavy_per_tenant,
-        .max_heavy_waiting_per_tenant = n->conf.max_heavy_waiting_per_tenant,
-        .scale_target_wait_ms = n->conf.scale_target_wait_ms,
-        .scale_worker_slots = n->conf.scale_worker_slots,
-        .scale_task_ms = n->conf.scale_task_ms,
-        .ui_dir = n->conf.ui_dir,
-    };
+    struct api_opts o = n->conf.api;
+    o.node_id = n->conf.prog.node_id;
     n->api = api_new(n->base, n->store, n->zk, &o, err);
     if (!n->api)
         return err->code ? err->code : DRV_EIO;
@@ -296,37 +270,32 @@ static int run(struct node *n)
     /* Schema first: a node that cannot reach the database is of no use. Several
        nodes starting together serialise on an advisory lock in store_migrate. */
     int applied = 0;
-    int rc = store_migrate(n->conf.pg_conninfo, n->conf.common.node_id, &applied, &err);
+    int rc = store_migrate(n->conf.store.conninfo, n->conf.prog.node_id, &applied, &err);
     if (rc) {
         log_error(MODULE, "event=migrate_failed error=%s", log_quote(err.msg, q, sizeof(q)));
         return 1;
     }
     log_info(MODULE, "event=schema_ready version=%d applied=%d", store_schema_version(), applied);
     int created = 0;
-    rc = api_bootstrap(n->conf.pg_conninfo, n->conf.bootstrap_token_file, &created, &err);
+    rc = api_bootstrap(n->conf.store.conninfo, n->conf.api.bootstrap_token_file, &created, &err);
     if (rc) {
         log_error(MODULE, "event=bootstrap_failed error=%s", log_quote(err.msg, q, sizeof(q)));
         return 1;
     }
     if (created)
         log_info(MODULE, "event=superadmin_created token_file=%s",
-                 log_quote(n->conf.bootstrap_token_file, q, sizeof(q)));
+                 log_quote(n->conf.api.bootstrap_token_file, q, sizeof(q)));
 
-    n->store = store_new(n->base, n->conf.pg_conninfo, (int)n->conf.pg_pool_size);
+    n->store = store_new(n->base, n->conf.store.conninfo, n->conf.store.pool_size);
     store_start_health(n->store);
 
     struct zk_digest digest;
-    if (zk_digest_read(n->conf.common.zk_digest_file, &digest, &err) != 0) {
+    if (zk_digest_read(n->conf.prog.zk.digest_file, &digest, &err) != 0) {
         log_error(MODULE, "event=config_failed error=%s", log_quote(err.msg, q, sizeof(q)));
         return 1;
     }
-    struct coord_session_opts zo = {
-        .hosts = n->conf.common.zk_hosts,
-        .chroot = *n->conf.common.zk_chroot ? n->conf.common.zk_chroot : NULL,
-        .digest_user = digest.user[0] ? digest.user : NULL,
-        .digest_password = digest.user[0] ? digest.password : NULL,
-        .session_timeout_ms = (int)n->conf.common.zk_session_ms,
-    };
+    struct coord_session_opts zo;
+    prog_zk_opts(&n->conf.prog, &digest, &zo);
     n->zk = coord_session_new(n->base, &zo, &err);
     zk_digest_clear(&digest);
     if (!n->zk || coord_session_wait_connected(n->zk, 15000, &err) != 0) {
@@ -336,7 +305,7 @@ static int run(struct node *n)
     json_t *data = member_data(n, 0);
     char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(data);
-    n->member = coord_member_join(n->zk, "/drover/members/droverd", n->conf.common.node_id, json,
+    n->member = coord_member_join(n->zk, "/drover/members/droverd", n->conf.prog.node_id, json,
                                   on_joined, n);
     free(json);
     if (start_http(n, &err) != 0) {
@@ -345,22 +314,16 @@ static int run(struct node *n)
     }
     unsigned char key[32];
     bool has_key = false;
-    if (*n->conf.secrets_key_file) {
-        if (seal_key_load(n->conf.secrets_key_file, key, &err) != 0) {
+    if (*n->conf.api.secrets_key) {
+        if (seal_key_load(n->conf.api.secrets_key, key, &err) != 0) {
             log_error(MODULE, "event=config_failed error=%s", log_quote(err.msg, q, sizeof(q)));
             return 1;
         }
         has_key = true;
     }
-    struct engine_opts eo = {
-        .node_id = n->conf.common.node_id,
-        .max_failures = (unsigned)n->conf.engine_max_failures,
-        .max_in_flight = (unsigned)n->conf.engine_max_in_flight,
-        .no_rollback = !n->conf.engine_rollback,
-        .txn_budget = (size_t)n->conf.engine_txn_budget,
-        .task_timeout_ms = (int)n->conf.engine_task_timeout_ms,
-        .key = has_key ? key : NULL,
-    };
+    struct engine_opts eo = n->conf.engine;
+    eo.node_id = n->conf.prog.node_id;
+    eo.key = has_key ? key : NULL;
     n->engine = engine_new(n->base, n->zk, n->store, &eo, &err);
     explicit_bzero(key, sizeof(key));
     if (!n->engine) {
@@ -370,7 +333,7 @@ static int run(struct node *n)
     char inc[400];
     coord_control_incarnation(inc, sizeof(inc), n->host, (long long)getpid(),
                               (long long)n->started);
-    n->control = coord_control_watch(n->zk, "droverd", n->conf.common.node_id, inc, on_control, n);
+    n->control = coord_control_watch(n->zk, "droverd", n->conf.prog.node_id, inc, on_control, n);
     n->publish = event_new(n->base, -1, EV_PERSIST, on_publish, n);
     struct timeval one = {1, 0};
     event_add(n->publish, &one);
@@ -378,10 +341,10 @@ static int run(struct node *n)
     n->sig_int = evsignal_new(n->base, SIGINT, on_signal, n);
     event_add(n->sig_term, NULL);
     event_add(n->sig_int, NULL);
-    log_info(MODULE, "event=serving node=%s http=%s zookeeper=%s", n->conf.common.node_id,
-             n->conf.http_listen, log_quote(n->conf.common.zk_hosts, q, sizeof(q)));
+    log_info(MODULE, "event=serving node=%s http=%s zookeeper=%s", n->conf.prog.node_id,
+             n->conf.api.listen, log_quote(n->conf.prog.zk.session.hosts, q, sizeof(q)));
     event_base_dispatch(n->base);
-    log_info(MODULE, "event=stopped node=%s", n->conf.common.node_id);
+    log_info(MODULE, "event=stopped node=%s", n->conf.prog.node_id);
     return 0;
 }
 
@@ -407,7 +370,7 @@ static void node_release(struct node *n)
     loopwatch_free(n->watch);
     if (n->base)
         event_base_free(n->base);
-    config_free(droverd_conf_keys, &n->conf);
+    config_free(droverd_conf_keys(), &n->conf);
 }
 
 int main(int argc, char **argv)
@@ -415,7 +378,7 @@ int main(int argc, char **argv)
     struct node n;
     memset(&n, 0, sizeof(n));
     int rc =
-        prog_start(argc, argv, "droverd", "droverd", droverd_conf_keys, &n.conf, &n.conf.common);
+        prog_start(argc, argv, "droverd", "droverd", droverd_conf_keys(), &n.conf, &n.conf.prog);
     if (rc >= 0)
         return rc;
     n.base = event_base_new();

@@ -1,19 +1,28 @@
 /*
  * config: see config.h.
  *
- * Parsing is two passes over a key table: defaults first (so a default that
- * does not parse is a programming error reported as such), then the file,
- * line by line. A bit per key remembers which keys the file set, to reject
- * repeats and to report required keys that are missing.
+ * Parsing is three passes over a key table: the table itself (each key's
+ * type, field type and bounds must agree), defaults (so a default that does
+ * not parse is a programming error reported as such), then the file, line by
+ * line. A bit per key remembers which keys the file set, to reject repeats
+ * and to report required keys that are missing.
+ *
+ * Fields are written and read with memcpy at the width of their C type (the
+ * key's store), so a const char * field takes a copied string as well as a
+ * char * one.
  */
 #include "config.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "xalloc.h"
 
@@ -119,6 +128,82 @@ static int in_choices(const char *choices, const char *v)
     return 0;
 }
 
+/* Does k's store fit its type and bounds? On failure write the reason to why. */
+static int check_store(const struct config_key *k, char *why, size_t n)
+{
+    bool text = k->type == CONFIG_STRING || k->type == CONFIG_ADDR || k->type == CONFIG_ENUM;
+    bool ok;
+    switch (k->store) {
+    case CONFIG_STORE_STR:
+        ok = text;
+        break;
+    case CONFIG_STORE_INT:
+        ok = !text && (k->type == CONFIG_BOOL || (k->min >= INT_MIN && k->max <= INT_MAX));
+        break;
+    case CONFIG_STORE_UINT:
+        ok = !text && k->type != CONFIG_BOOL && k->min >= 0 && (unsigned long)k->max <= UINT_MAX;
+        break;
+    case CONFIG_STORE_LONG:
+        ok = !text && k->type != CONFIG_BOOL;
+        break;
+    case CONFIG_STORE_ULONG:
+        ok = !text && k->type != CONFIG_BOOL && k->min >= 0;
+        break;
+    case CONFIG_STORE_BOOL:
+    case CONFIG_STORE_NOT_BOOL:
+        ok = k->type == CONFIG_BOOL;
+        break;
+    default:
+        ok = false;
+    }
+    if (!ok)
+        snprintf(why, n, "a %s key cannot fill this field (store %d, bounds %ld..%ld)",
+                 type_name(k->type), (int)k->store, k->min, k->max);
+    return ok ? 0 : -1;
+}
+
+/* Write num into k's field, at its width (the bounds were checked to fit). */
+static void store_number(const struct config_key *k, char *field, long num)
+{
+    switch (k->store) {
+    case CONFIG_STORE_INT: {
+        int v = (int)num;
+        memcpy(field, &v, sizeof(v));
+        return;
+    }
+    case CONFIG_STORE_UINT: {
+        unsigned v = (unsigned)num;
+        memcpy(field, &v, sizeof(v));
+        return;
+    }
+    case CONFIG_STORE_ULONG: {
+        unsigned long v = (unsigned long)num;
+        memcpy(field, &v, sizeof(v));
+        return;
+    }
+    case CONFIG_STORE_BOOL:
+    case CONFIG_STORE_NOT_BOOL: {
+        bool v = k->store == CONFIG_STORE_BOOL ? num != 0 : num == 0;
+        memcpy(field, &v, sizeof(v));
+        return;
+    }
+    default: {
+        memcpy(field, &num, sizeof(num));
+        return;
+    }
+    }
+}
+
+/* Replace the string in a char * or const char * field by a copy of v (NULL: none). */
+static void store_string(char *field, const char *v)
+{
+    char *old;
+    memcpy(&old, field, sizeof(old));
+    free(old);
+    char *copy = v ? xstrdup(v) : NULL;
+    memcpy(field, &copy, sizeof(copy));
+}
+
 /* Store value v for key k into cfg; on failure write the reason to why. */
 static int set_value(const struct config_key *k, const char *v, void *cfg, char *why, size_t n)
 {
@@ -145,14 +230,13 @@ static int set_value(const struct config_key *k, const char *v, void *cfg, char 
             snprintf(why, n, "expected one of %s, got \"%s\"", k->choices, v);
             return -1;
         }
-        free(*(char **)field);
-        *(char **)field = xstrdup(v);
+        store_string(field, v);
         return 0;
     case CONFIG_BOOL: {
         static const char *yes[] = {"true", "yes", "on", "1"}, *no[] = {"false", "no", "off", "0"};
         for (int i = 0; i < 4; i++) {
             if (strcmp(v, yes[i]) == 0 || strcmp(v, no[i]) == 0) {
-                *(int *)field = strcmp(v, yes[i]) == 0;
+                store_number(k, field, strcmp(v, yes[i]) == 0);
                 return 0;
             }
         }
@@ -185,7 +269,7 @@ static int set_value(const struct config_key *k, const char *v, void *cfg, char 
             snprintf(why, n, "%s %s out of range %ld..%ld", type_name(k->type), v, k->min, k->max);
             return -1;
         }
-        *(long *)field = num;
+        store_number(k, field, num);
         return 0;
     }
     }
@@ -208,6 +292,10 @@ int config_load_string(const char *name, const char *text, const struct config_k
 {
     size_t nkeys = key_count(keys);
     char why[300];
+    for (size_t i = 0; i < nkeys; i++) {
+        if (check_store(&keys[i], why, sizeof(why)) != 0)
+            return drv_err_set(err, DRV_EINVAL, 0, "built-in key \"%s\": %s", keys[i].name, why);
+    }
     for (size_t i = 0; i < nkeys; i++) {
         if (keys[i].deflt && set_value(&keys[i], keys[i].deflt, cfg, why, sizeof(why)) != 0)
             return drv_err_set(err, DRV_EINVAL, 0, "built-in default of key \"%s\": %s",
@@ -306,11 +394,40 @@ int config_load(const char *path, const struct config_key *keys, void *cfg, stru
 void config_free(const struct config_key *keys, void *cfg)
 {
     for (const struct config_key *k = keys; k->name; k++) {
-        if (k->type == CONFIG_STRING || k->type == CONFIG_ADDR || k->type == CONFIG_ENUM) {
-            char **field = (char **)((char *)cfg + k->offset);
-            FREE_NULL(*field);
+        if (k->store == CONFIG_STORE_STR)
+            store_string((char *)cfg + k->offset, NULL);
+    }
+}
+
+struct config_key *config_compose(const struct config_part *parts, size_t n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += key_count(parts[i].keys);
+    struct config_key *all = xcalloc(total + 1, sizeof(*all));
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (const struct config_key *k = parts[i].keys; k->name; k++) {
+            for (size_t j = 0; j < at; j++) {
+                if (strcmp(all[j].name, k->name) == 0) {
+                    fprintf(stderr, "config_compose: key \"%s\" is in two tables\n", k->name);
+                    abort();
+                }
+            }
+            all[at] = *k;
+            all[at].offset += parts[i].offset;
+            at++;
         }
     }
+    return all;
+}
+
+const struct config_key *config_compose_once(struct config_key **cache,
+                                             const struct config_part *parts, size_t n)
+{
+    if (!*cache)
+        *cache = config_compose(parts, n);
+    return *cache;
 }
 
 void config_print_help(const struct config_key *keys)
@@ -325,4 +442,28 @@ void config_print_help(const struct config_key *keys)
             printf(" [default: %s]", *k->deflt ? k->deflt : "\"\"");
         printf("\n");
     }
+}
+
+int config_read_secret(const char *key, const char *path, char *buf, size_t n, struct drv_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return drv_err_set(err, DRV_EIO, errno, "%s \"%s\": %s", key, path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (st.st_mode & 077)) {
+        close(fd);
+        return drv_err_set(err, DRV_EINVAL, 0, "%s \"%s\": readable by others (chmod 600 it)", key,
+                           path);
+    }
+    ssize_t got = read(fd, buf, n - 1);
+    int read_errno = errno;
+    close(fd);
+    if (got < 0) {
+        buf[0] = '\0';
+        return drv_err_set(err, DRV_EIO, read_errno, "%s \"%s\": %s", key, path,
+                           strerror(read_errno));
+    }
+    buf[got] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return 0;
 }

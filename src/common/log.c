@@ -7,6 +7,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
@@ -31,6 +32,12 @@ enum log_level log_get_level(void)
 {
     return min_level;
 }
+
+const struct config_key log_config_keys[] = {
+    CONFIG_KEY("log.level", CONFIG_ENUM, struct log_opts, level, .deflt = "info",
+               .choices = "debug|info|warn|error", .help = "minimum level of log lines"),
+    CONFIG_END,
+};
 
 int log_level_parse(const char *s)
 {

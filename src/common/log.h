@@ -16,6 +16,8 @@
 
 #include <stdarg.h>
 
+#include "config.h"
+
 enum log_level { LOG_DEBUG = 0, LOG_INFO, LOG_WARN, LOG_ERROR };
 
 /* Set the minimum level and the output fd (default LOG_INFO, fd 2). */
@@ -23,6 +25,12 @@ void log_init(enum log_level level, int fd);
 /* Parse "debug", "info", "warn", "error"; -1 when unknown. */
 int log_level_parse(const char *s);
 enum log_level log_get_level(void);
+
+/* What a program's config file says of its logging: the log.* keys (log_config_keys) fill it. */
+struct log_opts {
+    const char *level; /* "debug", "info", "warn" or "error" (log_level_parse) */
+};
+extern const struct config_key log_config_keys[];
 
 void log_write(enum log_level level, const char *module, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -2,19 +2,16 @@
  * seal: AES-256-GCM sealing of secrets (seal.h).
  */
 #include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include "seal.h"
+#include "config.h"
 #include "xalloc.h"
 
 static int from_hex(const char *s, unsigned char *out, size_t max, size_t *n)
@@ -35,25 +32,13 @@ static int from_hex(const char *s, unsigned char *out, size_t max, size_t *n)
 
 int seal_key_load(const char *path, unsigned char key[32], struct drv_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return drv_err_set(err, DRV_EIO, errno, "secrets.key_file \"%s\": %s", path,
-                           strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || (st.st_mode & 077)) {
-        close(fd);
-        return drv_err_set(err, DRV_EINVAL, 0,
-                           "secrets.key_file \"%s\": readable by others (chmod 600 it)", path);
-    }
     char buf[130];
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n < 0)
-        n = 0;
-    buf[n] = '\0';
-    buf[strcspn(buf, "\r\n")] = '\0';
+    int rc = config_read_secret("secrets.key_file", path, buf, sizeof(buf), err);
+    if (rc != 0) {
+        OPENSSL_cleanse(buf, sizeof(buf));
+        return rc;
+    }
     size_t got = 0;
-    int rc = 0;
     if (strlen(buf) != 64 || from_hex(buf, key, 32, &got) != 0 || got != 32)
         rc = drv_err_set(err, DRV_EINVAL, 0,
                          "secrets.key_file \"%s\": expected 64 hex digits (openssl rand -hex 32)",

@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "error.h"
 
 struct event_base;
@@ -109,6 +110,22 @@ struct coord_session_opts {
 
 #define COORD_DEFAULT_MAX_REQUEST_BYTES (512 * 1024)
 #define COORD_MIN_MAX_REQUEST_BYTES (16 * 1024) /* smaller budgets are raised to this */
+
+/*
+ * A program's ZooKeeper settings: the zookeeper.* keys of its config file
+ * (coord_config_keys, src/coord/conf.c) fill session.hosts, session.chroot
+ * ("" for none: pass NULL to coord_session_new), session.session_timeout_ms
+ * and digest_file. The program reads the credentials from digest_file into
+ * session.digest_user and digest_password.
+ */
+struct coord_conf {
+    struct coord_session_opts session;
+    const char *digest_file; /* "" or a file holding "user:password" (mode 0600) */
+};
+extern const struct config_key coord_config_keys[];
+
+/* Check what the table cannot: a chroot is "" or an absolute path below /. 0 or DRV_EINVAL. */
+int coord_conf_check(const struct coord_conf *c, struct drv_err *err);
 
 /*
  * Start a session on base (which must outlive it). Never blocks: the

@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "error.h"
 
 struct event_base;
@@ -53,6 +54,14 @@ struct engine_opts {
     int task_timeout_ms;      /* time limit given to workers (0: the plugin's own) */
     const unsigned char *key; /* the secrets key (32 bytes), or NULL */
 };
+
+/*
+ * The engine.* keys of droverd's config file: they fill max_failures,
+ * max_in_flight, no_rollback (engine.rollback = false), task_timeout_ms and
+ * txn_budget of a struct engine_opts (src/engine/conf.c; docs/configuration.md).
+ * The program sets node_id and key.
+ */
+extern const struct config_key engine_config_keys[];
 
 /* Start: watch the members and the job list, take the jobs the ring gives this node. */
 struct engine *engine_new(struct event_base *base, struct coord_session *zk, struct store *db,

@@ -26,6 +26,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "config.h"
 #include "error.h"
 
 struct event_base;
@@ -37,6 +38,15 @@ typedef int (*store_work_fn)(PGconn *conn, void *arg, struct drv_err *err);
 typedef void (*store_done_fn)(int rc, const struct drv_err *err, void *arg);
 
 /* base must have been created after evthread_use_pthreads(). conninfo is copied. */
+/* Where the system of record is: droverd's postgres.* keys fill it (store_config_keys). */
+struct store_opts {
+    const char *conninfo; /* libpq connection string (store_migrate, store_new) */
+    int pool_size;        /* connections, one thread each (store_new's nthreads) */
+};
+
+/* The postgres.* keys of droverd's config file, into a struct store_opts (src/store/conf.c). */
+extern const struct config_key store_config_keys[];
+
 struct store *store_new(struct event_base *base, const char *conninfo, int nthreads);
 /*
  * Shutdown, on the loop thread once the loop no longer runs: stop the threads

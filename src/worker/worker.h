@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "config.h"
 #include "error.h"
 
 struct event_base;
@@ -54,11 +55,19 @@ struct worker_opts {
     const char *version;        /* shown in the member znode */
     /* Resources synced from droverd (docs/worker.md "Resources"): all three, or none and
        resources_dir serves every task. */
-    const char *state_dir;      /* versions under <state_dir>/resources */
-    const char *api_url;        /* http://host:port of droverd */
-    const char *api_token_file; /* a token of the tenant */
-    long resources_keep_ms;     /* unused older versions are removed after this (0: 10 min) */
+    const char *state_dir;        /* versions under <state_dir>/resources */
+    const char *api_url;          /* http://host:port of droverd */
+    const char *api_token_file;   /* a token of the tenant */
+    long resources_keep_ms;       /* unused older versions are removed after this (0: 10 min) */
+    const char *secrets_key_file; /* the program loads key from it (worker_new does not read it) */
 };
+
+/*
+ * The worker.* keys (and secrets.key_file) of drover-worker's config file:
+ * they fill a struct worker_opts (src/worker/conf.c; docs/configuration.md).
+ * The program sets id, key, zk_hosts, zk_digest_file and version.
+ */
+extern const struct config_key worker_config_keys[];
 
 /*
  * Load the plugins, open the queues and start taking (once the session is

@@ -23,14 +23,18 @@ struct fz {
 };
 
 static const struct config_key keys[] = {
-    {"a.string", CONFIG_STRING, offsetof(struct fz, s), 0, "", 0, 0, NULL, "s"},
-    {"a.addr", CONFIG_ADDR, offsetof(struct fz, addr), 0, "127.0.0.1:1", 0, 0, NULL, "addr"},
-    {"a.level", CONFIG_ENUM, offsetof(struct fz, level), 0, "info", 0, 0, "debug|info", "level"},
-    {"a.int", CONFIG_INT, offsetof(struct fz, n), 0, "1", -100, 100, NULL, "n"},
-    {"a.ms", CONFIG_DURATION, offsetof(struct fz, ms), 0, "1s", 0, 3600000, NULL, "ms"},
-    {"a.size", CONFIG_SIZE, offsetof(struct fz, bytes), 0, "1k", 0, 1L << 40, NULL, "bytes"},
-    {"a.flag", CONFIG_BOOL, offsetof(struct fz, flag), 0, "false", 0, 0, NULL, "flag"},
-    {NULL, 0, 0, 0, NULL, 0, 0, NULL, NULL},
+    CONFIG_KEY("a.string", CONFIG_STRING, struct fz, s, .deflt = "", .help = "s"),
+    CONFIG_KEY("a.addr", CONFIG_ADDR, struct fz, addr, .deflt = "127.0.0.1:1", .help = "addr"),
+    CONFIG_KEY("a.level", CONFIG_ENUM, struct fz, level, .deflt = "info", .choices = "debug|info",
+               .help = "level"),
+    CONFIG_KEY("a.int", CONFIG_INT, struct fz, n, .deflt = "1", .min = -100, .max = 100,
+               .help = "n"),
+    CONFIG_KEY("a.ms", CONFIG_DURATION, struct fz, ms, .deflt = "1s", .min = 0, .max = 3600000,
+               .help = "ms"),
+    CONFIG_KEY("a.size", CONFIG_SIZE, struct fz, bytes, .deflt = "1k", .min = 0, .max = 1L << 40,
+               .help = "bytes"),
+    CONFIG_KEY("a.flag", CONFIG_BOOL, struct fz, flag, .deflt = "false", .help = "flag"),
+    CONFIG_END,
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,0 +1,25 @@
+/* droverd_conf: see droverd_conf.h. */
+#include "droverd_conf.h"
+
+#include <stddef.h>
+
+static const struct config_key droverd_keys[] = {
+    CONFIG_KEY("shutdown.grace", CONFIG_DURATION, struct droverd_conf, shutdown_grace_ms,
+               .deflt = "10s", .min = 0, .max = 600000,
+               .help = "on SIGTERM: how long to hand jobs over before exiting anyway"),
+    CONFIG_END,
+};
+
+const struct config_key *droverd_conf_keys(void)
+{
+    static struct config_key *keys;
+    const struct config_part parts[] = {
+        {prog_conf_keys(), offsetof(struct droverd_conf, prog)},
+        {api_config_keys, offsetof(struct droverd_conf, api)},
+        {store_config_keys, offsetof(struct droverd_conf, store)},
+        {engine_config_keys, offsetof(struct droverd_conf, engine)},
+        {api_autoscale_config_keys, offsetof(struct droverd_conf, api)},
+        {droverd_keys, 0},
+    };
+    return config_compose_once(&keys, parts, sizeof(parts) / sizeof(parts[0]));
+}

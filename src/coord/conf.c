@@ -1,0 +1,31 @@
+/*
+ * conf: coord's configuration keys (coord.h). The table is the documentation
+ * and the validator; it fills a struct coord_conf and needs nothing but
+ * src/common.
+ */
+#include <stddef.h>
+
+#include "coord.h"
+
+const struct config_key coord_config_keys[] = {
+    CONFIG_KEY("zookeeper.hosts", CONFIG_STRING, struct coord_conf, session.hosts, .required = 1,
+               .help = "ZooKeeper connection string, host:port[,host:port...]"),
+    CONFIG_KEY("zookeeper.chroot", CONFIG_STRING, struct coord_conf, session.chroot, .deflt = "",
+               .help = "path under which Drover keeps its tree (empty: /)"),
+    CONFIG_KEY("zookeeper.digest_file", CONFIG_STRING, struct coord_conf, digest_file, .deflt = "",
+               .help = "file holding user:password for ZooKeeper digest auth and ACLs"),
+    CONFIG_KEY("zookeeper.session_timeout", CONFIG_DURATION, struct coord_conf,
+               session.session_timeout_ms, .deflt = "10s", .min = 1000, .max = 60000,
+               .help = "ZooKeeper session timeout"),
+    CONFIG_END,
+};
+
+int coord_conf_check(const struct coord_conf *c, struct drv_err *err)
+{
+    const char *chroot = c->session.chroot;
+    if (chroot && *chroot && (chroot[0] != '/' || chroot[1] == '\0'))
+        return drv_err_set(err, DRV_EINVAL, 0,
+                           "key \"zookeeper.chroot\": \"%s\" must be an absolute path below /",
+                           chroot);
+    return 0;
+}

@@ -1,0 +1,27 @@
+/*
+ * conf: the engine's configuration keys (engine.h). The table is the
+ * documentation and the validator; it fills a struct engine_opts and needs
+ * nothing but src/common.
+ */
+#include <stddef.h>
+
+#include "engine.h"
+
+const struct config_key engine_config_keys[] = {
+    CONFIG_KEY("engine.max_failures", CONFIG_INT, struct engine_opts, max_failures, .deflt = "3",
+               .min = 1, .max = 60,
+               .help = "failed attempts of a task before it gives up and the job fails"),
+    CONFIG_KEY("engine.max_in_flight", CONFIG_INT, struct engine_opts, max_in_flight, .deflt = "0",
+               .min = 0, .max = 1000000,
+               .help = "tasks queued or running per job (0: only the plan's limits)"),
+    CONFIG_KEY_NOT(
+        "engine.rollback", struct engine_opts, no_rollback, .deflt = "true",
+        .help = "roll a failed or cancelled job back (false: leave it failed, for debugging)"),
+    CONFIG_KEY("engine.task_timeout", CONFIG_DURATION, struct engine_opts, task_timeout_ms,
+               .deflt = "0", .min = 0, .max = 86400000,
+               .help = "time limit of a task given to workers (0: the plugin's own)"),
+    CONFIG_KEY("engine.txn_budget", CONFIG_SIZE, struct engine_opts, txn_budget, .deflt = "256k",
+               .min = 16384, .max = 900000,
+               .help = "bytes of one ZooKeeper multi-op written by the engine"),
+    CONFIG_END,
+};

@@ -1,0 +1,45 @@
+/*
+ * conf: the worker's configuration keys (worker.h). The table is the
+ * documentation and the validator; it fills a struct worker_opts and needs
+ * nothing but src/common.
+ */
+#include <stddef.h>
+
+#include "worker.h"
+
+const struct config_key worker_config_keys[] = {
+    CONFIG_KEY("worker.tenant", CONFIG_STRING, struct worker_opts, tenant, .deflt = "default",
+               .help = "tenant whose task queues this worker serves"),
+    CONFIG_KEY("worker.class", CONFIG_STRING, struct worker_opts, classes, .deflt = "default",
+               .help = "worker classes (queues) this worker serves, comma-separated"),
+    CONFIG_KEY("worker.concurrency", CONFIG_INT, struct worker_opts, concurrency, .deflt = "4",
+               .min = 1, .max = 256, .help = "tasks run at once"),
+    CONFIG_KEY("worker.plugin_dir", CONFIG_STRING, struct worker_opts, plugin_dir,
+               .deflt = "plugins", .help = "directory of plugin descriptors"),
+    CONFIG_KEY("worker.plugins", CONFIG_STRING, struct worker_opts, plugins, .deflt = "",
+               .help =
+                   "plugins to use, comma-separated (empty: every plugin in worker.plugin_dir)"),
+    CONFIG_KEY("worker.grace", CONFIG_DURATION, struct worker_opts, grace_ms, .deflt = "30s",
+               .min = 0, .max = 3600000,
+               .help = "on SIGTERM: how long running tasks may finish before they are handed back"),
+    CONFIG_KEY(
+        "worker.resources_dir", CONFIG_STRING, struct worker_opts, resources_dir, .deflt = "",
+        .help = "the tenant's resources (scripts, data files) for plugins (DROVER_RESOURCES)"),
+    CONFIG_KEY("secrets.key_file", CONFIG_STRING, struct worker_opts, secrets_key_file, .deflt = "",
+               .help = "the fleet's secrets key (as droverd's): opens sealed values for plugins"),
+    CONFIG_KEY(
+        "worker.state_dir", CONFIG_STRING, struct worker_opts, state_dir, .deflt = "",
+        .help =
+            "the worker's own files: resources versions synced from droverd (state_dir/resources)"),
+    CONFIG_KEY("worker.api_url", CONFIG_STRING, struct worker_opts, api_url, .deflt = "",
+               .help = "droverd's URL (http://host:port) to fetch the tenant's resources from "
+                       "(empty: no sync)"),
+    CONFIG_KEY(
+        "worker.api_token_file", CONFIG_STRING, struct worker_opts, api_token_file, .deflt = "",
+        .help = "a file holding an API token of the worker's tenant, for the resources fetch"),
+    CONFIG_KEY(
+        "worker.resources_keep", CONFIG_DURATION, struct worker_opts, resources_keep_ms,
+        .deflt = "10m", .min = 1000, .max = 86400000,
+        .help = "an older resources version no task uses is removed this long after its last use"),
+    CONFIG_END,
+};
