@@ -39,6 +39,7 @@
 #include "strmap.h"
 #include "taskmsg.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MOD "engine"
 
@@ -387,7 +388,7 @@ static void on_runs(int rc, char *const *names, size_t n, const struct coord_sta
         struct erun *run = xcalloc(1, sizeof(*run));
         run->j = j;
         run->name = xstrdup(names[i]);
-        run->path = xasprintf("/drover/jobs/%s/runs/%s", j->id, names[i]);
+        run->path = zkpath_job_run(NULL, 0, j->id, names[i]);
         if (taskmsg_run_name_parse(names[i], &run->phase, &run->idx, &run->attempt) != 0) {
             log_warn(MOD, "event=bad-run-name job=%s run=%s", j->id, names[i]);
             run->ended = true;
@@ -417,7 +418,7 @@ static void on_runs(int rc, char *const *names, size_t n, const struct coord_sta
 void engine__runs_watch(struct ejob *j)
 {
     char path[256];
-    snprintf(path, sizeof(path), "/drover/jobs/%s/runs", j->id);
+    zkpath_job_runs(path, sizeof(path), j->id);
     j->runs_w = coord_watch_children(j->e->zk, path, on_runs, j);
     engine__control_watch(j);
 }
