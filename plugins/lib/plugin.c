@@ -453,3 +453,56 @@ int plugin_write_file(const char *path, const void *data, size_t len, unsigned m
     free(tmp);
     return 0;
 }
+
+/* ---- main() ---- */
+
+/* "<plugin> serves a, b and c, not "x"": the names of the table, as people list them. */
+static void refuse(const struct plugin_def *def, const struct plugin_task *t,
+                   struct plugin_result *r)
+{
+    char list[512] = "";
+    size_t n = 0, len = 0;
+    while (def->actions && def->actions[n].name)
+        n++;
+    for (size_t i = 0; i < n && len < sizeof(list); i++) {
+        const char *sep = i == 0 ? "" : i + 1 == n ? " and " : ", ";
+        int w = snprintf(list + len, sizeof(list) - len, "%s%s", sep, def->actions[i].name);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    plugin_result_fail(r, "%s serves %s, not \"%s\"", def->name, n ? list : "nothing",
+                       t->task_name);
+}
+
+void plugin_serve(const struct plugin_def *def, void *ctx, struct plugin_task *t,
+                  struct plugin_result *r)
+{
+    if (!def->check || def->check(t, ctx, r) == 0) {
+        plugin_run_fn run = def->other;
+        for (const struct plugin_action *a = def->actions; a && a->name; a++)
+            if (strcmp(a->name, t->task_name) == 0) {
+                run = a->run;
+                break;
+            }
+        if (!run)
+            refuse(def, t, r);
+        else if (!def->open || def->open(t, ctx, r) == 0)
+            run(t, ctx, r);
+    }
+    if (def->close)
+        def->close(ctx);
+}
+
+int plugin_main(const struct plugin_def *def, void *ctx)
+{
+    plugin_init();
+    struct plugin_task t;
+    struct drv_err err;
+    drv_err_clear(&err);
+    if (plugin_task_read(0, &t, &err) != 0)
+        return plugin_fail_now("%s", err.msg);
+    struct plugin_result r;
+    plugin_result_init(&r);
+    plugin_serve(def, ctx, &t, &r);
+    plugin_task_free(&t);
+    return plugin_result_emit(&r);
+}

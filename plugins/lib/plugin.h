@@ -3,8 +3,10 @@
  *
  * A plugin is a short-lived child of a worker (docs/plugins.md): it reads one
  * task JSON on standard input, does its work, writes one result JSON on
- * standard output and exits. This library reads and checks the task, gives
- * typed access to its config, builds the result, and keeps the time limit.
+ * standard output and exits. This library is its main() (plugin_main: the
+ * plugin gives a table of the task names it serves), reads and checks the
+ * task, gives typed access to its config, builds the result, and keeps the
+ * time limit.
  * The ssh helpers that providers and the automator share are in sshc.h.
  *
  * Output discipline: standard output carries the result and nothing else
@@ -141,6 +143,53 @@ char *plugin_read_file(const char *path, size_t max, size_t *len, struct drv_err
  */
 int plugin_write_file(const char *path, const void *data, size_t len, unsigned mode,
                       struct drv_err *err);
+
+/* ---- main(): read the task, dispatch on its name, write the result ---- */
+
+/*
+ * One task name a plugin serves and the function that runs it. ctx is the
+ * plugin's own (what plugin_main was given), filled by the def's hooks; the
+ * function says how it went in r (plugin_result_ok, plugin_result_fail).
+ */
+typedef void (*plugin_run_fn)(struct plugin_task *t, void *ctx, struct plugin_result *r);
+
+struct plugin_action {
+    const char *name; /* the task name: "create", "bootstrap", ... */
+    plugin_run_fn run;
+};
+
+/*
+ * What a plugin is to plugin_main(). For each task, in this order:
+ *   check    (may be NULL) check the task and its config, fill ctx; logs the
+ *            task. Nonzero: r says why it failed, nothing else runs.
+ *   the name: a task named in actions runs that action; another runs other
+ *            or, with other NULL, fails: "<name> serves a, b and c, not "x"".
+ *   open     (may be NULL) open what the actions share (a ZooKeeper client),
+ *            for a task the plugin serves only. Nonzero: r says why, no action.
+ *   the action.
+ *   close    (may be NULL) free what check and open left in ctx; always runs,
+ *            whatever happened before.
+ */
+struct plugin_def {
+    const char *name;                    /* the plugin, for messages ("loopback") */
+    const struct plugin_action *actions; /* ended by {NULL, NULL} */
+    plugin_run_fn other;                 /* any other task name, or NULL */
+    int (*check)(struct plugin_task *t, void *ctx, struct plugin_result *r);
+    int (*open)(struct plugin_task *t, void *ctx, struct plugin_result *r);
+    void (*close)(void *ctx);
+};
+
+/*
+ * The whole of a plugin's main(): plugin_init(), read the task from standard
+ * input (a bad one fails at once: plugin_fail_now), plugin_serve() it, write
+ * the result. Returns the exit status. ctx (the plugin's, zeroed, may be
+ * NULL) is handed to every hook and action.
+ */
+int plugin_main(const struct plugin_def *def, void *ctx);
+
+/* The dispatch part of plugin_main on a task already read: r says how it went. */
+void plugin_serve(const struct plugin_def *def, void *ctx, struct plugin_task *t,
+                  struct plugin_result *r);
 
 /*
  * Start-up of every plugin: logging (key=value lines on standard error, at

@@ -36,6 +36,12 @@
 
 #define MOD "loopback"
 
+/* What check() makes of the task, for the actions. */
+struct lb_run {
+    struct lb_conf c;
+    char id[256]; /* the node's provider-id */
+};
+
 static void node_paths(const struct lb_conf *c, const char *id, struct lb_node *n)
 {
     memset(n, 0, sizeof(*n));
@@ -43,14 +49,16 @@ static void node_paths(const struct lb_conf *c, const char *id, struct lb_node *
     snprintf(n->dir, sizeof(n->dir), "%s/%s", c->root, id);
 }
 
-static int do_create(struct plugin_task *t, const struct lb_conf *c, const char *id,
-                     struct plugin_result *r)
+static void do_create(struct plugin_task *t, void *ctx, struct plugin_result *r)
 {
+    const struct lb_run *x = ctx;
+    const struct lb_conf *c = &x->c;
+    const char *id = x->id;
     struct drv_err err;
     drv_err_clear(&err);
     if (!t->node_id[0]) {
         plugin_result_fail(r, "create: the task has no \"nodeId\"");
-        return 0;
+        return;
     }
     const char *pub = plugin_cfg_str(t, "ssh.public_key");
     char fp[SSHKEY_FP_LEN], ty[32];
@@ -58,13 +66,13 @@ static int do_create(struct plugin_task *t, const struct lb_conf *c, const char 
         strpbrk(pub, "\r\n")) {
         plugin_result_fail(r, "create: config \"ssh.public_key\" (the cluster's key) is %s",
                            pub ? "not one public key line" : "missing");
-        return 0;
+        return;
     }
     int64_t deadline = plugin_deadline_ms(t, 60000);
     int lk = lb_lock(c, &err);
     if (lk < 0) {
         plugin_result_fail(r, "create: %s", err.msg);
-        return 0;
+        return;
     }
     struct lb_node n;
     node_paths(c, id, &n);
@@ -80,7 +88,7 @@ static int do_create(struct plugin_task *t, const struct lb_conf *c, const char 
             lb_unlock(lk);
             plugin_result_set(r, "provider-id", json_string(id));
             plugin_result_fail(r, "create: cleaning up an earlier attempt: %s", err.msg);
-            return 0;
+            return;
         }
         have_claim = false;
         resumed = false;
@@ -88,7 +96,7 @@ static int do_create(struct plugin_task *t, const struct lb_conf *c, const char 
     if (!have_claim && lb_claim_new(c, id, addr, &err) != 0) {
         lb_unlock(lk);
         plugin_result_fail(r, "create: %s", err.msg);
-        return 0;
+        return;
     }
     /* From here on the machine exists for Drover: report its id whatever happens. */
     plugin_result_set(r, "provider-id", json_string(id));
@@ -103,40 +111,41 @@ static int do_create(struct plugin_task *t, const struct lb_conf *c, const char 
     if (lb_node_prepare(c, &n, pub, &err) != 0) {
         lb_unlock(lk);
         plugin_result_fail(r, "create: %s", err.msg);
-        return 0;
+        return;
     }
     bool running = lb_node_running(&n);
     if (!running && lb_node_start(c, &n, &err) != 0) {
         lb_unlock(lk);
         plugin_result_fail(r, "create: %s", err.msg);
-        return 0;
+        return;
     }
     lb_unlock(lk);
     if (lb_node_wait_listening(&n, deadline, &err) != 0) {
         plugin_result_fail(r, "create: %s", err.msg);
-        return 0;
+        return;
     }
     plugin_result_ok(r, "%s node %s on %s:%d (%s)",
                      running ? "found running" : (resumed ? "resumed" : "created"), t->node_id,
                      n.address, n.port, id);
-    return 0;
 }
 
-static int do_confirm(struct plugin_task *t, const struct lb_conf *c, const char *id,
-                      struct plugin_result *r)
+static void do_confirm(struct plugin_task *t, void *ctx, struct plugin_result *r)
 {
+    const struct lb_run *x = ctx;
+    const struct lb_conf *c = &x->c;
+    const char *id = x->id;
     struct drv_err err;
     drv_err_clear(&err);
     struct lb_node n;
     node_paths(c, id, &n);
     if (lb_node_load(&n, &err) != 0) {
         plugin_result_fail(r, "confirm: node \"%s\" does not exist here (%s)", id, err.msg);
-        return 0;
+        return;
     }
     if (!lb_node_running(&n)) {
         plugin_result_fail(r, "confirm: the sshd of node \"%s\" on %s is not running", id,
                            n.address);
-        return 0;
+        return;
     }
     const char *key = plugin_cfg_str(t, "ssh.private_key");
     const char *user = plugin_cfg_str(t, "ssh.user");
@@ -160,7 +169,7 @@ static int do_confirm(struct plugin_task *t, const struct lb_conf *c, const char
     }
     if (!s) {
         plugin_result_fail(r, "confirm: %s", err.msg);
-        return 0;
+        return;
     }
     char want[900];
     snprintf(want, sizeof(want), "%s/root", n.dir);
@@ -176,7 +185,7 @@ static int do_confirm(struct plugin_task *t, const struct lb_conf *c, const char
         if (!same) {
             sshc_close(s);
             plugin_result_fail(r, "confirm: %s", err.msg);
-            return 0;
+            return;
         }
     }
     sshc_close(s);
@@ -190,19 +199,20 @@ static int do_confirm(struct plugin_task *t, const struct lb_conf *c, const char
         plugin_result_set(r, "ssh_port", json_integer(n.port));
     plugin_result_ok(r, "node %s answers on %s:%d with host key %s%s", t->node_id, n.address,
                      n.port, n.host_key, key ? "; the cluster's key logs in" : "");
-    return 0;
 }
 
-static int do_delete(struct plugin_task *t, const struct lb_conf *c, const char *id,
-                     struct plugin_result *r)
+static void do_delete(struct plugin_task *t, void *ctx, struct plugin_result *r)
 {
+    const struct lb_run *x = ctx;
+    const struct lb_conf *c = &x->c;
+    const char *id = x->id;
     struct drv_err err;
     drv_err_clear(&err);
     int64_t deadline = plugin_deadline_ms(t, 60000);
     int lk = lb_lock(c, &err);
     if (lk < 0) {
         plugin_result_fail(r, "delete: %s", err.msg);
-        return 0;
+        return;
     }
     struct lb_node n;
     node_paths(c, id, &n);
@@ -213,58 +223,61 @@ static int do_delete(struct plugin_task *t, const struct lb_conf *c, const char 
     lb_unlock(lk);
     if (rc != 0) {
         plugin_result_fail(r, "delete: %s", err.msg);
-        return 0;
+        return;
     }
     plugin_result_set(r, "provider-id", json_null());
     plugin_result_ok(r, existed ? "deleted node %s (%s)" : "node %s (%s) was already gone",
                      t->node_id[0] ? t->node_id : "?", id);
+}
+
+/* The provider config and the node's id; the task is logged once they are good. */
+static int check(struct plugin_task *t, void *ctx, struct plugin_result *r)
+{
+    struct lb_run *x = ctx;
+    struct drv_err err;
+    drv_err_clear(&err);
+    json_t *prov = plugin_cfg(t, "provider");
+    const char *given = plugin_cfg_str(t, "provider-id");
+    if (!json_is_object(prov)) {
+        plugin_result_fail(r, "the task's config has no \"provider\" object");
+        return -1;
+    }
+    if (lb_conf_parse(prov, &x->c, &err) != 0) {
+        plugin_result_fail(r, "%s", err.msg);
+        return -1;
+    }
+    if (given && !plugin_name_ok(given, 200)) {
+        plugin_result_fail(r, "config \"provider-id\": \"%.60s\" is not a loopback node id", given);
+        return -1;
+    }
+    if (!given && !t->node_id[0]) {
+        plugin_result_fail(r, "the task has neither a \"nodeId\" nor a \"provider-id\"");
+        return -1;
+    }
+    if (given)
+        snprintf(x->id, sizeof(x->id), "%s", given);
+    else
+        snprintf(x->id, sizeof(x->id), "lb%s%s%s%s-%s", t->tenant[0] ? "-" : "", t->tenant,
+                 t->cluster_id[0] ? "-" : "", t->cluster_id, t->node_id);
+    if (!plugin_name_ok(x->id, 200)) {
+        plugin_result_fail(r, "node id \"%.60s...\" is too long", x->id);
+        return -1;
+    }
+    log_info(MOD, "event=task task=%s id=%s task_id=%s", t->task_name, x->id, t->task_id);
     return 0;
 }
 
+static const struct plugin_action actions[] = {
+    {"create", do_create},
+    {"confirm", do_confirm},
+    {"delete", do_delete},
+    {NULL, NULL},
+};
+
+static const struct plugin_def loopback = {.name = "loopback", .actions = actions, .check = check};
+
 int main(void)
 {
-    plugin_init();
-    struct plugin_task t;
-    struct drv_err err;
-    drv_err_clear(&err);
-    if (plugin_task_read(0, &t, &err) != 0)
-        return plugin_fail_now("%s", err.msg);
-    struct plugin_result r;
-    plugin_result_init(&r);
-    struct lb_conf c;
-    json_t *prov = plugin_cfg(&t, "provider");
-    const char *given = plugin_cfg_str(&t, "provider-id");
-    char id[256];
-    if (!json_is_object(prov)) {
-        plugin_result_fail(&r, "the task's config has no \"provider\" object");
-    } else if (lb_conf_parse(prov, &c, &err) != 0) {
-        plugin_result_fail(&r, "%s", err.msg);
-    } else if (given && !plugin_name_ok(given, 200)) {
-        plugin_result_fail(&r, "config \"provider-id\": \"%.60s\" is not a loopback node id",
-                           given);
-    } else if (!given && !t.node_id[0]) {
-        plugin_result_fail(&r, "the task has neither a \"nodeId\" nor a \"provider-id\"");
-    } else {
-        if (given)
-            snprintf(id, sizeof(id), "%s", given);
-        else
-            snprintf(id, sizeof(id), "lb%s%s%s%s-%s", t.tenant[0] ? "-" : "", t.tenant,
-                     t.cluster_id[0] ? "-" : "", t.cluster_id, t.node_id);
-        if (!plugin_name_ok(id, 200)) {
-            plugin_result_fail(&r, "node id \"%.60s...\" is too long", id);
-        } else {
-            log_info(MOD, "event=task task=%s id=%s task_id=%s", t.task_name, id, t.task_id);
-            if (strcmp(t.task_name, "create") == 0)
-                do_create(&t, &c, id, &r);
-            else if (strcmp(t.task_name, "confirm") == 0)
-                do_confirm(&t, &c, id, &r);
-            else if (strcmp(t.task_name, "delete") == 0)
-                do_delete(&t, &c, id, &r);
-            else
-                plugin_result_fail(&r, "loopback serves create, confirm and delete, not \"%s\"",
-                                   t.task_name);
-        }
-    }
-    plugin_task_free(&t);
-    return plugin_result_emit(&r);
+    struct lb_run x = {0};
+    return plugin_main(&loopback, &x);
 }

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "plugin.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 struct poolzk {
     zhandle_t *zh;
@@ -118,31 +119,27 @@ void poolzk_close(struct poolzk *z)
 
 int poolzk_ensure(struct poolzk *z, const char *pool, struct drv_err *err)
 {
-    char path[512];
-    const char *parts[] = {"/drover", "/pools", "/", "/claims"};
-    path[0] = '\0';
-    for (size_t i = 0; i < 4; i++) {
-        if (i == 2)
-            snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", pool);
-        else
-            snprintf(path + strlen(path), sizeof(path) - strlen(path), "%s", parts[i]);
+    char dir[512], path[512];
+    if (!zkpath_pool_claims(dir, sizeof(dir), pool))
+        return drv_err_set(err, DRV_EINVAL, 0, "pool name \"%.60s...\" is too long", pool);
+    /* Each ancestor first: /drover, /drover/pools, /drover/pools/<pool>, then claims. */
+    for (const char *sl = strchr(dir + 1, '/');; sl = strchr(sl + 1, '/')) {
+        size_t len = sl ? (size_t)(sl - dir) : strlen(dir);
+        memcpy(path, dir, len);
+        path[len] = '\0';
         int rc = zoo_create(z->zh, path, "{}", 2, z->acl, 0, NULL, 0);
         if (rc != ZOK && rc != ZNODEEXISTS)
             return zerr(err, rc, "create", path);
+        if (!sl)
+            return 0;
     }
-    return 0;
-}
-
-static void claim_path(char *out, size_t n, const char *pool, const char *host)
-{
-    snprintf(out, n, "/drover/pools/%s/claims/%s", pool, host);
 }
 
 int poolzk_claim(struct poolzk *z, const char *pool, const char *host, json_t *data,
                  struct drv_err *err)
 {
     char path[600];
-    claim_path(path, sizeof(path), pool, host);
+    zkpath_pool_claim(path, sizeof(path), pool, host);
     char *s = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
     int rc = zoo_create(z->zh, path, s, (int)strlen(s), z->acl, 0, NULL, 0);
     free(s);
@@ -157,7 +154,7 @@ int poolzk_get(struct poolzk *z, const char *pool, const char *host, json_t **da
                struct drv_err *err)
 {
     char path[600], buf[8192];
-    claim_path(path, sizeof(path), pool, host);
+    zkpath_pool_claim(path, sizeof(path), pool, host);
     int len = sizeof(buf) - 1;
     struct Stat st;
     int rc = zoo_get(z->zh, path, 0, buf, &len, &st);
@@ -181,7 +178,7 @@ int poolzk_set(struct poolzk *z, const char *pool, const char *host, json_t *dat
                struct drv_err *err)
 {
     char path[600];
-    claim_path(path, sizeof(path), pool, host);
+    zkpath_pool_claim(path, sizeof(path), pool, host);
     char *s = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
     int rc = zoo_set(z->zh, path, s, (int)strlen(s), version);
     free(s);
@@ -194,7 +191,7 @@ int poolzk_find(struct poolzk *z, const char *pool, const char *tenant, const ch
                 const char *node, char *host, size_t len, struct drv_err *err)
 {
     char dir[512];
-    snprintf(dir, sizeof(dir), "/drover/pools/%s/claims", pool);
+    zkpath_pool_claims(dir, sizeof(dir), pool);
     struct String_vector kids = {0};
     int rc = zoo_get_children(z->zh, dir, 0, &kids);
     if (rc == ZNONODE)
@@ -223,7 +220,7 @@ int poolzk_find(struct poolzk *z, const char *pool, const char *tenant, const ch
 int poolzk_release(struct poolzk *z, const char *pool, const char *host, struct drv_err *err)
 {
     char path[600];
-    claim_path(path, sizeof(path), pool, host);
+    zkpath_pool_claim(path, sizeof(path), pool, host);
     int rc = zoo_delete(z->zh, path, -1);
     if (rc != ZOK && rc != ZNONODE)
         return zerr(err, rc, "delete", path);

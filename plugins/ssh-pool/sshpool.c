@@ -62,6 +62,13 @@ struct pool {
     const char *wipe;         /* resource path or NULL */
 };
 
+/* What check() and open() make of the task, for the actions. */
+struct pool_run {
+    struct pool p;
+    struct poolzk *z;
+    int64_t deadline;
+};
+
 static int pool_parse(json_t *prov, struct pool *p, struct drv_err *err)
 {
     memset(p, 0, sizeof(*p));
@@ -196,9 +203,11 @@ static void marker(const struct plugin_task *t, char *out, size_t n)
     snprintf(out, n, "drover:%s:%s:%s", t->tenant, t->cluster_id, t->node_id);
 }
 
-static void do_create(struct plugin_task *t, struct pool *p, struct poolzk *z,
-                      struct plugin_result *r)
+static void do_create(struct plugin_task *t, void *ctx, struct plugin_result *r)
 {
+    struct pool_run *x = ctx;
+    struct pool *p = &x->p;
+    struct poolzk *z = x->z;
     struct drv_err err;
     drv_err_clear(&err);
     const char *pub = plugin_cfg_str(t, "ssh.public_key");
@@ -290,9 +299,11 @@ static int held_host(const struct plugin_task *t, struct pool *p, struct poolzk 
     return 0;
 }
 
-static void do_confirm(struct plugin_task *t, struct pool *p, struct poolzk *z,
-                       struct plugin_result *r)
+static void do_confirm(struct plugin_task *t, void *ctx, struct plugin_result *r)
 {
+    struct pool_run *x = ctx;
+    struct pool *p = &x->p;
+    struct poolzk *z = x->z;
     struct drv_err err;
     drv_err_clear(&err);
     char name[300];
@@ -328,9 +339,12 @@ static void do_confirm(struct plugin_task *t, struct pool *p, struct poolzk *z,
                      h->fp, h->user);
 }
 
-static void do_delete(struct plugin_task *t, struct pool *p, struct poolzk *z,
-                      struct plugin_result *r, int64_t deadline)
+static void do_delete(struct plugin_task *t, void *ctx, struct plugin_result *r)
 {
+    struct pool_run *x = ctx;
+    struct pool *p = &x->p;
+    struct poolzk *z = x->z;
+    int64_t deadline = x->deadline;
     struct drv_err err;
     drv_err_clear(&err);
     char name[300];
@@ -429,46 +443,65 @@ static void do_delete(struct plugin_task *t, struct pool *p, struct poolzk *z,
                      p->wipe ? "" : " (no wipe script)", p->name);
 }
 
-int main(void)
+/* The pool and the node the task is for. */
+static int check(struct plugin_task *t, void *ctx, struct plugin_result *r)
 {
-    plugin_init();
-    struct plugin_task t;
+    struct pool_run *x = ctx;
     struct drv_err err;
     drv_err_clear(&err);
-    if (plugin_task_read(0, &t, &err) != 0)
-        return plugin_fail_now("%s", err.msg);
-    struct plugin_result r;
-    plugin_result_init(&r);
-    struct pool p = {0};
-    json_t *prov = plugin_cfg(&t, "provider");
-    int64_t deadline = plugin_deadline_ms(&t, 120000);
-    struct poolzk *z = NULL;
+    json_t *prov = plugin_cfg(t, "provider");
+    x->deadline = plugin_deadline_ms(t, 120000);
     if (!json_is_object(prov)) {
-        plugin_result_fail(&r, "the task's config has no \"provider\" object");
-    } else if (pool_parse(prov, &p, &err) != 0) {
-        plugin_result_fail(&r, "%s", err.msg);
-    } else if (!t.node_id[0] || !t.cluster_id[0] || !t.tenant[0]) {
-        plugin_result_fail(&r, "the task needs \"tenant\", \"clusterId\" and \"nodeId\"");
-    } else if (strcmp(t.task_name, "create") && strcmp(t.task_name, "confirm") &&
-               strcmp(t.task_name, "delete")) {
-        plugin_result_fail(&r, "ssh-pool serves create, confirm and delete, not \"%s\"",
-                           t.task_name);
-    } else if (!(z = poolzk_open(getenv("DROVER_ZK_HOSTS"), getenv("DROVER_ZK_DIGEST_FILE"),
-                                 deadline, &err)) ||
-               poolzk_ensure(z, p.name, &err) != 0) {
-        plugin_result_fail(&r, "%s", err.msg);
-    } else {
-        log_info(MOD, "event=task task=%s pool=%s node=%s task_id=%s", t.task_name, p.name,
-                 t.node_id, t.task_id);
-        if (strcmp(t.task_name, "create") == 0)
-            do_create(&t, &p, z, &r);
-        else if (strcmp(t.task_name, "confirm") == 0)
-            do_confirm(&t, &p, z, &r);
-        else
-            do_delete(&t, &p, z, &r, deadline);
+        plugin_result_fail(r, "the task's config has no \"provider\" object");
+        return -1;
     }
-    poolzk_close(z);
-    free(p.hosts);
-    plugin_task_free(&t);
-    return plugin_result_emit(&r);
+    if (pool_parse(prov, &x->p, &err) != 0) {
+        plugin_result_fail(r, "%s", err.msg);
+        return -1;
+    }
+    if (!t->node_id[0] || !t->cluster_id[0] || !t->tenant[0]) {
+        plugin_result_fail(r, "the task needs \"tenant\", \"clusterId\" and \"nodeId\"");
+        return -1;
+    }
+    return 0;
+}
+
+/* The claims in ZooKeeper, for a task the plugin serves. */
+static int open_zk(struct plugin_task *t, void *ctx, struct plugin_result *r)
+{
+    struct pool_run *x = ctx;
+    struct drv_err err;
+    drv_err_clear(&err);
+    x->z =
+        poolzk_open(getenv("DROVER_ZK_HOSTS"), getenv("DROVER_ZK_DIGEST_FILE"), x->deadline, &err);
+    if (!x->z || poolzk_ensure(x->z, x->p.name, &err) != 0) {
+        plugin_result_fail(r, "%s", err.msg);
+        return -1;
+    }
+    log_info(MOD, "event=task task=%s pool=%s node=%s task_id=%s", t->task_name, x->p.name,
+             t->node_id, t->task_id);
+    return 0;
+}
+
+static void close_run(void *ctx)
+{
+    struct pool_run *x = ctx;
+    poolzk_close(x->z);
+    free(x->p.hosts);
+}
+
+static const struct plugin_action actions[] = {
+    {"create", do_create},
+    {"confirm", do_confirm},
+    {"delete", do_delete},
+    {NULL, NULL},
+};
+
+static const struct plugin_def ssh_pool = {
+    .name = "ssh-pool", .actions = actions, .check = check, .open = open_zk, .close = close_run};
+
+int main(void)
+{
+    struct pool_run x = {0};
+    return plugin_main(&ssh_pool, &x);
 }

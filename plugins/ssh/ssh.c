@@ -350,7 +350,7 @@ static struct sshc *connect_node(const struct plugin_task *t, struct drv_err *er
     return sshc_connect(&o, err);
 }
 
-static void run_action(struct plugin_task *t, struct plugin_result *r)
+static void run_action(struct plugin_task *t, void *ctx, struct plugin_result *r)
 {
     struct drv_err err;
     drv_err_clear(&err);
@@ -487,7 +487,7 @@ fail:
 }
 
 /* bootstrap: fields {"automators": [...]}; only nodes that use "shell" need anything. */
-static void run_bootstrap(struct plugin_task *t, struct plugin_result *r)
+static void run_bootstrap(struct plugin_task *t, void *ctx, struct plugin_result *r)
 {
     json_t *autos = plugin_cfg(t, "service.action.fields.automators");
     if (!autos)
@@ -517,26 +517,32 @@ static void run_bootstrap(struct plugin_task *t, struct plugin_result *r)
     sshc_close(c);
 }
 
+/* Every task is logged before it runs. */
+static int log_task(struct plugin_task *t, void *ctx, struct plugin_result *r)
+{
+    log_info(MOD, "event=task task=%s service=%s node=%s task_id=%s", t->task_name, t->service,
+             t->node_id, t->task_id);
+    return 0;
+}
+
+static void refuse_provider_task(struct plugin_task *t, void *ctx, struct plugin_result *r)
+{
+    plugin_result_fail(r, "the ssh automator does not serve provider tasks (\"%s\")", t->task_name);
+}
+
+/* Bootstrap, and every other task name is a service action (run_action). */
+static const struct plugin_action actions[] = {
+    {"create", refuse_provider_task},
+    {"confirm", refuse_provider_task},
+    {"delete", refuse_provider_task},
+    {"bootstrap", run_bootstrap},
+    {NULL, NULL},
+};
+
+static const struct plugin_def ssh = {
+    .name = "ssh", .actions = actions, .other = run_action, .check = log_task};
+
 int main(void)
 {
-    plugin_init();
-    struct plugin_task t;
-    struct drv_err err;
-    drv_err_clear(&err);
-    if (plugin_task_read(0, &t, &err) != 0)
-        return plugin_fail_now("%s", err.msg);
-    struct plugin_result r;
-    plugin_result_init(&r);
-    log_info(MOD, "event=task task=%s service=%s node=%s task_id=%s", t.task_name, t.service,
-             t.node_id, t.task_id);
-    if (strcmp(t.task_name, "create") == 0 || strcmp(t.task_name, "confirm") == 0 ||
-        strcmp(t.task_name, "delete") == 0)
-        plugin_result_fail(&r, "the ssh automator does not serve provider tasks (\"%s\")",
-                           t.task_name);
-    else if (strcmp(t.task_name, "bootstrap") == 0)
-        run_bootstrap(&t, &r);
-    else
-        run_action(&t, &r);
-    plugin_task_free(&t);
-    return plugin_result_emit(&r);
+    return plugin_main(&ssh, NULL);
 }

@@ -42,6 +42,7 @@
 #include "workpool.h"
 #include "strmap.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MODULE "api"
 #define API_INLINE_BODY 65536 /* bodies up to this size are parsed on the loop */
@@ -632,8 +633,8 @@ struct api *api_new(struct event_base *base, struct store *store, struct coord_s
     if (!a->server)
         goto fail;
     if (zk) {
-        a->g_droverd = coord_group_watch(zk, "/drover/members/droverd", api__on_droverd_group, a);
-        a->g_workers = coord_group_watch(zk, "/drover/members/worker", api__on_worker_group, a);
+        a->g_droverd = coord_group_watch(zk, ZKPATH_MEMBERS_DROVERD, api__on_droverd_group, a);
+        a->g_workers = coord_group_watch(zk, ZKPATH_MEMBERS_WORKER, api__on_worker_group, a);
     }
     log_info(MODULE,
              "event=listening addr=%s tls=%s max_connections=%ld max_per_source=%ld "

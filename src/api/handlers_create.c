@@ -317,41 +317,12 @@ int api__h_cluster_create(PGconn *conn, struct call *c, struct drv_err *err)
 
 /* ---- preview --------------------------------------------------------------------- */
 
-/* One task as the planner's JSON has it (planner_plan_to_json), deps by id. */
-static json_t *task_json(const struct planner_plan *plan, const struct planner_task *t)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "id", json_string(t->id));
-    if (t->node)
-        json_object_set_new(o, "node", json_string(t->node));
-    if (t->service)
-        json_object_set_new(o, "service", json_string(t->service));
-    json_object_set_new(o, "action", json_string(planner_action_name(t->action)));
-    if (t->type)
-        json_object_set_new(o, "type", json_string(t->type));
-    if (t->fields)
-        json_object_set(o, "fields", t->fields);
-    if (t->action != PLANNER_ACT_ANCHOR) {
-        json_t *s =
-            json_pack("{s:s}", "type",
-                      t->strategy.type == PLANNER_STRAT_ONE_BY_ONE ? "one-by-one" : "parallel");
-        if (t->strategy.type == PLANNER_STRAT_PARALLEL && t->strategy.amount > 0)
-            json_object_set_new(s, "amount", json_integer(t->strategy.amount));
-        json_object_set_new(o, "strategy", s);
-    }
-    json_t *deps = json_array();
-    for (uint32_t d = 0; d < t->n_deps; d++)
-        json_array_append_new(deps, json_string(plan->tasks[t->deps[d]].id));
-    json_object_set_new(o, "deps", deps);
-    return o;
-}
-
 /* The plan's JSON with tasks [offset, offset + limit) only. */
 static json_t *plan_page(const struct planner_plan *plan, size_t offset, size_t limit)
 {
     json_t *tasks = json_array();
     for (size_t i = offset; i < plan->n_tasks && i < offset + limit; i++)
-        json_array_append_new(tasks, task_json(plan, &plan->tasks[i]));
+        json_array_append_new(tasks, planner_task_to_json(plan, &plan->tasks[i]));
     return json_pack("{s:i, s:s, s:i, s:o}", "format_version", plan->format_version, "operation",
                      planner_op_name(plan->op), "max_per_node", plan->max_per_node, "tasks", tasks);
 }

@@ -29,6 +29,7 @@
 #include "handlers.h"
 #include "log.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MODULE "api"
 
@@ -112,7 +113,7 @@ static int control_on_loop(struct call *c)
     }
     struct control_write *w = xcalloc(1, sizeof(*w));
     w->c = c;
-    w->path = xasprintf("/drover/control/%s/%s", group, id);
+    w->path = zkpath_control(NULL, 0, group, id);
     json_t *d = json_pack("{s:s, s:s, s:I, s:s}", "want", want, "by", c->who.user, "at",
                           (json_int_t)time(NULL), "incarnation", inc);
     w->data = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
@@ -121,7 +122,7 @@ static int control_on_loop(struct call *c)
                        "incarnation", inc);
     c->status = 202;
     char parent[64];
-    snprintf(parent, sizeof(parent), "/drover/control/%s", group);
+    zkpath_control_group(parent, sizeof(parent), group);
     coord_ensure_path(zk, parent, parent_ready, w);
     return 1;
 }

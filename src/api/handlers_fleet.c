@@ -21,6 +21,7 @@
 #include "strmap.h"
 #include "store.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 /* ---- fleet --------------------------------------------------------------------------- */
 
@@ -263,7 +264,7 @@ static void on_queue_classes(int rc, char *const *names, size_t n, void *arg)
         qs->r = r;
         qs->tenant = xstrdup(cr->tenant);
         qs->cls = xstrdup(names[i]);
-        char *path = xasprintf("/drover/queues/%s/%s", cr->tenant, names[i]);
+        char *path = zkpath_queue(NULL, 0, cr->tenant, names[i]);
         qs->q = coord_queue_open(api__zk(r->c->api), path, NULL, NULL, NULL);
         free(path);
         r->waiting++;
@@ -279,7 +280,7 @@ static void read_classes(struct queues_read *r, const char *tenant)
     struct classes_read *cr = xcalloc(1, sizeof(*cr));
     cr->r = r;
     cr->tenant = xstrdup(tenant);
-    char *path = xasprintf("/drover/queues/%s", tenant);
+    char *path = zkpath_tenant_queues(NULL, 0, tenant);
     r->waiting++;
     coord_children(api__zk(r->c->api), path, on_queue_classes, cr);
     free(path);
@@ -311,7 +312,7 @@ static int queues_start(struct call *c, bool metrics)
     r->waiting = 1; /* this start, ended below */
     if (c->who.role == ROLE_SUPER) {
         r->waiting++;
-        coord_children(zk, "/drover/queues", on_queue_tenants, r);
+        coord_children(zk, ZKPATH_QUEUES, on_queue_tenants, r);
     } else {
         read_classes(r, c->who.tenant);
     }

@@ -29,6 +29,7 @@
 #include "resbundle.h"
 #include "store.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MODULE "api"
 #define RESOURCES_MAX_BYTES (3u << 20) /* decoded content of one version */
@@ -114,7 +115,7 @@ static int announce_on_loop(struct call *c)
         return 0;
     struct announce *a = xcalloc(1, sizeof(*a));
     a->c = c;
-    snprintf(a->path, sizeof(a->path), "/drover/resources/%s", c->who.tenant);
+    zkpath_resources(a->path, sizeof(a->path), c->who.tenant);
     a->version = json_integer_value(json_object_get(c->out, "version"));
     json_t *d = json_pack("{s:I, s:O, s:s, s:I}", "version", a->version, "sha256",
                           json_object_get(c->out, "sha256"), "tenant_id", c->who.tenant_id, "at",

@@ -21,6 +21,7 @@
 #include "coord.h"
 #include "log.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MODULE "api"
 
@@ -41,7 +42,7 @@ static int announce_on_loop(struct call *c)
     if (!zk || !id)
         return 0;
     char path[96];
-    snprintf(path, sizeof(path), "/drover/jobs/%s", id);
+    zkpath_job(path, sizeof(path), id);
     json_t *d = json_pack("{s:i, s:O, s:O, s:O, s:O, s:I}", "v", 1, "tenant",
                           json_object_get(c->loop_data, "tenant"), "tenant_id",
                           json_object_get(c->loop_data, "tenant_id"), "cluster",
@@ -92,7 +93,7 @@ static int control_on_loop(struct call *c)
         return 0;
     struct control *w = xcalloc(1, sizeof(*w));
     w->c = c;
-    snprintf(w->path, sizeof(w->path), "/drover/jobs/%s/control", id);
+    zkpath_job_control(w->path, sizeof(w->path), id);
     json_t *d =
         json_pack("{s:s, s:s, s:I}", "want", want, "by", c->who.user, "at", (json_int_t)time(NULL));
     char *data = json_dumps(d, JSON_COMPACT);

@@ -34,6 +34,7 @@
 #include "seal.h"
 #include "worker.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MODULE "worker"
 
@@ -132,8 +133,8 @@ static int run(struct node *w)
         "started", (json_int_t)started, "version", DROVER_VERSION);
     char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(data);
-    w->member = coord_member_join(w->zk, "/drover/members/worker", w->conf.prog.node_id, json,
-                                  on_joined, w);
+    w->member =
+        coord_member_join(w->zk, ZKPATH_MEMBERS_WORKER, w->conf.prog.node_id, json, on_joined, w);
     free(json);
     unsigned char key[32];
     bool has_key = false;

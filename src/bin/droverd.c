@@ -57,6 +57,7 @@
 #include "sdnotify.h"
 #include "store.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MODULE "droverd"
 
@@ -305,8 +306,8 @@ static int run(struct node *n)
     json_t *data = member_data(n, 0);
     char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(data);
-    n->member = coord_member_join(n->zk, "/drover/members/droverd", n->conf.prog.node_id, json,
-                                  on_joined, n);
+    n->member =
+        coord_member_join(n->zk, ZKPATH_MEMBERS_DROVERD, n->conf.prog.node_id, json, on_joined, n);
     free(json);
     if (start_http(n, &err) != 0) {
         log_error(MODULE, "event=listen_failed error=%s", log_quote(err.msg, q, sizeof(q)));

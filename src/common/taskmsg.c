@@ -1,6 +1,6 @@
 /*
- * taskmsg: keys, names and checks of the engine's and the workers' messages
- * (taskmsg.h has the formats).
+ * taskmsg: keys, names, the queue item's encoder and the checks of the
+ * engine's and the workers' messages (taskmsg.h has the formats).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +75,37 @@ static bool version_readable(const json_t *v)
 {
     json_int_t n = json_integer_value(v);
     return json_is_integer(v) && (n == TASKMSG_VERSION || (n == TASKMSG_VERSION - 1 && n >= 1));
+}
+
+char *taskmsg_item_encode(const struct taskmsg_item *in)
+{
+    json_t *it =
+        json_pack("{s:i, s:s, s:s#, s:I, s:I, s:s, s:s, s:s, s:s, s:s, s:b, s:I}", "v",
+                  TASKMSG_VERSION, "job", in->job, "phase", &in->phase, (int)1, "idx",
+                  (json_int_t)in->idx, "attempt", (json_int_t)in->attempt, "task", in->task, "name",
+                  in->name, "tenant", in->tenant, "cluster", in->cluster, "plugin", in->plugin,
+                  "cleanup", in->cleanup, "nodes_rev", (json_int_t)in->nodes_rev);
+    if (!it)
+        return NULL;
+    if (in->node)
+        json_object_set_new(it, "node", json_string(in->node));
+    if (in->service)
+        json_object_set_new(it, "service", json_string(in->service));
+    if (in->fields)
+        json_object_set(it, "fields", in->fields);
+    if (in->config_override)
+        json_object_set(it, "config_override", in->config_override);
+    if (in->props)
+        json_object_set(it, "props", in->props);
+    if (in->nodeinfo)
+        json_object_set(it, "nodeinfo", in->nodeinfo);
+    if (in->avoid)
+        json_object_set_new(it, "avoid", json_string(in->avoid));
+    if (in->timeout_ms > 0)
+        json_object_set_new(it, "timeout_ms", json_integer(in->timeout_ms));
+    char *out = json_dumps(it, JSON_COMPACT);
+    json_decref(it);
+    return out;
 }
 
 int taskmsg_item_check(const json_t *item, struct drv_err *err)

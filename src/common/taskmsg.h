@@ -45,6 +45,42 @@ int taskmsg_run_name(char *buf, size_t n, char phase, uint32_t idx, unsigned att
 int taskmsg_run_name_parse(const char *name, char *phase, uint32_t *idx, unsigned *attempt);
 
 /*
+ * A queue item to encode (taskmsg_item_encode). Strings and JSON values are
+ * borrowed: the encoder copies the strings and takes its own references.
+ * Optional fields (NULL, or timeout_ms <= 0) are left out of the item.
+ */
+struct taskmsg_item {
+    const char *job;     /* the job id */
+    char phase;          /* 'f' forward, 'r' rollback */
+    uint32_t idx;        /* the task's index in its plan */
+    unsigned attempt;    /* from 1 */
+    const char *task;    /* the task id ("node-1/create") */
+    const char *name;    /* the task name: create, install, ... (planner_action_name) */
+    const char *tenant;  /* the tenant's name */
+    const char *cluster; /* the cluster id */
+    const char *plugin;  /* the provider or action type that picks the plugin ("bootstrap") */
+    bool cleanup;        /* a retried create: remove what the last attempt left first */
+    int64_t nodes_rev;   /* the revision of jobs/<id>/nodes the item was made with */
+    /* optional */
+    const char *node;        /* the node the task runs for */
+    const char *service;     /* the service, for service tasks */
+    json_t *fields;          /* the task's fields, macros expanded */
+    json_t *config_override; /* the cluster config to run with instead of the job's */
+    json_t *props;           /* the node's key-values */
+    json_t *nodeinfo;        /* what the provider said of the node */
+    const char *avoid;       /* the worker the item should rather not go to (a retry) */
+    int64_t timeout_ms;      /* the run's time limit */
+};
+
+/*
+ * Encode a queue item as compact JSON, "v" TASKMSG_VERSION, the fields in
+ * the order of struct taskmsg_item. A new string, the caller frees it. It
+ * passes taskmsg_item_check() when the required strings are set and phase is
+ * 'f' or 'r'; NULL when a required string is NULL.
+ */
+char *taskmsg_item_encode(const struct taskmsg_item *it);
+
+/*
  * Check a queue item: a JSON object with "v" this build reads, "job",
  * "phase", "idx", "attempt", "task", "name" (the task name: create, install,
  * ...), "tenant", "cluster", "plugin" (the provider type or action type that

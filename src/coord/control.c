@@ -27,6 +27,7 @@
 
 #include "coord.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 struct coord_control {
     struct coord_watcher *w;
@@ -81,7 +82,7 @@ struct coord_control *coord_control_watch(struct coord_session *s, const char *g
     c->incarnation = xstrdup(incarnation);
     c->cb = cb;
     c->arg = arg;
-    char *path = xasprintf("/drover/control/%s/%s", group, id);
+    char *path = zkpath_control(NULL, 0, group, id);
     c->w = coord_watch_data(s, path, on_data, c);
     free(path);
     return c;

@@ -14,6 +14,7 @@
 
 #include "coord_int.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 struct coord_election {
     struct coord_session *s;
@@ -62,7 +63,7 @@ struct coord_election *coord_election_new(struct coord_session *s, const char *n
                                           const char *holder_json, coord_election_cb cb, void *arg)
 {
     struct coord_election *e = xcalloc(1, sizeof(*e));
-    char *dir = xasprintf("/drover/elections/%s", name);
+    char *dir = zkpath_election(NULL, 0, name);
     e->s = s;
     e->cb = cb;
     e->arg = arg;

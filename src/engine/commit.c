@@ -68,6 +68,7 @@
 #include "strmap.h"
 #include "taskmsg.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MOD "engine"
 #define BACKOFF_MIN_MS 100
@@ -428,7 +429,7 @@ static void chunk_add(struct etxn *t, struct eplan *p, size_t k)
     struct ejob *j = t->j;
     size_t first = k * ENGINE_LOG_CHUNK;
     size_t cnt = p->n - first < ENGINE_LOG_CHUNK ? p->n - first : ENGINE_LOG_CHUNK;
-    char *path = xasprintf("/drover/jobs/%s/log/%c%zu", j->id, p->phase, k);
+    char *path = zkpath_job_log_chunk(NULL, 0, j->id, p->phase, k);
     add_op(t, p->chunk_ver[k] < 0 ? OP_CREATE : OP_SET, path,
            engine__log_encode(p->recs, first, cnt, j->st.format), p->chunk_ver[k]);
     XGROW(t->chunks, t->cap_chunks, t->n_chunks + 1);
@@ -489,7 +490,7 @@ static struct etxn *zk_build(struct ejob *j)
     t->j = j;
     t->st_ver = j->st_ver;
     /* 0: the sequencer (filled last, with the state as it will be). */
-    add_op(t, OP_SET, xasprintf("/drover/jobs/%s/state", j->id), NULL, j->st_ver);
+    add_op(t, OP_SET, zkpath_job_state(NULL, 0, j->id), NULL, j->st_ver);
     struct eplan *p = j->cur;
     bool can_put = p && j->own == EJ_ACTIVE && !j->finishing && j->queue && j->queue->ready;
     if (p && j->own == EJ_ACTIVE && !j->finishing && !can_put)
@@ -503,7 +504,7 @@ static struct etxn *zk_build(struct ejob *j)
                     can_put = false;
                     break;
                 }
-                add_op(t, OP_SET, xasprintf("/drover/jobs/%s/nodes/n%zu", j->id, k),
+                add_op(t, OP_SET, zkpath_job_nodes_chunk(NULL, 0, j->id, k),
                        engine__nodes_chunk(j, k), -1);
                 j->nchunk_dirty[k] = 0;
             }
@@ -642,7 +643,7 @@ static void on_state_version(int rc, const char *data, int version, void *arg)
         etxn_free(t);
     } else {
         /* Still cannot read: try the read again shortly. */
-        char *p = xasprintf("/drover/jobs/%s/state", j->id);
+        char *p = zkpath_job_state(NULL, 0, j->id);
         engine__job_ref(j);
         coord_sync(j->e->zk, p, NULL, NULL);
         coord_get(j->e->zk, p, on_state_version, t);
@@ -665,7 +666,7 @@ static void on_zk(const struct coord_txn_result *r, void *arg)
         zk_settled(t, true);
     } else if (r->rc == DRV_EAGAIN) {
         /* Outcome unknown: the state's version tells. */
-        char *p = xasprintf("/drover/jobs/%s/state", j->id);
+        char *p = zkpath_job_state(NULL, 0, j->id);
         engine__job_ref(j);
         coord_get(j->e->zk, p, on_state_version, t);
         free(p);

@@ -39,6 +39,7 @@
 #include "loopq.h"
 #include "strmap.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MOD "engine"
 #define TXN_BUDGET (256 * 1024)
@@ -106,7 +107,7 @@ struct equeue *engine__queue(struct engine *e, const char *tenant, const char *c
     struct equeue *q = strmap_get(e->queues, key);
     if (!q) {
         q = xcalloc(1, sizeof(*q));
-        q->path = xasprintf("/drover/queues/%s", key);
+        q->path = zkpath_queue(NULL, 0, tenant, cls);
         struct coord_queue_opts qo = {.consumer_id = e->node_id};
         q->q = coord_queue_open(e->zk, q->path, &qo, queue_opened, q);
         strmap_put(e->queues, key, q);
@@ -312,9 +313,9 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     e->queues = strmap_new();
     engine__metrics_init(e);
     e->lq = loopq_new(base);
-    coord_ensure_path(zk, "/drover/jobs", NULL, NULL);
-    e->members = coord_group_watch(zk, "/drover/members/droverd", on_members, e);
-    e->jobs_w = coord_watch_children(zk, "/drover/jobs", on_jobs, e);
+    coord_ensure_path(zk, ZKPATH_JOBS, NULL, NULL);
+    e->members = coord_group_watch(zk, ZKPATH_MEMBERS_DROVERD, on_members, e);
+    e->jobs_w = coord_watch_children(zk, ZKPATH_JOBS, on_jobs, e);
     e->soon = evtimer_new(base, reconcile_soon, e);
     e->tick = event_new(base, -1, EV_PERSIST, on_tick, e);
     struct timeval tv = {5, 0};

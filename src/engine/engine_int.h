@@ -485,8 +485,9 @@ void engine__task_touch(struct eplan *p, uint32_t idx);
 /* Would dispatch move the task: the planner's next ready tasks. */
 bool engine__run_superseded(const struct ejob *j, const struct erun *run);
 void engine__runs_watch(struct ejob *j);
-/* The queue item of task idx of p into *out (new string). DRV_EAGAIN: its macros name a
- * node not confirmed yet (dispatch it later); another error: it can never run (err says). */
+/* The queue item of task idx of p into *out (new string, taskmsg_item_encode). DRV_EAGAIN:
+ * its macros name a node not confirmed yet (dispatch it later); another error: it can never
+ * run (err says). */
 int engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup,
                       const char *avoid, char **out, struct drv_err *err);
 void engine__withdraw(struct ejob *j);

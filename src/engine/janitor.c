@@ -31,6 +31,7 @@
 #include "store.h"
 #include "strmap.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MOD "engine"
 
@@ -87,7 +88,7 @@ static void scanned(int rc, const struct drv_err *err, void *arg)
         char *data = json_dumps(d, JSON_COMPACT);
         json_decref(d);
         char path[96];
-        snprintf(path, sizeof(path), "/drover/jobs/%s", id);
+        zkpath_job(path, sizeof(path), id);
         struct coord_txn *t = coord_txn_new();
         coord_txn_create(t, path, data, 0);
         free(data);

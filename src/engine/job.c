@@ -54,6 +54,7 @@
 #include "store.h"
 #include "strmap.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MOD "engine"
 
@@ -283,7 +284,7 @@ struct ejob *engine__job_new(struct engine *e, const char *id)
     j->props = json_object();
     j->pg_nodes = json_object();
     snprintf(j->cls, sizeof(j->cls), "default");
-    char *dir = xasprintf("/drover/locks/jobs/%s", id);
+    char *dir = zkpath_job_lock(NULL, 0, id);
     char *holder = xasprintf("{\"node\":\"%s\",\"job\":\"%s\"}", e->node_id, id);
     j->lock = coord_lock_new(e->zk, dir, holder, on_lock, j);
     free(dir);
@@ -369,7 +370,7 @@ static void loaded(int rc, const struct drv_err *err, void *arg)
         engine__job_unref(j);
         return;
     }
-    char *p = xasprintf("/drover/jobs/%s/state", j->id);
+    char *p = zkpath_job_state(NULL, 0, j->id);
     coord_get(j->e->zk, p, on_state, j); /* keeps the reference */
     free(p);
 }
@@ -491,7 +492,7 @@ static void on_control(int rc, const char *data, size_t len, const struct coord_
 void engine__control_watch(struct ejob *j)
 {
     char path[256];
-    snprintf(path, sizeof(path), "/drover/jobs/%s/control", j->id);
+    zkpath_job_control(path, sizeof(path), j->id);
     j->control_w = coord_watch_data(j->e->zk, path, on_control, j);
 }
 

@@ -33,6 +33,7 @@
 #include "store.h"
 #include "strmap.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MOD "engine"
 #define CTX_PART 3500
@@ -362,7 +363,7 @@ static void zk_init(struct ejob *j)
     struct coord_txn *t = coord_txn_new();
     char *ctx = json_dumps(j->ctx, JSON_COMPACT);
     size_t len = strlen(ctx);
-    snprintf(path, sizeof(path), "/drover/jobs/%s/ctx", j->id);
+    zkpath_job_ctx(path, sizeof(path), j->id);
     if (len <= CTX_PART) {
         coord_txn_create(t, path, ctx, 0);
     } else {
@@ -372,15 +373,15 @@ static void zk_init(struct ejob *j)
         coord_txn_create(t, path, head, 0);
         for (size_t i = 0; i < parts; i++) {
             char *part = xstrndup(ctx + i * CTX_PART, CTX_PART);
-            snprintf(path, sizeof(path), "/drover/jobs/%s/ctx/p%zu", j->id, i);
+            zkpath_job_ctx_part(path, sizeof(path), j->id, i);
             coord_txn_create(t, path, part, 0);
             free(part);
         }
     }
     free(ctx);
-    snprintf(path, sizeof(path), "/drover/jobs/%s/runs", j->id);
+    zkpath_job_runs(path, sizeof(path), j->id);
     coord_txn_create(t, path, "{}", 0);
-    snprintf(path, sizeof(path), "/drover/jobs/%s/nodes", j->id);
+    zkpath_job_nodes(path, sizeof(path), j->id);
     coord_txn_create(t, path, "{}", 0);
     for (size_t k = 0; k < j->n_nchunks; k++) {
         char *text = engine__nodes_chunk(j, k);
@@ -389,12 +390,12 @@ static void zk_init(struct ejob *j)
             in->txns[n_txns++] = t;
             t = coord_txn_new();
         }
-        snprintf(path, sizeof(path), "/drover/jobs/%s/nodes/n%zu", j->id, k);
+        zkpath_job_nodes_chunk(path, sizeof(path), j->id, k);
         coord_txn_create(t, path, text, 0);
         free(text);
         j->nchunk_dirty[k] = 0;
     }
-    snprintf(path, sizeof(path), "/drover/jobs/%s/log", j->id);
+    zkpath_job_log(path, sizeof(path), j->id);
     coord_txn_create(t, path, "{}", 0);
     for (size_t k = 0; k < j->fwd.n_chunks; k++) {
         size_t first = k * ENGINE_LOG_CHUNK;
@@ -405,7 +406,7 @@ static void zk_init(struct ejob *j)
             in->txns[n_txns++] = t;
             t = coord_txn_new();
         }
-        snprintf(path, sizeof(path), "/drover/jobs/%s/log/f%zu", j->id, k);
+        zkpath_job_log_chunk(path, sizeof(path), j->id, 'f', k);
         coord_txn_create(t, path, text, 0);
         free(text);
         j->fwd.chunk_ver[k] = 0;
@@ -414,7 +415,7 @@ static void zk_init(struct ejob *j)
     in->txns[n_txns++] = t;
     t = coord_txn_new();
     char *st = engine__state_encode(&j->st, e->node_id, j->token);
-    snprintf(path, sizeof(path), "/drover/jobs/%s/state", j->id);
+    zkpath_job_state(path, sizeof(path), j->id);
     coord_txn_create(t, path, st, 0);
     free(st);
     XGROW(in->txns, cap, n_txns + 1);
@@ -481,7 +482,7 @@ static void read_chunks(struct ejob *j, struct eplan *p, void (*done)(struct ejo
         c->failed = failed;
         c->done = done;
         char path[256];
-        snprintf(path, sizeof(path), "/drover/jobs/%s/log/%c%zu", j->id, p->phase, k);
+        zkpath_job_log_chunk(path, sizeof(path), j->id, p->phase, k);
         engine__job_ref(j);
         coord_get(j->e->zk, path, on_chunk, c);
     }

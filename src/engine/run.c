@@ -39,6 +39,7 @@
 #include "strmap.h"
 #include "taskmsg.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MOD "engine"
 
@@ -153,52 +154,46 @@ int engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanu
 {
     *out = NULL;
     const struct planner_task *t = &p->plan->tasks[idx];
+    bool previous = t->restore && strcmp(t->restore, "previous-config") == 0;
     json_t *fields = NULL, *config = NULL;
-    if (t->restore == NULL || strcmp(t->restore, "previous-config") != 0) {
+    if (!previous) {
         int rc = engine__macros_expand(j, t, &fields, &config, err);
         if (rc)
             return rc;
     }
     /* Bootstrap is served by the automator that serves "bootstrap" (ssh), or a "*" one. */
     const char *plugin = t->action == PLANNER_ACT_BOOTSTRAP ? "bootstrap" : t->type ? t->type : "";
-    json_t *it =
-        json_pack("{s:i, s:s, s:s#, s:I, s:I, s:s, s:s, s:s, s:s, s:s, s:b, s:I}", "v",
-                  TASKMSG_VERSION, "job", j->id, "phase", &p->phase, (int)1, "idx", (json_int_t)idx,
-                  "attempt", (json_int_t)p->recs[idx].attempt, "task", t->id, "name",
-                  planner_action_name(t->action), "tenant", j->tenant, "cluster", j->cluster_id,
-                  "plugin", plugin, "cleanup", cleanup, "nodes_rev", (json_int_t)j->st.nodes_rev);
-    if (t->node)
-        json_object_set_new(it, "node", json_string(t->node));
-    if (t->service)
-        json_object_set_new(it, "service", json_string(t->service));
-    if (fields)
-        json_object_set_new(it, "fields", fields);
-    else if (t->fields)
-        json_object_set(it, "fields", t->fields);
-    if (config)
-        json_object_set_new(it, "config_override", config);
-    if (t->node) {
-        json_t *props = json_object_get(j->props, t->node);
-        if (props)
-            json_object_set(it, "props", props);
-        json_t *info = json_object_get(j->po.nodeinfo, t->node);
-        if (info)
-            json_object_set(it, "nodeinfo", info);
-    }
-    if (avoid)
-        json_object_set_new(it, "avoid", json_string(avoid));
     json_int_t tmo = json_integer_value(json_object_get(t->fields, "timeout_ms"));
     if (tmo <= 0)
         tmo = j->e->task_timeout_ms;
-    if (tmo > 0)
-        json_object_set_new(it, "timeout_ms", json_integer(tmo));
-    if (t->restore && strcmp(t->restore, "previous-config") == 0) {
-        json_t *prev = json_object_get(j->snapshot, "config");
-        if (json_is_object(prev))
-            json_object_set(it, "config_override", prev);
-    }
-    *out = json_dumps(it, JSON_COMPACT);
-    json_decref(it);
+    /* A restore runs with the config the snapshot kept. */
+    json_t *prev = previous ? json_object_get(j->snapshot, "config") : NULL;
+    if (!json_is_object(prev))
+        prev = NULL;
+    struct taskmsg_item it = {
+        .job = j->id,
+        .phase = p->phase,
+        .idx = idx,
+        .attempt = p->recs[idx].attempt,
+        .task = t->id,
+        .name = planner_action_name(t->action),
+        .tenant = j->tenant,
+        .cluster = j->cluster_id,
+        .plugin = plugin,
+        .cleanup = cleanup,
+        .nodes_rev = j->st.nodes_rev,
+        .node = t->node,
+        .service = t->service,
+        .fields = fields ? fields : t->fields,
+        .config_override = config ? config : prev,
+        .props = t->node ? json_object_get(j->props, t->node) : NULL,
+        .nodeinfo = t->node ? json_object_get(j->po.nodeinfo, t->node) : NULL,
+        .avoid = avoid,
+        .timeout_ms = tmo,
+    };
+    *out = taskmsg_item_encode(&it);
+    json_decref(fields);
+    json_decref(config);
     return 0;
 }
 
@@ -393,7 +388,7 @@ static void on_runs(int rc, char *const *names, size_t n, const struct coord_sta
         struct erun *run = xcalloc(1, sizeof(*run));
         run->j = j;
         run->name = xstrdup(names[i]);
-        run->path = xasprintf("/drover/jobs/%s/runs/%s", j->id, names[i]);
+        run->path = zkpath_job_run(NULL, 0, j->id, names[i]);
         if (taskmsg_run_name_parse(names[i], &run->phase, &run->idx, &run->attempt) != 0) {
             log_warn(MOD, "event=bad-run-name job=%s run=%s", j->id, names[i]);
             run->ended = true;
@@ -423,7 +418,7 @@ static void on_runs(int rc, char *const *names, size_t n, const struct coord_sta
 void engine__runs_watch(struct ejob *j)
 {
     char path[256];
-    snprintf(path, sizeof(path), "/drover/jobs/%s/runs", j->id);
+    zkpath_job_runs(path, sizeof(path), j->id);
     j->runs_w = coord_watch_children(j->e->zk, path, on_runs, j);
     engine__control_watch(j);
 }

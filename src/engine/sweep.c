@@ -24,6 +24,7 @@
 #include "engine_int.h"
 #include "log.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MOD "engine"
 #define MAX_SWEEPS 20
@@ -119,10 +120,10 @@ static void listed_done(struct sweep *s)
     for (size_t i = 0; i < s->n_children; i++) {
         if (s->keep_root && strcmp(s->children[i], "control") == 0)
             continue;
-        add_del(s, xasprintf("/drover/jobs/%s/%s", s->j->id, s->children[i]));
+        add_del(s, zkpath_job_sub(NULL, 0, s->j->id, s->children[i], NULL));
     }
     if (!s->keep_root)
-        add_del(s, xasprintf("/drover/jobs/%s", s->j->id));
+        add_del(s, zkpath_job(NULL, 0, s->j->id));
     sweep_next(s);
 }
 
@@ -136,7 +137,7 @@ static void on_grandchildren(int rc, char *const *names, size_t n, void *arg)
     struct sub *sub = arg;
     struct sweep *s = sub->s;
     for (size_t i = 0; rc == 0 && i < n; i++)
-        add_del(s, xasprintf("/drover/jobs/%s/%s/%s", s->j->id, sub->child, names[i]));
+        add_del(s, zkpath_job_sub(NULL, 0, s->j->id, sub->child, names[i]));
     free(sub->child);
     free(sub);
     listed_done(s);
@@ -162,7 +163,7 @@ static void on_children(int rc, char *const *names, size_t n, void *arg)
         struct sub *sub = xcalloc(1, sizeof(*sub));
         sub->s = s;
         sub->child = xstrdup(names[i]);
-        char *p = xasprintf("/drover/jobs/%s/%s", s->j->id, names[i]);
+        char *p = zkpath_job_sub(NULL, 0, s->j->id, names[i], NULL);
         s->listing++;
         coord_children(s->j->e->zk, p, on_grandchildren, sub);
         free(p);
@@ -177,7 +178,7 @@ static void sweep_start(struct ejob *j, bool keep_root)
     s->keep_root = keep_root;
     j->sweeps++;
     engine__job_ref(j);
-    char *p = xasprintf("/drover/jobs/%s", j->id);
+    char *p = zkpath_job(NULL, 0, j->id);
     coord_children(j->e->zk, p, on_children, s);
     free(p);
 }

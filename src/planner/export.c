@@ -118,6 +118,32 @@ static json_t *strategy_json(const struct planner_strategy *s)
     return o;
 }
 
+json_t *planner_task_to_json(const struct planner_plan *plan, const struct planner_task *t)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(t->id));
+    if (t->node)
+        json_object_set_new(o, "node", json_string(t->node));
+    if (t->service)
+        json_object_set_new(o, "service", json_string(t->service));
+    json_object_set_new(o, "action", json_string(planner_action_name(t->action)));
+    if (t->type)
+        json_object_set_new(o, "type", json_string(t->type));
+    if (t->fields)
+        json_object_set(o, "fields", t->fields);
+    if (t->action != PLANNER_ACT_ANCHOR)
+        json_object_set_new(o, "strategy", strategy_json(&t->strategy));
+    json_t *deps = json_array();
+    for (uint32_t d = 0; d < t->n_deps; d++)
+        json_array_append_new(deps, json_string(plan->tasks[t->deps[d]].id));
+    json_object_set_new(o, "deps", deps);
+    if (t->inverse_of)
+        json_object_set_new(o, "inverse_of", json_string(t->inverse_of));
+    if (t->restore)
+        json_object_set_new(o, "restore", json_string(t->restore));
+    return o;
+}
+
 json_t *planner_plan_to_json(const struct planner_plan *plan)
 {
     json_t *root = json_object();
@@ -127,31 +153,8 @@ json_t *planner_plan_to_json(const struct planner_plan *plan)
         json_object_set_new(root, "rollback_of", json_string(planner_op_name(plan->rollback_of)));
     json_object_set_new(root, "max_per_node", json_integer(plan->max_per_node));
     json_t *tasks = json_array();
-    for (size_t i = 0; i < plan->n_tasks; i++) {
-        const struct planner_task *t = &plan->tasks[i];
-        json_t *o = json_object();
-        json_object_set_new(o, "id", json_string(t->id));
-        if (t->node)
-            json_object_set_new(o, "node", json_string(t->node));
-        if (t->service)
-            json_object_set_new(o, "service", json_string(t->service));
-        json_object_set_new(o, "action", json_string(planner_action_name(t->action)));
-        if (t->type)
-            json_object_set_new(o, "type", json_string(t->type));
-        if (t->fields)
-            json_object_set(o, "fields", t->fields);
-        if (t->action != PLANNER_ACT_ANCHOR)
-            json_object_set_new(o, "strategy", strategy_json(&t->strategy));
-        json_t *deps = json_array();
-        for (uint32_t d = 0; d < t->n_deps; d++)
-            json_array_append_new(deps, json_string(plan->tasks[t->deps[d]].id));
-        json_object_set_new(o, "deps", deps);
-        if (t->inverse_of)
-            json_object_set_new(o, "inverse_of", json_string(t->inverse_of));
-        if (t->restore)
-            json_object_set_new(o, "restore", json_string(t->restore));
-        json_array_append_new(tasks, o);
-    }
+    for (size_t i = 0; i < plan->n_tasks; i++)
+        json_array_append_new(tasks, planner_task_to_json(plan, &plan->tasks[i]));
     json_object_set_new(root, "tasks", tasks);
     return root;
 }

@@ -290,6 +290,9 @@ int planner_exec_finished(const struct planner_exec *x);
 
 /* The complete JSON form (new reference): what the engine stores and reloads. */
 json_t *planner_plan_to_json(const struct planner_plan *plan);
+/* One task of plan as that form has it (new reference; deps by id, fields shared with t):
+ * an element of its "tasks" array, for the API's pages of a plan. */
+json_t *planner_task_to_json(const struct planner_plan *plan, const struct planner_task *t);
 /* The same as compact text (json_dumps(..., JSON_COMPACT) bytes) written directly: 10 times
  * faster and smaller in memory for big plans. *len (may be NULL) gets the length. */
 char *planner_plan_to_json_text(const struct planner_plan *plan, size_t *len);

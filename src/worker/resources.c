@@ -56,6 +56,7 @@
 #include "workpool.h"
 #include "worker_int.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MOD "worker"
 #define RES_TRIES 5
@@ -518,7 +519,7 @@ struct worker__res *worker__res_new(struct event_base *base, struct coord_sessio
     int64_t every = r->keep_ms < RES_GC_MS ? r->keep_ms : RES_GC_MS;
     struct timeval tv = {(time_t)(every / 1000), (suseconds_t)(every % 1000) * 1000};
     event_add(r->gc_ev, &tv);
-    char *p = xasprintf("/drover/resources/%s", r->tenant);
+    char *p = zkpath_resources(NULL, 0, r->tenant);
     r->watch = coord_watch_data(zk, p, on_announce, r);
     free(p);
     log_info(MOD, "event=resources-sync dir=%s api=%s", r->root, o->api_url);

@@ -52,6 +52,7 @@
 #include "worker.h"
 #include "worker_int.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MOD "worker"
 #define TAKE_WAIT_MS 1000
@@ -680,7 +681,7 @@ static void on_ctx_head(int rc, const char *data, int version, void *arg)
             struct part_arg *pa = xcalloc(1, sizeof(*pa));
             pa->cr = cr;
             pa->i = i;
-            char *p = xasprintf("/drover/jobs/%s/ctx/p%d", cr->c->job, i);
+            char *p = zkpath_job_ctx_part(NULL, 0, cr->c->job, (size_t)i);
             coord_get(cr->w->zk, p, on_ctx_part, pa);
             free(p);
         }
@@ -792,7 +793,7 @@ static void need_nodes(struct wtask *t, struct wctx *c)
         return;
     }
     for (int k = 0; k < nr->parts; k++) {
-        char *p = xasprintf("/drover/jobs/%s/nodes/n%d", t->job, k);
+        char *p = zkpath_job_nodes_chunk(NULL, 0, t->job, (size_t)k);
         coord_get(w->zk, p, on_nodes_chunk, nr);
         free(p);
     }
@@ -818,7 +819,7 @@ static void need_context(struct wtask *t)
     struct ctx_read *cr = xcalloc(1, sizeof(*cr));
     cr->w = w;
     cr->c = c;
-    char *p = xasprintf("/drover/jobs/%s/ctx", t->job);
+    char *p = zkpath_job_ctx(NULL, 0, t->job);
     coord_get(w->zk, p, on_ctx_head, cr);
     free(p);
 }
@@ -984,7 +985,7 @@ static void start_task(struct wqueue *wq, struct coord_queue_item *it)
     }
     char name[200];
     taskmsg_run_name(name, sizeof(name), ph[0], idx, att, w->id, ++w->nonce ^ (unsigned)rand());
-    t->run_path = xasprintf("/drover/jobs/%s/runs/%s", t->job, name);
+    t->run_path = zkpath_job_run(NULL, 0, t->job, name);
     char sess[32];
     snprintf(sess, sizeof(sess), "0x%llx", (unsigned long long)coord_session_id(w->zk));
     t->rec = json_pack("{s:i, s:s, s:s, s:s, s:I}", "v", TASKMSG_VERSION, "worker", w->id,
@@ -1143,7 +1144,7 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
     }
     for (size_t i = 0; i < w->n_queues; i++) {
         struct wqueue *wq = &w->queues[i];
-        wq->path = xasprintf("/drover/queues/%s/%s", w->tenant, wq->cls);
+        wq->path = zkpath_queue(NULL, 0, w->tenant, wq->cls);
         struct coord_queue_opts qo = {.consumer_id = w->id,
                                       .on_lost = on_claim_lost,
                                       .lost_arg = w,
@@ -1158,7 +1159,7 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
     w->gc_ev = event_new(base, -1, EV_PERSIST, ctx_gc, w);
     struct timeval tv = {10, 0};
     event_add(w->gc_ev, &tv);
-    w->peers = coord_group_watch(zk, "/drover/members/worker", on_peers, w);
+    w->peers = coord_group_watch(zk, ZKPATH_MEMBERS_WORKER, on_peers, w);
     srand((unsigned)(now_ms() ^ getpid()));
     log_info(MOD, "event=worker-ready worker=%s tenant=%s classes=%s concurrency=%u plugins=%zu",
              w->id, w->tenant, classes, w->concurrency, ps->n);

@@ -38,6 +38,24 @@ static struct model_layout *seeds_layout(void)
     return l;
 }
 
+/* planner_task_to_json gives, byte for byte, each task's element of planner_plan_to_json. */
+static void check_task_json(const struct planner_plan *p)
+{
+    json_t *all = planner_plan_to_json(p);
+    json_t *tasks = json_object_get(all, "tasks");
+    assert_int_equal(json_array_size(tasks), p->n_tasks);
+    for (size_t i = 0; i < p->n_tasks; i++) {
+        json_t *one = planner_task_to_json(p, &p->tasks[i]);
+        char *a = json_dumps(one, JSON_COMPACT);
+        char *b = json_dumps(json_array_get(tasks, i), JSON_COMPACT);
+        assert_string_equal(a, b);
+        free(a);
+        free(b);
+        json_decref(one);
+    }
+    json_decref(all);
+}
+
 /* ---- create ---- */
 
 static void test_create_seeds_example(void **state)
@@ -442,6 +460,15 @@ static void test_strategy_and_determinism(void **state)
     free(sb);
     json_decref(a);
     json_decref(b);
+    check_task_json(p);
+    json_t *t = planner_task_to_json(p, fx_task(p, "n2/web/start"));
+    char *st = json_dumps(t, JSON_COMPACT);
+    assert_non_null(strstr(st, "{\"id\":\"n2/web/start\",\"node\":\"n2\",\"service\":\"web\","
+                               "\"action\":\"start\","));
+    assert_non_null(strstr(st, "\"strategy\":{\"type\":\"parallel\",\"amount\":3},\"deps\":["));
+    assert_null(strstr(st, "inverse_of"));
+    free(st);
+    json_decref(t);
     fx_check_roundtrip(p);
     planner_plan_free(p);
     planner_plan_free(q);
@@ -607,6 +634,10 @@ static void test_rollback_half_created(void **state)
     assert_false(fx_waits(rb, "n1/s1/remove", "n1/base/remove"));
     fx_check_stages(rb);
     fx_check_roundtrip(rb);
+    check_task_json(rb);
+    json_t *tj = planner_task_to_json(rb, fx_task(rb, "n1/s1/configure"));
+    assert_string_equal(json_string_value(json_object_get(tj, "restore")), "previous-config");
+    json_decref(tj);
 
     /* A rollback is not rolled back. */
     enum planner_task_state *st2 = xcalloc(rb->n_tasks, sizeof(*st2));

@@ -1,0 +1,90 @@
+/*
+ * zkpath: the paths of Drover's ZooKeeper tree, the code's one copy of
+ * docs/zookeeper-tree.md (read them side by side).
+ *
+ * Every /drover path that droverd, drover-worker, the API and the plugins
+ * build comes from here: a macro for each fixed path, a function for each
+ * kind of path with names in it. Names are put in as given; the callers have
+ * checked them (job ids are numbers, tenant, class and member names are
+ * checked where they enter). Paths are absolute below the session's chroot.
+ *
+ * Output: every function writes the path into buf of n bytes, like snprintf,
+ * and returns buf. With buf NULL it returns a new string instead (the caller
+ * frees it; allocation failure aborts), for paths that are kept.
+ *
+ * Truncation: a path that does not fit in n bytes is never cut short, since a
+ * cut path can name another znode ("/drover/jobs/4" for job 42): buf gets ""
+ * (a path ZooKeeper refuses, so the request fails rather than touching another
+ * znode) and the function returns NULL.
+ *
+ * Pure functions, any thread.
+ */
+#ifndef DROVER_ZKPATH_H
+#define DROVER_ZKPATH_H
+
+#include <stddef.h>
+
+/* ---- fixed paths ---- */
+
+#define ZKPATH_ROOT "/drover"
+/* The groups (coord_member_join): one ephemeral znode per live process. */
+#define ZKPATH_MEMBERS_DROVERD ZKPATH_ROOT "/members/droverd"
+#define ZKPATH_MEMBERS_WORKER ZKPATH_ROOT "/members/worker"
+/* The parent of every tenant's queues. */
+#define ZKPATH_QUEUES ZKPATH_ROOT "/queues"
+/* The parent of every job's subtree; every engine watches its children. */
+#define ZKPATH_JOBS ZKPATH_ROOT "/jobs"
+
+/* ---- control, locks, elections ---- */
+
+/* /drover/control/<group>: the requests to the members of group ("droverd", "worker"). */
+char *zkpath_control_group(char *buf, size_t n, const char *group);
+/* /drover/control/<group>/<id>: the last operator's request to member id. */
+char *zkpath_control(char *buf, size_t n, const char *group, const char *id);
+/* /drover/elections/<duty>: the leader election of a duty. */
+char *zkpath_election(char *buf, size_t n, const char *duty);
+/* /drover/locks/jobs/<job>: the lock of a job's owner (a container znode). */
+char *zkpath_job_lock(char *buf, size_t n, const char *job);
+
+/* ---- queues, resources, pools ---- */
+
+/* /drover/queues/<tenant>: the parent of the tenant's queues, one per class. */
+char *zkpath_tenant_queues(char *buf, size_t n, const char *tenant);
+/* /drover/queues/<tenant>/<class>: the queue of one tenant's worker class. */
+char *zkpath_queue(char *buf, size_t n, const char *tenant, const char *cls);
+/* /drover/resources/<tenant>: the announcement of the tenant's newest resources. */
+char *zkpath_resources(char *buf, size_t n, const char *tenant);
+/* /drover/pools/<pool>/claims: the hosts of an ssh-pool provider that nodes hold. */
+char *zkpath_pool_claims(char *buf, size_t n, const char *pool);
+/* /drover/pools/<pool>/claims/<host>: one claimed host, host "<address>:<port>". */
+char *zkpath_pool_claim(char *buf, size_t n, const char *pool, const char *host);
+
+/* ---- a job's subtree ---- */
+
+/* /drover/jobs/<job>: the API's announcement, the root of the job's subtree. */
+char *zkpath_job(char *buf, size_t n, const char *job);
+/* /drover/jobs/<job>/<child>, or /drover/jobs/<job>/<child>/<name> when name is not
+ * NULL: any znode of the subtree by its names (the sweep, which lists them). */
+char *zkpath_job_sub(char *buf, size_t n, const char *job, const char *child, const char *name);
+/* /drover/jobs/<job>/control: a user's pause, resume or cancel. */
+char *zkpath_job_control(char *buf, size_t n, const char *job);
+/* /drover/jobs/<job>/state: the owner's state and sequencer. */
+char *zkpath_job_state(char *buf, size_t n, const char *job);
+/* /drover/jobs/<job>/ctx: the job's context for workers. */
+char *zkpath_job_ctx(char *buf, size_t n, const char *job);
+/* /drover/jobs/<job>/ctx/p<part>: one part of a context too big for one znode. */
+char *zkpath_job_ctx_part(char *buf, size_t n, const char *job, size_t part);
+/* /drover/jobs/<job>/nodes: the nodes map's parent. */
+char *zkpath_job_nodes(char *buf, size_t n, const char *job);
+/* /drover/jobs/<job>/nodes/n<k>: chunk k of the nodes map. */
+char *zkpath_job_nodes_chunk(char *buf, size_t n, const char *job, size_t k);
+/* /drover/jobs/<job>/log: the task log's parent. */
+char *zkpath_job_log(char *buf, size_t n, const char *job);
+/* /drover/jobs/<job>/log/<phase><k>: chunk k of the task log of a plan, phase 'f' or 'r'. */
+char *zkpath_job_log_chunk(char *buf, size_t n, const char *job, char phase, size_t k);
+/* /drover/jobs/<job>/runs: the run records' parent. */
+char *zkpath_job_runs(char *buf, size_t n, const char *job);
+/* /drover/jobs/<job>/runs/<name>: one delivery's run record (taskmsg_run_name). */
+char *zkpath_job_run(char *buf, size_t n, const char *job, const char *name);
+
+#endif
