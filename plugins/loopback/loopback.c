@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "lbnode.h"
 #include "log.h"
 #include "plugin.h"
@@ -154,7 +155,7 @@ static int do_confirm(struct plugin_task *t, const struct lb_conf *c, const char
     struct sshc *s = NULL;
     for (;;) {
         s = sshc_connect(&o, &err);
-        if (s || err.code != DRV_EAGAIN || plugin_now_ms() >= deadline)
+        if (s || err.code != DRV_EAGAIN || clock_mono_ms() >= deadline)
             break;
         usleep(100000); /* sshd may still be starting */
     }

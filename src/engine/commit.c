@@ -54,11 +54,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "job_pg.h"
@@ -732,12 +732,9 @@ static void zk_settled(struct etxn *t, bool applied)
         if (t->dispatched && !j->dispatched_once) {
             /* For failover and handover figures: the first dispatch of this owner. */
             j->dispatched_once = true;
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            log_info(
-                MOD, "event=first-dispatch job=%s node=%s at_ms=%lld since_acquired_ms=%lld", j->id,
-                j->e->node_id, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
-                (long long)((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - j->t_acquired));
+            int64_t now = clock_wall_ms(); /* wall: compared with other nodes' at_ms */
+            log_info(MOD, "event=first-dispatch job=%s node=%s at_ms=%lld since_acquired_ms=%lld",
+                     j->id, j->e->node_id, (long long)now, (long long)(now - j->t_acquired));
         }
     } else {
         for (size_t i = 0; i < t->n_chunks; i++)
