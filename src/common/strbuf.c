@@ -102,6 +102,18 @@ void strbuf_reset(struct strbuf *sb)
     sb->buf[0] = '\0';
 }
 
+void strbuf_setlen(struct strbuf *sb, size_t len)
+{
+    if (!sb->alloc && !len)
+        return;
+    if (len >= sb->alloc) {
+        fprintf(stderr, "fatal: strbuf_setlen %zu past the room of %zu\n", len, sb->alloc);
+        abort();
+    }
+    sb->len = len;
+    sb->buf[len] = '\0';
+}
+
 void strbuf_add(struct strbuf *sb, const void *data, size_t len)
 {
     if (!len)

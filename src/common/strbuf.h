@@ -74,6 +74,12 @@ void strbuf_grow(struct strbuf *sb, size_t extra);
 /* Empty the buffer, keeping its allocation (a secret one's bytes are wiped). */
 void strbuf_reset(struct strbuf *sb);
 
+/*
+ * Set the length after writing at buf directly, within room made by
+ * strbuf_grow: len < alloc (or len == 0), else it aborts. Writes the NUL.
+ */
+void strbuf_setlen(struct strbuf *sb, size_t len);
+
 /* Append len bytes (any bytes, NULs too). */
 void strbuf_add(struct strbuf *sb, const void *data, size_t len);
 /* Append a C string. */

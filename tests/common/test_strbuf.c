@@ -123,6 +123,22 @@ static void test_random(void **state)
     check(&sb, "", 0);
 }
 
+static void test_grow_and_setlen(void **state)
+{
+    struct strbuf sb = STRBUF_INIT;
+    strbuf_setlen(&sb, 0); /* nothing to write on the shared empty string */
+    strbuf_addstr(&sb, "ab");
+    strbuf_grow(&sb, 100);
+    assert_true(sb.alloc >= 2 + 100 + 1);
+    check(&sb, "ab", 2);
+    memcpy(sb.buf + sb.len, "cdef", 4);
+    strbuf_setlen(&sb, sb.len + 4);
+    check(&sb, "abcdef", 6);
+    strbuf_setlen(&sb, 1);
+    check(&sb, "a", 1);
+    strbuf_release(&sb);
+}
+
 static void test_addf_grows(void **state)
 {
     struct strbuf sb = STRBUF_INIT;
@@ -189,6 +205,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_random),
+        cmocka_unit_test(test_grow_and_setlen),
         cmocka_unit_test(test_addf_grows),
         cmocka_unit_test(test_secret_never_freed_readable),
     };
