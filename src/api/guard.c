@@ -16,6 +16,7 @@
 #include <openssl/evp.h>
 
 #include "clock.h"
+#include "hex.h"
 #include "xalloc.h"
 
 struct api_guard {
@@ -31,12 +32,7 @@ static void sha_hex(const char *text, char out[65])
     unsigned char md[32];
     unsigned int n = 0;
     EVP_Digest(text, strlen(text), md, &n, EVP_sha256(), NULL);
-    static const char d[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = d[md[i] >> 4];
-        out[2 * i + 1] = d[md[i] & 15];
-    }
-    out[64] = '\0';
+    hex_encode(md, 32, out);
 }
 
 /* "drv_<16 hex>_..." -> the 16 hex digits, or false. */

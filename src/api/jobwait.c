@@ -34,6 +34,7 @@
 
 #include "api_int.h"
 #include "clock.h"
+#include "hex.h"
 #include "server.h"
 #include "xalloc.h"
 
@@ -52,8 +53,7 @@ void api__job_revision(json_t *job, char out[33])
     unsigned int n = 0;
     EVP_Digest(text, strlen(text), md, &n, EVP_sha256(), NULL);
     free(text);
-    for (int i = 0; i < 16; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    hex_encode(md, 16, out);
     json_object_set_new(job, "revision", json_string(out));
 }
 
