@@ -18,20 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "xalloc.h"
 
 #define MOD "plugin"
-
-int64_t plugin_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* JSON strings may be secrets (the cluster's key): wipe every block jansson frees. */
 static void wiping_free(void *p)
@@ -86,7 +79,7 @@ static const char *opt_name(json_t *root, const char *key, bool *bad)
 int plugin_task_parse(const char *text, size_t len, struct plugin_task *t, struct drv_err *err)
 {
     memset(t, 0, sizeof(*t));
-    t->started_ms = plugin_now_ms();
+    t->started_ms = clock_mono_ms();
     if (len == 0)
         return drv_err_set(err, DRV_EINVAL, 0, "bad task JSON: no input");
     json_error_t je;

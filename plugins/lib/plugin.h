@@ -46,7 +46,7 @@ struct plugin_task {
     int attempt;            /* from 1 */
     bool cleanup;           /* a retried create: remove first */
     int64_t timeout_ms;     /* the run's time limit (0: none given) */
-    int64_t started_ms;     /* plugin_now_ms() when the task was read */
+    int64_t started_ms;     /* clock_mono_ms() when the task was read */
 };
 
 /*
@@ -77,11 +77,8 @@ const char *plugin_cfg_str(const struct plugin_task *t, const char *path);
 /* The integer at path (a JSON integer or a decimal string), or def when missing or bad. */
 int64_t plugin_cfg_int(const struct plugin_task *t, const char *path, int64_t def);
 
-/* Milliseconds of CLOCK_MONOTONIC. */
-int64_t plugin_now_ms(void);
-
 /*
- * The moment (plugin_now_ms() clock) by which the plugin should have finished
+ * The moment (clock_mono_ms() clock, clock.h) by which the plugin should have finished
  * and reported, a margin before the worker's time limit kills it: the limit
  * less a tenth, at most 5 s, at least 1 s (but never more than half of it), so
  * that there is time to kill remote work and report; def_ms after the start

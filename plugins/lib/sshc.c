@@ -28,12 +28,12 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <libssh2.h>
 #include <libssh2_sftp.h>
 
+#include "clock.h"
 #include "xalloc.h"
 
 struct sshc {
@@ -45,13 +45,6 @@ struct sshc {
     char fp[SSHKEY_FP_LEN];
     char type[40];
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* strerror, lowercased at its start, for messages in the house style. */
 static const char *lc_strerror(int e, char *buf, size_t n)
@@ -310,7 +303,7 @@ static int wait_socket(struct sshc *c, int64_t deadline)
         p.events |= POLLOUT;
     if (p.events == 0)
         p.events = POLLIN;
-    int64_t left = deadline - now_ms();
+    int64_t left = deadline - clock_mono_ms();
     if (left <= 0)
         return -1;
     int pr = poll(&p, 1, left > 1000 ? 1000 : (int)left);
@@ -322,7 +315,7 @@ int sshc_exec(struct sshc *c, const char *cmd, const void *in, size_t in_len, si
 {
     memset(out, 0, sizeof(*out));
     out->status = -1;
-    int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : c->timeout_ms);
+    int64_t deadline = clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : c->timeout_ms);
     LIBSSH2_CHANNEL *ch = libssh2_channel_open_session(c->s);
     if (!ch)
         return ssh_err(c, err, "opening a channel");
@@ -380,12 +373,12 @@ int sshc_exec(struct sshc *c, const char *cmd, const void *in, size_t in_len, si
         if (libssh2_channel_eof(ch) && !progress && eof_sent)
             break;
         if (!progress) {
-            if (now_ms() >= deadline) {
+            if (clock_mono_ms() >= deadline) {
                 rc = drv_err_set(err, DRV_ETIMEDOUT, 0, "command on %s: timed out after %d ms",
                                  c->peer, timeout_ms);
                 break;
             }
-            if (again && wait_socket(c, deadline) != 0 && now_ms() >= deadline) {
+            if (again && wait_socket(c, deadline) != 0 && clock_mono_ms() >= deadline) {
                 rc = drv_err_set(err, DRV_ETIMEDOUT, 0, "command on %s: timed out after %d ms",
                                  c->peer, timeout_ms);
                 break;

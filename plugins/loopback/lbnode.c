@@ -41,6 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "plugin.h"
 #include "sshkey.h"
@@ -509,8 +510,8 @@ int lb_node_start(const struct lb_conf *c, struct lb_node *n, struct drv_err *er
     n->init_pid = 0;
     n->pidns[0] = '\0';
     /* unshare forks sshd at once; find it and its namespace. */
-    int64_t until = plugin_now_ms() + 10000;
-    while (plugin_now_ms() < until) {
+    int64_t until = clock_mono_ms() + 10000;
+    while (clock_mono_ms() < until) {
         pid_t ch = child_of(pid);
         char ns[64], mine[64];
         if (ch > 0 && pidns_of(ch, ns, sizeof(ns)) && pidns_of(getpid(), mine, sizeof(mine)) &&
@@ -564,7 +565,7 @@ int lb_node_wait_listening(const struct lb_node *n, int64_t deadline_ms, struct 
             free(log);
             return DRV_EIO;
         }
-        if (plugin_now_ms() >= deadline_ms)
+        if (clock_mono_ms() >= deadline_ms)
             return drv_err_set(err, DRV_ETIMEDOUT, 0, "sshd of node \"%s\" not listening on %s:%d",
                                n->id, n->address, n->port);
         usleep(20000);
@@ -648,7 +649,7 @@ int lb_node_destroy(const struct lb_conf *c, const char *id, int64_t deadline_ms
                          strcmp(buf, n.pidns) == 0;
         if (k == 0 && !init_left)
             break;
-        if (plugin_now_ms() >= deadline_ms)
+        if (clock_mono_ms() >= deadline_ms)
             return drv_err_set(err, DRV_ETIMEDOUT, 0,
                                "node \"%s\": %zu process(es) still alive in %s (first pid %d)", id,
                                k, n.pidns, k ? (int)left[0] : (int)n.init_pid);
@@ -667,7 +668,7 @@ int lb_node_destroy(const struct lb_conf *c, const char *id, int64_t deadline_ms
         snprintf(n.address, sizeof(n.address), "%s", addr);
     /* The address is free once no process of the node holds it (invariant 2). */
     while (n.address[0] && !lb_address_free(n.address, c->port)) {
-        if (plugin_now_ms() >= deadline_ms)
+        if (clock_mono_ms() >= deadline_ms)
             return drv_err_set(err, DRV_ETIMEDOUT, 0, "node \"%s\": %s:%d still in use", id,
                                n.address, c->port);
         usleep(20000);

@@ -101,7 +101,7 @@ int lb_node_prepare(const struct lb_conf *c, struct lb_node *n, const char *pubk
 
 /*
  * Wait until something accepts TCP on the node's address and port, or its
- * sshd dies, or deadline_ms (plugin_now_ms clock) passes.
+ * sshd dies, or deadline_ms (clock_mono_ms clock) passes.
  */
 int lb_node_wait_listening(const struct lb_node *n, int64_t deadline_ms, struct drv_err *err);
 

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "lbnode.h"
 #include "log.h"
 #include "plugin.h"
@@ -163,7 +164,7 @@ static void do_confirm(struct plugin_task *t, void *ctx, struct plugin_result *r
     struct sshc *s = NULL;
     for (;;) {
         s = sshc_connect(&o, &err);
-        if (s || err.code != DRV_EAGAIN || plugin_now_ms() >= deadline)
+        if (s || err.code != DRV_EAGAIN || clock_mono_ms() >= deadline)
             break;
         usleep(100000); /* sshd may still be starting */
     }

@@ -40,14 +40,9 @@
 
 #include <jansson.h>
 
-static json_t *task;
+#include "clock.h"
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static json_t *task;
 
 /* The parameter named key: the action's fields first, then config.cluster.sleep. */
 static json_t *param(const char *key)
@@ -133,7 +128,7 @@ int main(void)
     }
     const char *task_id = str("taskId") ? str("taskId") : "?";
     const char *name = str("taskName") ? str("taskName") : "?";
-    long long start = now_ms();
+    long long start = clock_wall_ms(); /* wall: runs.log is read across processes */
     srand((unsigned)(start ^ getpid()));
 
     int lock_fd = -1;
@@ -201,7 +196,8 @@ int main(void)
     if (rdir) {
         char line[1024];
         snprintf(line, sizeof(line), "%s %s %lld %lld %s %d\n", task_id, str("task"), start,
-                 now_ms(), fail ? "failed" : "ok", json_is_true(json_object_get(task, "cleanup")));
+                 (long long)clock_wall_ms(), fail ? "failed" : "ok",
+                 json_is_true(json_object_get(task, "cleanup")));
         append_line(rdir, "runs.log", line);
     }
     if (fail)

@@ -14,6 +14,7 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include "clock.h"
 #include "log.h"
 #include "plugin.h"
 #include "xalloc.h"
@@ -77,7 +78,7 @@ struct poolzk *poolzk_open(const char *hosts, const char *digest_file, int64_t d
         return NULL;
     }
     while (zoo_state(z->zh) != ZOO_CONNECTED_STATE) {
-        if (plugin_now_ms() >= deadline_ms) {
+        if (clock_mono_ms() >= deadline_ms) {
             drv_err_set(err, DRV_ETIMEDOUT, 0, "zookeeper \"%s\": not connected in time", hosts);
             poolzk_close(z);
             return NULL;

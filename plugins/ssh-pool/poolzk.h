@@ -28,7 +28,7 @@ struct poolzk;
 /*
  * Connect to hosts (a ZooKeeper connection string, chroot suffix allowed) with
  * the digest credentials in digest_file ("user:password", mode 0600; NULL or ""
- * for none), waiting until connected or deadline_ms (plugin_now_ms clock).
+ * for none), waiting until connected or deadline_ms (clock_mono_ms clock).
  */
 struct poolzk *poolzk_open(const char *hosts, const char *digest_file, int64_t deadline_ms,
                            struct drv_err *err);

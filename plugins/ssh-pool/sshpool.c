@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "clock.h"
 #include "log.h"
 #include "plugin.h"
 #include "poolzk.h"
@@ -402,7 +403,7 @@ static void do_delete(struct plugin_task *t, void *ctx, struct plugin_result *r)
         free(qp);
         free(qn);
         free(qc);
-        int64_t left = deadline - plugin_now_ms();
+        int64_t left = deadline - clock_mono_ms();
         struct sshc_out o;
         rc = sshc_exec(c, line, script, len, 65536, left > 1000 ? (int)left : 1000, &o, &err);
         free(line);

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "clock.h"
 #include "log.h"
 #include "plugin.h"
 #include "sshc.h"
@@ -435,7 +436,7 @@ static void run_action(struct plugin_task *t, void *ctx, struct plugin_result *r
                 drv_err_set(&err, DRV_ETIMEDOUT, 0, "timed out; killing it failed: %s", kerr.msg);
                 goto fail;
             }
-            int64_t ran = plugin_now_ms() - t->started_ms;
+            int64_t ran = clock_mono_ms() - t->started_ms;
             drv_err_set(&err, DRV_ETIMEDOUT, 0,
                         "timed out after %lld ms; its process group on the node was killed",
                         (long long)ran);

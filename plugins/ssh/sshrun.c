@@ -34,6 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "plugin.h"
 #include "xalloc.h"
@@ -286,7 +287,7 @@ int sshrun_start(struct sshrun *r, const char *stdin_json, const char *env_sh, c
 int sshrun_wait(struct sshrun *r, int64_t deadline_ms, struct drv_err *err)
 {
     for (;;) {
-        int64_t left = deadline_ms - plugin_now_ms();
+        int64_t left = deadline_ms - clock_mono_ms();
         if (left <= 0)
             return drv_err_set(err, DRV_ETIMEDOUT, 0, "the run did not finish in time");
         int tenths = (int)(left > 20000 ? 200 : left / 100);

@@ -81,7 +81,7 @@ int sshrun_start(struct sshrun *r, const char *stdin_json, const char *env_sh, c
                  struct drv_err *err);
 
 /*
- * Wait until the run ends or deadline_ms (plugin_now_ms clock). Sets r->state
+ * Wait until the run ends or deadline_ms (clock_mono_ms clock). Sets r->state
  * to FINISHED or LOST; DRV_ETIMEDOUT when the deadline passed first.
  */
 int sshrun_wait(struct sshrun *r, int64_t deadline_ms, struct drv_err *err);

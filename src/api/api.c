@@ -32,6 +32,7 @@
 #include <openssl/ssl.h>
 
 #include "api_int.h"
+#include "clock.h"
 #include "coord.h"
 #include "guard.h"
 #include "http.h"
@@ -296,7 +297,7 @@ static int serve_probe(struct api *a, struct api_req *r)
                         "Allow: GET, HEAD\r\n");
         return 1;
     }
-    int64_t t0 = api__now_us();
+    int64_t t0 = clock_mono_us();
     if (metrics) {
         api__metrics(a, r);
         api__observe(a, "/metrics", r->head.method, 200, t0);
@@ -474,7 +475,7 @@ static void on_head(struct api_req *r, void *arg)
     struct call *c = xcalloc(1, sizeof(*c));
     c->api = a;
     c->req = r;
-    c->t0_us = api__now_us();
+    c->t0_us = clock_mono_us();
     c->opts = &a->opts;
     r->user = c;
     c->method = r->head.method;

@@ -130,7 +130,6 @@ struct api {
 
 /* metrics.c: one request's duration, by route pattern, method and status. Loop thread. */
 void api__observe(struct api *a, const char *route, int method, int status, int64_t t0_us);
-int64_t api__now_us(void);
 /*
  * The worker count a queue calls for (docs/operations.md "Autoscaling"):
  *   slots = arrival_per_s * mean_task_s + waiting * mean_task_s / target_wait_s

@@ -30,21 +30,12 @@
 
 #include "api.h"
 #include "api_int.h"
+#include "hex.h"
 #include "seal.h"
 #include "store.h"
 #include "xalloc.h"
 
 #define ENC_PREFIX "enc:v1:"
-
-static void to_hex(const unsigned char *b, size_t n, char *out)
-{
-    static const char d[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = d[b[i] >> 4];
-        out[2 * i + 1] = d[b[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
 
 static int is_hex(const char *s, size_t n)
 {
@@ -76,7 +67,7 @@ void api_token_hash(const unsigned char *salt, size_t salt_len, const char *secr
     EVP_DigestUpdate(ctx, secret, strlen(secret));
     EVP_DigestFinal_ex(ctx, md, &n);
     EVP_MD_CTX_free(ctx);
-    to_hex(md, 32, out);
+    hex_encode(md, 32, out);
 }
 
 int api__token_new(PGconn *conn, const char *user_id, long expires_s, const char *label,
@@ -87,9 +78,9 @@ int api__token_new(PGconn *conn, const char *user_id, long expires_s, const char
         RAND_bytes(salt, sizeof(salt)) != 1)
         return drv_err_set(err, DRV_ETLS, 0, "no random bytes from openssl");
     char id[17], secret[65], salt_hex[33], hash[65];
-    to_hex(idb, sizeof(idb), id);
-    to_hex(sec, sizeof(sec), secret);
-    to_hex(salt, sizeof(salt), salt_hex);
+    hex_encode(idb, sizeof(idb), id);
+    hex_encode(sec, sizeof(sec), secret);
+    hex_encode(salt, sizeof(salt), salt_hex);
     api_token_hash(salt, sizeof(salt), secret, hash);
     char exp[24];
     snprintf(exp, sizeof(exp), "%ld", expires_s);
@@ -105,21 +96,6 @@ int api__token_new(PGconn *conn, const char *user_id, long expires_s, const char
     OPENSSL_cleanse(sec, sizeof(sec));
     OPENSSL_cleanse(secret, sizeof(secret));
     return rc;
-}
-
-static int from_hex(const char *s, unsigned char *out, size_t max, size_t *n)
-{
-    size_t len = strlen(s);
-    if (len % 2 || len / 2 > max)
-        return -1;
-    for (size_t i = 0; i < len / 2; i++) {
-        unsigned v;
-        if (sscanf(s + 2 * i, "%2x", &v) != 1)
-            return -1;
-        out[i] = (unsigned char)v;
-    }
-    *n = len / 2;
-    return 0;
 }
 
 int api__token_check(PGconn *conn, const char *token, struct api_principal *who,
@@ -138,7 +114,7 @@ int api__token_check(PGconn *conn, const char *token, struct api_principal *who,
     size_t nsalt = 0;
     char hash[65];
     const char *want = json_string_value(json_object_get(row, "hash"));
-    if (from_hex(json_string_value(json_object_get(row, "salt")), salt, sizeof(salt), &nsalt) !=
+    if (hex_decode(json_string_value(json_object_get(row, "salt")), salt, sizeof(salt), &nsalt) !=
             0 ||
         !want || strlen(want) != 64) {
         json_decref(row);

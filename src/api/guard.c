@@ -11,12 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
-#include <time.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "clock.h"
+#include "hex.h"
 #include "xalloc.h"
 
 struct api_guard {
@@ -27,31 +27,12 @@ struct api_guard {
     struct api_guard_stats st;
 };
 
-static long long mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static long long wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void sha_hex(const char *text, char out[65])
 {
     unsigned char md[32];
     unsigned int n = 0;
     EVP_Digest(text, strlen(text), md, &n, EVP_sha256(), NULL);
-    static const char d[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = d[md[i] >> 4];
-        out[2 * i + 1] = d[md[i] & 15];
-    }
-    out[64] = '\0';
+    hex_encode(md, 32, out);
 }
 
 /* "drv_<16 hex>_..." -> the 16 hex digits, or false. */
@@ -99,9 +80,9 @@ bool api__guard_token_get(struct api_guard *g, const char *token, struct api_pri
     }
     sha_hex(token, h);
     const char *want = json_string_value(json_object_get(e, "h"));
-    if (json_integer_value(json_object_get(e, "until")) <= mono_ms() || !want ||
+    if (json_integer_value(json_object_get(e, "until")) <= clock_mono_ms() || !want ||
         CRYPTO_memcmp(want, h, 64) != 0) {
-        if (json_integer_value(json_object_get(e, "until")) <= mono_ms())
+        if (json_integer_value(json_object_get(e, "until")) <= clock_mono_ms())
             json_object_del(g->tokens, id);
         g->st.token_misses++;
         return false;
@@ -121,7 +102,7 @@ bool api__guard_token_get(struct api_guard *g, const char *token, struct api_pri
 
 static void sweep(struct api_guard *g)
 {
-    long long now = mono_ms();
+    long long now = clock_mono_ms();
     const char *k;
     json_t *v;
     void *tmp;
@@ -140,9 +121,9 @@ void api__guard_token_put(struct api_guard *g, const char *token, const struct a
     char id[17], h[65];
     if (!g->ttl_ms || !token_id(token, id))
         return;
-    long long now = mono_ms(), until = now + g->ttl_ms;
+    long long now = clock_mono_ms(), until = now + g->ttl_ms;
     if (expires_ms > 0) {
-        long long left = expires_ms - wall_ms();
+        long long left = expires_ms - clock_wall_ms();
         if (left <= 0)
             return;
         if (now + left < until)

@@ -15,6 +15,7 @@
 #include <event2/buffer.h>
 
 #include "api_int.h"
+#include "clock.h"
 #include "handlers.h"
 #include "coord.h"
 #include "promtext.h"
@@ -127,17 +128,12 @@ void api__qrates_free(struct api *a)
     a->qrates = NULL;
 }
 
-static int64_t mono_ms(void)
-{
-    return api__now_us() / 1000;
-}
-
 static double arrival_rate(struct api *a, const char *tenant, const char *cls, int64_t puts)
 {
     char key[300];
     snprintf(key, sizeof(key), "%s/%s", tenant, cls);
     struct api_qrate *q = strmap_get(a->qrates, key);
-    int64_t now = mono_ms();
+    int64_t now = clock_mono_ms();
     if (!q) {
         q = xcalloc(1, sizeof(*q));
         q->puts = puts;

@@ -28,12 +28,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <event2/event.h>
 #include <openssl/evp.h>
 
 #include "api_int.h"
+#include "clock.h"
+#include "hex.h"
 #include "server.h"
 #include "xalloc.h"
 
@@ -44,13 +45,6 @@ struct job_wait {
     long long deadline_ms;
 };
 
-static long long mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void api__job_revision(json_t *job, char out[33])
 {
     json_object_del(job, "revision");
@@ -59,8 +53,7 @@ void api__job_revision(json_t *job, char out[33])
     unsigned int n = 0;
     EVP_Digest(text, strlen(text), md, &n, EVP_sha256(), NULL);
     free(text);
-    for (int i = 0; i < 16; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    hex_encode(md, 16, out);
     json_object_set_new(job, "revision", json_string(out));
 }
 
@@ -97,7 +90,7 @@ static void on_step(evutil_socket_t fd, short what, void *arg)
 static int wait_loop(struct call *c)
 {
     struct job_wait *w = c->work;
-    long long now = mono_ms();
+    long long now = clock_mono_ms();
     if (final(c->out) || now >= w->deadline_ms || !c->req->conn)
         return 0;
     json_decref(c->out);
@@ -120,7 +113,7 @@ int api__job_wait(struct call *c, const char *revision, long wait_s)
         return 0;
     if (!c->work) { /* the first pass: the deadline counts from here */
         struct job_wait *w = xcalloc(1, sizeof(*w));
-        w->deadline_ms = mono_ms() + wait_s * 1000;
+        w->deadline_ms = clock_mono_ms() + wait_s * 1000;
         c->work = w;
         c->work_free = wait_free;
     }

@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
-#include <time.h>
 
 #include <event2/buffer.h>
 
 #include "api_int.h"
+#include "clock.h"
 #include "coord.h"
 #include "guard.h"
 #include "http.h"
@@ -53,13 +53,6 @@ void api__on_worker_group(const struct coord_member_info *m, size_t n, void *arg
     group_to_json(&a->workers, m, n);
 }
 
-int64_t api__now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static const char *method_name(int m)
 {
     switch (m) {
@@ -88,7 +81,7 @@ void api__observe(struct api *a, const char *route, int method, int status, int6
     snprintf(labels, sizeof(labels), "route=\"%s%s\",method=\"%s\",code=\"%d\"",
              route && route[0] != '/' ? "/" : "", route ? route : "unmatched", method_name(method),
              status);
-    prom_histo_observe(prom_hvec_get(a->h_req, labels), (double)(api__now_us() - t0_us) / 1e6);
+    prom_histo_observe(prom_hvec_get(a->h_req, labels), (double)(clock_mono_us() - t0_us) / 1e6);
 }
 
 int api__scale_workers(int64_t waiting, int64_t running, double arrival_per_s, double mean_task_s,

@@ -18,6 +18,7 @@
 
 #include <openssl/evp.h>
 
+#include "hex.h"
 #include "http.h"
 #include "ui.h"
 #include "xalloc.h"
@@ -86,8 +87,8 @@ static void etag_of(const char *bytes, size_t len, char out[40])
     EVP_Digest(bytes, len, md, &mdlen, EVP_sha256(), NULL);
     char *p = out;
     *p++ = '"';
-    for (int i = 0; i < 16; i++)
-        p += sprintf(p, "%02x", md[i]);
+    hex_encode(md, 16, p);
+    p += 32;
     *p++ = '"';
     *p = '\0';
 }

@@ -23,6 +23,7 @@
 
 #include "cli.h"
 #include "cli_http.h"
+#include "clock.h"
 #include "xalloc.h"
 
 /* ---- output ---------------------------------------------------------------- */
@@ -888,8 +889,7 @@ static int usage_drain(void)
 /* Poll the members until id says drained (0), is gone (0), or secs pass (1). */
 static int wait_drained(const struct cli_opts *o, const char *id, long secs)
 {
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = clock_mono_ms();
     for (;;) {
         json_t *out;
         int rc = call(o, "GET", "/v1/members", NULL, &out);
@@ -906,8 +906,7 @@ static int wait_drained(const struct cli_opts *o, const char *id, long secs)
         json_decref(out);
         if (done)
             return 0;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec - t0.tv_sec >= secs) {
+        if (clock_mono_ms() - t0 >= (int64_t)secs * 1000) {
             fprintf(stderr, "drover: node %s still owns jobs after %ld s\n", id, secs);
             return 1;
         }

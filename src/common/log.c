@@ -10,12 +10,13 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 #include <zookeeper/zookeeper.h>
+
+#include "clock.h"
 
 static enum log_level min_level = LOG_INFO;
 static int out_fd = 2;
@@ -83,14 +84,14 @@ void log_vwrite(enum log_level level, const char *module, const char *fmt, va_li
     if (level < min_level)
         return;
     char line[4096];
-    struct timeval tv;
+    int64_t now = clock_wall_ms();
+    time_t sec = (time_t)(now / 1000);
     struct tm tm;
-    gettimeofday(&tv, NULL);
-    gmtime_r(&tv.tv_sec, &tm);
+    gmtime_r(&sec, &tm);
     int n =
         snprintf(line, sizeof(line), "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s module=%s ",
                  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                 (long)(tv.tv_usec / 1000), level_names[level], module);
+                 (long)(now % 1000), level_names[level], module);
     if (n < 0)
         return;
     int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);

@@ -5,11 +5,10 @@
  */
 #include "loopwatch.h"
 
-#include <time.h>
-
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "clock.h"
 #include "log.h"
 #include "promtext.h"
 #include "xalloc.h"
@@ -24,17 +23,10 @@ struct loopwatch {
     struct prom_histo lag;
 };
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void arm(struct loopwatch *w)
 {
     struct timeval tv = {0, LOOPWATCH_TICK_MS * 1000};
-    w->due_ms = mono_ms() + LOOPWATCH_TICK_MS;
+    w->due_ms = clock_mono_ms() + LOOPWATCH_TICK_MS;
     evtimer_add(w->tick, &tv);
 }
 
@@ -43,7 +35,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct loopwatch *w = arg;
-    int64_t late = mono_ms() - w->due_ms;
+    int64_t late = clock_mono_ms() - w->due_ms;
     if (late < 0)
         late = 0;
     w->ticks++;

@@ -21,6 +21,7 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
+#include "hex.h"
 #include "resbundle.h"
 #include "xalloc.h"
 
@@ -132,8 +133,7 @@ void resbundle_sha256_hex(const void *data, size_t n, char out[65])
 {
     unsigned char md[SHA256_DIGEST_LENGTH];
     SHA256(data, n, md);
-    for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    hex_encode(md, SHA256_DIGEST_LENGTH, out);
 }
 
 static int mkdirs(const char *dir, const char *rel, struct drv_err *err)

@@ -1,7 +1,6 @@
 /*
  * seal: AES-256-GCM sealing of secrets (seal.h).
  */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,25 +9,10 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "hex.h"
 #include "seal.h"
 #include "config.h"
 #include "xalloc.h"
-
-static int from_hex(const char *s, unsigned char *out, size_t max, size_t *n)
-{
-    size_t len = strlen(s);
-    if (len % 2 || len / 2 > max)
-        return -1;
-    for (size_t i = 0; i < len / 2; i++) {
-        unsigned v;
-        if (!isxdigit((unsigned char)s[2 * i]) || !isxdigit((unsigned char)s[2 * i + 1]) ||
-            sscanf(s + 2 * i, "%2x", &v) != 1)
-            return -1;
-        out[i] = (unsigned char)v;
-    }
-    *n = len / 2;
-    return 0;
-}
 
 int seal_key_load(const char *path, unsigned char key[32], struct drv_err *err)
 {
@@ -39,7 +23,7 @@ int seal_key_load(const char *path, unsigned char key[32], struct drv_err *err)
         return rc;
     }
     size_t got = 0;
-    if (strlen(buf) != 64 || from_hex(buf, key, 32, &got) != 0 || got != 32)
+    if (strlen(buf) != 64 || hex_decode(buf, key, 32, &got) != 0 || got != 32)
         rc = drv_err_set(err, DRV_EINVAL, 0,
                          "secrets.key_file \"%s\": expected 64 hex digits (openssl rand -hex 32)",
                          path);

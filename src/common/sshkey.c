@@ -18,7 +18,9 @@
  *                 base64, lines of 70, between the BEGIN and END lines
  *
  * ("string" is a uint32 big-endian length and the bytes.) Every buffer that
- * held secret bytes is wiped with OPENSSL_cleanse before it is freed.
+ * held secret bytes is wiped before it is freed: the encodings are built in
+ * secret strbufs (wiped as they grow and on release), the rest with
+ * OPENSSL_cleanse.
  */
 #include "sshkey.h"
 
@@ -29,55 +31,23 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "strbuf.h"
 #include "xalloc.h"
 
 #define KEYTYPE "ssh-ed25519"
 
-struct buf {
-    unsigned char *p;
-    size_t n, cap;
-};
-
-static void buf_put(struct buf *b, const void *data, size_t len)
-{
-    if (b->n + len > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < b->n + len)
-            cap *= 2;
-        unsigned char *np = xmalloc(cap);
-        if (b->n)
-            memcpy(np, b->p, b->n);
-        if (b->p) {
-            OPENSSL_cleanse(b->p, b->cap);
-            free(b->p);
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, data, len);
-    b->n += len;
-}
-
-static void buf_u32(struct buf *b, uint32_t v)
+/* The encodings' pieces, on a strbuf; every buffer here is secret (STRBUF_INIT_SECRET). */
+static void buf_u32(struct strbuf *b, uint32_t v)
 {
     unsigned char x[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
                           (unsigned char)(v >> 8), (unsigned char)v};
-    buf_put(b, x, 4);
+    strbuf_add(b, x, 4);
 }
 
-static void buf_string(struct buf *b, const void *data, size_t len)
+static void buf_string(struct strbuf *b, const void *data, size_t len)
 {
     buf_u32(b, (uint32_t)len);
-    buf_put(b, data, len);
-}
-
-static void buf_wipe(struct buf *b)
-{
-    if (b->p) {
-        OPENSSL_cleanse(b->p, b->cap);
-        free(b->p);
-    }
-    memset(b, 0, sizeof(*b));
+    strbuf_add(b, data, len);
 }
 
 /* Base64 of len bytes, no newlines, NUL-terminated; owned by the caller. */
@@ -98,7 +68,7 @@ static int tls_err(struct drv_err *err, const char *what)
     return drv_err_set(err, DRV_ETLS, (int)e, "%s failed%s%s", what, e ? ": " : "", detail);
 }
 
-static void public_blob(struct buf *b, const unsigned char pub[32])
+static void public_blob(struct strbuf *b, const unsigned char pub[32])
 {
     buf_string(b, KEYTYPE, strlen(KEYTYPE));
     buf_string(b, pub, 32);
@@ -107,7 +77,7 @@ static void public_blob(struct buf *b, const unsigned char pub[32])
 static char *private_pem(const unsigned char seed[32], const unsigned char pub[32],
                          const char *comment)
 {
-    struct buf body = {0}, sec = {0}, pb = {0};
+    struct strbuf body = STRBUF_INIT_SECRET, sec = STRBUF_INIT_SECRET, pb = STRBUF_INIT_SECRET;
     uint32_t check;
     RAND_bytes((unsigned char *)&check, sizeof(check));
     buf_u32(&sec, check);
@@ -120,23 +90,23 @@ static char *private_pem(const unsigned char seed[32], const unsigned char pub[3
     buf_string(&sec, both, 64);
     OPENSSL_cleanse(both, sizeof(both));
     buf_string(&sec, comment, strlen(comment));
-    for (unsigned char pad = 1; sec.n % 8 != 0; pad++)
-        buf_put(&sec, &pad, 1);
+    for (unsigned char pad = 1; sec.len % 8 != 0; pad++)
+        strbuf_addch(&sec, pad);
 
     static const char magic[] = "openssh-key-v1"; /* with its NUL */
-    buf_put(&body, magic, sizeof(magic));
+    strbuf_add(&body, magic, sizeof(magic));
     buf_string(&body, "none", 4);
     buf_string(&body, "none", 4);
     buf_string(&body, "", 0);
     buf_u32(&body, 1);
     public_blob(&pb, pub);
-    buf_string(&body, pb.p, pb.n);
-    buf_string(&body, sec.p, sec.n);
-    buf_wipe(&sec);
-    buf_wipe(&pb);
+    buf_string(&body, pb.buf, pb.len);
+    buf_string(&body, sec.buf, sec.len);
+    strbuf_release(&sec);
+    strbuf_release(&pb);
 
-    char *enc = b64(body.p, body.n);
-    buf_wipe(&body);
+    char *enc = b64((const unsigned char *)body.buf, body.len);
+    strbuf_release(&body);
     size_t elen = strlen(enc);
     static const char begin[] = "-----BEGIN OPENSSH PRIVATE KEY-----\n";
     static const char end[] = "-----END OPENSSH PRIVATE KEY-----\n";
@@ -181,10 +151,10 @@ int sshkey_generate(const char *comment, struct sshkey_pair *kp, struct drv_err 
     }
     EVP_PKEY_free(key);
 
-    struct buf pb = {0};
+    struct strbuf pb = STRBUF_INIT_SECRET;
     public_blob(&pb, pub);
-    char *enc = b64(pb.p, pb.n);
-    buf_wipe(&pb);
+    char *enc = b64((const unsigned char *)pb.buf, pb.len);
+    strbuf_release(&pb);
     kp->public_line =
         *comment ? xasprintf("%s %s %s", KEYTYPE, enc, comment) : xasprintf("%s %s", KEYTYPE, enc);
     free(enc);

@@ -333,9 +333,6 @@ const char *coord__basename(const char *path);
 char *coord__parent(const char *path);
 void coord__stat_of(const struct Stat *z, struct coord_stat *c);
 
-int64_t coord__now_ms(void); /* wall clock */
-long coord__mono_ms(void);   /* monotonic */
-
 /* ---- lock.c, for txn.c: the fence of a commit ---------------------------------- */
 
 /* Is l held in attempt *attempt? Its node then. */

@@ -46,6 +46,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
+#include "clock.h"
 #include "jsoncheck.h"
 #include "log.h"
 #include "queue_int.h"
@@ -543,7 +544,7 @@ static void put_start(struct coord_queue *q, void *arg)
         return;
     }
     p->id = ++q->s->uniq;
-    unsigned long long t = (unsigned long long)coord__now_ms();
+    unsigned long long t = (unsigned long long)clock_wall_ms();
     p->paths = xcalloc(p->n, sizeof(char *));
     for (size_t i = 0; i < p->n; i++) {
         unsigned k = q->rr++ % q->shards;
@@ -632,7 +633,7 @@ int coord_txn_queue_put(struct coord_txn *t, struct coord_queue *q, const char *
         return DRV_EINVAL;
     unsigned k = (unsigned)(coord_hash64(key, strlen(key)) % q->shards);
     char *name = xasprintf("i%d-%011llx-k%s", COORD_QUEUE_MAX_PRIORITY - priority,
-                           (unsigned long long)coord__now_ms(), key);
+                           (unsigned long long)clock_wall_ms(), key);
     char *item = xasprintf("%s/items/s%02u/%s", q->path, k, name);
     char *key_path = xasprintf("%s/keys/%s", q->path, key);
     char *key_json = xasprintf("{\"item\":\"s%02u/%s\"}", k, name);

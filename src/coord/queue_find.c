@@ -25,6 +25,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "log.h"
 #include "queue_int.h"
 #include "xalloc.h"
@@ -53,7 +54,7 @@ static void stats_part(struct stats *st)
     if (--st->pending > 0)
         return;
     if (st->oldest) {
-        int64_t age = coord__now_ms() - st->oldest;
+        int64_t age = clock_wall_ms() - st->oldest;
         st->st.oldest_age_ms = age > 0 ? age : 0;
     }
     st->cb(st->rc ? NULL : &st->st, st->rc, st->arg);

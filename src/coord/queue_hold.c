@@ -48,6 +48,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
+#include "clock.h"
 #include "log.h"
 #include "queue_int.h"
 #include "xalloc.h"
@@ -174,7 +175,7 @@ static void arm_fire(void *owner)
 {
     struct coord_queue *q = owner;
     q->arm_ev = NULL;
-    long now = coord__mono_ms();
+    long now = clock_mono_ms();
     while (!q->dead && q->fifo_head && q->fifo_head->since_ms + ARM_MS <= now) {
         struct held *h = q->fifo_head;
         fifo_unlink(q, h);
@@ -199,7 +200,7 @@ static void arm_schedule(struct coord_queue *q)
 {
     if (q->arm_ev || !q->fifo_head || q->dead)
         return;
-    long ms = q->fifo_head->since_ms + ARM_MS - coord__mono_ms();
+    long ms = q->fifo_head->since_ms + ARM_MS - clock_mono_ms();
     q->refs++;
     q->arm_ev = coord__timer(q->s, ms > 0 ? (int)ms : 0, arm_fire, q);
 }
@@ -215,7 +216,7 @@ void coord__q_hold_add(struct coord_queue *q, const char *id, unsigned gen)
     h->gen = gen;
     h->st = H_HELD;
     h->busy = 0;
-    h->since_ms = coord__mono_ms();
+    h->since_ms = clock_mono_ms();
     fifo_unlink(q, h);
     h->fprev = q->fifo_tail;
     if (q->fifo_tail)

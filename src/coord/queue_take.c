@@ -40,6 +40,7 @@
 
 #include <event2/event.h>
 
+#include "clock.h"
 #include "log.h"
 #include "queue_int.h"
 #include "xalloc.h"
@@ -247,7 +248,7 @@ static void claim(struct coord_queue *q, unsigned shard, char **names, int n)
         if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
             *c = '_';
     snprintf(data, sizeof(data), "{\"consumer\":\"%s\",\"session\":\"0x%llx\",\"ms\":%lld}", cq,
-             (unsigned long long)coord_session_id(q->s), (long long)coord__now_ms());
+             (unsigned long long)coord_session_id(q->s), (long long)clock_wall_ms());
     struct coord__op *m = coord__op_new(q->s, claim_done, a);
     coord__op_bind(m, a->gen);
     coord__multi_init(m, 2 * n);

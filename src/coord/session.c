@@ -52,6 +52,7 @@
 
 #include <event2/event.h>
 
+#include "clock.h"
 #include "coord_int.h"
 #include "log.h"
 #include "xalloc.h"
@@ -178,7 +179,7 @@ static void suspect(struct coord_session *s, const char *why)
     if (s->suspected)
         return;
     log_warn(MOD, "event=session-suspect reason=%s session=0x%llx silent_ms=%ld timeout_ms=%d", why,
-             (unsigned long long)coord_session_id(s), coord__mono_ms() - s->last_ok_ms,
+             (unsigned long long)coord_session_id(s), (long)(clock_mono_ms() - s->last_ok_ms),
              timeout_of(s));
     s->suspected = true;
     tell(s, COORD__SUSPECT);
@@ -205,7 +206,7 @@ void coord__answered(struct coord_session *s, const struct coord__op *op)
     if (op->issued_ms > s->last_ok_ms)
         s->last_ok_ms = op->issued_ms;
     if (s->silent && s->zh && zoo_state(s->zh) == ZOO_CONNECTED_STATE &&
-        coord__mono_ms() - s->last_ok_ms < timeout_of(s) / 2) {
+        clock_mono_ms() - s->last_ok_ms < timeout_of(s) / 2) {
         log_info(MOD, "event=session-heard-again session=0x%llx",
                  (unsigned long long)coord_session_id(s));
         cancel_suspect(s);
@@ -233,7 +234,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         return;
     s->cb_depth++;
     int t = timeout_of(s);
-    long quiet = coord__mono_ms() - s->last_ok_ms;
+    long quiet = clock_mono_ms() - s->last_ok_ms;
     if (s->state == COORD_CONNECTED && quiet >= t / 2) {
         s->silent = true;
         report(s, COORD_SUSPENDED);
@@ -294,7 +295,7 @@ void coord__session_event(struct coord_session *s, int state)
             s->state == COORD_EXPIRED || (s->state == COORD_CONNECTING && s->ever_connected);
         s->ever_connected = true;
         cancel_suspect(s);
-        s->last_ok_ms = coord__mono_ms();
+        s->last_ok_ms = clock_mono_ms();
         arm_tick(s);
         if (renew)
             tell(s, COORD__NEW_SESSION);
@@ -305,7 +306,7 @@ void coord__session_event(struct coord_session *s, int state)
             cancel_suspect(s);
             /* A third of the timeout from now, or half of it from the last answer. */
             int t = timeout_of(s);
-            long ms = s->last_ok_ms + t / 2 - coord__mono_ms();
+            long ms = s->last_ok_ms + t / 2 - clock_mono_ms();
             if (ms > t / 3)
                 ms = t / 3;
             s->suspect_timer = coord__timer(s, ms > 0 ? (int)ms : 0, on_suspect, s);
@@ -411,14 +412,7 @@ fail:
 
 int coord_session_wait_connected(struct coord_session *s, int timeout_ms, struct drv_err *err)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = clock_wall_after(timeout_ms); /* s->cond runs on CLOCK_REALTIME */
     int rc = 0;
     pthread_mutex_lock(&s->mu);
     while (s->zk_state != ZOO_CONNECTED_STATE && s->zk_state != ZOO_AUTH_FAILED_STATE) {
@@ -485,9 +479,7 @@ static void destroy(struct coord_session *s)
      * release, a queue's completes), for at most 2 s: the client library
      * does not complete every kind of request when closed under it.
      */
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 2;
+    struct timespec until = clock_wall_after(2000);
     while (s->inflight > 0 && s->zh && zoo_state(s->zh) == ZOO_CONNECTED_STATE) {
         pthread_mutex_lock(&s->mu);
         s->draining = true;

@@ -248,17 +248,3 @@ void coord__stat_of(const struct Stat *z, struct coord_stat *c)
                              .data_length = z->dataLength,
                              .num_children = z->numChildren};
 }
-
-int64_t coord__now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-long coord__mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}

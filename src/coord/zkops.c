@@ -34,6 +34,7 @@
 
 #include <event2/event.h>
 
+#include "clock.h"
 #include "coord_int.h"
 #include "log.h"
 #include "xalloc.h"
@@ -314,7 +315,7 @@ static void issued(struct coord__op *op, int zrc)
 {
     struct coord_session *s = op->s;
     op->counted = true;
-    op->issued_ms = coord__mono_ms();
+    op->issued_ms = clock_mono_ms();
     s->inflight++;
     if (zrc == ZOK)
         return;

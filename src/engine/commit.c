@@ -54,17 +54,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
 #include "planner.h"
 #include "store.h"
+#include "strbuf.h"
 #include "strmap.h"
 #include "taskmsg.h"
 #include "xalloc.h"
@@ -225,57 +226,57 @@ struct pgb {
     size_t n_tasks;
 };
 
-static void task_row(struct ebuf *b, const struct eplan *p, uint32_t i, bool first)
+static void task_row(struct strbuf *b, const struct eplan *p, uint32_t i, bool first)
 {
     const struct engine_task_rec *r = &p->recs[i];
-    ebuf_printf(b, "%s{\"p\":\"%c\",\"i\":%u,\"st\":\"%s\",\"at\":%u,\"w\":", first ? "" : ",",
+    strbuf_addf(b, "%s{\"p\":\"%c\",\"i\":%u,\"st\":\"%s\",\"at\":%u,\"w\":", first ? "" : ",",
                 p->phase, i, engine_task_state_name((enum engine_task_state)r->state), r->attempt);
-    ebuf_jstr(b, p->worker[i]);
+    engine__pg_jstr(b, p->worker[i]);
     if (p->t_start[i])
-        ebuf_printf(b, ",\"s\":%lld", (long long)p->t_start[i]);
+        strbuf_addf(b, ",\"s\":%lld", (long long)p->t_start[i]);
     if (p->t_end[i] && (r->state == ENGINE_TS_SUCCEEDED || r->state == ENGINE_TS_FAILED))
-        ebuf_printf(b, ",\"e\":%lld", (long long)p->t_end[i]);
-    ebuf_add(b, "}", 1);
+        strbuf_addf(b, ",\"e\":%lld", (long long)p->t_end[i]);
+    strbuf_addch(b, '}');
 }
 
-static void attempt_row(struct ebuf *b, const struct ejob *j, const struct erun *run, bool first)
+static void attempt_row(struct strbuf *b, const struct ejob *j, const struct erun *run, bool first)
 {
     const struct eplan *p = run->phase == 'f' ? &j->fwd : &j->rb;
     const char *task = p->plan && run->idx < p->n ? p->plan->tasks[run->idx].id : "?";
     json_t *d = run->data;
     const char *status = json_string_value(json_object_get(d, "status"));
     const char *st = status && strcmp(status, "ok") == 0 ? "succeeded" : status ? "failed" : "lost";
-    ebuf_printf(b, "%s{\"p\":\"%c\",\"t\":", first ? "" : ",", run->phase);
-    ebuf_jstr(b, task);
-    ebuf_printf(b, ",\"a\":%u,\"r\":", run->attempt);
-    ebuf_jstr(b, run->name);
-    ebuf_add(b, ",\"w\":", 5);
-    ebuf_jstr(b, json_string_value(json_object_get(d, "worker")));
-    ebuf_printf(b, ",\"st\":\"%s\"", st);
+    strbuf_addf(b, "%s{\"p\":\"%c\",\"t\":", first ? "" : ",", run->phase);
+    engine__pg_jstr(b, task);
+    strbuf_addf(b, ",\"a\":%u,\"r\":", run->attempt);
+    engine__pg_jstr(b, run->name);
+    strbuf_addstr(b, ",\"w\":");
+    engine__pg_jstr(b, json_string_value(json_object_get(d, "worker")));
+    strbuf_addf(b, ",\"st\":\"%s\"", st);
     json_int_t s = json_integer_value(json_object_get(d, "start")),
                e = json_integer_value(json_object_get(d, "end"));
     if (s)
-        ebuf_printf(b, ",\"s\":%lld", (long long)s);
+        strbuf_addf(b, ",\"s\":%lld", (long long)s);
     if (e)
-        ebuf_printf(b, ",\"e\":%lld", (long long)e);
-    ebuf_add(b, ",\"m\":", 5);
-    ebuf_jstr(b, json_string_value(json_object_get(d, "message")));
-    ebuf_add(b, ",\"h\":", 5);
-    ebuf_jstr(b, json_string_value(json_object_get(d, "how")));
-    ebuf_add(b, ",\"tail\":", 8);
-    ebuf_jstr(b, json_string_value(json_object_get(d, "tail")));
+        strbuf_addf(b, ",\"e\":%lld", (long long)e);
+    strbuf_addstr(b, ",\"m\":");
+    engine__pg_jstr(b, json_string_value(json_object_get(d, "message")));
+    strbuf_addstr(b, ",\"h\":");
+    engine__pg_jstr(b, json_string_value(json_object_get(d, "how")));
+    strbuf_addstr(b, ",\"tail\":");
+    engine__pg_jstr(b, json_string_value(json_object_get(d, "tail")));
     json_t *res = json_object_get(d, "result"), *undo = json_object_get(d, "undo");
     if (res) {
         char *t = json_dumps(res, JSON_COMPACT | JSON_ENCODE_ANY);
-        ebuf_printf(b, ",\"res\":%s", t);
+        strbuf_addf(b, ",\"res\":%s", t);
         free(t);
     }
     if (undo) {
         char *t = json_dumps(undo, JSON_COMPACT | JSON_ENCODE_ANY);
-        ebuf_printf(b, ",\"undo\":%s", t);
+        strbuf_addf(b, ",\"undo\":%s", t);
         free(t);
     }
-    ebuf_add(b, "}", 1);
+    strbuf_addch(b, '}');
 }
 
 static void pg_done(int rc, const struct drv_err *err, void *arg);
@@ -317,25 +318,25 @@ static bool pg_flush(struct ejob *j)
         any = true;
     }
     struct eplan *plans[2] = {&j->fwd, &j->rb};
-    struct ebuf tb = {0};
+    struct strbuf tb = STRBUF_INIT;
     for (int k = 0; k < 2; k++) {
         struct eplan *p = plans[k];
         for (size_t i = 0; i < p->n_pg; i++) {
             uint32_t idx = p->pg_list[i];
             p->pg_dirty[idx] = 0;
-            task_row(&tb, p, idx, tb.n == 0);
+            task_row(&tb, p, idx, tb.len == 0);
             g->tasks = xrealloc(g->tasks, (g->n_tasks + 1) * sizeof(*g->tasks));
             g->tasks[g->n_tasks].p = p;
             g->tasks[g->n_tasks++].idx = idx;
         }
         p->n_pg = 0;
     }
-    if (tb.n) {
-        b->tasks = xasprintf("[%s]", tb.p);
-        free(tb.p);
+    if (tb.len) {
+        b->tasks = xasprintf("[%s]", tb.buf);
         any = true;
     }
-    struct ebuf ab = {0};
+    strbuf_release(&tb);
+    struct strbuf ab = STRBUF_INIT;
     size_t pos = 0;
     void *v;
     while (strmap_next(j->runs, &pos, NULL, &v)) {
@@ -343,16 +344,16 @@ static bool pg_flush(struct ejob *j)
         if (run->recorded || run->queued_pg || !run->data ||
             (!run->ended && !engine__run_superseded(j, run)))
             continue;
-        attempt_row(&ab, j, run, ab.n == 0);
+        attempt_row(&ab, j, run, ab.len == 0);
         run->queued_pg = true;
         g->runs = xrealloc(g->runs, (g->n_runs + 1) * sizeof(*g->runs));
         g->runs[g->n_runs++] = run;
     }
-    if (ab.n) {
-        b->attempts = xasprintf("[%s]", ab.p);
-        free(ab.p);
+    if (ab.len) {
+        b->attempts = xasprintf("[%s]", ab.buf);
         any = true;
     }
+    strbuf_release(&ab);
     if (json_object_size(j->pg_nodes)) {
         b->nodes = json_dumps(j->pg_nodes, JSON_COMPACT);
         g->nodes = j->pg_nodes;
@@ -733,12 +734,9 @@ static void zk_settled(struct etxn *t, bool applied)
         if (t->dispatched && !j->dispatched_once) {
             /* For failover and handover figures: the first dispatch of this owner. */
             j->dispatched_once = true;
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            log_info(
-                MOD, "event=first-dispatch job=%s node=%s at_ms=%lld since_acquired_ms=%lld", j->id,
-                j->e->node_id, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
-                (long long)((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - j->t_acquired));
+            int64_t now = clock_wall_ms(); /* wall: compared with other nodes' at_ms */
+            log_info(MOD, "event=first-dispatch job=%s node=%s at_ms=%lld since_acquired_ms=%lld",
+                     j->id, j->e->node_id, (long long)now, (long long)(now - j->t_acquired));
         }
     } else {
         for (size_t i = 0; i < t->n_chunks; i++)

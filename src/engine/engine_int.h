@@ -426,7 +426,6 @@ void engine__observe_end(struct ejob *j, int64_t start_ms, int64_t end_ms);
 /* j was resumed after this node took it over / released after the ring moved it. */
 void engine__observe_takeover(struct ejob *j);
 void engine__observe_handover(struct ejob *j);
-int64_t engine__mono_ms(void);
 /* Does the ring give this job to this node (and is the engine taking jobs)? */
 bool engine__ring_mine(struct engine *e, const char *id);
 /* Is the job announced (in the last listing of /drover/jobs)? */

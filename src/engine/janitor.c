@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "log.h"
@@ -105,6 +106,6 @@ void engine__janitor(struct engine *e)
     e->scanning = true;
     struct scan *s = xcalloc(1, sizeof(*s));
     s->e = e;
-    s->t0 = engine__mono_ms();
+    s->t0 = clock_mono_ms();
     store_submit(e->db, scan_work, scanned, s);
 }

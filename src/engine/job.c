@@ -45,6 +45,7 @@
 
 #include <event2/event.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "job_pg.h"
@@ -57,13 +58,6 @@
 #include "zkpath.h"
 
 #define MOD "engine"
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 bool engine__job_alive(const struct ejob *j)
 {
@@ -189,7 +183,7 @@ static void released(int rc, void *arg)
 {
     struct ejob *j = arg;
     log_info(MOD, "event=job-released job=%s held_ms=%lld confirmed=%d", j->id,
-             (long long)(j->t_acquired ? now_ms() - j->t_acquired : 0), rc == 0);
+             (long long)(j->t_acquired ? clock_wall_ms() - j->t_acquired : 0), rc == 0);
     engine__job_unref(j);
 }
 
@@ -233,7 +227,7 @@ void engine__job_handover(struct ejob *j)
     case EJ_ACTIVE:
         log_info(MOD, "event=job-handover job=%s node=%s", j->id, j->e->node_id);
         j->own = EJ_HANDING_OVER;
-        j->t_handover = engine__mono_ms();
+        j->t_handover = clock_mono_ms();
         engine__job_idle(j);
         break;
     default:
@@ -253,7 +247,7 @@ static void on_lock(struct coord_lock *l, enum coord_lock_event ev, void *arg)
     switch (ev) {
     case COORD_LOCK_ACQUIRED:
         j->token = coord_lock_token(l);
-        j->t_acquired = now_ms();
+        j->t_acquired = clock_wall_ms();
         j->own = EJ_LOADING;
         j->e->stats.taken++;
         log_info(MOD, "event=job-acquired job=%s node=%s token=%lld at_ms=%lld", j->id,
@@ -278,7 +272,7 @@ struct ejob *engine__job_new(struct engine *e, const char *id)
     snprintf(j->id, sizeof(j->id), "%s", id);
     j->refs = 1; /* the engine's map */
     j->own = EJ_CONTENDING;
-    j->t_contend = engine__mono_ms();
+    j->t_contend = clock_mono_ms();
     j->st_ver = -1;
     j->runs = strmap_new();
     j->props = json_object();
@@ -483,7 +477,7 @@ static void on_control(int rc, const char *data, size_t len, const struct coord_
         return;
     json_error_t je;
     json_t *c = json_loadb(data, len, 0, &je);
-    j->control_ms = engine__mono_ms();
+    j->control_ms = clock_mono_ms();
     engine__control_apply(j, json_string_value(json_object_get(c, "want")));
     json_decref(c);
     engine__kick(j);

@@ -21,58 +21,37 @@
 #include "job_pg.h"
 #include "planner.h"
 #include "store.h"
+#include "strbuf.h"
 #include "strmap.h"
 #include "xalloc.h"
 
 #define ROWS_PER_INSERT 10000
 
-/* ---- a text buffer ------------------------------------------------------------------- */
+/* ---- JSON text ----------------------------------------------------------------------- */
 
-void ebuf_add(struct ebuf *b, const char *s, size_t n)
-{
-    XGROW(b->p, b->cap, b->n + n + 1);
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-void ebuf_printf(struct ebuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = xvasprintf(fmt, ap);
-    va_end(ap);
-    ebuf_add(b, s, strlen(s));
-    free(s);
-}
-
-void ebuf_jstr(struct ebuf *b, const char *s)
+void engine__pg_jstr(struct strbuf *b, const char *s)
 {
     if (!s) {
-        ebuf_add(b, "null", 4);
+        strbuf_addstr(b, "null");
         return;
     }
-    ebuf_add(b, "\"", 1);
+    strbuf_addch(b, '"');
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        size_t plain = 0; /* a run that needs no escape, added at once */
+        while (p[plain] && p[plain] != '"' && p[plain] != '\\' && p[plain] >= 0x20)
+            plain++;
+        strbuf_add(b, p, plain);
+        p += plain;
+        if (!*p)
+            break;
         if (*p == '"' || *p == '\\') {
-            char e[2] = {'\\', (char)*p};
-            ebuf_add(b, e, 2);
-        } else if (*p < 0x20) {
-            char e[8];
-            snprintf(e, sizeof(e), "\\u%04x", *p);
-            ebuf_add(b, e, 6);
+            strbuf_addch(b, '\\');
+            strbuf_addch(b, (char)*p);
         } else {
-            ebuf_add(b, (const char *)p, 1);
+            strbuf_addf(b, "\\u%04x", *p);
         }
     }
-    ebuf_add(b, "\"", 1);
-}
-
-char *ebuf_take(struct ebuf *b)
-{
-    char *p = b->p ? b->p : xstrdup("");
-    memset(b, 0, sizeof(*b));
-    return p;
+    strbuf_addch(b, '"');
 }
 
 /* ---- shared ----------------------------------------------------------------------------- */
@@ -205,30 +184,30 @@ void engine__pg_load_free(struct engine__pg_load *l)
 
 char *engine__pg_task_rows(const struct planner_plan *plan, size_t first, size_t n)
 {
-    struct ebuf b = {0};
-    ebuf_add(&b, "[", 1);
+    struct strbuf b = STRBUF_INIT;
+    strbuf_addch(&b, '[');
     for (size_t i = first; i < first + n && i < plan->n_tasks; i++) {
         const struct planner_task *t = &plan->tasks[i];
-        ebuf_printf(&b, "%s{\"i\":%zu,\"id\":", i > first ? "," : "", i);
-        ebuf_jstr(&b, t->id);
-        ebuf_add(&b, ",\"n\":", 5);
-        ebuf_jstr(&b, t->node);
-        ebuf_add(&b, ",\"s\":", 5);
-        ebuf_jstr(&b, t->service);
-        ebuf_add(&b, ",\"a\":", 5);
-        ebuf_jstr(&b, planner_action_name(t->action));
-        ebuf_add(&b, ",\"d\":[", 6);
+        strbuf_addf(&b, "%s{\"i\":%zu,\"id\":", i > first ? "," : "", i);
+        engine__pg_jstr(&b, t->id);
+        strbuf_addstr(&b, ",\"n\":");
+        engine__pg_jstr(&b, t->node);
+        strbuf_addstr(&b, ",\"s\":");
+        engine__pg_jstr(&b, t->service);
+        strbuf_addstr(&b, ",\"a\":");
+        engine__pg_jstr(&b, planner_action_name(t->action));
+        strbuf_addstr(&b, ",\"d\":[");
         for (uint32_t d = 0; d < t->n_deps; d++)
-            ebuf_printf(&b, "%s%u", d ? "," : "", t->deps[d]);
+            strbuf_addf(&b, "%s%u", d ? "," : "", t->deps[d]);
         if (t->strategy.type == PLANNER_STRAT_ONE_BY_ONE)
-            ebuf_add(&b, "],\"g\":\"one-by-one\"}", 19);
+            strbuf_addstr(&b, "],\"g\":\"one-by-one\"}");
         else if (t->strategy.amount)
-            ebuf_printf(&b, "],\"g\":\"parallel:%u\"}", t->strategy.amount);
+            strbuf_addf(&b, "],\"g\":\"parallel:%u\"}", t->strategy.amount);
         else
-            ebuf_add(&b, "],\"g\":null}", 11);
+            strbuf_addstr(&b, "],\"g\":null}");
     }
-    ebuf_add(&b, "]", 1);
-    return ebuf_take(&b);
+    strbuf_addch(&b, ']');
+    return strbuf_detach(&b, NULL);
 }
 
 struct engine__pg_start *engine__pg_start_new(struct ejob *j)

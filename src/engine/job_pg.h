@@ -19,21 +19,14 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "strbuf.h"
 
 struct ejob;
 struct planner_plan;
 
-/* A growable text buffer for the JSON sent as one parameter. */
-struct ebuf {
-    char *p;
-    size_t n, cap;
-};
-void ebuf_add(struct ebuf *b, const char *s, size_t n);
-void ebuf_printf(struct ebuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* s as a JSON string (quoted, escaped); NULL as null. */
-void ebuf_jstr(struct ebuf *b, const char *s);
-/* The text, NUL-terminated (owned by b until taken). */
-char *ebuf_take(struct ebuf *b);
+/* Append s to the JSON text sent as one parameter, as a JSON string (quoted, escaped); NULL as
+ * null. */
+void engine__pg_jstr(struct strbuf *b, const char *s);
 
 /* Load: claim the job with the token (recorded when higher than the one there), read it. */
 struct engine__pg_load {

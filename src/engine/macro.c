@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strbuf.h"
 #include "strmap.h"
 #include "xalloc.h"
 
@@ -215,33 +216,27 @@ static bool has_service(const struct cnode *n, const char *svc)
 
 /* ---- strings and lists ---- */
 
-struct sbuf {
-    char *p;
-    size_t n, cap;
+/* A strbuf that takes nothing more once it would pass MACRO_MAX_OUTPUT, and says so. */
+struct mbuf {
+    struct strbuf sb;
     bool over; /* passed MACRO_MAX_OUTPUT */
 };
+/* clang-format off */
+#define MBUF_INIT {.sb = STRBUF_INIT, .over = false}
+/* clang-format on */
 
-static void sb_add(struct sbuf *b, const char *s, size_t len)
+static void mb_add(struct mbuf *b, const char *s, size_t len)
 {
-    if (b->over || b->n + len > MACRO_MAX_OUTPUT) {
+    if (b->over || b->sb.len + len > MACRO_MAX_OUTPUT) {
         b->over = true;
         return;
     }
-    if (b->n + len + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->n + len + 1)
-            cap *= 2;
-        b->p = xrealloc(b->p, cap);
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, len);
-    b->n += len;
-    b->p[b->n] = '\0';
+    strbuf_add(&b->sb, s, len);
 }
 
-static void sb_str(struct sbuf *b, const char *s)
+static void mb_str(struct mbuf *b, const char *s)
 {
-    sb_add(b, s, strlen(s));
+    mb_add(b, s, strlen(s));
 }
 
 struct list {
@@ -322,7 +317,7 @@ static bool parse_name(struct parser *p, char *out, size_t n)
     return true;
 }
 
-static bool parse_quoted(struct parser *p, struct sbuf *out)
+static bool parse_quoted(struct parser *p, struct mbuf *out)
 {
     skip_ws(p);
     if (p->pos >= p->len || (p->s[p->pos] != '\'' && p->s[p->pos] != '"'))
@@ -334,15 +329,13 @@ static bool parse_quoted(struct parser *p, struct sbuf *out)
             ch = p->s[p->pos++];
             ch = ch == 'n' ? '\n' : ch == 't' ? '\t' : ch;
         }
-        if (out->n >= 4096)
+        if (out->sb.len >= 4096)
             return false;
-        sb_add(out, &ch, 1);
+        mb_add(out, &ch, 1);
     }
     if (p->pos >= p->len)
         return false;
     p->pos++;
-    if (!out->p)
-        sb_add(out, "", 0);
     return true;
 }
 
@@ -519,29 +512,29 @@ static int eval_list(struct parser *p, struct list *l)
     if (parse_name(p, word, sizeof(word)) && strcmp(word, "map") == 0 && eat(p, '(')) {
         struct list in = {0};
         int r = eval_basic(p, &in);
-        struct sbuf fmt = {0};
+        struct mbuf fmt = MBUF_INIT;
         if (r >= 0 && (!eat(p, ',') || !parse_quoted(p, &fmt) || !eat(p, ')')))
             r = perr(p, DRV_EINVAL, "%s", "expected map(<macro>, '<format>')");
         if (r == RES_OK) {
             for (size_t i = 0; i < in.n; i++) {
-                struct sbuf one = {0};
-                for (const char *f = fmt.p; *f; f++) {
+                struct mbuf one = MBUF_INIT;
+                for (const char *f = fmt.sb.buf; *f; f++) {
                     if (f[0] == '$' && f[1] == '$') {
-                        sb_add(&one, "$", 1);
+                        mb_add(&one, "$", 1);
                         f++;
                     } else if (f[0] == '$') {
-                        sb_str(&one, in.v[i]);
+                        mb_str(&one, in.v[i]);
                     } else {
-                        sb_add(&one, f, 1);
+                        mb_add(&one, f, 1);
                     }
                 }
                 if (one.over)
                     r = perr(p, DRV_EINVAL, "%s", "expansion too large");
-                list_add(l, one.p ? one.p : "");
-                free(one.p);
+                list_add(l, one.sb.buf);
+                strbuf_release(&one.sb);
             }
         }
-        free(fmt.p);
+        strbuf_release(&fmt.sb);
         list_free(&in);
         return r;
     }
@@ -550,19 +543,19 @@ static int eval_list(struct parser *p, struct list *l)
 }
 
 /* expr := join(list, 'sep') | list; the text appended to out. */
-static int eval_expr(struct parser *p, struct sbuf *out)
+static int eval_expr(struct parser *p, struct mbuf *out)
 {
     size_t save = p->pos;
     char word[8];
     struct list l = {0};
     const char *sep = ",";
-    struct sbuf sepb = {0};
+    struct mbuf sepb = MBUF_INIT;
     int r;
     if (parse_name(p, word, sizeof(word)) && strcmp(word, "join") == 0 && eat(p, '(')) {
         r = eval_list(p, &l);
         if (r >= 0 && (!eat(p, ',') || !parse_quoted(p, &sepb) || !eat(p, ')')))
             r = perr(p, DRV_EINVAL, "%s", "expected join(<list>, '<separator>')");
-        sep = sepb.p ? sepb.p : "";
+        sep = sepb.sb.buf;
     } else {
         p->pos = save;
         r = eval_list(p, &l);
@@ -573,32 +566,32 @@ static int eval_expr(struct parser *p, struct sbuf *out)
     if (r == RES_OK)
         for (size_t i = 0; i < l.n; i++) {
             if (i)
-                sb_str(out, sep);
-            sb_str(out, l.v[i]);
+                mb_str(out, sep);
+            mb_str(out, l.v[i]);
         }
     list_free(&l);
-    free(sepb.p);
+    strbuf_release(&sepb.sb);
     return r;
 }
 
-static int expand_text(struct cluster *c, const char *in, struct sbuf *out, struct drv_err *err)
+static int expand_text(struct cluster *c, const char *in, struct mbuf *out, struct drv_err *err)
 {
     const char *s = in;
     while (*s) {
         const char *pc = strchr(s, '%');
         if (!pc) {
-            sb_str(out, s);
+            mb_str(out, s);
             break;
         }
-        sb_add(out, s, (size_t)(pc - s));
+        mb_add(out, s, (size_t)(pc - s));
         if (pc[1] == '%') {
-            sb_add(out, "%", 1);
+            mb_add(out, "%", 1);
             s = pc + 2;
             continue;
         }
         const char *end = strchr(pc + 1, '%');
         if (!end) {
-            sb_str(out, pc); /* a lone "%": copied as is */
+            mb_str(out, pc); /* a lone "%": copied as is */
             break;
         }
         size_t blen = (size_t)(end - pc - 1);
@@ -606,7 +599,7 @@ static int expand_text(struct cluster *c, const char *in, struct sbuf *out, stru
         snprintf(whole, sizeof(whole), "%%%.*s%%%s", (int)(blen > 150 ? 150 : blen), pc + 1,
                  blen > 150 ? "..." : "");
         struct parser p = {.s = pc + 1, .len = blen, .whole = whole, .c = c, .err = err};
-        struct sbuf val = {0};
+        struct mbuf val = MBUF_INIT;
         int r = blen ? eval_expr(&p, &val) : perr(&p, DRV_EINVAL, "%s", "empty macro");
         if (r == RES_UNRESOLVED && (c->flags & MACRO_STRICT))
             r = perr(&p, DRV_ENOENT, "%s",
@@ -614,24 +607,22 @@ static int expand_text(struct cluster *c, const char *in, struct sbuf *out, stru
                                             : "nothing on the cluster answers it (no node given "
                                               "for self macros)");
         if (r < 0) {
-            free(val.p);
+            strbuf_release(&val.sb);
             return r;
         }
         if (r == RES_UNRESOLVED)
-            sb_add(out, pc, blen + 2);
-        else if (val.p)
-            sb_add(out, val.p, val.n);
-        free(val.p);
+            mb_add(out, pc, blen + 2);
+        else
+            mb_add(out, val.sb.buf, val.sb.len);
+        strbuf_release(&val.sb);
         s = end + 1;
     }
     if (out->over)
         return drv_err_set(err, DRV_EINVAL, 0, "expansion larger than %u bytes", MACRO_MAX_OUTPUT);
-    if (!out->p)
-        sb_add(out, "", 0);
     return 0;
 }
 
-static int walk(struct cluster *c, const json_t *in, struct sbuf *path, json_t **out,
+static int walk(struct cluster *c, const json_t *in, struct mbuf *path, json_t **out,
                 struct drv_err *err)
 {
     if (json_is_string(in)) {
@@ -640,20 +631,20 @@ static int walk(struct cluster *c, const json_t *in, struct sbuf *path, json_t *
             *out = json_incref((json_t *)in);
             return 0;
         }
-        struct sbuf o = {0};
+        struct mbuf o = MBUF_INIT;
         int rc = expand_text(c, s, &o, err);
         if (rc != 0) {
-            drv_err_prefix(err, "%s", path->p);
-            free(o.p);
+            drv_err_prefix(err, "%s", path->sb.buf);
+            strbuf_release(&o.sb);
             return rc;
         }
-        *out = json_stringn(o.p, o.n);
-        free(o.p);
+        *out = json_stringn(o.sb.buf, o.sb.len);
+        strbuf_release(&o.sb);
         if (!*out)
-            return drv_err_set(err, DRV_EINVAL, 0, "%s: expansion is not UTF-8", path->p);
+            return drv_err_set(err, DRV_EINVAL, 0, "%s: expansion is not UTF-8", path->sb.buf);
         return 0;
     }
-    size_t mark = path->n;
+    size_t mark = path->sb.len;
     if (json_is_object(in)) {
         json_t *o = json_object();
         const char *k;
@@ -661,12 +652,11 @@ static int walk(struct cluster *c, const json_t *in, struct sbuf *path, json_t *
         json_object_foreach((json_t *)in, k, v)
         {
             json_t *x = NULL;
-            if (path->n)
-                sb_add(path, ".", 1);
-            sb_str(path, k);
+            if (path->sb.len)
+                mb_add(path, ".", 1);
+            mb_str(path, k);
             int rc = walk(c, v, path, &x, err);
-            path->n = mark;
-            path->p[mark] = '\0';
+            strbuf_setlen(&path->sb, mark);
             if (rc != 0) {
                 json_decref(o);
                 return rc;
@@ -685,10 +675,9 @@ static int walk(struct cluster *c, const json_t *in, struct sbuf *path, json_t *
             json_t *x = NULL;
             char idx[32];
             snprintf(idx, sizeof(idx), "[%zu]", i);
-            sb_str(path, idx);
+            mb_str(path, idx);
             int rc = walk(c, v, path, &x, err);
-            path->n = mark;
-            path->p[mark] = '\0';
+            strbuf_setlen(&path->sb, mark);
             if (rc != 0) {
                 json_decref(a);
                 return rc;
@@ -733,11 +722,11 @@ int macro_expand(const json_t *in, const struct macro_ctx *ctx, unsigned flags, 
     }
     struct cluster c;
     cluster_init(&c, ctx, flags);
-    struct sbuf pb = {0};
-    sb_str(&pb, path ? path : "value");
+    struct mbuf pb = MBUF_INIT;
+    mb_str(&pb, path ? path : "value");
     json_t *res = NULL;
     int rc = walk(&c, in, &pb, &res, err);
-    free(pb.p);
+    strbuf_release(&pb.sb);
     cluster_release(&c);
     if (rc == 0 && (flags & MACRO_CHECK)) {
         json_decref(res);
@@ -759,15 +748,15 @@ int macro_expand_string(const char *in, const struct macro_ctx *ctx, unsigned fl
         return drv_err_set(err, DRV_EINVAL, 0, "no string to expand");
     struct cluster c;
     cluster_init(&c, ctx, flags);
-    struct sbuf o = {0};
+    struct mbuf o = MBUF_INIT;
     int rc = expand_text(&c, in, &o, err);
     cluster_release(&c);
     if (rc == 0 && out && !(flags & MACRO_CHECK)) {
-        *out = o.p;
+        *out = strbuf_detach(&o.sb, NULL);
         return 0;
     }
     if (rc == 0 && out)
         *out = xstrdup(in);
-    free(o.p);
+    strbuf_release(&o.sb);
     return rc;
 }

@@ -15,21 +15,14 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include <event2/buffer.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "promtext.h"
 #include "strmap.h"
-
-int64_t engine__mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void engine__metrics_init(struct engine *e)
 {
@@ -79,13 +72,13 @@ void engine__observe_takeover(struct ejob *j)
 {
     j->e->stats.resumed++;
     if (j->t_contend)
-        prom_histo_observe(&j->e->h_takeover, (double)(engine__mono_ms() - j->t_contend) / 1000.0);
+        prom_histo_observe(&j->e->h_takeover, (double)(clock_mono_ms() - j->t_contend) / 1000.0);
 }
 
 void engine__observe_handover(struct ejob *j)
 {
     if (j->t_handover)
-        prom_histo_observe(&j->e->h_handover, (double)(engine__mono_ms() - j->t_handover) / 1000.0);
+        prom_histo_observe(&j->e->h_handover, (double)(clock_mono_ms() - j->t_handover) / 1000.0);
 }
 
 void engine_metrics(const struct engine *e, struct evbuffer *out, bool tenants, const char *tenant)

@@ -22,6 +22,7 @@
 #include <openssl/evp.h>
 
 #include "engine_int.h"
+#include "hex.h"
 #include "model.h"
 #include "planner.h"
 #include "planner_model.h"
@@ -32,12 +33,7 @@ void engine__sha256_hex(const char *data, size_t len, char out[65])
     unsigned char md[32];
     unsigned int n = 0;
     EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
-    static const char d[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = d[md[i] >> 4];
-        out[2 * i + 1] = d[md[i] & 15];
-    }
-    out[64] = '\0';
+    hex_encode(md, 32, out);
 }
 
 int engine__op_parse(const char *op, const json_t *request)

@@ -14,64 +14,35 @@
  * Anchors have "action": "anchor" and no node, type or fields. Keys come out
  * in this order, tasks in plan order: same plan, same bytes.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "planner_int.h"
+#include "strbuf.h"
 #include "xalloc.h"
 
-/* ---- text buffer ---- */
-
-struct sbuf {
-    char *s;
-    size_t len, cap;
-};
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    XGROW(b->s, b->cap, b->len + (size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
-static void sb_put(struct sbuf *b, const char *s)
-{
-    size_t n = strlen(s);
-    XGROW(b->s, b->cap, b->len + n + 1);
-    memcpy(b->s + b->len, s, n + 1);
-    b->len += n;
-}
+/* ---- escapes on a strbuf ---- */
 
 /* DOT string body: quotes and backslashes escaped. */
-static void sb_dotstr(struct sbuf *b, const char *s)
+static void sb_dotstr(struct strbuf *b, const char *s)
 {
     size_t n = strlen(s);
-    XGROW(b->s, b->cap, b->len + 2 * n + 1);
-    char *o = b->s + b->len;
+    strbuf_grow(b, 2 * n);
+    char *o = b->buf + b->len;
     for (; *s; s++) {
         if (*s == '"' || *s == '\\')
             *o++ = '\\';
         *o++ = *s;
     }
-    *o = '\0';
-    b->len = (size_t)(o - b->s);
+    strbuf_setlen(b, (size_t)(o - b->buf));
 }
 
 /* A JSON string, escaped as jansson escapes it (so that the two writers agree). */
-static void sb_jstr(struct sbuf *b, const char *s)
+static void sb_jstr(struct strbuf *b, const char *s)
 {
     size_t n = strlen(s);
-    XGROW(b->s, b->cap, b->len + n * 6 + 3);
-    char *o = b->s + b->len;
+    strbuf_grow(b, n * 6 + 2);
+    char *o = b->buf + b->len;
     *o++ = '"';
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         unsigned char ch = *p;
@@ -104,8 +75,7 @@ static void sb_jstr(struct sbuf *b, const char *s)
         }
     }
     *o++ = '"';
-    *o = '\0';
-    b->len = (size_t)(o - b->s);
+    strbuf_setlen(b, (size_t)(o - b->buf));
 }
 
 static json_t *strategy_json(const struct planner_strategy *s)
@@ -272,45 +242,45 @@ static const char *const state_colour[PLANNER_TS_COUNT] = {
 
 char *planner_plan_to_dot(const struct planner_plan *plan, const enum planner_task_state *states)
 {
-    struct sbuf b = {0};
-    sb_printf(&b, "digraph plan {\n  rankdir=LR;\n  node [shape=box, style=filled, "
-                  "fillcolor=white, fontname=\"Helvetica\"];\n");
-    sb_printf(&b, "  label=\"%s\";\n", planner_op_name(plan->op));
+    struct strbuf b = STRBUF_INIT;
+    strbuf_addf(&b, "digraph plan {\n  rankdir=LR;\n  node [shape=box, style=filled, "
+                    "fillcolor=white, fontname=\"Helvetica\"];\n");
+    strbuf_addf(&b, "  label=\"%s\";\n", planner_op_name(plan->op));
     for (size_t i = 0; i < plan->n_tasks; i++) {
         const struct planner_task *t = &plan->tasks[i];
-        sb_put(&b, "  \"");
+        strbuf_addstr(&b, "  \"");
         sb_dotstr(&b, t->id);
         if (t->action == PLANNER_ACT_ANCHOR) {
-            sb_put(&b, "\" [shape=diamond, label=\"");
+            strbuf_addstr(&b, "\" [shape=diamond, label=\"");
             sb_dotstr(&b, t->id);
-            sb_put(&b, "\"");
+            strbuf_addstr(&b, "\"");
         } else {
-            sb_printf(&b, "\" [label=\"%s", planner_action_name(t->action));
+            strbuf_addf(&b, "\" [label=\"%s", planner_action_name(t->action));
             if (t->service) {
-                sb_put(&b, "\\n");
+                strbuf_addstr(&b, "\\n");
                 sb_dotstr(&b, t->service);
             }
-            sb_put(&b, "\\n");
+            strbuf_addstr(&b, "\\n");
             sb_dotstr(&b, t->node);
-            sb_put(&b, "\"");
+            strbuf_addstr(&b, "\"");
         }
         if (states && (unsigned)states[i] < PLANNER_TS_COUNT)
-            sb_printf(&b, ", fillcolor=%s, tooltip=\"%s\"", state_colour[states[i]],
-                      planner_state_name(states[i]));
-        sb_put(&b, "];\n");
+            strbuf_addf(&b, ", fillcolor=%s, tooltip=\"%s\"", state_colour[states[i]],
+                        planner_state_name(states[i]));
+        strbuf_addstr(&b, "];\n");
     }
     for (size_t i = 0; i < plan->n_tasks; i++) {
         const struct planner_task *t = &plan->tasks[i];
         for (uint32_t d = 0; d < t->n_deps; d++) {
-            sb_put(&b, "  \"");
+            strbuf_addstr(&b, "  \"");
             sb_dotstr(&b, plan->tasks[t->deps[d]].id);
-            sb_put(&b, "\" -> \"");
+            strbuf_addstr(&b, "\" -> \"");
             sb_dotstr(&b, t->id);
-            sb_put(&b, "\";\n");
+            strbuf_addstr(&b, "\";\n");
         }
     }
-    sb_put(&b, "}\n");
-    return b.s;
+    strbuf_addstr(&b, "}\n");
+    return strbuf_detach(&b, NULL);
 }
 
 /* ---- JSON text, written directly ---- */
@@ -323,35 +293,35 @@ char *planner_plan_to_dot(const struct planner_plan *plan, const enum planner_ta
  */
 static char *json_text(const struct planner_plan *plan, size_t *len, int lines)
 {
-    struct sbuf b = {0};
+    struct strbuf b = STRBUF_INIT;
     enum { NCACHE = 64 };
     const json_t *ck[NCACHE] = {0};
     char *cv[NCACHE] = {0};
     size_t cn = 0, cnext = 0;
-    sb_printf(&b, "{\"format_version\":%d,\"operation\":\"%s\",", plan->format_version,
-              planner_op_name(plan->op));
+    strbuf_addf(&b, "{\"format_version\":%d,\"operation\":\"%s\",", plan->format_version,
+                planner_op_name(plan->op));
     if (plan->rollback_of >= 0)
-        sb_printf(&b, "\"rollback_of\":\"%s\",", planner_op_name(plan->rollback_of));
-    sb_printf(&b, "\"max_per_node\":%d,\"tasks\":[", plan->max_per_node);
+        strbuf_addf(&b, "\"rollback_of\":\"%s\",", planner_op_name(plan->rollback_of));
+    strbuf_addf(&b, "\"max_per_node\":%d,\"tasks\":[", plan->max_per_node);
     for (size_t i = 0; i < plan->n_tasks; i++) {
         const struct planner_task *t = &plan->tasks[i];
         if (i)
-            sb_put(&b, ",");
-        sb_put(&b, lines ? "\n{\"id\":" : "{\"id\":");
+            strbuf_addstr(&b, ",");
+        strbuf_addstr(&b, lines ? "\n{\"id\":" : "{\"id\":");
         sb_jstr(&b, t->id);
         if (t->node) {
-            sb_put(&b, ",\"node\":");
+            strbuf_addstr(&b, ",\"node\":");
             sb_jstr(&b, t->node);
         }
         if (t->service) {
-            sb_put(&b, ",\"service\":");
+            strbuf_addstr(&b, ",\"service\":");
             sb_jstr(&b, t->service);
         }
-        sb_put(&b, ",\"action\":\"");
-        sb_put(&b, planner_action_name(t->action));
-        sb_put(&b, "\"");
+        strbuf_addstr(&b, ",\"action\":\"");
+        strbuf_addstr(&b, planner_action_name(t->action));
+        strbuf_addstr(&b, "\"");
         if (t->type) {
-            sb_put(&b, ",\"type\":");
+            strbuf_addstr(&b, ",\"type\":");
             sb_jstr(&b, t->type);
         }
         if (t->fields) {
@@ -371,41 +341,39 @@ static char *json_text(const struct planner_plan *plan, size_t *len, int lines)
                 f = d;
                 cnext = (cnext + 1) % NCACHE;
             }
-            sb_put(&b, ",\"fields\":");
-            sb_put(&b, f);
+            strbuf_addstr(&b, ",\"fields\":");
+            strbuf_addstr(&b, f);
         }
         if (t->action != PLANNER_ACT_ANCHOR) {
             if (t->strategy.type == PLANNER_STRAT_ONE_BY_ONE)
-                sb_put(&b, ",\"strategy\":{\"type\":\"one-by-one\"}");
+                strbuf_addstr(&b, ",\"strategy\":{\"type\":\"one-by-one\"}");
             else if (t->strategy.amount > 0)
-                sb_printf(&b, ",\"strategy\":{\"type\":\"parallel\",\"amount\":%u}",
-                          t->strategy.amount);
+                strbuf_addf(&b, ",\"strategy\":{\"type\":\"parallel\",\"amount\":%u}",
+                            t->strategy.amount);
             else
-                sb_put(&b, ",\"strategy\":{\"type\":\"parallel\"}");
+                strbuf_addstr(&b, ",\"strategy\":{\"type\":\"parallel\"}");
         }
-        sb_put(&b, ",\"deps\":[");
+        strbuf_addstr(&b, ",\"deps\":[");
         for (uint32_t d = 0; d < t->n_deps; d++) {
             if (d)
-                sb_put(&b, ",");
+                strbuf_addstr(&b, ",");
             sb_jstr(&b, plan->tasks[t->deps[d]].id);
         }
-        sb_put(&b, "]");
+        strbuf_addstr(&b, "]");
         if (t->inverse_of) {
-            sb_put(&b, ",\"inverse_of\":");
+            strbuf_addstr(&b, ",\"inverse_of\":");
             sb_jstr(&b, t->inverse_of);
         }
         if (t->restore) {
-            sb_put(&b, ",\"restore\":");
+            strbuf_addstr(&b, ",\"restore\":");
             sb_jstr(&b, t->restore);
         }
-        sb_put(&b, "}");
+        strbuf_addstr(&b, "}");
     }
-    sb_put(&b, lines ? "\n]}\n" : "]}");
+    strbuf_addstr(&b, lines ? "\n]}\n" : "]}");
     for (size_t k = 0; k < cn; k++)
         free(cv[k]);
-    if (len)
-        *len = b.len;
-    return b.s;
+    return strbuf_detach(&b, len);
 }
 
 char *planner_plan_to_json_text(const struct planner_plan *plan, size_t *len)
@@ -434,18 +402,16 @@ json_t *planner_stages_to_json(const struct planner_plan *plan, const struct pla
 
 char *planner_stages_to_text(const struct planner_plan *plan, const struct planner_stages *st)
 {
-    struct sbuf b = {0};
-    sb_printf(&b, "%s: %zu tasks in %zu stages\n", planner_op_name(plan->op), plan->n_tasks,
-              st->n_stages);
+    struct strbuf b = STRBUF_INIT;
+    strbuf_addf(&b, "%s: %zu tasks in %zu stages\n", planner_op_name(plan->op), plan->n_tasks,
+                st->n_stages);
     for (size_t s = 0; s < st->n_stages; s++) {
-        sb_printf(&b, "stage %zu (%zu tasks)\n", s + 1, st->start[s + 1] - st->start[s]);
+        strbuf_addf(&b, "stage %zu (%zu tasks)\n", s + 1, st->start[s + 1] - st->start[s]);
         for (size_t k = st->start[s]; k < st->start[s + 1]; k++) {
-            sb_put(&b, "  ");
-            sb_put(&b, plan->tasks[st->tasks[k]].id);
-            sb_put(&b, "\n");
+            strbuf_addstr(&b, "  ");
+            strbuf_addstr(&b, plan->tasks[st->tasks[k]].id);
+            strbuf_addstr(&b, "\n");
         }
     }
-    if (b.s == NULL)
-        b.s = xstrdup("");
-    return b.s;
+    return strbuf_detach(&b, NULL);
 }

@@ -54,6 +54,7 @@
 
 #include <event2/event.h>
 
+#include "clock.h"
 #include "log.h"
 #include "worker_int.h"
 #include "xalloc.h"
@@ -74,6 +75,7 @@ struct worker__proc {
     size_t input_len, input_off;
     size_t max_output, tail_cap;
     int timeout_ms;
+    int64_t start_mono_ms; /* for r.elapsed_ms */
     struct worker__proc_result r;
     size_t out_cap;
     char *tail; /* ring buffer of the last tail_cap bytes */
@@ -85,13 +87,6 @@ struct worker__proc {
     worker__proc_done_cb done;
     void *arg;
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void proc_check(const struct worker__proc *p)
 {
@@ -229,7 +224,8 @@ static void finish(struct worker__proc *p)
     if (p->st == P_DONE)
         return;
     p->st = P_DONE;
-    p->r.end_ms = now_ms();
+    p->r.end_ms = clock_wall_ms();
+    p->r.elapsed_ms = clock_mono_ms() - p->start_mono_ms;
     if (p->have_status) {
         if (WIFEXITED(p->wait_status)) {
             p->r.exited = true;
@@ -426,7 +422,7 @@ struct worker__proc *worker__proc_start(struct event_base *base, const struct wo
     cloexec_nonblock(out[0], true);
     cloexec_nonblock(errp[0], true);
     cloexec_nonblock(status[0], true);
-    int64_t start = now_ms();
+    int64_t start = clock_wall_ms(), start_mono = clock_mono_ms();
     pid_t worker = getpid();
     pid_t g = fork();
     if (g < 0) {
@@ -470,6 +466,7 @@ struct worker__proc *worker__proc_start(struct event_base *base, const struct wo
     p->done = done;
     p->arg = arg;
     p->r.start_ms = start;
+    p->start_mono_ms = start_mono;
     if (p->guard_fd < 0) {
         /* No pidfd (an old kernel): cannot wait on the loop. Refuse cleanly. */
         int e = errno;

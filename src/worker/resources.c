@@ -50,6 +50,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "log.h"
 #include "resbundle.h"
@@ -74,7 +75,7 @@ struct rversion {
     enum rv_state st;
     int refs;
     int tries;
-    int64_t last_used;
+    int64_t last_used; /* monotonic */
     char *dir;
     struct evhttp_connection *conn;
     struct event *retry_ev;
@@ -108,13 +109,6 @@ struct unpack {
     struct drv_err err;
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static struct rversion *find(struct worker__res *r, long v)
 {
     for (struct rversion *rv = r->vs; rv; rv = rv->next)
@@ -129,7 +123,7 @@ static struct rversion *add(struct worker__res *r, long v)
     rv->r = r;
     rv->v = v;
     rv->dir = xasprintf("%s/%ld", r->root, v);
-    rv->last_used = now_ms();
+    rv->last_used = clock_mono_ms();
     rv->next = r->vs;
     r->vs = rv;
     return rv;
@@ -154,7 +148,7 @@ static void ended(struct rversion *rv, int rc, const char *msg)
     struct worker__res *r = rv->r;
     if (rc == 0) {
         rv->st = RV_READY;
-        rv->last_used = now_ms();
+        rv->last_used = clock_mono_ms();
         log_info(MOD, "event=resources-ready version=%ld dir=%s", rv->v, rv->dir);
         r->on_ready(r->arg, rv->v, 0, NULL);
         return;
@@ -352,7 +346,7 @@ static void remove_files(struct worker__res *r, struct rversion *rv)
 
 static void gc(struct worker__res *r)
 {
-    int64_t now = now_ms();
+    int64_t now = clock_mono_ms();
     long newest = r->announced;
     for (struct rversion *rv = r->vs; rv; rv = rv->next)
         if (rv->st == RV_READY && rv->v > newest)
@@ -534,7 +528,7 @@ int worker__res_acquire(struct worker__res *r, long version, const char *sha, co
         return DRV_EINVAL; /* in use with another content: wait for nothing, fail */
     if (rv && rv->st == RV_READY && !other) {
         rv->refs++;
-        rv->last_used = now_ms();
+        rv->last_used = clock_mono_ms();
         *dir = rv->dir;
         return 0;
     }
@@ -547,7 +541,7 @@ void worker__res_release(struct worker__res *r, long version)
     struct rversion *rv = find(r, version);
     if (rv && rv->refs > 0) {
         rv->refs--;
-        rv->last_used = now_ms();
+        rv->last_used = clock_mono_ms();
     }
 }
 

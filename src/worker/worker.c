@@ -44,6 +44,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "log.h"
 #include "seal.h"
@@ -83,8 +84,8 @@ struct wqueue {
 struct wctx {
     struct wctx *next;
     char job[24];
-    json_t *ctx; /* NULL while loading */
-    int64_t last_used;
+    json_t *ctx;       /* NULL while loading */
+    int64_t last_used; /* monotonic */
     bool failed;
     json_t *nodes;     /* the job's nodes map (jobs/<id>/nodes), for plugins that want it */
     int64_t nodes_rev; /* its revision (the owner's); -1 before it is read */
@@ -129,7 +130,7 @@ struct worker {
     struct worker__res *res; /* NULL: no sync, worker.resources_dir for every task */
     struct coord_group *peers;
     size_t n_peers;         /* other live workers of this tenant sharing a class */
-    struct strmap *avoided; /* task key -> int64_t * until when this worker passes it over */
+    struct strmap *avoided; /* task key -> int64_t *: passed over until then (monotonic) */
     struct event *avoid_ev; /* the next expiry: look at the queues again */
     char **env;             /* the plugins' base environment */
     size_t n_env;
@@ -141,13 +142,6 @@ struct worker {
     struct worker_stats stats;
     unsigned nonce;
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void pump(struct worker *w);
 static void task_finish(struct wtask *t);
@@ -405,8 +399,7 @@ static void on_plugin_done(const struct worker__proc_result *r, void *arg)
     log_info(MOD, "event=task-ended worker=%s task=%s id=%s status=%s how=\"%s\" ms=%lld", w->id,
              t->key, json_string_value(json_object_get(t->item, "task")),
              json_string_value(json_object_get(t->rec, "status")),
-             json_string_value(json_object_get(t->rec, "how")),
-             (long long)(r->end_ms - r->start_ms));
+             json_string_value(json_object_get(t->rec, "how")), (long long)r->elapsed_ms);
     t->st = WT_COMPLETING;
     complete_send(t);
     task_unref(t);
@@ -417,7 +410,7 @@ static void fail_now(struct wtask *t, const char *why)
     json_object_set_new(t->rec, "status", json_string("failed"));
     json_object_set_new(t->rec, "message", json_string(why));
     json_object_set_new(t->rec, "how", json_string("not run"));
-    json_object_set_new(t->rec, "end", json_integer(now_ms()));
+    json_object_set_new(t->rec, "end", json_integer(clock_wall_ms()));
     log_warn(MOD, "event=task-failed worker=%s task=%s reason=\"%s\"", t->w->id, t->key, why);
     t->st = WT_COMPLETING;
     complete_send(t);
@@ -460,7 +453,7 @@ static void run_plugin(struct wtask *t, const json_t *ctx)
             snprintf(out, sizeof(out), "{\"status\":\"ok\",\"message\":\"noop\"}");
         struct worker__proc_result r = {.exited = true, .out = out};
         r.out_len = strlen(r.out);
-        r.start_ms = r.end_ms = now_ms();
+        r.start_ms = r.end_ms = clock_wall_ms();
         r.err_tail = "";
         t->refs++;
         on_plugin_done(&r, t);
@@ -805,7 +798,7 @@ static void need_context(struct wtask *t)
     t->st = WT_CONTEXT;
     for (struct wctx *c = w->ctxs; c; c = c->next)
         if (strcmp(c->job, t->job) == 0) {
-            c->last_used = now_ms();
+            c->last_used = clock_mono_ms();
             if (c->ctx)
                 run_plugin(t, c->ctx);
             return; /* loading: ctx_ready runs it */
@@ -813,7 +806,7 @@ static void need_context(struct wtask *t)
     struct wctx *c = xcalloc(1, sizeof(*c));
     c->nodes_rev = -1;
     snprintf(c->job, sizeof(c->job), "%s", t->job);
-    c->last_used = now_ms();
+    c->last_used = clock_mono_ms();
     c->next = w->ctxs;
     w->ctxs = c;
     struct ctx_read *cr = xcalloc(1, sizeof(*cr));
@@ -828,7 +821,7 @@ static void need_context(struct wtask *t)
 static void ctx_gc(evutil_socket_t fd, short what, void *arg)
 {
     struct worker *w = arg;
-    int64_t now = now_ms();
+    int64_t now = clock_mono_ms();
     for (struct wctx **pp = &w->ctxs; *pp;) {
         struct wctx *c = *pp;
         bool used = false;
@@ -907,13 +900,13 @@ static bool avoid_skip_cb(const char *key, void *arg)
 {
     struct worker *w = arg;
     int64_t *until = strmap_get(w->avoided, key);
-    return until && *until > now_ms();
+    return until && *until > clock_mono_ms();
 }
 
 static void avoid_expire_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct worker *w = arg;
-    int64_t now = now_ms(), next = 0;
+    int64_t now = clock_mono_ms(), next = 0;
     size_t pos = 0;
     const char *k;
     void *v;
@@ -940,7 +933,7 @@ static void avoid_add(struct worker *w, const char *key)
         until = xmalloc(sizeof(*until));
         strmap_put(w->avoided, key, until);
     }
-    *until = now_ms() + AVOID_MS;
+    *until = clock_mono_ms() + AVOID_MS;
     if (!evtimer_pending(w->avoid_ev, NULL)) {
         struct timeval tv = {AVOID_MS / 1000, (AVOID_MS % 1000) * 1000 + 1000};
         event_add(w->avoid_ev, &tv);
@@ -989,7 +982,7 @@ static void start_task(struct wqueue *wq, struct coord_queue_item *it)
     char sess[32];
     snprintf(sess, sizeof(sess), "0x%llx", (unsigned long long)coord_session_id(w->zk));
     t->rec = json_pack("{s:i, s:s, s:s, s:s, s:I}", "v", TASKMSG_VERSION, "worker", w->id,
-                       "session", sess, "item", it->id, "start", (json_int_t)now_ms());
+                       "session", sess, "item", it->id, "start", (json_int_t)clock_wall_ms());
     t->st = WT_RECORDING;
     record_send(t);
 }
@@ -1160,7 +1153,7 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
     struct timeval tv = {10, 0};
     event_add(w->gc_ev, &tv);
     w->peers = coord_group_watch(zk, ZKPATH_MEMBERS_WORKER, on_peers, w);
-    srand((unsigned)(now_ms() ^ getpid()));
+    srand((unsigned)(clock_wall_ms() ^ getpid()));
     log_info(MOD, "event=worker-ready worker=%s tenant=%s classes=%s concurrency=%u plugins=%zu",
              w->id, w->tenant, classes, w->concurrency, ps->n);
     pump(w);

@@ -45,8 +45,9 @@ struct worker__proc_result {
     size_t out_len;
     char *err_tail; /* the last stderr_tail bytes of standard error, NUL-terminated */
     size_t err_len;
-    int64_t start_ms; /* wall clock */
-    int64_t end_ms;
+    int64_t start_ms;   /* wall clock, for the run record ("end" is end_ms) */
+    int64_t end_ms;     /* wall clock */
+    int64_t elapsed_ms; /* the run's duration, on the monotonic clock */
 };
 
 struct worker__proc;

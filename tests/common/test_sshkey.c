@@ -1,19 +1,39 @@
 /*
  * Unit tests for sshkey: the encodings, checked by decoding them again. That
  * OpenSSH and libssh2 accept the keys is checked against a real sshd by the
- * integration test plugins_sshkey.
+ * integration test plugins_sshkey. free() is wrapped (-Wl,--wrap=free, see
+ * CMakeLists.txt) to check that no block freed while a key is made still holds
+ * the raw private key encoding.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <malloc.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <openssl/evp.h>
 
 #include "sshkey.h"
+
+/* The start of the raw private key encoding, which only the secret buffers hold. */
+static const char magic[] = "openssh-key-v1\0\0\0\0\4none";
+
+void __real_free(void *p);
+void __wrap_free(void *p);
+
+static bool watching;
+static size_t frees_with_magic;
+
+void __wrap_free(void *p)
+{
+    if (p && watching && memmem(p, malloc_usable_size(p), magic, sizeof(magic) - 1))
+        frees_with_magic++;
+    __real_free(p);
+}
 
 static uint32_t be32(const unsigned char *p)
 {
@@ -142,13 +162,31 @@ static void test_bad_input(void **state)
     assert_string_equal(fp, "SHA256:UUNnUEbavUs+w5IPvFFuGP98BRcvQQzN3W8x3I2igIA");
 }
 
+static void test_secrets_wiped(void **state)
+{
+    /* The wrap sees the magic in a block freed (the control). */
+    watching = true;
+    char *control = malloc(64);
+    memcpy(control, magic, sizeof(magic));
+    free(control);
+    assert_int_equal(frees_with_magic, 1);
+    frees_with_magic = 0;
+    for (int i = 0; i < 20; i++) {
+        struct sshkey_pair kp;
+        assert_int_equal(
+            sshkey_generate("a comment long enough to make the buffers grow", &kp, NULL), 0);
+        sshkey_pair_clear(&kp);
+    }
+    watching = false;
+    assert_int_equal(frees_with_magic, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_public_line),
-        cmocka_unit_test(test_private_key_layout),
-        cmocka_unit_test(test_keys_differ),
-        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_public_line),   cmocka_unit_test(test_private_key_layout),
+        cmocka_unit_test(test_keys_differ),   cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_secrets_wiped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "job_pg.h"
 #include "model.h"
 #include "planner.h"
 
@@ -127,11 +128,62 @@ static void test_ops_and_errors(void **state)
     assert_int_equal(engine__plan_build(&in, &o, &err), DRV_EINVAL);
 }
 
+/* The task rows sent to PostgreSQL as one JSON parameter (job_pg.c), and their string escape. */
+static void test_pg_task_rows(void **state)
+{
+    struct strbuf sb = STRBUF_INIT;
+    engine__pg_jstr(&sb, NULL);
+    strbuf_addch(&sb, ' ');
+    engine__pg_jstr(&sb, "");
+    strbuf_addch(&sb, ' ');
+    engine__pg_jstr(&sb, "plain/é \"q\" back\\slash \x01\n\x1f end");
+    assert_string_equal(sb.buf,
+                        "null \"\" \"plain/é \\\"q\\\" back\\\\slash \\u0001\\u000a\\u001f end\"");
+    strbuf_release(&sb);
+
+    json_t *layout = json_pack("{s:[{s:[s,s], s:s, s:s, s:i}]}", "nodes", "services", "base",
+                               "hadoop-hdfs-datanode", "hardwaretype", "standard-small",
+                               "imagetype", "ubuntu14", "count", 2);
+    struct engine__plan_in in = {.op = "create",
+                                 .catalog = rows,
+                                 .template_name = "hadoop-distributed",
+                                 .provider = "aws-us-east-1",
+                                 .target = layout};
+    struct engine__plan_out a;
+    struct drv_err err;
+    if (engine__plan_build(&in, &a, &err) != 0)
+        fail_msg("%s", err.msg);
+    size_t n = a.plan->n_tasks, first = n / 3;
+    char *text = engine__pg_task_rows(a.plan, first, n);
+    json_error_t je;
+    json_t *got = json_loads(text, 0, &je);
+    if (!got)
+        fail_msg("rows are not JSON: %s", je.text);
+    assert_int_equal(json_array_size(got), n - first);
+    for (size_t i = first; i < n; i++) {
+        const struct planner_task *t = &a.plan->tasks[i];
+        json_t *row = json_array_get(got, i - first);
+        assert_int_equal(json_integer_value(json_object_get(row, "i")), i);
+        assert_string_equal(json_string_value(json_object_get(row, "id")), t->id);
+        assert_string_equal(json_string_value(json_object_get(row, "a")),
+                            planner_action_name(t->action));
+        assert_int_equal(json_array_size(json_object_get(row, "d")), t->n_deps);
+    }
+    json_decref(got);
+    free(text);
+    text = engine__pg_task_rows(a.plan, n, 5);
+    assert_string_equal(text, "[]");
+    free(text);
+    engine__plan_out_clear(&a);
+    json_decref(layout);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_is_deterministic),
         cmocka_unit_test(test_ops_and_errors),
+        cmocka_unit_test(test_pg_task_rows),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

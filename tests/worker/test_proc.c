@@ -102,6 +102,7 @@ static void test_exit_and_output(void **state)
     assert_string_equal(o.err, "oops\n");
     assert_false(o.r.timed_out);
     assert_true(o.r.end_ms >= o.r.start_ms);
+    assert_true(o.r.elapsed_ms >= 0);
     outcome_free(&o);
     free(p);
 }
@@ -157,6 +158,8 @@ static void test_timeout_kills_group(void **state)
     struct outcome o = run(p, NULL, 1024, 64, 300, 0);
     assert_true(o.r.timed_out);
     assert_false(o.r.exited);
+    /* The duration is the monotonic one (libevent's coarse clock may fire a few ms early). */
+    assert_true(o.r.elapsed_ms >= 250);
     pid_t bg = read_pid(pidfile);
     assert_true(bg > 0);
     /* SIGKILL is delivered at once; the zombie is reaped by init shortly. */
