@@ -48,6 +48,7 @@
 #include <event2/event.h>
 
 #include "api.h"
+#include "clock.h"
 #include "coord.h"
 #include "engine.h"
 #include "seal.h"
@@ -262,21 +263,100 @@ static void on_joined(int rc, void *arg)
         log_error(MODULE, "event=join_failed group=droverd error=%s", drv_strerror(rc));
 }
 
+/* ---- start: wait for PostgreSQL ------------------------------------------------------ */
+
+/* Set by SIGTERM/SIGINT while the start waits for the database (before the loop's own
+ * signal events exist). */
+static volatile sig_atomic_t start_stop;
+
+static void on_start_signal(int sig)
+{
+    (void)sig;
+    start_stop = 1;
+}
+
+#define PG_WAIT_FIRST_MS 200
+#define PG_WAIT_MAX_MS 5000
+#define PG_WAIT_LOG_MS 10000
+
+/*
+ * The schema, applied once PostgreSQL answers. A node restarted while the
+ * database is down (a crash, a failover, a host started before the database)
+ * waits for it, instead of exiting and leaving its restart to a supervisor:
+ * every failure to connect (DRV_EAGAIN) is retried with a doubling pause up to
+ * 5 s, logged at the first attempt and then every 10 s (event=database-wait),
+ * as long as the server does not answer or does not accept connections yet
+ * (store_worth_waiting); any other failure (a refused login, an unknown
+ * database, a newer schema, a migration's SQL error) ends the start. SIGTERM or SIGINT during the
+ * wait ends it cleanly.
+ *
+ * Exactly one of: 0 (schema in place), 1 (failed: logged), 2 (stopped by a
+ * signal while waiting: logged).
+ */
+static int start_schema(struct node *n, struct drv_err *err)
+{
+    struct sigaction sa = {.sa_handler = on_start_signal}, old_term, old_int;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGINT, &sa, &old_int);
+    char q[600];
+    int pause_ms = PG_WAIT_FIRST_MS, rc = 0;
+    long attempts = 0;
+    int64_t first = clock_mono_ms(), logged = 0;
+    for (;;) {
+        int applied = 0;
+        drv_err_clear(err);
+        rc = store_migrate(n->conf.store.conninfo, n->conf.prog.node_id, &applied, err);
+        attempts++;
+        if (rc == 0) {
+            if (attempts > 1)
+                log_info(MODULE, "event=database-back attempts=%ld waited_ms=%lld", attempts,
+                         (long long)(clock_mono_ms() - first));
+            log_info(MODULE, "event=schema_ready version=%d applied=%d", store_schema_version(),
+                     applied);
+            break;
+        }
+        if (rc != DRV_EAGAIN || !store_worth_waiting(n->conf.store.conninfo)) {
+            log_error(MODULE, "event=migrate_failed error=%s", log_quote(err->msg, q, sizeof(q)));
+            rc = 1;
+            break;
+        }
+        int64_t now = clock_mono_ms();
+        if (attempts == 1 || now - logged >= PG_WAIT_LOG_MS) {
+            log_warn(MODULE, "event=database-wait attempts=%ld waited_ms=%lld error=%s", attempts,
+                     (long long)(now - first), log_quote(err->msg, q, sizeof(q)));
+            sdnotify("STATUS=waiting for postgresql");
+            logged = now;
+        }
+        /* nanosleep returns early on a signal: the flag is seen at once. */
+        struct timespec ts = {pause_ms / 1000, (long)(pause_ms % 1000) * 1000000L};
+        if (!start_stop)
+            nanosleep(&ts, NULL);
+        if (start_stop) {
+            log_info(MODULE, "event=stopped-before-start reason=signal attempts=%ld", attempts);
+            rc = 2;
+            break;
+        }
+        pause_ms = pause_ms * 2 > PG_WAIT_MAX_MS ? PG_WAIT_MAX_MS : pause_ms * 2;
+    }
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGINT, &old_int, NULL);
+    return rc;
+}
+
 static int run(struct node *n)
 {
     struct drv_err err;
     drv_err_clear(&err);
     char q[600];
 
-    /* Schema first: a node that cannot reach the database is of no use. Several
-       nodes starting together serialise on an advisory lock in store_migrate. */
-    int applied = 0;
-    int rc = store_migrate(n->conf.store.conninfo, n->conf.prog.node_id, &applied, &err);
-    if (rc) {
-        log_error(MODULE, "event=migrate_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+    /* Schema first: a node that cannot reach the database is of no use, so it waits for
+       it. Several nodes starting together serialise on an advisory lock in store_migrate. */
+    int rc = start_schema(n, &err);
+    if (rc == 2)
+        return 0;
+    if (rc)
         return 1;
-    }
-    log_info(MODULE, "event=schema_ready version=%d applied=%d", store_schema_version(), applied);
     int created = 0;
     rc = api_bootstrap(n->conf.store.conninfo, n->conf.api.bootstrap_token_file, &created, &err);
     if (rc) {

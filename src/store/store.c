@@ -80,6 +80,12 @@ PGconn *store_connect(const char *conninfo, struct drv_err *err)
     return c;
 }
 
+bool store_worth_waiting(const char *conninfo)
+{
+    PGPing p = PQping(conninfo);
+    return p == PQPING_NO_RESPONSE || p == PQPING_REJECT;
+}
+
 static int sqlstate_code(const char *s)
 {
     if (!s || strlen(s) != 5)

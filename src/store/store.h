@@ -23,6 +23,8 @@
 #ifndef DROVER_STORE_H
 #define DROVER_STORE_H
 
+#include <stdbool.h>
+
 #include <jansson.h>
 #include <libpq-fe.h>
 
@@ -97,6 +99,15 @@ const char *store_sqlstate(const struct drv_err *err, char buf[6]);
 
 /* Connect synchronously (start-up, tools, tests). NULL with err on failure. */
 PGconn *store_connect(const char *conninfo, struct drv_err *err);
+
+/*
+ * After a failed store_connect: is the failure the server's state, worth waiting for?
+ * true when the server does not answer or does not accept connections yet (stopped,
+ * starting, shutting down, in recovery: PQping's NO_RESPONSE and REJECT); false when it
+ * accepts connections, so the failure is the caller's (password, database name, rights),
+ * or when conninfo cannot be used at all (NO_ATTEMPT). Blocks for one connection attempt.
+ */
+bool store_worth_waiting(const char *conninfo);
 
 /* Apply pending migrations; *applied (when not NULL) receives how many this call applied. */
 int store_migrate(const char *conninfo, const char *node_id, int *applied, struct drv_err *err);
