@@ -799,8 +799,7 @@ static void final_done(int rc, const struct drv_err *err, void *arg)
         if (rc == 0) {
             log_info(MOD, "event=job-finished job=%s status=%s node=%s", j->id,
                      engine_phase_status(j->st.phase, j->st.cancel), j->e->node_id);
-            j->own = EJ_FINISHING;
-            engine__job_cleanup(j);
+            engine__job_wind_up(j, false);
         } else if (rc == DRV_ECONFLICT) {
             engine__job_lost(j, err->msg);
         } else {

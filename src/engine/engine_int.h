@@ -1,16 +1,38 @@
 /*
  * engine_int: what the files of src/engine share. Not a public header (tests
- * include it to drive the pure parts alone).
+ * include it to drive the pure parts alone). Sectioned by file, in the order
+ * below; job_pg.h is the PostgreSQL work's own header, macro.h the macros'.
  *
- *   fsm.c       the job's and the task's state machines (pure)
- *   tasklog.c   the task log's and the job state's znode codecs (pure)
- *   dispatch.c  building a task's queue item (pure)
- *   explain.c   why a task waits (pure)
- *   owner.c     which jobs this node owns: ring, job list, locks
- *   job.c       one owned job: load, plan, dispatch, results, finish
- *   commit.c    a job's fenced writes to ZooKeeper and PostgreSQL
- *   job_pg.c    the engine's PostgreSQL queries (pool threads)
- *   janitor.c   periodic duties split by the ring
+ * The files:
+ *
+ *   pure (no I/O; unit-tested alone):
+ *     fsm.c       the job's and the task's state machines, as step functions
+ *     tasklog.c   the task log's and the job state's znode codecs
+ *     plan.c      a job's plan from its pinned inputs (runs on a thread)
+ *     macro.c     the catalogue's %...% macros (drover_macro, macro.h)
+ *   the node:
+ *     engine.c    which jobs this node owns: members, ring, the job list, queues
+ *     janitor.c   periodic duties of this node's share of the ring
+ *     metrics.c   what the engine shows on /metrics
+ *     conf.c      the engine's configuration keys (engine.h)
+ *   one job (struct ejob):
+ *     job.c       the job core: contend, load the rows, handover, control requests,
+ *                 the state machine's driver, the end; the only file that changes
+ *                 j->own and enters a phase
+ *     jobstart.c  phase "start": from the rows to ACTIVE (plan, first start or resume)
+ *     run.c       phase "run": the in-memory task log, run records, dispatch, results
+ *     commit.c    phase "commit": the job's fenced writes (ZooKeeper multi-ops, PostgreSQL)
+ *     sweep.c     phase "sweep": the ZooKeeper subtree removed, then the lock released
+ *     nodes.c     the nodes map and macro expansion, for run.c's dispatch
+ *     job_pg.c    the PostgreSQL work (pool threads; job_pg.h)
+ *
+ * The call rule: the phases call the job core (ref/unref, event, finish,
+ * lost, release, activate, wind_up) and commit.c's engine__kick (write what
+ * is dirty, which any phase may ask for); only job.c enters a phase:
+ * engine__job_start_new and engine__job_resume (jobstart.c),
+ * engine__job_activate (ACTIVE: run.c's watch of the run records) and
+ * engine__job_wind_up (FINISHING: sweep.c). So each transition of j->own is
+ * made in job.c, where its invariants are checked (engine__job_check).
  */
 #ifndef DROVER_ENGINE_INT_H
 #define DROVER_ENGINE_INT_H
@@ -225,7 +247,7 @@ void engine__plan_out_clear(struct engine__plan_out *o);
 int engine__plan_from_text(const char *text, size_t len, struct planner_plan **out,
                            struct drv_err *err);
 
-/* ---- the runtime (engine.c, job.c, run.c, commit.c, job_pg.c) ------------------------ */
+/* ---- the runtime's types (engine.c, job.c and the phases) ----------------------------- */
 
 struct engine;
 struct ejob;
@@ -410,14 +432,23 @@ struct ejob {
     int64_t control_ms;   /* when a control znode's request was last read (ms, monotonic) */
 };
 
-/* engine.c */
+/* ---- engine.c ------------------------------------------------------------------------ */
+
 void engine__reconcile(struct engine *e);
+/* Does the ring give this job to this node (and is the engine taking jobs)? */
+bool engine__ring_mine(struct engine *e, const char *id);
+/* Is the job announced (in the last listing of /drover/jobs)? */
+bool engine__announced(const struct engine *e, const char *id);
+/* A job is gone from this node (lost, released, finished): forget it. */
+void engine__job_gone(struct engine *e, struct ejob *j);
 
-/* job.c: act on a user's "pause", "resume" or "cancel" (the control znode's or, from the
-   janitor, jobs.control's); true when it changed something. */
-bool engine__control_apply(struct ejob *j, const char *want);
+/* ---- janitor.c ----------------------------------------------------------------------- */
 
-/* metrics.c: observations for /metrics. Loop thread. */
+/* Periodic duties of this node's share of the ring. */
+void engine__janitor(struct engine *e);
+
+/* ---- metrics.c: observations for /metrics. Loop thread. ----------------------------- */
+
 void engine__metrics_init(struct engine *e);
 void engine__metrics_free(struct engine *e);
 /* A current attempt of j's started (wait: from its put to its start) or ended. */
@@ -426,54 +457,54 @@ void engine__observe_end(struct ejob *j, int64_t start_ms, int64_t end_ms);
 /* j was resumed after this node took it over / released after the ring moved it. */
 void engine__observe_takeover(struct ejob *j);
 void engine__observe_handover(struct ejob *j);
-/* Does the ring give this job to this node (and is the engine taking jobs)? */
-bool engine__ring_mine(struct engine *e, const char *id);
-/* Is the job announced (in the last listing of /drover/jobs)? */
-bool engine__announced(const struct engine *e, const char *id);
 
-/* janitor.c: periodic duties of this node's share of the ring. */
-void engine__janitor(struct engine *e);
-/* A job is gone from this node (lost, released, finished): forget it. */
-void engine__job_gone(struct engine *e, struct ejob *j);
+/* ---- job.c: the job core ------------------------------------------------------------- */
 
-/* job.c */
 struct ejob *engine__job_new(struct engine *e, const char *id);
+void engine__job_ref(struct ejob *j);
+void engine__job_unref(struct ejob *j);
+/* Is the job still this node's to act on (not DEAD)? */
+bool engine__job_alive(const struct ejob *j);
+/* Asserts the numbered invariants of a job (debug builds). */
+void engine__job_check(const struct ejob *j);
 /* The ring gave the job to another member, or the engine stops: hand it over. */
 void engine__job_handover(struct ejob *j);
 /* The lock is lost: stop touching the job at once. */
 void engine__job_lost(struct ejob *j, const char *why);
-void engine__job_ref(struct ejob *j);
-void engine__job_unref(struct ejob *j);
-/* A row's string column, "" when absent or null. */
-const char *engine__row_str(const json_t *row, const char *k);
-/* The end is decided (the phase is final): flush, final write, clean up, release. */
-void engine__job_finish(struct ejob *j);
 /* Give the lock up now (nothing more is written); the job leaves this node. */
 void engine__job_release(struct ejob *j);
 /* The commit pipeline went idle: a handover waiting for it continues. */
 void engine__job_idle(struct ejob *j);
+/* A row's string column, "" when absent or null. */
+const char *engine__row_str(const json_t *row, const char *k);
+/* The cluster's config for this job (a configure's new one), borrowed, or NULL. */
+json_t *engine__job_config(const struct ejob *j);
+/* LOADING -> ACTIVE: the plan is in memory, or the end is decided. With follow, the job's
+ * queue is opened and its run records watched (run.c): the run phase begins. */
+void engine__job_activate(struct ejob *j, bool follow);
+/* -> FINISHING: remove the job's ZooKeeper subtree (keep_root: the announcement and
+ * control stay, for a start made again), then release (sweep.c). */
+void engine__job_wind_up(struct ejob *j, bool keep_root);
 int engine__job_rollback_plan(struct ejob *j, struct drv_err *err);
+/* Act on a user's "pause", "resume" or "cancel" (the control znode's or, from the
+ * janitor, jobs.control's); true when it changed something. */
+bool engine__control_apply(struct ejob *j, const char *want);
+/* Watch the job's control znode (the API's requests). */
+void engine__control_watch(struct ejob *j);
+/* Feed the job state machine (fsm.c) an event and carry out its actions. */
+void engine__job_event(struct ejob *j, enum engine_job_event ev);
+/* The end is decided (the phase is final): flush, final write, clean up, release. */
+void engine__job_finish(struct ejob *j);
 
-/* jobstart.c: from the rows read to ACTIVE */
+/* ---- jobstart.c: phase "start", from the rows read to ACTIVE -------------------------- */
+
 /* No state znode: plan (on a thread), write the start to PostgreSQL, then the znodes. */
 void engine__job_start_new(struct ejob *j);
 /* A state znode: rebuild the plan, check its digest, read the task log, go on. */
 void engine__job_resume(struct ejob *j);
-/* The cluster's config for this job (a configure's new one), borrowed, or NULL. */
-json_t *engine__job_config(const struct ejob *j);
-void engine__control_watch(struct ejob *j);
-void engine__pg_rollback_tasks(struct ejob *j);
-/* Final status written: remove the job's ZooKeeper subtree, then release. */
-void engine__job_cleanup(struct ejob *j);
-/* Remove the job's znodes (keep_root: the announcement and control stay), then release. */
-void engine__job_sweep(struct ejob *j, bool keep_root);
-/* Feed the job state machine (fsm.c) an event and carry out its actions. */
-void engine__job_event(struct ejob *j, enum engine_job_event ev);
-/* Asserts the numbered invariants of a job (debug builds). */
-void engine__job_check(const struct ejob *j);
-bool engine__job_alive(const struct ejob *j);
 
-/* run.c */
+/* ---- run.c: phase "run" -------------------------------------------------------------- */
+
 int engine__plan_init(struct eplan *p, char phase, struct planner_plan *plan,
                       const struct engine_task_rec *recs, struct drv_err *err);
 /* The planner's bookkeeping from the records (after a start or a read of the task log). */
@@ -483,15 +514,33 @@ void engine__plan_clear(struct eplan *p);
 void engine__task_touch(struct eplan *p, uint32_t idx);
 /* Would dispatch move the task: the planner's next ready tasks. */
 bool engine__run_superseded(const struct ejob *j, const struct erun *run);
+/* Watch the job's run records (jobs/<id>/runs): called by engine__job_activate. */
 void engine__runs_watch(struct ejob *j);
 /* The queue item of task idx of p into *out (new string, taskmsg_item_encode). DRV_EAGAIN:
  * its macros name a node not confirmed yet (dispatch it later); another error: it can never
  * run (err says). */
 int engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup,
                       const char *avoid, char **out, struct drv_err *err);
+/* Take the job's queued items back (cancel, pause, give-up). */
 void engine__withdraw(struct ejob *j);
 
-/* nodes.c */
+/* ---- commit.c: phase "commit" -------------------------------------------------------- */
+
+/* Write what is dirty: the next ZooKeeper multi-op and PostgreSQL batch, when none is in
+ * flight (what comes meanwhile goes in the next round). */
+void engine__kick(struct ejob *j);
+void engine__commit_cancel(struct ejob *j);
+/* The rollback plan's task rows to PostgreSQL. */
+void engine__pg_rollback_tasks(struct ejob *j);
+
+/* ---- sweep.c: phase "sweep" ---------------------------------------------------------- */
+
+/* Remove the job's znodes (keep_root: the announcement and control stay), then release.
+ * Entered through engine__job_wind_up. */
+void engine__job_sweep(struct ejob *j, bool keep_root);
+
+/* ---- nodes.c ------------------------------------------------------------------------- */
+
 void engine__nodes_init(struct ejob *j);
 /* The node's key-values changed: its entry in the map, its chunk, the map's revision. */
 void engine__nodes_touch(struct ejob *j, const char *node);
@@ -506,9 +555,5 @@ int engine__macros_check(struct ejob *j, struct drv_err *err);
 struct planner_task;
 int engine__macros_expand(struct ejob *j, const struct planner_task *t, json_t **fields,
                           json_t **config, struct drv_err *err);
-
-/* commit.c */
-void engine__kick(struct ejob *j);
-void engine__commit_cancel(struct ejob *j);
 
 #endif

@@ -20,8 +20,11 @@
  *   a write already sent fail).
  *
  * This file: contending, loading the rows, handover, control requests, the
- * job's state machine and the end. The way from the rows to ACTIVE (plan,
- * first start or resume from the task log) is jobstart.c.
+ * job's state machine and the end, and every change of own: the phases
+ * (jobstart.c, run.c, commit.c, sweep.c) are entered from here only
+ * (engine__job_activate, engine__job_wind_up; the call rule in engine_int.h).
+ * The way from the rows to ACTIVE (plan, first start or resume from the task
+ * log) is jobstart.c.
  *
  * Invariants (engine__job_check, debug builds):
  *   1. own >= LOADING implies the lock was acquired and token > 0.
@@ -287,6 +290,16 @@ struct ejob *engine__job_new(struct engine *e, const char *id)
     return j;
 }
 
+/* The cluster's config for this job: a configure brings its new one. */
+json_t *engine__job_config(const struct ejob *j)
+{
+    json_t *asked = json_object_get(json_object_get(j->job, "request"), "config");
+    if (strcmp(j->op, "configure") == 0 && json_is_object(asked))
+        return asked;
+    json_t *c = json_object_get(j->cluster, "config");
+    return json_is_object(c) ? c : NULL;
+}
+
 const char *engine__row_str(const json_t *row, const char *k)
 {
     const char *s = json_string_value(json_object_get(row, k));
@@ -359,8 +372,7 @@ static void loaded(int rc, const struct drv_err *err, void *arg)
     if (status_final(status)) {
         /* It ended; only the ZooKeeper subtree may be left. */
         j->st.phase = (enum engine_phase)engine_phase_parse(status);
-        j->own = EJ_FINISHING;
-        engine__job_cleanup(j);
+        engine__job_wind_up(j, false);
         engine__job_unref(j);
         return;
     }
@@ -404,6 +416,23 @@ static void on_state(int rc, const char *data, int version, void *arg)
         engine__job_release(j);
     }
     engine__job_unref(j);
+}
+
+/* ---- entering the phases ---------------------------------------------------------------- */
+
+void engine__job_activate(struct ejob *j, bool follow)
+{
+    j->own = EJ_ACTIVE;
+    if (!follow)
+        return;
+    j->queue = engine__queue(j->e, j->tenant, j->cls);
+    engine__runs_watch(j);
+}
+
+void engine__job_wind_up(struct ejob *j, bool keep_root)
+{
+    j->own = EJ_FINISHING;
+    engine__job_sweep(j, keep_root);
 }
 
 /* ---- the rollback plan ------------------------------------------------------------------ */

@@ -124,7 +124,7 @@ static void fail_unplanned(struct ejob *j, const char *why)
     log_warn(MOD, "event=job-unplannable job=%s reason=\"%s\"", j->id, why);
     snprintf(j->st.error, sizeof(j->st.error), "no plan: %s", why);
     j->st.phase = ENGINE_PH_FAILED;
-    j->own = EJ_ACTIVE;
+    engine__job_activate(j, false);
     engine__job_finish(j);
 }
 
@@ -151,16 +151,6 @@ static void started_pg(int rc, const struct drv_err *err, void *arg)
         }
     }
     engine__job_unref(j);
-}
-
-/* The cluster's config for this job: a configure brings its new one. */
-json_t *engine__job_config(const struct ejob *j)
-{
-    json_t *asked = json_object_get(json_object_get(j->job, "request"), "config");
-    if (strcmp(j->op, "configure") == 0 && json_is_object(asked))
-        return asked;
-    json_t *c = json_object_get(j->cluster, "config");
-    return json_is_object(c) ? c : NULL;
 }
 
 static json_t *make_ctx(struct ejob *j)
@@ -275,7 +265,7 @@ void engine__job_start_new(struct ejob *j)
         /* Cancelled before it started: nothing ran. */
         j->st.phase = ENGINE_PH_CANCELLED;
         j->st.cancel = true;
-        j->own = EJ_ACTIVE;
+        engine__job_activate(j, false);
         engine__job_finish(j);
         return;
     }
@@ -325,8 +315,7 @@ static void init_committed(const struct coord_txn_result *r, void *arg)
          * remove what is there and start again from the lock. */
         log_warn(MOD, "event=job-init-failed job=%s error=%s op=%d", j->id, drv_strerror(r->rc),
                  r->failed_op);
-        j->own = EJ_FINISHING; /* cleanup keeps the announcement, then releases */
-        engine__job_sweep(j, true);
+        engine__job_wind_up(j, true); /* keeps the announcement, then releases */
     }
     engine__job_unref(j);
 }
@@ -339,11 +328,9 @@ static void init_next(struct init *in)
         free(in);
         j->st_ver = 0;
         j->nchunks_new = false;
-        j->own = EJ_ACTIVE;
-        j->queue = engine__queue(j->e, j->tenant, j->cls);
+        engine__job_activate(j, true);
         log_info(MOD, "event=job-started job=%s op=%s tasks=%u node=%s", j->id, j->op, j->fwd.n,
                  j->e->node_id);
-        engine__runs_watch(j);
         engine__job_event(j, ENGINE_EV_START);
         return;
     }
@@ -490,12 +477,10 @@ static void read_chunks(struct ejob *j, struct eplan *p, void (*done)(struct ejo
 
 static void resume_active(struct ejob *j)
 {
-    j->own = EJ_ACTIVE;
-    j->queue = engine__queue(j->e, j->tenant, j->cls);
+    engine__job_activate(j, true);
     log_info(MOD, "event=job-resumed job=%s phase=%s node=%s done=%zu in_flight=%zu", j->id,
              engine_phase_name(j->st.phase), j->e->node_id, j->cur->done, j->cur->in_flight);
     engine__observe_takeover(j);
-    engine__runs_watch(j);
     /* The last owner decided the end but died before its final write: write it now. */
     if (engine_phase_final(j->st.phase))
         engine__job_finish(j);

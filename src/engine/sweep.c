@@ -188,8 +188,3 @@ void engine__job_sweep(struct ejob *j, bool keep_root)
     j->sweeps = 0;
     sweep_start(j, keep_root);
 }
-
-void engine__job_cleanup(struct ejob *j)
-{
-    engine__job_sweep(j, false);
-}
