@@ -78,15 +78,17 @@ stop_worker() {
 
 # api_wait_job JID STATUS [TOKEN] [SECONDS]: until the job has STATUS (the engine moves it).
 api_wait_job() {
-  local jid=$1 want=$2 tok=${3-${TOKEN:-}} limit=${4:-60} deadline st
-  deadline=$((SECONDS + limit))
-  while :; do
-    st=$(body_of "$(api GET "/v1/jobs/$jid?tasks=none" '' "$tok")" | jq -r .status 2>/dev/null || echo "?")
-    [ "$st" = "$want" ] && return 0
-    case $st in succeeded | rolled-back | cancelled | failed | needs-operator)
-      fail "job $jid ended $st, expected $want: $(body_of "$(api GET "/v1/jobs/$jid" '' "$tok")" | jq -c '.error')" ;;
-    esac
-    [ $SECONDS -ge "$deadline" ] && fail "job $jid is $st after $limit s, expected $want"
-    sleep 0.1
-  done
+  local jid=$1 want=$2 tok=${3-${TOKEN:-}} limit=${4:-60} st=
+  poll_until "$limit" api_job_is "$jid" "$want" "$tok" ||
+    fail "job $jid is $st after $limit s, expected $want"
+}
+# api_job_is JID STATUS TOKEN: the job has STATUS (left in the caller's st); fails on another
+# final status.
+api_job_is() {
+  st=$(body_of "$(api GET "/v1/jobs/$1?tasks=none" '' "$3")" | jq -r .status 2>/dev/null || echo "?")
+  [ "$st" = "$2" ] && return 0
+  case $st in succeeded | rolled-back | cancelled | failed | needs-operator)
+    fail "job $1 ended $st, expected $2: $(body_of "$(api GET "/v1/jobs/$1" '' "$3")" | jq -c '.error')" ;;
+  esac
+  return 1
 }

@@ -45,7 +45,6 @@ lat_us() {
       "http://127.0.0.1:$PORT/v1/hardwaretypes/standard-small"
   done | awk '$1 != 200 {print "status", $1; exit 1} {printf "%d\n", $2 * 1000000}' | sort -n
 }
-median() { awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 base=$(lat_us 40 | median)
 
 # Rounds: bob starts eight 10,000-node previews at once; while they run, the other tenant

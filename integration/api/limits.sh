@@ -32,11 +32,7 @@ exec 10<&-
 pass "connection beyond http.max_connections: 503 and closed"
 
 for fd in 3 4 5 6 7 8 9; do eval "exec $fd<&-"; done
-deadline=$((SECONDS + 10))
-until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/healthz")" = 200 ]; do
-  [ $SECONDS -ge $deadline ] && fail "not served again after the slow clients left"
-  sleep 0.1
-done
+wait_http "$PORT" /healthz 200 10 || fail "not served again after the slow clients left"
 grep -q '^drover_http_connections_refused_total 1$' <<< "$(curl -s "http://127.0.0.1:$PORT/metrics")" ||
   fail "refusals not counted: $(curl -s "http://127.0.0.1:$PORT/metrics" | grep refused)"
 pass "served again once the clients left; refusal counted in /metrics"
@@ -56,11 +52,8 @@ tport=$(free_port)
 write_droverd_conf droverd-tls "$tport" "http.tls_cert = $T/tls.crt" "http.tls_key = $T/tls.key" \
   "http.max_connections = 2" "secrets.key_file = $KEYFILE"
 start_proc droverd-tls "$BIN/droverd"
-deadline=$((SECONDS + 30))
-until curl -sf --cacert "$T/tls.crt" "https://127.0.0.1:$tport/readyz" > /dev/null; do
-  [ $SECONDS -ge $deadline ] && fail "TLS droverd not ready"
-  sleep 0.2
-done
+wait_until -e 0.2 30 "the TLS droverd to be ready" \
+  curl -sf -o /dev/null --cacert "$T/tls.crt" "https://127.0.0.1:$tport/readyz"
 exec 3<>"/dev/tcp/127.0.0.1/$tport" 4<>"/dev/tcp/127.0.0.1/$tport" # two idle connections: the limit
 sleep 0.5
 code=$(curl -s -o "$T/tls.out" -w '%{http_code}' --cacert "$T/tls.crt" -H "Authorization: Bearer $SUPER" \

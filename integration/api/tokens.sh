@@ -16,7 +16,6 @@ r=$(api POST /v1/users '{"name":"alice","role":"admin","tenant":"acme"}' "$SUPER
 ADMIN=$(body_of "$r" | jq -r .token)
 r=$(api POST /v1/users '{"name":"bob","role":"user"}' "$ADMIN")
 USER=$(body_of "$r" | jq -r .token)
-metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m {print $2}'; }
 
 # Expiry: the default, an asked-for one, out-of-range ones.
 r=$(api POST /v1/tokens '{}' "$USER")

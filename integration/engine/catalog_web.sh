@@ -41,22 +41,11 @@ op() {
 cl() { body_of "$(api GET "/v1/clusters/$CID")" | jq -c '.nodes |= map(select(.status != "deleted"))'; }
 with_service() { cl | jq -r --arg s "$1" '.nodes[] | select(.services | index($s)) | .id'; }
 prop() { cl | jq -r --arg n "$1" ".nodes[] | select(.id == \$n) | .properties$2"; }
-node_ns() { jq -r .pidns "$NODES/$(prop "$1" '["provider-id"]')/node.json"; }
-# ns_has NODE REGEX: a live process of the node matches.
-ns_has() {
-  local ns p
-  ns=$(node_ns "$1")
-  for p in /proc/[0-9]*; do
-    [ "$(readlink "$p/ns/pid" 2> /dev/null)" = "$ns" ] || continue
-    [ "$(awk '{print $3}' "$p/stat" 2> /dev/null)" = Z ] && continue
-    tr '\0' ' ' < "$p/cmdline" 2> /dev/null | grep -qE "$2" && return 0
-  done
-  return 1
-}
+node_pidns() { jq -r .pidns "$NODES/$(prop "$1" '["provider-id"]')/node.json"; }
 # ns_pids NODE REGEX: the host pids of the node's live processes that match, sorted.
 ns_pids() {
   local ns p
-  ns=$(node_ns "$1")
+  ns=$(node_pidns "$1")
   for p in /proc/[0-9]*; do
     [ "$(readlink "$p/ns/pid" 2> /dev/null)" = "$ns" ] || continue
     [ "$(awk '{print $3}' "$p/stat" 2> /dev/null)" = Z ] && continue
@@ -64,20 +53,6 @@ ns_pids() {
   done | sort -n | tr '\n' ' '
 }
 masters() { for n in $(with_service nginx); do ns_pids "$n" "nginx: master"; done; }
-seen() {
-  local i
-  for i in $(seq "$1"); do curl -s -m 5 "$LB_URL"; done | awk '{print $1}' | sort -u | tr '\n' ' '
-}
-nginx_nodes() { for n in $(with_service nginx); do printf 'node=%s ' "$n"; done; }
-want_backends() {
-  local i got
-  for i in $(seq 100); do
-    got=$(seen 12)
-    [ "$got" = "$1" ] && return 0
-    sleep 0.2
-  done
-  fail "through the balancer: \"$got\", expected \"$1\""
-}
 # config_with JQ: the cluster's config changed by a jq filter, as a configure body's "config".
 config_with() { cl | jq -c ".config | $1"; }
 

@@ -69,18 +69,20 @@ job_status_field() { body_of "$(api GET "/v1/jobs/$1?tasks=none")" | jq -r "$2";
 
 # wait_job JID STATUS [SECONDS]: until the job has STATUS; fails on another final status.
 wait_job() {
-  local jid=$1 want=$2 limit=${3:-120} deadline st
-  deadline=$((SECONDS + limit))
-  while :; do
-    st=$(job_status_field "$jid" .status 2>/dev/null || echo "?")
-    [ "$st" = "$want" ] && return 0
-    case $st in
-    succeeded | rolled-back | cancelled | failed | needs-operator)
-      fail "job $jid ended $st, expected $want: $(job_status_field "$jid" .error)" ;;
-    esac
-    [ $SECONDS -ge "$deadline" ] && fail "job $jid is $st after $limit s, expected $want"
-    sleep "${WAIT_JOB_POLL:-0.2}" # benchmarks poll less: curl and jq share the machine
-  done
+  local jid=$1 want=$2 limit=${3:-120} st=
+  # Benchmarks poll less (WAIT_JOB_POLL): curl and jq share the machine.
+  poll_until -e "${WAIT_JOB_POLL:-0.2}" "$limit" job_is "$jid" "$want" ||
+    fail "job $jid is $st after $limit s, expected $want"
+}
+# job_is JID STATUS: the job has STATUS (left in the caller's st); fails on another final status.
+job_is() {
+  st=$(job_status_field "$1" .status 2>/dev/null || echo "?")
+  [ "$st" = "$2" ] && return 0
+  case $st in
+  succeeded | rolled-back | cancelled | failed | needs-operator)
+    fail "job $1 ended $st, expected $2: $(job_status_field "$1" .error)" ;;
+  esac
+  return 1
 }
 
 # The ZooKeeper tree holds nothing of finished jobs: no announcement, lock, queue item or claim.

@@ -39,11 +39,8 @@ with open(sys.argv[2], "a", buffering=1) as out:
   fail "the notify listener for $1 did not start"
 }
 wait_line() { # NAME LINE SECONDS
-  local deadline=$((SECONDS + $3))
-  until grep -qx "$2" "$T/$1.notify" 2> /dev/null; do
-    [ $SECONDS -ge "$deadline" ] && fail "$1 did not send $2 (got: $(cat "$T/$1.notify" 2> /dev/null))"
-    sleep 0.05
-  done
+  poll_until -e 0.05 "$3" grep -sqx "$2" "$T/$1.notify" ||
+    fail "$1 did not send $2 (got: $(cat "$T/$1.notify" 2> /dev/null))"
 }
 
 for name in droverd-a worker-a; do

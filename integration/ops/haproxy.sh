@@ -21,11 +21,10 @@ URL=$("$DROVER_SOURCE_DIR/scripts/haproxy" up --dir "$T" \
 echo "haproxy at $URL"
 "$DROVER_SOURCE_DIR/scripts/haproxy" status --dir "$T"
 # Wait until HAProxy's checks see all three up.
-deadline=$((SECONDS + 10))
-until [ "$(grep -c . <(for i in 1 2 3 4 5 6; do curl -s "$URL/readyz" | jq -r .node; done | sort -u))" = 3 ]; do
-  [ $SECONDS -ge $deadline ] && fail "haproxy does not spread requests over the three nodes"
-  sleep 0.3
-done
+spread_over_three() {
+  [ "$(grep -c . <(for _ in 1 2 3 4 5 6; do curl -s "$URL/readyz" | jq -r .node; done | sort -u))" = 3 ]
+}
+wait_until -e 0.3 10 "haproxy to spread requests over the three nodes" spread_over_three
 
 # --- the client: one request at a time, each line "ms method path cluster|- status"
 CONFIG=$(sleep_config)

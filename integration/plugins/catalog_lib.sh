@@ -222,20 +222,8 @@ change_layout() {
   cp "$CL/target.json" "$LAYOUT"
 }
 
-# node_pidns NODE: the node's PID namespace.
+# node_pidns NODE: the node's PID namespace (for ns_has).
 node_pidns() { jq -r .pidns "$(node_dir "$1")/node.json"; }
-
-# ns_has NODE PATTERN: a live process of the node's namespace matches PATTERN.
-ns_has() {
-  local ns p
-  ns=$(node_pidns "$1")
-  for p in /proc/[0-9]*; do
-    [ "$(readlink "$p/ns/pid" 2> /dev/null)" = "$ns" ] || continue
-    [ "$(awk '{print $3}' "$p/stat" 2> /dev/null)" = Z ] && continue
-    tr '\0' ' ' < "$p/cmdline" 2> /dev/null | grep -qE "$2" && return 0
-  done
-  return 1
-}
 
 layout_nodes() { jq -r '.nodes[].id' "$LAYOUT"; }
 with_service() { jq -r --arg s "$1" '.nodes[] | select(.services | index($s)) | .id' "$LAYOUT"; }

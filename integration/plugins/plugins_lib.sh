@@ -91,6 +91,15 @@ run() {
 
 last() { jq -r "$1" "$T/last.json"; }
 
+# expect_fail PLUGIN WHAT PATTERN: run PLUGIN with the task on stdin; it must fail, with a
+# message matching PATTERN (an extended regex).
+expect_fail() {
+  local rc=0
+  run "$1" || rc=$?
+  [ "$rc" != 0 ] || fail "$2: the plugin succeeded"
+  last .message | grep -qE "$3" || fail "$2: message \"$(last .message)\" lacks /$3/"
+}
+
 # merge NODE: merge the last result's key-values into the node's config.
 merge() {
   local kv="$KV/$1.json"
@@ -142,6 +151,38 @@ ns_procs() {
     n=$((n + 1))
   done
   echo $n
+}
+
+# ns_has NODE REGEX: a live process of the node's PID namespace matches REGEX. The test
+# defines node_pidns NODE (the namespace, "pid:[...]"), from the layout or from the API.
+ns_has() {
+  local ns p
+  ns=$(node_pidns "$1")
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/ns/pid" 2> /dev/null)" = "$ns" ] || continue
+    [ "$(awk '{print $3}' "$p/stat" 2> /dev/null)" = Z ] && continue
+    tr '\0' ' ' < "$p/cmdline" 2> /dev/null | grep -qE "$2" && return 0
+  done
+  return 1
+}
+
+# The web tier of the shipped catalogue (HAProxy in front of nginx nodes). The test sets
+# LB_URL (the balancer) and defines with_service SERVICE (the nodes that run it).
+# seen N: the distinct nodes that answer N requests through the balancer.
+seen() {
+  local i
+  for i in $(seq "$1"); do curl -s -m 5 "$LB_URL"; done | awk '{print $1}' | sort -u | tr '\n' ' '
+}
+nginx_nodes() { for n in $(with_service nginx); do printf 'node=%s ' "$n"; done; }
+# want_backends "node=node-2 node=node-3 ": until the balancer spreads over exactly those.
+want_backends() {
+  local got
+  for _ in $(seq 100); do
+    got=$(seen 12)
+    [ "$got" = "$1" ] && return 0
+    sleep 0.2
+  done
+  fail "through the balancer: \"$got\", expected \"$1\""
 }
 
 listening() { ss -Htln "src = $1" 2>/dev/null | grep -q .; }

@@ -148,28 +148,22 @@ last .message | grep -q "nothing to do" || fail "bootstrap without shell: $(last
 pass "bootstrap: a work directory when shell actions are used, nothing otherwise"
 
 # --- bad input: clear errors ---
-expect_fail() { # WHAT PATTERN
-  local rc=0
-  run "$SSHA" || rc=$?
-  [ "$rc" != 0 ] || fail "$1: the plugin succeeded"
-  last .message | grep -qE "$2" || fail "$1: message \"$(last .message)\" lacks /$2/"
-}
-action 11 t/nope.sh | expect_fail "missing script" 'script "t/nope.sh" not found in resources'
+action 11 t/nope.sh | expect_fail "$SSHA" "missing script" 'script "t/nope.sh" not found in resources'
 action 12 t/echo.sh null '.config.service.action.fields.data = ["t/missing.txt"]' |
-  expect_fail "missing data" 'data file "t/missing.txt" not found'
+  expect_fail "$SSHA" "missing data" 'data file "t/missing.txt" not found'
 action 13 t/echo.sh null '.config.service.action.fields.script = "../etc/passwd"' |
-  expect_fail "escaping path" 'not found in resources'
+  expect_fail "$SSHA" "escaping path" 'not found in resources'
 action 14 t/echo.sh null ".config.ssh_host_key = \"$(kv node-2 .ssh_host_key)\"" |
-  expect_fail "wrong host key" "host key of $(kv node-1 .ipaddresses.access_v4):22 does not match"
-action 15 t/echo.sh null 'del(.config.ssh_host_key)' | expect_fail "no host key" "no trust on first use"
+  expect_fail "$SSHA" "wrong host key" "host key of $(kv node-1 .ipaddresses.access_v4):22 does not match"
+action 15 t/echo.sh null 'del(.config.ssh_host_key)' | expect_fail "$SSHA" "no host key" "no trust on first use"
 action 16 t/echo.sh null ".config.ipaddresses.access_v4 = \"$NET_PREFIX.250\"" |
-  expect_fail "unreachable" "connect to $NET_PREFIX.250:22: connection refused"
+  expect_fail "$SSHA" "unreachable" "connect to $NET_PREFIX.250:22: connection refused"
 action 17 t/echo.sh null '.config.ssh.private_key = "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n"' |
-  expect_fail "bad key" "authentication"
-action 18 t/echo.sh null '.config.service.action.fields = {}' | expect_fail "no script" 'no "script" field'
+  expect_fail "$SSHA" "bad key" "authentication"
+action 18 t/echo.sh null '.config.service.action.fields = {}' | expect_fail "$SSHA" "no script" 'no "script" field'
 printf '{"taskId": "1.1.1", "taskName": "install", "config": []}' |
-  expect_fail "bad task JSON" 'field "config": expected an object'
-head -c 100 /dev/urandom | expect_fail "random bytes" "bad task JSON"
+  expect_fail "$SSHA" "bad task JSON" 'field "config": expected an object'
+head -c 100 /dev/urandom | expect_fail "$SSHA" "random bytes" "bad task JSON"
 # A wrong host key is refused before authentication: the node logged no login.
 grep -c "Accepted publickey" "$(node_dir node-1)/sshd.log" > "$T/logins.before"
 action 19 t/echo.sh null ".config.ssh_host_key = \"$(kv node-2 .ssh_host_key)\"" | run "$SSHA" || true
