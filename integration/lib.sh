@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib.sh: helpers for shell integration tests; source it from a test run by
 # scripts/with-stack (DROVER_STACK_DIR, DROVER_ZK, DROVER_PG are set).
 #
@@ -27,7 +28,8 @@ fail() {
   done
   # DROVER_KEEP_LOGS=DIR: the failed test's logs are copied there whole.
   if [ -n "${DROVER_KEEP_LOGS:-}" ]; then
-    local keep="$DROVER_KEEP_LOGS/$(basename "$0" .sh).$$"
+    local keep
+    keep="$DROVER_KEEP_LOGS/$(basename "$0" .sh).$$"
     mkdir -p "$keep" && cp "$T"/*.log "$keep"/ 2>/dev/null && echo "logs kept in $keep" >&2
   fi
   exit 1
@@ -164,8 +166,7 @@ zk_modes() {
 }
 # wait_quorum ADDR...: until the three servers are one leader and two followers.
 wait_quorum() {
-  local i
-  for i in $(seq 600); do
+  for _ in $(seq 600); do
     [ "$(zk_modes "$@")" = "follower follower leader " ] && return 0
     sleep 0.1
   done
@@ -193,7 +194,7 @@ zk_start() {
 # pg_stop, pg_start: PostgreSQL of the stack, stopped (fast) and started again by pg_ctl.
 pg_ctl_as() {
   local pgbin as=()
-  pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  pgbin=$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
   [ "$(id -u)" = 0 ] && as=(runuser -u postgres --)
   "${as[@]}" "$pgbin/pg_ctl" "$@"
 }

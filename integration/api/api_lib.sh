@@ -1,9 +1,17 @@
+# shellcheck shell=bash
 # api_lib.sh: helpers for the API's integration tests (sourced after ../lib.sh).
 #
 # start_api_node NAME [extra config lines...]: a droverd with a secrets key and a
-# bootstrap token file in the stack dir; sets PORT_<NAME> and waits until ready.
+# bootstrap token file in the stack dir; sets PORT_<NAME> (read by api_port NAME, dashes as
+# underscores in the variable) and waits until ready.
 # api METHOD PATH [BODY] [TOKEN]: prints "STATUS BODY" (body on one line).
 # The superadmin token is in $SUPER after start_api_node.
+
+# api_port NAME: the port of the droverd start_api_node started as NAME (its PORT_<NAME>).
+api_port() {
+  local var="PORT_${1//-/_}"
+  echo "${!var}"
+}
 
 KEYFILE="$T/secrets.key"
 TOKFILE="$T/superadmin.token"
@@ -19,8 +27,9 @@ start_api_node() {
     "api.bootstrap_token_file = $TOKFILE" "$@"
   start_proc "$name" "$BIN/droverd"
   wait_ready "$name" "$port" 60
-  eval "PORT_${name//-/_}=$port"
+  printf -v "PORT_${name//-/_}" '%s' "$port"
   PORT=${PORT:-$port}
+  # shellcheck disable=SC2034 # the superadmin token, for the tests that source this file
   SUPER=$(cat "$TOKFILE")
 }
 

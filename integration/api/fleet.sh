@@ -9,7 +9,7 @@
 
 ports=()
 for n in 1 2 3; do
-  ports[$n]=$(free_port)
+  ports[n]=$(free_port)
   write_droverd_conf "droverd-$n" "${ports[$n]}" "secrets.key_file = $KEYFILE" \
     "api.bootstrap_token_file = $TOKFILE"
 done

@@ -15,16 +15,16 @@ for fd in 3 4 5 6 7; do
   eval "exec $fd<>/dev/tcp/127.0.0.1/$PORT"
 done
 # A half-sent request on a sixth one.
-exec 8<>/dev/tcp/127.0.0.1/$PORT
+exec 8<>"/dev/tcp/127.0.0.1/$PORT"
 printf 'GET /v1/whoami HTTP/1.1\r\nHost: x\r\n' >&8
 sleep 0.5
 expect 200 "$(api GET /v1/whoami)" '.role == "superadmin"' "a request beside six slow clients"
 pass "six slow clients do not block another"
 
 # A seventh idle one reaches the limit; the next connection is refused with 503 and closed.
-exec 9<>/dev/tcp/127.0.0.1/$PORT
+exec 9<>"/dev/tcp/127.0.0.1/$PORT"
 sleep 0.5
-exec 10<>/dev/tcp/127.0.0.1/$PORT
+exec 10<>"/dev/tcp/127.0.0.1/$PORT"
 reply=$(timeout 10 cat <&10 || true)
 echo "$reply" | head -n 1 | grep -q '^HTTP/1.1 503' || fail "beyond the limit: got \"$(echo "$reply" | head -n 1)\""
 echo "$reply" | tail -n 1 | jq -e '.error.code == "unavailable"' > /dev/null || fail "refusal body: $reply"

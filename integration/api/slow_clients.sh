@@ -69,7 +69,7 @@ pass "slowloris, 400 connections: every head cut after http.header_timeout (slow
 # 2. One address may take every slot: the probes still answer.
 start_api_node droverd-b "http.max_connections = 40" "http.max_connections_per_source = 1000" \
   "http.header_timeout = 5s"
-PORT=$PORT_droverd_b
+PORT=$(api_port droverd-b)
 slow -H 30 full -c 200 -r 200 -i 1 -x 10 -u "http://127.0.0.1:$PORT/v1/whoami"
 connections_at_least() { [ "$(metric "$PORT" drover_http_connections --interface "$OTHER")" -ge "$1" ]; }
 wait_until -e 0.2 20 "slowhttptest to fill the connection limit" connections_at_least 40
@@ -85,7 +85,7 @@ wait_until -e 0.2 20 "being served again after the slow heads were cut" other_is
 pass "served again once the slow heads were cut"
 kill "$slow_pid" 2> /dev/null || true
 wait "$slow_pid" 2> /dev/null || true
-PORT=$PORT_droverd_a
+PORT=$(api_port droverd-a)
 
 # 3. Slow bodies. slowhttptest sends no token; a client with one trickles a body by curl.
 slow -B 20 rudy -c 200 -r 200 -i 1 -x 10 -s 100000 -t POST -u "http://127.0.0.1:$PORT/v1/tenants"

@@ -9,8 +9,8 @@
 CACHE_S=2
 start_api_node droverd-a "api.token_ttl = 1h" "api.token_max_ttl = 2h" "api.token_cache_ttl = ${CACHE_S}s"
 start_api_node droverd-b "api.token_ttl = 1h" "api.token_max_ttl = 2h" "api.token_cache_ttl = ${CACHE_S}s"
-PA=$PORT_droverd_a
-PB=$PORT_droverd_b
+PA=$(api_port droverd-a)
+PB=$(api_port droverd-b)
 expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant"
 r=$(api POST /v1/users '{"name":"alice","role":"admin","tenant":"acme"}' "$SUPER")
 ADMIN=$(body_of "$r" | jq -r .token)

@@ -71,19 +71,19 @@ pass "create: haproxy on $lb spreads requests over $(nginx_nodes)"
 
 # configure without a restart: the config reaches the nodes (the page is a file nginx
 # serves as it is), the servers are not restarted; with one, they are.
-pids=$(masters)
+masters_before=$(masters)
 op configure "{\"config\": $(config_with '.nginx.message = "second edition"')}"
 for _ in 1 2 3 4; do
   grep -q "message=second edition" <<< "$(curl -s "$LB_URL")" || fail "an old page after configure"
 done
-[ "$(masters)" = "$pids" ] || fail "configure without restart restarted nginx: $pids -> $(masters)"
+[ "$(masters)" = "$masters_before" ] || fail "configure without restart restarted nginx: $masters_before -> $(masters)"
 [ "$(cl | jq -r .config.nginx.message)" = "second edition" ] || fail "the cluster's config is not the new one"
 pass "configure: the new page everywhere, the same nginx processes"
 op configure "{\"config\": $(config_with '.nginx.message = "third edition"'), \"restart\": true, \"services\": [\"nginx\"]}"
 for _ in 1 2 3 4; do
   grep -q "message=third edition" <<< "$(curl -s "$LB_URL")" || fail "an old page after configure with restart"
 done
-for p in $pids; do [ -d "/proc/$p" ] && fail "configure with restart left nginx $p running"; done
+for p in $masters_before; do [ -d "/proc/$p" ] && fail "configure with restart left nginx $p running"; done
 [ "$(masters | wc -w)" = 2 ] || fail "nginx masters after the restart: $(masters)"
 pass "configure with restart: the new page, new nginx processes"
 
@@ -122,7 +122,7 @@ for n in $zk_nodes; do
   case "$mode" in leader | follower | standalone) ;; *) fail "zookeeper on $n: mode \"$mode\"" ;; esac
 done
 want_backends "$(nginx_nodes)"
-pass "addservices zookeeper-server: it answers on $(echo $zk_nodes)"
+pass "addservices zookeeper-server: it answers on ${zk_nodes//$'\n'/ }"
 op removeservices '{"services": ["zookeeper-server"]}'
 for n in $zk_nodes; do
   ns_has "$n" QuorumPeerMain && fail "removeservices left ZooKeeper running on $n"

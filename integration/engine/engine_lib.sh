@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # engine_lib.sh: a fleet for the engine's integration tests (sourced after ../lib.sh and
 # ../api/api_lib.sh): droverd nodes, workers running the sleep plugin, a tenant with the
 # test catalogue (integration/engine/catalog), and waiting on jobs.
@@ -15,7 +16,8 @@ start_droverd() {
   local n=$1 port
   shift
   port=$(free_port)
-  DPORTS[$n]=$port
+  # shellcheck disable=SC2034 # droverd N's port, for the tests that source this file
+  DPORTS[n]=$port
   write_droverd_conf "droverd-$n" "$port" "secrets.key_file = $KEYFILE" \
     "api.bootstrap_token_file = $TOKFILE" "zookeeper.session_timeout = $SESSION" \
     "log.level = ${LOG_LEVEL:-info}" "$@"
@@ -42,6 +44,7 @@ start_worker() {
 # setup_tenant: tenant acme, its admin ($TOKEN), the test catalogue imported.
 setup_tenant() {
   expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant acme"
+  # shellcheck disable=SC2034 # api's default token, for the tests that source this file
   TOKEN=$(body_of "$(api POST /v1/users '{"name":"alice","role":"admin","tenant":"acme"}' "$SUPER")" | jq -r .token)
   catalogue_json "$CATALOG" > "$T/catalog.json"
   expect 200 "$(api POST /v1/import "@$T/catalog.json")" '' "import the test catalogue"

@@ -24,7 +24,7 @@ log_ms() { # FILE EVENT JOB: the at_ms of the first line with event=EVENT job=JO
 }
 
 # --- kill -9 of the owner
-read -r CID JID <<< "$(create_cluster f1 6 '{"duration_ms": 250}')"
+read -r _ JID <<< "$(create_cluster f1 6 '{"duration_ms": 250}')"
 progressing "$JID" 12
 OLD=$(owner_of "$JID")
 PORT=$(port_of "$(for n in 1 2 3; do [ "droverd-$n" != "$OLD" ] && echo "droverd-$n" && break; done)")
@@ -44,7 +44,7 @@ check_runs
 pass "kill -9 of the owner: $NEW resumed job $JID, it succeeded, no task ran twice; /metrics counts the failover"
 
 # --- SIGTERM of the owner: handover
-read -r CID2 JID2 <<< "$(create_cluster f2 6 '{"duration_ms": 250}')"
+read -r _ JID2 <<< "$(create_cluster f2 6 '{"duration_ms": 250}')"
 progressing "$JID2" 12
 OLD=$(owner_of "$JID2")
 t_term=$(now_ms)

@@ -13,7 +13,7 @@ start_worker worker-1
 start_worker worker-2
 setup_tenant
 
-read -r CID JID <<< "$(create_cluster w1 2 '{"duration_ms": 1500}')"
+read -r _ JID <<< "$(create_cluster w1 2 '{"duration_ms": 1500}')"
 # running_on_worker_1: victim is a task of the job running on worker-1.
 running_on_worker_1() {
   victim=$(psql_q "SELECT id FROM tasks WHERE job_id = $JID AND status = 'running' AND worker = 'worker-1' LIMIT 1")

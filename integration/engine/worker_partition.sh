@@ -22,7 +22,7 @@ setup_tenant
 
 # worker-1 alone takes node-1's create, which lasts long: cut while it runs.
 victim=node-1/create
-read -r CID JID <<< "$(create_cluster part 1 '{"duration_ms": 50, "durations": {"node-1/create": 15000}}')"
+read -r _ JID <<< "$(create_cluster part 1 '{"duration_ms": 50, "durations": {"node-1/create": 15000}}')"
 runs_on() { # JID TASK WORKER: the task is running on the worker
   [ "$(psql_q "SELECT worker FROM tasks WHERE job_id = $1 AND id = '$2' AND status = 'running'")" = "$3" ]
 }

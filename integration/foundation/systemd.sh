@@ -34,8 +34,7 @@ with open(sys.argv[2], "a", buffering=1) as out:
         out.write(s.recv(4096).decode() + "\n")
 ' "$T/$1.sock" "$T/$1.notify" &
   echo $! > "$T/pids/notify-$1.pid"
-  local i
-  for i in $(seq 50); do [ -S "$T/$1.sock" ] && return 0; sleep 0.1; done
+  for _ in $(seq 50); do [ -S "$T/$1.sock" ] && return 0; sleep 0.1; done
   fail "the notify listener for $1 did not start"
 }
 wait_line() { # NAME LINE SECONDS

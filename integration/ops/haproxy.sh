@@ -70,7 +70,8 @@ total=$(grep -c . "$T/client.log")
 posts=$(grep -c ' POST ' "$T/client.log" || true)
 bad=$(awk '$5 !~ /^2/ && !($2 == "POST" && $5 == 409)' "$T/client.log")
 [ -z "$bad" ] || fail "requests that failed through haproxy: $(echo "$bad" | head -5)"
-for name in $(awk '$2 == "POST" && $5 == 409 { print $4 }' "$T/client.log"); do
+mapfile -t conflicts < <(awk '$2 == "POST" && $5 == 409 { print $4 }' "$T/client.log")
+for name in "${conflicts[@]}"; do
   n=$(psql_q "SELECT count(*) FROM clusters WHERE name = '$name' AND deleted_at IS NULL")
   [ "$n" = 1 ] || fail "create of $name answered 409 but $n such clusters exist"
 done

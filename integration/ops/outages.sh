@@ -27,7 +27,7 @@ attempts_at_least() { [ "$(attempts "$1")" -ge "$2" ]; }
 # back: the pause made meanwhile must find it running)
 read -r CID JID <<< "$(create_cluster c1 6 '{"duration_ms": 800}')"
 wait_progress "$JID" 6
-zk_stop
+zk_stop 1
 wait_http "$PORT" /readyz 503 15 || fail "/readyz still 200 with ZooKeeper down"
 expect 200 "$(api GET "/v1/clusters/$CID")" ".id == \"$CID\"" "a cluster read with ZooKeeper down"
 expect 200 "$(api GET "/v1/jobs/$JID")" '.status == "running"' "a job read with ZooKeeper down"
@@ -35,7 +35,7 @@ expect 503 "$(api GET /v1/queues)" '.error.code == "unavailable" and (.error.mes
 # A write that only ZooKeeper can carry (a drain is a control znode) is refused, not queued.
 expect 503 "$(api POST /v1/members/droverd-1/drain '' "$SUPER")" '.error.code == "unavailable" and (.error.message | test("zookeeper"))' "a drain with ZooKeeper down"
 # A create needs PostgreSQL only: recorded, announced by the janitor once ZooKeeper is back.
-read -r CID3 JID3 <<< "$(create_cluster c3 2 '{"duration_ms": 10}')"
+read -r _ JID3 <<< "$(create_cluster c3 2 '{"duration_ms": 10}')"
 # So does a pause: recorded in jobs.control; its znode write fails, and the owner, whose
 # session may well survive the outage, learns of it from the janitor's scan.
 expect 202 "$(api POST "/v1/jobs/$JID/pause")" '' "pause with ZooKeeper down"
@@ -45,7 +45,7 @@ sleep 3
 d2=$(metric "$PORT" drover_engine_tasks_dispatched_total)
 [ "$d1" = "$d2" ] || fail "the engine dispatched with ZooKeeper down: $d1 -> $d2"
 pass "ZooKeeper down: reads from PostgreSQL answered, ZooKeeper's requests 503, nothing dispatched ($d2)"
-zk_start
+zk_start 1
 wait_ready droverd-1 "$PORT" 60
 wait_job "$JID" paused 60
 if grep -q "event=job-control-from-db job=$JID want=pause" "$T/droverd-1.log"; then
@@ -61,7 +61,7 @@ check_overlaps
 pass "ZooKeeper back: the pause made meanwhile took effect, the job resumed and succeeded, the create made meanwhile ran; no task ran twice"
 
 # --- PostgreSQL down
-read -r CID2 JID2 <<< "$(create_cluster c2 4 '{"duration_ms": 300}')"
+read -r _ JID2 <<< "$(create_cluster c2 4 '{"duration_ms": 300}')"
 wait_progress "$JID2" 6
 pg_stop
 wait_http "$PORT" /readyz 503 15 || fail "/readyz still 200 with PostgreSQL down"

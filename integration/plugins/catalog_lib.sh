@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # catalog_lib.sh: run the shipped catalogue (conf/catalog) for real, with the
 # engine's part played by this shell: `drover solve` makes the layout, `drover
 # plan` the DAG of tasks, and exec_plan runs the tasks whose dependencies are
@@ -154,7 +155,7 @@ exec_plan() {
       for d in "${dl[@]}"; do [ "$d" = - ] || [ -n "${done_ids[$d]:-}" ] || ok=0; done
       [ $ok = 1 ] || continue
       if [ "${actions[i]}" = anchor ]; then
-        st[i]=done
+        st[i]="done"
         done_ids[${ids[i]}]=1
         progress=1
         continue
@@ -190,7 +191,7 @@ exec_plan() {
       merge "${nodes[i]}"
       [ "${actions[i]}" = create ] && record_node "${nodes[i]}"
       [ "${actions[i]}" = delete ] && rm -f "$T/pids/lbnode-${nodes[i]}.pid"
-      st[i]=done
+      st[i]="done"
       done_ids[${ids[i]}]=1
       echo "$i" >> "$CL/done"
       progress=1

@@ -134,6 +134,7 @@ pass "rollback: $(jq '.tasks | length' "$CL/rollback.json") inverse tasks done"
 left=$(find "$NODES" -mindepth 1 -maxdepth 1 ! -name .lock ! -name .addresses | wc -l)
 [ "$left" = 0 ] || fail "the rollback left $left node directories"
 [ -z "$(ls -A "$NODES/.addresses")" ] || fail "the rollback left address claims"
+# shellcheck disable=SC2009 # every process whose command line names the directory, shown
 ps -eo args | grep -F "$NODES" | grep -v grep && fail "the rollback left a process"
 pass "rolled back: no node, process or address left"
 pass "web-tier catalogue"

@@ -37,8 +37,8 @@ for n in $(layout_nodes); do
     fail "$n's server is not bound to its address"
   [ "$(grep -c '^server\.' "$dir/conf/zoo.cfg")" = 3 ] || fail "$n does not list 3 servers"
 done
-ids=$(for n in $(layout_nodes); do cat "$(kv "$n" .node_root)/srv/drover/zookeeper/data/myid"; done | sort | tr '\n' ' ')
-[ "$ids" = "1 2 3 " ] || fail "myids: $ids"
+myids=$(for n in $(layout_nodes); do cat "$(kv "$n" .node_root)/srv/drover/zookeeper/data/myid"; done | sort | tr '\n' ' ')
+[ "$myids" = "1 2 3 " ] || fail "myids: $myids"
 pass "ensemble of 3: ruok everywhere, one leader and two followers, reads through every server"
 
 # --- stop: no server process left; start: the quorum is back ---
@@ -77,6 +77,7 @@ for a in "${ADDRS[@]}"; do
   listening "$a:22" && fail "$a:22 still in use"
 done
 for d in $roots; do [ -e "$d" ] && fail "$d is left"; done
+# shellcheck disable=SC2009 # every process whose command line names the directory, shown
 ps -eo args | grep -F "$NODES" | grep -v grep && fail "a process of the deleted cluster is left"
 [ -z "$(ls -A "$NODES/.addresses")" ] || fail "address claims left"
 pass "delete: no process, directory, claim or address left"

@@ -36,6 +36,7 @@ pass "sshkey_generate's key: OpenSSH reads it, libssh2 authenticates with it aga
 
 # A second client (OpenSSH) with the cluster's key, checking the same host key.
 known_host node-1
+# shellcheck disable=SC2016 # expanded by the node's shell
 [ "$(on node-1 'echo $DROVER_NODE_ROOT')" = "$dir/root" ] || fail "DROVER_NODE_ROOT on the node"
 # The node's processes see their own namespace: its PID 1 is the node's sshd.
 on node-1 'cat /proc/1/cmdline | tr "\0" " "' | grep -qF "$dir/ssh/sshd_config" ||
@@ -66,6 +67,7 @@ record_node node-1
 pass "a create after a crash resumes: same address, same host key"
 
 # cleanup: true (a retried create in the seeds' delete-then-create) starts afresh.
+# shellcheck disable=SC2016 # expanded by the node's shell
 on node-1 'touch $DROVER_NODE_ROOT/leftover'
 task create node-1 4 1 '.cleanup = true' | run "$LB" || fail "create with cleanup: $(last .message)"
 last .message | grep -q "^created" || fail "cleanup create: $(last .message)"
@@ -88,6 +90,7 @@ done
 pass "8 concurrent creates: 9 nodes, 9 distinct addresses, all listening"
 
 # --- delete: no process, no file, no address left ---
+# shellcheck disable=SC2016 # expanded by the node's shell
 on node-1 'setsid sleep 3000 </dev/null >/dev/null 2>&1 & nohup sleep 3001 >/dev/null 2>&1 &
   mkdir -p $DROVER_NODE_ROOT/srv && echo data > $DROVER_NODE_ROOT/srv/file'
 ns=$(jq -r .pidns "$dir/node.json")

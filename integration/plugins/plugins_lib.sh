@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # plugins_lib.sh: helpers for the plugin integration tests. Source it from a
 # test run by scripts/with-stack. It plays the worker's part: it writes task
 # JSON as docs/plugins.md describes it, runs a plugin with it on standard input,
@@ -15,8 +16,8 @@
 
 PLUGINS="$DROVER_BUILD_DIR/plugins"
 LB="$PLUGINS/loopback/loopback"
-SSHA="$PLUGINS/ssh/ssh"
-POOL="$PLUGINS/ssh-pool/ssh-pool"
+# shellcheck disable=SC2034 # the plugins, for the tests that source this file
+SSHA="$PLUGINS/ssh/ssh" POOL="$PLUGINS/ssh-pool/ssh-pool"
 KEYGEN="$DROVER_BUILD_DIR/tests/plugins/drover-test-keygen"
 NODES="$T/nodes"
 KV="$T/kv"
@@ -27,14 +28,15 @@ mkdir -p "$KV" "$T/pids"
 # reserve_net: a free 127.X.Y.0/24 for this test, into NET.
 reserve_net() {
   mkdir -p "$NET_LOCKS"
-  local i x y n
-  for i in $(seq 1 500); do
+  local x y n
+  for _ in $(seq 1 500); do
     x=$((100 + RANDOM % 150))
     y=$((RANDOM % 256))
     n="127.$x.$y"
     if mkdir "$NET_LOCKS/$n" 2>/dev/null; then
       echo "$T" > "$NET_LOCKS/$n/owner"
       NET="$n.0/24"
+      # shellcheck disable=SC2034 # the first three octets, for the tests that source this file
       NET_PREFIX="$n"
       echo "$NET_LOCKS/$n" > "$T/net.lock"
       return 0
@@ -43,6 +45,7 @@ reserve_net() {
     if [ ! -d "$(cat "$NET_LOCKS/$n/owner" 2>/dev/null || echo /nonexistent)" ]; then
       echo "$T" > "$NET_LOCKS/$n/owner"
       NET="$n.0/24"
+      # shellcheck disable=SC2034 # the first three octets, for the tests that source this file
       NET_PREFIX="$n"
       echo "$NET_LOCKS/$n" > "$T/net.lock"
       return 0
@@ -170,8 +173,7 @@ ns_has() {
 # LB_URL (the balancer) and defines with_service SERVICE (the nodes that run it).
 # seen N: the distinct nodes that answer N requests through the balancer.
 seen() {
-  local i
-  for i in $(seq "$1"); do curl -s -m 5 "$LB_URL"; done | awk '{print $1}' | sort -u | tr '\n' ' '
+  for _ in $(seq "$1"); do curl -s -m 5 "$LB_URL"; done | awk '{print $1}' | sort -u | tr '\n' ' '
 }
 nginx_nodes() { for n in $(with_service nginx); do printf 'node=%s ' "$n"; done; }
 # want_backends "node=node-2 node=node-3 ": until the balancer spreads over exactly those.

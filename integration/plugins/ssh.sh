@@ -61,14 +61,13 @@ export SERVICE
 
 # action INDEX SCRIPT [ARGS_JSON [EXTRA_JQ]]: a task for service "app" on node-1.
 action() {
-  local idx=$1 script=$2 args=${3:-null} extra=${4:-.}
+  local idx=$1 script=$2 args_json=${3:-null} extra=${4:-.}
   task install "${NODE:-node-1}" "${ATT:-1}" "$idx" \
     '.config.service = {name: "app", action: {type: "shell", fields: {script: "'"$script"'",
-      args: '"$args"', data: ["t/conf"]}}} | '"$extra"
+      args: '"$args_json"', data: ["t/conf"]}}} | '"$extra"
 }
 
-CLUSTER_CONFIG='{"app": {"port": 8080, "password": "pw-s3cr3t-4711"}}'
-export CLUSTER_CONFIG
+export CLUSTER_CONFIG='{"app": {"port": 8080, "password": "pw-s3cr3t-4711"}}'
 
 # --- a script runs with its config on stdin and in the environment ---
 action 1 t/echo.sh '"one \"two three\" four"' | run "$SSHA" || fail "echo: $(last .message)"
@@ -84,6 +83,7 @@ grep -q "still there" "$T/plugins.log" && fail "stdin.json or env.sh left on the
 pass "config on stdin (no private key, no provider fields) and as DROVER_CFG_* variables"
 
 # The run's files on the node: in a 0700 handle, the inputs gone.
+# shellcheck disable=SC2016 # expanded by the node's shell
 h=$(on node-1 'ls -d $DROVER_NODE_ROOT/var/lib/drover/runs/7.1/1')
 on node-1 "stat -c %a '$h'" | grep -qx 700 || fail "the handle is not 0700"
 on node-1 "ls '$h'" | grep -qE 'stdin.json|env.sh' && fail "inputs left in the handle"
@@ -92,6 +92,7 @@ grep -q pw-s3cr3t-4711 "$T/plugins.log" && fail "a secret reached the plugin's l
 pass "the handle is private and keeps no secret"
 
 # Array args are quoted one by one; data files are uploaded.
+# shellcheck disable=SC2016 # $HOME is an argument, passed verbatim
 action 2 t/echo.sh '["a b", "c'"'"'d", "$HOME"]' | run "$SSHA" || fail "array args: $(last .message)"
 grep -qF "args:3:a b|c'd|\$HOME" "$T/plugins.log" || fail "array args were not passed verbatim"
 action 3 t/data.sh | run "$SSHA" || fail "data: $(last .message)"

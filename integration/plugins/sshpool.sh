@@ -94,6 +94,7 @@ for n in "${nodes[@]}"; do
   [ "$(kv "$n" .hostname)" = "pool-$(kv "$n" .ipaddresses.access_v4)" ] || fail "hostname"
 done
 # The automator works on a pool host with the cluster's key.
+# shellcheck disable=SC2016 # the script's own variables, expanded when it runs
 printf '#!/bin/sh\nmkdir -p "$DROVER_NODE_ROOT/srv"; echo "$DROVER_NODE_ID" > "$DROVER_NODE_ROOT/srv/owner"\n' > "$R/mark.sh"
 chmod +x "$R/mark.sh"
 SERVICE=app CLUSTER_ID=c9 task install "$winner" 1 2 \
@@ -163,7 +164,7 @@ pass "a failed wipe keeps the host claimed (state wiping)"
 ptask create q-1 1 '.config.provider.hosts = []' | expect_fail "$POOL" "no hosts" 'field "hosts"'
 ptask create q-1 1 '.config.provider.hosts[0].host_key = "nonsense"' | expect_fail "$POOL" "bad host key" 'host_key'
 ptask create q-1 1 'del(.config.provider.private_key)' | expect_fail "$POOL" "no pool key" '"private_key"'
-ptask create q-1 1 | DROVER_ZK_HOSTS= expect_fail "$POOL" "no zookeeper" 'DROVER_ZK_HOSTS is not set'
+ptask create q-1 1 | DROVER_ZK_HOSTS='' expect_fail "$POOL" "no zookeeper" 'DROVER_ZK_HOSTS is not set'
 TIMEOUT_MS=3000 ptask create q-1 1 | DROVER_ZK_HOSTS=127.0.0.1:1 expect_fail "$POOL" "zookeeper down" 'not connected'
 ptask install q-1 | expect_fail "$POOL" "wrong task" 'serves create, confirm and delete'
 # A host whose key is not the configured one: refused, before any login.
