@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib.sh: helpers for shell integration tests; source it from a test run by
 # scripts/with-stack (DROVER_STACK_DIR, DROVER_ZK, DROVER_PG are set).
 #
@@ -27,7 +28,8 @@ fail() {
   done
   # DROVER_KEEP_LOGS=DIR: the failed test's logs are copied there whole.
   if [ -n "${DROVER_KEEP_LOGS:-}" ]; then
-    local keep="$DROVER_KEEP_LOGS/$(basename "$0" .sh).$$"
+    local keep
+    keep="$DROVER_KEEP_LOGS/$(basename "$0" .sh).$$"
     mkdir -p "$keep" && cp "$T"/*.log "$keep"/ 2>/dev/null && echo "logs kept in $keep" >&2
   fi
   exit 1
@@ -72,46 +74,104 @@ start_proc() {
 
 pid_of() { cat "$T/pids/$1.pid"; }
 
-# wait_http PORT PATH CODE [SECONDS]: until GET answers CODE.
-wait_http() {
-  local port=$1 path=$2 want=$3 limit=${4:-30} deadline code
-  deadline=$((SECONDS + limit))
-  while :; do
-    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port$path" || true)
-    [ "$code" = "$want" ] && return 0
-    [ $SECONDS -ge "$deadline" ] && return 1
-    sleep 0.1
+# poll_until [-e EVERY] SECONDS CMD [ARGS...]: run CMD every EVERY seconds (0.1 by default)
+# until it succeeds; status 1 if SECONDS pass first. CMD runs in this shell, so it may set
+# variables or fail the test itself; it runs at least once, and once more at the deadline.
+# A condition with a command substitution goes in a function, so that it is run each time.
+poll_until() {
+  local poll__every=0.1 poll__deadline
+  if [ "$1" = -e ]; then
+    poll__every=$2
+    shift 2
+  fi
+  poll__deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    [ $SECONDS -lt "$poll__deadline" ] || return 1
+    sleep "$poll__every"
   done
 }
+
+# wait_until [-e EVERY] SECONDS WHAT CMD [ARGS...]: poll_until, and fail the test with
+# "timed out after SECONDS s waiting for WHAT" if SECONDS pass first. Where the message
+# should show what was there at the end, use poll_until ... || fail "...".
+wait_until() {
+  local wait__every=()
+  if [ "$1" = -e ]; then
+    wait__every=(-e "$2")
+    shift 2
+  fi
+  local wait__limit=$1 wait__what=$2
+  shift 2
+  poll_until "${wait__every[@]}" "$wait__limit" "$@" ||
+    fail "timed out after $wait__limit s waiting for $wait__what"
+}
+
+http_code() { curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1$2" || true; }
+http_code_is() { [ "$(http_code "$1" "$2")" = "$3" ]; }
+
+# wait_http PORT PATH CODE [SECONDS]: until GET answers CODE; status 1 if it does not.
+wait_http() { poll_until "${4:-30}" http_code_is "$1" "$2" "$3"; }
 
 # wait_ready NAME PORT [SECONDS]: until /readyz answers 200; fails at once if NAME died.
 wait_ready() {
-  local name=$1 port=$2 limit=${3:-30} deadline pid
-  pid=$(pid_of "$name")
-  deadline=$((SECONDS + limit))
-  while :; do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz" || true)" = 200 ] &&
-      return 0
-    [ -d "/proc/$pid" ] || fail "$name (pid $pid) exited before it was ready"
-    [ $SECONDS -ge "$deadline" ] && fail "$name not ready after $limit s"
-    sleep 0.1
-  done
+  local name=$1 port=$2 limit=${3:-30}
+  poll_until "$limit" ready_or_dead "$name" "$(pid_of "$name")" "$port" ||
+    fail "$name not ready after $limit s"
 }
+ready_or_dead() { # NAME PID PORT
+  http_code_is "$3" /readyz 200 && return 0
+  [ -d "/proc/$2" ] || fail "$1 (pid $2) exited before it was ready"
+  return 1
+}
+
+# gone PID: the process has exited (is gone or a zombie).
+gone() { ! [ -d "/proc/$1" ] || [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
 
 # wait_exit NAME [SECONDS]: until the process is gone; prints its exit status.
 wait_exit() {
-  local pid limit=${2:-10} deadline
+  local pid
   pid=$(pid_of "$1")
-  deadline=$((SECONDS + limit))
-  while [ -d "/proc/$pid" ] && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]; do
-    [ $SECONDS -ge "$deadline" ] && return 1
-    sleep 0.05
-  done
+  poll_until -e 0.05 "${2:-10}" gone "$pid" || return 1
   wait "$pid" 2>/dev/null && echo 0 || echo $?
 }
 
 zk() { "$BIN/drover" zk "$@" --zk "$DROVER_ZK"; }
 psql_q() { psql "$DROVER_PG" -qAtX -c "$1"; }
+
+# Jobs in PostgreSQL: the node that owns job JID, the count of its succeeded tasks.
+owner_of() { psql_q "SELECT owner FROM jobs WHERE id = $1"; }
+done_of() { psql_q "SELECT count(*) FROM tasks WHERE job_id = $1 AND status = 'succeeded'"; }
+done_at_least() { [ "$(done_of "$1")" -ge "$2" ]; }
+# progressing JID COUNT: until COUNT tasks of the job have succeeded (60 s at most).
+progressing() { wait_until 60 "job $1 to progress ($2 tasks done)" done_at_least "$1" "$2"; }
+
+# metric PORT SERIES [CURL_ARGS...]: the sample of SERIES on the droverd at PORT's /metrics
+# (nothing if absent); CURL_ARGS such as --interface ADDR go to curl.
+metric() {
+  local port=$1 series=$2
+  shift 2
+  curl -s "$@" "http://127.0.0.1:$port/metrics" | awk -v s="$series" '$1 == s { print $2 }'
+}
+
+# median: the median of the numbers on stdin, one a line, sorted.
+median() { awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+
+# zk_four ADDR WORD: ZooKeeper's four-letter command WORD to ADDR:2181 ("" if it does not answer).
+zk_four() { ( (exec 3<> "/dev/tcp/$1/2181" && printf '%s' "$2" >&3 && timeout 3 cat <&3) 2> /dev/null || true); }
+# zk_modes ADDR...: the sorted "Mode:" of every server's srvr, on one line.
+zk_modes() {
+  local a
+  for a in "$@"; do zk_four "$a" srvr | awk -F': ' '/^Mode/ {print $2}'; done | sort | tr '\n' ' '
+}
+# wait_quorum ADDR...: until the three servers are one leader and two followers.
+wait_quorum() {
+  for _ in $(seq 600); do
+    [ "$(zk_modes "$@")" = "follower follower leader " ] && return 0
+    sleep 0.1
+  done
+  fail "no quorum: modes \"$(zk_modes "$@")\""
+}
 
 # zk_stop [N]: stop ZooKeeper server N (default 1) of the stack by its pid, remembering its
 # command line for zk_start. The server's data stays, so sessions and znodes survive.
@@ -120,9 +180,7 @@ zk_stop() {
   pid=$(cat "$T/pids/zk$n.pid")
   tr '\0' '\n' < "/proc/$pid/cmdline" > "$T/zk$n.cmdline"
   kill -TERM "$pid"
-  while [ -d "/proc/$pid" ] && [ "$(awk '{print $3}' "/proc/$pid/stat" 2> /dev/null)" != Z ]; do
-    sleep 0.1
-  done
+  until gone "$pid"; do sleep 0.1; done
 }
 
 # zk_start [N]: start it again as it was (zk_stop first), recording the new pid.
@@ -136,7 +194,7 @@ zk_start() {
 # pg_stop, pg_start: PostgreSQL of the stack, stopped (fast) and started again by pg_ctl.
 pg_ctl_as() {
   local pgbin as=()
-  pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  pgbin=$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
   [ "$(id -u)" = 0 ] && as=(runuser -u postgres --)
   "${as[@]}" "$pgbin/pg_ctl" "$@"
 }

@@ -1,9 +1,17 @@
+# shellcheck shell=bash
 # api_lib.sh: helpers for the API's integration tests (sourced after ../lib.sh).
 #
 # start_api_node NAME [extra config lines...]: a droverd with a secrets key and a
-# bootstrap token file in the stack dir; sets PORT_<NAME> and waits until ready.
+# bootstrap token file in the stack dir; sets PORT_<NAME> (read by api_port NAME, dashes as
+# underscores in the variable) and waits until ready.
 # api METHOD PATH [BODY] [TOKEN]: prints "STATUS BODY" (body on one line).
 # The superadmin token is in $SUPER after start_api_node.
+
+# api_port NAME: the port of the droverd start_api_node started as NAME (its PORT_<NAME>).
+api_port() {
+  local var="PORT_${1//-/_}"
+  echo "${!var}"
+}
 
 KEYFILE="$T/secrets.key"
 TOKFILE="$T/superadmin.token"
@@ -19,8 +27,9 @@ start_api_node() {
     "api.bootstrap_token_file = $TOKFILE" "$@"
   start_proc "$name" "$BIN/droverd"
   wait_ready "$name" "$port" 60
-  eval "PORT_${name//-/_}=$port"
+  printf -v "PORT_${name//-/_}" '%s' "$port"
   PORT=${PORT:-$port}
+  # shellcheck disable=SC2034 # the superadmin token, for the tests that source this file
   SUPER=$(cat "$TOKFILE")
 }
 
@@ -78,15 +87,17 @@ stop_worker() {
 
 # api_wait_job JID STATUS [TOKEN] [SECONDS]: until the job has STATUS (the engine moves it).
 api_wait_job() {
-  local jid=$1 want=$2 tok=${3-${TOKEN:-}} limit=${4:-60} deadline st
-  deadline=$((SECONDS + limit))
-  while :; do
-    st=$(body_of "$(api GET "/v1/jobs/$jid?tasks=none" '' "$tok")" | jq -r .status 2>/dev/null || echo "?")
-    [ "$st" = "$want" ] && return 0
-    case $st in succeeded | rolled-back | cancelled | failed | needs-operator)
-      fail "job $jid ended $st, expected $want: $(body_of "$(api GET "/v1/jobs/$jid" '' "$tok")" | jq -c '.error')" ;;
-    esac
-    [ $SECONDS -ge "$deadline" ] && fail "job $jid is $st after $limit s, expected $want"
-    sleep 0.1
-  done
+  local jid=$1 want=$2 tok=${3-${TOKEN:-}} limit=${4:-60} st=
+  poll_until "$limit" api_job_is "$jid" "$want" "$tok" ||
+    fail "job $jid is $st after $limit s, expected $want"
+}
+# api_job_is JID STATUS TOKEN: the job has STATUS (left in the caller's st); fails on another
+# final status.
+api_job_is() {
+  st=$(body_of "$(api GET "/v1/jobs/$1?tasks=none" '' "$3")" | jq -r .status 2>/dev/null || echo "?")
+  [ "$st" = "$2" ] && return 0
+  case $st in succeeded | rolled-back | cancelled | failed | needs-operator)
+    fail "job $1 ended $st, expected $2: $(body_of "$(api GET "/v1/jobs/$1" '' "$3")" | jq -c '.error')" ;;
+  esac
+  return 1
 }

@@ -53,7 +53,6 @@ healthz_ms() {
     curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$PORT/healthz"
   done | awk '{printf "%d\n", $1 * 1000000}' | sort -n
 }
-median() { awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 base=$(healthz_ms 40 | median)
 before=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk '$1 == "drover_http_bodies_parsed_off_loop_total" {print $2}')
 # Four clients each putting 4 MB bodies in a loop while /healthz is timed.

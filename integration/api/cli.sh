@@ -51,20 +51,13 @@ JID=$("$D" job list --cluster "$CID" --json | jq -r '.items[0].id')
 "$D" cluster list | grep -Eq "^$CID *web1 *lamp *2 *(pending|creating)" || fail "cluster table: $("$D" cluster list)"
 "$D" job get "$JID" | grep -Eq "create of cluster $CID, (pending|running)" || fail "job get: $("$D" job get "$JID")"
 # No worker here: the job runs and waits; a waiting task says why.
-deadline=$((SECONDS + 20))
-until "$D" job get "$JID" | grep -q "waits for node-1/create"; do
-  [ $SECONDS -ge $deadline ] && fail "job get explains nothing: $("$D" job get "$JID")"
-  sleep 0.2
-done
+explains_wait() { "$D" job get "$JID" | grep -q "waits for node-1/create"; }
+poll_until -e 0.2 20 explains_wait || fail "job get explains nothing: $("$D" job get "$JID")"
 
 # job watch follows the job until it ends; here it ends by cancel.
 "$D" job watch "$JID" > "$T/watch.out" 2>&1 &
 watch=$!
-deadline=$((SECONDS + 20))
-until grep -q running "$T/watch.out"; do
-  [ $SECONDS -ge $deadline ] && fail "job watch printed nothing"
-  sleep 0.1
-done
+wait_until 20 "job watch to print the job running" grep -q running "$T/watch.out"
 "$D" job cancel "$JID" | grep -q 'cancel asked' || fail "job cancel"
 wait "$watch" && fail "job watch exited 0 for a cancelled job"
 grep -q 'cancelled' "$T/watch.out" || fail "job watch output: $(cat "$T/watch.out")"
@@ -95,11 +88,8 @@ tport=$(free_port)
 write_droverd_conf droverd-tls "$tport" "http.tls_cert = $T/tls.crt" "http.tls_key = $T/tls.key" \
   "secrets.key_file = $KEYFILE"
 start_proc droverd-tls "$BIN/droverd"
-deadline=$((SECONDS + 30))
-until curl -sf --cacert "$T/tls.crt" "https://127.0.0.1:$tport/readyz" > /dev/null; do
-  [ $SECONDS -ge $deadline ] && fail "TLS droverd not ready"
-  sleep 0.2
-done
+wait_until -e 0.2 30 "the TLS droverd to be ready" \
+  curl -sf -o /dev/null --cacert "$T/tls.crt" "https://127.0.0.1:$tport/readyz"
 DROVER_CA_FILE="$T/tls.crt" "$D" --url "https://127.0.0.1:$tport" whoami | grep -q '^alice (admin)' ||
   fail "drover over https"
 curl -s -o /dev/null "http://127.0.0.1:$tport/healthz" && fail "plain HTTP accepted on the TLS port"

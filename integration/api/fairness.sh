@@ -45,7 +45,6 @@ lat_us() {
       "http://127.0.0.1:$PORT/v1/hardwaretypes/standard-small"
   done | awk '$1 != 200 {print "status", $1; exit 1} {printf "%d\n", $2 * 1000000}' | sort -n
 }
-median() { awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 base=$(lat_us 40 | median)
 
 # Rounds: bob starts eight 10,000-node previews at once; while they run, the other tenant
@@ -56,7 +55,7 @@ one_read() {
 }
 : > "$T/reads"
 : > "$T/running"
-for round in 1 2 3 4 5; do
+for _ in 1 2 3 4 5; do
   pids=()
   for i in 1 2 3 4 5 6 7 8; do
     curl -s -o /dev/null -w '%{http_code}\n' --max-time 300 -X POST -H "Authorization: Bearer $BOB" \
@@ -94,7 +93,7 @@ pass "eight concurrent 10,000-node previews: the other tenant's reads, median ${
 # Beyond the waiting room: 429 with Retry-After.
 start_api_node droverd-b "log.level = warn" "api.max_heavy_per_user = 1" \
   "api.max_heavy_per_tenant = 1" "api.max_heavy_waiting_per_tenant = 1"
-PORT=$PORT_droverd_b
+PORT=$(api_port droverd-b)
 pids=()
 for i in 1 2 3 4 5 6; do
   curl -s -D "$T/h429.$i" -o "$T/b429.$i" -w '%{http_code}\n' -X POST -H "Authorization: Bearer $BOB" \

@@ -9,7 +9,7 @@
 
 ports=()
 for n in 1 2 3; do
-  ports[$n]=$(free_port)
+  ports[n]=$(free_port)
   write_droverd_conf "droverd-$n" "${ports[$n]}" "secrets.key_file = $KEYFILE" \
     "api.bootstrap_token_file = $TOKFILE"
 done
@@ -39,11 +39,8 @@ done
 pass "every node serves the whole API"
 
 PORT=${ports[1]}
-deadline=$((SECONDS + 15))
-until [ "$(body_of "$(api GET /v1/members)" | jq '.members | length')" = 3 ]; do
-  [ $SECONDS -ge $deadline ] && fail "members: $(api GET /v1/members)"
-  sleep 0.2
-done
+members_are() { [ "$(body_of "$(api GET /v1/members)" | jq '.members | length')" = "$1" ]; }
+poll_until -e 0.2 15 members_are 3 || fail "members: $(api GET /v1/members)"
 owners=$(for n in 1 2 3; do PORT=${ports[$n]}; body_of "$(api GET /v1/members)" | jq -r --arg j "$JID" '.jobs[] | select(.id == $j) | .owner'; done | sort -u)
 [ "$(echo "$owners" | wc -l)" = 1 ] && [[ $owners == droverd-* ]] || fail "ring owners of job $JID: $owners"
 pass "/v1/members: three members; every node names the same owner ($owners) for job $JID"

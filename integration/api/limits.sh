@@ -15,16 +15,16 @@ for fd in 3 4 5 6 7; do
   eval "exec $fd<>/dev/tcp/127.0.0.1/$PORT"
 done
 # A half-sent request on a sixth one.
-exec 8<>/dev/tcp/127.0.0.1/$PORT
+exec 8<>"/dev/tcp/127.0.0.1/$PORT"
 printf 'GET /v1/whoami HTTP/1.1\r\nHost: x\r\n' >&8
 sleep 0.5
 expect 200 "$(api GET /v1/whoami)" '.role == "superadmin"' "a request beside six slow clients"
 pass "six slow clients do not block another"
 
 # A seventh idle one reaches the limit; the next connection is refused with 503 and closed.
-exec 9<>/dev/tcp/127.0.0.1/$PORT
+exec 9<>"/dev/tcp/127.0.0.1/$PORT"
 sleep 0.5
-exec 10<>/dev/tcp/127.0.0.1/$PORT
+exec 10<>"/dev/tcp/127.0.0.1/$PORT"
 reply=$(timeout 10 cat <&10 || true)
 echo "$reply" | head -n 1 | grep -q '^HTTP/1.1 503' || fail "beyond the limit: got \"$(echo "$reply" | head -n 1)\""
 echo "$reply" | tail -n 1 | jq -e '.error.code == "unavailable"' > /dev/null || fail "refusal body: $reply"
@@ -32,11 +32,7 @@ exec 10<&-
 pass "connection beyond http.max_connections: 503 and closed"
 
 for fd in 3 4 5 6 7 8 9; do eval "exec $fd<&-"; done
-deadline=$((SECONDS + 10))
-until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/healthz")" = 200 ]; do
-  [ $SECONDS -ge $deadline ] && fail "not served again after the slow clients left"
-  sleep 0.1
-done
+wait_http "$PORT" /healthz 200 10 || fail "not served again after the slow clients left"
 grep -q '^drover_http_connections_refused_total 1$' <<< "$(curl -s "http://127.0.0.1:$PORT/metrics")" ||
   fail "refusals not counted: $(curl -s "http://127.0.0.1:$PORT/metrics" | grep refused)"
 pass "served again once the clients left; refusal counted in /metrics"
@@ -56,11 +52,8 @@ tport=$(free_port)
 write_droverd_conf droverd-tls "$tport" "http.tls_cert = $T/tls.crt" "http.tls_key = $T/tls.key" \
   "http.max_connections = 2" "secrets.key_file = $KEYFILE"
 start_proc droverd-tls "$BIN/droverd"
-deadline=$((SECONDS + 30))
-until curl -sf --cacert "$T/tls.crt" "https://127.0.0.1:$tport/readyz" > /dev/null; do
-  [ $SECONDS -ge $deadline ] && fail "TLS droverd not ready"
-  sleep 0.2
-done
+wait_until -e 0.2 30 "the TLS droverd to be ready" \
+  curl -sf -o /dev/null --cacert "$T/tls.crt" "https://127.0.0.1:$tport/readyz"
 exec 3<>"/dev/tcp/127.0.0.1/$tport" 4<>"/dev/tcp/127.0.0.1/$tport" # two idle connections: the limit
 sleep 0.5
 code=$(curl -s -o "$T/tls.out" -w '%{http_code}' --cacert "$T/tls.crt" -H "Authorization: Bearer $SUPER" \

@@ -13,7 +13,7 @@ svc='{"name":"s1","provisioner":{"actions":{}}}'
 expect 201 "$(api POST /v1/services "$svc")" '' "create before"
 pid=$(pid_of droverd-a)
 
-pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+pgbin=$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 data="$T/pg/data"
 as=()
 [ "$(id -u)" = 0 ] && as=(runuser -u postgres --)

@@ -28,7 +28,6 @@ other() {
   curl -s -o /dev/null -w '%{http_code}' --max-time 10 --interface "$OTHER" \
     -H "Authorization: Bearer $SUPER" "http://127.0.0.1:$PORT$1" || true
 }
-metric() { curl -s --interface "$OTHER" "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
 # slow MODE SECONDS NAME ARGS...: run slowhttptest in the background (pid in $slow_pid).
 slow() {
@@ -61,22 +60,19 @@ wait "$slow_pid" || true
 read -r second status <<< "$(slow_result loris)"
 [ "$status" = "No open connections left" ] && [ "$second" -lt 20 ] ||
   fail "slowloris: slowhttptest says \"$status\" on second $second (connections held to the end)"
-[ "$(metric drover_http_request_timeouts_total)" -ge 50 ] ||
-  fail "slow heads were not cut: timeouts $(metric drover_http_request_timeouts_total)"
-[ "$(metric drover_http_connections_refused_total)" -ge 100 ] ||
-  fail "the attacker's address was not limited: refused $(metric drover_http_connections_refused_total)"
+[ "$(metric "$PORT" drover_http_request_timeouts_total --interface "$OTHER")" -ge 50 ] ||
+  fail "slow heads were not cut: timeouts $(metric "$PORT" drover_http_request_timeouts_total --interface "$OTHER")"
+[ "$(metric "$PORT" drover_http_connections_refused_total --interface "$OTHER")" -ge 100 ] ||
+  fail "the attacker's address was not limited: refused $(metric "$PORT" drover_http_connections_refused_total --interface "$OTHER")"
 pass "slowloris, 400 connections: every head cut after http.header_timeout (slowhttptest: \"$status\" on second $second), another client served in all $n rounds"
 
 # 2. One address may take every slot: the probes still answer.
 start_api_node droverd-b "http.max_connections = 40" "http.max_connections_per_source = 1000" \
   "http.header_timeout = 5s"
-PORT=$PORT_droverd_b
+PORT=$(api_port droverd-b)
 slow -H 30 full -c 200 -r 200 -i 1 -x 10 -u "http://127.0.0.1:$PORT/v1/whoami"
-deadline=$((SECONDS + 20))
-until [ "$(metric drover_http_connections)" -ge 40 ]; do
-  [ $SECONDS -ge $deadline ] && fail "slowhttptest did not fill the connection limit"
-  sleep 0.2
-done
+connections_at_least() { [ "$(metric "$PORT" drover_http_connections --interface "$OTHER")" -ge "$1" ]; }
+wait_until -e 0.2 20 "slowhttptest to fill the connection limit" connections_at_least 40
 for p in /healthz /readyz; do
   code=$(other "$p")
   [ "$code" = 200 ] || fail "every slot held: GET $p got $code"
@@ -84,15 +80,12 @@ done
 r=$(curl -s --interface "$OTHER" -H "Authorization: Bearer $SUPER" "http://127.0.0.1:$PORT/v1/whoami")
 echo "$r" | jq -e '.error.code == "unavailable"' > /dev/null || fail "every slot held: /v1/whoami said $r"
 pass "every slot held by one address: /healthz and /readyz answer 200, other paths the 503 JSON"
-deadline=$((SECONDS + 20))
-until [ "$(other /v1/whoami)" = 200 ]; do
-  [ $SECONDS -ge $deadline ] && fail "not served again after the slow heads were cut"
-  sleep 0.2
-done
+other_is() { [ "$(other "$1")" = "$2" ]; }
+wait_until -e 0.2 20 "being served again after the slow heads were cut" other_is /v1/whoami 200
 pass "served again once the slow heads were cut"
 kill "$slow_pid" 2> /dev/null || true
 wait "$slow_pid" 2> /dev/null || true
-PORT=$PORT_droverd_a
+PORT=$(api_port droverd-a)
 
 # 3. Slow bodies. slowhttptest sends no token; a client with one trickles a body by curl.
 slow -B 20 rudy -c 200 -r 200 -i 1 -x 10 -s 100000 -t POST -u "http://127.0.0.1:$PORT/v1/tenants"

@@ -9,14 +9,13 @@
 CACHE_S=2
 start_api_node droverd-a "api.token_ttl = 1h" "api.token_max_ttl = 2h" "api.token_cache_ttl = ${CACHE_S}s"
 start_api_node droverd-b "api.token_ttl = 1h" "api.token_max_ttl = 2h" "api.token_cache_ttl = ${CACHE_S}s"
-PA=$PORT_droverd_a
-PB=$PORT_droverd_b
+PA=$(api_port droverd-a)
+PB=$(api_port droverd-b)
 expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant"
 r=$(api POST /v1/users '{"name":"alice","role":"admin","tenant":"acme"}' "$SUPER")
 ADMIN=$(body_of "$r" | jq -r .token)
 r=$(api POST /v1/users '{"name":"bob","role":"user"}' "$ADMIN")
 USER=$(body_of "$r" | jq -r .token)
-metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m {print $2}'; }
 
 # Expiry: the default, an asked-for one, out-of-range ones.
 r=$(api POST /v1/tokens '{}' "$USER")

@@ -23,7 +23,8 @@
  *   coord_itest restart        the ZooKeeper server (or, in an ensemble, its leader) is killed
  *                              and started again while clients lock and use a queue
  *
- * Each test is a subcommand; ctest runs each under scripts/with-stack.
+ * Each test is a subcommand, listed in itest_list.h (with those of itest_*.c); ctest runs each
+ * under scripts/with-stack.
  */
 #include <signal.h>
 #include <string.h>
@@ -68,7 +69,7 @@ static void set_flag(int rc, void *arg)
     *(bool *)arg = true;
 }
 
-static int t_members(void)
+int t_members(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *s1 = it_session(base, 4000);
@@ -141,9 +142,10 @@ static void set_bool(int rc, void *arg)
     *(bool *)arg = true;
 }
 
-/* Child: loop on lock / read-increment-write (unversioned) / unlock. */
-static int t_lock_worker(int iters)
+/* Child (lock-worker ITERS): loop on lock / read-increment-write (unversioned) / unlock. */
+int t_lock_worker(char **args)
 {
+    int iters = atoi(args[0]);
     struct event_base *base = event_base_new();
     struct coord_session *s = it_session(base, 10000);
     struct lk k = {0};
@@ -167,7 +169,7 @@ static int t_lock_worker(int iters)
     return 0;
 }
 
-static int t_lock(void)
+int t_lock(void)
 {
     struct event_base *base = event_base_new();
     enum { K = 5 };
@@ -269,7 +271,7 @@ static bool txn_done(void *arg)
     return ((struct txn_out *)arg)->done;
 }
 
-static int t_lock_expiry(void)
+int t_lock_expiry(void)
 {
     struct event_base *base = event_base_new();
     struct drv_err err;
@@ -447,7 +449,7 @@ static struct coord_queue_stats qstats(struct event_base *base, struct coord_que
     return o.st;
 }
 
-static int t_queue(void)
+int t_queue(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *s = it_session(base, 10000);
@@ -559,7 +561,7 @@ static void on_shard(int rc, char *const *names, size_t n, void *arg)
     z->done = true;
 }
 
-static int t_queue_backlog(void)
+int t_queue_backlog(void)
 {
     enum { N = 100000, B = 1000 };
     struct event_base *base = event_base_new();
@@ -676,8 +678,11 @@ static void qc_ready(int rc, void *arg)
     qc_fill();
 }
 
-static int t_queue_consumer(const char *mode, int limit)
+/* Child (queue-consumer MODE LIMIT) of the queue-kill test. */
+int t_queue_consumer(char **args)
 {
+    const char *mode = args[0];
+    int limit = atoi(args[1]);
     struct event_base *base = event_base_new();
     struct coord_session *s = it_session(base, 2000);
     qc.hold = strcmp(mode, "hold") == 0;
@@ -688,7 +693,7 @@ static int t_queue_consumer(const char *mode, int limit)
     return 1;
 }
 
-static int t_queue_kill(void)
+int t_queue_kill(void)
 {
     enum { N = 200, K = 20 };
     struct event_base *base = event_base_new();
@@ -823,7 +828,7 @@ static bool puts_all_done(void *arg)
     return ((struct qt *)arg)->puts_done >= 20;
 }
 
-static int t_connloss(void)
+int t_connloss(void)
 {
     enum { L = 30, P = 20, B = 10 };
     struct event_base *base = event_base_new();
@@ -929,7 +934,7 @@ static bool trace_has(void *want)
     return strstr(part_trace, want) != NULL;
 }
 
-static int t_lock_partition(void)
+int t_lock_partition(void)
 {
     struct event_base *base = event_base_new();
     char *proxy = it_proxy_start(it_zk_port(1));
@@ -995,7 +1000,7 @@ static bool el_stopped(void *arg)
     return ((struct el *)arg)->stops > 0;
 }
 
-static int t_election(void)
+int t_election(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *s1 = it_session(base, 4000), *s2 = it_session(base, 4000);
@@ -1031,7 +1036,7 @@ static void on_written_rc(const struct coord_txn_result *r, void *arg)
     *out = r->rc == 0 ? 1 : r->rc;
 }
 
-static int t_chroot_auth(void)
+int t_chroot_auth(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *direct = it_session(base, 10000);
@@ -1162,7 +1167,7 @@ static bool progressed(void *arg)
     return rs.lock_cycles >= p->locks && rs.completed >= p->items;
 }
 
-static int t_restart(void)
+int t_restart(void)
 {
     struct event_base *base = event_base_new();
     rs.s = it_session(base, 30000);
@@ -1202,6 +1207,22 @@ static int t_restart(void)
     return 0;
 }
 
+/* The subcommands: itest_list.h, also read by CMakeLists.txt. */
+static const struct itest_entry {
+    const char *name;
+    int (*test)(void);
+    int (*helper)(char **args);
+    int nargs;
+} itests[] = {
+#define ITEST(name, fn) {name, fn, NULL, 0},
+#define ITEST_VARIANT(name, of, args)
+#define ITEST_HELPER(name, fn, nargs) {name, NULL, fn, nargs},
+#include "itest_list.h"
+#undef ITEST
+#undef ITEST_VARIANT
+#undef ITEST_HELPER
+};
+
 int main(int argc, char **argv)
 {
     it_self_path(argv[0]);
@@ -1209,39 +1230,15 @@ int main(int argc, char **argv)
     log_route_libraries();
     CHECK(argc >= 2, "usage: coord_itest TEST");
     const char *t = argv[1];
-    if (strcmp(t, "members") == 0)
-        return t_members();
-    if (strcmp(t, "lock") == 0)
-        return t_lock();
-    if (strcmp(t, "lock-worker") == 0 && argc >= 3)
-        return t_lock_worker(atoi(argv[2]));
-    if (strcmp(t, "lock-expiry") == 0)
-        return t_lock_expiry();
-    if (strcmp(t, "queue") == 0)
-        return t_queue();
-    if (strcmp(t, "queue-backlog") == 0)
-        return t_queue_backlog();
-    if (strcmp(t, "queue-kill") == 0)
-        return t_queue_kill();
-    if (strcmp(t, "queue-consumer") == 0 && argc >= 4)
-        return t_queue_consumer(argv[2], atoi(argv[3]));
-    if (strcmp(t, "connloss") == 0)
-        return t_connloss();
-    if (strcmp(t, "restart") == 0)
-        return t_restart();
-    if (strcmp(t, "lock-partition") == 0)
-        return t_lock_partition();
-    if (strcmp(t, "election") == 0)
-        return t_election();
-    if (strcmp(t, "chroot-auth") == 0)
-        return t_chroot_auth();
-    int rc = itest_faults(t);
-    if (rc < 0)
-        rc = itest_recipes(t);
-    if (rc < 0)
-        rc = itest_queue(t);
-    if (rc >= 0)
-        return rc;
+    for (size_t i = 0; i < sizeof(itests) / sizeof(itests[0]); i++) {
+        const struct itest_entry *e = &itests[i];
+        if (strcmp(t, e->name) != 0)
+            continue;
+        if (e->test)
+            return e->test();
+        CHECK(argc - 2 >= e->nargs, "usage: coord_itest %s: %d arguments", t, e->nargs);
+        return e->helper(argv + 2);
+    }
     CHECK(false, "unknown test \"%s\"", t);
     return 2;
 }

@@ -115,11 +115,13 @@ struct coord_session *it_session_nowait(struct event_base *base, const char *hos
 /* Monotonic milliseconds. */
 long it_now_ms(void);
 
-/* The defect tests of itest_faults.c: the exit status, or -1 for an unknown name. */
-int itest_faults(const char *name);
-int itest_session(const char *name);
-/* The recipe tests of itest_recipes.c and itest_queue.c, likewise. */
-int itest_recipes(const char *name);
-int itest_queue(const char *name);
+/* Every test and helper subcommand of itest_list.h, defined in the file its group names. */
+#define ITEST(name, fn) int fn(void);
+#define ITEST_VARIANT(name, of, args)
+#define ITEST_HELPER(name, fn, nargs) int fn(char **args);
+#include "itest_list.h"
+#undef ITEST
+#undef ITEST_VARIANT
+#undef ITEST_HELPER
 
 #endif

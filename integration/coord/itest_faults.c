@@ -184,6 +184,16 @@ static int t_claim_late(bool complete)
     return 0;
 }
 
+int t_claim_late_release(void)
+{
+    return t_claim_late(false);
+}
+
+int t_claim_late_complete(void)
+{
+    return t_claim_late(true);
+}
+
 /* ---- defect 2: a refresh that cannot read everything keeps the last view ---- */
 
 enum { MP_N = 50 };
@@ -218,7 +228,7 @@ static bool mp_full(void *arg)
     return mp.last_n == MP_N;
 }
 
-static int t_members_partial(void)
+int t_members_partial(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *direct = it_session(base, 20000);
@@ -270,7 +280,7 @@ static void on_take_ignore(struct coord_queue_item *it, int rc, void *arg)
     coord_queue_item_free(it);
 }
 
-static int t_queue_close_claims(void)
+int t_queue_close_claims(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *sd = it_session(base, 20000);
@@ -322,7 +332,7 @@ static bool suspended(void *arg)
     return coord_session_state(arg) == COORD_SUSPENDED;
 }
 
-static int t_queue_open_retry(void)
+int t_queue_open_retry(void)
 {
     struct event_base *base = event_base_new();
     struct it_proxy *p = it_proxy_new(it_zk_port(1));
@@ -390,7 +400,7 @@ static bool pc_twenty(void *arg)
     return pc.completed >= 20;
 }
 
-static int t_put_exactly_once(void)
+int t_put_exactly_once(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *sd = it_session(base, 20000);
@@ -430,21 +440,4 @@ static int t_put_exactly_once(void)
     event_base_free(base);
     printf("put-exactly-once: ok\n");
     return 0;
-}
-
-int itest_faults(const char *t)
-{
-    if (strcmp(t, "claim-late-release") == 0)
-        return t_claim_late(false);
-    if (strcmp(t, "claim-late-complete") == 0)
-        return t_claim_late(true);
-    if (strcmp(t, "members-partial") == 0)
-        return t_members_partial();
-    if (strcmp(t, "queue-close-claims") == 0)
-        return t_queue_close_claims();
-    if (strcmp(t, "queue-open-retry") == 0)
-        return t_queue_open_retry();
-    if (strcmp(t, "put-exactly-once") == 0)
-        return t_put_exactly_once();
-    return itest_session(t);
 }

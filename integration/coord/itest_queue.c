@@ -218,7 +218,7 @@ static void on_holder(int rc, const char *claim_json, void *arg)
 
 /* ---- queue-keyed ---------------------------------------------------------------------- */
 
-static int t_queue_keyed(void)
+int t_queue_keyed(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *s = it_session(base, 20000), *d = it_session(base, 20000);
@@ -359,7 +359,7 @@ static int t_queue_keyed(void)
 
 /* ---- queue-txn ---------------------------------------------------------------------------- */
 
-static int t_queue_txn(void)
+int t_queue_txn(void)
 {
     struct event_base *base = event_base_new();
     struct it_proxy *p = it_proxy_new(it_zk_port(1));
@@ -455,7 +455,7 @@ static int t_queue_txn(void)
 
 /* ---- queue-gather ------------------------------------------------------------------------- */
 
-static int t_queue_gather(void)
+int t_queue_gather(void)
 {
     struct event_base *base = event_base_new();
     struct it_proxy *p = it_proxy_new(it_zk_port(1));
@@ -603,7 +603,7 @@ static int count(const char *what)
     return n;
 }
 
-static int t_claim_lost(void)
+int t_claim_lost(void)
 {
     enum { T = 6000 };
     struct event_base *base = event_base_new();
@@ -751,7 +751,7 @@ static bool skip_cb(const char *key, void *arg)
     return k->key && strcmp(key, k->key) == 0;
 }
 
-static int t_queue_skip(void)
+int t_queue_skip(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *s = it_session(base, 20000), *b = it_session(base, 20000);
@@ -809,19 +809,4 @@ static int t_queue_skip(void)
     event_base_free(base);
     printf("queue-skip: ok\n");
     return 0;
-}
-
-int itest_queue(const char *t)
-{
-    if (strcmp(t, "queue-skip") == 0)
-        return t_queue_skip();
-    if (strcmp(t, "queue-keyed") == 0)
-        return t_queue_keyed();
-    if (strcmp(t, "queue-txn") == 0)
-        return t_queue_txn();
-    if (strcmp(t, "queue-gather") == 0)
-        return t_queue_gather();
-    if (strcmp(t, "claim-lost") == 0)
-        return t_claim_lost();
-    return -1;
 }

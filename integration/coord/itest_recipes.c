@@ -184,7 +184,7 @@ static bool wt_has(void *arg)
            (x->data || x->w->n == x->n);
 }
 
-static int t_watch(void)
+int t_watch(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *s = it_session(base, 4000);
@@ -368,7 +368,7 @@ static void on_released(int rc, void *arg)
     coord_exists_w(g->d, g->node, on_exists_at_done, NULL, g);
 }
 
-static int t_lock_release_done(void)
+int t_lock_release_done(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *sa = it_session(base, 4000), *sb = it_session(base, 20000);
@@ -430,7 +430,7 @@ static int t_lock_release_done(void)
  * abandons the attempt before the recovery could look: the next acquire must
  * not wait behind that orphan contender of its own session.
  */
-static int t_lock_orphan(void)
+int t_lock_orphan(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *d = it_session(base, 20000);
@@ -500,7 +500,7 @@ static bool counted(void *arg)
     return *(long *)arg >= MANY;
 }
 
-static int t_many_locks(void)
+int t_many_locks(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *s = it_session(base, 20000), *d = it_session(base, 20000);
@@ -570,7 +570,7 @@ static struct got get_now(struct event_base *base, struct coord_session *s, cons
 
 /* coord_upsert: creates what is missing, sets what is there, and two writers racing to create
    the same znode both succeed (the loser sets); a missing parent is an error, not a loop. */
-static int t_upsert(void)
+int t_upsert(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *s = it_session(base, 20000), *d = it_session(base, 20000);
@@ -616,19 +616,4 @@ static int t_upsert(void)
     event_base_free(base);
     printf("upsert: ok\n");
     return 0;
-}
-
-int itest_recipes(const char *t)
-{
-    if (strcmp(t, "watch") == 0)
-        return t_watch();
-    if (strcmp(t, "upsert") == 0)
-        return t_upsert();
-    if (strcmp(t, "lock-release-done") == 0)
-        return t_lock_release_done();
-    if (strcmp(t, "many-locks") == 0)
-        return t_many_locks();
-    if (strcmp(t, "lock-orphan") == 0)
-        return t_lock_orphan();
-    return -1;
 }

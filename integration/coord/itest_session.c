@@ -125,7 +125,7 @@ static size_t count_children(struct event_base *base, struct coord_session *s, c
     return k.n;
 }
 
-static int t_txn_too_large(void)
+int t_txn_too_large(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *s = it_session_nowait(base, it_zk(), 10000, on_state_trace, NULL);
@@ -236,7 +236,7 @@ static void on_get(int rc, const char *data, int version, void *arg)
     o->done = true;
 }
 
-static int t_session_restart_retry(void)
+int t_session_restart_retry(void)
 {
     struct event_base *base = event_base_new();
     CHECK(getrlimit(RLIMIT_NOFILE, &rr.old) == 0, "getrlimit");
@@ -316,7 +316,7 @@ static bool a_settled(void *arg)
     return (coord_lock_waiting_on(pf.la) || coord_lock_held(pf.la) || pf.kb->lost) && pf.qa->done;
 }
 
-static int t_prefix_collision(void)
+int t_prefix_collision(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *direct = it_session(base, 20000);
@@ -391,7 +391,7 @@ static bool trace_has(void *want)
     return strstr(sp.trace, want) != NULL;
 }
 
-static int t_lock_silent_partition(void)
+int t_lock_silent_partition(void)
 {
     enum { T = 6000 };
     struct event_base *base = event_base_new();
@@ -461,7 +461,7 @@ static bool all_calls(void *arg)
     return fc.calls >= 20;
 }
 
-static int t_session_free_in_callback(void)
+int t_session_free_in_callback(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *direct = it_session(base, 20000);
@@ -490,19 +490,4 @@ static int t_session_free_in_callback(void)
     event_base_free(base);
     printf("session-free-in-callback: ok\n");
     return 0;
-}
-
-int itest_session(const char *t)
-{
-    if (strcmp(t, "txn-too-large") == 0)
-        return t_txn_too_large();
-    if (strcmp(t, "session-restart-retry") == 0)
-        return t_session_restart_retry();
-    if (strcmp(t, "prefix-collision") == 0)
-        return t_prefix_collision();
-    if (strcmp(t, "lock-silent-partition") == 0)
-        return t_lock_silent_partition();
-    if (strcmp(t, "session-free-in-callback") == 0)
-        return t_session_free_in_callback();
-    return -1;
 }

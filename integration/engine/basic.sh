@@ -39,13 +39,13 @@ pass "secrets: sealed at rest, opened for the plugin only (the plugin checked it
 
 for op in 'expand {"nodes":1} 4' 'configure {"config":{"sleep":{"duration_ms":5,"record_dir":"'"$RUNS"'","exclusive_dir":"'"$RUNS"'","clear_secret":true}}} 4' \
   'stop {} 4' 'start {} 4' 'restart {} 4' 'shrink {"nodes":1} 3'; do
-  set -- $op
-  r=$(api POST "/v1/clusters/$CID/$1" "$2")
-  expect 202 "$r" '' "$1"
+  read -r name body size <<< "$op"
+  r=$(api POST "/v1/clusters/$CID/$name" "$body")
+  expect 202 "$r" '' "$name"
   J=$(body_of "$r" | jq -r .job.id)
   wait_job "$J" succeeded 90
-  expect 200 "$(api GET "/v1/clusters/$CID")" ".status == \"active\" and .size == $3" "cluster after $1"
-  pass "$1: succeeded, cluster size $3"
+  expect 200 "$(api GET "/v1/clusters/$CID")" ".status == \"active\" and .size == $size" "cluster after $name"
+  pass "$name: succeeded, cluster size $size"
 done
 check_runs
 expect 200 "$(api GET "/v1/clusters/$CID")" '[.nodes[] | select(.status == "active")] | length == 3' "three active nodes after the shrink"

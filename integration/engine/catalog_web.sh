@@ -41,22 +41,11 @@ op() {
 cl() { body_of "$(api GET "/v1/clusters/$CID")" | jq -c '.nodes |= map(select(.status != "deleted"))'; }
 with_service() { cl | jq -r --arg s "$1" '.nodes[] | select(.services | index($s)) | .id'; }
 prop() { cl | jq -r --arg n "$1" ".nodes[] | select(.id == \$n) | .properties$2"; }
-node_ns() { jq -r .pidns "$NODES/$(prop "$1" '["provider-id"]')/node.json"; }
-# ns_has NODE REGEX: a live process of the node matches.
-ns_has() {
-  local ns p
-  ns=$(node_ns "$1")
-  for p in /proc/[0-9]*; do
-    [ "$(readlink "$p/ns/pid" 2> /dev/null)" = "$ns" ] || continue
-    [ "$(awk '{print $3}' "$p/stat" 2> /dev/null)" = Z ] && continue
-    tr '\0' ' ' < "$p/cmdline" 2> /dev/null | grep -qE "$2" && return 0
-  done
-  return 1
-}
+node_pidns() { jq -r .pidns "$NODES/$(prop "$1" '["provider-id"]')/node.json"; }
 # ns_pids NODE REGEX: the host pids of the node's live processes that match, sorted.
 ns_pids() {
   local ns p
-  ns=$(node_ns "$1")
+  ns=$(node_pidns "$1")
   for p in /proc/[0-9]*; do
     [ "$(readlink "$p/ns/pid" 2> /dev/null)" = "$ns" ] || continue
     [ "$(awk '{print $3}' "$p/stat" 2> /dev/null)" = Z ] && continue
@@ -64,20 +53,6 @@ ns_pids() {
   done | sort -n | tr '\n' ' '
 }
 masters() { for n in $(with_service nginx); do ns_pids "$n" "nginx: master"; done; }
-seen() {
-  local i
-  for i in $(seq "$1"); do curl -s -m 5 "$LB_URL"; done | awk '{print $1}' | sort -u | tr '\n' ' '
-}
-nginx_nodes() { for n in $(with_service nginx); do printf 'node=%s ' "$n"; done; }
-want_backends() {
-  local i got
-  for i in $(seq 100); do
-    got=$(seen 12)
-    [ "$got" = "$1" ] && return 0
-    sleep 0.2
-  done
-  fail "through the balancer: \"$got\", expected \"$1\""
-}
 # config_with JQ: the cluster's config changed by a jq filter, as a configure body's "config".
 config_with() { cl | jq -c ".config | $1"; }
 
@@ -96,19 +71,19 @@ pass "create: haproxy on $lb spreads requests over $(nginx_nodes)"
 
 # configure without a restart: the config reaches the nodes (the page is a file nginx
 # serves as it is), the servers are not restarted; with one, they are.
-pids=$(masters)
+masters_before=$(masters)
 op configure "{\"config\": $(config_with '.nginx.message = "second edition"')}"
 for _ in 1 2 3 4; do
   grep -q "message=second edition" <<< "$(curl -s "$LB_URL")" || fail "an old page after configure"
 done
-[ "$(masters)" = "$pids" ] || fail "configure without restart restarted nginx: $pids -> $(masters)"
+[ "$(masters)" = "$masters_before" ] || fail "configure without restart restarted nginx: $masters_before -> $(masters)"
 [ "$(cl | jq -r .config.nginx.message)" = "second edition" ] || fail "the cluster's config is not the new one"
 pass "configure: the new page everywhere, the same nginx processes"
 op configure "{\"config\": $(config_with '.nginx.message = "third edition"'), \"restart\": true, \"services\": [\"nginx\"]}"
 for _ in 1 2 3 4; do
   grep -q "message=third edition" <<< "$(curl -s "$LB_URL")" || fail "an old page after configure with restart"
 done
-for p in $pids; do [ -d "/proc/$p" ] && fail "configure with restart left nginx $p running"; done
+for p in $masters_before; do [ -d "/proc/$p" ] && fail "configure with restart left nginx $p running"; done
 [ "$(masters | wc -w)" = 2 ] || fail "nginx masters after the restart: $(masters)"
 pass "configure with restart: the new page, new nginx processes"
 
@@ -147,7 +122,7 @@ for n in $zk_nodes; do
   case "$mode" in leader | follower | standalone) ;; *) fail "zookeeper on $n: mode \"$mode\"" ;; esac
 done
 want_backends "$(nginx_nodes)"
-pass "addservices zookeeper-server: it answers on $(echo $zk_nodes)"
+pass "addservices zookeeper-server: it answers on ${zk_nodes//$'\n'/ }"
 op removeservices '{"services": ["zookeeper-server"]}'
 for n in $zk_nodes; do
   ns_has "$n" QuorumPeerMain && fail "removeservices left ZooKeeper running on $n"

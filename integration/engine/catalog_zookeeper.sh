@@ -40,26 +40,13 @@ pass "create: job $JID succeeded ($(job_field "$JID" '.progress.total') tasks)"
 c=$(api GET "/v1/clusters/$CID")
 expect 200 "$c" '.status == "active" and ([.nodes[] | select(.properties.ipaddresses.access_v4 != null and .properties.ssh_host_key != null)] | length == 3)' \
   "nodes carry their addresses and host keys"
-ADDRS=$(body_of "$c" | jq -r '.nodes[].properties.ipaddresses.access_v4')
+mapfile -t ADDRS < <(body_of "$c" | jq -r '.nodes[].properties.ipaddresses.access_v4')
 
-four() { ( (exec 3<> "/dev/tcp/$1/2181" && printf '%s' "$2" >&3 && timeout 3 cat <&3) 2> /dev/null || true); }
-modes() {
-  local a
-  for a in $ADDRS; do four "$a" srvr | awk -F': ' '/^Mode/ {print $2}'; done | sort | tr '\n' ' '
-}
-wait_quorum() {
-  local i
-  for i in $(seq 300); do
-    [ "$(modes)" = "follower follower leader " ] && return 0
-    sleep 0.2
-  done
-  fail "no quorum: modes \"$(modes)\""
-}
-wait_quorum
-for a in $ADDRS; do [ "$(four "$a" ruok)" = imok ] || fail "server $a does not answer ruok"; done
-zkhosts=$(echo "$ADDRS" | sed 's/$/:2181/' | paste -sd,)
+wait_quorum "${ADDRS[@]}"
+for a in "${ADDRS[@]}"; do [ "$(zk_four "$a" ruok)" = imok ] || fail "server $a does not answer ruok"; done
+zkhosts=$(printf '%s\n' "${ADDRS[@]}" | sed 's/$/:2181/' | paste -sd,)
 "$BIN/drover" zk ls / --zk "$zkhosts" | grep -q zookeeper || fail "drover zk cannot list / on the ensemble"
-for a in $ADDRS; do
+for a in "${ADDRS[@]}"; do
   "$BIN/drover" zk ls / --zk "$a:2181" | grep -q zookeeper || fail "server $a does not serve reads"
 done
 pass "the ensemble works: ruok from every server, one leader and two followers, reads through each"
@@ -67,11 +54,11 @@ pass "the ensemble works: ruok from every server, one leader and two followers, 
 r=$(api POST "/v1/clusters/$CID/stop" '{}')
 expect 202 "$r" '' "stop"
 wait_job "$(body_of "$r" | jq -r .job.id)" succeeded 300
-[ "$(modes)" = "" ] || fail "servers still answer after stop: $(modes)"
+[ "$(zk_modes "${ADDRS[@]}")" = "" ] || fail "servers still answer after stop: $(zk_modes "${ADDRS[@]}")"
 r=$(api POST "/v1/clusters/$CID/start" '{}')
 expect 202 "$r" '' "start"
 wait_job "$(body_of "$r" | jq -r .job.id)" succeeded 300
-wait_quorum
+wait_quorum "${ADDRS[@]}"
 pass "stop and start: the servers went away and came back to a quorum"
 
 dirs_before=$(find "$NODES" -mindepth 1 -maxdepth 1 -not -name '.*' | wc -l)
@@ -81,7 +68,7 @@ expect 202 "$r" '' "delete"
 wait_job "$(body_of "$r" | jq -r .job.id)" succeeded 300
 left=$(find "$NODES" -mindepth 1 -maxdepth 1 -not -name '.*' | wc -l)
 [ "$left" = 0 ] || fail "node directories left after delete: $(ls "$NODES")"
-for a in $ADDRS; do listening "$a" && fail "something still listens on $a"; done
+for a in "${ADDRS[@]}"; do listening "$a" && fail "something still listens on $a"; done
 claims=$(find "$NODES/.addresses" -type f 2> /dev/null | wc -l)
 [ "$claims" = 0 ] || fail "$claims address claims left"
 expect 404 "$(api GET "/v1/clusters/$CID")" '' "the deleted cluster is gone"

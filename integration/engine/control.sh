@@ -11,14 +11,6 @@
 start_droverd 1
 start_worker worker-1
 setup_tenant
-done_of() { psql_q "SELECT count(*) FROM tasks WHERE job_id = $1 AND status = 'succeeded'"; }
-progressing() {
-  local deadline=$((SECONDS + 60))
-  until [ "$(done_of "$1")" -ge "$2" ]; do
-    [ $SECONDS -ge $deadline ] && fail "job $1 does not progress"
-    sleep 0.1
-  done
-}
 
 read -r CID JID <<< "$(create_cluster p 2 '{"duration_ms": 300}')"
 progressing "$JID" 3

@@ -17,7 +17,6 @@ CONCURRENCY=6
 for w in 1 2 3; do start_worker worker-$w; done
 setup_tenant
 D="$BIN/drover"
-owner_of() { psql_q "SELECT owner FROM jobs WHERE id = $1"; }
 member_field() { # ID JQ: a field of the member's znode, as GET /v1/members shows it
   body_of "$(api GET /v1/members)" | jq -r --arg id "$1" ".members[] | select(.id == \$id) | .data | $2"
 }
@@ -30,16 +29,17 @@ for c in 1 2 3 4 5 6; do
   jobs+=("$J")
 done
 # a node that owns at least one of them
-deadline=$((SECONDS + 30))
-VICTIM=
-while [ -z "$VICTIM" ]; do
-  for J in "${jobs[@]}"; do
-    o=$(owner_of "$J")
-    [ -n "$o" ] && VICTIM=$o && break
+# find_victim: VICTIM is the owner of the first job that has one.
+find_victim() {
+  local j o
+  for j in "${jobs[@]}"; do
+    o=$(owner_of "$j")
+    [ -n "$o" ] && VICTIM=$o && return 0
   done
-  [ $SECONDS -ge $deadline ] && fail "no job got an owner"
-  [ -n "$VICTIM" ] || sleep 0.2
-done
+  return 1
+}
+VICTIM=
+wait_until -e 0.2 30 "a job to get an owner" find_victim
 V=${VICTIM#droverd-}
 OTHER=$(((V % 3) + 1))
 export DROVER_URL="http://127.0.0.1:${DPORTS[$OTHER]}" DROVER_TOKEN=$TOKEN

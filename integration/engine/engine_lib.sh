@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # engine_lib.sh: a fleet for the engine's integration tests (sourced after ../lib.sh and
 # ../api/api_lib.sh): droverd nodes, workers running the sleep plugin, a tenant with the
 # test catalogue (integration/engine/catalog), and waiting on jobs.
@@ -15,7 +16,8 @@ start_droverd() {
   local n=$1 port
   shift
   port=$(free_port)
-  DPORTS[$n]=$port
+  # shellcheck disable=SC2034 # droverd N's port, for the tests that source this file
+  DPORTS[n]=$port
   write_droverd_conf "droverd-$n" "$port" "secrets.key_file = $KEYFILE" \
     "api.bootstrap_token_file = $TOKFILE" "zookeeper.session_timeout = $SESSION" \
     "log.level = ${LOG_LEVEL:-info}" "$@"
@@ -42,6 +44,7 @@ start_worker() {
 # setup_tenant: tenant acme, its admin ($TOKEN), the test catalogue imported.
 setup_tenant() {
   expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant acme"
+  # shellcheck disable=SC2034 # api's default token, for the tests that source this file
   TOKEN=$(body_of "$(api POST /v1/users '{"name":"alice","role":"admin","tenant":"acme"}' "$SUPER")" | jq -r .token)
   catalogue_json "$CATALOG" > "$T/catalog.json"
   expect 200 "$(api POST /v1/import "@$T/catalog.json")" '' "import the test catalogue"
@@ -69,18 +72,20 @@ job_status_field() { body_of "$(api GET "/v1/jobs/$1?tasks=none")" | jq -r "$2";
 
 # wait_job JID STATUS [SECONDS]: until the job has STATUS; fails on another final status.
 wait_job() {
-  local jid=$1 want=$2 limit=${3:-120} deadline st
-  deadline=$((SECONDS + limit))
-  while :; do
-    st=$(job_status_field "$jid" .status 2>/dev/null || echo "?")
-    [ "$st" = "$want" ] && return 0
-    case $st in
-    succeeded | rolled-back | cancelled | failed | needs-operator)
-      fail "job $jid ended $st, expected $want: $(job_status_field "$jid" .error)" ;;
-    esac
-    [ $SECONDS -ge "$deadline" ] && fail "job $jid is $st after $limit s, expected $want"
-    sleep "${WAIT_JOB_POLL:-0.2}" # benchmarks poll less: curl and jq share the machine
-  done
+  local jid=$1 want=$2 limit=${3:-120} st=
+  # Benchmarks poll less (WAIT_JOB_POLL): curl and jq share the machine.
+  poll_until -e "${WAIT_JOB_POLL:-0.2}" "$limit" job_is "$jid" "$want" ||
+    fail "job $jid is $st after $limit s, expected $want"
+}
+# job_is JID STATUS: the job has STATUS (left in the caller's st); fails on another final status.
+job_is() {
+  st=$(job_status_field "$1" .status 2>/dev/null || echo "?")
+  [ "$st" = "$2" ] && return 0
+  case $st in
+  succeeded | rolled-back | cancelled | failed | needs-operator)
+    fail "job $1 ended $st, expected $2: $(job_status_field "$1" .error)" ;;
+  esac
+  return 1
 }
 
 # The ZooKeeper tree holds nothing of finished jobs: no announcement, lock, queue item or claim.

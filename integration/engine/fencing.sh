@@ -12,15 +12,7 @@ for n in 1 2; do start_droverd $n; done
 CONCURRENCY=6
 for w in 1 2; do start_worker worker-$w; done
 setup_tenant
-owner_of() { psql_q "SELECT owner FROM jobs WHERE id = $1"; }
 token_of() { psql_q "SELECT owner_token FROM jobs WHERE id = $1"; }
-progressing() { # JID COUNT
-  local deadline=$((SECONDS + 60))
-  until [ "$(psql_q "SELECT count(*) FROM tasks WHERE job_id = $1 AND status = 'succeeded'")" -ge "$2" ]; do
-    [ $SECONDS -ge $deadline ] && fail "job $1 does not progress"
-    sleep 0.2
-  done
-}
 
 # 1. PostgreSQL: a newer token recorded (as a new owner would): the owner's next write
 #    changes nothing, it stops, takes the lock again (a newer token still) and goes on.
@@ -51,11 +43,9 @@ progressing "$JID" 8
 OWNER=$(owner_of "$JID")
 TOKEN1=$(token_of "$JID")
 kill -STOP "$(pid_of "$OWNER")"
-deadline=$((SECONDS + 60))
-until [ "$(owner_of "$JID")" != "$OWNER" ]; do
-  [ $SECONDS -ge $deadline ] && { kill -CONT "$(pid_of "$OWNER")"; fail "nobody took the job of the frozen owner"; }
-  sleep 0.2
-done
+owner_is_not() { [ "$(owner_of "$1")" != "$2" ]; }
+poll_until -e 0.2 60 owner_is_not "$JID" "$OWNER" ||
+  { kill -CONT "$(pid_of "$OWNER")"; fail "nobody took the job of the frozen owner"; }
 kill -CONT "$(pid_of "$OWNER")"
 wait_job "$JID" succeeded 120
 [ "$(token_of "$JID")" -gt "$TOKEN1" ] || fail "the token did not grow"

@@ -13,14 +13,14 @@ start_worker worker-1
 start_worker worker-2
 setup_tenant
 
-read -r CID JID <<< "$(create_cluster w1 2 '{"duration_ms": 1500}')"
-deadline=$((SECONDS + 60))
-victim=""
-until [ -n "$victim" ]; do
+read -r _ JID <<< "$(create_cluster w1 2 '{"duration_ms": 1500}')"
+# running_on_worker_1: victim is a task of the job running on worker-1.
+running_on_worker_1() {
   victim=$(psql_q "SELECT id FROM tasks WHERE job_id = $JID AND status = 'running' AND worker = 'worker-1' LIMIT 1")
-  [ $SECONDS -ge $deadline ] && fail "no task ran on worker-1"
-  sleep 0.1
-done
+  [ -n "$victim" ]
+}
+victim=""
+wait_until 60 "a task to run on worker-1" running_on_worker_1
 kill -9 "$(pid_of worker-1)"
 t_kill=$(now_ms)
 wait_job "$JID" succeeded 120

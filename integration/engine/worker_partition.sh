@@ -22,21 +22,16 @@ setup_tenant
 
 # worker-1 alone takes node-1's create, which lasts long: cut while it runs.
 victim=node-1/create
-read -r CID JID <<< "$(create_cluster part 1 '{"duration_ms": 50, "durations": {"node-1/create": 15000}}')"
-deadline=$((SECONDS + 60))
-until [ "$(psql_q "SELECT worker FROM tasks WHERE job_id = $JID AND id = '$victim' AND status = 'running'")" = worker-1 ]; do
-  [ $SECONDS -ge $deadline ] && fail "$victim did not run on worker-1"
-  sleep 0.1
-done
+read -r _ JID <<< "$(create_cluster part 1 '{"duration_ms": 50, "durations": {"node-1/create": 15000}}')"
+runs_on() { # JID TASK WORKER: the task is running on the worker
+  [ "$(psql_q "SELECT worker FROM tasks WHERE job_id = $1 AND id = '$2' AND status = 'running'")" = "$3" ]
+}
+wait_until 60 "$victim to run on worker-1" runs_on "$JID" "$victim" worker-1
 start_worker worker-2
 sleep 1
 t_cut=$(now_ms)
 kill -USR1 "$(pid_of proxy)"
-deadline=$((SECONDS + 30))
-until grep -q "event=claim-lost worker=worker-1 " "$T/worker-1.log"; do
-  [ $SECONDS -ge $deadline ] && fail "worker-1 never noticed it lost its claim"
-  sleep 0.1
-done
+wait_until 30 "worker-1 to notice it lost its claim" grep -q "event=claim-lost worker=worker-1 " "$T/worker-1.log"
 t_lost=$(now_ms)
 echo "worker-1 gave its claim up $((t_lost - t_cut)) ms after the cut (session timeout $SESSION)"
 wait_job "$JID" succeeded 120

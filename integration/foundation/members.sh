@@ -18,12 +18,9 @@ curl -sf "http://127.0.0.1:$port/readyz" | jq -e '.checks.zookeeper and .checks.
 pass "droverd ready on 127.0.0.1:$port"
 
 # Both member znodes exist, are ephemeral, and hold JSON naming the member.
+zk_get_to() { zk get "$2" > "$1" 2> /dev/null; } # FILE PATH
 for m in droverd/droverd-a worker/worker-a; do
-  deadline=$((SECONDS + 10))
-  until zk get "/drover/members/$m" > "$T/member.out" 2>/dev/null; do
-    [ $SECONDS -ge $deadline ] && fail "member znode /drover/members/$m never appeared"
-    sleep 0.1
-  done
+  wait_until 10 "member znode /drover/members/$m" zk_get_to "$T/member.out" "/drover/members/$m"
   grep -q '(ephemeral)' "$T/member.out" || fail "/drover/members/$m is not ephemeral"
   sed -e 's/^[^ ]*  //' -e 's/  (ephemeral)$//' "$T/member.out" | jq -e --arg id "${m#*/}" '.id == $id' \
     > /dev/null || fail "/drover/members/$m does not hold JSON with its id: $(cat "$T/member.out")"

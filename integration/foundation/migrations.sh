@@ -5,7 +5,7 @@
 
 ports=()
 for n in 1 2 3; do
-  ports[$n]=$(free_port)
+  ports[n]=$(free_port)
   write_droverd_conf "droverd-$n" "${ports[$n]}"
 done
 for n in 1 2 3; do start_proc "droverd-$n" "$BIN/droverd"; done

@@ -34,16 +34,12 @@ with open(sys.argv[2], "a", buffering=1) as out:
         out.write(s.recv(4096).decode() + "\n")
 ' "$T/$1.sock" "$T/$1.notify" &
   echo $! > "$T/pids/notify-$1.pid"
-  local i
-  for i in $(seq 50); do [ -S "$T/$1.sock" ] && return 0; sleep 0.1; done
+  for _ in $(seq 50); do [ -S "$T/$1.sock" ] && return 0; sleep 0.1; done
   fail "the notify listener for $1 did not start"
 }
 wait_line() { # NAME LINE SECONDS
-  local deadline=$((SECONDS + $3))
-  until grep -qx "$2" "$T/$1.notify" 2> /dev/null; do
-    [ $SECONDS -ge "$deadline" ] && fail "$1 did not send $2 (got: $(cat "$T/$1.notify" 2> /dev/null))"
-    sleep 0.05
-  done
+  poll_until -e 0.05 "$3" grep -sqx "$2" "$T/$1.notify" ||
+    fail "$1 did not send $2 (got: $(cat "$T/$1.notify" 2> /dev/null))"
 }
 
 for name in droverd-a worker-a; do

@@ -27,13 +27,11 @@ echo $! > "$T/pids/scaler.pid"
 
 state() { cat "$T/scaler/scaler.state" 2> /dev/null || true; }
 # wait_state REGEX SECONDS
-wait_state() {
-  local deadline=$((SECONDS + $2))
-  until state | grep -Eq "$1"; do
-    [ -d "/proc/$(pid_of scaler)" ] || fail "the scaler exited: $(tail -5 "$T/scaler.log")"
-    [ $SECONDS -lt "$deadline" ] || fail "scaler state $(state), expected $1 after $2 s"
-    sleep 0.2
-  done
+wait_state() { poll_until -e 0.2 "$2" scaler_in "$1" || fail "scaler state $(state), expected $1 after $2 s"; }
+scaler_in() {
+  state | grep -Eq "$1" && return 0
+  [ -d "/proc/$(pid_of scaler)" ] || fail "the scaler exited: $(tail -5 "$T/scaler.log")"
+  return 1
 }
 wait_state '^running=1 draining=0' 30
 pass "scaler: one worker (--min) while idle"

@@ -14,7 +14,7 @@ for n in 1 2 3; do start_droverd "$n"; done
 start_worker worker-1
 setup_tenant
 
-zk_stop
+zk_stop 1
 JIDS=()
 for i in $(seq 1 "$N"); do
   read -r _ jid <<< "$(create_cluster "c$i" 1 '{"duration_ms": 10}')"
@@ -23,7 +23,7 @@ done
 pass "ZooKeeper down: $N creates accepted"
 kill -KILL "$(pid_of droverd-3)"
 t_kill=$(now_ms)
-zk_start
+zk_start 1
 for jid in "${JIDS[@]}"; do wait_job "$jid" succeeded 180; done
 t_done=$(now_ms)
 

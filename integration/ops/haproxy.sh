@@ -21,11 +21,10 @@ URL=$("$DROVER_SOURCE_DIR/scripts/haproxy" up --dir "$T" \
 echo "haproxy at $URL"
 "$DROVER_SOURCE_DIR/scripts/haproxy" status --dir "$T"
 # Wait until HAProxy's checks see all three up.
-deadline=$((SECONDS + 10))
-until [ "$(grep -c . <(for i in 1 2 3 4 5 6; do curl -s "$URL/readyz" | jq -r .node; done | sort -u))" = 3 ]; do
-  [ $SECONDS -ge $deadline ] && fail "haproxy does not spread requests over the three nodes"
-  sleep 0.3
-done
+spread_over_three() {
+  [ "$(grep -c . <(for _ in 1 2 3 4 5 6; do curl -s "$URL/readyz" | jq -r .node; done | sort -u))" = 3 ]
+}
+wait_until -e 0.3 10 "haproxy to spread requests over the three nodes" spread_over_three
 
 # --- the client: one request at a time, each line "ms method path cluster|- status"
 CONFIG=$(sleep_config)
@@ -71,7 +70,8 @@ total=$(grep -c . "$T/client.log")
 posts=$(grep -c ' POST ' "$T/client.log" || true)
 bad=$(awk '$5 !~ /^2/ && !($2 == "POST" && $5 == 409)' "$T/client.log")
 [ -z "$bad" ] || fail "requests that failed through haproxy: $(echo "$bad" | head -5)"
-for name in $(awk '$2 == "POST" && $5 == 409 { print $4 }' "$T/client.log"); do
+mapfile -t conflicts < <(awk '$2 == "POST" && $5 == 409 { print $4 }' "$T/client.log")
+for name in "${conflicts[@]}"; do
   n=$(psql_q "SELECT count(*) FROM clusters WHERE name = '$name' AND deleted_at IS NULL")
   [ "$n" = 1 ] || fail "create of $name answered 409 but $n such clusters exist"
 done

@@ -14,7 +14,7 @@ expect 201 "$(api POST /v1/tenants '{"name":"globex"}' "$SUPER")" '' "tenant glo
 OTHER=$(body_of "$(api POST /v1/users '{"name":"olga","role":"admin","tenant":"globex"}' "$SUPER")" | jq -r .token)
 USER=$(body_of "$(api POST /v1/users '{"name":"bob","role":"user","tenant":"acme"}' "$SUPER")" | jq -r .token)
 
-read -r CID JID <<< "$(create_cluster c1 3 '{"duration_ms": 20}')"
+read -r _ JID <<< "$(create_cluster c1 3 '{"duration_ms": 20}')"
 wait_job "$JID" succeeded 90
 j=$(api GET "/v1/jobs/$JID")
 succeeded=$(body_of "$j" | jq '[.tasks[] | select(.status == "succeeded")] | length')

@@ -75,11 +75,9 @@ sleep 1
 N_BEFORE=${#JOBS[@]}
 more_jobs 2 300
 J2=${JOBS[-1]}
-deadline=$((SECONDS + 20))
-until zk get "/drover/jobs/$J2/state" 2> /dev/null | grep -q '"format":2'; do
-  [ $SECONDS -ge $deadline ] && fail "the state znode of job $J2 does not say format 2: $(zk get "/drover/jobs/$J2/state" 2>&1)"
-  sleep 0.2
-done
+state_format_2() { zk get "/drover/jobs/$1/state" 2> /dev/null | grep -q '"format":2'; }
+poll_until -e 0.2 20 state_format_2 "$J2" ||
+  fail "the state znode of job $J2 does not say format 2: $(zk get "/drover/jobs/$J2/state" 2>&1)"
 zk get "/drover/jobs/$J2/log/f0" | grep -q '"format":2' || fail "the task log of job $J2 is not format 2"
 
 # --- workers, one at a time: drain, next build

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # catalog_lib.sh: run the shipped catalogue (conf/catalog) for real, with the
 # engine's part played by this shell: `drover solve` makes the layout, `drover
 # plan` the DAG of tasks, and exec_plan runs the tasks whose dependencies are
@@ -154,7 +155,7 @@ exec_plan() {
       for d in "${dl[@]}"; do [ "$d" = - ] || [ -n "${done_ids[$d]:-}" ] || ok=0; done
       [ $ok = 1 ] || continue
       if [ "${actions[i]}" = anchor ]; then
-        st[i]=done
+        st[i]="done"
         done_ids[${ids[i]}]=1
         progress=1
         continue
@@ -190,7 +191,7 @@ exec_plan() {
       merge "${nodes[i]}"
       [ "${actions[i]}" = create ] && record_node "${nodes[i]}"
       [ "${actions[i]}" = delete ] && rm -f "$T/pids/lbnode-${nodes[i]}.pid"
-      st[i]=done
+      st[i]="done"
       done_ids[${ids[i]}]=1
       echo "$i" >> "$CL/done"
       progress=1
@@ -222,20 +223,8 @@ change_layout() {
   cp "$CL/target.json" "$LAYOUT"
 }
 
-# node_pidns NODE: the node's PID namespace.
+# node_pidns NODE: the node's PID namespace (for ns_has).
 node_pidns() { jq -r .pidns "$(node_dir "$1")/node.json"; }
-
-# ns_has NODE PATTERN: a live process of the node's namespace matches PATTERN.
-ns_has() {
-  local ns p
-  ns=$(node_pidns "$1")
-  for p in /proc/[0-9]*; do
-    [ "$(readlink "$p/ns/pid" 2> /dev/null)" = "$ns" ] || continue
-    [ "$(awk '{print $3}' "$p/stat" 2> /dev/null)" = Z ] && continue
-    tr '\0' ' ' < "$p/cmdline" 2> /dev/null | grep -qE "$2" && return 0
-  done
-  return 1
-}
 
 layout_nodes() { jq -r '.nodes[].id' "$LAYOUT"; }
 with_service() { jq -r --arg s "$1" '.nodes[] | select(.services | index($s)) | .id' "$LAYOUT"; }

@@ -15,37 +15,19 @@ run_op create --target "$LAYOUT"
 LAYOUT="$CL/layout.json"
 cp "$CL/target.json" "$LAYOUT"
 
-zk_addrs() { for n in $(layout_nodes); do kv "$n" .ipaddresses.access_v4; done; }
-# modes: the sorted "Mode:" of every server's srvr ("" for one that does not answer).
-modes() {
-  local a
-  for a in $(zk_addrs); do
-    ( (exec 3<> "/dev/tcp/$a/2181" && printf srvr >&3 && timeout 3 cat <&3) 2> /dev/null || true) |
-      awk -F': ' '/^Mode/ {print $2}'
-  done | sort | tr '\n' ' '
-}
-wait_quorum() {
-  local i
-  for i in $(seq 600); do
-    [ "$(modes)" = "follower follower leader " ] && return 0
-    sleep 0.1
-  done
-  fail "no quorum: modes \"$(modes)\""
-}
+# ADDRS: the servers' addresses (the layout's nodes keep theirs until the delete).
+mapfile -t ADDRS < <(for n in $(layout_nodes); do kv "$n" .ipaddresses.access_v4; done)
 ruok_all() {
   local a
-  for a in $(zk_addrs); do
-    [ "$( (exec 3<> "/dev/tcp/$a/2181" && printf ruok >&3 && timeout 3 cat <&3) 2> /dev/null)" = imok ] ||
-      return 1
-  done
+  for a in "${ADDRS[@]}"; do [ "$(zk_four "$a" ruok)" = imok ] || return 1; done
 }
 
 # --- the ensemble answers real clients ---
 ruok_all || fail "a server does not answer ruok"
-wait_quorum
-zkhosts=$(zk_addrs | sed 's/$/:2181/' | paste -sd, -)
+wait_quorum "${ADDRS[@]}"
+zkhosts=$(printf '%s\n' "${ADDRS[@]}" | sed 's/$/:2181/' | paste -sd, -)
 "$BIN/drover" zk ls / --zk "$zkhosts" | grep -q zookeeper || fail "drover zk cannot list / on the ensemble"
-for a in $(zk_addrs); do
+for a in "${ADDRS[@]}"; do
   "$BIN/drover" zk ls / --zk "$a:2181" | grep -q zookeeper || fail "server $a does not serve reads"
 done
 for n in $(layout_nodes); do
@@ -55,8 +37,8 @@ for n in $(layout_nodes); do
     fail "$n's server is not bound to its address"
   [ "$(grep -c '^server\.' "$dir/conf/zoo.cfg")" = 3 ] || fail "$n does not list 3 servers"
 done
-ids=$(for n in $(layout_nodes); do cat "$(kv "$n" .node_root)/srv/drover/zookeeper/data/myid"; done | sort | tr '\n' ' ')
-[ "$ids" = "1 2 3 " ] || fail "myids: $ids"
+myids=$(for n in $(layout_nodes); do cat "$(kv "$n" .node_root)/srv/drover/zookeeper/data/myid"; done | sort | tr '\n' ' ')
+[ "$myids" = "1 2 3 " ] || fail "myids: $myids"
 pass "ensemble of 3: ruok everywhere, one leader and two followers, reads through every server"
 
 # --- stop: no server process left; start: the quorum is back ---
@@ -65,7 +47,7 @@ for n in $(layout_nodes); do ns_has "$n" QuorumPeerMain && fail "$n still runs Z
 ruok_all && fail "a stopped server answers"
 pass "stop: every server gone"
 run_op start --existing "$LAYOUT"
-wait_quorum
+wait_quorum "${ADDRS[@]}"
 pass "start: the quorum is back"
 
 # --- configure without a restart: the file changes, the process does not ---
@@ -81,22 +63,21 @@ pass "configure: new zoo.cfg, same process"
 USER_CONFIG='{"zookeeper": {"tick_ms": 700}}' run_op configure-restart --existing "$LAYOUT"
 [ "$(cat "$(kv node-1 .node_root)/srv/drover/zookeeper/run/zookeeper.pid")" != "$pid1" ] ||
   fail "configure-restart did not restart the server"
-wait_quorum
-for a in $(zk_addrs); do
-  ( (exec 3<> "/dev/tcp/$a/2181" && printf conf >&3 && timeout 3 cat <&3) 2> /dev/null || true) |
-    grep -q '^tickTime=700$' || fail "server $a does not run with tickTime 700"
+wait_quorum "${ADDRS[@]}"
+for a in "${ADDRS[@]}"; do
+  zk_four "$a" conf | grep -q '^tickTime=700$' || fail "server $a does not run with tickTime 700"
 done
 pass "configure-restart: every server runs the new config, quorum kept"
 
 # --- delete: nothing left ---
-addrs=$(zk_addrs)
 roots=$(for n in $(layout_nodes); do node_dir "$n"; done)
 run_op delete --existing "$LAYOUT"
-for a in $addrs; do
+for a in "${ADDRS[@]}"; do
   listening "$a:2181" && fail "$a:2181 still in use"
   listening "$a:22" && fail "$a:22 still in use"
 done
 for d in $roots; do [ -e "$d" ] && fail "$d is left"; done
+# shellcheck disable=SC2009 # every process whose command line names the directory, shown
 ps -eo args | grep -F "$NODES" | grep -v grep && fail "a process of the deleted cluster is left"
 [ -z "$(ls -A "$NODES/.addresses")" ] || fail "address claims left"
 pass "delete: no process, directory, claim or address left"

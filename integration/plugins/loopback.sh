@@ -36,6 +36,7 @@ pass "sshkey_generate's key: OpenSSH reads it, libssh2 authenticates with it aga
 
 # A second client (OpenSSH) with the cluster's key, checking the same host key.
 known_host node-1
+# shellcheck disable=SC2016 # expanded by the node's shell
 [ "$(on node-1 'echo $DROVER_NODE_ROOT')" = "$dir/root" ] || fail "DROVER_NODE_ROOT on the node"
 # The node's processes see their own namespace: its PID 1 is the node's sshd.
 on node-1 'cat /proc/1/cmdline | tr "\0" " "' | grep -qF "$dir/ssh/sshd_config" ||
@@ -66,6 +67,7 @@ record_node node-1
 pass "a create after a crash resumes: same address, same host key"
 
 # cleanup: true (a retried create in the seeds' delete-then-create) starts afresh.
+# shellcheck disable=SC2016 # expanded by the node's shell
 on node-1 'touch $DROVER_NODE_ROOT/leftover'
 task create node-1 4 1 '.cleanup = true' | run "$LB" || fail "create with cleanup: $(last .message)"
 last .message | grep -q "^created" || fail "cleanup create: $(last .message)"
@@ -88,6 +90,7 @@ done
 pass "8 concurrent creates: 9 nodes, 9 distinct addresses, all listening"
 
 # --- delete: no process, no file, no address left ---
+# shellcheck disable=SC2016 # expanded by the node's shell
 on node-1 'setsid sleep 3000 </dev/null >/dev/null 2>&1 & nohup sleep 3001 >/dev/null 2>&1 &
   mkdir -p $DROVER_NODE_ROOT/srv && echo data > $DROVER_NODE_ROOT/srv/file'
 ns=$(jq -r .pidns "$dir/node.json")
@@ -130,23 +133,20 @@ rm -f "$T/pids/lbnode-n-port.pid"
 pass "provider field port: a node on 2222, reached by the automator through ssh_port"
 
 # --- bad input: clear errors ---
-expect_fail() { # WHAT PATTERN: the plugin failed with a message matching PATTERN
-  local rc=0
-  run "$LB" || rc=$?
-  [ "$rc" != 0 ] || fail "$1: the plugin succeeded"
+lb_fails() { # WHAT PATTERN: expect_fail, and the result says status failed
+  expect_fail "$LB" "$1" "$2"
   [ "$(last .status)" = failed ] || fail "$1: status $(last .status)"
-  last .message | grep -qE "$2" || fail "$1: message \"$(last .message)\" lacks /$2/"
 }
-printf 'not json' | expect_fail "garbage" "bad task JSON: 1:[0-9]+: .* expected"
-printf '' | expect_fail "no input" "bad task JSON: no input"
-printf '{"taskId": "1.2.3"}' | expect_fail "no taskName" 'field "taskName"'
-printf '{"taskId": "1;rm", "taskName": "create", "config": {}}' | expect_fail "bad id" 'field "taskId"'
-task create n-x 1 1 'del(.config.provider)' | expect_fail "no provider" 'no "provider" object'
-task create n-x 1 1 '.config.provider.root = "relative/dir"' | expect_fail "bad root" 'field "root"'
-task create n-x 1 1 '.config.provider.network = "10.0.0.0/24"' | expect_fail "bad net" 'inside 127.0.0.0/8'
-task create n-x 1 1 '.config.ssh.public_key = "ssh-ed25519 garbage"' | expect_fail "bad key" 'public_key'
-task install n-x | expect_fail "wrong task" 'serves create, confirm and delete'
-task confirm n-x | expect_fail "confirm unknown" 'does not exist'
+printf 'not json' | lb_fails "garbage" "bad task JSON: 1:[0-9]+: .* expected"
+printf '' | lb_fails "no input" "bad task JSON: no input"
+printf '{"taskId": "1.2.3"}' | lb_fails "no taskName" 'field "taskName"'
+printf '{"taskId": "1;rm", "taskName": "create", "config": {}}' | lb_fails "bad id" 'field "taskId"'
+task create n-x 1 1 'del(.config.provider)' | lb_fails "no provider" 'no "provider" object'
+task create n-x 1 1 '.config.provider.root = "relative/dir"' | lb_fails "bad root" 'field "root"'
+task create n-x 1 1 '.config.provider.network = "10.0.0.0/24"' | lb_fails "bad net" 'inside 127.0.0.0/8'
+task create n-x 1 1 '.config.ssh.public_key = "ssh-ed25519 garbage"' | lb_fails "bad key" 'public_key'
+task install n-x | lb_fails "wrong task" 'serves create, confirm and delete'
+task confirm n-x | lb_fails "confirm unknown" 'does not exist'
 [ -z "$(ls -A "$NODES/.addresses")" ] || fail "a failed create left a claim"
 pass "bad input: clear errors, nothing claimed"
 

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # plugins_lib.sh: helpers for the plugin integration tests. Source it from a
 # test run by scripts/with-stack. It plays the worker's part: it writes task
 # JSON as docs/plugins.md describes it, runs a plugin with it on standard input,
@@ -15,8 +16,8 @@
 
 PLUGINS="$DROVER_BUILD_DIR/plugins"
 LB="$PLUGINS/loopback/loopback"
-SSHA="$PLUGINS/ssh/ssh"
-POOL="$PLUGINS/ssh-pool/ssh-pool"
+# shellcheck disable=SC2034 # the plugins, for the tests that source this file
+SSHA="$PLUGINS/ssh/ssh" POOL="$PLUGINS/ssh-pool/ssh-pool"
 KEYGEN="$DROVER_BUILD_DIR/tests/plugins/drover-test-keygen"
 NODES="$T/nodes"
 KV="$T/kv"
@@ -27,14 +28,15 @@ mkdir -p "$KV" "$T/pids"
 # reserve_net: a free 127.X.Y.0/24 for this test, into NET.
 reserve_net() {
   mkdir -p "$NET_LOCKS"
-  local i x y n
-  for i in $(seq 1 500); do
+  local x y n
+  for _ in $(seq 1 500); do
     x=$((100 + RANDOM % 150))
     y=$((RANDOM % 256))
     n="127.$x.$y"
     if mkdir "$NET_LOCKS/$n" 2>/dev/null; then
       echo "$T" > "$NET_LOCKS/$n/owner"
       NET="$n.0/24"
+      # shellcheck disable=SC2034 # the first three octets, for the tests that source this file
       NET_PREFIX="$n"
       echo "$NET_LOCKS/$n" > "$T/net.lock"
       return 0
@@ -43,6 +45,7 @@ reserve_net() {
     if [ ! -d "$(cat "$NET_LOCKS/$n/owner" 2>/dev/null || echo /nonexistent)" ]; then
       echo "$T" > "$NET_LOCKS/$n/owner"
       NET="$n.0/24"
+      # shellcheck disable=SC2034 # the first three octets, for the tests that source this file
       NET_PREFIX="$n"
       echo "$NET_LOCKS/$n" > "$T/net.lock"
       return 0
@@ -90,6 +93,15 @@ run() {
 }
 
 last() { jq -r "$1" "$T/last.json"; }
+
+# expect_fail PLUGIN WHAT PATTERN: run PLUGIN with the task on stdin; it must fail, with a
+# message matching PATTERN (an extended regex).
+expect_fail() {
+  local rc=0
+  run "$1" || rc=$?
+  [ "$rc" != 0 ] || fail "$2: the plugin succeeded"
+  last .message | grep -qE "$3" || fail "$2: message \"$(last .message)\" lacks /$3/"
+}
 
 # merge NODE: merge the last result's key-values into the node's config.
 merge() {
@@ -142,6 +154,37 @@ ns_procs() {
     n=$((n + 1))
   done
   echo $n
+}
+
+# ns_has NODE REGEX: a live process of the node's PID namespace matches REGEX. The test
+# defines node_pidns NODE (the namespace, "pid:[...]"), from the layout or from the API.
+ns_has() {
+  local ns p
+  ns=$(node_pidns "$1")
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/ns/pid" 2> /dev/null)" = "$ns" ] || continue
+    [ "$(awk '{print $3}' "$p/stat" 2> /dev/null)" = Z ] && continue
+    tr '\0' ' ' < "$p/cmdline" 2> /dev/null | grep -qE "$2" && return 0
+  done
+  return 1
+}
+
+# The web tier of the shipped catalogue (HAProxy in front of nginx nodes). The test sets
+# LB_URL (the balancer) and defines with_service SERVICE (the nodes that run it).
+# seen N: the distinct nodes that answer N requests through the balancer.
+seen() {
+  for _ in $(seq "$1"); do curl -s -m 5 "$LB_URL"; done | awk '{print $1}' | sort -u | tr '\n' ' '
+}
+nginx_nodes() { for n in $(with_service nginx); do printf 'node=%s ' "$n"; done; }
+# want_backends "node=node-2 node=node-3 ": until the balancer spreads over exactly those.
+want_backends() {
+  local got
+  for _ in $(seq 100); do
+    got=$(seen 12)
+    [ "$got" = "$1" ] && return 0
+    sleep 0.2
+  done
+  fail "through the balancer: \"$got\", expected \"$1\""
 }
 
 listening() { ss -Htln "src = $1" 2>/dev/null | grep -q .; }

@@ -25,9 +25,8 @@ chmod +x "$R/install.sh"
 
 lb_create node-1
 root=$(kv node-1 .node_root)
-SERVICE=zookeeper-server
-CLUSTER_CONFIG='{"install": {"seconds": 4}, "secret": "zz-s3cr3t-99"}'
-export SERVICE CLUSTER_CONFIG
+export SERVICE=zookeeper-server
+export CLUSTER_CONFIG='{"install": {"seconds": 4}, "secret": "zz-s3cr3t-99"}'
 
 # inst INDEX ATTEMPT: the install task (taskId 7.INDEX.ATTEMPT).
 inst() {
@@ -39,11 +38,11 @@ runs() { cat "$root/runs" 2>/dev/null || echo 0; }
 # start_and_kill INDEX ATTEMPT: start the plugin, wait until the script runs
 # on the node, then SIGKILL the plugin's process group.
 start_and_kill() {
-  local want=$(($(runs) + 1)) pid i
+  local want=$(($(runs) + 1)) pid
   inst "$1" "$2" > "$T/task.json"
   setsid "$SSHA" < "$T/task.json" > "$T/killed.json" 2>> "$T/plugins.log" &
   pid=$!
-  for i in $(seq 600); do
+  for _ in $(seq 600); do
     [ "$(runs)" -ge "$want" ] && break
     sleep 0.05
   done

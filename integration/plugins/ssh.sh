@@ -61,14 +61,13 @@ export SERVICE
 
 # action INDEX SCRIPT [ARGS_JSON [EXTRA_JQ]]: a task for service "app" on node-1.
 action() {
-  local idx=$1 script=$2 args=${3:-null} extra=${4:-.}
+  local idx=$1 script=$2 args_json=${3:-null} extra=${4:-.}
   task install "${NODE:-node-1}" "${ATT:-1}" "$idx" \
     '.config.service = {name: "app", action: {type: "shell", fields: {script: "'"$script"'",
-      args: '"$args"', data: ["t/conf"]}}} | '"$extra"
+      args: '"$args_json"', data: ["t/conf"]}}} | '"$extra"
 }
 
-CLUSTER_CONFIG='{"app": {"port": 8080, "password": "pw-s3cr3t-4711"}}'
-export CLUSTER_CONFIG
+export CLUSTER_CONFIG='{"app": {"port": 8080, "password": "pw-s3cr3t-4711"}}'
 
 # --- a script runs with its config on stdin and in the environment ---
 action 1 t/echo.sh '"one \"two three\" four"' | run "$SSHA" || fail "echo: $(last .message)"
@@ -84,6 +83,7 @@ grep -q "still there" "$T/plugins.log" && fail "stdin.json or env.sh left on the
 pass "config on stdin (no private key, no provider fields) and as DROVER_CFG_* variables"
 
 # The run's files on the node: in a 0700 handle, the inputs gone.
+# shellcheck disable=SC2016 # expanded by the node's shell
 h=$(on node-1 'ls -d $DROVER_NODE_ROOT/var/lib/drover/runs/7.1/1')
 on node-1 "stat -c %a '$h'" | grep -qx 700 || fail "the handle is not 0700"
 on node-1 "ls '$h'" | grep -qE 'stdin.json|env.sh' && fail "inputs left in the handle"
@@ -92,6 +92,7 @@ grep -q pw-s3cr3t-4711 "$T/plugins.log" && fail "a secret reached the plugin's l
 pass "the handle is private and keeps no secret"
 
 # Array args are quoted one by one; data files are uploaded.
+# shellcheck disable=SC2016 # $HOME is an argument, passed verbatim
 action 2 t/echo.sh '["a b", "c'"'"'d", "$HOME"]' | run "$SSHA" || fail "array args: $(last .message)"
 grep -qF "args:3:a b|c'd|\$HOME" "$T/plugins.log" || fail "array args were not passed verbatim"
 action 3 t/data.sh | run "$SSHA" || fail "data: $(last .message)"
@@ -148,28 +149,22 @@ last .message | grep -q "nothing to do" || fail "bootstrap without shell: $(last
 pass "bootstrap: a work directory when shell actions are used, nothing otherwise"
 
 # --- bad input: clear errors ---
-expect_fail() { # WHAT PATTERN
-  local rc=0
-  run "$SSHA" || rc=$?
-  [ "$rc" != 0 ] || fail "$1: the plugin succeeded"
-  last .message | grep -qE "$2" || fail "$1: message \"$(last .message)\" lacks /$2/"
-}
-action 11 t/nope.sh | expect_fail "missing script" 'script "t/nope.sh" not found in resources'
+action 11 t/nope.sh | expect_fail "$SSHA" "missing script" 'script "t/nope.sh" not found in resources'
 action 12 t/echo.sh null '.config.service.action.fields.data = ["t/missing.txt"]' |
-  expect_fail "missing data" 'data file "t/missing.txt" not found'
+  expect_fail "$SSHA" "missing data" 'data file "t/missing.txt" not found'
 action 13 t/echo.sh null '.config.service.action.fields.script = "../etc/passwd"' |
-  expect_fail "escaping path" 'not found in resources'
+  expect_fail "$SSHA" "escaping path" 'not found in resources'
 action 14 t/echo.sh null ".config.ssh_host_key = \"$(kv node-2 .ssh_host_key)\"" |
-  expect_fail "wrong host key" "host key of $(kv node-1 .ipaddresses.access_v4):22 does not match"
-action 15 t/echo.sh null 'del(.config.ssh_host_key)' | expect_fail "no host key" "no trust on first use"
+  expect_fail "$SSHA" "wrong host key" "host key of $(kv node-1 .ipaddresses.access_v4):22 does not match"
+action 15 t/echo.sh null 'del(.config.ssh_host_key)' | expect_fail "$SSHA" "no host key" "no trust on first use"
 action 16 t/echo.sh null ".config.ipaddresses.access_v4 = \"$NET_PREFIX.250\"" |
-  expect_fail "unreachable" "connect to $NET_PREFIX.250:22: connection refused"
+  expect_fail "$SSHA" "unreachable" "connect to $NET_PREFIX.250:22: connection refused"
 action 17 t/echo.sh null '.config.ssh.private_key = "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n"' |
-  expect_fail "bad key" "authentication"
-action 18 t/echo.sh null '.config.service.action.fields = {}' | expect_fail "no script" 'no "script" field'
+  expect_fail "$SSHA" "bad key" "authentication"
+action 18 t/echo.sh null '.config.service.action.fields = {}' | expect_fail "$SSHA" "no script" 'no "script" field'
 printf '{"taskId": "1.1.1", "taskName": "install", "config": []}' |
-  expect_fail "bad task JSON" 'field "config": expected an object'
-head -c 100 /dev/urandom | expect_fail "random bytes" "bad task JSON"
+  expect_fail "$SSHA" "bad task JSON" 'field "config": expected an object'
+head -c 100 /dev/urandom | expect_fail "$SSHA" "random bytes" "bad task JSON"
 # A wrong host key is refused before authentication: the node logged no login.
 grep -c "Accepted publickey" "$(node_dir node-1)/sshd.log" > "$T/logins.before"
 action 19 t/echo.sh null ".config.ssh_host_key = \"$(kv node-2 .ssh_host_key)\"" | run "$SSHA" || true

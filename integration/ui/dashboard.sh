@@ -52,15 +52,15 @@ code=$(curl -s -o "$T/ui.out" -w '%{http_code}' -X POST "$U/ui/")
 pass "/ui/: content types, CSP, ETag and 304, redirect; traversal 400, unknown 404, POST 405 as JSON"
 
 # ---- data: three clusters of acme, one of globex
-read -r CID JID <<< "$(create_cluster done 3)"
+read -r CID JID <<< "$(create_cluster "done" 3)"
 wait_job "$JID" succeeded 90
-read -r BCID BJID <<< "$(create_cluster big 30)"
+read -r _ BJID <<< "$(create_cluster big 30)"
 wait_job "$BJID" succeeded 240
 # bob, a user of acme: sees his own clusters only, and no fleet or audit
 UTOKEN=$(body_of "$(api POST /v1/users '{"name":"bob","role":"user"}')" | jq -r .token)
 [ -n "$UTOKEN" ] && [ "$UTOKEN" != null ] || fail "user bob"
 # a create whose install fails on every attempt: the job rolls back
-read -r FCID FJID <<< "$(create_cluster doomed 2 '{"fail_on": {"node": "node-2", "task": "install", "service": "app"}}')"
+read -r _ FJID <<< "$(create_cluster doomed 2 '{"fail_on": {"node": "node-2", "task": "install", "service": "app"}}')"
 wait_job "$FJID" rolled-back 120
 expect 400 "$(api GET "/v1/jobs/$FJID/attempts")" '.error.field == "task"' "attempts without a task"
 expect 200 "$(api GET "/v1/jobs/$FJID/attempts?task=node-2/app/install")" '.items | length >= 1 and all(.status == "failed")' "a failed task's attempts"
@@ -70,10 +70,10 @@ expect 200 "$(api POST /v1/import "@$T/catalog.json" "$GTOKEN")" '' "globex's ca
 r=$(api POST /v1/clusters "$(jq -cn '{name: "other-secret", template: "simple", nodes: 1}')" "$GTOKEN")
 expect 202 "$r" '' "globex's cluster"
 OCID=$(body_of "$r" | jq -r .cluster.id)
-read -r LCID LJID <<< "$(create_cluster live 2 '{"duration_ms": 2500}')"
+read -r _ LJID <<< "$(create_cluster live 2 '{"duration_ms": 2500}')"
 # still running when the browser reaches the fleet view (its owner is shown there), and
 # for the long-poll checks after it
-read -r SCID SJID <<< "$(create_cluster slow 1 '{"duration_ms": 8000}')"
+read -r _ SJID <<< "$(create_cluster slow 1 '{"duration_ms": 8000}')"
 
 DROVER_URL=$U ADMIN_TOKEN=$TOKEN SHOTS=$SHOTS CLUSTER=$CID JOB_RUNNING=$LJID JOB_BIG=$BJID JOB_SLOW=$SJID JOB_FAILED=$FJID USER_TOKEN=$UTOKEN \
   OTHER_CLUSTER=$OCID CHROMIUM=$CHROMIUM CHROMIUM_PIDFILE=$T/pids/chromium.pid timeout -k 10 400 \
