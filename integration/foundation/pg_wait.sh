@@ -16,13 +16,13 @@ port_b=$(free_port)
 write_droverd_conf droverd-b "$port_b"
 start_proc droverd-b "$BIN/droverd"
 
+# Waiting, and alive: a node that exited fails the test at once with its last lines.
+waiting() {
+  [ -d "/proc/$(pid_of "$1")" ] || fail "$1 exited with postgresql down: $(tail -n 3 "$T/$1.log")"
+  grep -q 'event=database-wait' "$T/$1.log"
+}
 for n in droverd-a droverd-b; do
-  deadline=$((SECONDS + 30))
-  until grep -q 'event=database-wait' "$T/$n.log"; do
-    [ -d "/proc/$(pid_of "$n")" ] || fail "$n exited with postgresql down: $(tail -n 3 "$T/$n.log")"
-    [ $SECONDS -ge $deadline ] && fail "$n never said it waits for postgresql"
-    sleep 0.1
-  done
+  wait_until 30 "$n to say it waits for postgresql" waiting "$n"
 done
 sleep 2
 for n in droverd-a droverd-b; do
