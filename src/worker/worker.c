@@ -60,7 +60,6 @@
 #define PUMP_RETRY_MS 250 /* while the session is not connected */
 #define RETRY_MS 200
 #define AVOID_MS 5000 /* how long a retry that avoids this worker is left to the others */
-#define CTX_IDLE_MS 60000
 
 extern char **environ;
 
@@ -79,17 +78,6 @@ struct wqueue {
     char *cls;
     char *path;
     struct coord_queue *q;
-};
-
-struct wctx {
-    struct wctx *next;
-    char job[24];
-    json_t *ctx;       /* NULL while loading */
-    int64_t last_used; /* monotonic */
-    bool failed;
-    json_t *nodes;     /* the job's nodes map (jobs/<id>/nodes), for plugins that want it */
-    int64_t nodes_rev; /* its revision (the owner's); -1 before it is read */
-    bool nodes_loading;
 };
 
 struct wtask {
@@ -125,9 +113,9 @@ struct worker {
     size_t n_queues, next_queue;
     struct wtask *tasks;
     size_t running;
-    unsigned takes; /* outstanding */
-    struct wctx *ctxs;
-    struct worker__res *res; /* NULL: no sync, worker.resources_dir for every task */
+    unsigned takes;            /* outstanding */
+    struct worker__ctxs *ctxs; /* the jobs' contexts and nodes maps (jobctx.c) */
+    struct worker__res *res;   /* NULL: no sync, worker.resources_dir for every task */
     struct coord_group *peers;
     size_t n_peers;         /* other live workers of this tenant sharing a class */
     struct strmap *avoided; /* task key -> int64_t *: passed over until then (monotonic) */
@@ -417,8 +405,6 @@ static void fail_now(struct wtask *t, const char *why)
 }
 
 static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes);
-static struct wctx *ctx_of(struct worker *w, const char *job);
-static void need_nodes(struct wtask *t, struct wctx *c);
 
 static void run_plugin(struct wtask *t, const json_t *ctx)
 {
@@ -460,14 +446,14 @@ static void run_plugin(struct wtask *t, const json_t *ctx)
         return;
     }
     if (t->plugin->wants_nodes) {
-        struct wctx *c = ctx_of(w, t->job);
         json_int_t rev = json_integer_value(json_object_get(t->item, "nodes_rev"));
-        if (!c || !c->nodes || c->nodes_rev < rev) {
-            t->st = WT_NODES; /* the nodes map comes first */
-            need_nodes(t, c);
+        if (!worker__ctx_nodes_fresh(w->ctxs, t->job, rev)) {
+            t->st = WT_NODES; /* the nodes map comes first: on_nodes_ready runs it */
+            if (worker__ctx_nodes_read(w->ctxs, t->job, rev) != 0)
+                fail_now(t, "no job context");
             return;
         }
-        spawn_plugin(t, ctx, c->nodes);
+        spawn_plugin(t, ctx, worker__ctx_nodes(w->ctxs, t->job));
         return;
     }
     spawn_plugin(t, ctx, NULL);
@@ -518,9 +504,9 @@ static void on_resources(void *arg, long version, int rc, const char *msg)
         } else if (rc) {
             fail_now(t, msg);
         } else {
-            struct wctx *c = ctx_of(w, t->job);
-            if (c && c->ctx)
-                run_plugin(t, c->ctx);
+            const json_t *ctx = worker__ctx_peek(w->ctxs, t->job);
+            if (ctx)
+                run_plugin(t, ctx);
             else
                 need_context(t);
         }
@@ -572,270 +558,69 @@ static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes
     wtask_check(t);
 }
 
-/* ---- the job's context (cached per job) --------------------------------------------- */
+/* ---- the job's context and nodes map (jobctx.c) ------------------------------------- */
 
-struct ctx_read {
-    struct worker *w;
-    struct wctx *c;
-    int parts, got;
-    char **text;
-    int rc;
-};
-
-static void ctx_ready(struct worker *w, struct wctx *c)
+/* jobctx.c read the job's context (or failed to): run the tasks of the job that wait. */
+static void on_ctx_ready(const char *job, void *arg)
 {
+    struct worker *w = arg;
+    const json_t *ctx = worker__ctx_peek(w->ctxs, job);
     for (struct wtask *t = w->tasks; t; t = t->next) {
-        if (t->st != WT_CONTEXT || strcmp(t->job, c->job) != 0)
+        if (t->st != WT_CONTEXT || strcmp(t->job, job) != 0)
             continue;
-        if (t->lost) {
+        if (t->lost)
             task_finish(t);
-            return ctx_ready(w, c); /* the list changed */
-        }
-        if (c->failed) {
+        else if (!ctx)
             fail_now(t, "cannot read the job's context from ZooKeeper");
-            return ctx_ready(w, c);
-        }
-        run_plugin(t, c->ctx);
-        return ctx_ready(w, c);
+        else
+            run_plugin(t, ctx);
+        return on_ctx_ready(job, arg); /* the list changed */
     }
 }
 
-static void ctx_read_end(struct ctx_read *cr)
+/* jobctx.c read the job's nodes map (or failed to): run the tasks of the job that wait. */
+static void on_nodes_ready(const char *job, void *arg)
 {
-    struct wctx *c = cr->c;
-    struct worker *w = cr->w;
-    if (cr->rc == 0) {
-        size_t total = 0;
-        for (int i = 0; i < cr->parts; i++)
-            total += strlen(cr->text[i]);
-        char *all = xmalloc(total + 1);
-        all[0] = '\0';
-        for (int i = 0; i < cr->parts; i++)
-            strcat(all, cr->text[i]);
-        json_error_t je;
-        c->ctx = json_loads(all, 0, &je);
-        free(all);
-        if (!json_is_object(c->ctx)) {
-            json_decref(c->ctx);
-            c->ctx = NULL;
-            cr->rc = DRV_EINVAL;
-        }
-    }
-    if (cr->rc) {
-        log_error(MOD, "event=context-unreadable job=%s error=%s", c->job, drv_strerror(cr->rc));
-        c->failed = true;
-    }
-    for (int i = 0; i < cr->parts; i++)
-        free(cr->text ? cr->text[i] : NULL);
-    free(cr->text);
-    free(cr);
-    if (!w->freed)
-        ctx_ready(w, c);
-    if (c->failed) {
-        /* Forget it: the next task of the job reads it again. */
-        for (struct wctx **pp = &w->ctxs; *pp; pp = &(*pp)->next)
-            if (*pp == c) {
-                *pp = c->next;
-                break;
-            }
-        free(c);
-    }
-}
-
-struct part_arg {
-    struct ctx_read *cr;
-    int i;
-};
-
-static void on_ctx_part(int rc, const char *data, int version, void *arg)
-{
-    struct part_arg *pa = arg;
-    struct ctx_read *cr = pa->cr;
-    if (rc)
-        cr->rc = rc;
-    else
-        cr->text[pa->i] = xstrdup(data);
-    free(pa);
-    if (++cr->got == cr->parts)
-        ctx_read_end(cr);
-}
-
-static void on_ctx_head(int rc, const char *data, int version, void *arg)
-{
-    struct ctx_read *cr = arg;
-    json_error_t je;
-    json_t *h = rc == 0 ? json_loads(data, 0, &je) : NULL;
-    json_int_t parts = json_integer_value(json_object_get(h, "parts"));
-    if (rc == 0 && json_is_object(h) && json_object_get(h, "parts") && parts > 0 && parts < 4096 &&
-        !cr->w->freed) {
-        cr->parts = (int)parts;
-        cr->text = xcalloc((size_t)parts, sizeof(char *));
-        for (int i = 0; i < cr->parts; i++) {
-            struct part_arg *pa = xcalloc(1, sizeof(*pa));
-            pa->cr = cr;
-            pa->i = i;
-            char *p = zkpath_job_ctx_part(NULL, 0, cr->c->job, (size_t)i);
-            coord_get(cr->w->zk, p, on_ctx_part, pa);
-            free(p);
-        }
-        json_decref(h);
-        return;
-    }
-    json_decref(h);
-    cr->rc = rc;
-    cr->parts = 1;
-    cr->text = xcalloc(1, sizeof(char *));
-    if (rc == 0)
-        cr->text[0] = xstrdup(data);
-    ctx_read_end(cr);
-}
-
-static struct wctx *ctx_of(struct worker *w, const char *job)
-{
-    for (struct wctx *c = w->ctxs; c; c = c->next)
-        if (strcmp(c->job, job) == 0)
-            return c;
-    return NULL;
-}
-
-/* ---- the job's nodes map (for plugins that want it) ---------------------------------- */
-
-struct nodes_read {
-    struct worker *w;
-    char job[24];
-    int64_t rev;
-    int parts, got, rc;
-    json_t *map;
-};
-
-static void nodes_ready(struct worker *w, const char *job)
-{
-    struct wctx *c = ctx_of(w, job);
+    struct worker *w = arg;
+    const json_t *ctx = worker__ctx_peek(w->ctxs, job);
+    const json_t *nodes = worker__ctx_nodes(w->ctxs, job);
     for (struct wtask *t = w->tasks; t; t = t->next) {
         if (t->st != WT_NODES || strcmp(t->job, job) != 0)
             continue;
-        if (t->lost) {
+        if (t->lost)
             task_finish(t);
-            return nodes_ready(w, job);
-        }
-        if (!c || !c->ctx) {
+        else if (!ctx)
             fail_now(t, "cannot read the job's context from ZooKeeper");
-            return nodes_ready(w, job);
-        }
-        if (!c->nodes) {
+        else if (!nodes)
             fail_now(t, "cannot read the job's nodes map from ZooKeeper");
-            return nodes_ready(w, job);
-        }
-        spawn_plugin(t, c->ctx, c->nodes);
-        return nodes_ready(w, job);
-    }
-}
-
-static void on_nodes_chunk(int rc, const char *data, int version, void *arg)
-{
-    struct nodes_read *nr = arg;
-    json_error_t je;
-    json_t *part = rc == 0 ? json_loads(data, 0, &je) : NULL;
-    if (json_is_object(part))
-        json_object_update(nr->map, part);
-    else
-        nr->rc = rc ? rc : DRV_EINVAL;
-    json_decref(part);
-    if (++nr->got < nr->parts)
-        return;
-    struct worker *w = nr->w;
-    if (!w->freed) {
-        struct wctx *c = ctx_of(w, nr->job);
-        if (c) {
-            c->nodes_loading = false;
-            if (nr->rc == 0) {
-                json_decref(c->nodes);
-                c->nodes = json_incref(nr->map);
-                c->nodes_rev = nr->rev;
-            } else {
-                log_error(MOD, "event=nodes-unreadable job=%s error=%s", nr->job,
-                          drv_strerror(nr->rc));
-            }
-        }
-        nodes_ready(w, nr->job);
-    }
-    json_decref(nr->map);
-    free(nr);
-}
-
-static void need_nodes(struct wtask *t, struct wctx *c)
-{
-    struct worker *w = t->w;
-    if (!c || !c->ctx) {
-        fail_now(t, "no job context");
-        return;
-    }
-    if (c->nodes_loading)
-        return; /* nodes_ready runs it */
-    json_int_t parts = json_integer_value(json_object_get(c->ctx, "nodes_chunks"));
-    struct nodes_read *nr = xcalloc(1, sizeof(*nr));
-    nr->w = w;
-    snprintf(nr->job, sizeof(nr->job), "%s", t->job);
-    nr->rev = json_integer_value(json_object_get(t->item, "nodes_rev"));
-    nr->map = json_object();
-    nr->parts = parts > 0 ? (int)parts : 0;
-    c->nodes_loading = true;
-    if (nr->parts == 0) {
-        nr->parts = 1;
-        on_nodes_chunk(0, "{}", 0, nr);
-        return;
-    }
-    for (int k = 0; k < nr->parts; k++) {
-        char *p = zkpath_job_nodes_chunk(NULL, 0, t->job, (size_t)k);
-        coord_get(w->zk, p, on_nodes_chunk, nr);
-        free(p);
+        else
+            spawn_plugin(t, ctx, nodes);
+        return on_nodes_ready(job, arg);
     }
 }
 
 static void need_context(struct wtask *t)
 {
-    struct worker *w = t->w;
     t->st = WT_CONTEXT;
-    for (struct wctx *c = w->ctxs; c; c = c->next)
-        if (strcmp(c->job, t->job) == 0) {
-            c->last_used = clock_mono_ms();
-            if (c->ctx)
-                run_plugin(t, c->ctx);
-            return; /* loading: ctx_ready runs it */
-        }
-    struct wctx *c = xcalloc(1, sizeof(*c));
-    c->nodes_rev = -1;
-    snprintf(c->job, sizeof(c->job), "%s", t->job);
-    c->last_used = clock_mono_ms();
-    c->next = w->ctxs;
-    w->ctxs = c;
-    struct ctx_read *cr = xcalloc(1, sizeof(*cr));
-    cr->w = w;
-    cr->c = c;
-    char *p = zkpath_job_ctx(NULL, 0, t->job);
-    coord_get(w->zk, p, on_ctx_head, cr);
-    free(p);
+    const json_t *ctx = worker__ctx_get(t->w->ctxs, t->job);
+    if (ctx)
+        run_plugin(t, ctx); /* else on_ctx_ready runs it */
+}
+
+static bool job_in_use(const char *job, void *arg)
+{
+    struct worker *w = arg;
+    for (struct wtask *t = w->tasks; t; t = t->next)
+        if (strcmp(t->job, job) == 0)
+            return true;
+    return false;
 }
 
 /* Forget contexts of jobs not seen for a minute. */
 static void ctx_gc(evutil_socket_t fd, short what, void *arg)
 {
     struct worker *w = arg;
-    int64_t now = clock_mono_ms();
-    for (struct wctx **pp = &w->ctxs; *pp;) {
-        struct wctx *c = *pp;
-        bool used = false;
-        for (struct wtask *t = w->tasks; t && !used; t = t->next)
-            used = strcmp(t->job, c->job) == 0;
-        if (c->ctx && !used && !c->nodes_loading && now - c->last_used > CTX_IDLE_MS) {
-            *pp = c->next;
-            json_decref(c->ctx);
-            json_decref(c->nodes);
-            free(c);
-        } else {
-            pp = &c->next;
-        }
-    }
+    worker__ctxs_gc(w->ctxs, job_in_use, w);
 }
 
 /* ---- recording the attempt ------------------------------------------------------------ */
@@ -1149,6 +934,7 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
     w->pump_retry_ev = evtimer_new(base, pump_now, w);
     w->avoided = strmap_new();
     w->avoid_ev = evtimer_new(base, avoid_expire_cb, w);
+    w->ctxs = worker__ctxs_new(zk, on_ctx_ready, on_nodes_ready, w);
     w->gc_ev = event_new(base, -1, EV_PERSIST, ctx_gc, w);
     struct timeval tv = {10, 0};
     event_add(w->gc_ev, &tv);
@@ -1213,6 +999,7 @@ void worker_free(struct worker *w)
     if (!w)
         return;
     w->freed = true;
+    worker__ctxs_close(w->ctxs);
     for (struct wtask *t = w->tasks; t; t = t->next)
         if (t->proc)
             worker__proc_kill(t->proc);
@@ -1238,13 +1025,7 @@ void worker_free(struct worker *w)
         free(w->queues[i].path);
     }
     free(w->queues);
-    while (w->ctxs) {
-        struct wctx *c = w->ctxs;
-        w->ctxs = c->next;
-        json_decref(c->ctx);
-        json_decref(c->nodes);
-        free(c);
-    }
+    worker__ctxs_free(w->ctxs);
     if (w->grace_ev)
         event_free(w->grace_ev);
     event_free(w->pump_ev);

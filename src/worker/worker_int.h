@@ -4,8 +4,9 @@
  *
  * proc.c runs one plugin as a child process; plugin.c reads plugin
  * descriptors and picks the plugin of a task; task.c turns a queue item into
- * the plugin's task JSON and the plugin's output into a run record; worker.c
- * is the take-run-complete loop (worker.h).
+ * the plugin's task JSON and the plugin's output into a run record; jobctx.c
+ * caches the job contexts and nodes maps the tasks need; resources.c syncs
+ * the tenant's resources; worker.c is the take-run-complete loop (worker.h).
  */
 #ifndef DROVER_WORKER_INT_H
 #define DROVER_WORKER_INT_H
@@ -140,6 +141,44 @@ json_t *worker__task_json(const json_t *item, const json_t *ctx, const json_t *n
  */
 int worker__task_outcome(const struct worker__proc_result *r, int timeout_ms,
                          const struct worker__plugin *p, const unsigned char *key, json_t *rec);
+
+/* ---- jobctx.c: the job contexts and nodes maps read, cached per job ---------------- */
+
+struct coord_session;
+struct worker__ctxs;
+/* A read of job's context or nodes map ended (well or not). Loop thread. */
+typedef void (*worker__ctx_ready_cb)(const char *job, void *arg);
+
+/* An empty cache reading through zk; ctx_ready and nodes_ready are called with arg. */
+struct worker__ctxs *worker__ctxs_new(struct coord_session *zk, worker__ctx_ready_cb ctx_ready,
+                                      worker__ctx_ready_cb nodes_ready, void *arg);
+/*
+ * The job's context (jobs/<id>/ctx, an object; borrowed until the next call into the
+ * cache), its entry marked used now. NULL while it is being read: then exactly one
+ * ctx_ready(job) follows, after which worker__ctx_peek gives the context, or NULL when
+ * the read failed (logged; the entry is gone and the next get reads again).
+ */
+const json_t *worker__ctx_get(struct worker__ctxs *cs, const char *job);
+/* The job's context if it is read, else NULL; starts nothing, marks nothing. */
+const json_t *worker__ctx_peek(struct worker__ctxs *cs, const char *job);
+/* The job's nodes map as last read (borrowed), or NULL. */
+const json_t *worker__ctx_nodes(struct worker__ctxs *cs, const char *job);
+/* Is the job's nodes map read, at revision rev or newer? */
+bool worker__ctx_nodes_fresh(struct worker__ctxs *cs, const char *job, int64_t rev);
+/*
+ * Read the job's nodes map again (as of revision rev, the task's). 0: a read is in flight
+ * (this one or an earlier one), and exactly one nodes_ready(job) follows for it; the map
+ * stays as it was when the read fails (logged). DRV_ENOENT: the job's context is not read
+ * (nothing started).
+ */
+int worker__ctx_nodes_read(struct worker__ctxs *cs, const char *job, int64_t rev);
+/* Forget the entries idle for a minute whose job in_use(job, arg) says no task needs. */
+void worker__ctxs_gc(struct worker__ctxs *cs, bool (*in_use)(const char *job, void *arg),
+                     void *arg);
+/* No callback from now on (the owner is going away); reads in flight end quietly. */
+void worker__ctxs_close(struct worker__ctxs *cs);
+/* Free the cache and its entries. NULL is fine. */
+void worker__ctxs_free(struct worker__ctxs *cs);
 
 /* ---- resources.c: the tenant's resources, synced from droverd ----------------------- */
 
