@@ -102,19 +102,8 @@ static int run(struct node *w)
     struct drv_err err;
     drv_err_clear(&err);
     char q[600];
-    struct zk_digest digest;
-    if (zk_digest_read(w->conf.prog.zk.digest_file, &digest, &err) != 0) {
-        log_error(MODULE, "event=config_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+    if (prog_zk_connect(w->base, &w->conf.prog, MODULE, &w->zk) != 0)
         return 1;
-    }
-    struct coord_session_opts zo;
-    prog_zk_opts(&w->conf.prog, &digest, &zo);
-    w->zk = coord_session_new(w->base, &zo, &err);
-    zk_digest_clear(&digest);
-    if (!w->zk || coord_session_wait_connected(w->zk, 15000, &err) != 0) {
-        log_error(MODULE, "event=zookeeper_failed error=%s", log_quote(err.msg, q, sizeof(q)));
-        return 1;
-    }
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
     json_t *classes = json_array();

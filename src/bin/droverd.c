@@ -370,19 +370,8 @@ static int run(struct node *n)
     n->store = store_new(n->base, n->conf.store.conninfo, n->conf.store.pool_size);
     store_start_health(n->store);
 
-    struct zk_digest digest;
-    if (zk_digest_read(n->conf.prog.zk.digest_file, &digest, &err) != 0) {
-        log_error(MODULE, "event=config_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+    if (prog_zk_connect(n->base, &n->conf.prog, MODULE, &n->zk) != 0)
         return 1;
-    }
-    struct coord_session_opts zo;
-    prog_zk_opts(&n->conf.prog, &digest, &zo);
-    n->zk = coord_session_new(n->base, &zo, &err);
-    zk_digest_clear(&digest);
-    if (!n->zk || coord_session_wait_connected(n->zk, 15000, &err) != 0) {
-        log_error(MODULE, "event=zookeeper_failed error=%s", log_quote(err.msg, q, sizeof(q)));
-        return 1;
-    }
     json_t *data = member_data(n, 0);
     char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(data);

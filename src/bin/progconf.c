@@ -94,6 +94,28 @@ void prog_zk_opts(const struct prog_conf *c, const struct zk_digest *d,
     o->digest_password = d->user[0] ? d->password : NULL;
 }
 
+int prog_zk_connect(struct event_base *base, const struct prog_conf *c, const char *module,
+                    struct coord_session **zk)
+{
+    struct drv_err err;
+    drv_err_clear(&err);
+    char q[600];
+    struct zk_digest digest;
+    if (zk_digest_read(c->zk.digest_file, &digest, &err) != 0) {
+        log_error(module, "event=config_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+        return 1;
+    }
+    struct coord_session_opts zo;
+    prog_zk_opts(c, &digest, &zo);
+    *zk = coord_session_new(base, &zo, &err);
+    zk_digest_clear(&digest);
+    if (!*zk || coord_session_wait_connected(*zk, 15000, &err) != 0) {
+        log_error(module, "event=zookeeper_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+        return 1;
+    }
+    return 0;
+}
+
 static void prog_usage(FILE *f, const char *prog)
 {
     fprintf(f,

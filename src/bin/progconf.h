@@ -74,4 +74,17 @@ void zk_digest_clear(struct zk_digest *d);
 void prog_zk_opts(const struct prog_conf *c, const struct zk_digest *d,
                   struct coord_session_opts *o);
 
+struct event_base;
+/*
+ * The daemon's ZooKeeper session, as both daemons open it at start: the
+ * credentials read from zookeeper.digest_file (wiped once the session has
+ * them), the session made on base and connected within 15 s. Exactly one of:
+ * 0 (*zk connected); 1 after logging why under module, event=config_failed
+ * (the digest file) or event=zookeeper_failed (no session, or not connected
+ * in time). *zk receives the session whenever one was made, connected or
+ * not: the caller frees it (coord_session_free) either way.
+ */
+int prog_zk_connect(struct event_base *base, const struct prog_conf *c, const char *module,
+                    struct coord_session **zk);
+
 #endif
