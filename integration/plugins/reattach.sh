@@ -18,6 +18,10 @@ n=$(cat "$DROVER_NODE_ROOT/runs" 2>/dev/null || echo 0)
 echo $((n + 1)) > "$DROVER_NODE_ROOT/runs"
 echo "task $DROVER_TASK_ID started" >> "$DROVER_NODE_ROOT/log"
 sleep "$DROVER_CFG_CLUSTER_INSTALL_SECONDS"
+# A gate the test may hold closed (install.gate), so that a re-delivery finds the run
+# still running however slow the machine is.
+i=0
+while [ -e "$DROVER_NODE_ROOT/install.gate" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
 echo "task $DROVER_TASK_ID done" >> "$DROVER_NODE_ROOT/log"
 echo '{"installed": "yes"}' > "$DROVER_RESULT"
 EOF
@@ -66,8 +70,18 @@ check_cmdlines() {
 }
 
 # --- the plugin dies mid-install; the same attempt is delivered again ---
+# The run is held on the node (install.gate) until the re-delivery has found it running
+# (its log says event=handle ... state=running): on a loaded machine a re-delivery slower than the script
+# would find it finished and harvest it instead, which proves nothing about re-attaching.
+touch "$root/install.gate"
 start_and_kill 1 1
-inst 1 1 | run "$SSHA" || fail "re-delivery: $(last .message)"
+inst 1 1 > "$T/task.json"
+"$SSHA" < "$T/task.json" > "$T/last.json" 2>> "$T/plugins.log" &
+redelivery=$!
+reattached() { grep -q "event=handle task_id=7.1.1 state=running" "$T/plugins.log"; }
+poll_until 120 reattached || { rm -f "$root/install.gate"; fail "the re-delivery never found the run: $(tail -n 3 "$T/plugins.log")"; }
+rm -f "$root/install.gate"
+wait "$redelivery" || fail "re-delivery: $(last .message)"
 last .message | grep -q "re-attached" || fail "re-delivery did not re-attach: $(last .message)"
 [ "$(last .result.installed)" = yes ] || fail "the re-attached run's result is missing"
 [ "$(runs)" = 1 ] || fail "the install script ran $(runs) times"
