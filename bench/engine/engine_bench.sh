@@ -213,9 +213,10 @@ PY
     J=$(body_of "$(api POST /v1/clusters "$body")" | jq -r .job.id)
     wait_job "$J" succeeded 600
     # The critical path: the longest chain of the plan, each task weighing what it took. With
-    # one running task per node (DESIGN.md), a node's tasks also run one after another, so the
-    # bound no schedule can beat is the larger of the critical path and, for every node, the
-    # earliest its first task could start plus the time all its tasks took.
+    # one running task per node (max_per_node, docs/planner.md), a node's tasks also run one
+    # after another, so the bound no schedule can beat is the larger of the critical path
+    # and, for every node, the earliest its first task could start plus the time all its
+    # tasks took.
     psql_q "SELECT t.idx, coalesce(extract(epoch FROM a.ended_at - a.started_at) * 1000, 0), t.deps,
                    coalesce(extract(epoch FROM a.started_at) * 1000, 0),
                    coalesce(extract(epoch FROM a.ended_at) * 1000, 0), coalesce(t.node_id, '')

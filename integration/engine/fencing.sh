@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fencing (DESIGN.md invariant 2): an owner whose token is no longer the one in
+# Fencing (invariant 2, docs/architecture.md): an owner whose token is no longer the one in
 # PostgreSQL, whose lock znode is gone, or whose session expired while it was frozen,
 # stops acting on the job; the job is taken up again (by it, with a new token, or by
 # another member) and succeeds with no task run twice.

@@ -1,6 +1,6 @@
 /*
- * seal: secrets at rest and in transit through ZooKeeper (DESIGN.md
- * invariant 6).
+ * seal: secrets at rest and in transit through ZooKeeper (invariant 6,
+ * docs/architecture.md).
  *
  * A sealed string is "enc:v1:" + base64(nonce 12 || AES-256-GCM ciphertext ||
  * tag 16) of its text; any other sealed JSON value (an object, an array, a

@@ -12,9 +12,9 @@
  *     in jobs/<id>/ctx.
  *   - the run record of one delivery of an attempt, jobs/<id>/runs/<name>
  *     with name "<phase><index>.<attempt>.<worker>.<nonce>": the worker
- *     creates it before the plugin starts (DESIGN.md invariant 3: every
- *     attempt is recorded before it starts) and sets its outcome in the same
- *     multi-op that completes the queue item.
+ *     creates it before the plugin starts (invariant 3, docs/architecture.md:
+ *     every attempt is recorded before it starts) and sets its outcome in the
+ *     same multi-op that completes the queue item.
  *
  * Both carry "v": the format version. A build writes TASKMSG_VERSION and
  * reads it and the version before (rolling upgrades: workers and droverd of

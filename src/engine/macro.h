@@ -27,7 +27,7 @@
  *
  * Order: the nodes with a service are taken in the natural order of their ids
  * (node-2 before node-10), so lists, [i] and instance numbers agree on every
- * node, and the same cluster gives the same expansion (DESIGN.md invariant 4).
+ * node, and the same cluster gives the same expansion (invariant 4, docs/architecture.md).
  * The default address type is "bind_v4", falling back to "access_v4" for a
  * node without it.
  *

@@ -2,7 +2,7 @@
  * sweep: remove a job's ZooKeeper subtree, then release its lock.
  *
  * After the final PostgreSQL write, nothing of the job may stay in
- * ZooKeeper (DESIGN.md invariant 7: the tree holds in-flight state only).
+ * ZooKeeper (invariant 7, docs/architecture.md: the tree holds in-flight state only).
  * Recipe:
  *   1. list /drover/jobs/<id>, then each child (pipelined);
  *   2. delete the grandchildren (task log chunks, run records left over,

@@ -4,7 +4,7 @@
  * The task log of a plan of N tasks is ceil(N / 512) znodes
  * (jobs/<id>/log/f<k> for the forward plan, r<k> for the rollback plan), each
  * holding 512 tasks as three strings of one character per task, so that a
- * 140,007-task plan is 274 znodes of about 1.6 KB (DESIGN.md invariant 7):
+ * 140,007-task plan is 274 znodes of about 1.6 KB (invariant 7, docs/architecture.md):
  *
  *   {"format":1,"first":1024,"n":512,
  *    "s":"SSSqq.....",   the state letter (fsm.c: . q S F K C)

@@ -12,9 +12,9 @@
  *
  * Pure library: no I/O, no globals, no threads (plan_cli.c, the `drover plan`
  * front, is the one file that reads and writes files). Same input, same plan,
- * byte for byte (DESIGN.md invariant 4). The rules (which tasks an operation makes, how
- * service dependencies become task dependencies, anchors, rollback) are in
- * docs/planner.md.
+ * byte for byte (invariant 4, docs/architecture.md). The rules (which tasks
+ * an operation makes, how service dependencies become task dependencies,
+ * anchors, rollback) are in docs/planner.md.
  *
  * Threads: a finished plan may be read from several threads at once; building,
  * freeing and a planner_exec belong to one thread at a time.

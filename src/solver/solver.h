@@ -3,7 +3,7 @@
  * type, for a cluster template and a number of nodes.
  *
  * A pure library: no I/O, no global state, no clock. The same request gives
- * the same layout, byte for byte (DESIGN.md invariant 4). The algorithm and
+ * the same layout, byte for byte (invariant 4, docs/architecture.md). The algorithm and
  * its exactness argument are in docs/solver.md; in short:
  *
  *   1. validate the services (compatibility, requires, conflicts), the
