@@ -32,6 +32,11 @@
  *      | time limit / kill / output too large     |         or 200 ms--> DONE
  *      +--> SIGKILL to the group --(still RUNNING until the guard exits)
  *
+ * Reading: each of the worker's pipes is read level-triggered, at most
+ * WORKER__PROC_READ_TURN bytes a turn of the loop, so a plugin flooding its
+ * standard error (which has no limit of its own: only its tail is kept) gets
+ * a slice of the loop and never all of it (issue 22, item 8).
+ *
  * Invariants (proc_check, in debug builds):
  *   1. pgid > 0 and guard_fd >= 0 while RUNNING.
  *   2. out_len <= max_output, err_len <= stderr_tail.
@@ -306,8 +311,13 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 static void tail_append(struct worker__proc *p, const char *b, size_t n)
 {
+    p->r.err_total += n;
     if (p->tail_cap == 0)
         return;
+    if (n > p->tail_cap) { /* only the last tail_cap bytes can stay */
+        b += n - p->tail_cap;
+        n = p->tail_cap;
+    }
     for (size_t i = 0; i < n; i++) {
         p->tail[p->tail_pos] = b[i];
         p->tail_pos = (p->tail_pos + 1) % p->tail_cap;
@@ -320,7 +330,10 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
     struct worker__proc *p = arg;
     char buf[16384];
-    for (;;) {
+    /* At most WORKER__PROC_READ_TURN bytes a turn of the loop: the event is level-triggered,
+     * so the rest is read on the next turn, after the other events had theirs. A plugin that
+     * floods a pipe cannot hold the loop (and with it the worker's claims and leases). */
+    for (size_t got = 0; got < WORKER__PROC_READ_TURN;) {
         ssize_t n = read(fd, buf, sizeof(buf));
         if (n < 0 && errno == EINTR)
             continue;
@@ -341,6 +354,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
             maybe_finish(p);
             return;
         }
+        got += (size_t)n;
         if (fd == p->out_fd) {
             size_t room = p->max_output - p->r.out_len;
             size_t take = (size_t)n < room ? (size_t)n : room;

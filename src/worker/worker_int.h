@@ -45,10 +45,18 @@ struct worker__proc_result {
     size_t out_len;
     char *err_tail; /* the last stderr_tail bytes of standard error, NUL-terminated */
     size_t err_len;
+    size_t err_total;   /* bytes of standard error read in all (only the tail is kept) */
     int64_t start_ms;   /* wall clock, for the run record ("end" is end_ms) */
     int64_t end_ms;     /* wall clock */
     int64_t elapsed_ms; /* the run's duration, on the monotonic clock */
 };
+
+/*
+ * The most a proc reads from one of its pipes in one turn of the loop (standard output,
+ * standard error, the guard's status): a plugin writing without pause gets a slice of the
+ * loop, never all of it (test_proc's stderr flood).
+ */
+#define WORKER__PROC_READ_TURN (64 * 1024)
 
 struct worker__proc;
 /* r and its buffers live until the callback returns; the proc is freed after it. */

@@ -267,6 +267,87 @@ static void test_worker_death_kills_plugin(void **state)
     free(pidfile);
 }
 
+/* ---- a plugin flooding its standard error ---------------------------------------- */
+
+#define FLOOD_BYTES (16 * 1024 * 1024)
+
+/*
+ * The flooding plugin is this test program itself, started with TEST_PROC_FLOOD in its
+ * environment (see main): it makes its stderr pipe as large as it may (so that a reader
+ * never runs dry) and writes FLOOD_BYTES into it as fast as it can.
+ */
+static int flood_main(void)
+{
+    fcntl(2, F_SETPIPE_SZ, 1 << 20); /* best effort: the unprivileged maximum */
+    static char buf[1 << 16];
+    memset(buf, 'e', sizeof(buf));
+    for (size_t left = FLOOD_BYTES; left > 0;) {
+        size_t n = left < sizeof(buf) ? left : sizeof(buf);
+        ssize_t w = write(2, buf, n);
+        if (w <= 0)
+            return 1;
+        left -= (size_t)w;
+    }
+    return 0;
+}
+
+struct turns {
+    unsigned long n;
+};
+
+/* The other event: counts the turns, and pauses a little so that the flood refills the pipe
+ * meanwhile (as the worker's other tasks and its ZooKeeper traffic would). */
+static void count_turn(evutil_socket_t fd, short what, void *arg)
+{
+    ((struct turns *)arg)->n++;
+    struct timespec ts = {0, 500000};
+    nanosleep(&ts, NULL);
+}
+
+/*
+ * Item 8 of issue 22: a plugin that floods its standard error must not starve the loop. A
+ * second event, ready on every turn of the loop (a pipe holding a byte nobody reads),
+ * counts the turns; the proc may read at most WORKER__PROC_READ_TURN bytes of the flood a
+ * turn, so the turns are at least the bytes over that slice. A reader that drains the pipe
+ * to EAGAIN takes whatever the flood put there while the rest of the loop ran (up to the
+ * pipe's megabyte) and more as it comes, so it needs far fewer turns: the ratio shows it.
+ */
+static void test_stderr_flood_leaves_loop_turns(void **state)
+{
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    assert_true(len > 0);
+    self[len] = '\0';
+    char *const flood_env[] = {"PATH=/usr/bin:/bin", "TEST_PROC_FLOOD=1", NULL};
+    struct event_base *base = event_base_new();
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(write(ready[1], "x", 1), 1);
+    struct turns turns = {0};
+    struct event *ev = event_new(base, ready[0], EV_READ | EV_PERSIST, count_turn, &turns);
+    event_add(ev, NULL);
+    struct outcome o = {0};
+    struct worker__proc_opts opts = {
+        .path = self, .envp = flood_env, .max_output = 1024, .stderr_tail = 64};
+    struct drv_err err;
+    assert_non_null(worker__proc_start(base, &opts, on_done, &o, &err));
+    while (!o.done)
+        event_base_loop(base, EVLOOP_ONCE);
+    event_free(ev);
+    event_base_free(base);
+    close(ready[0]);
+    close(ready[1]);
+    assert_true(o.r.exited);
+    assert_int_equal(o.r.exit_code, 0);
+    assert_int_equal(o.r.err_total, FLOOD_BYTES);
+    assert_int_equal(o.r.err_len, 64); /* the tail kept is still the last 64 bytes */
+    unsigned long slices = FLOOD_BYTES / WORKER__PROC_READ_TURN;
+    printf("stderr flood: %lu bytes in %lu turns of the loop (%lu bytes a turn at most)\n",
+           (unsigned long)o.r.err_total, turns.n, (unsigned long)WORKER__PROC_READ_TURN);
+    assert_true(turns.n >= slices);
+    outcome_free(&o);
+}
+
 static int setup(void **state)
 {
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/drover-test-proc-XXXXXX");
@@ -284,6 +365,8 @@ static int teardown(void **state)
 
 int main(void)
 {
+    if (getenv("TEST_PROC_FLOOD"))
+        return flood_main();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_and_output),
         cmocka_unit_test(test_stderr_tail_and_output_limit),
@@ -292,6 +375,7 @@ int main(void)
         cmocka_unit_test(test_cannot_run),
         cmocka_unit_test(test_large_input),
         cmocka_unit_test(test_worker_death_kills_plugin),
+        cmocka_unit_test(test_stderr_flood_leaves_loop_turns),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
