@@ -2,8 +2,9 @@
  * Unit tests of the worker's process runner (src/worker/proc.c) with real
  * processes: exit codes, output capture and its limit, the stderr tail, the
  * time limit killing the whole process group, kill, an executable that cannot
- * run, and the promise that a plugin never outlives its worker, even one
- * killed with SIGKILL.
+ * run, the promise that a plugin never outlives its worker, even one
+ * killed with SIGKILL, the lease that kills the plugin of a frozen worker, and
+ * a stderr flood that must leave the loop its turns.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +24,7 @@
 
 #include <event2/event.h>
 
+#include "clock.h"
 #include "worker_int.h"
 #include "xalloc.h"
 
@@ -267,6 +269,173 @@ static void test_worker_death_kills_plugin(void **state)
     free(pidfile);
 }
 
+/* ---- the lease (issue 22: a frozen worker's plugin) ------------------------------------ */
+
+static void test_lease_arithmetic(void **state)
+{
+    assert_int_equal(worker__lease_wait_ms(0, 1000), -1);   /* no lease: wait for events */
+    assert_int_equal(worker__lease_wait_ms(1000, 1000), 0); /* run out: kill */
+    assert_int_equal(worker__lease_wait_ms(1000, 5000), 0);
+    assert_int_equal(worker__lease_wait_ms(1500, 1000), 500);
+    assert_int_equal(worker__lease_wait_ms(INT64_MAX, 0), INT32_MAX);
+    /* A renewal read late, or out of order, never shortens the lease. */
+    assert_int_equal(worker__lease_renewed(2000, 3000), 3000);
+    assert_int_equal(worker__lease_renewed(3000, 2000), 3000);
+    assert_int_equal(worker__lease_renewed(0, 2000), 2000);
+}
+
+/* Nobody renews: the guard kills the whole group when the lease runs out. */
+static void test_lease_expires(void **state)
+{
+    char *pidfile = xasprintf("%s/lease-bg.pid", tmpdir);
+    char *body = xasprintf("sleep 60 & echo $! > %s; wait", pidfile);
+    char *p = script("unrenewed.sh", body);
+    struct event_base *base = event_base_new();
+    struct outcome o = {0};
+    struct worker__proc_opts opts = {.path = p,
+                                     .envp = env,
+                                     .max_output = 64,
+                                     .stderr_tail = 64,
+                                     .lease_until_ms = clock_mono_ms() + 300};
+    struct drv_err err;
+    assert_non_null(worker__proc_start(base, &opts, on_done, &o, &err));
+    while (!o.done)
+        event_base_loop(base, EVLOOP_ONCE);
+    event_base_free(base);
+    assert_true(o.r.lease_expired);
+    assert_false(o.r.exited);
+    assert_false(o.r.killed);
+    assert_false(o.r.timed_out);
+    pid_t bg = read_pid(pidfile);
+    assert_true(bg > 0);
+    for (int i = 0; i < 100 && alive(bg); i++)
+        usleep(10000);
+    assert_false(alive(bg));
+    char buf[128];
+    worker__proc_describe(&o.r, 0, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "lease"));
+    outcome_free(&o);
+    free(p);
+    free(body);
+    unlink(pidfile);
+    free(pidfile);
+}
+
+#define LEASE_MS 1000
+#define RENEW_MS 100
+
+static void renew_lease(evutil_socket_t fd, short what, void *arg)
+{
+    worker__proc_lease(arg, clock_mono_ms() + LEASE_MS);
+}
+
+/* Renewed by a running loop, the plugin outlives many lease lengths and ends by itself. */
+static void test_lease_renewed(void **state)
+{
+    char *p = script("renewed.sh", "sleep 2; echo fine");
+    struct event_base *base = event_base_new();
+    struct outcome o = {0};
+    struct worker__proc_opts opts = {.path = p,
+                                     .envp = env,
+                                     .max_output = 64,
+                                     .stderr_tail = 64,
+                                     .lease_until_ms = clock_mono_ms() + LEASE_MS};
+    struct drv_err err;
+    struct worker__proc *proc = worker__proc_start(base, &opts, on_done, &o, &err);
+    assert_non_null(proc);
+    struct event *ev = event_new(base, -1, EV_PERSIST, renew_lease, proc);
+    struct timeval tv = {0, RENEW_MS * 1000};
+    event_add(ev, &tv);
+    while (!o.done)
+        event_base_loop(base, EVLOOP_ONCE);
+    event_free(ev);
+    event_base_free(base);
+    assert_false(o.r.lease_expired);
+    assert_true(o.r.exited);
+    assert_int_equal(o.r.exit_code, 0);
+    assert_string_equal(o.out, "fine\n");
+    outcome_free(&o);
+    free(p);
+}
+
+static void frozen_worker_done(const struct worker__proc_result *r, void *arg)
+{
+    _exit(r->lease_expired ? 42 : 43);
+}
+
+/*
+ * The chaos run's case: a "worker" (a forked process with its own loop) renews its
+ * plugin's lease, then is frozen with SIGSTOP. Its guard kills the plugin and its
+ * background child while the worker is still stopped; woken, the worker's loop learns
+ * the plugin ended by lease expiry (exit 42).
+ */
+static void test_frozen_worker_plugin_dies(void **state)
+{
+    char *pidfile = xasprintf("%s/frozen.pids", tmpdir);
+    unlink(pidfile);
+    char *body = xasprintf("sleep 60 & echo $$ $! > %s; wait", pidfile);
+    char *p = script("frozen.sh", body);
+    pid_t w = fork();
+    assert_true(w >= 0);
+    if (w == 0) {
+        struct event_base *base = event_base_new();
+        struct worker__proc_opts opts = {
+            .path = p, .envp = env, .max_output = 64, .lease_until_ms = clock_mono_ms() + 500};
+        struct drv_err err;
+        struct worker__proc *proc = worker__proc_start(base, &opts, frozen_worker_done, NULL, &err);
+        if (!proc)
+            _exit(1);
+        struct event *ev = event_new(base, -1, EV_PERSIST, renew_lease, proc);
+        struct timeval tv = {0, RENEW_MS * 1000};
+        event_add(ev, &tv);
+        event_base_dispatch(base);
+        _exit(2);
+    }
+    pid_t plugin = -1, bg = -1;
+    for (int i = 0; i < 500 && bg <= 0; i++) {
+        FILE *f = fopen(pidfile, "r");
+        if (f) {
+            int a, b;
+            if (fscanf(f, "%d %d", &a, &b) == 2)
+                plugin = a, bg = b;
+            fclose(f);
+        }
+        if (bg <= 0)
+            usleep(10000);
+    }
+    kill(w, SIGSTOP);
+    bool gone = false;
+    for (int i = 0; i < 1000 && !gone && plugin > 0; i++) {
+        gone = !alive(plugin) && !alive(bg);
+        if (!gone)
+            usleep(10000);
+    }
+    bool worker_stopped = true; /* still frozen when the plugin was seen gone */
+    {
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)w);
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = '\0';
+        const char *rp = strrchr(buf, ')');
+        worker_stopped = rp && rp[1] == ' ' && rp[2] == 'T';
+    }
+    kill(w, SIGCONT); /* before any assert: nothing stays stopped */
+    int st = 0;
+    waitpid(w, &st, 0);
+    assert_true(plugin > 0 && bg > 0);
+    assert_true(gone);
+    assert_true(worker_stopped);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 42);
+    free(p);
+    free(body);
+    unlink(pidfile);
+    free(pidfile);
+}
+
 /* ---- a plugin flooding its standard error ---------------------------------------- */
 
 #define FLOOD_BYTES (16 * 1024 * 1024)
@@ -376,6 +545,10 @@ int main(void)
         cmocka_unit_test(test_large_input),
         cmocka_unit_test(test_worker_death_kills_plugin),
         cmocka_unit_test(test_stderr_flood_leaves_loop_turns),
+        cmocka_unit_test(test_lease_arithmetic),
+        cmocka_unit_test(test_lease_expires),
+        cmocka_unit_test(test_lease_renewed),
+        cmocka_unit_test(test_frozen_worker_plugin_dies),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
