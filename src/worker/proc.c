@@ -224,7 +224,7 @@ static void __attribute__((noreturn)) guard_end(int status_w, char tag, int valu
     _exit(0);
 }
 
-/* The plugin ended (or was it only a signal?): end with its status when it did. */
+/* The plugin has ended: report its wait status and end. Returns when it has not. */
 static void guard_reap(pid_t child, int status_w)
 {
     int st = 0;
@@ -233,6 +233,29 @@ static void guard_reap(pid_t child, int status_w)
         ;
     if (r == child)
         guard_end(status_w, 'S', st);
+}
+
+/*
+ * Read the renewals waiting in the lease pipe (non-blocking) into *until. Each names an
+ * absolute moment, so reading them late is never wrong. At EOF or an error *fd becomes -1
+ * (poll ignores it): no renewal can come any more, the lease runs out at *until.
+ */
+static void guard_read_lease(int *fd, int64_t *until)
+{
+    while (*fd >= 0) {
+        int64_t v[64];
+        ssize_t got = read(*fd, v, sizeof(v));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0 && errno == EAGAIN)
+            return;
+        if (got <= 0) {
+            *fd = -1;
+            return;
+        }
+        for (ssize_t i = 0; i < got / (ssize_t)sizeof(v[0]); i++)
+            *until = worker__lease_renewed(*until, v[i]);
+    }
 }
 
 /*
@@ -247,6 +270,12 @@ guard_loop(pid_t child, int64_t until, int lease_r, int status_w)
     for (;;) {
         int wait = worker__lease_wait_ms(until, clock_mono_ms());
         if (wait == 0) {
+            /* Renewals this guard has not read yet (it was not scheduled, or stopped) count:
+             * the worker sent them in time. */
+            guard_read_lease(&fds[1].fd, &until);
+            wait = worker__lease_wait_ms(until, clock_mono_ms());
+        }
+        if (wait == 0) {
             guard_reap(child, status_w); /* ended just now: say how, not 'L' */
             guard_end(status_w, 'L', 0);
         }
@@ -257,16 +286,8 @@ guard_loop(pid_t child, int64_t until, int lease_r, int status_w)
             guard_end(status_w, 'E', errno); /* cannot watch the lease: do not run unwatched */
         if (cfd < 0 || (n > 0 && fds[0].revents))
             guard_reap(child, status_w);
-        if (n > 0 && fds[1].revents) {
-            int64_t v[64];
-            ssize_t got = read(lease_r, v, sizeof(v));
-            if (got > 0) {
-                for (ssize_t i = 0; i < got / (ssize_t)sizeof(v[0]); i++)
-                    until = worker__lease_renewed(until, v[i]);
-            } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
-                fds[1].fd = -1; /* no renewal can come any more: the lease runs out at until */
-            }
-        }
+        if (n > 0 && fds[1].revents)
+            guard_read_lease(&fds[1].fd, &until);
     }
 }
 
