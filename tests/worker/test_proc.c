@@ -321,7 +321,7 @@ static void test_lease_expires(void **state)
     free(pidfile);
 }
 
-#define LEASE_MS 1000
+#define LEASE_MS 2000 /* generous: a fork under ASan on a busy machine is slow */
 #define RENEW_MS 100
 
 static void renew_lease(evutil_socket_t fd, short what, void *arg)
@@ -329,10 +329,10 @@ static void renew_lease(evutil_socket_t fd, short what, void *arg)
     worker__proc_lease(arg, clock_mono_ms() + LEASE_MS);
 }
 
-/* Renewed by a running loop, the plugin outlives many lease lengths and ends by itself. */
+/* Renewed by a running loop, the plugin outlives the length of its lease and ends by itself. */
 static void test_lease_renewed(void **state)
 {
-    char *p = script("renewed.sh", "sleep 2; echo fine");
+    char *p = script("renewed.sh", "sleep 3; echo fine");
     struct event_base *base = event_base_new();
     struct outcome o = {0};
     struct worker__proc_opts opts = {.path = p,
@@ -380,7 +380,7 @@ static void test_frozen_worker_plugin_dies(void **state)
     if (w == 0) {
         struct event_base *base = event_base_new();
         struct worker__proc_opts opts = {
-            .path = p, .envp = env, .max_output = 64, .lease_until_ms = clock_mono_ms() + 500};
+            .path = p, .envp = env, .max_output = 64, .lease_until_ms = clock_mono_ms() + LEASE_MS};
         struct drv_err err;
         struct worker__proc *proc = worker__proc_start(base, &opts, frozen_worker_done, NULL, &err);
         if (!proc)
