@@ -294,11 +294,13 @@ static void on_claim_lost(struct coord_queue *q, const char *item_id, void *arg)
 {
     struct worker *w = arg;
     struct wtask *t = task_by_item(w, item_id);
-    if (!t || t->lost)
+    if (!t || (t->lost && !t->lease_expired))
         return;
+    log_warn(MOD, "event=claim-lost worker=%s task=%s state=%d", w->id, t->key, (int)t->st);
+    if (t->lost)
+        return; /* its lease ran out first (the same moment, seen by the guard): handled */
     t->lost = true;
     w->stats.lost++;
-    log_warn(MOD, "event=claim-lost worker=%s task=%s state=%d", w->id, t->key, (int)t->st);
     if (t->proc) {
         worker__proc_kill(t->proc); /* invariant 3 of worker.h: before anyone else can run it */
     } else if (t->st == WT_RESOURCES) {
