@@ -29,21 +29,23 @@ LOG_LEVEL=debug start_worker worker-2
 wait_until 30 "worker-2 to be ready" grep -q "event=worker-ready worker=worker-2 " "$T/worker-2.log"
 
 # group_procs PID: "pid state" of each process in a process group led by a child of PID:
-# the worker's guards and their plugins (/proc/PID/stat: the fields after "(comm) ").
+# the worker's guards and their plugins (/proc/PID/stat: pid, then after "(comm) " the
+# state, ppid and pgrp). Through cat: a process may exit between the glob and the read.
 group_procs() {
-  awk -v w="$1" '{
-      line = $0; sub(/^[0-9]+ \(.*\) /, "", line); split(line, f, " ")
-      pid = FILENAME; gsub(/[^0-9]/, "", pid); st[pid] = f[1]; pp[pid] = f[2]; pg[pid] = f[3]
+  cat /proc/[0-9]*/stat 2> /dev/null | awk -v w="$1" '{
+      pid = $1; line = $0; sub(/^[0-9]+ \(.*\) /, "", line); split(line, f, " ")
+      st[pid] = f[1]; pp[pid] = f[2]; pg[pid] = f[3]
     } END {
       for (p in pp) if (pp[p] == w) lead[p] = 1
       for (p in pg) if (pg[p] in lead) print p, st[p]
-    }' /proc/[0-9]*/stat 2> /dev/null || true
+    }' || true
 }
 # live_plugin PID: a process of PID's plugin groups is alive (not a zombie).
 live_plugin() { group_procs "$1" | grep -qv ' Z$'; }
 
 W1=$(pid_of worker-1)
-live_plugin "$W1" || fail "no plugin of worker-1 found running before the freeze"
+# (The run record is written before the plugin starts: wait for the plugin itself.)
+wait_until 30 "worker-1's plugin to run" live_plugin "$W1"
 # Whatever happens from here on, worker-1 does not stay stopped.
 trap 'kill -CONT "$W1" 2> /dev/null || true' EXIT
 kill -STOP "$W1"
