@@ -154,6 +154,24 @@ int64_t coord_session_id(const struct coord_session *s);
  */
 int coord_session_credentials(const struct coord_session *s, int64_t *id, char passwd[16]);
 
+/*
+ * The session timeout in ms, as the server negotiated it (the requested one
+ * before the first connection). The server expires a session only after it
+ * has heard nothing from the client for this long.
+ */
+int coord_session_timeout_ms(const struct coord_session *s);
+
+/*
+ * When the server last showed the session alive, on the monotonic clock
+ * (clock_mono_ms): the issue time of the latest request it answered, or the
+ * moment of the latest connection. The server heard from this client after
+ * it, so it cannot expire the session before heard + timeout: a process that
+ * must stop before its session can expire (the worker's plugin lease,
+ * docs/worker.md) counts from here. coord probes a quiet session every tenth
+ * of the timeout, so on a healthy session this trails now by about that much.
+ */
+int64_t coord_session_heard_ms(const struct coord_session *s);
+
 /* How many times this object had to start a new session after an expiry. */
 unsigned coord_session_generation(const struct coord_session *s);
 

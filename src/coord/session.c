@@ -450,6 +450,16 @@ int coord_session_credentials(const struct coord_session *s, int64_t *id, char p
     return 0;
 }
 
+int coord_session_timeout_ms(const struct coord_session *s)
+{
+    return timeout_of(s);
+}
+
+int64_t coord_session_heard_ms(const struct coord_session *s)
+{
+    return s->last_ok_ms;
+}
+
 unsigned coord_session_generation(const struct coord_session *s)
 {
     return s->renewals;

@@ -3,8 +3,10 @@
  *
  * The promise (DESIGN.md invariant 3): when the worker decides a plugin must
  * stop (time limit, claim lost, SIGTERM past the grace) every process of the
- * plugin dies, and a plugin never outlives its worker, even a worker killed
- * with SIGKILL, which can run no code of its own.
+ * plugin dies; a plugin never outlives its worker, even a worker killed
+ * with SIGKILL, which can run no code of its own; and a plugin never runs
+ * past its lease, even under a worker that is frozen (SIGSTOP, a stalled
+ * loop) and so can neither notice its claim is lost nor kill anything.
  *
  * Processes:
  *
@@ -18,12 +20,63 @@
  *   2. It forks the plugin, which resets its signals and execs. An exec that
  *      fails writes 'E' + errno on the status pipe (close-on-exec, so a
  *      successful exec just closes it there).
- *   3. The guard waits for the plugin, writes 'S' + its wait status on the
- *      status pipe, then SIGKILLs its own group (itself and whatever the
- *      plugin left behind).
- *   4. When the worker dies, the guard's SIGTERM handler SIGKILLs the group.
- *   The guard runs between fork and _exit only async-signal-safe calls, as
- *   a forked copy of a threaded process must.
+ *   3. The guard's own loop: poll the plugin's pidfd and the lease pipe,
+ *      with the time left on the lease as the timeout (below).
+ *   4. The plugin ends: the guard writes 'S' + its wait status on the status
+ *      pipe, then SIGKILLs its own group (itself and whatever the plugin left
+ *      behind).
+ *   5. The lease runs out first: the guard writes 'L' on the status pipe and
+ *      SIGKILLs its group; the worker reads lease_expired.
+ *   6. When the worker dies, the guard's SIGTERM handler SIGKILLs the group.
+ *   The guard runs between fork and _exit only async-signal-safe calls (and
+ *   plain system calls: poll, pidfd_open), as a forked copy of a threaded
+ *   process must.
+ *
+ * The lease (issue 22): the worker's claim on a task ends when its ZooKeeper
+ * session can expire, and a frozen worker cannot act on that. So the guard,
+ * a separate process with a loop of its own, holds the plugin to a lease
+ * that only a running worker loop renews:
+ *
+ *   worker loop                              guard
+ *   -----------                              -----
+ *   spawn: lease_until = U0  --------------> until = U0
+ *   every timeout/6: write U (8 bytes) ----> until = max(until, U)
+ *                                            poll(pidfd, lease pipe,
+ *                                                 until - now)
+ *   (frozen: writes nothing)                 now >= until: 'L', SIGKILL group
+ *
+ *   guard:  WAITING --renewal--> WAITING
+ *              |  \--plugin ended--> 'S', kill group, exit
+ *              \--now >= until (monotonic)--> 'L', kill group, exit
+ *
+ * U is an absolute moment of CLOCK_MONOTONIC (clock_mono_ms), which is one
+ * clock for every process of the host, so a renewal means the same whenever
+ * the guard reads it: a renewal read late (the guard descheduled, or frozen
+ * with the worker and thawed) extends nothing past the moment it names. The
+ * worker computes U (worker.c): the moment the ZooKeeper server last showed
+ * the session alive (coord_session_heard_ms) plus half the negotiated session
+ * timeout. The server expires the session, and so lets the queue deliver the
+ * item to another worker, no earlier than heard + timeout: the kill comes
+ * half a timeout before that. The half absorbs the guard's scheduling and
+ * the kill's delivery; ZooKeeper rounds expiry up to its tick, never down.
+ * It is coord's own rule for a silent session (a claim is given up half a
+ * timeout after the last answer), so a worker whose loop runs but whose
+ * server went quiet sees its plugin killed about when coord reports the
+ * claim lost.
+ *
+ * What holds when more than the worker stops:
+ *   - the worker alone stopped (SIGSTOP to its pid or to its process group:
+ *     the guard leads a group of its own, so it keeps running): the plugin
+ *     dies at U, before the item can go to another worker
+ *     (engine_worker_freeze, test_proc's frozen worker).
+ *   - worker, guard and plugin all stopped (a cgroup freezer, a SIGSTOP to
+ *     each): the plugin does nothing while stopped. When they are thawed the
+ *     guard finds the lease run out at once (the clock went on) and kills
+ *     the group, but the plugin may run for the few ms until the guard has
+ *     been scheduled, maybe beside another worker's delivery. Not held for
+ *     those ms; no test.
+ *   - the guard and the plugin stopped (their group): the plugin does
+ *     nothing; the worker's time limit kills it.
  *
  * The worker side, one state machine per proc, all on the loop thread:
  *
@@ -31,17 +84,28 @@
  *      |                                          |         pipes at EOF,
  *      | time limit / kill / output too large     |         or 200 ms--> DONE
  *      +--> SIGKILL to the group --(still RUNNING until the guard exits)
+ *   worker__proc_lease writes renewals while RUNNING; the guard's 'L' record
+ *   sets lease_expired (the worker writes nothing more for that delivery).
+ *
+ * Reading: each of the worker's pipes is read level-triggered, at most
+ * WORKER__PROC_READ_TURN bytes a turn of the loop, so a plugin flooding its
+ * standard error (which has no limit of its own: only its tail is kept) gets
+ * a slice of the loop and never all of it (issue 22, item 8).
  *
  * Invariants (proc_check, in debug builds):
  *   1. pgid > 0 and guard_fd >= 0 while RUNNING.
  *   2. out_len <= max_output, err_len <= stderr_tail.
  *   3. done runs exactly once, from finish(), in DONE; nothing is freed before.
+ *   4. lease_fd >= 0 only while RUNNING with a lease, and then lease_until > 0
+ *      (the latest renewal sent); lease_expired only with a lease.
  *
  * Cost: two forks per run (the guard is a copy-on-write child of the worker
- * that touches a few pages), four pipes and a pidfd.
+ * that touches a few pages), five pipes and two pidfds; a renewal is an
+ * 8-byte write every sixth of the session timeout.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +134,8 @@ struct worker__proc {
     pid_t pgid;   /* the guard's pid = the group id */
     int guard_fd; /* pidfd of the guard */
     int in_fd, out_fd, err_fd, status_fd;
+    int lease_fd;        /* the write end of the lease pipe, -1 without a lease */
+    int64_t lease_until; /* the latest lease sent to the guard (0: none) */
     struct event *ev_guard, *ev_in, *ev_out, *ev_err, *ev_status, *ev_timer, *ev_drain;
     char *input;
     size_t input_len, input_off;
@@ -95,6 +161,10 @@ static void proc_check(const struct worker__proc *p)
         abort();
     if (p->r.out_len > p->max_output || p->tail_n > p->tail_cap)
         abort();
+    if (p->lease_fd >= 0 && (p->st != P_RUNNING || p->lease_until <= 0))
+        abort(); /* 4 */
+    if (p->r.lease_expired && p->lease_until <= 0)
+        abort(); /* 4 */
 #else
     (void)p;
 #endif
@@ -130,8 +200,100 @@ static void reset_signals(void)
     sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-static void __attribute__((noreturn)) guard_main(pid_t worker, const struct worker__proc_opts *o,
-                                                 int in_r, int out_w, int err_w, int status_w)
+/* ---- the lease's arithmetic (pure) --------------------------------------------------- */
+
+int worker__lease_wait_ms(int64_t until_ms, int64_t now_ms)
+{
+    if (until_ms <= 0)
+        return -1;
+    if (now_ms >= until_ms)
+        return 0;
+    int64_t left = until_ms - now_ms;
+    return left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+int64_t worker__lease_renewed(int64_t until_ms, int64_t v)
+{
+    return v > until_ms ? v : until_ms;
+}
+
+static void __attribute__((noreturn)) guard_end(int status_w, char tag, int value)
+{
+    write_record(status_w, tag, value);
+    kill(0, SIGKILL); /* the whole group, the guard included */
+    _exit(0);
+}
+
+/* The plugin has ended: report its wait status and end. Returns when it has not. */
+static void guard_reap(pid_t child, int status_w)
+{
+    int st = 0;
+    pid_t r;
+    while ((r = waitpid(child, &st, WNOHANG)) < 0 && errno == EINTR)
+        ;
+    if (r == child)
+        guard_end(status_w, 'S', st);
+}
+
+/*
+ * Read the renewals waiting in the lease pipe (non-blocking) into *until. Each names an
+ * absolute moment, so reading them late is never wrong. At EOF or an error *fd becomes -1
+ * (poll ignores it): no renewal can come any more, the lease runs out at *until.
+ */
+static void guard_read_lease(int *fd, int64_t *until)
+{
+    while (*fd >= 0) {
+        int64_t v[64];
+        ssize_t got = read(*fd, v, sizeof(v));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0 && errno == EAGAIN)
+            return;
+        if (got <= 0) {
+            *fd = -1;
+            return;
+        }
+        for (ssize_t i = 0; i < got / (ssize_t)sizeof(v[0]); i++)
+            *until = worker__lease_renewed(*until, v[i]);
+    }
+}
+
+/*
+ * The guard's loop (steps 3 to 5 of the note above): until the plugin ends or the lease
+ * runs out. lease_r is -1 without a lease.
+ */
+static void __attribute__((noreturn))
+guard_loop(pid_t child, int64_t until, int lease_r, int status_w)
+{
+    int cfd = pidfd_open(child, 0);
+    struct pollfd fds[2] = {{.fd = cfd, .events = POLLIN}, {.fd = lease_r, .events = POLLIN}};
+    for (;;) {
+        int wait = worker__lease_wait_ms(until, clock_mono_ms());
+        if (wait == 0) {
+            /* Renewals this guard has not read yet (it was not scheduled, or stopped) count:
+             * the worker sent them in time. */
+            guard_read_lease(&fds[1].fd, &until);
+            wait = worker__lease_wait_ms(until, clock_mono_ms());
+        }
+        if (wait == 0) {
+            guard_reap(child, status_w); /* ended just now: say how, not 'L' */
+            guard_end(status_w, 'L', 0);
+        }
+        if (cfd < 0 && (wait < 0 || wait > 50))
+            wait = 50; /* no pidfd: look at the plugin with waitpid now and then */
+        int n = poll(fds, 2, wait);
+        if (n < 0 && errno != EINTR)
+            guard_end(status_w, 'E', errno); /* cannot watch the lease: do not run unwatched */
+        if (cfd < 0 || (n > 0 && fds[0].revents))
+            guard_reap(child, status_w);
+        if (n > 0 && fds[1].revents)
+            guard_read_lease(&fds[1].fd, &until);
+    }
+}
+
+static void __attribute__((noreturn))
+guard_main(pid_t worker, const struct worker__proc_opts *o, int in_r, int out_w, int err_w,
+           int status_w, int lease_r)
 {
     reset_signals();
     setpgid(0, 0);
@@ -169,12 +331,7 @@ static void __attribute__((noreturn)) guard_main(pid_t worker, const struct work
     close(in_r);
     close(out_w);
     close(err_w);
-    int st = 0;
-    while (waitpid(child, &st, 0) < 0 && errno == EINTR)
-        ;
-    write_record(status_w, 'S', st);
-    kill(0, SIGKILL);
-    _exit(0);
+    guard_loop(child, o->lease_until_ms > 0 ? o->lease_until_ms : 0, lease_r, status_w);
 }
 
 /* ---- the worker side -------------------------------------------------------------- */
@@ -209,6 +366,7 @@ static void proc_free(struct worker__proc *p)
     close_fd(&p->out_fd);
     close_fd(&p->err_fd);
     close_fd(&p->status_fd);
+    close_fd(&p->lease_fd);
     if (p->input) {
         explicit_bzero(p->input, p->input_len);
         free(p->input);
@@ -285,6 +443,7 @@ static void on_guard(evutil_socket_t fd, short what, void *arg)
         ;
     free_event(&p->ev_guard);
     close_fd(&p->guard_fd);
+    close_fd(&p->lease_fd); /* nobody reads it any more */
     free_event(&p->ev_timer);
     p->st = P_DRAINING;
     proc_check(p);
@@ -306,8 +465,13 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 static void tail_append(struct worker__proc *p, const char *b, size_t n)
 {
+    p->r.err_total += n;
     if (p->tail_cap == 0)
         return;
+    if (n > p->tail_cap) { /* only the last tail_cap bytes can stay */
+        b += n - p->tail_cap;
+        n = p->tail_cap;
+    }
     for (size_t i = 0; i < n; i++) {
         p->tail[p->tail_pos] = b[i];
         p->tail_pos = (p->tail_pos + 1) % p->tail_cap;
@@ -320,7 +484,10 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
     struct worker__proc *p = arg;
     char buf[16384];
-    for (;;) {
+    /* At most WORKER__PROC_READ_TURN bytes a turn of the loop: the event is level-triggered,
+     * so the rest is read on the next turn, after the other events had theirs. A plugin that
+     * floods a pipe cannot hold the loop (and with it the worker's claims and leases). */
+    for (size_t got = 0; got < WORKER__PROC_READ_TURN;) {
         ssize_t n = read(fd, buf, sizeof(buf));
         if (n < 0 && errno == EINTR)
             continue;
@@ -341,6 +508,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
             maybe_finish(p);
             return;
         }
+        got += (size_t)n;
         if (fd == p->out_fd) {
             size_t room = p->max_output - p->r.out_len;
             size_t take = (size_t)n < room ? (size_t)n : room;
@@ -361,6 +529,8 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
                     memcpy(&v, p->status_buf + 1, sizeof(int));
                     if (p->status_buf[0] == 'E') {
                         p->r.spawn_errno = v ? v : EIO;
+                    } else if (p->status_buf[0] == 'L') {
+                        p->r.lease_expired = true;
                     } else {
                         p->have_status = true;
                         p->wait_status = v;
@@ -402,9 +572,16 @@ struct worker__proc *worker__proc_start(struct event_base *base, const struct wo
                                         worker__proc_done_cb done, void *arg, struct drv_err *err)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1}, status[2] = {-1, -1};
-    if (pipe(in) || pipe(out) || pipe(errp) || pipe2(status, O_CLOEXEC)) {
+    int lease[2] = {-1, -1};
+    bool leased = o->lease_until_ms > 0;
+    /* The lease pipe is close-on-exec at both ends: the guard reads it, the plugin never
+     * sees it. */
+    if (pipe(in) || pipe(out) || pipe(errp) || pipe2(status, O_CLOEXEC) ||
+        (leased && pipe2(lease, O_CLOEXEC | O_NONBLOCK))) {
         int e = errno;
         for (int i = 0; i < 2; i++) {
+            if (lease[i] >= 0)
+                close(lease[i]);
             if (in[i] >= 0)
                 close(in[i]);
             if (out[i] >= 0)
@@ -429,6 +606,8 @@ struct worker__proc *worker__proc_start(struct event_base *base, const struct wo
         int e = errno;
         close(in[0]), close(in[1]), close(out[0]), close(out[1]);
         close(errp[0]), close(errp[1]), close(status[0]), close(status[1]);
+        if (leased)
+            close(lease[0]), close(lease[1]);
         drv_err_set(err, DRV_EIO, e, "fork: %s", strerror(e));
         return NULL;
     }
@@ -437,7 +616,9 @@ struct worker__proc *worker__proc_start(struct event_base *base, const struct wo
         close(out[0]);
         close(errp[0]);
         close(status[0]);
-        guard_main(worker, o, in[0], out[1], errp[1], status[1]);
+        if (leased)
+            close(lease[1]);
+        guard_main(worker, o, in[0], out[1], errp[1], status[1], lease[0]);
     }
     /* Also here, so that the group exists before anyone signals it. */
     setpgid(g, g);
@@ -445,8 +626,12 @@ struct worker__proc *worker__proc_start(struct event_base *base, const struct wo
     close(out[1]);
     close(errp[1]);
     close(status[1]);
+    if (leased)
+        close(lease[0]);
 
     struct worker__proc *p = xcalloc(1, sizeof(*p));
+    p->lease_fd = lease[1];
+    p->lease_until = leased ? o->lease_until_ms : 0;
     p->base = base;
     p->st = P_RUNNING;
     p->pgid = g;
@@ -503,6 +688,20 @@ void worker__proc_kill(struct worker__proc *p)
     kill_group(p);
 }
 
+void worker__proc_lease(struct worker__proc *p, int64_t until_ms)
+{
+    if (!p || p->st != P_RUNNING || p->lease_fd < 0 || until_ms <= p->lease_until)
+        return;
+    /* 8 bytes: one atomic pipe write. EAGAIN (a full pipe: the guard is not reading) loses
+     * this renewal only; the guard then kills at the lease it has, which is the point. */
+    ssize_t w;
+    while ((w = write(p->lease_fd, &until_ms, sizeof(until_ms))) < 0 && errno == EINTR)
+        ;
+    if (w == (ssize_t)sizeof(until_ms))
+        p->lease_until = until_ms;
+    proc_check(p);
+}
+
 pid_t worker__proc_pgid(const struct worker__proc *p)
 {
     return p->pgid;
@@ -516,6 +715,8 @@ void worker__proc_describe(const struct worker__proc_result *r, int timeout_ms, 
         snprintf(buf, n, "timed out after %d ms", timeout_ms);
     else if (r->too_large)
         snprintf(buf, n, "output larger than the limit");
+    else if (r->lease_expired)
+        snprintf(buf, n, "killed by its guard: the worker did not renew the lease in time");
     else if (r->killed)
         snprintf(buf, n, "killed by the worker");
     else if (r->exited)

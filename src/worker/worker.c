@@ -18,6 +18,21 @@
  *     once our session has expired (after the plugin is dead).
  *   RUNNING --worker_stop past the grace--> plugin killed, item released
  *     (handed back at once), the run record stays without an outcome.
+ *   RUNNING --the plugin's lease ran out (its guard killed it: this loop did
+ *     not renew in time, so it may have been frozen past its session)-->
+ *     event=lease-expired, the task counts as lost, nothing is written for
+ *     the delivery; the item is released in case the claim is still ours
+ *     (coord changes nothing when it is not), so it goes on at once.
+ *
+ * The lease (proc.c has the whole story): every plugin runs under a lease
+ * that this loop renews every sixth of the session timeout, to the moment the
+ * server last answered plus half the timeout. The server cannot expire the
+ * session, and so give the item to another worker, before that moment plus
+ * the whole timeout: a worker frozen (SIGSTOP, a stalled loop) loses its
+ * plugins half a timeout before anyone else can take their items. A sixth:
+ * coord keeps "last answered" within about a fifth of the timeout of now on a
+ * healthy session (a probe every tenth), so a renewal always arrives before
+ * the lease it extends runs out, with a tenth of the timeout to spare.
  *   A task taken before worker_stop goes on to run (within the grace); a take
  *     answered after it is released unrecorded.
  *
@@ -28,6 +43,8 @@
  *      further coord call on its item).
  *   3. running == number of tasks not DONE; outstanding takes + running <=
  *      concurrency while not stopping.
+ *   4. A task whose plugin was killed by its lease is lost, and never
+ *      completes (lease_expired implies lost and st != COMPLETING).
  *
  * Costs per task: the claim (shared multi-ops, coord), the record of the
  * attempt, one read of the job's context per job (cached), the complete; coord
@@ -60,6 +77,7 @@
 #define PUMP_RETRY_MS 250 /* while the session is not connected */
 #define RETRY_MS 200
 #define AVOID_MS 5000 /* how long a retry that avoids this worker is left to the others */
+#define LEASE_RENEWALS 6 /* lease renewals a session timeout */
 
 extern char **environ;
 
@@ -91,6 +109,7 @@ struct wtask {
     char job[24];
     char *run_path;
     bool recorded, lost, killed_by_stop;
+    bool lease_expired; /* its plugin was killed by its guard: the lease ran out */
     int refs;
     struct worker__proc *proc;
     const struct worker__plugin *plugin;
@@ -127,6 +146,7 @@ struct worker {
     void *stop_arg;
     struct event *grace_ev, *pump_ev, *gc_ev;
     struct event *pump_retry_ev; /* pump again while the session is not connected */
+    struct event *lease_ev;      /* renew the plugins' leases */
     struct worker_stats stats;
     unsigned nonce;
 };
@@ -141,6 +161,8 @@ static void wtask_check(const struct wtask *t)
         abort(); /* 1 */
     if (t->proc && t->st != WT_RUNNING)
         abort();
+    if (t->lease_expired && (!t->lost || t->st == WT_COMPLETING))
+        abort(); /* 4 */
 #else
     (void)t;
 #endif
@@ -260,11 +282,13 @@ static void on_claim_lost(struct coord_queue *q, const char *item_id, void *arg)
 {
     struct worker *w = arg;
     struct wtask *t = task_by_item(w, item_id);
-    if (!t || t->lost)
+    if (!t || (t->lost && !t->lease_expired))
         return;
+    log_warn(MOD, "event=claim-lost worker=%s task=%s state=%d", w->id, t->key, (int)t->st);
+    if (t->lost)
+        return; /* its lease ran out first (the same moment, seen by the guard): handled */
     t->lost = true;
     w->stats.lost++;
-    log_warn(MOD, "event=claim-lost worker=%s task=%s state=%d", w->id, t->key, (int)t->st);
     if (t->proc) {
         worker__proc_kill(t->proc); /* invariant 3 of worker.h: before anyone else can run it */
     } else if (t->st == WT_RESOURCES) {
@@ -363,11 +387,59 @@ static void complete_send(struct wtask *t)
 
 /* ---- running the plugin ---------------------------------------------------------- */
 
+/*
+ * The plugins' lease: until half a session timeout after the server last showed the
+ * session alive (proc.c, "The lease", has why).
+ */
+static int64_t lease_until(const struct worker *w)
+{
+    return coord_session_heard_ms(w->zk) + coord_session_timeout_ms(w->zk) / 2;
+}
+
+static void lease_arm(struct worker *w)
+{
+    int every = coord_session_timeout_ms(w->zk) / LEASE_RENEWALS;
+    if (every < 10)
+        every = 10;
+    struct timeval tv = {every / 1000, (every % 1000) * 1000};
+    evtimer_add(w->lease_ev, &tv);
+}
+
+static void on_lease_renew(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    int64_t until = lease_until(w);
+    for (struct wtask *t = w->tasks; t; t = t->next)
+        if (t->proc)
+            worker__proc_lease(t->proc, until);
+    lease_arm(w);
+}
+
 static void on_plugin_done(const struct worker__proc_result *r, void *arg)
 {
     struct wtask *t = arg;
     struct worker *w = t->w;
     t->proc = NULL;
+    if (r->lease_expired && !w->freed) {
+        /* This loop did not renew in time: it was frozen or stalled, maybe past the
+         * session, and the item may be another worker's by now. Write nothing. */
+        log_warn(MOD,
+                 "event=lease-expired worker=%s task=%s ms=%lld heard_ms_ago=%lld "
+                 "session_timeout_ms=%d claim=%s",
+                 w->id, t->key, (long long)r->elapsed_ms,
+                 (long long)(clock_mono_ms() - coord_session_heard_ms(w->zk)),
+                 coord_session_timeout_ms(w->zk), t->lost ? "lost" : "maybe-ours");
+        t->lease_expired = true;
+        if (!t->lost) {
+            t->lost = true;
+            w->stats.lost++;
+            wtask_check(t);
+            hand_back(t); /* DRV_ECONFLICT, nothing changed, when the claim is gone */
+            task_unref(t);
+            return;
+        }
+        wtask_check(t);
+    }
     if (t->lost || w->freed) {
         task_finish(t);
         task_unref(t);
@@ -541,6 +613,7 @@ static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes
         .max_output = 1 << 20,
         .stderr_tail = 4096,
         .timeout_ms = t->timeout_ms,
+        .lease_until_ms = lease_until(w),
     };
     t->refs++;
     t->proc = worker__proc_start(w->base, &po, on_plugin_done, t, &err);
@@ -932,6 +1005,8 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
     }
     w->pump_ev = event_new(base, -1, 0, pump_now, w);
     w->pump_retry_ev = evtimer_new(base, pump_now, w);
+    w->lease_ev = evtimer_new(base, on_lease_renew, w);
+    lease_arm(w);
     w->avoided = strmap_new();
     w->avoid_ev = evtimer_new(base, avoid_expire_cb, w);
     w->ctxs = worker__ctxs_new(zk, on_ctx_ready, on_nodes_ready, w);
@@ -1031,6 +1106,7 @@ void worker_free(struct worker *w)
     event_free(w->pump_ev);
     event_free(w->gc_ev);
     event_free(w->pump_retry_ev);
+    event_free(w->lease_ev);
     event_free(w->avoid_ev);
     size_t pos = 0;
     void *v;

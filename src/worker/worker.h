@@ -18,6 +18,11 @@
  *     goes to another worker only after the session has expired, so two
  *     attempts of one task never run at the same time (integration
  *     engine_worker_partition; the sleep plugin's flock checks it).
+ *   - The same under a worker frozen (SIGSTOP) or whose loop stalls: each
+ *     plugin's guard kills it when the lease the worker's loop renews runs
+ *     out, half a session timeout after the server last answered, so before
+ *     the session can expire and the item go to another worker
+ *     (integration engine_worker_freeze, unit test_proc; proc.c tells why).
  *   - A plugin never outlives its worker, even a worker killed with SIGKILL
  *     (unit test_proc).
  *

@@ -32,24 +32,40 @@ struct worker__proc_opts {
     size_t max_output;  /* standard output beyond this: the group is killed (too_large) */
     size_t stderr_tail; /* keep the last this many bytes of standard error */
     int timeout_ms;     /* > 0: the group is killed after this long (timed_out) */
+    /*
+     * > 0: the plugin's lease (proc.c, "The lease"): the guard kills the group at this
+     * moment of the monotonic clock (clock_mono_ms) unless worker__proc_lease moves it
+     * later first (lease_expired). 0: no lease; the plugin lives until it ends, is killed
+     * by the worker, or the worker dies.
+     */
+    int64_t lease_until_ms;
 };
 
 struct worker__proc_result {
-    bool exited;     /* exit_code is valid */
-    int exit_code;   /* when exited */
-    int signal;      /* the signal that ended it, 0 when none */
-    bool timed_out;  /* the time limit passed */
-    bool killed;     /* worker__proc_kill() was called */
-    bool too_large;  /* standard output passed max_output */
-    int spawn_errno; /* the executable could not be started (0 when it was) */
-    char *out;       /* standard output, NUL-terminated (owned by the proc) */
+    bool exited;        /* exit_code is valid */
+    int exit_code;      /* when exited */
+    int signal;         /* the signal that ended it, 0 when none */
+    bool timed_out;     /* the time limit passed */
+    bool killed;        /* worker__proc_kill() was called */
+    bool too_large;     /* standard output passed max_output */
+    bool lease_expired; /* the guard killed the group: the lease was not renewed in time */
+    int spawn_errno;    /* the executable could not be started (0 when it was) */
+    char *out;          /* standard output, NUL-terminated (owned by the proc) */
     size_t out_len;
     char *err_tail; /* the last stderr_tail bytes of standard error, NUL-terminated */
     size_t err_len;
+    size_t err_total;   /* bytes of standard error read in all (only the tail is kept) */
     int64_t start_ms;   /* wall clock, for the run record ("end" is end_ms) */
     int64_t end_ms;     /* wall clock */
     int64_t elapsed_ms; /* the run's duration, on the monotonic clock */
 };
+
+/*
+ * The most a proc reads from one of its pipes in one turn of the loop (standard output,
+ * standard error, the guard's status): a plugin writing without pause gets a slice of the
+ * loop, never all of it (test_proc's stderr flood).
+ */
+#define WORKER__PROC_READ_TURN (64 * 1024)
 
 struct worker__proc;
 /* r and its buffers live until the callback returns; the proc is freed after it. */
@@ -69,6 +85,23 @@ struct worker__proc *worker__proc_start(struct event_base *base, const struct wo
 
 /* SIGKILL the whole group now; done still follows (killed). Idempotent. */
 void worker__proc_kill(struct worker__proc *p);
+
+/*
+ * Renew the plugin's lease: the guard may let it run until until_ms (clock_mono_ms), and
+ * not later. A lease never shortens (an earlier until_ms than one already sent changes
+ * nothing). No-op without a lease or once the plugin has ended. Never blocks.
+ */
+void worker__proc_lease(struct worker__proc *p, int64_t until_ms);
+
+/*
+ * The guard's lease arithmetic, pure (proc.c runs it in the guard; tests call it):
+ * worker__lease_wait_ms: how long the guard may sleep before it must look again, for a
+ * lease until until_ms at now: -1 with no lease (until_ms <= 0, sleep until something
+ * happens), 0 when the lease has run out (kill now), else the ms left (at least 1).
+ * worker__lease_renewed: the lease after a renewal to v arrived: the later of the two.
+ */
+int worker__lease_wait_ms(int64_t until_ms, int64_t now_ms);
+int64_t worker__lease_renewed(int64_t until_ms, int64_t v);
 
 /* The process group id (the plugin's pid), for tests and logs. */
 pid_t worker__proc_pgid(const struct worker__proc *p);

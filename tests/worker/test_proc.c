@@ -2,8 +2,9 @@
  * Unit tests of the worker's process runner (src/worker/proc.c) with real
  * processes: exit codes, output capture and its limit, the stderr tail, the
  * time limit killing the whole process group, kill, an executable that cannot
- * run, and the promise that a plugin never outlives its worker, even one
- * killed with SIGKILL.
+ * run, the promise that a plugin never outlives its worker, even one
+ * killed with SIGKILL, the lease that kills the plugin of a frozen worker, and
+ * a stderr flood that must leave the loop its turns.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +24,7 @@
 
 #include <event2/event.h>
 
+#include "clock.h"
 #include "worker_int.h"
 #include "xalloc.h"
 
@@ -267,6 +269,254 @@ static void test_worker_death_kills_plugin(void **state)
     free(pidfile);
 }
 
+/* ---- the lease (issue 22: a frozen worker's plugin) ------------------------------------ */
+
+static void test_lease_arithmetic(void **state)
+{
+    assert_int_equal(worker__lease_wait_ms(0, 1000), -1);   /* no lease: wait for events */
+    assert_int_equal(worker__lease_wait_ms(1000, 1000), 0); /* run out: kill */
+    assert_int_equal(worker__lease_wait_ms(1000, 5000), 0);
+    assert_int_equal(worker__lease_wait_ms(1500, 1000), 500);
+    assert_int_equal(worker__lease_wait_ms(INT64_MAX, 0), INT32_MAX);
+    /* A renewal read late, or out of order, never shortens the lease. */
+    assert_int_equal(worker__lease_renewed(2000, 3000), 3000);
+    assert_int_equal(worker__lease_renewed(3000, 2000), 3000);
+    assert_int_equal(worker__lease_renewed(0, 2000), 2000);
+}
+
+/* Nobody renews: the guard kills the whole group when the lease runs out. */
+static void test_lease_expires(void **state)
+{
+    char *pidfile = xasprintf("%s/lease-bg.pid", tmpdir);
+    char *body = xasprintf("sleep 60 & echo $! > %s; wait", pidfile);
+    char *p = script("unrenewed.sh", body);
+    struct event_base *base = event_base_new();
+    struct outcome o = {0};
+    struct worker__proc_opts opts = {.path = p,
+                                     .envp = env,
+                                     .max_output = 64,
+                                     .stderr_tail = 64,
+                                     .lease_until_ms = clock_mono_ms() + 300};
+    struct drv_err err;
+    assert_non_null(worker__proc_start(base, &opts, on_done, &o, &err));
+    while (!o.done)
+        event_base_loop(base, EVLOOP_ONCE);
+    event_base_free(base);
+    assert_true(o.r.lease_expired);
+    assert_false(o.r.exited);
+    assert_false(o.r.killed);
+    assert_false(o.r.timed_out);
+    pid_t bg = read_pid(pidfile);
+    assert_true(bg > 0);
+    for (int i = 0; i < 100 && alive(bg); i++)
+        usleep(10000);
+    assert_false(alive(bg));
+    char buf[128];
+    worker__proc_describe(&o.r, 0, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "lease"));
+    outcome_free(&o);
+    free(p);
+    free(body);
+    unlink(pidfile);
+    free(pidfile);
+}
+
+#define LEASE_MS 2000 /* generous: a fork under ASan on a busy machine is slow */
+#define RENEW_MS 100
+
+static void renew_lease(evutil_socket_t fd, short what, void *arg)
+{
+    worker__proc_lease(arg, clock_mono_ms() + LEASE_MS);
+}
+
+/* Renewed by a running loop, the plugin outlives the length of its lease and ends by itself. */
+static void test_lease_renewed(void **state)
+{
+    char *p = script("renewed.sh", "sleep 3; echo fine");
+    struct event_base *base = event_base_new();
+    struct outcome o = {0};
+    struct worker__proc_opts opts = {.path = p,
+                                     .envp = env,
+                                     .max_output = 64,
+                                     .stderr_tail = 64,
+                                     .lease_until_ms = clock_mono_ms() + LEASE_MS};
+    struct drv_err err;
+    struct worker__proc *proc = worker__proc_start(base, &opts, on_done, &o, &err);
+    assert_non_null(proc);
+    struct event *ev = event_new(base, -1, EV_PERSIST, renew_lease, proc);
+    struct timeval tv = {0, RENEW_MS * 1000};
+    event_add(ev, &tv);
+    while (!o.done)
+        event_base_loop(base, EVLOOP_ONCE);
+    event_free(ev);
+    event_base_free(base);
+    assert_false(o.r.lease_expired);
+    assert_true(o.r.exited);
+    assert_int_equal(o.r.exit_code, 0);
+    assert_string_equal(o.out, "fine\n");
+    outcome_free(&o);
+    free(p);
+}
+
+static void frozen_worker_done(const struct worker__proc_result *r, void *arg)
+{
+    _exit(r->lease_expired ? 42 : 43);
+}
+
+/*
+ * The chaos run's case: a "worker" (a forked process with its own loop) renews its
+ * plugin's lease, then is frozen with SIGSTOP. Its guard kills the plugin and its
+ * background child while the worker is still stopped; woken, the worker's loop learns
+ * the plugin ended by lease expiry (exit 42).
+ */
+static void test_frozen_worker_plugin_dies(void **state)
+{
+    char *pidfile = xasprintf("%s/frozen.pids", tmpdir);
+    unlink(pidfile);
+    char *body = xasprintf("sleep 60 & echo $$ $! > %s; wait", pidfile);
+    char *p = script("frozen.sh", body);
+    pid_t w = fork();
+    assert_true(w >= 0);
+    if (w == 0) {
+        struct event_base *base = event_base_new();
+        struct worker__proc_opts opts = {
+            .path = p, .envp = env, .max_output = 64, .lease_until_ms = clock_mono_ms() + LEASE_MS};
+        struct drv_err err;
+        struct worker__proc *proc = worker__proc_start(base, &opts, frozen_worker_done, NULL, &err);
+        if (!proc)
+            _exit(1);
+        struct event *ev = event_new(base, -1, EV_PERSIST, renew_lease, proc);
+        struct timeval tv = {0, RENEW_MS * 1000};
+        event_add(ev, &tv);
+        event_base_dispatch(base);
+        _exit(2);
+    }
+    pid_t plugin = -1, bg = -1;
+    for (int i = 0; i < 500 && bg <= 0; i++) {
+        FILE *f = fopen(pidfile, "r");
+        if (f) {
+            int a, b;
+            if (fscanf(f, "%d %d", &a, &b) == 2)
+                plugin = a, bg = b;
+            fclose(f);
+        }
+        if (bg <= 0)
+            usleep(10000);
+    }
+    kill(w, SIGSTOP);
+    bool gone = false;
+    for (int i = 0; i < 1000 && !gone && plugin > 0; i++) {
+        gone = !alive(plugin) && !alive(bg);
+        if (!gone)
+            usleep(10000);
+    }
+    bool worker_stopped = true; /* still frozen when the plugin was seen gone */
+    {
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)w);
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = '\0';
+        const char *rp = strrchr(buf, ')');
+        worker_stopped = rp && rp[1] == ' ' && rp[2] == 'T';
+    }
+    kill(w, SIGCONT); /* before any assert: nothing stays stopped */
+    int st = 0;
+    waitpid(w, &st, 0);
+    assert_true(plugin > 0 && bg > 0);
+    assert_true(gone);
+    assert_true(worker_stopped);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 42);
+    free(p);
+    free(body);
+    unlink(pidfile);
+    free(pidfile);
+}
+
+/* ---- a plugin flooding its standard error ---------------------------------------- */
+
+#define FLOOD_BYTES (16 * 1024 * 1024)
+
+/*
+ * The flooding plugin is this test program itself, started with TEST_PROC_FLOOD in its
+ * environment (see main): it makes its stderr pipe as large as it may (so that a reader
+ * never runs dry) and writes FLOOD_BYTES into it as fast as it can.
+ */
+static int flood_main(void)
+{
+    fcntl(2, F_SETPIPE_SZ, 1 << 20); /* best effort: the unprivileged maximum */
+    static char buf[1 << 16];
+    memset(buf, 'e', sizeof(buf));
+    for (size_t left = FLOOD_BYTES; left > 0;) {
+        size_t n = left < sizeof(buf) ? left : sizeof(buf);
+        ssize_t w = write(2, buf, n);
+        if (w <= 0)
+            return 1;
+        left -= (size_t)w;
+    }
+    return 0;
+}
+
+struct turns {
+    unsigned long n;
+};
+
+/* The other event: counts the turns, and pauses a little so that the flood refills the pipe
+ * meanwhile (as the worker's other tasks and its ZooKeeper traffic would). */
+static void count_turn(evutil_socket_t fd, short what, void *arg)
+{
+    ((struct turns *)arg)->n++;
+    struct timespec ts = {0, 500000};
+    nanosleep(&ts, NULL);
+}
+
+/*
+ * Item 8 of issue 22: a plugin that floods its standard error must not starve the loop. A
+ * second event, ready on every turn of the loop (a pipe holding a byte nobody reads),
+ * counts the turns; the proc may read at most WORKER__PROC_READ_TURN bytes of the flood a
+ * turn, so the turns are at least the bytes over that slice. A reader that drains the pipe
+ * to EAGAIN takes whatever the flood put there while the rest of the loop ran (up to the
+ * pipe's megabyte) and more as it comes, so it needs far fewer turns: the ratio shows it.
+ */
+static void test_stderr_flood_leaves_loop_turns(void **state)
+{
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    assert_true(len > 0);
+    self[len] = '\0';
+    char *const flood_env[] = {"PATH=/usr/bin:/bin", "TEST_PROC_FLOOD=1", NULL};
+    struct event_base *base = event_base_new();
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(write(ready[1], "x", 1), 1);
+    struct turns turns = {0};
+    struct event *ev = event_new(base, ready[0], EV_READ | EV_PERSIST, count_turn, &turns);
+    event_add(ev, NULL);
+    struct outcome o = {0};
+    struct worker__proc_opts opts = {
+        .path = self, .envp = flood_env, .max_output = 1024, .stderr_tail = 64};
+    struct drv_err err;
+    assert_non_null(worker__proc_start(base, &opts, on_done, &o, &err));
+    while (!o.done)
+        event_base_loop(base, EVLOOP_ONCE);
+    event_free(ev);
+    event_base_free(base);
+    close(ready[0]);
+    close(ready[1]);
+    assert_true(o.r.exited);
+    assert_int_equal(o.r.exit_code, 0);
+    assert_int_equal(o.r.err_total, FLOOD_BYTES);
+    assert_int_equal(o.r.err_len, 64); /* the tail kept is still the last 64 bytes */
+    unsigned long slices = FLOOD_BYTES / WORKER__PROC_READ_TURN;
+    printf("stderr flood: %lu bytes in %lu turns of the loop (%lu bytes a turn at most)\n",
+           (unsigned long)o.r.err_total, turns.n, (unsigned long)WORKER__PROC_READ_TURN);
+    assert_true(turns.n >= slices);
+    outcome_free(&o);
+}
+
 static int setup(void **state)
 {
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/drover-test-proc-XXXXXX");
@@ -284,6 +534,8 @@ static int teardown(void **state)
 
 int main(void)
 {
+    if (getenv("TEST_PROC_FLOOD"))
+        return flood_main();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_and_output),
         cmocka_unit_test(test_stderr_tail_and_output_limit),
@@ -292,6 +544,11 @@ int main(void)
         cmocka_unit_test(test_cannot_run),
         cmocka_unit_test(test_large_input),
         cmocka_unit_test(test_worker_death_kills_plugin),
+        cmocka_unit_test(test_stderr_flood_leaves_loop_turns),
+        cmocka_unit_test(test_lease_arithmetic),
+        cmocka_unit_test(test_lease_expires),
+        cmocka_unit_test(test_lease_renewed),
+        cmocka_unit_test(test_frozen_worker_plugin_dies),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
