@@ -76,7 +76,7 @@
 #define TAKE_WAIT_MS 1000
 #define PUMP_RETRY_MS 250 /* while the session is not connected */
 #define RETRY_MS 200
-#define AVOID_MS 5000 /* how long a retry that avoids this worker is left to the others */
+#define AVOID_MS 5000    /* how long a retry that avoids this worker is left to the others */
 #define LEASE_RENEWALS 6 /* lease renewals a session timeout */
 
 extern char **environ;
