@@ -353,6 +353,7 @@ struct coord_txn;
 struct strmap;
 struct etxn;
 struct macro_cluster;
+struct recon;
 
 struct engine {
     struct event_base *base;
@@ -460,6 +461,7 @@ struct ejob {
     bool dispatched_once; /* this owner has put a task (logged once) */
     int sweeps;           /* attempts at removing the subtree */
     bool building;        /* a plan is being built on a thread */
+    struct recon *recon;  /* the reconciliation on resume, while the rollback log is read */
     int64_t t_acquired;   /* when the lock was acquired (ms) */
     int64_t t_contend;    /* when this node began to contend for it (ms, monotonic) */
     int64_t t_handover;   /* when the ring moved it away (ms, monotonic), 0: not moving */
@@ -557,6 +559,10 @@ int engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanu
                       const char *avoid, char **out, struct drv_err *err);
 /* Take the job's queued items back (cancel, pause, give-up). */
 void engine__withdraw(struct ejob *j);
+/* Reconciliation on resume (jobstart.c): a run record's result merged into its node's
+ * key-values again; a task stepped by ev (WITHDRAWN, FAIL) with no run record to go by. */
+void engine__result_merge(struct ejob *j, const char *node, json_t *result);
+void engine__task_recon(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev);
 
 /* ---- commit.c: phase "commit" -------------------------------------------------------- */
 

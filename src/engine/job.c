@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -523,10 +524,24 @@ void engine__control_watch(struct ejob *j)
 
 static void rollback_built(struct ejob *j);
 
+/* Test hook (DROVER_FAULT=crash-after-withdraw): exit when a cancelled job hears progress
+ * while it drains (a task withdrawn or ended), before the task log says so
+ * (integration/engine/cancel_failover.sh). */
+static void fault_after_withdraw(struct ejob *j, enum engine_job_event ev)
+{
+    const char *fault = getenv("DROVER_FAULT");
+    if (ev != ENGINE_EV_PROGRESS || !j->st.cancel || j->st.phase != ENGINE_PH_DRAINING || !fault ||
+        strcmp(fault, "crash-after-withdraw") != 0)
+        return;
+    log_warn(MOD, "event=fault-injected fault=crash-after-withdraw job=%s", j->id);
+    _exit(70);
+}
+
 void engine__job_event(struct ejob *j, enum engine_job_event ev)
 {
     if (j->own != EJ_ACTIVE)
         return;
+    fault_after_withdraw(j, ev);
     struct eplan *p = j->cur;
     struct engine_job_facts f = {
         .in_flight = p->in_flight,
