@@ -536,7 +536,8 @@ void engine__job_finish(struct ejob *j);
 
 /* No state znode: plan (on a thread), write the start to PostgreSQL, then the znodes. */
 void engine__job_start_new(struct ejob *j);
-/* A state znode: rebuild the plan, check its digest, read the task log, go on. */
+/* A state znode: rebuild the plan, check its digest, read the task log, reconcile
+ * PostgreSQL and the queue with it (recon.c decides), go on. */
 void engine__job_resume(struct ejob *j);
 
 /* ---- run.c: phase "run" -------------------------------------------------------------- */

@@ -11,7 +11,9 @@
  * Resume (the state znode is present): the plan is rebuilt from the inputs
  * pinned in PostgreSQL and checked byte for byte against the state's digest,
  * the task log chunks are read (the rollback plan's too when it has one),
- * and the job goes on from them (docs/engine.md "Resuming after a failover").
+ * PostgreSQL and the queue are reconciled with them (the run records, the
+ * queue's key records; recon.c decides), and the job goes on (docs/engine.md
+ * "Resuming after a failover", "Reconciliation on resume").
  *
  * Everything here runs on the loop except the plan's build. Work that grows
  * with the cluster's size must stay linear: at 10,000 nodes a quadratic step
