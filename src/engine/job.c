@@ -211,10 +211,25 @@ static bool pipeline_idle(const struct ejob *j)
     return !j->zk_busy && !j->pg_busy && !j->building && j->withdrawing == 0;
 }
 
-/* Called whenever the pipeline goes idle: a handover waiting for it goes on. */
+/* Does PostgreSQL lack something this owner decided while ACTIVE (rows, key-values)? (The
+ * same as commit.c's pg_flush takes.) */
+static bool pg_dirty(const struct ejob *j)
+{
+    return j->queue && (j->pg_job || (j->pg_rb && j->rb.plan) || json_object_size(j->pg_nodes) ||
+                        j->fwd.n_pg || j->rb.n_pg);
+}
+
+/* Called whenever the pipeline goes idle: a handover waiting for it goes on. What
+ * PostgreSQL lacks is written first (a round more), unless PostgreSQL is down: a result's
+ * key-values merged just before the ring moved were left to the next owner, which has to
+ * re-derive them from the run records (issue 22 item 1; jobstart.c does). */
 void engine__job_idle(struct ejob *j)
 {
     if (j->own == EJ_HANDING_OVER && pipeline_idle(j)) {
+        if (pg_dirty(j) && !j->pg_down) {
+            engine__kick(j); /* pg_done calls here again */
+            return;
+        }
         j->e->stats.handed_over++;
         engine__observe_handover(j);
         engine__job_release(j);
