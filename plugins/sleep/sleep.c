@@ -15,6 +15,9 @@
  *                the matching tasks (all given keys must match), only on
  *                attempts <= n when n is given
  *   hang         true: never exit (time-limit tests)
+ *   hold_on      {"id"|"node"|"task"|"service"|"hardwaretype"|"attempts" as fail_on,
+ *                "file": path}: the matching tasks wait, after their start, until path
+ *                exists (a test's gate; a path never made holds them for ever)
  *   exclusive_dir  hold an exclusive flock on <dir>/<job>-<phase><index>.lock
  *                while running; if another attempt of the task holds it, two
  *                attempts overlap: append "OVERLAP <taskId>" to <dir>/overlaps
@@ -71,9 +74,9 @@ static const char *str(const char *key)
     return json_string_value(json_object_get(task, key));
 }
 
-static int matches_fail_on(void)
+/* Does the task match f (fail_on's or hold_on's keys)? */
+static int matches(const json_t *f)
 {
-    json_t *f = param("fail_on");
     if (!json_is_object(f))
         return 0;
     static const char *const keys[][2] = {
@@ -94,6 +97,25 @@ static int matches_fail_on(void)
         json_integer_value(json_object_get(task, "attempt")) > json_integer_value(att))
         return 0;
     return 1;
+}
+
+static int matches_fail_on(void)
+{
+    return matches(param("fail_on"));
+}
+
+/* hold_on: wait until its file exists, when the task matches. */
+static void hold(void)
+{
+    json_t *h = param("hold_on");
+    const char *file = json_string_value(json_object_get(h, "file"));
+    if (!file || !matches(h))
+        return;
+    fprintf(stderr, "sleep: %s held until %s exists\n", str("task"), file);
+    while (access(file, F_OK) != 0) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
 }
 
 static void append_line(const char *dir, const char *file, const char *line)
@@ -155,6 +177,7 @@ int main(void)
     if (json_is_true(param("hang")))
         for (;;)
             pause();
+    hold();
     long ms = (long)num("duration_ms", 0);
     json_t *per = json_object_get(param("durations"), str("task") ? str("task") : "");
     if (json_is_number(per))

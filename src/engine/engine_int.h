@@ -10,6 +10,7 @@
  *     tasklog.c   the task log's and the job state's znode codecs
  *     plan.c      a job's plan from its pinned inputs (runs on a thread)
  *     macro.c     the catalogue's %...% macros (drover_macro, macro.h)
+ *     recon.c     what a resuming owner does about each task and run record it finds
  *   the node:
  *     engine.c    which jobs this node owns: members, ring, the job list, queues
  *     janitor.c   periodic duties of this node's share of the ring
@@ -204,6 +205,39 @@ int engine__state_decode(const char *json, size_t len, struct engine_state *st,
 char engine__b62(unsigned v);
 int engine__b62_value(char c);
 
+/* ---- recon.c: reconciliation on resume (pure) ---------------------------------------- */
+
+/* What a resuming owner knows of one task of the current plan. */
+struct engine_recon_facts {
+    enum engine_phase phase; /* the job's */
+    uint8_t state;           /* the task log's (enum engine_task_state; 'q' reads QUEUED) */
+    bool item;               /* its current attempt's queue item is there (claimed or not) */
+    bool rec_ended;          /* a run record of its current attempt has its outcome */
+    bool rec_open;           /* a run record of its current attempt has none */
+};
+
+enum engine_recon_action {
+    ENGINE_RECON_NONE = 0,  /* nothing to do: not in flight, or followed as it is */
+    ENGINE_RECON_PUT,       /* its item is gone: put the same attempt again (fenced multi-op) */
+    ENGINE_RECON_WITHDRAWN, /* its item is gone and the phase does not dispatch: back to
+                               pending (ENGINE_TEV_WITHDRAWN) */
+    ENGINE_RECON_LOST,      /* its worker is gone mid-attempt: a failed attempt (ENGINE_TEV_FAIL) */
+};
+
+enum engine_recon_action engine_recon_task(const struct engine_recon_facts *f);
+
+/* One run record with what the task log says of its task. */
+struct engine_recon_run {
+    uint8_t state;  /* its task's state in the log */
+    bool current;   /* the record is of the task's current attempt */
+    bool ended, ok; /* its outcome */
+    bool is_create; /* the task is a provider's create */
+};
+
+/* Merge the record's result into its node's key-values again (PostgreSQL may lack it)? */
+bool engine_recon_merge(const struct engine_recon_run *r);
+const char *engine_recon_name(enum engine_recon_action a);
+
 /* ---- plan.c: a job's plan from its pinned inputs (pure) ------------------------------ */
 
 #include <jansson.h>
@@ -319,6 +353,7 @@ struct coord_txn;
 struct strmap;
 struct etxn;
 struct macro_cluster;
+struct recon;
 
 struct engine {
     struct event_base *base;
@@ -426,6 +461,7 @@ struct ejob {
     bool dispatched_once; /* this owner has put a task (logged once) */
     int sweeps;           /* attempts at removing the subtree */
     bool building;        /* a plan is being built on a thread */
+    struct recon *recon;  /* the reconciliation on resume, while the rollback log is read */
     int64_t t_acquired;   /* when the lock was acquired (ms) */
     int64_t t_contend;    /* when this node began to contend for it (ms, monotonic) */
     int64_t t_handover;   /* when the ring moved it away (ms, monotonic), 0: not moving */
@@ -500,7 +536,8 @@ void engine__job_finish(struct ejob *j);
 
 /* No state znode: plan (on a thread), write the start to PostgreSQL, then the znodes. */
 void engine__job_start_new(struct ejob *j);
-/* A state znode: rebuild the plan, check its digest, read the task log, go on. */
+/* A state znode: rebuild the plan, check its digest, read the task log, reconcile
+ * PostgreSQL and the queue with it (recon.c decides), go on. */
 void engine__job_resume(struct ejob *j);
 
 /* ---- run.c: phase "run" -------------------------------------------------------------- */
@@ -523,6 +560,10 @@ int engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanu
                       const char *avoid, char **out, struct drv_err *err);
 /* Take the job's queued items back (cancel, pause, give-up). */
 void engine__withdraw(struct ejob *j);
+/* Reconciliation on resume (jobstart.c): a run record's result merged into its node's
+ * key-values again; a task stepped by ev (WITHDRAWN, FAIL) with no run record to go by. */
+void engine__result_merge(struct ejob *j, const char *node, json_t *result);
+void engine__task_recon(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev);
 
 /* ---- commit.c: phase "commit" -------------------------------------------------------- */
 

@@ -37,6 +37,7 @@
  *                                               WITHDRAW  |    | FAIL, retries    | OK
  *                                         (back to [.])   v    | left             v
  *                                                     PENDING  +-----------  SUCCEEDED [S]
+ *   RUNNING --WITHDRAW (its item taken back unclaimed: its worker is gone)--> PENDING [.]
  *   QUEUED, RUNNING --FAIL, no retry left--> FAILED [F]
  *   WAITING, PENDING --a dependency failed--> FAILED_DEP (derived, never written)
  *   WAITING, PENDING --job ends without it--> CANCELLED [C]
@@ -277,7 +278,10 @@ struct engine_task_out engine_task_step(struct engine_task_rec *t, enum engine_t
         return task_out(ENGINE_TS_QUEUED, ENGINE_TACT_PUT | ENGINE_TACT_AVOID_WORKER |
                                               (pol->is_create ? ENGINE_TACT_CLEANUP : 0));
     case ENGINE_TEV_WITHDRAWN:
-        if (st != ENGINE_TS_QUEUED)
+        /* Its item was taken back unclaimed. RUNNING too: a run record says it started, but
+           its worker no longer holds the item (it died, or lost its claim and killed its
+           plugin: invariant 3), so that attempt is over and nothing else would end it. */
+        if (st != ENGINE_TS_QUEUED && st != ENGINE_TS_RUNNING)
             return task_out(st, 0);
         t->state = ENGINE_TS_PENDING;
         return task_out(ENGINE_TS_PENDING, ENGINE_TACT_EXEC_REQUEUE);

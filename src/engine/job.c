@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -210,10 +211,25 @@ static bool pipeline_idle(const struct ejob *j)
     return !j->zk_busy && !j->pg_busy && !j->building && j->withdrawing == 0;
 }
 
-/* Called whenever the pipeline goes idle: a handover waiting for it goes on. */
+/* Does PostgreSQL lack something this owner decided while ACTIVE (rows, key-values)? (The
+ * same as commit.c's pg_flush takes.) */
+static bool pg_dirty(const struct ejob *j)
+{
+    return j->queue && (j->pg_job || (j->pg_rb && j->rb.plan) || json_object_size(j->pg_nodes) ||
+                        j->fwd.n_pg || j->rb.n_pg);
+}
+
+/* Called whenever the pipeline goes idle: a handover waiting for it goes on. What
+ * PostgreSQL lacks is written first (a round more), unless PostgreSQL is down: a result's
+ * key-values merged just before the ring moved were left to the next owner, which has to
+ * re-derive them from the run records (issue 22 item 1; jobstart.c does). */
 void engine__job_idle(struct ejob *j)
 {
     if (j->own == EJ_HANDING_OVER && pipeline_idle(j)) {
+        if (pg_dirty(j) && !j->pg_down) {
+            engine__kick(j); /* pg_done calls here again */
+            return;
+        }
         j->e->stats.handed_over++;
         engine__observe_handover(j);
         engine__job_release(j);
@@ -523,10 +539,24 @@ void engine__control_watch(struct ejob *j)
 
 static void rollback_built(struct ejob *j);
 
+/* Test hook (DROVER_FAULT=crash-after-withdraw): exit when a cancelled job hears progress
+ * while it drains (a task withdrawn or ended), before the task log says so
+ * (integration/engine/cancel_failover.sh). */
+static void fault_after_withdraw(struct ejob *j, enum engine_job_event ev)
+{
+    const char *fault = getenv("DROVER_FAULT");
+    if (ev != ENGINE_EV_PROGRESS || !j->st.cancel || j->st.phase != ENGINE_PH_DRAINING || !fault ||
+        strcmp(fault, "crash-after-withdraw") != 0)
+        return;
+    log_warn(MOD, "event=fault-injected fault=crash-after-withdraw job=%s", j->id);
+    _exit(70);
+}
+
 void engine__job_event(struct ejob *j, enum engine_job_event ev)
 {
     if (j->own != EJ_ACTIVE)
         return;
+    fault_after_withdraw(j, ev);
     struct eplan *p = j->cur;
     struct engine_job_facts f = {
         .in_flight = p->in_flight,

@@ -492,10 +492,22 @@ static int final_writes(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_final *f = arg;
     const char *p[] = {f->id, f->status, f->phase, f->error};
+    PGresult *res;
+    /* Once only: a replay (the same owner again after an answer lost with its COMMIT, or
+       a resumed owner whose predecessor's write went through) finds the job ended and
+       changes nothing, so that it never writes over what the next job did to the
+       cluster and its nodes (issue 22, 6). */
     int rc = store_execp(conn,
                          "UPDATE jobs SET status = $2, phase = $3, error = nullif($4, ''),"
-                         " ended_at = now() WHERE id = $1::bigint",
-                         4, p, NULL, err);
+                         " ended_at = now() WHERE id = $1::bigint AND ended_at IS NULL"
+                         " RETURNING id",
+                         4, p, &res, err);
+    if (rc)
+        return rc;
+    int first = PQntuples(res);
+    PQclear(res);
+    if (!first)
+        return 0;
     if (rc == 0) {
         const char *q[] = {f->id};
         rc = store_execp(conn,

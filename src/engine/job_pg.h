@@ -92,6 +92,8 @@ struct engine__pg_final {
     bool fresh_create; /* a create: nothing existed before */
 };
 struct engine__pg_final *engine__pg_final_new(struct ejob *j);
+/* Once per job: a replay after the job row says ended (ended_at set) changes nothing and
+ * succeeds. */
 int engine__pg_final_work(PGconn *conn, void *arg, struct drv_err *err);
 void engine__pg_final_free(struct engine__pg_final *f);
 

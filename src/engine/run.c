@@ -319,6 +319,17 @@ static void run_seen(struct ejob *j, struct erun *run)
     taskmsg_run_clear(&r);
 }
 
+/* For the reconciliation on resume (jobstart.c). */
+void engine__result_merge(struct ejob *j, const char *node, json_t *result)
+{
+    merge_props(j, node, result);
+}
+
+void engine__task_recon(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev)
+{
+    task_event(j, p, idx, ev, NULL);
+}
+
 static void read_run(struct ejob *j, struct erun *run);
 
 static void on_run_event(enum coord_event ev, const char *path, void *arg)

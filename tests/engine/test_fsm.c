@@ -210,8 +210,11 @@ static void test_task_withdraw_and_cancel(void **state)
     t = (struct engine_task_rec){ENGINE_TS_RUNNING, 1, 0};
     o = engine_task_step(&t, ENGINE_TEV_CANCEL, &pol); /* running tasks finish */
     assert_int_equal(o.state, ENGINE_TS_RUNNING);
-    o = engine_task_step(&t, ENGINE_TEV_WITHDRAWN, &pol); /* claimed: too late */
-    assert_int_equal(o.state, ENGINE_TS_RUNNING);
+    /* Its item taken back unclaimed (the withdraw cancels only those): its worker is gone,
+       the attempt is over (issue 22: it was left running for ever). */
+    o = engine_task_step(&t, ENGINE_TEV_WITHDRAWN, &pol);
+    assert_int_equal(o.state, ENGINE_TS_PENDING);
+    assert_int_equal(o.actions, ENGINE_TACT_EXEC_REQUEUE);
     t = (struct engine_task_rec){ENGINE_TS_PENDING, ENGINE_MAX_ATTEMPT, 0};
     o = engine_task_step(&t, ENGINE_TEV_DISPATCH, &pol);
     assert_int_equal(o.state, ENGINE_TS_FAILED);
