@@ -606,6 +606,14 @@ struct coord_queue *coord_queue_open(struct coord_session *s, const char *path,
                                      const struct coord_queue_opts *o, coord_done_cb done,
                                      void *arg);
 
+/*
+ * Is q open now: its first attempt or a retry after failures succeeded. done
+ * above hears the first attempt only; a caller that must know when a queue
+ * that failed to open has come good (the engine, before it dispatches) asks
+ * this. Loop thread.
+ */
+bool coord_queue_is_open(const struct coord_queue *q);
+
 struct coord_queue_put_item {
     const char *json; /* the item's data: a JSON value, small (a few KB) */
     int priority;     /* 0 (lowest) .. 9 (highest) */

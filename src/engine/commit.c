@@ -493,9 +493,10 @@ static struct etxn *zk_build(struct ejob *j)
     /* 0: the sequencer (filled last, with the state as it will be). */
     add_op(t, OP_SET, zkpath_job_state(NULL, 0, j->id), NULL, j->st_ver);
     struct eplan *p = j->cur;
-    bool can_put = p && j->own == EJ_ACTIVE && !j->finishing && j->queue && j->queue->ready;
+    bool can_put =
+        p && j->own == EJ_ACTIVE && !j->finishing && j->queue && coord_queue_is_open(j->queue->q);
     if (p && j->own == EJ_ACTIVE && !j->finishing && !can_put)
-        retry_later(j); /* the queue is still opening */
+        retry_later(j); /* the queue is still opening (or coord retries a failed open) */
     /* The nodes map's chunks that changed (plugins that want it read them), under the
      * budget; while some wait, nothing is put (an item names the map's revision). */
     if (j->nchunk_dirty && !j->nchunks_new)

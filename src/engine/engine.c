@@ -92,12 +92,17 @@ void engine__offload(struct engine *e, void (*fn)(void *), void (*done)(void *),
 
 /* ---- queues ------------------------------------------------------------------------ */
 
+/*
+ * The first attempt's outcome only. A failed open is not final: coord retries it with
+ * backoff until it works, and dispatch (commit.c) asks coord_queue_is_open each round, so
+ * the jobs of this tenant and class wait for it instead of never dispatching here again.
+ */
 static void queue_opened(int rc, void *arg)
 {
     struct equeue *q = arg;
-    q->ready = rc == 0;
     if (rc)
-        log_error(MOD, "event=queue-open-failed path=%s error=%s", q->path, drv_strerror(rc));
+        log_warn(MOD, "event=queue-open-failed path=%s error=%s retry=backoff", q->path,
+                 drv_strerror(rc));
 }
 
 struct equeue *engine__queue(struct engine *e, const char *tenant, const char *cls)

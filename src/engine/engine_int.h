@@ -261,10 +261,10 @@ struct store;
 struct equeue {
     char *path;
     struct coord_queue *q;
-    bool ready; /* opened */
 };
 
-/* The queue for tenant and class, opened on first use (engine.c). */
+/* The queue for tenant and class, opened on first use (engine.c). An open that fails is
+ * retried by coord with backoff until it works; dispatch waits for coord_queue_is_open. */
 struct equeue *engine__queue(struct engine *e, const char *tenant, const char *cls);
 
 /* Run fn(arg) on a thread of its own, then done(arg) on the loop (heavy pure work). */
