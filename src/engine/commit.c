@@ -527,13 +527,14 @@ static struct etxn *zk_build(struct ejob *j)
         if (!p || idx >= p->n || p->recs[idx].state != ENGINE_TS_QUEUED)
             continue; /* superseded (the plan changed) */
         const struct planner_task *task = &p->plan->tasks[idx];
+        /* A retry is a dispatch: only while the phase dispatches (fsm J1). */
         int rc =
-            !can_put || t->bytes > e->budget * 3 / 4
+            !can_put || !engine_phase_dispatches(j->st.phase) || t->bytes > e->budget * 3 / 4
                 ? DRV_EAGAIN
                 : put_task(t, p, idx, task->action == PLANNER_ACT_CREATE, p->worker[idx], &err);
         if (rc == DRV_EAGAIN) {
             j->retries[kept++] = idx;
-            later |= can_put;
+            later |= can_put && engine_phase_dispatches(j->st.phase);
         } else if (rc) {
             /* Give it up: it leaves the in-flight count through the planner's failure. */
             p->in_flight--;
@@ -760,6 +761,10 @@ static void zk_settled(struct etxn *t, bool applied)
         }
     }
     etxn_free(t);
+    /* Puts that did not go in while the job stopped dispatching (a pause, a drain came
+       meanwhile): taken back, or a draining job would wait for them forever. */
+    if (!applied && j->n_retries && !engine_phase_dispatches(j->st.phase))
+        engine__withdraw_retries(j);
     if (applied)
         engine__kick(j); /* what waited for this multi-op */
     engine__job_idle(j);

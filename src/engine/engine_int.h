@@ -521,8 +521,10 @@ void engine__runs_watch(struct ejob *j);
  * run (err says). */
 int engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup,
                       const char *avoid, char **out, struct drv_err *err);
-/* Take the job's queued items back (cancel, pause, give-up). */
+/* Take the job's queued items back (cancel, pause, give-up), retries not put yet included. */
 void engine__withdraw(struct ejob *j);
+/* Take back the retries not put yet (they have no item): pending again, the job looks again. */
+void engine__withdraw_retries(struct ejob *j);
 
 /* ---- commit.c: phase "commit" -------------------------------------------------------- */
 

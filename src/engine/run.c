@@ -265,11 +265,23 @@ static void task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engin
             free(p->worker[idx]);
             p->worker[idx] = NULL;
         }
-        XGROW(j->retries, j->cap_retries, j->n_retries + 1);
-        j->retries[j->n_retries++] = idx;
         j->e->stats.results++;
-        log_info(MOD, "event=task-retry job=%s task=%s attempt=%u failures=%u reason=\"%s\"", j->id,
-                 t->id, p->recs[idx].attempt, p->recs[idx].failures, r ? r->message : "");
+        log_info(MOD,
+                 "event=task-retry job=%s task=%s attempt=%u failures=%u held=%d reason=\"%s\"",
+                 j->id, t->id, p->recs[idx].attempt, p->recs[idx].failures,
+                 !engine_phase_dispatches(j->st.phase), r ? r->message : "");
+        if (engine_phase_dispatches(j->st.phase)) {
+            XGROW(j->retries, j->cap_retries, j->n_retries + 1);
+            j->retries[j->n_retries++] = idx;
+        } else {
+            /* Paused or draining (fsm J1): the retry is a dispatch like any other, so it
+             * is taken back at once, as a queued item would be: pending again, dispatched
+             * by the planner after a resume (with cleanup when it is a create). */
+            engine_task_step(&p->recs[idx], ENGINE_TEV_WITHDRAWN, &pol);
+            planner_exec_requeue(p->x, idx, &err);
+            p->in_flight--;
+            o.actions |= ENGINE_TACT_EXEC_REQUEUE; /* the job looks again, below */
+        }
     }
     if (o.actions & ENGINE_TACT_GAVE_UP) {
         p->gave_up = true;
@@ -464,11 +476,40 @@ static void found(int rc, const struct coord_queue_found *f, void *arg)
     withdrawn(DRV_ECONFLICT, w);
 }
 
+/*
+ * Retries not put yet (commit.c's list) have no queue item: nothing to find. They are
+ * taken back here and now, like an unclaimed item, so that no attempt starts while the
+ * phase does not dispatch (fsm J1) and a draining job does not wait for them.
+ */
+void engine__withdraw_retries(struct ejob *j)
+{
+    struct eplan *p = j->cur;
+    size_t n = j->n_retries;
+    j->n_retries = 0;
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t idx = j->retries[i];
+        if (!p || idx >= p->n || p->recs[idx].state != ENGINE_TS_QUEUED)
+            continue; /* superseded */
+        struct engine_task_policy pol = {j->e->max_failures, false};
+        engine_task_step(&p->recs[idx], ENGINE_TEV_WITHDRAWN, &pol);
+        engine__task_touch(p, idx);
+        struct drv_err err;
+        planner_exec_requeue(p->x, idx, &err);
+        p->in_flight--;
+        any = true;
+        log_info(MOD, "event=task-withdrawn job=%s task=%s retry=1", j->id, p->plan->tasks[idx].id);
+    }
+    if (any)
+        engine__job_event(j, ENGINE_EV_PROGRESS);
+}
+
 void engine__withdraw(struct ejob *j)
 {
     struct eplan *p = j->cur;
     if (!j->queue)
         return;
+    engine__withdraw_retries(j); /* first: they have no item to look for */
     for (uint32_t i = 0; i < p->n; i++) {
         if (p->recs[i].state != ENGINE_TS_QUEUED)
             continue;
