@@ -267,8 +267,16 @@ struct equeue {
  * retried by coord with backoff until it works; dispatch waits for coord_queue_is_open. */
 struct equeue *engine__queue(struct engine *e, const char *tenant, const char *cls);
 
-/* Run fn(arg) on a thread of its own, then done(arg) on the loop (heavy pure work). */
+/*
+ * Run fn(arg) on a thread of the engine's plan pool, then done(arg) on the loop (heavy pure
+ * work: plans). At most e->plan_threads run at once; the rest wait in order, never on the
+ * loop. engine__offload_init starts the pool (threads <= 0: ENGINE_PLAN_THREADS);
+ * engine__offload_free waits for every build (their done run) and stops it.
+ */
+#define ENGINE_PLAN_THREADS 2 /* a plan is CPU-bound: more than the cores only adds memory */
 void engine__offload(struct engine *e, void (*fn)(void *), void (*done)(void *), void *arg);
+void engine__offload_init(struct engine *e, int threads);
+void engine__offload_free(struct engine *e);
 
 /* One run record being followed (jobs/<id>/runs/<name>). */
 struct erun {
@@ -313,6 +321,8 @@ struct eplan {
 
 struct loopq;
 struct event;
+struct offload;
+struct workpool;
 struct coord_group;
 struct coord_ring;
 struct coord_txn;
@@ -352,7 +362,13 @@ struct engine {
     /* metrics.c: loop thread only */
     struct prom_hvec *h_task, *h_wait; /* by tenant and class, seconds */
     struct prom_histo h_takeover, h_handover;
-    int offloads; /* plans being built on threads */
+    int offloads; /* plans being built on threads or waiting for one */
+    struct workpool *plans;
+    int plan_threads;
+    struct offload *offload_wait, *offload_tail; /* waiting for a thread, in order */
+    size_t n_offload_wait;
+    _Atomic int plan_busy;     /* builds running now (pool threads) */
+    _Atomic int plan_busy_max; /* the most that ever ran at once */
     struct event *soon;
     bool reconcile_pending;
     bool scanning; /* the janitor's query is in flight */
