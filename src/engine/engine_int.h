@@ -243,7 +243,7 @@ int engine__op_parse(const char *op, const json_t *request);
 int engine__plan_build(const struct engine__plan_in *in, struct engine__plan_out *out,
                        struct drv_err *err);
 void engine__plan_out_clear(struct engine__plan_out *o);
-/* A stored plan's JSON text back (a newer planner's digest did not match). */
+/* A plan's JSON text back (planner_plan_to_json_text's): for tools and tests. */
 int engine__plan_from_text(const char *text, size_t len, struct planner_plan **out,
                            struct drv_err *err);
 
@@ -498,6 +498,9 @@ json_t *engine__job_config(const struct ejob *j);
 /* LOADING -> ACTIVE: the plan is in memory, or the end is decided. With follow, the job's
  * queue is opened and its run records watched (run.c): the run phase begins. */
 void engine__job_activate(struct ejob *j, bool follow);
+/* LOADING -> ACTIVE, phase FAILED, finishing: a resume found nothing to trust (cause: why,
+ * for the job's error). Once, instead of releasing the job to be taken again forever. */
+void engine__job_unresumable(struct ejob *j, const char *cause);
 /* -> FINISHING: remove the job's ZooKeeper subtree (keep_root: the announcement and
  * control stay, for a start made again), then release (sweep.c). */
 void engine__job_wind_up(struct ejob *j, bool keep_root);
