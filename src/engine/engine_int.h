@@ -435,17 +435,19 @@ struct ejob {
     bool pg_down;              /* the last PostgreSQL write failed: no ZooKeeper round (no
                                   dispatch) until one succeeds (commit.c) */
     int backoff_ms;
-    size_t withdrawing;   /* queue items being taken back */
-    bool finishing;       /* FINISH asked: flush, then the final write */
-    bool pg_rb;           /* the rollback plan's rows to write */
-    bool final_sent;      /* the final PostgreSQL write is in flight or done */
-    bool dispatched_once; /* this owner has put a task (logged once) */
-    int sweeps;           /* attempts at removing the subtree */
-    bool building;        /* a plan is being built on a thread */
-    int64_t t_acquired;   /* when the lock was acquired (ms) */
-    int64_t t_contend;    /* when this node began to contend for it (ms, monotonic) */
-    int64_t t_handover;   /* when the ring moved it away (ms, monotonic), 0: not moving */
-    int64_t control_ms;   /* when a control znode's request was last read (ms, monotonic) */
+    size_t withdrawing;        /* queue items being taken back */
+    size_t wd_items, wd_taken; /* of the withdrawal in progress (logged when it ends) */
+    int64_t wd_start;          /* when it began (ms, monotonic) */
+    bool finishing;            /* FINISH asked: flush, then the final write */
+    bool pg_rb;                /* the rollback plan's rows to write */
+    bool final_sent;           /* the final PostgreSQL write is in flight or done */
+    bool dispatched_once;      /* this owner has put a task (logged once) */
+    int sweeps;                /* attempts at removing the subtree */
+    bool building;             /* a plan is being built on a thread */
+    int64_t t_acquired;        /* when the lock was acquired (ms) */
+    int64_t t_contend;         /* when this node began to contend for it (ms, monotonic) */
+    int64_t t_handover;        /* when the ring moved it away (ms, monotonic), 0: not moving */
+    int64_t control_ms;        /* when a control znode's request was last read (ms, monotonic) */
 };
 
 /* ---- engine.c ------------------------------------------------------------------------ */

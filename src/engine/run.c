@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "log.h"
@@ -450,6 +451,12 @@ static void withdrawn(int rc, void *arg)
     struct withdraw *w = arg;
     struct ejob *j = w->j;
     j->withdrawing--;
+    j->wd_taken += rc == 0;
+    if (j->withdrawing == 0 && j->wd_items) {
+        log_info(MOD, "event=job-withdrawn job=%s items=%zu taken=%zu ms=%lld", j->id, j->wd_items,
+                 j->wd_taken, (long long)(clock_mono_ms() - j->wd_start));
+        j->wd_items = j->wd_taken = 0;
+    }
     if (engine__job_alive(j) && w->p == j->cur && w->p->recs[w->idx].attempt == w->attempt) {
         if (rc == 0) {
             log_info(MOD, "event=task-withdrawn job=%s task=%s", j->id,
@@ -465,15 +472,15 @@ static void withdrawn(int rc, void *arg)
     engine__job_unref(j);
 }
 
-static void found(int rc, const struct coord_queue_found *f, void *arg)
+/* The item's id is known: cancel it, unless the job is no longer ours (claimed: running). */
+static void keyed(int rc, const char *item_id, void *arg)
 {
     struct withdraw *w = arg;
-    struct ejob *j = w->j;
-    if (rc == 0 && !f->claim_json && engine__job_alive(j)) {
-        coord_queue_cancel(w->q->q, f->id, withdrawn, w);
+    if (rc == 0 && engine__job_alive(w->j)) {
+        coord_queue_cancel(w->q->q, item_id, withdrawn, w);
         return;
     }
-    withdrawn(DRV_ECONFLICT, w);
+    withdrawn(rc ? rc : DRV_ECONFLICT, w);
 }
 
 /*
@@ -521,8 +528,13 @@ void engine__withdraw(struct ejob *j)
         w->q = j->queue;
         char key[80];
         taskmsg_key(key, sizeof(key), j->id, p->phase, i, p->recs[i].attempt);
+        if (j->withdrawing == 0 && j->wd_items == 0)
+            j->wd_start = clock_mono_ms();
         j->withdrawing++;
+        j->wd_items++;
         engine__job_ref(j);
-        coord_queue_find(j->queue->q, key, found, w);
+        /* By its key record: constant work per item (a find per item read the whole
+           queue each time: quadratic, long enough on the loop to lose the session). */
+        coord_queue_key_item(j->queue->q, key, keyed, w);
     }
 }
