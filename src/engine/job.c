@@ -547,7 +547,9 @@ static void rollback_built(struct ejob *j);
 
 void engine__job_event(struct ejob *j, enum engine_job_event ev)
 {
-    if (j->own != EJ_ACTIVE)
+    /* No plan: a job that ended before it had one (unplanned, unresumable) is finishing;
+       a request the janitor finds meanwhile changes nothing. */
+    if (j->own != EJ_ACTIVE || !j->cur)
         return;
     struct eplan *p = j->cur;
     struct engine_job_facts f = {
