@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "config.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -246,21 +247,61 @@ int64_t plugin_cfg_int(const struct plugin_task *t, const char *path, int64_t de
     return def;
 }
 
-int64_t plugin_deadline_ms(const struct plugin_task *t, int64_t def_ms)
+/* A limit less its margin (see plugin_deadline_ms). */
+static int64_t within(int64_t limit_ms)
 {
-    if (t->timeout_ms <= 0)
-        return t->started_ms + def_ms;
-    int64_t margin = t->timeout_ms / 10;
+    int64_t margin = limit_ms / 10;
     if (margin > 5000)
         margin = 5000;
     if (margin < 1000)
         margin = 1000;
-    if (margin > t->timeout_ms / 2)
-        margin = t->timeout_ms / 2;
-    int64_t d = t->timeout_ms - margin;
-    if (d < 100)
-        d = 100;
-    return t->started_ms + d;
+    if (margin > limit_ms / 2)
+        margin = limit_ms / 2;
+    int64_t d = limit_ms - margin;
+    return d < 100 ? 100 : d;
+}
+
+int64_t plugin_deadline_ms(const struct plugin_task *t, int64_t def_ms)
+{
+    if (t->timeout_ms <= 0)
+        return t->started_ms + def_ms;
+    return t->started_ms + within(t->timeout_ms);
+}
+
+#define WORKER_DEFAULT_LIMIT_MS (30 * 60 * 1000) /* src/worker/plugin.c: no "timeout" */
+
+int64_t plugin_limit_ms(const struct plugin_task *t, const char *dir)
+{
+    if (t->timeout_ms > 0)
+        return t->timeout_ms;
+    char *path = xasprintf("%s/plugin.json", dir ? dir : plugin_self_dir());
+    json_t *d = json_load_file(path, 0, NULL);
+    free(path);
+    long ms = WORKER_DEFAULT_LIMIT_MS;
+    const char *tmo = json_string_value(json_object_get(d, "timeout"));
+    if (tmo && (config_parse_duration(tmo, &ms) != 0 || ms <= 0))
+        ms = WORKER_DEFAULT_LIMIT_MS; /* the worker refuses such a descriptor */
+    json_decref(d);
+    return ms;
+}
+
+int64_t plugin_deadline_limit_ms(const struct plugin_task *t, const char *dir)
+{
+    return t->started_ms + within(plugin_limit_ms(t, dir));
+}
+
+const char *plugin_self_dir(void)
+{
+    static char dir[4096];
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+    if (n <= 0)
+        return ".";
+    dir[n] = '\0';
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return ".";
+    *slash = '\0';
+    return dir;
 }
 
 void plugin_result_init(struct plugin_result *r)

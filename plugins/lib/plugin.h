@@ -86,6 +86,21 @@ int64_t plugin_cfg_int(const struct plugin_task *t, const char *path, int64_t de
  */
 int64_t plugin_deadline_ms(const struct plugin_task *t, int64_t def_ms);
 
+/*
+ * The time limit the worker enforces on this task (docs/worker.md): the task's
+ * timeout_ms, else the "timeout" of the plugin's descriptor (dir/plugin.json),
+ * else 30 minutes, the worker's own default. dir NULL: the plugin's directory
+ * (plugin_self_dir). A descriptor that cannot be read counts as one without
+ * a timeout.
+ */
+int64_t plugin_limit_ms(const struct plugin_task *t, const char *dir);
+
+/* plugin_deadline_ms's moment for that limit: what a plugin with no default of its own uses. */
+int64_t plugin_deadline_limit_ms(const struct plugin_task *t, const char *dir);
+
+/* The directory of the running executable (its descriptor is there), or "." (static). */
+const char *plugin_self_dir(void);
+
 /* ---- the result ---- */
 
 struct plugin_result {

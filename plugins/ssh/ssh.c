@@ -378,7 +378,8 @@ static void run_action(struct plugin_task *t, void *ctx, struct plugin_result *r
         plugin_result_fail(r, "%s of %s: %s", t->task_name, svc, err.msg);
         return;
     }
-    int64_t deadline = plugin_deadline_ms(t, 600000);
+    /* The worker's limit: the task's timeout_ms, else the descriptor's "timeout" (30m). */
+    int64_t deadline = plugin_deadline_limit_ms(t, NULL);
     struct sshc *c = connect_node(t, &err);
     if (!c) {
         free(cmd);

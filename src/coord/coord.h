@@ -624,6 +624,14 @@ struct coord_queue *coord_queue_open(struct coord_session *s, const char *path,
                                      const struct coord_queue_opts *o, coord_done_cb done,
                                      void *arg);
 
+/*
+ * Is q open now: its first attempt or a retry after failures succeeded. done
+ * above hears the first attempt only; a caller that must know when a queue
+ * that failed to open has come good (the engine, before it dispatches) asks
+ * this. Loop thread.
+ */
+bool coord_queue_is_open(const struct coord_queue *q);
+
 struct coord_queue_put_item {
     const char *json; /* the item's data: a JSON value, small (a few KB) */
     int priority;     /* 0 (lowest) .. 9 (highest) */
@@ -764,6 +772,16 @@ void coord_queue_holder(struct coord_queue *q, const char *item_id, coord_holder
  * before; after a lost answer also when this very call deleted it).
  */
 void coord_queue_cancel(struct coord_queue *q, const char *item_id, coord_done_cb done, void *arg);
+
+/*
+ * The id of the item put with key (coord_txn_queue_put), from its key record: one
+ * read, whatever the queue's length (coord_queue_find's diagnostics read every shard:
+ * a find per item of a long queue is quadratic). rc 0 and item_id (lives during the
+ * call); DRV_ENOENT when no item with this key is in the queue (the key record goes with
+ * its item); DRV_EAGAIN when the queue is not open.
+ */
+typedef void (*coord_key_item_cb)(int rc, const char *item_id, void *arg);
+void coord_queue_key_item(struct coord_queue *q, const char *key, coord_key_item_cb cb, void *arg);
 
 struct coord_queue_stats {
     int64_t length;        /* items in the queue, claimed ones included */

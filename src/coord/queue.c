@@ -339,6 +339,11 @@ struct coord_queue *coord_queue_open(struct coord_session *s, const char *path,
     return q;
 }
 
+bool coord_queue_is_open(const struct coord_queue *q)
+{
+    return q && !q->dead && q->open == Q_OPEN;
+}
+
 /* ---- put ------------------------------------------------------------------- */
 
 struct put {

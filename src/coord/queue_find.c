@@ -19,6 +19,9 @@
  *         delete the item, delete the claim, delete the key record. A lost
  *         answer is resolved after a sync: item gone = DRV_ENOENT (maybe by
  *         this very call), claimed = DRV_ECONFLICT, else sent again.
+ * key item: the key record (1 read): with cancel, constant work per item
+ *         taken back, whatever the queue's length (find's `ahead` reads the
+ *         whole queue: a find per item of a long queue is quadratic).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -375,6 +378,64 @@ void coord_queue_cancel(struct coord_queue *q, const char *item_id, coord_done_c
         return;
     }
     cancel_send(c);
+}
+
+/* ---- an item by its key: the key record names it ---------------------------------------- */
+
+struct key_item {
+    struct coord_queue *q;
+    coord_key_item_cb cb;
+    void *arg;
+    char *key;
+};
+
+static void key_item_end(struct key_item *k, int rc, const char *id)
+{
+    k->cb(rc, id, k->arg);
+    struct coord_queue *q = k->q;
+    free(k->key);
+    free(k);
+    coord__q_unref(q);
+}
+
+static void key_item_read(struct coord__op *op)
+{
+    struct key_item *k = op->owner;
+    json_t *j = op->rc == ZOK ? json_loads(op->value, 0, NULL) : NULL;
+    const char *id = json_string_value(json_object_get(j, "item"));
+    if (id)
+        key_item_end(k, 0, id);
+    else if (op->rc == ZOK || op->rc == ZNONODE)
+        key_item_end(k, DRV_ENOENT, NULL); /* the record goes with its item */
+    else
+        key_item_end(k, coord__zrc(op->rc), NULL);
+    json_decref(j);
+}
+
+static void key_item_start(struct coord_queue *q, void *arg)
+{
+    struct key_item *k = arg;
+    if (q->open != Q_OPEN) {
+        key_item_end(k, DRV_EAGAIN, NULL);
+        return;
+    }
+    char *kp = xasprintf("%s/keys/%s", q->path, k->key);
+    coord__zk_get(coord__op_new(q->s, key_item_read, k), kp, false);
+    free(kp);
+}
+
+void coord_queue_key_item(struct coord_queue *q, const char *key, coord_key_item_cb cb, void *arg)
+{
+    struct key_item *k = xcalloc(1, sizeof(*k));
+    k->q = q;
+    k->cb = cb;
+    k->arg = arg;
+    k->key = xstrdup(key ? key : "");
+    q->refs++;
+    if (q->open == Q_OPEN)
+        key_item_start(q, k);
+    else
+        coord__q_defer(q, key_item_start, k);
 }
 
 /* ---- find ------------------------------------------------------------------------------ */

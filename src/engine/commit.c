@@ -493,9 +493,10 @@ static struct etxn *zk_build(struct ejob *j)
     /* 0: the sequencer (filled last, with the state as it will be). */
     add_op(t, OP_SET, zkpath_job_state(NULL, 0, j->id), NULL, j->st_ver);
     struct eplan *p = j->cur;
-    bool can_put = p && j->own == EJ_ACTIVE && !j->finishing && j->queue && j->queue->ready;
+    bool can_put =
+        p && j->own == EJ_ACTIVE && !j->finishing && j->queue && coord_queue_is_open(j->queue->q);
     if (p && j->own == EJ_ACTIVE && !j->finishing && !can_put)
-        retry_later(j); /* the queue is still opening */
+        retry_later(j); /* the queue is still opening (or coord retries a failed open) */
     /* The nodes map's chunks that changed (plugins that want it read them), under the
      * budget; while some wait, nothing is put (an item names the map's revision). */
     if (j->nchunk_dirty && !j->nchunks_new)
@@ -526,13 +527,14 @@ static struct etxn *zk_build(struct ejob *j)
         if (!p || idx >= p->n || p->recs[idx].state != ENGINE_TS_QUEUED)
             continue; /* superseded (the plan changed) */
         const struct planner_task *task = &p->plan->tasks[idx];
+        /* A retry is a dispatch: only while the phase dispatches (fsm J1). */
         int rc =
-            !can_put || t->bytes > e->budget * 3 / 4
+            !can_put || !engine_phase_dispatches(j->st.phase) || t->bytes > e->budget * 3 / 4
                 ? DRV_EAGAIN
                 : put_task(t, p, idx, task->action == PLANNER_ACT_CREATE, p->worker[idx], &err);
         if (rc == DRV_EAGAIN) {
             j->retries[kept++] = idx;
-            later |= can_put;
+            later |= can_put && engine_phase_dispatches(j->st.phase);
         } else if (rc) {
             /* Give it up: it leaves the in-flight count through the planner's failure. */
             p->in_flight--;
@@ -759,6 +761,10 @@ static void zk_settled(struct etxn *t, bool applied)
         }
     }
     etxn_free(t);
+    /* Puts that did not go in while the job stopped dispatching (a pause, a drain came
+       meanwhile): taken back, or a draining job would wait for them forever. */
+    if (!applied && j->n_retries && !engine_phase_dispatches(j->st.phase))
+        engine__withdraw_retries(j);
     if (applied)
         engine__kick(j); /* what waited for this multi-op */
     engine__job_idle(j);

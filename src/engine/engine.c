@@ -26,7 +26,7 @@
  * Cost: a reconcile is O(jobs announced + jobs here), on a membership or job
  * list change; a job's lock costs one contender znode and one exists-watch.
  */
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -38,35 +38,87 @@
 #include "log.h"
 #include "loopq.h"
 #include "strmap.h"
+#include "workpool.h"
 #include "xalloc.h"
 #include "zkpath.h"
 
 #define MOD "engine"
 #define TXN_BUDGET (256 * 1024)
 
-/* ---- offload: heavy pure work on a thread ----------------------------------------- */
+/* ---- offload: heavy pure work on a bounded pool -------------------------------------- */
 
+/*
+ * Plans are built on e->plan_threads threads (engine.plan_threads), never on the loop and
+ * never one thread each: a node that takes many jobs at once (a failover, an undrain) would
+ * otherwise start as many threads, each holding a plan's inputs and result, and compete
+ * with the loop for the cores. The pool takes only what its threads can run now
+ * (max_queued 0); the rest waits here, in the order asked, and is submitted as builds end.
+ * So every build runs, at most plan_threads at a time.
+ */
 struct offload {
     struct engine *e;
     void (*fn)(void *);
     void (*done)(void *);
     void *arg;
+    struct offload *next; /* waiting for a thread */
 };
 
-static void offload_done(void *arg)
+static void offload_work(void *arg)
 {
     struct offload *o = arg;
-    o->e->offloads--;
-    o->done(o->arg);
-    free(o);
+    struct engine *e = o->e;
+    int busy = atomic_fetch_add(&e->plan_busy, 1) + 1;
+    int max = atomic_load(&e->plan_busy_max);
+    while (busy > max && !atomic_compare_exchange_weak(&e->plan_busy_max, &max, busy))
+        ;
+    o->fn(o->arg);
+    atomic_fetch_sub(&e->plan_busy, 1);
 }
 
-static void *offload_main(void *arg)
+static void offload_pump(struct engine *e);
+
+static void offload_done(void *arg, bool cancelled)
 {
     struct offload *o = arg;
-    o->fn(o->arg);
-    loopq_post(o->e->lq, offload_done, o);
-    return NULL;
+    struct engine *e = o->e;
+    (void)cancelled; /* only at engine_free, after every build was waited for */
+    e->offloads--;
+    log_debug(MOD, "event=offload-done node=%s threads=%d busy_max=%d waiting=%zu", e->node_id,
+              e->plan_threads, atomic_load(&e->plan_busy_max), e->n_offload_wait);
+    o->done(o->arg);
+    free(o);
+    offload_pump(e);
+}
+
+/* Hand waiting work to the pool while it has an idle thread. */
+static void offload_pump(struct engine *e)
+{
+    while (e->offload_wait) {
+        struct offload *o = e->offload_wait;
+        if (workpool_submit(e->plans, offload_work, offload_done, o) != 0)
+            return; /* every thread busy: the next completion pumps again */
+        e->offload_wait = o->next;
+        if (!e->offload_wait)
+            e->offload_tail = NULL;
+        e->n_offload_wait--;
+    }
+}
+
+void engine__offload_init(struct engine *e, int threads)
+{
+    e->plan_threads = threads > 0 ? (threads > 64 ? 64 : threads) : ENGINE_PLAN_THREADS;
+    struct workpool_opts po = {
+        .name = "plan", .threads = e->plan_threads, .max_queued = 0, .nice = 5};
+    e->plans = workpool_new(e->base, &po);
+}
+
+void engine__offload_free(struct engine *e)
+{
+    /* Every build reports to the loop (its done frees what it holds): wait for them. */
+    while (e->offloads > 0)
+        event_base_loop(e->base, EVLOOP_ONCE);
+    workpool_free(e->plans);
+    e->plans = NULL;
 }
 
 void engine__offload(struct engine *e, void (*fn)(void *), void (*done)(void *), void *arg)
@@ -77,27 +129,28 @@ void engine__offload(struct engine *e, void (*fn)(void *), void (*done)(void *),
     o->done = done;
     o->arg = arg;
     e->offloads++;
-    pthread_t t;
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&at, 8 << 20);
-    if (pthread_create(&t, &at, offload_main, o) != 0) {
-        /* No thread to be had: do it here, late but correct. */
-        o->fn(o->arg);
-        loopq_post(e->lq, offload_done, o);
-    }
-    pthread_attr_destroy(&at);
+    if (e->offload_tail)
+        e->offload_tail->next = o;
+    else
+        e->offload_wait = o;
+    e->offload_tail = o;
+    e->n_offload_wait++;
+    offload_pump(e);
 }
 
 /* ---- queues ------------------------------------------------------------------------ */
 
+/*
+ * The first attempt's outcome only. A failed open is not final: coord retries it with
+ * backoff until it works, and dispatch (commit.c) asks coord_queue_is_open each round, so
+ * the jobs of this tenant and class wait for it instead of never dispatching here again.
+ */
 static void queue_opened(int rc, void *arg)
 {
     struct equeue *q = arg;
-    q->ready = rc == 0;
     if (rc)
-        log_error(MOD, "event=queue-open-failed path=%s error=%s", q->path, drv_strerror(rc));
+        log_warn(MOD, "event=queue-open-failed path=%s error=%s retry=backoff", q->path,
+                 drv_strerror(rc));
 }
 
 struct equeue *engine__queue(struct engine *e, const char *tenant, const char *cls)
@@ -313,6 +366,7 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     e->queues = strmap_new();
     engine__metrics_init(e);
     e->lq = loopq_new(base);
+    engine__offload_init(e, o->plan_threads);
     coord_ensure_path(zk, ZKPATH_JOBS, NULL, NULL);
     e->members = coord_group_watch(zk, ZKPATH_MEMBERS_DROVERD, on_members, e);
     e->jobs_w = coord_watch_children(zk, ZKPATH_JOBS, on_jobs, e);
@@ -320,8 +374,11 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     e->tick = event_new(base, -1, EV_PERSIST, on_tick, e);
     struct timeval tv = {5, 0};
     event_add(e->tick, &tv);
-    log_info(MOD, "event=engine-started node=%s max_failures=%u builds_up_to=%d reads_from=%d",
-             e->node_id, e->max_failures, DROVER_FORMAT_VERSION, DROVER_FORMAT_MIN_READ);
+    log_info(MOD,
+             "event=engine-started node=%s max_failures=%u plan_threads=%d builds_up_to=%d "
+             "reads_from=%d",
+             e->node_id, e->max_failures, e->plan_threads, DROVER_FORMAT_VERSION,
+             DROVER_FORMAT_MIN_READ);
     return e;
 }
 
@@ -390,8 +447,7 @@ void engine_free(struct engine *e)
     }
     /* engine__job_lost removed them; what is left holds references only. Plans being
      * built on threads report to the loop: wait for them. */
-    while (e->offloads > 0)
-        event_base_loop(e->base, EVLOOP_ONCE);
+    engine__offload_free(e);
     strmap_free(e->jobs);
     pos = 0;
     while (strmap_next(e->queues, &pos, NULL, &v)) {

@@ -23,8 +23,8 @@
  *     flight or the task log's chunks (512 tasks each).
  *
  * Threads: everything on the loop thread of the event_base; PostgreSQL work
- * on the store's pool, plans on a thread of their own, each handing back to
- * the loop.
+ * on the store's pool, plans on the engine's own bounded pool
+ * (engine.plan_threads), each handing back to the loop.
  *
  * Ownership: the caller owns the engine and frees it before the coord
  * session and the store it was given.
@@ -52,13 +52,14 @@ struct engine_opts {
     bool no_rollback;         /* leave a failed job "failed" instead of rolling it back */
     size_t txn_budget;        /* bytes of one ZooKeeper multi-op (0: 256 KiB) */
     int task_timeout_ms;      /* time limit given to workers (0: the plugin's own) */
+    int plan_threads;         /* threads that build plans (0: 2) */
     const unsigned char *key; /* the secrets key (32 bytes), or NULL */
 };
 
 /*
  * The engine.* keys of droverd's config file: they fill max_failures,
- * max_in_flight, no_rollback (engine.rollback = false), task_timeout_ms and
- * txn_budget of a struct engine_opts (src/engine/conf.c; docs/configuration.md).
+ * max_in_flight, no_rollback (engine.rollback = false), task_timeout_ms,
+ * plan_threads and txn_budget of a struct engine_opts (src/engine/conf.c; docs/configuration.md).
  * The program sets node_id and key.
  */
 extern const struct config_key engine_config_keys[];

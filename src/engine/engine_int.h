@@ -277,7 +277,7 @@ int engine__op_parse(const char *op, const json_t *request);
 int engine__plan_build(const struct engine__plan_in *in, struct engine__plan_out *out,
                        struct drv_err *err);
 void engine__plan_out_clear(struct engine__plan_out *o);
-/* A stored plan's JSON text back (a newer planner's digest did not match). */
+/* A plan's JSON text back (planner_plan_to_json_text's): for tools and tests. */
 int engine__plan_from_text(const char *text, size_t len, struct planner_plan **out,
                            struct drv_err *err);
 
@@ -295,14 +295,22 @@ struct store;
 struct equeue {
     char *path;
     struct coord_queue *q;
-    bool ready; /* opened */
 };
 
-/* The queue for tenant and class, opened on first use (engine.c). */
+/* The queue for tenant and class, opened on first use (engine.c). An open that fails is
+ * retried by coord with backoff until it works; dispatch waits for coord_queue_is_open. */
 struct equeue *engine__queue(struct engine *e, const char *tenant, const char *cls);
 
-/* Run fn(arg) on a thread of its own, then done(arg) on the loop (heavy pure work). */
+/*
+ * Run fn(arg) on a thread of the engine's plan pool, then done(arg) on the loop (heavy pure
+ * work: plans). At most e->plan_threads run at once; the rest wait in order, never on the
+ * loop. engine__offload_init starts the pool (threads <= 0: ENGINE_PLAN_THREADS);
+ * engine__offload_free waits for every build (their done run) and stops it.
+ */
+#define ENGINE_PLAN_THREADS 2 /* a plan is CPU-bound: more than the cores only adds memory */
 void engine__offload(struct engine *e, void (*fn)(void *), void (*done)(void *), void *arg);
+void engine__offload_init(struct engine *e, int threads);
+void engine__offload_free(struct engine *e);
 
 /* One run record being followed (jobs/<id>/runs/<name>). */
 struct erun {
@@ -347,6 +355,8 @@ struct eplan {
 
 struct loopq;
 struct event;
+struct offload;
+struct workpool;
 struct coord_group;
 struct coord_ring;
 struct coord_txn;
@@ -387,7 +397,13 @@ struct engine {
     /* metrics.c: loop thread only */
     struct prom_hvec *h_task, *h_wait; /* by tenant and class, seconds */
     struct prom_histo h_takeover, h_handover;
-    int offloads; /* plans being built on threads */
+    int offloads; /* plans being built on threads or waiting for one */
+    struct workpool *plans;
+    int plan_threads;
+    struct offload *offload_wait, *offload_tail; /* waiting for a thread, in order */
+    size_t n_offload_wait;
+    _Atomic int plan_busy;     /* builds running now (pool threads) */
+    _Atomic int plan_busy_max; /* the most that ever ran at once */
     struct event *soon;
     bool reconcile_pending;
     bool scanning; /* the janitor's query is in flight */
@@ -454,18 +470,20 @@ struct ejob {
     bool pg_down;              /* the last PostgreSQL write failed: no ZooKeeper round (no
                                   dispatch) until one succeeds (commit.c) */
     int backoff_ms;
-    size_t withdrawing;   /* queue items being taken back */
-    bool finishing;       /* FINISH asked: flush, then the final write */
-    bool pg_rb;           /* the rollback plan's rows to write */
-    bool final_sent;      /* the final PostgreSQL write is in flight or done */
-    bool dispatched_once; /* this owner has put a task (logged once) */
-    int sweeps;           /* attempts at removing the subtree */
-    bool building;        /* a plan is being built on a thread */
-    struct recon *recon;  /* the reconciliation on resume, while the rollback log is read */
-    int64_t t_acquired;   /* when the lock was acquired (ms) */
-    int64_t t_contend;    /* when this node began to contend for it (ms, monotonic) */
-    int64_t t_handover;   /* when the ring moved it away (ms, monotonic), 0: not moving */
-    int64_t control_ms;   /* when a control znode's request was last read (ms, monotonic) */
+    size_t withdrawing;        /* queue items being taken back */
+    size_t wd_items, wd_taken; /* of the withdrawal in progress (logged when it ends) */
+    int64_t wd_start;          /* when it began (ms, monotonic) */
+    bool finishing;            /* FINISH asked: flush, then the final write */
+    bool pg_rb;                /* the rollback plan's rows to write */
+    bool final_sent;           /* the final PostgreSQL write is in flight or done */
+    bool dispatched_once;      /* this owner has put a task (logged once) */
+    int sweeps;                /* attempts at removing the subtree */
+    bool building;             /* a plan is being built on a thread */
+    struct recon *recon;       /* the reconciliation on resume, while the rollback log is read */
+    int64_t t_acquired;        /* when the lock was acquired (ms) */
+    int64_t t_contend;         /* when this node began to contend for it (ms, monotonic) */
+    int64_t t_handover;        /* when the ring moved it away (ms, monotonic), 0: not moving */
+    int64_t control_ms;        /* when a control znode's request was last read (ms, monotonic) */
 };
 
 /* ---- engine.c ------------------------------------------------------------------------ */
@@ -518,6 +536,9 @@ json_t *engine__job_config(const struct ejob *j);
 /* LOADING -> ACTIVE: the plan is in memory, or the end is decided. With follow, the job's
  * queue is opened and its run records watched (run.c): the run phase begins. */
 void engine__job_activate(struct ejob *j, bool follow);
+/* LOADING -> ACTIVE, phase FAILED, finishing: a resume found nothing to trust (cause: why,
+ * for the job's error). Once, instead of releasing the job to be taken again forever. */
+void engine__job_unresumable(struct ejob *j, const char *cause);
 /* -> FINISHING: remove the job's ZooKeeper subtree (keep_root: the announcement and
  * control stay, for a start made again), then release (sweep.c). */
 void engine__job_wind_up(struct ejob *j, bool keep_root);
@@ -558,12 +579,14 @@ void engine__runs_watch(struct ejob *j);
  * run (err says). */
 int engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup,
                       const char *avoid, char **out, struct drv_err *err);
-/* Take the job's queued items back (cancel, pause, give-up). */
+/* Take the job's queued items back (cancel, pause, give-up), retries not put yet included. */
 void engine__withdraw(struct ejob *j);
 /* Reconciliation on resume (jobstart.c): a run record's result merged into its node's
  * key-values again; a task stepped by ev (WITHDRAWN, FAIL) with no run record to go by. */
 void engine__result_merge(struct ejob *j, const char *node, json_t *result);
 void engine__task_recon(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev);
+/* Take back the retries not put yet (they have no item): pending again, the job looks again. */
+void engine__withdraw_retries(struct ejob *j);
 
 /* ---- commit.c: phase "commit" -------------------------------------------------------- */
 

@@ -424,14 +424,36 @@ static void on_state(int rc, const char *data, int version, void *arg)
         j->st_ver = version;
         engine__job_resume(j);
     } else if (rc == 0) {
-        /* A state this build cannot read (a newer format): leave the job to a newer node. */
+        /* A state this build cannot read (garbage, a format newer than this build): released,
+         * the ring would give it back here every 200 ms forever. */
         log_error(MOD, "event=job-state-unreadable job=%s error=\"%s\"", j->id, err.msg);
-        engine__job_release(j);
+        memset(&j->st, 0, sizeof(j->st));
+        engine__job_unresumable(j, err.msg);
     } else {
         log_warn(MOD, "event=job-state-read-failed job=%s error=%s", j->id, drv_strerror(rc));
         engine__job_release(j);
     }
     engine__job_unref(j);
+}
+
+/*
+ * Resuming is impossible: what the job runs cannot be trusted (the rebuilt plan's digest
+ * differs from the state's, the state or the task log cannot be read, the pinned inputs
+ * are missing). Releasing the lock would only make the ring give the job back at once,
+ * to this node or another with the same build, forever. It ends failed instead, once, with
+ * the cause: nothing is rolled back (no plan to roll back from) and what its tasks did is
+ * for an operator to look at. A transient failure (ZooKeeper or PostgreSQL unreachable) is
+ * not this: those release and try again.
+ */
+void engine__job_unresumable(struct ejob *j, const char *cause)
+{
+    log_error(MOD, "event=job-unresumable job=%s node=%s error=\"%s\"", j->id, j->e->node_id,
+              cause);
+    snprintf(j->st.error, sizeof(j->st.error), "cannot resume: %s (an operator must look)", cause);
+    j->st.phase = ENGINE_PH_FAILED;
+    j->cur = NULL;
+    engine__job_activate(j, false);
+    engine__job_finish(j);
 }
 
 /* ---- entering the phases ---------------------------------------------------------------- */
@@ -554,7 +576,9 @@ static void fault_after_withdraw(struct ejob *j, enum engine_job_event ev)
 
 void engine__job_event(struct ejob *j, enum engine_job_event ev)
 {
-    if (j->own != EJ_ACTIVE)
+    /* No plan: a job that ended before it had one (unplanned, unresumable) is finishing;
+       a request the janitor finds meanwhile changes nothing. */
+    if (j->own != EJ_ACTIVE || !j->cur)
         return;
     fault_after_withdraw(j, ev);
     struct eplan *p = j->cur;

@@ -416,6 +416,10 @@ static void zk_init(struct ejob *j)
 
 /* ---- resuming a job another owner started ------------------------------------------------- */
 
+/* Added to a read's failure count for a chunk that is there but cannot be decoded, or
+   missing: no retry reads it better (the other failures, connection losses, may pass). */
+#define CHUNK_CORRUPT (1 << 20)
+
 struct chunk_read {
     struct ejob *j;
     struct eplan *p;
@@ -440,7 +444,8 @@ static void on_chunk(int rc, const char *data, int version, void *arg)
     } else if (j->own == EJ_LOADING) {
         log_error(MOD, "event=task-log-unreadable job=%s chunk=%c%zu error=%s", j->id, c->p->phase,
                   c->k, rc ? drv_strerror(rc) : err.msg);
-        (*c->failed)++;
+        /* Read but not decodable, or a forward chunk missing: it will not get better. */
+        *c->failed += rc == 0 || rc == DRV_ENOENT ? CHUNK_CORRUPT : 1;
     }
     if (--*c->left == 0) {
         int failed = *c->failed;
@@ -865,9 +870,18 @@ static bool chunks_ready(struct ejob *j, struct eplan *p, int failed)
     if (j->own != EJ_LOADING)
         return false;
     struct drv_err err;
-    if (failed || engine__plan_exec(p, &err) != 0) {
-        log_error(MOD, "event=job-resume-failed job=%s", j->id);
+    if (failed >= CHUNK_CORRUPT) {
+        engine__job_unresumable(j, p->phase == 'f' ? "the task log cannot be read"
+                                                   : "the rollback's task log cannot be read");
+        return false;
+    }
+    if (failed) {
+        log_error(MOD, "event=job-resume-failed job=%s", j->id); /* tried again */
         engine__job_release(j);
+        return false;
+    }
+    if (engine__plan_exec(p, &err) != 0) {
+        engine__job_unresumable(j, err.msg);
         return false;
     }
     return true;
@@ -895,9 +909,8 @@ static void recon_runs_read(struct recon *r)
     engine__nodes_refresh(j); /* the confirms the log says succeeded */
     if (j->st.rb_tasks > 0 || engine_phase_rollback(j->st.phase)) {
         if (engine__job_rollback_plan(j, &err) != 0) {
-            log_error(MOD, "event=job-resume-failed job=%s error=\"%s\"", j->id, err.msg);
             recon_free(r);
-            engine__job_release(j);
+            engine__job_unresumable(j, err.msg);
             return;
         }
         j->cur = &j->rb;
@@ -932,11 +945,19 @@ static void resume_built(void *arg)
     if (!build_landed(b))
         return;
     if (b->rc || strcmp(b->out.sha, j->st.plan_sha) != 0) {
-        /* Not the plan the job runs: a newer or older planner. Never guess. */
-        log_error(MOD, "event=job-plan-mismatch job=%s error=\"%s\"", j->id,
-                  b->rc ? b->err.msg : "the rebuilt plan's digest differs from the job's");
+        /* Not the plan the job runs: a newer or older planner, inputs or a state that were
+         * changed. Never guess, and never loop: the job ends, saying why. */
+        char why[200];
+        if (b->rc)
+            snprintf(why, sizeof(why), "its plan cannot be made again: %s", b->err.msg);
+        else
+            snprintf(why, sizeof(why),
+                     "the plan made again from its inputs differs from the one it runs "
+                     "(digest %.12s, not %.12s): a changed planner or changed inputs",
+                     b->out.sha, j->st.plan_sha);
+        log_error(MOD, "event=job-plan-mismatch job=%s error=\"%s\"", j->id, why);
         build_free(b);
-        engine__job_release(j);
+        engine__job_unresumable(j, why);
         engine__job_unref(j);
         return;
     }
@@ -963,8 +984,7 @@ static void resume_built(void *arg)
 void engine__job_resume(struct ejob *j)
 {
     if (!j->inputs) {
-        log_error(MOD, "event=job-resume-failed job=%s error=\"no pinned inputs\"", j->id);
-        engine__job_release(j);
+        engine__job_unresumable(j, "its pinned inputs are missing");
         return;
     }
     build_start(j, true, resume_built);

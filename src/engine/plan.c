@@ -7,9 +7,13 @@
  * layouts, the services an operation acts on. Solver and planner are
  * deterministic (DESIGN.md invariant 4), so a new owner after a failover
  * rebuilds the very same plan from the same inputs, and checks it byte for
- * byte against the digest in the job's state znode; only when the digest
- * differs (a newer planner during a rolling upgrade) does it read the stored
- * plan back instead (engine__plan_from_text).
+ * byte against the digest in the job's state znode. When the digest differs
+ * (a changed planner during a rolling upgrade, changed inputs) the stored
+ * plan is not read back: jobs.plan is jsonb, which does not keep the text
+ * the digest was made of, and the plan alone is not what an owner needs (the
+ * nodes' info, the target layout come from the build). The job ends failed
+ * then, once, saying why (job.c engine__job_unresumable).
+ * engine__plan_from_text reads a plan's text back, for tools and tests.
  *
  * Operations (the API's names) map to the planner's: addservices ->
  * add-services, removeservices -> remove-services, configure with

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "log.h"
@@ -265,11 +266,23 @@ static void task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engin
             free(p->worker[idx]);
             p->worker[idx] = NULL;
         }
-        XGROW(j->retries, j->cap_retries, j->n_retries + 1);
-        j->retries[j->n_retries++] = idx;
         j->e->stats.results++;
-        log_info(MOD, "event=task-retry job=%s task=%s attempt=%u failures=%u reason=\"%s\"", j->id,
-                 t->id, p->recs[idx].attempt, p->recs[idx].failures, r ? r->message : "");
+        log_info(MOD,
+                 "event=task-retry job=%s task=%s attempt=%u failures=%u held=%d reason=\"%s\"",
+                 j->id, t->id, p->recs[idx].attempt, p->recs[idx].failures,
+                 !engine_phase_dispatches(j->st.phase), r ? r->message : "");
+        if (engine_phase_dispatches(j->st.phase)) {
+            XGROW(j->retries, j->cap_retries, j->n_retries + 1);
+            j->retries[j->n_retries++] = idx;
+        } else {
+            /* Paused or draining (fsm J1): the retry is a dispatch like any other, so it
+             * is taken back at once, as a queued item would be: pending again, dispatched
+             * by the planner after a resume (with cleanup when it is a create). */
+            engine_task_step(&p->recs[idx], ENGINE_TEV_WITHDRAWN, &pol);
+            planner_exec_requeue(p->x, idx, &err);
+            p->in_flight--;
+            o.actions |= ENGINE_TACT_EXEC_REQUEUE; /* the job looks again, below */
+        }
     }
     if (o.actions & ENGINE_TACT_GAVE_UP) {
         p->gave_up = true;
@@ -449,6 +462,12 @@ static void withdrawn(int rc, void *arg)
     struct withdraw *w = arg;
     struct ejob *j = w->j;
     j->withdrawing--;
+    j->wd_taken += rc == 0;
+    if (j->withdrawing == 0 && j->wd_items) {
+        log_info(MOD, "event=job-withdrawn job=%s items=%zu taken=%zu ms=%lld", j->id, j->wd_items,
+                 j->wd_taken, (long long)(clock_mono_ms() - j->wd_start));
+        j->wd_items = j->wd_taken = 0;
+    }
     if (engine__job_alive(j) && w->p == j->cur && w->p->recs[w->idx].attempt == w->attempt) {
         if (rc == 0) {
             log_info(MOD, "event=task-withdrawn job=%s task=%s", j->id,
@@ -464,15 +483,43 @@ static void withdrawn(int rc, void *arg)
     engine__job_unref(j);
 }
 
-static void found(int rc, const struct coord_queue_found *f, void *arg)
+/* The item's id is known: cancel it, unless the job is no longer ours (claimed: running). */
+static void keyed(int rc, const char *item_id, void *arg)
 {
     struct withdraw *w = arg;
-    struct ejob *j = w->j;
-    if (rc == 0 && !f->claim_json && engine__job_alive(j)) {
-        coord_queue_cancel(w->q->q, f->id, withdrawn, w);
+    if (rc == 0 && engine__job_alive(w->j)) {
+        coord_queue_cancel(w->q->q, item_id, withdrawn, w);
         return;
     }
-    withdrawn(DRV_ECONFLICT, w);
+    withdrawn(rc ? rc : DRV_ECONFLICT, w);
+}
+
+/*
+ * Retries not put yet (commit.c's list) have no queue item: nothing to find. They are
+ * taken back here and now, like an unclaimed item, so that no attempt starts while the
+ * phase does not dispatch (fsm J1) and a draining job does not wait for them.
+ */
+void engine__withdraw_retries(struct ejob *j)
+{
+    struct eplan *p = j->cur;
+    size_t n = j->n_retries;
+    j->n_retries = 0;
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t idx = j->retries[i];
+        if (!p || idx >= p->n || p->recs[idx].state != ENGINE_TS_QUEUED)
+            continue; /* superseded */
+        struct engine_task_policy pol = {j->e->max_failures, false};
+        engine_task_step(&p->recs[idx], ENGINE_TEV_WITHDRAWN, &pol);
+        engine__task_touch(p, idx);
+        struct drv_err err;
+        planner_exec_requeue(p->x, idx, &err);
+        p->in_flight--;
+        any = true;
+        log_info(MOD, "event=task-withdrawn job=%s task=%s retry=1", j->id, p->plan->tasks[idx].id);
+    }
+    if (any)
+        engine__job_event(j, ENGINE_EV_PROGRESS);
 }
 
 void engine__withdraw(struct ejob *j)
@@ -480,6 +527,7 @@ void engine__withdraw(struct ejob *j)
     struct eplan *p = j->cur;
     if (!j->queue)
         return;
+    engine__withdraw_retries(j); /* first: they have no item to look for */
     for (uint32_t i = 0; i < p->n; i++) {
         if (p->recs[i].state != ENGINE_TS_QUEUED)
             continue;
@@ -491,8 +539,13 @@ void engine__withdraw(struct ejob *j)
         w->q = j->queue;
         char key[80];
         taskmsg_key(key, sizeof(key), j->id, p->phase, i, p->recs[i].attempt);
+        if (j->withdrawing == 0 && j->wd_items == 0)
+            j->wd_start = clock_mono_ms();
         j->withdrawing++;
+        j->wd_items++;
         engine__job_ref(j);
-        coord_queue_find(j->queue->q, key, found, w);
+        /* By its key record: constant work per item (a find per item read the whole
+           queue each time: quadratic, long enough on the loop to lose the session). */
+        coord_queue_key_item(j->queue->q, key, keyed, w);
     }
 }

@@ -84,6 +84,7 @@ static void test_modules_fill_their_structs(void **state)
                                 "zookeeper.chroot = /d\nlog.level = warn\n"
                                 "engine.rollback = false\nengine.txn_budget = 64k\n"
                                 "engine.max_failures = 7\nautoscale.worker_slots = 8\n"
+                                "engine.plan_threads = 3\n"
                                 "api.bootstrap_token_file = /t\nsecrets.key_file = /k\n",
                                 droverd_conf_keys(), &c, &e);
     if (rc)
@@ -98,6 +99,7 @@ static void test_modules_fill_their_structs(void **state)
     assert_int_equal(c.engine.max_failures, 7);
     assert_int_equal(c.engine.max_in_flight, 0);
     assert_int_equal(c.engine.task_timeout_ms, 0);
+    assert_int_equal(c.engine.plan_threads, 3);
     assert_int_equal(c.api.scale_worker_slots, 8);
     assert_int_equal(c.api.scale_target_wait_ms, 10000);
     assert_string_equal(c.api.bootstrap_token_file, "/t");
