@@ -9,7 +9,7 @@
  * by the API as /drover/jobs/<id>; every engine watches that list and the
  * members, and takes or hands over jobs as the ring says.
  *
- * Guarantees (DESIGN.md invariants 1, 2, 3, 5, 7), each checked by a test in
+ * Guarantees (invariants 1, 2, 3, 5, 7, docs/architecture.md), each checked by a test in
  * integration/engine (docs/engine.md lists which):
  *   - one owner acts on a job at a time: every ZooKeeper write of an owner is
  *     a multi-op that checks its lock, and every PostgreSQL write carries its

@@ -3,7 +3,7 @@
  * the loop thread, handed to a store pool thread (the *_work function), and
  * read back on the loop in the store_submit completion.
  *
- * Fencing (DESIGN.md invariant 2): every write of an owner runs in one
+ * Fencing (invariant 2, docs/architecture.md): every write of an owner runs in one
  * transaction that first locks the job's row and checks that the token
  * recorded there is the owner's (engine__pg_fence); a newer owner records a
  * higher token when it loads the job, so an older owner's transaction

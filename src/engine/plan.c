@@ -5,7 +5,7 @@
  * A job pins what its plan is made of when it starts (jobs.inputs): the
  * tenant's catalogue as it was, the template, the starting and target
  * layouts, the services an operation acts on. Solver and planner are
- * deterministic (DESIGN.md invariant 4), so a new owner after a failover
+ * deterministic (invariant 4, docs/architecture.md), so a new owner after a failover
  * rebuilds the very same plan from the same inputs, and checks it byte for
  * byte against the digest in the job's state znode. When the digest differs
  * (a changed planner during a rolling upgrade, changed inputs) the stored

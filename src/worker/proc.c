@@ -1,7 +1,7 @@
 /*
  * proc: run one plugin as a child process, on the worker's event loop.
  *
- * The promise (DESIGN.md invariant 3): when the worker decides a plugin must
+ * The promise (invariant 3, docs/architecture.md): when the worker decides a plugin must
  * stop (time limit, claim lost, SIGTERM past the grace) every process of the
  * plugin dies; a plugin never outlives its worker, even a worker killed
  * with SIGKILL, which can run no code of its own; and a plugin never runs

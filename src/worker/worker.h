@@ -9,7 +9,7 @@
  * in one multi-op. docs/worker.md tells the whole story; the formats are in
  * src/common/taskmsg.h.
  *
- * Guarantees (DESIGN.md invariant 3), each checked by a test:
+ * Guarantees (invariant 3, docs/architecture.md), each checked by a test:
  *   - An attempt is recorded (its run record created, under the worker's
  *     claim) before its plugin starts (integration engine_worker_death).
  *   - When the worker's claim on an item is gone or may be gone (ZooKeeper
