@@ -7,12 +7,14 @@
 . "$(dirname "$0")/../api/api_lib.sh"
 . "$(dirname "$0")/engine_lib.sh"
 
-start_droverd 1 "engine.max_failures = 6"
+start_droverd 1 "engine.max_failures = 10"
 start_worker worker-1
 setup_tenant
 
-# node-1's create fails on its first three attempts, each taking a while.
-read -r _ JID <<< "$(create_cluster r 2 '{"durations": {"node-1/create": 3000}, "fail_on": {"node": "node-1", "task": "create", "attempts": 3}}')"
+# node-1's create fails on its first five attempts, each taking 3 s: the pause, asked
+# after the first failure, has 12 s to land before an attempt could succeed, however
+# loaded the machine is.
+read -r _ JID <<< "$(create_cluster r 2 '{"durations": {"node-1/create": 3000}, "fail_on": {"node": "node-1", "task": "create", "attempts": 5}}')"
 attempts() { grep -c "^$JID\\.f[0-9]*\\.[0-9]* node-1/create " "$RUNS/runs.log" 2> /dev/null || true; }
 first_failed() { [ "$(attempts)" -ge 1 ]; }
 wait_until 60 "node-1/create to fail once" first_failed
