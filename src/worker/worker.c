@@ -1,6 +1,8 @@
 /*
  * worker: take a task, record the attempt, run its plugin, complete the item
- * with the outcome (worker.h has the promises, docs/worker.md the story).
+ * with the outcome (worker.h has the promises, docs/worker.md the story). This
+ * file takes, records, completes and lives; CONTEXT to RUNNING (the job's
+ * context, the plugin, its environment and lease) is run.c.
  *
  * One task's life (struct wtask), all on the loop thread:
  *
@@ -76,85 +78,11 @@
 #define TAKE_WAIT_MS 1000
 #define PUMP_RETRY_MS 250 /* while the session is not connected */
 #define RETRY_MS 200
-#define AVOID_MS 5000    /* how long a retry that avoids this worker is left to the others */
-#define LEASE_RENEWALS 6 /* lease renewals a session timeout */
-
-extern char **environ;
-
-enum wstate {
-    WT_RECORDING,
-    WT_CONTEXT,
-    WT_NODES,
-    WT_RESOURCES,
-    WT_RUNNING,
-    WT_COMPLETING,
-    WT_DONE
-};
-
-struct wqueue {
-    struct worker *w;
-    char *cls;
-    char *path;
-    struct coord_queue *q;
-};
-
-struct wtask {
-    struct wtask *next;
-    struct worker *w;
-    struct wqueue *wq;
-    enum wstate st;
-    char *item_id;
-    json_t *item;
-    char key[80];
-    char job[24];
-    char *run_path;
-    bool recorded, lost, killed_by_stop;
-    bool lease_expired; /* its plugin was killed by its guard: the lease ran out */
-    int refs;
-    struct worker__proc *proc;
-    const struct worker__plugin *plugin;
-    int timeout_ms;
-    json_t *rec;
-    long res_version;    /* the job's pinned resources version: held while res_dir is set */
-    const char *res_dir; /* its directory (resources.c's), NULL: worker.resources_dir */
-};
-
-struct worker {
-    struct event_base *base;
-    struct coord_session *zk;
-    char *id, *tenant, *resources, *zk_hosts, *zk_digest, *version;
-    unsigned concurrency;
-    int grace_ms;
-    unsigned char key[32];
-    bool has_key;
-    struct worker__plugins *plugins;
-    struct wqueue *queues;
-    size_t n_queues, next_queue;
-    struct wtask *tasks;
-    size_t running;
-    unsigned takes;            /* outstanding */
-    struct worker__ctxs *ctxs; /* the jobs' contexts and nodes maps (jobctx.c) */
-    struct worker__res *res;   /* NULL: no sync, worker.resources_dir for every task */
-    struct coord_group *peers;
-    size_t n_peers;         /* other live workers of this tenant sharing a class */
-    struct strmap *avoided; /* task key -> int64_t *: passed over until then (monotonic) */
-    struct event *avoid_ev; /* the next expiry: look at the queues again */
-    char **env;             /* the plugins' base environment */
-    size_t n_env;
-    bool stopping, freed;
-    void (*stop_done)(void *);
-    void *stop_arg;
-    struct event *grace_ev, *pump_ev, *gc_ev;
-    struct event *pump_retry_ev; /* pump again while the session is not connected */
-    struct event *lease_ev;      /* renew the plugins' leases */
-    struct worker_stats stats;
-    unsigned nonce;
-};
+#define AVOID_MS 5000 /* how long a retry that avoids this worker is left to the others */
 
 static void pump(struct worker *w);
-static void task_finish(struct wtask *t);
 
-static void wtask_check(const struct wtask *t)
+void worker__wtask_check(const struct wtask *t)
 {
 #ifndef NDEBUG
     if (t->st >= WT_RUNNING && t->st != WT_DONE && !t->recorded)
@@ -168,54 +96,9 @@ static void wtask_check(const struct wtask *t)
 #endif
 }
 
-/* ---- the plugins' environment ---------------------------------------------------- */
-
-static void env_add(struct worker *w, char *kv)
-{
-    w->env = xrealloc(w->env, (w->n_env + 2) * sizeof(char *));
-    w->env[w->n_env++] = kv;
-    w->env[w->n_env] = NULL;
-}
-
-static void env_build(struct worker *w)
-{
-    for (char **e = environ; *e; e++)
-        if (strncmp(*e, "DROVER_", 7) != 0)
-            env_add(w, xstrdup(*e));
-    env_add(w, xasprintf("DROVER_WORKER_ID=%s", w->id));
-    if (w->zk_hosts)
-        env_add(w, xasprintf("DROVER_ZK_HOSTS=%s", w->zk_hosts));
-    if (w->zk_digest)
-        env_add(w, xasprintf("DROVER_ZK_DIGEST_FILE=%s", w->zk_digest));
-}
-
-/* The base environment plus this task's variables: a new array (free each string). */
-static char **env_for(struct worker *w, struct wtask *t)
-{
-    char **e = xcalloc(w->n_env + 6, sizeof(char *));
-    size_t n = 0;
-    for (size_t i = 0; i < w->n_env; i++)
-        e[n++] = xstrdup(w->env[i]);
-    e[n++] = xasprintf("DROVER_TASK_ID=%s", t->key);
-    e[n++] = xasprintf("DROVER_JOB_ID=%s", t->job);
-    e[n++] = xasprintf("DROVER_ATTEMPT=%lld",
-                       (long long)json_integer_value(json_object_get(t->item, "attempt")));
-    e[n++] = xasprintf("DROVER_PLUGIN_DIR=%s", t->plugin ? t->plugin->dir : "");
-    if (t->res_dir || w->resources)
-        e[n++] = xasprintf("DROVER_RESOURCES=%s", t->res_dir ? t->res_dir : w->resources);
-    return e;
-}
-
-static void env_free(char **e)
-{
-    for (char **p = e; p && *p; p++)
-        free(*p);
-    free(e);
-}
-
 /* ---- tasks ----------------------------------------------------------------------- */
 
-static void task_unref(struct wtask *t)
+void worker__task_unref(struct wtask *t)
 {
     if (--t->refs > 0)
         return;
@@ -252,7 +135,7 @@ static void maybe_stopped(struct worker *w)
 }
 
 /* The task is over for this worker: forget it and take the next. */
-static void task_finish(struct wtask *t)
+void worker__task_finish(struct wtask *t)
 {
     struct worker *w = t->w;
     if (t->st == WT_DONE)
@@ -263,7 +146,7 @@ static void task_finish(struct wtask *t)
         t->res_dir = NULL;
     }
     task_unlink(t);
-    task_unref(t);
+    worker__task_unref(t);
     if (!w->freed) {
         pump(w);
         maybe_stopped(w);
@@ -292,7 +175,8 @@ static void on_claim_lost(struct coord_queue *q, const char *item_id, void *arg)
     if (t->proc) {
         worker__proc_kill(t->proc); /* invariant 3 of worker.h: before anyone else can run it */
     } else if (t->st == WT_RESOURCES) {
-        task_finish(t); /* nothing started; no callback holds it (on_resources looks it up) */
+        worker__task_finish(
+            t); /* nothing started; no callback holds it (on_resources looks it up) */
     } else if (t->st != WT_COMPLETING) {
         /* Recording or reading the context: their callbacks see lost and stop. */
     }
@@ -303,11 +187,11 @@ static void released_done(int rc, void *arg)
     struct wtask *t = arg;
     if (rc && rc != DRV_ECONFLICT)
         log_warn(MOD, "event=release-failed task=%s error=%s", t->key, drv_strerror(rc));
-    task_finish(t);
-    task_unref(t);
+    worker__task_finish(t);
+    worker__task_unref(t);
 }
 
-static void hand_back(struct wtask *t)
+void worker__hand_back(struct wtask *t)
 {
     t->refs++;
     t->w->stats.handed_back++;
@@ -319,8 +203,8 @@ static void complete_plain_done(int rc, void *arg)
     struct wtask *t = arg;
     if (rc)
         log_warn(MOD, "event=complete-failed task=%s error=%s", t->key, drv_strerror(rc));
-    task_finish(t);
-    task_unref(t);
+    worker__task_finish(t);
+    worker__task_unref(t);
 }
 
 /* Drop an item whose job is gone (its run directory no longer exists). */
@@ -331,13 +215,11 @@ static void drop_item(struct wtask *t, const char *why)
     coord_queue_complete(t->wq->q, t->item_id, complete_plain_done, t);
 }
 
-static void complete_send(struct wtask *t);
-
 static void complete_retry(evutil_socket_t fd, short what, void *arg)
 {
     struct wtask *t = arg;
-    complete_send(t);
-    task_unref(t);
+    worker__complete_send(t);
+    worker__task_unref(t);
 }
 
 static void later(struct wtask *t, void (*fn)(evutil_socket_t, short, void *), int ms)
@@ -356,11 +238,11 @@ static void on_completed(const struct coord_txn_result *r, void *arg)
             w->stats.succeeded++;
         else
             w->stats.failed++;
-        task_finish(t);
+        worker__task_finish(t);
     } else if (r->rc == DRV_ECONFLICT && r->failed_op < 0) {
         /* Not our claim any more: another delivery runs it; write nothing. */
         t->lost = true;
-        task_finish(t);
+        worker__task_finish(t);
     } else if (r->failed_op >= 0) {
         /* The run record is gone: the job ended (cancelled, handed over and
          * finished...). The item still goes. */
@@ -368,13 +250,13 @@ static void on_completed(const struct coord_txn_result *r, void *arg)
     } else if (!w->freed) {
         later(t, complete_retry, RETRY_MS);
     }
-    task_unref(t);
+    worker__task_unref(t);
 }
 
-static void complete_send(struct wtask *t)
+void worker__complete_send(struct wtask *t)
 {
     if (t->lost || t->w->freed) {
-        task_finish(t);
+        worker__task_finish(t);
         return;
     }
     char *data = json_dumps(t->rec, JSON_COMPACT);
@@ -385,317 +267,6 @@ static void complete_send(struct wtask *t)
     coord_queue_complete_txn(t->wq->q, t->item_id, txn, on_completed, t);
 }
 
-/* ---- running the plugin ---------------------------------------------------------- */
-
-/*
- * The plugins' lease: until half a session timeout after the server last showed the
- * session alive (proc.c, "The lease", has why).
- */
-static int64_t lease_until(const struct worker *w)
-{
-    return coord_session_heard_ms(w->zk) + coord_session_timeout_ms(w->zk) / 2;
-}
-
-static void lease_arm(struct worker *w)
-{
-    int every = coord_session_timeout_ms(w->zk) / LEASE_RENEWALS;
-    if (every < 10)
-        every = 10;
-    struct timeval tv = {every / 1000, (every % 1000) * 1000};
-    evtimer_add(w->lease_ev, &tv);
-}
-
-static void on_lease_renew(evutil_socket_t fd, short what, void *arg)
-{
-    struct worker *w = arg;
-    int64_t until = lease_until(w);
-    for (struct wtask *t = w->tasks; t; t = t->next)
-        if (t->proc)
-            worker__proc_lease(t->proc, until);
-    lease_arm(w);
-}
-
-static void on_plugin_done(const struct worker__proc_result *r, void *arg)
-{
-    struct wtask *t = arg;
-    struct worker *w = t->w;
-    t->proc = NULL;
-    if (r->lease_expired && !w->freed) {
-        /* This loop did not renew in time: it was frozen or stalled, maybe past the
-         * session, and the item may be another worker's by now. Write nothing. */
-        log_warn(MOD,
-                 "event=lease-expired worker=%s task=%s ms=%lld heard_ms_ago=%lld "
-                 "session_timeout_ms=%d claim=%s",
-                 w->id, t->key, (long long)r->elapsed_ms,
-                 (long long)(clock_mono_ms() - coord_session_heard_ms(w->zk)),
-                 coord_session_timeout_ms(w->zk), t->lost ? "lost" : "maybe-ours");
-        t->lease_expired = true;
-        if (!t->lost) {
-            t->lost = true;
-            w->stats.lost++;
-            wtask_check(t);
-            hand_back(t); /* DRV_ECONFLICT, nothing changed, when the claim is gone */
-            task_unref(t);
-            return;
-        }
-        wtask_check(t);
-    }
-    if (t->lost || w->freed) {
-        task_finish(t);
-        task_unref(t);
-        return;
-    }
-    if (t->killed_by_stop) {
-        hand_back(t);
-        task_unref(t);
-        return;
-    }
-    int rc = worker__task_outcome(r, t->timeout_ms, t->plugin, w->has_key ? w->key : NULL, t->rec);
-    if (rc == DRV_EPERM)
-        log_error(MOD,
-                  "event=secret-dropped task=%s reason=\"no secrets key to seal a sensitive "
-                  "result with\"",
-                  t->key);
-    log_info(MOD, "event=task-ended worker=%s task=%s id=%s status=%s how=\"%s\" ms=%lld", w->id,
-             t->key, json_string_value(json_object_get(t->item, "task")),
-             json_string_value(json_object_get(t->rec, "status")),
-             json_string_value(json_object_get(t->rec, "how")), (long long)r->elapsed_ms);
-    t->st = WT_COMPLETING;
-    complete_send(t);
-    task_unref(t);
-}
-
-static void fail_now(struct wtask *t, const char *why)
-{
-    json_object_set_new(t->rec, "status", json_string("failed"));
-    json_object_set_new(t->rec, "message", json_string(why));
-    json_object_set_new(t->rec, "how", json_string("not run"));
-    json_object_set_new(t->rec, "end", json_integer(clock_wall_ms()));
-    log_warn(MOD, "event=task-failed worker=%s task=%s reason=\"%s\"", t->w->id, t->key, why);
-    t->st = WT_COMPLETING;
-    complete_send(t);
-}
-
-static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes);
-
-static void run_plugin(struct wtask *t, const json_t *ctx)
-{
-    struct worker *w = t->w;
-    const char *name = json_string_value(json_object_get(t->item, "name"));
-    const char *type = json_string_value(json_object_get(t->item, "plugin"));
-    t->plugin = worker__plugins_find(
-        w->plugins, worker__is_provider_task(name) ? WORKER__PROVIDER : WORKER__AUTOMATOR, type);
-    if (!t->plugin) {
-        char why[256];
-        snprintf(why, sizeof(why), "no plugin serves %s type \"%s\" on worker %s",
-                 worker__is_provider_task(name) ? "provider" : "action", type, w->id);
-        fail_now(t, why);
-        return;
-    }
-    json_int_t tmo = json_integer_value(json_object_get(t->item, "timeout_ms"));
-    t->timeout_ms = tmo > 0 && tmo < INT32_MAX ? (int)tmo : (int)t->plugin->timeout_ms;
-    t->st = WT_RUNNING;
-    if (t->plugin->builtin) {
-        /* builtin:noop: an outcome without a process, on the next turn of the loop. A
-         * provider's confirm returns a name and a documentation address (RFC 5737), so that
-         * macros naming the node resolve; nothing ever connects to it. */
-        const char *node = json_string_value(json_object_get(t->item, "node"));
-        char out[512];
-        if (worker__is_provider_task(name) && name && strcmp(name, "confirm") == 0 && node)
-            snprintf(out, sizeof(out),
-                     "{\"status\":\"ok\",\"message\":\"noop\",\"result\":{\"hostname\":"
-                     "\"%.200s.noop\",\"ipaddresses\":{\"access_v4\":\"192.0.2.1\",\"bind_v4\":"
-                     "\"192.0.2.1\"}}}",
-                     node);
-        else
-            snprintf(out, sizeof(out), "{\"status\":\"ok\",\"message\":\"noop\"}");
-        struct worker__proc_result r = {.exited = true, .out = out};
-        r.out_len = strlen(r.out);
-        r.start_ms = r.end_ms = clock_wall_ms();
-        r.err_tail = "";
-        t->refs++;
-        on_plugin_done(&r, t);
-        return;
-    }
-    if (t->plugin->wants_nodes) {
-        json_int_t rev = json_integer_value(json_object_get(t->item, "nodes_rev"));
-        if (!worker__ctx_nodes_fresh(w->ctxs, t->job, rev)) {
-            t->st = WT_NODES; /* the nodes map comes first: on_nodes_ready runs it */
-            if (worker__ctx_nodes_read(w->ctxs, t->job, rev) != 0)
-                fail_now(t, "no job context");
-            return;
-        }
-        spawn_plugin(t, ctx, worker__ctx_nodes(w->ctxs, t->job));
-        return;
-    }
-    spawn_plugin(t, ctx, NULL);
-}
-
-/*
- * The job's pinned resources (ctx "resources": {"version", "sha256"}), when this worker
- * syncs them: true when the task may go on (t->res_dir set, or no pinned version), false
- * when it waits for the fetch (on_resources runs it again) or has failed.
- */
-static bool resources_ready(struct wtask *t, const json_t *ctx)
-{
-    struct worker *w = t->w;
-    const json_t *res = json_object_get(ctx, "resources");
-    json_int_t v = json_integer_value(json_object_get(res, "version"));
-    if (!w->res || t->res_dir || v <= 0)
-        return true;
-    const char *sha = json_string_value(json_object_get(res, "sha256"));
-    int rc = worker__res_acquire(w->res, (long)v, sha, &t->res_dir);
-    t->res_version = (long)v;
-    if (rc == 0)
-        return true;
-    t->res_dir = NULL;
-    if (rc == DRV_EAGAIN) {
-        log_info(MOD, "event=task-waits-for-resources worker=%s task=%s version=%ld", w->id, t->key,
-                 t->res_version);
-        t->st = WT_RESOURCES;
-        return false;
-    }
-    char why[160];
-    snprintf(why, sizeof(why), "resources version %ld: a checksum other than the pinned one",
-             t->res_version);
-    fail_now(t, why);
-    return false;
-}
-
-static void need_context(struct wtask *t);
-
-/* resources.c: a version is ready (or could not be fetched): run the tasks that wait. */
-static void on_resources(void *arg, long version, int rc, const char *msg)
-{
-    struct worker *w = arg;
-    for (struct wtask *t = w->tasks; t; t = t->next) {
-        if (t->st != WT_RESOURCES || t->res_version != version)
-            continue;
-        if (t->lost || w->freed) {
-            task_finish(t);
-        } else if (rc) {
-            fail_now(t, msg);
-        } else {
-            const json_t *ctx = worker__ctx_peek(w->ctxs, t->job);
-            if (ctx)
-                run_plugin(t, ctx);
-            else
-                need_context(t);
-        }
-        return on_resources(arg, version, rc, msg); /* the list changed */
-    }
-}
-
-static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes)
-{
-    struct worker *w = t->w;
-    if (!resources_ready(t, ctx))
-        return;
-    t->st = WT_RUNNING;
-    json_t *task = worker__task_json(t->item, ctx, nodes);
-    struct drv_err err;
-    if (w->has_key && seal_open_json(w->key, task, &err) != 0) {
-        json_decref(task);
-        char why[600];
-        snprintf(why, sizeof(why), "cannot open a secret: %s", err.msg);
-        fail_now(t, why);
-        return;
-    }
-    char *input = json_dumps(task, JSON_COMPACT);
-    json_decref(task);
-    char **env = env_for(w, t);
-    struct worker__proc_opts po = {
-        .path = t->plugin->exec,
-        .cwd = t->plugin->dir,
-        .envp = env,
-        .input = input,
-        .input_len = strlen(input),
-        .max_output = 1 << 20,
-        .stderr_tail = 4096,
-        .timeout_ms = t->timeout_ms,
-        .lease_until_ms = lease_until(w),
-    };
-    t->refs++;
-    t->proc = worker__proc_start(w->base, &po, on_plugin_done, t, &err);
-    seal_wipe_free(input);
-    env_free(env);
-    if (!t->proc) {
-        task_unref(t);
-        char why[600];
-        snprintf(why, sizeof(why), "cannot start the plugin: %s", err.msg);
-        fail_now(t, why);
-        return;
-    }
-    log_debug(MOD, "event=task-started worker=%s task=%s plugin=%s pgid=%d", w->id, t->key,
-              t->plugin->name, (int)worker__proc_pgid(t->proc));
-    wtask_check(t);
-}
-
-/* ---- the job's context and nodes map (jobctx.c) ------------------------------------- */
-
-/* jobctx.c read the job's context (or failed to): run the tasks of the job that wait. */
-static void on_ctx_ready(const char *job, void *arg)
-{
-    struct worker *w = arg;
-    const json_t *ctx = worker__ctx_peek(w->ctxs, job);
-    for (struct wtask *t = w->tasks; t; t = t->next) {
-        if (t->st != WT_CONTEXT || strcmp(t->job, job) != 0)
-            continue;
-        if (t->lost)
-            task_finish(t);
-        else if (!ctx)
-            fail_now(t, "cannot read the job's context from ZooKeeper");
-        else
-            run_plugin(t, ctx);
-        return on_ctx_ready(job, arg); /* the list changed */
-    }
-}
-
-/* jobctx.c read the job's nodes map (or failed to): run the tasks of the job that wait. */
-static void on_nodes_ready(const char *job, void *arg)
-{
-    struct worker *w = arg;
-    const json_t *ctx = worker__ctx_peek(w->ctxs, job);
-    const json_t *nodes = worker__ctx_nodes(w->ctxs, job);
-    for (struct wtask *t = w->tasks; t; t = t->next) {
-        if (t->st != WT_NODES || strcmp(t->job, job) != 0)
-            continue;
-        if (t->lost)
-            task_finish(t);
-        else if (!ctx)
-            fail_now(t, "cannot read the job's context from ZooKeeper");
-        else if (!nodes)
-            fail_now(t, "cannot read the job's nodes map from ZooKeeper");
-        else
-            spawn_plugin(t, ctx, nodes);
-        return on_nodes_ready(job, arg);
-    }
-}
-
-static void need_context(struct wtask *t)
-{
-    t->st = WT_CONTEXT;
-    const json_t *ctx = worker__ctx_get(t->w->ctxs, t->job);
-    if (ctx)
-        run_plugin(t, ctx); /* else on_ctx_ready runs it */
-}
-
-static bool job_in_use(const char *job, void *arg)
-{
-    struct worker *w = arg;
-    for (struct wtask *t = w->tasks; t; t = t->next)
-        if (strcmp(t->job, job) == 0)
-            return true;
-    return false;
-}
-
-/* Forget contexts of jobs not seen for a minute. */
-static void ctx_gc(evutil_socket_t fd, short what, void *arg)
-{
-    struct worker *w = arg;
-    worker__ctxs_gc(w->ctxs, job_in_use, w);
-}
-
 /* ---- recording the attempt ------------------------------------------------------------ */
 
 static void record_send(struct wtask *t);
@@ -704,7 +275,7 @@ static void record_retry(evutil_socket_t fd, short what, void *arg)
 {
     struct wtask *t = arg;
     record_send(t);
-    task_unref(t);
+    worker__task_unref(t);
 }
 
 static void on_recorded(const struct coord_txn_result *r, void *arg)
@@ -712,7 +283,7 @@ static void on_recorded(const struct coord_txn_result *r, void *arg)
     struct wtask *t = arg;
     struct worker *w = t->w;
     if (w->freed) {
-        task_unref(t);
+        worker__task_unref(t);
         return;
     }
     if (r->rc == 0) {
@@ -720,24 +291,24 @@ static void on_recorded(const struct coord_txn_result *r, void *arg)
         /* Recorded while stopping too: it runs within the grace like the tasks already
            running (handing it back would leave a lost attempt and a retry for nothing). */
         if (t->lost)
-            task_finish(t);
+            worker__task_finish(t);
         else
-            need_context(t);
+            worker__need_context(t);
     } else if (r->rc == DRV_ECONFLICT && r->failed_op < 0) {
         t->lost = true;
-        task_finish(t);
+        worker__task_finish(t);
     } else if (r->failed_op >= 0) {
         drop_item(t, "the job has no run directory: it is over");
     } else {
         later(t, record_retry, RETRY_MS);
     }
-    task_unref(t);
+    worker__task_unref(t);
 }
 
 static void record_send(struct wtask *t)
 {
     if (t->lost) {
-        task_finish(t);
+        worker__task_finish(t);
         return;
     }
     char *data = json_dumps(t->rec, JSON_COMPACT);
@@ -831,7 +402,7 @@ static void start_task(struct wqueue *wq, struct coord_queue_item *it)
         /* A retry after a failure here: leave it to another worker for a while. */
         log_info(MOD, "event=task-avoided worker=%s task=%s", w->id, t->key);
         avoid_add(w, t->key);
-        hand_back(t);
+        worker__hand_back(t);
         return;
     }
     char name[200];
@@ -953,19 +524,19 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
         memcpy(w->key, o->key, 32);
         w->has_key = true;
     }
-    env_build(w);
+    worker__env_build(w);
     if (o->state_dir && *o->state_dir && o->api_url && *o->api_url) {
         struct worker__res_opts ro = {.tenant = w->tenant,
                                       .state_dir = o->state_dir,
                                       .api_url = o->api_url,
                                       .token_file = o->api_token_file ? o->api_token_file : "",
                                       .keep_ms = o->resources_keep_ms,
-                                      .on_ready = on_resources,
+                                      .on_ready = worker__resources_ready_cb,
                                       .arg = w};
         w->res = worker__res_new(base, zk, &ro, err);
         if (!w->res) {
             worker__plugins_free(ps);
-            env_free(w->env);
+            worker__env_free(w->env);
             free(w->id);
             free(w->tenant);
             free(w->resources);
@@ -1005,12 +576,12 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
     }
     w->pump_ev = event_new(base, -1, 0, pump_now, w);
     w->pump_retry_ev = evtimer_new(base, pump_now, w);
-    w->lease_ev = evtimer_new(base, on_lease_renew, w);
-    lease_arm(w);
+    w->lease_ev = evtimer_new(base, worker__lease_renew_cb, w);
+    worker__lease_arm(w);
     w->avoided = strmap_new();
     w->avoid_ev = evtimer_new(base, avoid_expire_cb, w);
-    w->ctxs = worker__ctxs_new(zk, on_ctx_ready, on_nodes_ready, w);
-    w->gc_ev = event_new(base, -1, EV_PERSIST, ctx_gc, w);
+    w->ctxs = worker__ctxs_new(zk, worker__run_ctx_ready_cb, worker__run_nodes_ready_cb, w);
+    w->gc_ev = event_new(base, -1, EV_PERSIST, worker__ctx_gc_cb, w);
     struct timeval tv = {10, 0};
     event_add(w->gc_ev, &tv);
     w->peers = coord_group_watch(zk, ZKPATH_MEMBERS_WORKER, on_peers, w);
@@ -1038,7 +609,7 @@ static void on_grace(evutil_socket_t fd, short what, void *arg)
         for (struct wtask *t = w->tasks; t && !again; t = t->next)
             if (t->st == WT_RESOURCES && !t->lost) {
                 t->st = WT_COMPLETING;
-                hand_back(t); /* may change the list */
+                worker__hand_back(t); /* may change the list */
                 again = true;
             }
     }
@@ -1090,7 +661,7 @@ void worker_free(struct worker *w)
     while (w->tasks) {
         struct wtask *t = w->tasks;
         w->tasks = t->next;
-        task_unref(t);
+        worker__task_unref(t);
     }
     worker__res_free(w->res);
     coord_group_free(w->peers);
@@ -1114,7 +685,7 @@ void worker_free(struct worker *w)
         free(v);
     strmap_free(w->avoided);
     worker__plugins_free(w->plugins);
-    env_free(w->env);
+    worker__env_free(w->env);
     explicit_bzero(w->key, sizeof(w->key));
     free(w->id);
     free(w->tenant);

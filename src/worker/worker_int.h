@@ -6,7 +6,8 @@
  * descriptors and picks the plugin of a task; task.c turns a queue item into
  * the plugin's task JSON and the plugin's output into a run record; jobctx.c
  * caches the job contexts and nodes maps the tasks need; resources.c syncs
- * the tenant's resources; worker.c is the take-run-complete loop (worker.h).
+ * the tenant's resources; worker.c is the take-run-complete loop (worker.h),
+ * and run.c its part from a task's context to its plugin's outcome.
  */
 #ifndef DROVER_WORKER_INT_H
 #define DROVER_WORKER_INT_H
@@ -17,7 +18,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <event2/util.h>
+
 #include "error.h"
+#include "worker.h"
 
 struct event_base;
 
@@ -174,6 +178,114 @@ json_t *worker__task_json(const json_t *item, const json_t *ctx, const json_t *n
  */
 int worker__task_outcome(const struct worker__proc_result *r, int timeout_ms,
                          const struct worker__plugin *p, const unsigned char *key, json_t *rec);
+
+/* ---- worker.c and run.c: the take-run-complete loop's objects (loop thread) ---------- */
+
+struct coord_queue;
+struct coord_group;
+struct worker__ctxs;
+struct worker__res;
+struct worker__plugins;
+struct strmap;
+struct event;
+
+enum wstate {
+    WT_RECORDING,
+    WT_CONTEXT,
+    WT_NODES,
+    WT_RESOURCES,
+    WT_RUNNING,
+    WT_COMPLETING,
+    WT_DONE
+};
+
+struct wqueue {
+    struct worker *w;
+    char *cls;
+    char *path;
+    struct coord_queue *q;
+};
+
+struct wtask {
+    struct wtask *next;
+    struct worker *w;
+    struct wqueue *wq;
+    enum wstate st;
+    char *item_id;
+    json_t *item;
+    char key[80];
+    char job[24];
+    char *run_path;
+    bool recorded, lost, killed_by_stop;
+    bool lease_expired; /* its plugin was killed by its guard: the lease ran out */
+    int refs;
+    struct worker__proc *proc;
+    const struct worker__plugin *plugin;
+    int timeout_ms;
+    json_t *rec;
+    long res_version;    /* the job's pinned resources version: held while res_dir is set */
+    const char *res_dir; /* its directory (resources.c's), NULL: worker.resources_dir */
+};
+
+struct worker {
+    struct event_base *base;
+    struct coord_session *zk;
+    char *id, *tenant, *resources, *zk_hosts, *zk_digest, *version;
+    unsigned concurrency;
+    int grace_ms;
+    unsigned char key[32];
+    bool has_key;
+    struct worker__plugins *plugins;
+    struct wqueue *queues;
+    size_t n_queues, next_queue;
+    struct wtask *tasks;
+    size_t running;
+    unsigned takes;            /* outstanding */
+    struct worker__ctxs *ctxs; /* the jobs' contexts and nodes maps (jobctx.c) */
+    struct worker__res *res;   /* NULL: no sync, worker.resources_dir for every task */
+    struct coord_group *peers;
+    size_t n_peers;         /* other live workers of this tenant sharing a class */
+    struct strmap *avoided; /* task key -> int64_t *: passed over until then (monotonic) */
+    struct event *avoid_ev; /* the next expiry: look at the queues again */
+    char **env;             /* the plugins' base environment */
+    size_t n_env;
+    bool stopping, freed;
+    void (*stop_done)(void *);
+    void *stop_arg;
+    struct event *grace_ev, *pump_ev, *gc_ev;
+    struct event *pump_retry_ev; /* pump again while the session is not connected */
+    struct event *lease_ev;      /* renew the plugins' leases */
+    struct worker_stats stats;
+    unsigned nonce;
+};
+
+/* worker.c: a task's life (its invariants: worker.c's design note, checked in Debug). */
+void worker__wtask_check(const struct wtask *t);
+/* The task is over (DONE): unlinked, its references let go, the loop takes more. */
+void worker__task_finish(struct wtask *t);
+void worker__task_unref(struct wtask *t);
+/* Complete the item with the run record's outcome, one multi-op (retried until settled). */
+void worker__complete_send(struct wtask *t);
+/* Release the item unrecorded: other workers take it at once. */
+void worker__hand_back(struct wtask *t);
+
+/* run.c: from the job's context to the plugin's outcome. */
+/* The plugins' base environment (the worker's, less DROVER_*, plus the worker's own). */
+void worker__env_build(struct worker *w);
+/* Free an environment array and its strings (NULL is fine). */
+void worker__env_free(char **e);
+/* CONTEXT: the job's context, read once per job (jobctx.c); then the plugin runs. */
+void worker__need_context(struct wtask *t);
+/* jobctx.c's callbacks: a job's context or nodes map read, its waiting tasks go on. */
+void worker__run_ctx_ready_cb(const char *job, void *arg);
+void worker__run_nodes_ready_cb(const char *job, void *arg);
+/* Every 10 s: forget the contexts of jobs idle for a minute. */
+void worker__ctx_gc_cb(evutil_socket_t fd, short what, void *arg);
+/* resources.c's callback: a version is ready (or failed): the tasks that wait go on. */
+void worker__resources_ready_cb(void *arg, long version, int rc, const char *msg);
+/* The plugins' lease: renewed LEASE_RENEWALS times a session timeout (proc.c). */
+void worker__lease_arm(struct worker *w);
+void worker__lease_renew_cb(evutil_socket_t fd, short what, void *arg);
 
 /* ---- jobctx.c: the job contexts and nodes maps read, cached per job ---------------- */
 

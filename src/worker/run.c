@@ -1,0 +1,385 @@
+/*
+ * run: one task from its job's context to its plugin's outcome, the part of the
+ * take-run-complete loop (worker.c) between "recorded" and "completing":
+ *
+ *   RECORDING --recorded--> CONTEXT --the job's context (jobctx.c)--> [NODES: the nodes map]
+ *     --> [RESOURCES: the pinned resources version (resources.c)] --> RUNNING: the plugin
+ *     spawned under its guard (proc.c), with the task JSON on stdin and the environment
+ *     below --plugin ended--> the run record's outcome --> COMPLETING (worker.c)
+ *
+ * Also here: the plugins' environment, and the lease this loop renews for every running
+ * plugin (proc.c, "The lease"). Loop thread only, like worker.c; the objects are
+ * worker_int.h's, and worker.c's design note numbers their invariants (wtask_check).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "clock.h"
+#include "coord.h"
+#include "log.h"
+#include "seal.h"
+#include "worker_int.h"
+#include "xalloc.h"
+
+#define MOD "worker"
+#define LEASE_RENEWALS 6 /* lease renewals a session timeout */
+
+extern char **environ;
+
+/* ---- the plugins' environment ---------------------------------------------------- */
+
+static void env_add(struct worker *w, char *kv)
+{
+    w->env = xrealloc(w->env, (w->n_env + 2) * sizeof(char *));
+    w->env[w->n_env++] = kv;
+    w->env[w->n_env] = NULL;
+}
+
+void worker__env_build(struct worker *w)
+{
+    for (char **e = environ; *e; e++)
+        if (strncmp(*e, "DROVER_", 7) != 0)
+            env_add(w, xstrdup(*e));
+    env_add(w, xasprintf("DROVER_WORKER_ID=%s", w->id));
+    if (w->zk_hosts)
+        env_add(w, xasprintf("DROVER_ZK_HOSTS=%s", w->zk_hosts));
+    if (w->zk_digest)
+        env_add(w, xasprintf("DROVER_ZK_DIGEST_FILE=%s", w->zk_digest));
+}
+
+/* The base environment plus this task's variables: a new array (free each string). */
+static char **env_for(struct worker *w, struct wtask *t)
+{
+    char **e = xcalloc(w->n_env + 6, sizeof(char *));
+    size_t n = 0;
+    for (size_t i = 0; i < w->n_env; i++)
+        e[n++] = xstrdup(w->env[i]);
+    e[n++] = xasprintf("DROVER_TASK_ID=%s", t->key);
+    e[n++] = xasprintf("DROVER_JOB_ID=%s", t->job);
+    e[n++] = xasprintf("DROVER_ATTEMPT=%lld",
+                       (long long)json_integer_value(json_object_get(t->item, "attempt")));
+    e[n++] = xasprintf("DROVER_PLUGIN_DIR=%s", t->plugin ? t->plugin->dir : "");
+    if (t->res_dir || w->resources)
+        e[n++] = xasprintf("DROVER_RESOURCES=%s", t->res_dir ? t->res_dir : w->resources);
+    return e;
+}
+
+void worker__env_free(char **e)
+{
+    for (char **p = e; p && *p; p++)
+        free(*p);
+    free(e);
+}
+
+/* ---- running the plugin ---------------------------------------------------------- */
+
+/*
+ * The plugins' lease: until half a session timeout after the server last showed the
+ * session alive (proc.c, "The lease", has why).
+ */
+static int64_t lease_until(const struct worker *w)
+{
+    return coord_session_heard_ms(w->zk) + coord_session_timeout_ms(w->zk) / 2;
+}
+
+void worker__lease_arm(struct worker *w)
+{
+    int every = coord_session_timeout_ms(w->zk) / LEASE_RENEWALS;
+    if (every < 10)
+        every = 10;
+    struct timeval tv = {every / 1000, (every % 1000) * 1000};
+    evtimer_add(w->lease_ev, &tv);
+}
+
+void worker__lease_renew_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    int64_t until = lease_until(w);
+    for (struct wtask *t = w->tasks; t; t = t->next)
+        if (t->proc)
+            worker__proc_lease(t->proc, until);
+    worker__lease_arm(w);
+}
+
+static void on_plugin_done(const struct worker__proc_result *r, void *arg)
+{
+    struct wtask *t = arg;
+    struct worker *w = t->w;
+    t->proc = NULL;
+    if (r->lease_expired && !w->freed) {
+        /* This loop did not renew in time: it was frozen or stalled, maybe past the
+         * session, and the item may be another worker's by now. Write nothing. */
+        log_warn(MOD,
+                 "event=lease-expired worker=%s task=%s ms=%lld heard_ms_ago=%lld "
+                 "session_timeout_ms=%d claim=%s",
+                 w->id, t->key, (long long)r->elapsed_ms,
+                 (long long)(clock_mono_ms() - coord_session_heard_ms(w->zk)),
+                 coord_session_timeout_ms(w->zk), t->lost ? "lost" : "maybe-ours");
+        t->lease_expired = true;
+        if (!t->lost) {
+            t->lost = true;
+            w->stats.lost++;
+            worker__wtask_check(t);
+            worker__hand_back(t); /* DRV_ECONFLICT, nothing changed, when the claim is gone */
+            worker__task_unref(t);
+            return;
+        }
+        worker__wtask_check(t);
+    }
+    if (t->lost || w->freed) {
+        worker__task_finish(t);
+        worker__task_unref(t);
+        return;
+    }
+    if (t->killed_by_stop) {
+        worker__hand_back(t);
+        worker__task_unref(t);
+        return;
+    }
+    int rc = worker__task_outcome(r, t->timeout_ms, t->plugin, w->has_key ? w->key : NULL, t->rec);
+    if (rc == DRV_EPERM)
+        log_error(MOD,
+                  "event=secret-dropped task=%s reason=\"no secrets key to seal a sensitive "
+                  "result with\"",
+                  t->key);
+    log_info(MOD, "event=task-ended worker=%s task=%s id=%s status=%s how=\"%s\" ms=%lld", w->id,
+             t->key, json_string_value(json_object_get(t->item, "task")),
+             json_string_value(json_object_get(t->rec, "status")),
+             json_string_value(json_object_get(t->rec, "how")), (long long)r->elapsed_ms);
+    t->st = WT_COMPLETING;
+    worker__complete_send(t);
+    worker__task_unref(t);
+}
+
+static void fail_now(struct wtask *t, const char *why)
+{
+    json_object_set_new(t->rec, "status", json_string("failed"));
+    json_object_set_new(t->rec, "message", json_string(why));
+    json_object_set_new(t->rec, "how", json_string("not run"));
+    json_object_set_new(t->rec, "end", json_integer(clock_wall_ms()));
+    log_warn(MOD, "event=task-failed worker=%s task=%s reason=\"%s\"", t->w->id, t->key, why);
+    t->st = WT_COMPLETING;
+    worker__complete_send(t);
+}
+
+static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes);
+
+static void run_plugin(struct wtask *t, const json_t *ctx)
+{
+    struct worker *w = t->w;
+    const char *name = json_string_value(json_object_get(t->item, "name"));
+    const char *type = json_string_value(json_object_get(t->item, "plugin"));
+    t->plugin = worker__plugins_find(
+        w->plugins, worker__is_provider_task(name) ? WORKER__PROVIDER : WORKER__AUTOMATOR, type);
+    if (!t->plugin) {
+        char why[256];
+        snprintf(why, sizeof(why), "no plugin serves %s type \"%s\" on worker %s",
+                 worker__is_provider_task(name) ? "provider" : "action", type, w->id);
+        fail_now(t, why);
+        return;
+    }
+    json_int_t tmo = json_integer_value(json_object_get(t->item, "timeout_ms"));
+    t->timeout_ms = tmo > 0 && tmo < INT32_MAX ? (int)tmo : (int)t->plugin->timeout_ms;
+    t->st = WT_RUNNING;
+    if (t->plugin->builtin) {
+        /* builtin:noop: an outcome without a process, on the next turn of the loop. A
+         * provider's confirm returns a name and a documentation address (RFC 5737), so that
+         * macros naming the node resolve; nothing ever connects to it. */
+        const char *node = json_string_value(json_object_get(t->item, "node"));
+        char out[512];
+        if (worker__is_provider_task(name) && name && strcmp(name, "confirm") == 0 && node)
+            snprintf(out, sizeof(out),
+                     "{\"status\":\"ok\",\"message\":\"noop\",\"result\":{\"hostname\":"
+                     "\"%.200s.noop\",\"ipaddresses\":{\"access_v4\":\"192.0.2.1\",\"bind_v4\":"
+                     "\"192.0.2.1\"}}}",
+                     node);
+        else
+            snprintf(out, sizeof(out), "{\"status\":\"ok\",\"message\":\"noop\"}");
+        struct worker__proc_result r = {.exited = true, .out = out};
+        r.out_len = strlen(r.out);
+        r.start_ms = r.end_ms = clock_wall_ms();
+        r.err_tail = "";
+        t->refs++;
+        on_plugin_done(&r, t);
+        return;
+    }
+    if (t->plugin->wants_nodes) {
+        json_int_t rev = json_integer_value(json_object_get(t->item, "nodes_rev"));
+        if (!worker__ctx_nodes_fresh(w->ctxs, t->job, rev)) {
+            t->st = WT_NODES; /* the nodes map comes first: on_nodes_ready runs it */
+            if (worker__ctx_nodes_read(w->ctxs, t->job, rev) != 0)
+                fail_now(t, "no job context");
+            return;
+        }
+        spawn_plugin(t, ctx, worker__ctx_nodes(w->ctxs, t->job));
+        return;
+    }
+    spawn_plugin(t, ctx, NULL);
+}
+
+/*
+ * The job's pinned resources (ctx "resources": {"version", "sha256"}), when this worker
+ * syncs them: true when the task may go on (t->res_dir set, or no pinned version), false
+ * when it waits for the fetch (on_resources runs it again) or has failed.
+ */
+static bool resources_ready(struct wtask *t, const json_t *ctx)
+{
+    struct worker *w = t->w;
+    const json_t *res = json_object_get(ctx, "resources");
+    json_int_t v = json_integer_value(json_object_get(res, "version"));
+    if (!w->res || t->res_dir || v <= 0)
+        return true;
+    const char *sha = json_string_value(json_object_get(res, "sha256"));
+    int rc = worker__res_acquire(w->res, (long)v, sha, &t->res_dir);
+    t->res_version = (long)v;
+    if (rc == 0)
+        return true;
+    t->res_dir = NULL;
+    if (rc == DRV_EAGAIN) {
+        log_info(MOD, "event=task-waits-for-resources worker=%s task=%s version=%ld", w->id, t->key,
+                 t->res_version);
+        t->st = WT_RESOURCES;
+        return false;
+    }
+    char why[160];
+    snprintf(why, sizeof(why), "resources version %ld: a checksum other than the pinned one",
+             t->res_version);
+    fail_now(t, why);
+    return false;
+}
+
+/* resources.c: a version is ready (or could not be fetched): run the tasks that wait. */
+void worker__resources_ready_cb(void *arg, long version, int rc, const char *msg)
+{
+    struct worker *w = arg;
+    for (struct wtask *t = w->tasks; t; t = t->next) {
+        if (t->st != WT_RESOURCES || t->res_version != version)
+            continue;
+        if (t->lost || w->freed) {
+            worker__task_finish(t);
+        } else if (rc) {
+            fail_now(t, msg);
+        } else {
+            const json_t *ctx = worker__ctx_peek(w->ctxs, t->job);
+            if (ctx)
+                run_plugin(t, ctx);
+            else
+                worker__need_context(t);
+        }
+        return worker__resources_ready_cb(arg, version, rc, msg); /* the list changed */
+    }
+}
+
+static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes)
+{
+    struct worker *w = t->w;
+    if (!resources_ready(t, ctx))
+        return;
+    t->st = WT_RUNNING;
+    json_t *task = worker__task_json(t->item, ctx, nodes);
+    struct drv_err err;
+    if (w->has_key && seal_open_json(w->key, task, &err) != 0) {
+        json_decref(task);
+        char why[600];
+        snprintf(why, sizeof(why), "cannot open a secret: %s", err.msg);
+        fail_now(t, why);
+        return;
+    }
+    char *input = json_dumps(task, JSON_COMPACT);
+    json_decref(task);
+    char **env = env_for(w, t);
+    struct worker__proc_opts po = {
+        .path = t->plugin->exec,
+        .cwd = t->plugin->dir,
+        .envp = env,
+        .input = input,
+        .input_len = strlen(input),
+        .max_output = 1 << 20,
+        .stderr_tail = 4096,
+        .timeout_ms = t->timeout_ms,
+        .lease_until_ms = lease_until(w),
+    };
+    t->refs++;
+    t->proc = worker__proc_start(w->base, &po, on_plugin_done, t, &err);
+    seal_wipe_free(input);
+    worker__env_free(env);
+    if (!t->proc) {
+        worker__task_unref(t);
+        char why[600];
+        snprintf(why, sizeof(why), "cannot start the plugin: %s", err.msg);
+        fail_now(t, why);
+        return;
+    }
+    log_debug(MOD, "event=task-started worker=%s task=%s plugin=%s pgid=%d", w->id, t->key,
+              t->plugin->name, (int)worker__proc_pgid(t->proc));
+    worker__wtask_check(t);
+}
+
+/* ---- the job's context and nodes map (jobctx.c) ------------------------------------- */
+
+/* jobctx.c read the job's context (or failed to): run the tasks of the job that wait. */
+void worker__run_ctx_ready_cb(const char *job, void *arg)
+{
+    struct worker *w = arg;
+    const json_t *ctx = worker__ctx_peek(w->ctxs, job);
+    for (struct wtask *t = w->tasks; t; t = t->next) {
+        if (t->st != WT_CONTEXT || strcmp(t->job, job) != 0)
+            continue;
+        if (t->lost)
+            worker__task_finish(t);
+        else if (!ctx)
+            fail_now(t, "cannot read the job's context from ZooKeeper");
+        else
+            run_plugin(t, ctx);
+        return worker__run_ctx_ready_cb(job, arg); /* the list changed */
+    }
+}
+
+/* jobctx.c read the job's nodes map (or failed to): run the tasks of the job that wait. */
+void worker__run_nodes_ready_cb(const char *job, void *arg)
+{
+    struct worker *w = arg;
+    const json_t *ctx = worker__ctx_peek(w->ctxs, job);
+    const json_t *nodes = worker__ctx_nodes(w->ctxs, job);
+    for (struct wtask *t = w->tasks; t; t = t->next) {
+        if (t->st != WT_NODES || strcmp(t->job, job) != 0)
+            continue;
+        if (t->lost)
+            worker__task_finish(t);
+        else if (!ctx)
+            fail_now(t, "cannot read the job's context from ZooKeeper");
+        else if (!nodes)
+            fail_now(t, "cannot read the job's nodes map from ZooKeeper");
+        else
+            spawn_plugin(t, ctx, nodes);
+        return worker__run_nodes_ready_cb(job, arg);
+    }
+}
+
+void worker__need_context(struct wtask *t)
+{
+    t->st = WT_CONTEXT;
+    const json_t *ctx = worker__ctx_get(t->w->ctxs, t->job);
+    if (ctx)
+        run_plugin(t, ctx); /* else on_ctx_ready runs it */
+}
+
+static bool job_in_use(const char *job, void *arg)
+{
+    struct worker *w = arg;
+    for (struct wtask *t = w->tasks; t; t = t->next)
+        if (strcmp(t->job, job) == 0)
+            return true;
+    return false;
+}
+
+/* Forget contexts of jobs not seen for a minute. */
+void worker__ctx_gc_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    worker__ctxs_gc(w->ctxs, job_in_use, w);
+}
