@@ -20,7 +20,9 @@
  *     job.c       the job core: contend, load the rows, handover, control requests,
  *                 the state machine's driver, the end; the only file that changes
  *                 j->own and enters a phase
- *     jobstart.c  phase "start": from the rows to ACTIVE (plan, first start or resume)
+ *     jobstart.c  phase "start": a first start, from the rows to ACTIVE (and the plan's
+ *                 build, which a resume shares)
+ *     jobresume.c phase "start": a resume from the task log, with its reconciliation
  *     run.c       phase "run": the in-memory task log, run records, dispatch, results
  *     commit.c    phase "commit": the job's fenced writes (ZooKeeper multi-ops, PostgreSQL)
  *     sweep.c     phase "sweep": the ZooKeeper subtree removed, then the lock released
@@ -30,7 +32,7 @@
  * The call rule: the phases call the job core (ref/unref, event, finish,
  * lost, release, activate, wind_up) and commit.c's engine__kick (write what
  * is dirty, which any phase may ask for); only job.c enters a phase:
- * engine__job_start_new and engine__job_resume (jobstart.c),
+ * engine__job_start_new (jobstart.c) and engine__job_resume (jobresume.c),
  * engine__job_activate (ACTIVE: run.c's watch of the run records) and
  * engine__job_wind_up (FINISHING: sweep.c). So each transition of j->own is
  * made in job.c, where its invariants are checked (engine__job_check).
@@ -557,6 +559,29 @@ void engine__job_finish(struct ejob *j);
 
 /* No state znode: plan (on a thread), write the start to PostgreSQL, then the znodes. */
 void engine__job_start_new(struct ejob *j);
+
+/* A plan being built on engine__offload's pool, for a first start or a resume. */
+struct engine__build {
+    struct ejob *j;
+    struct engine__plan_in in;
+    json_t *inputs; /* what in points into */
+    struct engine__plan_out out;
+    struct drv_err err;
+    int rc;
+    bool resuming;
+};
+/* Build j's plan off the loop (from its pinned inputs when resuming, else from the rows
+ * just read); done(struct engine__build *) runs on the loop, holding a job reference. */
+void engine__build_start(struct ejob *j, bool resuming, void (*done)(void *));
+void engine__build_free(struct engine__build *b);
+/* In done: true when the job still waits for this plan (LOADING); false when it does not
+ * (b freed, the reference dropped, a handover told the pipeline is idle). */
+bool engine__build_landed(struct engine__build *b);
+/* The job's context for workers (jobs/<id>/ctx), a new reference. */
+json_t *engine__job_ctx_make(struct ejob *j);
+
+/* ---- jobresume.c: phase "start", a resume and its reconciliation ------------------- */
+
 /* A state znode: rebuild the plan, check its digest, read the task log, reconcile
  * PostgreSQL and the queue with it (recon.c decides), go on. */
 void engine__job_resume(struct ejob *j);
@@ -581,7 +606,7 @@ int engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanu
                       const char *avoid, char **out, struct drv_err *err);
 /* Take the job's queued items back (cancel, pause, give-up), retries not put yet included. */
 void engine__withdraw(struct ejob *j);
-/* Reconciliation on resume (jobstart.c): a run record's result merged into its node's
+/* Reconciliation on resume (jobresume.c): a run record's result merged into its node's
  * key-values again; a task stepped by ev (WITHDRAWN, FAIL) with no run record to go by. */
 void engine__result_merge(struct ejob *j, const char *node, json_t *result);
 void engine__task_recon(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev);

@@ -21,10 +21,10 @@
  *
  * This file: contending, loading the rows, handover, control requests, the
  * job's state machine and the end, and every change of own: the phases
- * (jobstart.c, run.c, commit.c, sweep.c) are entered from here only
+ * (jobstart.c, jobresume.c, run.c, commit.c, sweep.c) are entered from here only
  * (engine__job_activate, engine__job_wind_up; the call rule in engine_int.h).
  * The way from the rows to ACTIVE (plan, first start or resume from the task
- * log) is jobstart.c.
+ * log) is jobstart.c and jobresume.c.
  *
  * Invariants (engine__job_check, debug builds):
  *   1. own >= LOADING implies the lock was acquired and token > 0.
@@ -222,7 +222,7 @@ static bool pg_dirty(const struct ejob *j)
 /* Called whenever the pipeline goes idle: a handover waiting for it goes on. What
  * PostgreSQL lacks is written first (a round more), unless PostgreSQL is down: a result's
  * key-values merged just before the ring moved were left to the next owner, which has to
- * re-derive them from the run records (issue 22 item 1; jobstart.c does). */
+ * re-derive them from the run records (issue 22 item 1; jobresume.c does). */
 void engine__job_idle(struct ejob *j)
 {
     if (j->own == EJ_HANDING_OVER && pipeline_idle(j)) {

@@ -1,7 +1,7 @@
 /*
  * recon: what a resuming owner does about each task and each run record it
  * found, before it goes on (docs/engine.md "Reconciliation on resume"). Pure:
- * facts in, an action out; jobstart.c gathers the facts (the task log, the
+ * facts in, an action out; jobresume.c gathers the facts (the task log, the
  * run records under jobs/<id>/runs, the queue's key records) and carries the
  * actions out. Unit-tested case by case (tests/engine/test_recon.c).
  *

@@ -332,7 +332,7 @@ static void run_seen(struct ejob *j, struct erun *run)
     taskmsg_run_clear(&r);
 }
 
-/* For the reconciliation on resume (jobstart.c). */
+/* For the reconciliation on resume (jobresume.c). */
 void engine__result_merge(struct ejob *j, const char *node, json_t *result)
 {
     merge_props(j, node, result);
