@@ -31,19 +31,20 @@
 #include <stdlib.h>
 #include <zookeeper/zookeeper.h>
 
+#include "check.h"
 #include "coord.h"
 
 struct event;
 struct timer_closure;
 
-#ifdef NDEBUG
+#if !DRV_CHECKS
 #define COORD__CHECK(fn, obj) ((void)sizeof((fn(obj), 0)))
 #else
-/* Debug and sanitizer builds check an object's invariants at its transitions. */
+/* Checks-enabled builds (check.h) check an object's invariants at its transitions. */
 #define COORD__CHECK(fn, obj) fn(obj)
 #endif
 
-/* An invariant of a check function: abort when broken (check functions run in Debug builds). */
+/* An invariant of a check function: abort when broken (checks-enabled builds, check.h). */
 #define COORD__ASSERT(cond)                                                                        \
     do {                                                                                           \
         if (!(cond))                                                                               \

@@ -50,6 +50,7 @@
 #include <event2/event.h>
 
 #include "clock.h"
+#include "check.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "job_pg.h"
@@ -70,7 +71,7 @@ bool engine__job_alive(const struct ejob *j)
 
 void engine__job_check(const struct ejob *j)
 {
-#ifndef NDEBUG
+#if DRV_CHECKS
     if (j->own >= EJ_LOADING && j->own != EJ_DEAD && j->token <= 0)
         abort(); /* 1 */
     if (j->own == EJ_ACTIVE && j->cur) {

@@ -118,6 +118,7 @@
 
 #include <event2/event.h>
 
+#include "check.h"
 #include "clock.h"
 #include "log.h"
 #include "worker_int.h"
@@ -156,7 +157,7 @@ struct worker__proc {
 
 static void proc_check(const struct worker__proc *p)
 {
-#ifndef NDEBUG
+#if DRV_CHECKS
     if (p->st == P_RUNNING && (p->pgid <= 0 || p->guard_fd < 0))
         abort();
     if (p->r.out_len > p->max_output || p->tail_n > p->tail_cap)

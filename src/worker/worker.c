@@ -64,6 +64,7 @@
 #include <jansson.h>
 
 #include "clock.h"
+#include "check.h"
 #include "coord.h"
 #include "log.h"
 #include "seal.h"
@@ -84,7 +85,7 @@ static void pump(struct worker *w);
 
 void worker__wtask_check(const struct wtask *t)
 {
-#ifndef NDEBUG
+#if DRV_CHECKS
     if (t->st >= WT_RUNNING && t->st != WT_DONE && !t->recorded)
         abort(); /* 1 */
     if (t->proc && t->st != WT_RUNNING)
