@@ -26,11 +26,15 @@ check_runs
 pass "PostgreSQL fencing: a write with a lower token than the recorded one changed nothing; the job succeeded"
 
 # 2. ZooKeeper: the owner's lock znode deleted under it: it stops at once.
-read -r _ JID <<< "$(create_cluster z1 4 '{"duration_ms": 200}')"
+#    The job's start tasks wait on a gate until then, so that the job cannot end (and
+#    its lock go) before the delete, however slow the machine (zkCli is a JVM).
+GATE2="$T/gate-z1"
+read -r _ JID <<< "$(create_cluster z1 4 "$(jq -cn --arg f "$GATE2" '{duration_ms: 200, hold_on: {task: "start", file: $f}}')")"
 progressing "$JID" 8
 OWNER=$(owner_of "$JID")
 node=$(zk ls "/drover/locks/jobs/$JID" | sort -t- -k4 | head -n 1)
 "$ZKCLI" -server "$DROVER_ZK" delete "/drover/locks/jobs/$JID/$node" > /dev/null 2>&1 || fail "could not delete the lock znode"
+touch "$GATE2"
 wait_job "$JID" succeeded 120
 grep -q "event=job-lost job=$JID " "$T/$OWNER.log" || fail "$OWNER did not stop when its lock znode went"
 check_runs
@@ -38,7 +42,9 @@ pass "ZooKeeper fencing: an owner whose lock znode is gone stops; the job succee
 
 # 3. A frozen owner (SIGSTOP past its session timeout): the other member takes the job;
 #    when the frozen one wakes up it must not write.
-read -r _ JID <<< "$(create_cluster s1 4 '{"duration_ms": 200}')"
+#    (The start tasks wait on a gate until the job has changed hands, as in 2.)
+GATE3="$T/gate-s1"
+read -r _ JID <<< "$(create_cluster s1 4 "$(jq -cn --arg f "$GATE3" '{duration_ms: 200, hold_on: {task: "start", file: $f}}')")"
 progressing "$JID" 8
 OWNER=$(owner_of "$JID")
 TOKEN1=$(token_of "$JID")
@@ -47,6 +53,7 @@ owner_is_not() { [ "$(owner_of "$1")" != "$2" ]; }
 poll_until -e 0.2 60 owner_is_not "$JID" "$OWNER" ||
   { kill -CONT "$(pid_of "$OWNER")"; fail "nobody took the job of the frozen owner"; }
 kill -CONT "$(pid_of "$OWNER")"
+touch "$GATE3"
 wait_job "$JID" succeeded 120
 [ "$(token_of "$JID")" -gt "$TOKEN1" ] || fail "the token did not grow"
 grep -q "event=job-lost job=$JID " "$T/$OWNER.log" || fail "the woken owner did not stop"
