@@ -16,10 +16,13 @@ token_of() { psql_q "SELECT owner_token FROM jobs WHERE id = $1"; }
 
 # 1. PostgreSQL: a newer token recorded (as a new owner would): the owner's next write
 #    changes nothing, it stops, takes the lock again (a newer token still) and goes on.
-read -r _ JID <<< "$(create_cluster p1 4 '{"duration_ms": 200}')"
+#    (The start tasks wait on a gate until the token is changed, as in 2 and 3 below.)
+GATE1="$T/gate-p1"
+read -r _ JID <<< "$(create_cluster p1 4 "$(jq -cn --arg f "$GATE1" '{duration_ms: 200, hold_on: {task: "start", file: $f}}')")"
 progressing "$JID" 8
 OWNER=$(owner_of "$JID")
 psql_q "UPDATE jobs SET owner_token = owner_token + 1 WHERE id = $JID"
+touch "$GATE1"
 wait_job "$JID" succeeded 120
 grep -q "event=job-lost job=$JID .*fenced out" "$T/$OWNER.log" || fail "$OWNER did not stop on a newer token"
 check_runs
