@@ -104,6 +104,9 @@ int engine_phase_parse(const char *s);
 /* The job status the API shows (docs/api.md): "running", "rolling-back", ... */
 const char *engine_phase_status(enum engine_phase ph, bool cancel);
 bool engine_phase_final(enum engine_phase ph);
+/* The event a resuming owner feeds a job that is not final: START for a job still
+ * PENDING (its first owner died between its znodes and START), PROGRESS otherwise. */
+enum engine_job_event engine_resume_event(enum engine_phase ph);
 bool engine_phase_dispatches(enum engine_phase ph);
 bool engine_phase_rollback(enum engine_phase ph);
 

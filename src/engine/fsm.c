@@ -99,6 +99,13 @@ bool engine_phase_final(enum engine_phase ph)
            ph == ENGINE_PH_FAILED || ph == ENGINE_PH_NEEDS_OPERATOR;
 }
 
+enum engine_job_event engine_resume_event(enum engine_phase ph)
+{
+    /* A job still pending was started whole (its state znode exists) but its first owner
+       died before START: START it, or it would wait for ever (PROGRESS leaves PENDING be). */
+    return ph == ENGINE_PH_PENDING ? ENGINE_EV_START : ENGINE_EV_PROGRESS;
+}
+
 bool engine_phase_dispatches(enum engine_phase ph)
 {
     return ph == ENGINE_PH_RUNNING || ph == ENGINE_PH_ROLLING_BACK;

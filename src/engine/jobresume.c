@@ -415,7 +415,7 @@ static void resume_active(struct recon *r)
     if (engine_phase_final(j->st.phase))
         engine__job_finish(j);
     else
-        engine__job_event(j, ENGINE_EV_PROGRESS);
+        engine__job_event(j, engine_resume_event(j->st.phase));
     engine__kick(j);
 }
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "coord.h"
 #include "engine_int.h"
@@ -318,6 +319,14 @@ static void init_next(struct init *in)
         engine__job_activate(j, true);
         log_info(MOD, "event=job-started job=%s op=%s tasks=%u node=%s", j->id, j->op, j->fwd.n,
                  j->e->node_id);
+        /* Test hook (DROVER_FAULT=crash-after-start): exit with the job's znodes made and
+           its state still pending, before the START event's first write
+           (integration/engine/start_crash.sh). */
+        const char *fault = getenv("DROVER_FAULT");
+        if (fault && strcmp(fault, "crash-after-start") == 0) {
+            log_warn(MOD, "event=fault-injected fault=crash-after-start job=%s", j->id);
+            _exit(70);
+        }
         engine__job_event(j, ENGINE_EV_START);
         return;
     }

@@ -137,6 +137,20 @@ static void test_statuses(void **state)
         assert_int_equal(engine_task_state_parse(engine_task_state_name(s)), s);
 }
 
+/* A resuming owner STARTs a job still pending (its first owner died between its znodes and
+ * START: found by a 600 s chaos run), and PROGRESSes every other phase it resumes. */
+static void test_resume_event(void **state)
+{
+    assert_int_equal(engine_resume_event(ENGINE_PH_PENDING), ENGINE_EV_START);
+    for (int ph = 0; ph < ENGINE_PH_COUNT; ph++)
+        if (ph != ENGINE_PH_PENDING)
+            assert_int_equal(engine_resume_event(ph), ENGINE_EV_PROGRESS);
+    struct engine_job_facts f = {.in_flight = 0};
+    struct engine_job_out o =
+        engine_job_step(ENGINE_PH_PENDING, engine_resume_event(ENGINE_PH_PENDING), &f);
+    assert_int_equal(o.phase, ENGINE_PH_RUNNING);
+}
+
 static void test_task_happy_path(void **state)
 {
     struct engine_task_policy pol = {3, false};
@@ -306,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_job_transitions),
         cmocka_unit_test(test_job_invariants),
         cmocka_unit_test(test_statuses),
+        cmocka_unit_test(test_resume_event),
         cmocka_unit_test(test_task_happy_path),
         cmocka_unit_test(test_task_retries),
         cmocka_unit_test(test_task_create_cleanup),
