@@ -19,7 +19,11 @@ expect 200 "$j" '[.tasks[] | select(.why.reason == "dependency")] | length > 0' 
 expect 200 "$j" '[.tasks[] | select(.status == "waiting" and .why == null)] | length == 0' "every waiting task has a reason"
 expect 202 "$(api POST "/v1/jobs/$JID/pause")" '.control == "pause"' "pause"
 wait_job "$JID" paused 30
-sleep 1 # what was running when the pause came finishes
+# What was running when the pause came finishes (waited for, not guessed): then, over a
+# window of 2 s, nothing new runs.
+in_flight() { job_field "$JID" '[.tasks[] | select(.status == "queued" or .status == "running")] | length'; }
+idle() { [ "$(in_flight)" = 0 ]; }
+wait_until 60 "the paused job to have nothing in flight" idle
 n1=$(wc -l < "$RUNS/runs.log")
 sleep 2
 n2=$(wc -l < "$RUNS/runs.log")
