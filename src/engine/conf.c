@@ -23,6 +23,14 @@ const struct config_key engine_config_keys[] = {
     CONFIG_KEY("engine.plan_threads", CONFIG_INT, struct engine_opts, plan_threads, .deflt = "2",
                .min = 1, .max = 64,
                .help = "threads that build jobs' plans (CPU-bound; more jobs wait their turn)"),
+    CONFIG_KEY("engine.no_worker_timeout", CONFIG_DURATION, struct engine_opts,
+               no_worker_timeout_ms, .deflt = "10m", .min = 0, .max = 86400000,
+               .help = "a job with tasks queued and no live worker of its tenant and class gives "
+                       "up after this (0: waits for ever; docs/engine.md \"Watchdog\")"),
+    CONFIG_KEY("engine.job_deadline", CONFIG_DURATION, struct engine_opts, job_deadline_ms,
+               .deflt = "0", .min = 0, .max = 2000000000,
+               .help = "a job whose forward plan runs longer than this since it was created "
+                       "fails and rolls back (0: no deadline)"),
     CONFIG_KEY("engine.txn_budget", CONFIG_SIZE, struct engine_opts, txn_budget, .deflt = "256k",
                .min = 16384, .max = 900000,
                .help = "bytes of one ZooKeeper multi-op written by the engine"),

@@ -223,6 +223,7 @@ static void reconcile_soon(evutil_socket_t fd, short what, void *arg)
 
 void engine__job_gone(struct engine *e, struct ejob *j)
 {
+    engine__watchdog_forget(j);
     if (strmap_get(e->jobs, j->id) == j) {
         strmap_del(e->jobs, j->id);
         engine__job_unref(j);
@@ -330,11 +331,39 @@ static void on_jobs(int rc, char *const *names, size_t n, const struct coord_sta
     engine__reconcile(e);
 }
 
+/* The watchdog over every job owned here (the tick, and a change of the workers: a job
+   says at once that its worker came back). Referenced first: a job it stalls may finish
+   and leave the map while the others are looked at. */
+static void watch_jobs(struct engine *e)
+{
+    size_t n = strmap_count(e->jobs), k = 0, pos = 0;
+    struct ejob **v = xcalloc(n + 1, sizeof(*v));
+    const char *id;
+    void *val;
+    while (k < n && strmap_next(e->jobs, &pos, &id, &val)) {
+        v[k] = val;
+        engine__job_ref(v[k++]);
+    }
+    for (size_t i = 0; i < k; i++) {
+        if (engine__job_alive(v[i]))
+            engine__watchdog(v[i]);
+        engine__job_unref(v[i]);
+    }
+    free(v);
+}
+
+static void on_workers(const struct coord_member_info *m, size_t n, void *arg)
+{
+    engine__workers_seen(arg, m, n);
+    watch_jobs(arg);
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct engine *e = arg;
     engine__reconcile(e); /* a lock that failed to be taken is tried again here */
     engine__janitor(e);
+    watch_jobs(e);
 }
 
 struct engine *engine_new(struct event_base *base, struct coord_session *zk, struct store *db,
@@ -358,6 +387,8 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     e->write_format = DROVER_FORMAT_MIN_READ;
     e->budget = o->txn_budget ? o->txn_budget : TXN_BUDGET;
     e->task_timeout_ms = o->task_timeout_ms;
+    e->no_worker_ms = o->no_worker_timeout_ms;
+    e->deadline_ms = o->job_deadline_ms;
     if (o->key) {
         memcpy(e->key, o->key, 32);
         e->has_key = true;
@@ -370,6 +401,7 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     coord_ensure_path(zk, ZKPATH_JOBS, NULL, NULL);
     e->members = coord_group_watch(zk, ZKPATH_MEMBERS_DROVERD, on_members, e);
     e->jobs_w = coord_watch_children(zk, ZKPATH_JOBS, on_jobs, e);
+    e->workers = coord_group_watch(zk, ZKPATH_MEMBERS_WORKER, on_workers, e);
     e->soon = evtimer_new(base, reconcile_soon, e);
     e->tick = event_new(base, -1, EV_PERSIST, on_tick, e);
     struct timeval tv = {5, 0};
@@ -439,6 +471,8 @@ void engine_free(struct engine *e)
     e->stopping = true;
     coord_watcher_free(e->jobs_w);
     coord_group_free(e->members);
+    coord_group_free(e->workers);
+    strmap_free(e->served);
     size_t pos = 0;
     void *v;
     while (strmap_next(e->jobs, &pos, NULL, &v)) {

@@ -19,6 +19,9 @@
  *      (DRAINING --in flight 0, rollback not wanted--> FAILED "failed")
  *   ROLLING_BACK "rolling-back" --all ok--> ROLLED_BACK "rolled-back", or CANCELLED "cancelled"
  *   ROLLING_BACK --a task gave up--> RB_DRAINING "rolling-back" --in flight 0--> NEEDS_OPERATOR
+ *   RUNNING, PAUSED --STALLED--> as a task that gave up (watchdog.c: no worker, deadline)
+ *   ROLLING_BACK --STALLED--> RB_DRAINING, its queued items taken back --in flight 0-->
+ *      NEEDS_OPERATOR (a rollback nobody can run is an operator's to look at)
  *   PENDING --CANCEL--> CANCELLED (nothing ran)
  *
  * Invariants (engine__job_check in job.c asserts them on a whole job):
@@ -154,6 +157,7 @@ struct engine_job_out engine_job_step(enum engine_phase ph, enum engine_job_even
                 return out(ENGINE_PH_SUCCEEDED, ENGINE_ACT_RECORD | ENGINE_ACT_FINISH);
             return out(ph, 0);
         case ENGINE_EV_GAVE_UP:
+        case ENGINE_EV_STALLED:
         case ENGINE_EV_CANCEL:
             if (f->in_flight == 0) {
                 struct engine_job_out o = drained(ENGINE_PH_DRAINING, f);
@@ -174,7 +178,8 @@ struct engine_job_out engine_job_step(enum engine_phase ph, enum engine_job_even
         }
     case ENGINE_PH_DRAINING:
     case ENGINE_PH_RB_DRAINING:
-        if ((ev == ENGINE_EV_PROGRESS || ev == ENGINE_EV_GAVE_UP || ev == ENGINE_EV_CANCEL) &&
+        if ((ev == ENGINE_EV_PROGRESS || ev == ENGINE_EV_GAVE_UP || ev == ENGINE_EV_CANCEL ||
+             ev == ENGINE_EV_STALLED) &&
             f->in_flight == 0)
             return drained(ph, f); /* J2 */
         return out(ph, 0);
@@ -182,6 +187,10 @@ struct engine_job_out engine_job_step(enum engine_phase ph, enum engine_job_even
         if (ev == ENGINE_EV_GAVE_UP)
             return f->in_flight == 0 ? drained(ENGINE_PH_RB_DRAINING, f)
                                      : out(ENGINE_PH_RB_DRAINING, ENGINE_ACT_RECORD);
+        if (ev == ENGINE_EV_STALLED) /* nothing will take its items: take them back */
+            return f->in_flight == 0
+                       ? drained(ENGINE_PH_RB_DRAINING, f)
+                       : out(ENGINE_PH_RB_DRAINING, ENGINE_ACT_RECORD | ENGINE_ACT_WITHDRAW);
         if (ev == ENGINE_EV_PROGRESS && f->plan_done && f->in_flight == 0)
             return out(f->cancel ? ENGINE_PH_CANCELLED : ENGINE_PH_ROLLED_BACK,
                        ENGINE_ACT_RECORD | ENGINE_ACT_FINISH);

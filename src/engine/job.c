@@ -368,6 +368,8 @@ static void loaded(int rc, const struct drv_err *err, void *arg)
     snprintf(j->tenant, sizeof(j->tenant), "%s", engine__row_str(l->job, "tenant"));
     snprintf(j->cluster_id, sizeof(j->cluster_id), "%s", engine__row_str(l->job, "cluster_id"));
     snprintf(j->op, sizeof(j->op), "%s", engine__row_str(l->job, "operation"));
+    j->age_at_load_ms = strtoll(engine__row_str(l->job, "age_ms"), NULL, 10);
+    j->t_loaded = clock_mono_ms();
     json_t *inputs = json_object_get(l->job, "inputs");
     if (json_is_object(inputs))
         j->inputs = json_incref(inputs);

@@ -102,6 +102,9 @@ void engine_metrics(const struct engine *e, struct evbuffer *out, bool tenants, 
     prom_label(e->node_id, node, sizeof(node));
     prom_family(out, "drover_engine_jobs_owned", "gauge", "Jobs whose lock this node holds.");
     evbuffer_add_printf(out, "drover_engine_jobs_owned{node=\"%s\"} %zu\n", node, st.owned);
+    prom_family(out, "drover_engine_jobs_unserved", "gauge",
+                "Jobs owned here with tasks queued and no live worker of their tenant and class.");
+    evbuffer_add_printf(out, "drover_engine_jobs_unserved{node=\"%s\"} %zu\n", node, e->unserved);
     prom_family(out, "drover_engine_jobs_taken_total", "counter",
                 "Jobs whose lock this node acquired.");
     evbuffer_add_printf(out, "drover_engine_jobs_taken_total %lu\n", st.taken);

@@ -529,7 +529,10 @@ void engine__withdraw(struct ejob *j)
         return;
     engine__withdraw_retries(j); /* first: they have no item to look for */
     for (uint32_t i = 0; i < p->n; i++) {
-        if (p->recs[i].state != ENGINE_TS_QUEUED)
+        /* RUNNING too: an item whose worker died is unclaimed again, and with no other
+           worker nothing would take it back (a job no worker serves stalls: watchdog.c).
+           One a live worker holds is claimed: the cancel refuses it and it runs on. */
+        if (p->recs[i].state != ENGINE_TS_QUEUED && p->recs[i].state != ENGINE_TS_RUNNING)
             continue;
         struct withdraw *w = xcalloc(1, sizeof(*w));
         w->j = j;
