@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# A task the log says is queued ('q') whose queue item is gone, with no run record, is put
+# again by the next owner (issue 22, item 2: "q tasks with no queue item and no run record
+# are never rebuilt": a withdraw outside the fenced multi-op, a retry's 'q' written while
+# the queue could not take its item). jobresume.c's reconciliation, recon.c's PUT.
+#
+# No worker runs, so the job's first tasks wait in the queue. The owner hands the job over
+# to nobody (SIGTERM), the items and their key records are deleted behind its back, and a
+# new node takes the job: it must find the tasks lost, put them again, and once a worker
+# comes the job succeeds with every task run exactly once.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../api/api_lib.sh"
+. "$(dirname "$0")/engine_lib.sh"
+
+ZKCLI=/usr/share/zookeeper/bin/zkCli.sh
+Q=/drover/queues/acme/default
+
+start_droverd 1
+setup_tenant
+read -r _ JID <<< "$(create_cluster lost 2)"
+queued() { [ "$(psql_q "SELECT count(*) FROM tasks WHERE job_id = $JID AND status = 'queued'")" -ge 2 ]; }
+wait_until 60 "job $JID's first tasks to be queued" queued
+
+kill -TERM "$(pid_of droverd-1)"
+wait_exit droverd-1 60 > /dev/null || fail "droverd-1 did not stop"
+
+# Every item of the queue and its key record, deleted in one zkCli session (a JVM each).
+items=()
+for s in $(zk ls "$Q/items"); do
+  for i in $(zk ls "$Q/items/$s"); do items+=("$Q/items/$s/$i"); done
+done
+[ ${#items[@]} -ge 2 ] || fail "expected at least 2 queue items of job $JID, found ${#items[@]}"
+keys=()
+for k in $(zk ls "$Q/keys"); do keys+=("$Q/keys/$k"); done
+printf 'delete %s\n' "${items[@]}" "${keys[@]}" | "$ZKCLI" -server "$DROVER_ZK" > "$T/zkcli.out" 2>&1 || true
+count_items() {
+  local n=0 s
+  for s in $(zk ls "$Q/items"); do n=$((n + $(zk ls "$Q/items/$s" | grep -c . || true))); done
+  echo "$n"
+}
+[ "$(count_items)" = 0 ] || fail "the items were not deleted: $(tail -5 "$T/zkcli.out")"
+[ "$(zk ls "$Q/keys" | grep -c . || true)" = 0 ] || fail "the key records were not deleted"
+
+start_droverd 2
+PORT=${DPORTS[2]}
+lost=${#items[@]}
+put_again() { [ "$(grep -c "event=task-reconciled job=$JID .* action=put" "$T/droverd-2.log" || true)" -ge "$lost" ]; }
+wait_until 60 "droverd-2 to put job $JID's $lost lost tasks again" put_again
+has_items() { [ "$(count_items)" -ge "$lost" ]; }
+wait_until 30 "the lost tasks' items to be back in the queue" has_items
+pass "the next owner found $lost queued tasks without an item or a run record and put them again"
+
+start_worker worker-1
+wait_job "$JID" succeeded 120
+check_runs
+check_tree_clean
+pass "the job succeeded, every task ran once"
