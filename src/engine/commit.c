@@ -365,6 +365,7 @@ static bool pg_flush(struct ejob *j)
         free(g);
         return false;
     }
+    engine__job_check_io(j, false); /* job.c invariant 4 */
     j->pg_busy = true;
     engine__job_ref(j);
     store_submit(j->e->db, pg_work, pg_done, g);
@@ -707,6 +708,7 @@ static void on_zk(const struct coord_txn_result *r, void *arg)
 static void zk_send(struct etxn *t)
 {
     struct ejob *j = t->j;
+    engine__job_check_io(j, false);
     engine__job_ref(j);
     coord_txn_commit(j->e->zk, to_coord(t), j->lock, on_zk, t);
 }
@@ -775,6 +777,10 @@ static void zk_flush(struct ejob *j)
     struct etxn *t = zk_build(j);
     if (!t)
         return;
+    bool puts = false;
+    for (size_t i = 0; i < t->n; i++)
+        puts |= t->ops[i].kind == OP_PUT;
+    engine__job_check_io(j, puts); /* job.c invariants 3, 4 */
     j->zk_busy = true;
     zk_send(t);
 }

@@ -568,6 +568,9 @@ void engine__job_unref(struct ejob *j);
 bool engine__job_alive(const struct ejob *j);
 /* Asserts the numbered invariants of a job (debug builds). */
 void engine__job_check(const struct ejob *j);
+/* Asserts invariants 3 and 4 before a coord or store call for j (dispatches: the call puts
+ * task items). */
+void engine__job_check_io(const struct ejob *j, bool dispatches);
 /* The ring gave the job to another member, or the engine stops: hand it over. */
 void engine__job_handover(struct ejob *j);
 /* The lock is lost: stop touching the job at once. */

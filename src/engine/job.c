@@ -26,7 +26,9 @@
  * The way from the rows to ACTIVE (plan, first start or resume from the task
  * log) is jobstart.c and jobresume.c.
  *
- * Invariants (engine__job_check, debug builds):
+ * Invariants (engine__job_check on the whole job at each event; 3 and 4, which are
+ * about calls, by engine__job_check_io where the calls are made: commit.c's
+ * multi-op and PostgreSQL batch, run.c's withdrawal, sweep.c):
  *   1. own >= LOADING implies the lock was acquired and token > 0.
  *   2. In ACTIVE, cur is the forward plan unless the phase is a rollback
  *      phase, and every plan's in_flight equals its tasks in QUEUED/RUNNING.
@@ -87,6 +89,19 @@ void engine__job_check(const struct ejob *j)
     }
 #else
     (void)j;
+#endif
+}
+
+void engine__job_check_io(const struct ejob *j, bool dispatches)
+{
+#if DRV_CHECKS
+    if (j->own == EJ_DEAD)
+        abort(); /* 4 */
+    if (dispatches && (j->own != EJ_ACTIVE || !engine_phase_dispatches(j->st.phase)))
+        abort(); /* 3 */
+#else
+    (void)j;
+    (void)dispatches;
 #endif
 }
 

@@ -527,7 +527,8 @@ void engine__withdraw(struct ejob *j)
     struct eplan *p = j->cur;
     if (!j->queue)
         return;
-    engine__withdraw_retries(j); /* first: they have no item to look for */
+    engine__job_check_io(j, false); /* job.c invariant 4 */
+    engine__withdraw_retries(j);    /* first: they have no item to look for */
     for (uint32_t i = 0; i < p->n; i++) {
         /* RUNNING too: an item whose worker died is unclaimed again, and with no other
            worker nothing would take it back (a job no worker serves stalls: watchdog.c).

@@ -9,8 +9,8 @@
  * stays "running" and says nothing.
  *
  * The rule, checked on the engine's tick (every 5 s) and whenever the worker
- * group changes, for each job this node owns and runs (engine_watch_step, pure, unit-tested in tests/engine/
- * test_watchdog.c):
+ * group changes, for each job this node owns and runs (engine_watch_step, pure, unit-tested in
+ * tests/engine/ test_watchdog.c):
  *
  *   1. A job dispatches (RUNNING or ROLLING_BACK), has tasks queued or running,
  *      and /drover/members/worker holds no worker of its tenant whose classes
