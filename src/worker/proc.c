@@ -188,6 +188,35 @@ static void write_record(int fd, char tag, int value)
     (void)w;
 }
 
+/*
+ * Close every descriptor but 0-2 and keep[] (n <= 8): the guard is a copy of
+ * the worker, and without this it and its plugin would hold the worker's
+ * sockets (ZooKeeper, PostgreSQL, the API) and the pipes of the other runs,
+ * whose plugins' end of output would then wait for this run to end. Sorted in
+ * place; close_range between the kept ones (one system call per gap), a loop
+ * where the kernel lacks it.
+ */
+static void close_others(int *keep, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int k = i; k > 0 && keep[k - 1] > keep[k]; k--) {
+            int t = keep[k];
+            keep[k] = keep[k - 1];
+            keep[k - 1] = t;
+        }
+    unsigned lo = 3;
+    for (int i = 0; i <= n; i++) {
+        if (i < n && keep[i] < 3)
+            continue;
+        unsigned hi = i < n ? (unsigned)keep[i] : ~0U; /* close [lo, hi) */
+        if (hi > lo && close_range(lo, hi - 1, 0) != 0)
+            for (unsigned fd = lo; fd < hi && fd < 65536; fd++)
+                close((int)fd);
+        if (i < n)
+            lo = hi + 1;
+    }
+}
+
 static void reset_signals(void)
 {
     struct sigaction sa;
@@ -297,6 +326,8 @@ guard_main(pid_t worker, const struct worker__proc_opts *o, int in_r, int out_w,
            int status_w, int lease_r)
 {
     reset_signals();
+    int keep[] = {in_r, out_w, err_w, status_w, lease_r};
+    close_others(keep, lease_r >= 0 ? 5 : 4);
     setpgid(0, 0);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));

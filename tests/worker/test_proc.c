@@ -6,6 +6,7 @@
  * killed with SIGKILL, the lease that kills the plugin of a frozen worker, and
  * a stderr flood that must leave the loop its turns.
  */
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -105,6 +106,43 @@ static void test_exit_and_output(void **state)
     assert_false(o.r.timed_out);
     assert_true(o.r.end_ms >= o.r.start_ms);
     assert_true(o.r.elapsed_ms >= 0);
+    outcome_free(&o);
+    free(p);
+}
+
+/* Neither the guard nor the plugin holds the worker's other descriptors: a pipe the
+   worker made without close-on-exec (a socket, another run's pipe) is seen closed by
+   its reader as soon as the worker closes its own end, while the plugin still runs;
+   and the plugin has neither end. */
+static void test_no_inherited_fds(void **state)
+{
+    int other[2];
+    assert_int_equal(pipe(other), 0); /* no O_CLOEXEC: as a careless library would */
+    char body[200];
+    snprintf(body, sizeof(body),
+             "for fd in %d %d; do [ -e /proc/$$/fd/$fd ] && echo \"fd $fd open\"; done; sleep 1; "
+             "exit 0",
+             other[0], other[1]);
+    char *p = script("fds.sh", body);
+    struct event_base *base = event_base_new();
+    struct outcome o = {0};
+    struct worker__proc_opts opts = {
+        .path = p, .envp = env, .max_output = 4096, .stderr_tail = 4096};
+    struct drv_err err;
+    struct worker__proc *pr = worker__proc_start(base, &opts, on_done, &o, &err);
+    assert_non_null(pr);
+    close(other[1]);
+    struct pollfd pfd = {other[0], POLLIN, 0};
+    assert_int_equal(poll(&pfd, 1, 5000), 1); /* EOF: nobody else holds the write end */
+    char c;
+    assert_int_equal(read(other[0], &c, 1), 0);
+    while (!o.done)
+        event_base_loop(base, EVLOOP_ONCE);
+    event_base_free(base);
+    assert_true(o.r.exited);
+    assert_int_equal(o.r.exit_code, 0);
+    assert_string_equal(o.out, ""); /* neither end reached the plugin */
+    close(other[0]);
     outcome_free(&o);
     free(p);
 }
@@ -539,6 +577,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_and_output),
         cmocka_unit_test(test_stderr_tail_and_output_limit),
+        cmocka_unit_test(test_no_inherited_fds),
         cmocka_unit_test(test_timeout_kills_group),
         cmocka_unit_test(test_kill),
         cmocka_unit_test(test_cannot_run),
