@@ -80,6 +80,34 @@ set -e
 grep -q '401 unauthenticated' "$T/err" || fail "bad token message: $(cat "$T/err")"
 pass "exit codes: 0 ok, 1 API error with its message, 2 usage"
 
+# Conventions answered locally, with no server at all (DROVER_URL points at a closed port):
+# --help at every level, unknown words refused with a suggestion, usage and exit status 2.
+(
+  export DROVER_URL=http://127.0.0.1:1
+  set +e
+  "$D" > /dev/null 2>&1; rc1=$?
+  "$D" cluster delete --help > "$T/help" 2>&1; rc2=$?
+  "$D" cluster dleete 3 2> "$T/unknown" > /dev/null; rc3=$?
+  "$D" clustr list 2> "$T/unknown2" > /dev/null; rc4=$?
+  "$D" job --help > "$T/jobhelp" 2>&1; rc5=$?
+  "$D" help cluster expand > "$T/help2" 2>&1; rc6=$?
+  set -e
+  [ "$rc1 $rc2 $rc3 $rc4 $rc5 $rc6" = "2 0 2 2 0 0" ] || fail "local exit codes: $rc1 $rc2 $rc3 $rc4 $rc5 $rc6"
+  grep -q '^usage: drover cluster delete ID' "$T/help" || fail "cluster delete --help: $(cat "$T/help")"
+  grep -q 'unknown subcommand "dleete" of cluster; did you mean "delete"' "$T/unknown" ||
+    fail "unknown subcommand: $(cat "$T/unknown")"
+  grep -q 'unknown command "clustr"; did you mean "cluster"' "$T/unknown2" || fail "unknown command: $(cat "$T/unknown2")"
+  grep -q 'drover job logs ID' "$T/jobhelp" || fail "job --help: $(cat "$T/jobhelp")"
+  grep -q '^usage: drover cluster expand ID' "$T/help2" || fail "help cluster expand: $(cat "$T/help2")"
+  "$D" --version | grep -Eq '^drover [0-9]+\.[0-9]+\.[0-9]+' || fail "drover --version: $("$D" --version)"
+  "$BIN/droverd" --version | grep -Eq '^droverd [0-9]+\.' || fail "droverd --version"
+  "$BIN/drover-worker" --version | grep -Eq '^drover-worker [0-9]+\.' || fail "drover-worker --version"
+  "$D" completion bash | bash -n || fail "the bash completion does not parse"
+)
+"$D" version | grep -Eq '^server: droverd [0-9]+\.[0-9]+\.[0-9]+' || fail "drover version: $("$D" version)"
+expect 200 "$(api GET /v1/version '' "$ADMIN")" '.version | test("^[0-9]+[.][0-9]+[.][0-9]+$")' "GET /v1/version"
+pass "help at every level without a server, unknown words refused with a suggestion, versions"
+
 # HTTPS: a second node with a certificate; the client verifies it.
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/tls.key" -out "$T/tls.crt" -days 1 \
   -subj /CN=127.0.0.1 -addext "subjectAltName=IP:127.0.0.1" > /dev/null 2>&1

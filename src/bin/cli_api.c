@@ -140,11 +140,7 @@ static json_t *load_file(const char *path)
 
 static int usage_entity(const char *kind)
 {
-    fprintf(stderr,
-            "usage: drover %s list | get NAME | create FILE | replace NAME FILE | delete NAME\n"
-            "       (FILE is JSON, - for standard input; --json, --url, --token anywhere)\n",
-            kind);
-    return 2;
+    return cli_usage(kind, NULL);
 }
 
 int cli_entity_main(int argc, char **argv)
@@ -243,12 +239,8 @@ int cli_import_main(int argc, char **argv)
 {
     struct cli_opts o;
     argc = cli_take_opts(argc, argv, &o);
-    int help = argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
-    if (argc != 2 || help) {
-        fprintf(help ? stdout : stderr,
-                "usage: drover import DIR|FILE   (DIR: providers/, hardwaretypes/, ...)\n");
-        return help ? 0 : 2;
-    }
+    if (argc != 2)
+        return cli_usage("import", NULL);
     DIR *d = opendir(argv[1]);
     json_t *body;
     if (d) {
@@ -281,8 +273,7 @@ int cli_export_main(int argc, char **argv)
     struct cli_opts o;
     argc = cli_take_opts(argc, argv, &o);
     if (argc != 1) {
-        fprintf(stderr, "usage: drover export   (the catalogue as one JSON document)\n");
-        return 2;
+        return cli_usage("export", NULL);
     }
     o.json = 1;
     return run(&o, "GET", "/v1/export", NULL, NULL, NULL);
@@ -339,21 +330,7 @@ static int parse_int(const char *s, long *out)
 
 static int usage_cluster(void)
 {
-    fprintf(
-        stderr,
-        "usage: drover cluster list\n"
-        "       drover cluster get ID\n"
-        "       drover cluster create --name N --template T --nodes K [--provider P]\n"
-        "              [--hardwaretype H] [--imagetype I] [--services a,b] [--config FILE]\n"
-        "       drover cluster delete ID\n"
-        "       drover cluster expand|shrink ID --nodes K\n"
-        "       drover cluster addservices|removeservices ID --services a,b\n"
-        "       drover cluster configure ID --config FILE [--restart] [--services a,b]\n"
-        "       drover cluster start|stop|restart ID [--services a,b]\n"
-        "       drover cluster upgrade ID [--template-version V]\n"
-        "       drover cluster recreate ID   (a failed create, with the failed layout excluded)\n"
-        "       drover cluster snapshots ID [JOB]   (the state after each successful operation)\n");
-    return 2;
+    return cli_usage("cluster", NULL);
 }
 
 /* Build a create or operation body from flags; NULL (usage printed) on error. */
@@ -478,9 +455,7 @@ int cli_preview_main(int argc, char **argv)
         return 2;
     if (argc != 1) {
         json_decref(body);
-        fprintf(stderr, "usage: drover preview --name N --template T --nodes K [...]"
-                        "   (as cluster create; nothing runs)\n");
-        return 2;
+        return cli_usage("preview", NULL);
     }
     o.json = 1;
     int rc = run(&o, "POST", "/v1/plans", body, NULL, NULL);
@@ -492,12 +467,7 @@ int cli_preview_main(int argc, char **argv)
 
 static int usage_job(void)
 {
-    fprintf(stderr, "usage: drover job list [--cluster ID]\n"
-                    "       drover job get ID\n"
-                    "       drover job watch ID [--interval SECONDS]\n"
-                    "       drover job plan ID [--format json|dot]\n"
-                    "       drover job cancel|pause|resume ID\n");
-    return 2;
+    return cli_usage("job", NULL);
 }
 
 static int terminal(const char *status)
@@ -666,8 +636,7 @@ int cli_fleet_main(int argc, char **argv)
     argc = cli_take_opts(argc, argv, &o);
     static const char *const wcols[] = {"id", NULL}; /* workers: the member ids */
     if (argc != 1) {
-        fprintf(stderr, "usage: drover %s [--json]\n", argv[0]);
-        return 2;
+        return cli_usage(argv[0], NULL);
     }
     if (strcmp(argv[0], "members") == 0) {
         json_t *out;
@@ -746,8 +715,7 @@ int cli_tenant_main(int argc, char **argv)
             printf("tenant %s deleted\n", argv[2]);
         return rc;
     }
-    fprintf(stderr, "usage: drover tenant list | create NAME | delete NAME   (superadmin)\n");
-    return 2;
+    return cli_usage("tenant", NULL);
 }
 
 int cli_user_main(int argc, char **argv)
@@ -791,19 +759,12 @@ int cli_user_main(int argc, char **argv)
             printf("user %s deleted\n", argv[2]);
         return rc;
     }
-    fprintf(stderr, "usage: drover user list [--tenant T] | create NAME --role admin|user "
-                    "[--tenant T] | delete NAME [--tenant T]\n");
-    return 2;
+    return cli_usage("user", NULL);
 }
 
 static int usage_token(void)
 {
-    fprintf(stderr,
-            "usage: drover token create [--expires-in SECONDS] [--label TEXT]   a new token for "
-            "the caller\n"
-            "       drover token list                 the caller's live tokens\n"
-            "       drover token revoke ID            ID: the 16 hex digits after drv_\n");
-    return 2;
+    return cli_usage("token", NULL);
 }
 
 int cli_token_main(int argc, char **argv)
@@ -861,8 +822,7 @@ int cli_audit_main(int argc, char **argv)
     const char *limit = flag(&argc, argv, "--limit");
     const char *tenant = flag(&argc, argv, "--tenant");
     if (argc != 1) {
-        fprintf(stderr, "usage: drover audit [--limit N] [--tenant T]   (newest first)\n");
-        return 2;
+        return cli_usage("audit", NULL);
     }
     char *p = xasprintf("/v1/audit?limit=%s%s%s", limit ? limit : "100", tenant ? "&tenant=" : "",
                         tenant ? tenant : "");
@@ -873,17 +833,9 @@ int cli_audit_main(int argc, char **argv)
 
 /* ---- drain ------------------------------------------------------------------------------ */
 
-static int usage_drain(void)
+static int usage_drain(const char *cmd)
 {
-    fprintf(stderr,
-            "usage: drover node drain ID [--wait SECONDS]   out of the ring, jobs handed over,\n"
-            "                                              /readyz 503 (--wait: until it owns "
-            "nothing)\n"
-            "       drover node undrain ID                 back in the ring\n"
-            "       drover worker drain ID                 stop taking, finish or hand back, "
-            "exit\n"
-            "(admin or superadmin)\n");
-    return 2;
+    return cli_usage(cmd, NULL);
 }
 
 /* Poll the members until id says drained (0), is gone (0), or secs pass (1). */
@@ -922,13 +874,13 @@ int cli_drain_main(int argc, char **argv)
     const char *wait = flag(&argc, argv, "--wait");
     bool node = strcmp(argv[0], "node") == 0;
     if (argc != 3 || (strcmp(argv[1], "drain") != 0 && (!node || strcmp(argv[1], "undrain") != 0)))
-        return usage_drain();
+        return usage_drain(argv[0]);
     long secs = 0;
     if (wait) {
         char *end;
         secs = strtol(wait, &end, 10);
         if (!*wait || *end || secs <= 0 || !node || strcmp(argv[1], "drain") != 0)
-            return usage_drain();
+            return usage_drain(argv[0]);
     }
     char *p = xasprintf("/v1/%s/%s/%s", node ? "members" : "workers", argv[2], argv[1]);
     json_t *out;

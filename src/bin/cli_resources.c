@@ -105,10 +105,7 @@ int cli_resources_main(int argc, char **argv)
     bool push = argc == 3 && strcmp(argv[1], "push") == 0;
     bool list = argc == 2 && strcmp(argv[1], "list") == 0;
     if (!push && !list) {
-        fprintf(stderr, "usage: drover resources push DIR   (a new version of the tenant's "
-                        "resources; admin)\n       drover resources list       (the versions, "
-                        "newest first)\n");
-        return 2;
+        return cli_usage("resources", NULL);
     }
     json_t *body = NULL;
     if (push) {
