@@ -54,6 +54,24 @@ JID=$("$D" job list --cluster "$CID" --json | jq -r '.items[0].id')
 explains_wait() { "$D" job get "$JID" | grep -q "waits for node-1/create"; }
 poll_until -e 0.2 20 explains_wait || fail "job get explains nothing: $("$D" job get "$JID")"
 
+# Human output by default, the API's JSON with --json.
+"$D" cluster get "$CID" > "$T/cget" || fail "cluster get"
+grep -Eq "^cluster $CID \(web1\): (pending|creating), 2 nodes, template lamp version 1$" "$T/cget" ||
+  fail "cluster get: $(cat "$T/cget")"
+grep -Eq "^owner alice, created [0-9-]+T[0-9:]+Z, updated [0-9-]+T[0-9:]+Z$" "$T/cget" || fail "cluster get's times: $(cat "$T/cget")"
+[ "$("$D" cluster get "$CID" --json | jq -r .name)" = web1 ] || fail "cluster get --json"
+"$D" providers get rackspace | grep -q '^name: rackspace$' || fail "providers get: $("$D" providers get rackspace)"
+"$D" preview --template lamp --nodes 2 > "$T/preview" || fail "preview: $(cat "$T/preview")"
+grep -q '^preview of a create: 2 nodes, [0-9]* tasks (nothing runs)$' "$T/preview" || fail "preview: $(head -5 "$T/preview")"
+grep -Eq '^tasks by action: create 2, confirm 2, ' "$T/preview" || fail "preview's tasks: $(cat "$T/preview")"
+grep -Eq '^plan: create: [0-9]+ tasks in [0-9]+ stages$' "$T/preview" || fail "preview's plan: $(cat "$T/preview")"
+"$D" preview --template lamp --nodes 2 --json | jq -e '.plan.tasks | length > 0' > /dev/null || fail "preview --json"
+"$D" job list | grep -Eq "^$JID +$CID +create +(pending|running) +[0-9-]+T[0-9:]+Z +" || fail "job list: $("$D" job list)"
+TZ=Asia/Kolkata "$D" job list --local-time | grep -Eq "^$JID +.* [0-9-]+T[0-9:]+\+05:30 " ||
+  fail "job list --local-time: $(TZ=Asia/Kolkata "$D" job list --local-time)"
+"$D" workers | grep -q '^ID  *HOST  *CLASSES  *STATE  *STARTED_AT  *CURRENT_TASK$' || fail "workers: $("$D" workers)"
+pass "human output: cluster get, providers get, preview, ISO-8601 times (UTC or local), workers' columns"
+
 # job watch follows the job until it ends; here it ends by cancel.
 "$D" job watch "$JID" > "$T/watch.out" 2>&1 &
 watch=$!

@@ -5,7 +5,8 @@
 # attempt as it ends (its message and stderr tail) and exits 1 when the job ends
 # rolled-back; `job logs JOB TASK --attempt N` prints that attempt; `job get` names the
 # task that failed first with its own error and stderr; droverd's task-gave-up line of each
-# task carries that task's own error, not the job's first one.
+# task carries that task's own error, not the job's first one. Also `workers` (what each runs)
+# and `job plan` (stage by stage) while the job runs.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/api_lib.sh"
 . "$(dirname "$0")/../engine/engine_lib.sh"
@@ -26,6 +27,13 @@ follow=$!
 # Nothing has ended yet: the follower waits (node-1's create is held at the gate).
 wait_until 20 "node-1/create to start and wait at its gate" \
   sh -c "\"$D\" job get $JID | grep -q '^f *node-1/create *running'"
+"$D" workers > "$T/workers"
+grep -Eq "^worker-1 +[^ ]+ +default +serving +[0-9-]+T[0-9:]+Z +$JID:node-1/create$" "$T/workers" ||
+  fail "workers: $(cat "$T/workers")"
+"$D" job plan "$JID" > "$T/plan"
+grep -Eq '^create: [0-9]+ tasks in [0-9]+ stages$' "$T/plan" && grep -q '^  node-1/create$' "$T/plan" ||
+  fail "job plan: $(head "$T/plan")"
+"$D" job plan "$JID" --json | jq -e '.operation == "create"' > /dev/null || fail "job plan --json"
 touch "$T/gate"
 wait_job "$JID" rolled-back 120
 wait_until 30 "job logs --follow to end with the job" gone "$follow"

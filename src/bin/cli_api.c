@@ -63,9 +63,12 @@ static int run(const struct cli_opts *o, const char *method, const char *path, c
     int rc = call(o, method, path, body, &out);
     if (rc)
         return rc;
-    if (o->json || !cols) {
+    if (o->json) {
         if (out)
             print_json(out);
+    } else if (!cols) {
+        if (json_is_object(out))
+            cli__show_object(out, 0);
     } else {
         table(json_object_get(out, list_key ? list_key : "items"), cols);
     }
@@ -340,8 +343,14 @@ int cli_cluster_main(int argc, char **argv)
         return run(&o, "GET", "/v1/clusters", NULL, cols, NULL);
     if (strcmp(verb, "get") == 0 && argc == 3) {
         char *p = xasprintf("/v1/clusters/%s", argv[2]);
-        int rc = run(&o, "GET", p, NULL, NULL, NULL);
+        json_t *out;
+        int rc = call(&o, "GET", p, NULL, &out);
         free(p);
+        if (rc == 0 && o.json)
+            print_json(out);
+        else if (rc == 0)
+            cli__show_cluster(out);
+        json_decref(out);
         return rc;
     }
     if (strcmp(verb, "snapshots") == 0 && (argc == 3 || argc == 4)) {
@@ -383,9 +392,14 @@ int cli_preview_main(int argc, char **argv)
         json_decref(body);
         return cli_usage("preview", NULL);
     }
-    o.json = 1;
-    int rc = run(&o, "POST", "/v1/plans", body, NULL, NULL);
+    json_t *out;
+    int rc = call(&o, "POST", "/v1/plans", body, &out);
     json_decref(body);
+    if (rc == 0 && o.json)
+        print_json(out);
+    else if (rc == 0)
+        rc = cli__show_preview(out);
+    json_decref(out);
     return rc;
 }
 
@@ -395,7 +409,6 @@ int cli_fleet_main(int argc, char **argv)
 {
     struct cli_opts o;
     argc = cli_take_opts(argc, argv, &o);
-    static const char *const wcols[] = {"id", NULL}; /* workers: the member ids */
     if (argc != 1) {
         return cli_usage(argv[0], NULL);
     }
@@ -429,8 +442,16 @@ int cli_fleet_main(int argc, char **argv)
         json_decref(out);
         return 0;
     }
-    if (strcmp(argv[0], "workers") == 0)
-        return run(&o, "GET", "/v1/workers", NULL, wcols, "workers");
+    if (strcmp(argv[0], "workers") == 0) {
+        json_t *out;
+        int rc = call(&o, "GET", "/v1/workers", NULL, &out);
+        if (rc == 0 && o.json)
+            print_json(out);
+        else if (rc == 0)
+            cli__show_workers(&o, out);
+        json_decref(out);
+        return rc;
+    }
     if (strcmp(argv[0], "whoami") == 0) {
         json_t *out;
         int rc = call(&o, "GET", "/v1/whoami", NULL, &out);

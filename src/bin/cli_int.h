@@ -48,4 +48,21 @@ int cli__parse_int(const char *s, long *out);
 /* s percent-encoded for a URL's path or query (caller frees). */
 char *cli__uri_encode(const char *s);
 
+/* ---- readable views (cli_view.c) ---- */
+
+/* An object as "key: value" lines, nested objects indented, lists joined with ", ". */
+void cli__show_object(const json_t *o, int indent);
+
+/* GET /v1/clusters/{id}: headline, config, and the nodes as a table. */
+void cli__show_cluster(const json_t *c);
+
+/* POST /v1/plans: the layout, tasks per action and the plan's stages. 0, or 1 (told). */
+int cli__show_preview(const json_t *p);
+
+/*
+ * GET /v1/workers as a table: id, host, classes, state, start and the task
+ * each runs now (read from the tenant's unfinished jobs, at most 20 of them).
+ */
+void cli__show_workers(const struct cli_opts *o, const json_t *reply);
+
 #endif
