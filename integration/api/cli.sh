@@ -120,7 +120,14 @@ pass "exit codes: 0 ok, 1 API error with its message, 2 usage"
   "$D" --version | grep -Eq '^drover [0-9]+\.[0-9]+\.[0-9]+' || fail "drover --version: $("$D" --version)"
   "$BIN/droverd" --version | grep -Eq '^droverd [0-9]+\.' || fail "droverd --version"
   "$BIN/drover-worker" --version | grep -Eq '^drover-worker [0-9]+\.' || fail "drover-worker --version"
-  "$D" completion bash | bash -n || fail "the bash completion does not parse"
+  "$D" completion bash > "$T/drover.bash"
+  # shellcheck disable=SC1091,SC2034 # the generated completion; COMP_* are its input
+  compl=$(. "$T/drover.bash" && COMP_WORDS=(drover cluster exp) && COMP_CWORD=2 && _drover &&
+    echo "${COMPREPLY[*]}" && COMP_WORDS=(drover cluster create --te) && COMP_CWORD=3 && _drover &&
+    echo "${COMPREPLY[*]}")
+  [ "$compl" = "$(printf 'expand\n--template')" ] || fail "bash completion: $compl"
+  "$D" completion zsh | zsh -n || fail "the zsh completion does not parse"
+  "$D" man | grep -q '^\.TH DROVER 1' || fail "drover man"
 )
 "$D" version | grep -Eq '^server: droverd [0-9]+\.[0-9]+\.[0-9]+' || fail "drover version: $("$D" version)"
 expect 200 "$(api GET /v1/version '' "$ADMIN")" '.version | test("^[0-9]+[.][0-9]+[.][0-9]+$")' "GET /v1/version"
