@@ -364,7 +364,10 @@ void cli_gen_markdown(FILE *f)
             "`drover --version` prints the client's version, `drover version` the server's "
             "too. A mistyped command or subcommand is refused with the closest name. "
             "Completion: `source <(drover completion bash)`, or `drover completion zsh > "
-            "\"${fpath[1]}/_drover\"`; the man page: `drover man > drover.1`.\n\n"
+            "\"${fpath[1]}/_drover\"`; the man page: `drover man > drover.1`. The build writes all "
+            "three "
+            "under `build/share/` (`man/man1/drover.1`, `bash-completion/completions/drover`, "
+            "`zsh/site-functions/_drover`).\n\n"
             "%s\n\n%s\n\n## Commands\n\n| command | what it does |\n| --- | --- |\n",
             global_help, exit_help);
     for (const struct cli_cmd *c = cli_commands; c->name; c++) {
