@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `drover job logs` and `job get`'s first failure, on a job that fails for real (droverd,
 # a worker and the sleep plugin): app's install fails on both nodes, node-1's at once and
-# node-2's 1.5 s later. `job logs --follow`, started before anything ran, prints each
+# node-2's 3 s later. `job logs --follow`, started with the job, prints each
 # attempt as it ends (its message and stderr tail) and exits 1 when the job ends
 # rolled-back; `job logs JOB TASK --attempt N` prints that attempt; `job get` names the
 # task that failed first with its own error and stderr; droverd's task-gave-up line of each
@@ -17,23 +17,25 @@ setup_tenant
 D="$BIN/drover"
 export DROVER_URL="http://127.0.0.1:$PORT" DROVER_TOKEN=$TOKEN
 
+# Both app installs wait at a gate until both run, so that both fail (and give up) whatever the
+# machine's load; then node-1's fails at once and node-2's 3 s later.
 read -r CID JID <<< "$(create_cluster broken 2 "$(jq -cn --arg g "$T/gate" '{
   fail_on: {task: "install", service: "app"},
-  durations: {"node-2/app/install": 1500},
-  hold_on: {id: "node-1/create", file: $g}}')")"
+  durations: {"node-2/app/install": 3000},
+  hold_on: {task: "install", service: "app", file: $g}}')")"
 [ -n "$CID" ] || fail "no cluster"
 "$D" job logs "$JID" --follow > "$T/follow.out" 2> "$T/follow.err" &
 follow=$!
-# Nothing has ended yet: the follower waits (node-1's create is held at the gate).
-wait_until 20 "node-1/create to start and wait at its gate" \
-  sh -c "\"$D\" job get $JID | grep -q '^f *node-1/create *running'"
+installs_held() { [ "$("$D" job get "$JID" | grep -Ec '^f +node-[12]/app/install +running')" = 2 ]; }
+wait_until 30 "both app installs to start and wait at the gate" installs_held
 "$D" workers > "$T/workers"
-grep -Eq "^worker-1 +[^ ]+ +default +serving +[0-9-]+T[0-9:]+Z +$JID:node-1/create$" "$T/workers" ||
-  fail "workers: $(cat "$T/workers")"
+grep -Eq "^worker-1 +[^ ]+ +default +serving +[0-9-]+T[0-9:]+Z +.*$JID:node-1/app/install" "$T/workers" &&
+  grep -q "$JID:node-2/app/install" "$T/workers" || fail "workers: $(cat "$T/workers")"
 "$D" job plan "$JID" > "$T/plan"
 grep -Eq '^create: [0-9]+ tasks in [0-9]+ stages$' "$T/plan" && grep -q '^  node-1/create$' "$T/plan" ||
   fail "job plan: $(head "$T/plan")"
 "$D" job plan "$JID" --json | jq -e '.operation == "create"' > /dev/null || fail "job plan --json"
+gone "$follow" && fail "job logs --follow ended before the job: $(cat "$T/follow.err")"
 touch "$T/gate"
 wait_job "$JID" rolled-back 120
 wait_until 30 "job logs --follow to end with the job" gone "$follow"
