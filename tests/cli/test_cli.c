@@ -3,7 +3,8 @@
  * (src/bin/cli_table.c, cli_doc.c, cli_fmt.c): the suggestion for a mistyped
  * word, the table's own rules, every command and subcommand named in the bash
  * and zsh completion, the man page and docs/cli.md, docs/cli.md current, and
- * the time and duration formats.
+ * the time and duration formats, the readable view of an object and the
+ * table's time columns.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,8 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "cli_int.h"
 
 static void test_edit_distance(void **state)
 {
@@ -186,13 +189,83 @@ static void test_duration(void **state)
     assert_string_equal(cli_fmt_duration(-5, b, sizeof(b)), "0s");
 }
 
+/* What fn printed on stdout (stdout sent to a temporary file meanwhile). */
+static char *stdout_of(void (*fn)(const json_t *), const json_t *arg)
+{
+    fflush(stdout);
+    FILE *tmp = tmpfile();
+    assert_non_null(tmp);
+    int saved = dup(STDOUT_FILENO);
+    dup2(fileno(tmp), STDOUT_FILENO);
+    fn(arg);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    long n = ftell(tmp);
+    rewind(tmp);
+    char *buf = calloc(1, (size_t)n + 1);
+    assert_int_equal(fread(buf, 1, (size_t)n, tmp), (size_t)n);
+    fclose(tmp);
+    return buf;
+}
+
+static void show_object0(const json_t *o)
+{
+    cli__show_object(o, 0);
+}
+
+static void test_show_object(void **state)
+{
+    cli_fmt_set_local(false);
+    json_t *o = json_pack("{s:s, s:i, s:[s,s], s:{s:s, s:{s:b}}, s:[{s:s}], s:s, s:n, s:[]}",
+                          "name", "fake", "size", 3, "services", "a", "b", "provisioner", "region",
+                          "test", "nested", "on", 1, "items", "id", "x", "created_at",
+                          "2026-11-26 19:39:58.5+00", "gone", "none");
+    char *out = stdout_of(show_object0, o);
+    assert_string_equal(out, "name: fake\n"
+                             "size: 3\n"
+                             "services: a, b\n"
+                             "provisioner:\n"
+                             "  region: test\n"
+                             "  nested:\n"
+                             "    on: true\n"
+                             "items:\n"
+                             "  - [0]\n"
+                             "    id: x\n"
+                             "created_at: 2026-11-26T19:39:58Z\n"
+                             "gone: -\n"
+                             "none: (none)\n");
+    free(out);
+    json_decref(o);
+}
+
+static void table0(const json_t *rows)
+{
+    static const char *const cols[] = {"id", "taken_at", NULL};
+    cli__table(rows, cols);
+}
+
+static void test_table_times(void **state)
+{
+    cli_fmt_set_local(false);
+    json_t *rows =
+        json_pack("[{s:s, s:s}, {s:i}]", "id", "1", "taken_at", "2026-11-26 20:39:58+01", "id", 22);
+    char *out = stdout_of(table0, rows);
+    assert_string_equal(out, "ID  TAKEN_AT\n"
+                             "1   2026-11-26T19:39:58Z\n"
+                             "22  -\n");
+    free(out);
+    json_decref(rows);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edit_distance), cmocka_unit_test(test_suggest),
         cmocka_unit_test(test_table),         cmocka_unit_test(test_generated_list_every_command),
         cmocka_unit_test(test_docs_current),  cmocka_unit_test(test_time),
-        cmocka_unit_test(test_duration),
+        cmocka_unit_test(test_duration),      cmocka_unit_test(test_show_object),
+        cmocka_unit_test(test_table_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
