@@ -98,9 +98,24 @@ set -e
 grep -q '401 unauthenticated' "$T/err" || fail "bad token message: $(cat "$T/err")"
 pass "exit codes: 0 ok, 1 API error with its message, 2 usage"
 
+# scripts/run's hint (on success and on failure) works as printed, in a shell with no DROVER_*.
+(
+  # shellcheck source=../../scripts/run
+  . "$DROVER_SOURCE_DIR/scripts/run" # the functions only
+  dir="$T/run-hint"
+  mkdir -p "$dir"
+  echo "$ADMIN" > "$dir/demo-admin.token"
+  api_hint "$D whoami" "$D job get $JID" > "$T/hint" # DROVER_URL: this test's droverd
+)
+env -i PATH="$PATH" HOME="$HOME" bash -e "$T/hint" > "$T/hint.out" 2>&1 || fail "scripts/run's hint: $(cat "$T/hint" "$T/hint.out")"
+grep -q '^alice (admin)' "$T/hint.out" && grep -q "^job $JID: create of cluster" "$T/hint.out" ||
+  fail "scripts/run's hint printed: $(cat "$T/hint.out")"
+pass "scripts/run's hint sets the environment the client needs, and works as printed"
+
 # Conventions answered locally, with no server at all (DROVER_URL points at a closed port):
 # --help at every level, unknown words refused with a suggestion, usage and exit status 2.
 (
+  # shellcheck disable=SC2031 # (scripts/run, sourced in a subshell above, sets it too)
   export DROVER_URL=http://127.0.0.1:1
   set +e
   "$D" > /dev/null 2>&1; rc1=$?
@@ -127,7 +142,7 @@ pass "exit codes: 0 ok, 1 API error with its message, 2 usage"
     echo "${COMPREPLY[*]}")
   [ "$compl" = "$(printf 'expand\n--template')" ] || fail "bash completion: $compl"
   "$D" completion zsh | zsh -n || fail "the zsh completion does not parse"
-  "$D" man | grep -q '^\.TH DROVER 1' || fail "drover man"
+  "$D" man > "$T/drover.1" && grep -q '^\.TH DROVER 1' "$T/drover.1" || fail "drover man"
 )
 "$D" version | grep -Eq '^server: droverd [0-9]+\.[0-9]+\.[0-9]+' || fail "drover version: $("$D" version)"
 expect 200 "$(api GET /v1/version '' "$ADMIN")" '.version | test("^[0-9]+[.][0-9]+[.][0-9]+$")' "GET /v1/version"
