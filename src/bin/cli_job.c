@@ -86,7 +86,10 @@ static int job_watch(const struct cli_opts *o, const char *id, long interval)
         if (terminal(status)) {
             rc = strcmp(status, "succeeded") == 0 ? 0 : 1;
             if (rc && json_is_string(json_object_get(out, "error")))
-                fprintf(stderr, "drover: job %s %s: %s\n", id, status, cli__str(out, "error"));
+                fprintf(stderr,
+                        "drover: job %s %s: %s\n(drover job get %s: its first failure; drover "
+                        "job logs %s: every attempt's output)\n",
+                        id, status, cli__str(out, "error"), id, id);
             json_decref(out);
             break;
         }
