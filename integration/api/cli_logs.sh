@@ -73,6 +73,11 @@ grep -q "^  | sleep: failing node-1/app/install as asked" "$T/get.out" || fail "
 grep -Eq "^created [0-9-]+T[0-9:]+Z by alice, took [0-9]+(s|m[0-9]+s)$" "$T/get.out" || fail "job get's times: $(cat "$T/get.out")"
 "$D" job list | grep -Eq "^$JID +$CID +create +rolled-back +[0-9-]+T[0-9:]+Z +[0-9]+(s|m[0-9]+s) +alice" ||
   fail "job list: $("$D" job list)"
+set +e
+"$D" job watch "$JID" > /dev/null 2> "$T/watch.err"; rc=$?
+set -e
+[ $rc = 1 ] && grep -q "(drover job get $JID: its first failure; drover job logs $JID: " "$T/watch.err" ||
+  fail "job watch of a failed job: $rc $(cat "$T/watch.err")"
 pass "job get names the task that failed first, with its own error and stderr; job list: ISO times, durations"
 
 # Each task's give-up line carries its own error (both installs gave up).
