@@ -54,6 +54,24 @@ JID=$("$D" job list --cluster "$CID" --json | jq -r '.items[0].id')
 explains_wait() { "$D" job get "$JID" | grep -q "waits for node-1/create"; }
 poll_until -e 0.2 20 explains_wait || fail "job get explains nothing: $("$D" job get "$JID")"
 
+# Human output by default, the API's JSON with --json.
+"$D" cluster get "$CID" > "$T/cget" || fail "cluster get"
+grep -Eq "^cluster $CID \(web1\): (pending|creating), 2 nodes, template lamp version 1$" "$T/cget" ||
+  fail "cluster get: $(cat "$T/cget")"
+grep -Eq "^owner alice, created [0-9-]+T[0-9:]+Z, updated [0-9-]+T[0-9:]+Z$" "$T/cget" || fail "cluster get's times: $(cat "$T/cget")"
+[ "$("$D" cluster get "$CID" --json | jq -r .name)" = web1 ] || fail "cluster get --json"
+"$D" providers get rackspace | grep -q '^name: rackspace$' || fail "providers get: $("$D" providers get rackspace)"
+"$D" preview --template lamp --nodes 2 > "$T/preview" || fail "preview: $(cat "$T/preview")"
+grep -q '^preview of a create: 2 nodes, [0-9]* tasks (nothing runs)$' "$T/preview" || fail "preview: $(head -5 "$T/preview")"
+grep -Eq '^tasks by action: create 2, confirm 2, ' "$T/preview" || fail "preview's tasks: $(cat "$T/preview")"
+grep -Eq '^plan: create: [0-9]+ tasks in [0-9]+ stages$' "$T/preview" || fail "preview's plan: $(cat "$T/preview")"
+"$D" preview --template lamp --nodes 2 --json | jq -e '.plan.tasks | length > 0' > /dev/null || fail "preview --json"
+"$D" job list | grep -Eq "^$JID +$CID +create +(pending|running) +[0-9-]+T[0-9:]+Z +" || fail "job list: $("$D" job list)"
+TZ=Asia/Kolkata "$D" job list --local-time | grep -Eq "^$JID +.* [0-9-]+T[0-9:]+\+05:30 " ||
+  fail "job list --local-time: $(TZ=Asia/Kolkata "$D" job list --local-time)"
+"$D" workers | grep -q '^ID  *HOST  *CLASSES  *STATE  *STARTED_AT  *CURRENT_TASK$' || fail "workers: $("$D" workers)"
+pass "human output: cluster get, providers get, preview, ISO-8601 times (UTC or local), workers' columns"
+
 # job watch follows the job until it ends; here it ends by cancel.
 "$D" job watch "$JID" > "$T/watch.out" 2>&1 &
 watch=$!
@@ -79,6 +97,56 @@ set -e
 [ "$rc1 $rc2 $rc3 $rc4 $rc5" = "2 2 2 1 1" ] || fail "exit codes: $rc1 $rc2 $rc3 $rc4 $rc5"
 grep -q '401 unauthenticated' "$T/err" || fail "bad token message: $(cat "$T/err")"
 pass "exit codes: 0 ok, 1 API error with its message, 2 usage"
+
+# scripts/run's hint (on success and on failure) works as printed, in a shell with no DROVER_*.
+(
+  # shellcheck source=../../scripts/run
+  . "$DROVER_SOURCE_DIR/scripts/run" # the functions only
+  dir="$T/run-hint"
+  mkdir -p "$dir"
+  echo "$ADMIN" > "$dir/demo-admin.token"
+  api_hint "$D whoami" "$D job get $JID" > "$T/hint" # DROVER_URL: this test's droverd
+)
+env -i PATH="$PATH" HOME="$HOME" bash -e "$T/hint" > "$T/hint.out" 2>&1 || fail "scripts/run's hint: $(cat "$T/hint" "$T/hint.out")"
+grep -q '^alice (admin)' "$T/hint.out" && grep -q "^job $JID: create of cluster" "$T/hint.out" ||
+  fail "scripts/run's hint printed: $(cat "$T/hint.out")"
+pass "scripts/run's hint sets the environment the client needs, and works as printed"
+
+# Conventions answered locally, with no server at all (DROVER_URL points at a closed port):
+# --help at every level, unknown words refused with a suggestion, usage and exit status 2.
+(
+  # shellcheck disable=SC2031 # (scripts/run, sourced in a subshell above, sets it too)
+  export DROVER_URL=http://127.0.0.1:1
+  set +e
+  "$D" > /dev/null 2>&1; rc1=$?
+  "$D" cluster delete --help > "$T/help" 2>&1; rc2=$?
+  "$D" cluster dleete 3 2> "$T/unknown" > /dev/null; rc3=$?
+  "$D" clustr list 2> "$T/unknown2" > /dev/null; rc4=$?
+  "$D" job --help > "$T/jobhelp" 2>&1; rc5=$?
+  "$D" help cluster expand > "$T/help2" 2>&1; rc6=$?
+  set -e
+  [ "$rc1 $rc2 $rc3 $rc4 $rc5 $rc6" = "2 0 2 2 0 0" ] || fail "local exit codes: $rc1 $rc2 $rc3 $rc4 $rc5 $rc6"
+  grep -q '^usage: drover cluster delete ID' "$T/help" || fail "cluster delete --help: $(cat "$T/help")"
+  grep -q 'unknown subcommand "dleete" of cluster; did you mean "delete"' "$T/unknown" ||
+    fail "unknown subcommand: $(cat "$T/unknown")"
+  grep -q 'unknown command "clustr"; did you mean "cluster"' "$T/unknown2" || fail "unknown command: $(cat "$T/unknown2")"
+  grep -q 'drover job logs ID' "$T/jobhelp" || fail "job --help: $(cat "$T/jobhelp")"
+  grep -q '^usage: drover cluster expand ID' "$T/help2" || fail "help cluster expand: $(cat "$T/help2")"
+  "$D" --version | grep -Eq '^drover [0-9]+\.[0-9]+\.[0-9]+' || fail "drover --version: $("$D" --version)"
+  "$BIN/droverd" --version | grep -Eq '^droverd [0-9]+\.' || fail "droverd --version"
+  "$BIN/drover-worker" --version | grep -Eq '^drover-worker [0-9]+\.' || fail "drover-worker --version"
+  "$D" completion bash > "$T/drover.bash"
+  # shellcheck disable=SC1091,SC2034 # the generated completion; COMP_* are its input
+  compl=$(. "$T/drover.bash" && COMP_WORDS=(drover cluster exp) && COMP_CWORD=2 && _drover &&
+    echo "${COMPREPLY[*]}" && COMP_WORDS=(drover cluster create --te) && COMP_CWORD=3 && _drover &&
+    echo "${COMPREPLY[*]}")
+  [ "$compl" = "$(printf 'expand\n--template')" ] || fail "bash completion: $compl"
+  "$D" completion zsh | zsh -n || fail "the zsh completion does not parse"
+  "$D" man > "$T/drover.1" && grep -q '^\.TH DROVER 1' "$T/drover.1" || fail "drover man"
+)
+"$D" version | grep -Eq '^server: droverd [0-9]+\.[0-9]+\.[0-9]+' || fail "drover version: $("$D" version)"
+expect 200 "$(api GET /v1/version '' "$ADMIN")" '.version | test("^[0-9]+[.][0-9]+[.][0-9]+$")' "GET /v1/version"
+pass "help at every level without a server, unknown words refused with a suggestion, versions"
 
 # HTTPS: a second node with a certificate; the client verifies it.
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/tls.key" -out "$T/tls.crt" -days 1 \

@@ -83,6 +83,8 @@ int api__h_import(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_export(PGconn *conn, struct call *c, struct drv_err *err);
 
 int api__h_whoami(PGconn *conn, struct call *c, struct drv_err *err);
+/* GET /v1/version: {"version", "commit", "format"} of the node that answers. */
+int api__h_version(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_token_new(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_token_list(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_token_revoke(PGconn *conn, struct call *c, struct drv_err *err);

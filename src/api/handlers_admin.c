@@ -1,5 +1,5 @@
 /*
- * handlers_admin: who am I, the audit log, tenants and users
+ * handlers_admin: who am I, the server's version, the audit log, tenants and users
  * (docs/api.md "Tenants and users").
  *
  * Pool-thread code: each handler runs after authentication with the caller
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "drover_version.h"
 #include "guard.h"
 #include "handlers.h"
 #include "store.h"
@@ -23,6 +24,14 @@ int api__h_whoami(PGconn *conn, struct call *c, struct drv_err *err)
     static const char *const roles[] = {"", "superadmin", "admin", "", "user"};
     c->out = json_pack("{s:s, s:s, s:s, s:s}", "user", c->who.user, "user_id", c->who.user_id,
                        "role", roles[c->who.role], "tenant", c->who.tenant);
+    c->status = 200;
+    return 0;
+}
+
+int api__h_version(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    c->out = json_pack("{s:s, s:s, s:i}", "version", DROVER_VERSION, "commit", DROVER_GIT_COMMIT,
+                       "format", DROVER_FORMAT_VERSION);
     c->status = 200;
     return 0;
 }

@@ -30,6 +30,7 @@ struct route {
 
 static const struct route routes[] = {
     {GET, "v1/whoami", api__h_whoami, ALL},
+    {GET, "v1/version", api__h_version, ALL},
     {POST, "v1/tokens", api__h_token_new, ALL},
     {GET, "v1/tokens", api__h_token_list, ALL},
     {DEL, "v1/tokens/*", api__h_token_revoke, ALL},

@@ -23,6 +23,7 @@
 
 #include "cli.h"
 #include "cli_http.h"
+#include "cli_int.h"
 #include "clock.h"
 #include "xalloc.h"
 
@@ -30,64 +31,18 @@
 
 static const char *str(const json_t *o, const char *k)
 {
-    json_t *v = json_object_get(o, k);
-    static char buf[8][64];
-    static int i;
-    if (json_is_string(v))
-        return json_string_value(v);
-    if (json_is_integer(v)) {
-        i = (i + 1) % 8;
-        snprintf(buf[i], sizeof(buf[i]), "%lld", (long long)json_integer_value(v));
-        return buf[i];
-    }
-    if (json_is_real(v)) {
-        i = (i + 1) % 8;
-        snprintf(buf[i], sizeof(buf[i]), "%.3g", json_real_value(v));
-        return buf[i];
-    }
-    if (json_is_true(v))
-        return "true";
-    if (json_is_false(v))
-        return "false";
-    return "-";
+    return cli__str(o, k);
 }
 
 static void print_json(const json_t *j)
 {
-    char *s = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
-    printf("%s\n", s ? s : "null");
-    free(s);
+    cli__print_json(j);
 }
 
 /* Print rows of `items` as a table of the given columns (headers upper-cased keys). */
 static void table(const json_t *items, const char *const *cols)
 {
-    size_t ncols = 0, w[16] = {0};
-    while (cols[ncols])
-        ncols++;
-    for (size_t c = 0; c < ncols; c++)
-        w[c] = strlen(cols[c]);
-    size_t i;
-    json_t *r;
-    json_array_foreach(items, i, r) for (size_t c = 0; c < ncols; c++)
-    {
-        size_t l = strlen(str(r, cols[c]));
-        if (l > w[c])
-            w[c] = l > 60 ? 60 : l;
-    }
-    for (size_t c = 0; c < ncols; c++) {
-        for (const char *p = cols[c]; *p; p++)
-            putchar(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
-        printf("%*s", c + 1 < ncols ? (int)(w[c] - strlen(cols[c]) + 2) : 0, "");
-    }
-    putchar('\n');
-    json_array_foreach(items, i, r)
-    {
-        for (size_t c = 0; c < ncols; c++)
-            printf("%-*.60s%s", c + 1 < ncols ? (int)w[c] : 0, str(r, cols[c]),
-                   c + 1 < ncols ? "  " : "");
-        putchar('\n');
-    }
+    cli__table(items, cols);
 }
 
 /* Do the call and print: table cols for {"items": [...]}, else JSON. */
@@ -98,16 +53,7 @@ static void table(const json_t *items, const char *const *cols)
 static int call(const struct cli_opts *o, const char *method, const char *path, const json_t *body,
                 json_t **out)
 {
-    int st = cli_call(o, method, path, body, out, NULL);
-    if (st < 0)
-        return 1;
-    if (st >= 400) {
-        int rc = cli_api_error(st, *out);
-        json_decref(*out);
-        *out = NULL;
-        return rc;
-    }
-    return 0;
+    return cli__call(o, method, path, body, out);
 }
 
 static int run(const struct cli_opts *o, const char *method, const char *path, const json_t *body,
@@ -117,9 +63,12 @@ static int run(const struct cli_opts *o, const char *method, const char *path, c
     int rc = call(o, method, path, body, &out);
     if (rc)
         return rc;
-    if (o->json || !cols) {
+    if (o->json) {
         if (out)
             print_json(out);
+    } else if (!cols) {
+        if (json_is_object(out))
+            cli__show_object(out, 0);
     } else {
         table(json_object_get(out, list_key ? list_key : "items"), cols);
     }
@@ -140,11 +89,7 @@ static json_t *load_file(const char *path)
 
 static int usage_entity(const char *kind)
 {
-    fprintf(stderr,
-            "usage: drover %s list | get NAME | create FILE | replace NAME FILE | delete NAME\n"
-            "       (FILE is JSON, - for standard input; --json, --url, --token anywhere)\n",
-            kind);
-    return 2;
+    return cli_usage(kind, NULL);
 }
 
 int cli_entity_main(int argc, char **argv)
@@ -243,12 +188,8 @@ int cli_import_main(int argc, char **argv)
 {
     struct cli_opts o;
     argc = cli_take_opts(argc, argv, &o);
-    int help = argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
-    if (argc != 2 || help) {
-        fprintf(help ? stdout : stderr,
-                "usage: drover import DIR|FILE   (DIR: providers/, hardwaretypes/, ...)\n");
-        return help ? 0 : 2;
-    }
+    if (argc != 2)
+        return cli_usage("import", NULL);
     DIR *d = opendir(argv[1]);
     json_t *body;
     if (d) {
@@ -281,8 +222,7 @@ int cli_export_main(int argc, char **argv)
     struct cli_opts o;
     argc = cli_take_opts(argc, argv, &o);
     if (argc != 1) {
-        fprintf(stderr, "usage: drover export   (the catalogue as one JSON document)\n");
-        return 2;
+        return cli_usage("export", NULL);
     }
     o.json = 1;
     return run(&o, "GET", "/v1/export", NULL, NULL, NULL);
@@ -293,28 +233,13 @@ int cli_export_main(int argc, char **argv)
 /* Take "--flag VALUE" from argv; NULL when absent. */
 static const char *flag(int *argc, char **argv, const char *name)
 {
-    for (int i = 1; i + 1 < *argc; i++)
-        if (strcmp(argv[i], name) == 0) {
-            const char *v = argv[i + 1];
-            for (int j = i; j + 2 <= *argc; j++)
-                argv[j] = argv[j + 2];
-            *argc -= 2;
-            return v;
-        }
-    return NULL;
+    return cli__flag(argc, argv, name);
 }
 
 /* Take a "--switch" with no value from argv; whether it was there. */
 static bool take_switch(int *argc, char **argv, const char *name)
 {
-    for (int i = 1; i < *argc; i++)
-        if (strcmp(argv[i], name) == 0) {
-            for (int j = i; j + 1 <= *argc; j++)
-                argv[j] = argv[j + 1];
-            *argc -= 1;
-            return true;
-        }
-    return false;
+    return cli__switch(argc, argv, name);
 }
 
 static json_t *csv_list(const char *s)
@@ -329,31 +254,12 @@ static json_t *csv_list(const char *s)
 
 static int parse_int(const char *s, long *out)
 {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end)
-        return -1;
-    *out = v;
-    return 0;
+    return cli__parse_int(s, out);
 }
 
 static int usage_cluster(void)
 {
-    fprintf(
-        stderr,
-        "usage: drover cluster list\n"
-        "       drover cluster get ID\n"
-        "       drover cluster create --name N --template T --nodes K [--provider P]\n"
-        "              [--hardwaretype H] [--imagetype I] [--services a,b] [--config FILE]\n"
-        "       drover cluster delete ID\n"
-        "       drover cluster expand|shrink ID --nodes K\n"
-        "       drover cluster addservices|removeservices ID --services a,b\n"
-        "       drover cluster configure ID --config FILE [--restart] [--services a,b]\n"
-        "       drover cluster start|stop|restart ID [--services a,b]\n"
-        "       drover cluster upgrade ID [--template-version V]\n"
-        "       drover cluster recreate ID   (a failed create, with the failed layout excluded)\n"
-        "       drover cluster snapshots ID [JOB]   (the state after each successful operation)\n");
-    return 2;
+    return cli_usage("cluster", NULL);
 }
 
 /* Build a create or operation body from flags; NULL (usage printed) on error. */
@@ -437,8 +343,14 @@ int cli_cluster_main(int argc, char **argv)
         return run(&o, "GET", "/v1/clusters", NULL, cols, NULL);
     if (strcmp(verb, "get") == 0 && argc == 3) {
         char *p = xasprintf("/v1/clusters/%s", argv[2]);
-        int rc = run(&o, "GET", p, NULL, NULL, NULL);
+        json_t *out;
+        int rc = call(&o, "GET", p, NULL, &out);
         free(p);
+        if (rc == 0 && o.json)
+            print_json(out);
+        else if (rc == 0)
+            cli__show_cluster(out);
+        json_decref(out);
         return rc;
     }
     if (strcmp(verb, "snapshots") == 0 && (argc == 3 || argc == 4)) {
@@ -478,184 +390,17 @@ int cli_preview_main(int argc, char **argv)
         return 2;
     if (argc != 1) {
         json_decref(body);
-        fprintf(stderr, "usage: drover preview --name N --template T --nodes K [...]"
-                        "   (as cluster create; nothing runs)\n");
-        return 2;
+        return cli_usage("preview", NULL);
     }
-    o.json = 1;
-    int rc = run(&o, "POST", "/v1/plans", body, NULL, NULL);
+    json_t *out;
+    int rc = call(&o, "POST", "/v1/plans", body, &out);
     json_decref(body);
+    if (rc == 0 && o.json)
+        print_json(out);
+    else if (rc == 0)
+        rc = cli__show_preview(out);
+    json_decref(out);
     return rc;
-}
-
-/* ---- jobs ----------------------------------------------------------------------------------- */
-
-static int usage_job(void)
-{
-    fprintf(stderr, "usage: drover job list [--cluster ID]\n"
-                    "       drover job get ID\n"
-                    "       drover job watch ID [--interval SECONDS]\n"
-                    "       drover job plan ID [--format json|dot]\n"
-                    "       drover job cancel|pause|resume ID\n");
-    return 2;
-}
-
-static int terminal(const char *status)
-{
-    return strcmp(status, "succeeded") == 0 || strcmp(status, "failed") == 0 ||
-           strcmp(status, "rolled-back") == 0 || strcmp(status, "cancelled") == 0 ||
-           strcmp(status, "needs-operator") == 0;
-}
-
-static int job_watch(const struct cli_opts *o, const char *id, long interval)
-{
-    char *p = xasprintf("/v1/jobs/%s?tasks=none", id);
-    char last[256] = "";
-    int rc = 1;
-    for (;;) {
-        json_t *out;
-        int st = cli_call(o, "GET", p, NULL, &out, NULL);
-        if (st < 0)
-            break;
-        if (st >= 400) {
-            rc = cli_api_error(st, out);
-            json_decref(out);
-            break;
-        }
-        const char *status = str(out, "status");
-        json_t *pr = json_object_get(out, "progress"),
-               *rb = json_object_get(out, "rollback_progress");
-        char line[256];
-        int w = snprintf(line, sizeof(line), "job %s %s: %s, %s/%s tasks done", id,
-                         str(out, "operation"), status, str(pr, "done"), str(pr, "total"));
-        if (rb && w > 0 && (size_t)w < sizeof(line))
-            snprintf(line + w, sizeof(line) - (size_t)w, ", rollback %s/%s", str(rb, "done"),
-                     str(rb, "total"));
-        if (strcmp(line, last) != 0) {
-            if (o->json) {
-                char *s = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
-                printf("%s\n", s);
-                free(s);
-            } else {
-                time_t now = time(NULL);
-                char ts[16];
-                strftime(ts, sizeof(ts), "%H:%M:%S", localtime(&now));
-                printf("%s  %s\n", ts, line);
-            }
-            fflush(stdout);
-            snprintf(last, sizeof(last), "%s", line);
-        }
-        if (terminal(status)) {
-            rc = strcmp(status, "succeeded") == 0 ? 0 : 1;
-            if (rc && json_is_string(json_object_get(out, "error")))
-                fprintf(stderr, "drover: job %s %s: %s\n", id, status, str(out, "error"));
-            json_decref(out);
-            break;
-        }
-        json_decref(out);
-        sleep((unsigned)interval);
-    }
-    free(p);
-    return rc;
-}
-
-int cli_job_main(int argc, char **argv)
-{
-    struct cli_opts o;
-    argc = cli_take_opts(argc, argv, &o);
-    static const char *const cols[] = {"id",           "cluster",    "operation", "status",
-                                       "requested_by", "created_at", NULL};
-    static const char *const task_cols[] = {"phase",  "id",      "status", "attempts",
-                                            "worker", "waiting", NULL};
-    if (argc < 2)
-        return usage_job();
-    const char *verb = argv[1];
-    const char *cluster = flag(&argc, argv, "--cluster");
-    const char *format = flag(&argc, argv, "--format");
-    const char *ival = flag(&argc, argv, "--interval");
-    if (strcmp(verb, "list") == 0 && argc == 2) {
-        char *p = cluster ? xasprintf("/v1/jobs?cluster=%s", cluster) : xstrdup("/v1/jobs");
-        int rc = run(&o, "GET", p, NULL, cols, NULL);
-        free(p);
-        return rc;
-    }
-    if (argc != 3)
-        return usage_job();
-    const char *id = argv[2];
-    if (strcmp(verb, "watch") == 0) {
-        long interval = 1;
-        if (ival && (parse_int(ival, &interval) != 0 || interval < 1))
-            return usage_job();
-        return job_watch(&o, id, interval);
-    }
-    if (strcmp(verb, "get") == 0) {
-        char *p = xasprintf("/v1/jobs/%s", id);
-        json_t *out;
-        int rc = call(&o, "GET", p, NULL, &out);
-        free(p);
-        if (rc)
-            return rc;
-        if (o.json) {
-            print_json(out);
-        } else {
-            json_t *pr = json_object_get(out, "progress");
-            printf("job %s: %s of cluster %s, %s (%s/%s tasks done)\ncreated %s by %s\n", id,
-                   str(out, "operation"), str(out, "cluster"), str(out, "status"), str(pr, "done"),
-                   str(pr, "total"), str(out, "created_at"), str(out, "requested_by"));
-            if (json_is_string(json_object_get(out, "error")))
-                printf("error: %s\n", str(out, "error"));
-            if (json_is_string(json_object_get(out, "control")))
-                printf("asked to %s\n", str(out, "control"));
-            /* Why each task that waits does (the API's explanation), as one column. */
-            size_t i;
-            json_t *t;
-            json_array_foreach(json_object_get(out, "tasks"), i, t)
-            {
-                const char *why =
-                    json_string_value(json_object_get(json_object_get(t, "why"), "text"));
-                json_object_set_new(t, "waiting", json_string(why ? why : ""));
-            }
-            if (json_array_size(json_object_get(out, "tasks")))
-                table(json_object_get(out, "tasks"), task_cols);
-        }
-        json_decref(out);
-        return 0;
-    }
-    if (strcmp(verb, "plan") == 0) {
-        if (format && strcmp(format, "json") != 0 && strcmp(format, "dot") != 0)
-            return usage_job();
-        char *p = xasprintf("/v1/jobs/%s/plan?format=%s", id, format ? format : "json");
-        json_t *out;
-        char *raw;
-        int st = cli_call(&o, "GET", p, NULL, &out, &raw);
-        free(p);
-        int rc = 0;
-        if (st < 0)
-            rc = 1;
-        else if (st >= 400)
-            rc = cli_api_error(st, out);
-        else
-            fputs(raw ? raw : "", stdout);
-        json_decref(out);
-        free(raw);
-        return rc;
-    }
-    if (strcmp(verb, "cancel") == 0 || strcmp(verb, "pause") == 0 || strcmp(verb, "resume") == 0) {
-        char *p = xasprintf("/v1/jobs/%s/%s", id, verb);
-        json_t *out;
-        int rc = call(&o, "POST", p, NULL, &out);
-        free(p);
-        if (rc)
-            return rc;
-        if (o.json)
-            print_json(out);
-        else
-            printf("job %s: %s asked (the job is %s; its owner acts on it)\n", id, verb,
-                   str(out, "status"));
-        json_decref(out);
-        return 0;
-    }
-    return usage_job();
 }
 
 /* ---- fleet, tenants, users, tokens ----------------------------------------------------- */
@@ -664,10 +409,8 @@ int cli_fleet_main(int argc, char **argv)
 {
     struct cli_opts o;
     argc = cli_take_opts(argc, argv, &o);
-    static const char *const wcols[] = {"id", NULL}; /* workers: the member ids */
     if (argc != 1) {
-        fprintf(stderr, "usage: drover %s [--json]\n", argv[0]);
-        return 2;
+        return cli_usage(argv[0], NULL);
     }
     if (strcmp(argv[0], "members") == 0) {
         json_t *out;
@@ -699,8 +442,16 @@ int cli_fleet_main(int argc, char **argv)
         json_decref(out);
         return 0;
     }
-    if (strcmp(argv[0], "workers") == 0)
-        return run(&o, "GET", "/v1/workers", NULL, wcols, "workers");
+    if (strcmp(argv[0], "workers") == 0) {
+        json_t *out;
+        int rc = call(&o, "GET", "/v1/workers", NULL, &out);
+        if (rc == 0 && o.json)
+            print_json(out);
+        else if (rc == 0)
+            cli__show_workers(&o, out);
+        json_decref(out);
+        return rc;
+    }
     if (strcmp(argv[0], "whoami") == 0) {
         json_t *out;
         int rc = call(&o, "GET", "/v1/whoami", NULL, &out);
@@ -746,8 +497,7 @@ int cli_tenant_main(int argc, char **argv)
             printf("tenant %s deleted\n", argv[2]);
         return rc;
     }
-    fprintf(stderr, "usage: drover tenant list | create NAME | delete NAME   (superadmin)\n");
-    return 2;
+    return cli_usage("tenant", NULL);
 }
 
 int cli_user_main(int argc, char **argv)
@@ -791,19 +541,12 @@ int cli_user_main(int argc, char **argv)
             printf("user %s deleted\n", argv[2]);
         return rc;
     }
-    fprintf(stderr, "usage: drover user list [--tenant T] | create NAME --role admin|user "
-                    "[--tenant T] | delete NAME [--tenant T]\n");
-    return 2;
+    return cli_usage("user", NULL);
 }
 
 static int usage_token(void)
 {
-    fprintf(stderr,
-            "usage: drover token create [--expires-in SECONDS] [--label TEXT]   a new token for "
-            "the caller\n"
-            "       drover token list                 the caller's live tokens\n"
-            "       drover token revoke ID            ID: the 16 hex digits after drv_\n");
-    return 2;
+    return cli_usage("token", NULL);
 }
 
 int cli_token_main(int argc, char **argv)
@@ -861,8 +604,7 @@ int cli_audit_main(int argc, char **argv)
     const char *limit = flag(&argc, argv, "--limit");
     const char *tenant = flag(&argc, argv, "--tenant");
     if (argc != 1) {
-        fprintf(stderr, "usage: drover audit [--limit N] [--tenant T]   (newest first)\n");
-        return 2;
+        return cli_usage("audit", NULL);
     }
     char *p = xasprintf("/v1/audit?limit=%s%s%s", limit ? limit : "100", tenant ? "&tenant=" : "",
                         tenant ? tenant : "");
@@ -873,17 +615,9 @@ int cli_audit_main(int argc, char **argv)
 
 /* ---- drain ------------------------------------------------------------------------------ */
 
-static int usage_drain(void)
+static int usage_drain(const char *cmd)
 {
-    fprintf(stderr,
-            "usage: drover node drain ID [--wait SECONDS]   out of the ring, jobs handed over,\n"
-            "                                              /readyz 503 (--wait: until it owns "
-            "nothing)\n"
-            "       drover node undrain ID                 back in the ring\n"
-            "       drover worker drain ID                 stop taking, finish or hand back, "
-            "exit\n"
-            "(admin or superadmin)\n");
-    return 2;
+    return cli_usage(cmd, NULL);
 }
 
 /* Poll the members until id says drained (0), is gone (0), or secs pass (1). */
@@ -922,13 +656,13 @@ int cli_drain_main(int argc, char **argv)
     const char *wait = flag(&argc, argv, "--wait");
     bool node = strcmp(argv[0], "node") == 0;
     if (argc != 3 || (strcmp(argv[1], "drain") != 0 && (!node || strcmp(argv[1], "undrain") != 0)))
-        return usage_drain();
+        return usage_drain(argv[0]);
     long secs = 0;
     if (wait) {
         char *end;
         secs = strtol(wait, &end, 10);
         if (!*wait || *end || secs <= 0 || !node || strcmp(argv[1], "drain") != 0)
-            return usage_drain();
+            return usage_drain(argv[0]);
     }
     char *p = xasprintf("/v1/%s/%s/%s", node ? "members" : "workers", argv[2], argv[1]);
     json_t *out;

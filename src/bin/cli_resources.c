@@ -93,6 +93,8 @@ static const char *cell(const json_t *o, const char *k, char *buf, size_t n)
     const json_t *v = json_object_get(o, k);
     if (json_is_integer(v))
         snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+    else if (json_is_string(v) && strcmp(k, "created_at") == 0)
+        cli_fmt_time(json_string_value(v), buf, n);
     else
         snprintf(buf, n, "%s", json_is_string(v) ? json_string_value(v) : "-");
     return buf;
@@ -105,10 +107,7 @@ int cli_resources_main(int argc, char **argv)
     bool push = argc == 3 && strcmp(argv[1], "push") == 0;
     bool list = argc == 2 && strcmp(argv[1], "list") == 0;
     if (!push && !list) {
-        fprintf(stderr, "usage: drover resources push DIR   (a new version of the tenant's "
-                        "resources; admin)\n       drover resources list       (the versions, "
-                        "newest first)\n");
-        return 2;
+        return cli_usage("resources", NULL);
     }
     json_t *body = NULL;
     if (push) {
@@ -140,14 +139,14 @@ int cli_resources_main(int argc, char **argv)
                cell(out, "version", a, sizeof(a)), cell(out, "files", b, sizeof(b)),
                cell(out, "size", c, sizeof(c)), json_string_value(json_object_get(out, "sha256")));
     } else {
-        printf("%-8s %-10s %-6s %-26s %-16s %s\n", "VERSION", "SIZE", "FILES", "CREATED_AT",
+        printf("%-8s %-10s %-6s %-20s %-16s %s\n", "VERSION", "SIZE", "FILES", "CREATED_AT",
                "CREATED_BY", "SHA256");
         size_t i;
         json_t *v;
         json_array_foreach(json_object_get(out, "items"), i, v)
         {
             char a[32], b[32], c[32], d[64], e[130], f[80];
-            printf("%-8s %-10s %-6s %-26s %-16s %s\n", cell(v, "version", a, sizeof(a)),
+            printf("%-8s %-10s %-6s %-20s %-16s %s\n", cell(v, "version", a, sizeof(a)),
                    cell(v, "size", b, sizeof(b)), cell(v, "files", c, sizeof(c)),
                    cell(v, "created_at", d, sizeof(d)), cell(v, "created_by", f, sizeof(f)),
                    cell(v, "sha256", e, sizeof(e)));

@@ -1,8 +1,12 @@
 /*
  * drover: the command line, for users and operators.
  *
- * One binary, one subcommand per word; the table below is the list `drover
- * --help` prints. Offline commands (solve, plan) need no server; zk reads
+ * One binary, one command per word, dispatched from the command table
+ * (cli_table.c): a command, then for most a subcommand, then its arguments.
+ * Everything that needs no server is answered here, before any command runs:
+ * `drover` alone (usage, status 2), --help and -h at every level (status 0),
+ * --version, and an unknown command or subcommand (refused with the closest
+ * name, status 2). Offline commands (solve, plan) need no server; zk reads
  * the ZooKeeper tree directly; the rest speak the HTTP API (cli_api.c).
  * Exit status: 0 ok, 1 error, 2 usage error.
  */
@@ -11,65 +15,84 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "planner.h"
-#include "solver.h"
+#include "drover_version.h"
 
-struct command {
-    const char *name;
-    int (*main)(int argc, char **argv);
-    const char *summary;
-};
-
-static const struct command commands[] = {
-    {"providers", cli_entity_main, "providers: list, get, create, replace, delete"},
-    {"hardwaretypes", cli_entity_main, "hardware types: list, get, create, replace, delete"},
-    {"imagetypes", cli_entity_main, "image types: list, get, create, replace, delete"},
-    {"services", cli_entity_main, "services: list, get, create, replace, delete"},
-    {"clustertemplates", cli_entity_main, "cluster templates: list, get, create, replace, delete"},
-    {"partialtemplates", cli_entity_main, "partial templates: list, get, create, replace, delete"},
-    {"import", cli_import_main, "import a catalogue directory or JSON document"},
-    {"export", cli_export_main, "export the catalogue as one JSON document"},
-    {"cluster", cli_cluster_main, "clusters: list, get, create, delete and operations"},
-    {"preview", cli_preview_main, "solve and plan a cluster without running anything"},
-    {"job", cli_job_main, "jobs: list, get, watch, plan, cancel, pause, resume"},
-    {"members", cli_fleet_main, "orchestrator nodes, the ring and who owns which jobs"},
-    {"node", cli_drain_main, "drain or undrain an orchestrator node"},
-    {"workers", cli_fleet_main, "the tenant's workers"},
-    {"worker", cli_drain_main, "drain a worker: stop taking, finish, exit"},
-    {"queues", cli_fleet_main, "task queues: length, oldest age, arrival rate, workers called for"},
-    {"whoami", cli_fleet_main, "the caller's user, role and tenant"},
-    {"tenant", cli_tenant_main, "tenants: list, create, delete (superadmin)"},
-    {"user", cli_user_main, "users: list, create (with their first token), delete"},
-    {"token", cli_token_main, "create, list or revoke the caller's tokens"},
-    {"audit", cli_audit_main, "the audit log: who did what, when, from where"},
-    {"resources", cli_resources_main, "the tenant's plugin resources: push DIR, list"},
-    {"solve", solver_cli_main, "offline: the layout for a template and a node count"},
-    {"plan", planner_cli_main, "offline: the task DAG of an operation"},
-    {"zk", cli_zk_main, "inspect the ZooKeeper tree (ls, get, tree)"},
-    {NULL, NULL, NULL},
-};
-
-static void usage(FILE *f)
+static bool is_help(const char *a)
 {
-    fprintf(f, "usage: drover COMMAND [ARGS...]\n\ncommands:\n");
-    for (const struct command *c = commands; c->name; c++)
-        fprintf(f, "  %-17s %s\n", c->name, c->summary);
-    fprintf(f, "\nAPI commands read DROVER_URL and DROVER_TOKEN (or --url, --token) and print\n"
-               "tables, or the API's JSON with --json. Exit status: 0 ok, 1 API error, 2 usage.\n"
-               "`drover COMMAND` without arguments tells more about one.\n");
+    return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0;
+}
+
+/* Whether option opt of cmd takes a value: --url and --token, or "--opt WORD" in a synopsis. */
+static bool takes_value(const struct cli_cmd *cmd, const char *opt)
+{
+    if (strcmp(opt, "--url") == 0 || strcmp(opt, "--token") == 0)
+        return true;
+    size_t n = strlen(opt);
+    for (const struct cli_cmd *s = cmd->subs; s && s->name; s++)
+        for (const char *p = strstr(s->args, opt); p; p = strstr(p + 1, opt))
+            if (p[n] == ' ' && p[n + 1] != '[' && p[n + 1] != '-')
+                return true;
+    return false;
+}
+
+/* Remove argv[i] (argc shrinks by one). */
+static void drop_arg(int *argc, char **argv, int i)
+{
+    memmove(&argv[i], &argv[i + 1], (size_t)(*argc - i) * sizeof(*argv));
+    (*argc)--;
+}
+
+static int unknown(const struct cli_cmd *cmds, const char *what, const char *word,
+                   const char *parent)
+{
+    const char *near = cli_suggest(cmds, word);
+    fprintf(stderr, "drover: unknown %s \"%s\"%s%s", what, word, parent ? " of " : "",
+            parent ? parent : "");
+    if (near)
+        fprintf(stderr, "; did you mean \"%s\"?", near);
+    fprintf(stderr, "\n(drover %s%s--help lists them)\n", parent ? parent : "", parent ? " " : "");
+    return 2;
+}
+
+/* `drover help [COMMAND [SUBCOMMAND]]` */
+static int help(int argc, char **argv)
+{
+    if (argc < 3) {
+        cli_print_usage(stdout);
+        return 0;
+    }
+    const struct cli_cmd *c = cli_find(cli_commands, argv[2]);
+    if (!c)
+        return unknown(cli_commands, "command", argv[2], NULL);
+    const struct cli_cmd *s = NULL;
+    if (argc > 3 && c->subs && !(s = cli_find(c->subs, argv[3])))
+        return unknown(c->subs, "subcommand", argv[3], c->name);
+    cli_print_help(stdout, c, s);
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        usage(stderr);
+        cli_print_usage(stderr);
         return 2;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-        strcmp(argv[1], "help") == 0) {
-        usage(stdout);
+    if (is_help(argv[1])) {
+        cli_print_usage(stdout);
         return 0;
     }
+    if (strcmp(argv[1], "help") == 0)
+        return help(argc, argv);
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+        printf("drover %s\n", DROVER_VERSION_FULL);
+        return 0;
+    }
+    /* --local-time anywhere: a setting of the output, not of any one command. */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--local-time") == 0) {
+            cli_fmt_set_local(true);
+            drop_arg(&argc, argv, i--);
+        }
     /* Global flags may come before the command: move the command to the front. */
     int cmd = 1;
     while (cmd < argc && (strcmp(argv[cmd], "--json") == 0 || strncmp(argv[cmd], "--url", 5) == 0 ||
@@ -79,19 +102,19 @@ int main(int argc, char **argv)
         cmd++;
     }
     if (cmd >= argc) {
-        usage(stderr);
+        cli_print_usage(stderr);
         return 2;
     }
     char *name = argv[cmd];
     memmove(&argv[2], &argv[1], (size_t)(cmd - 1) * sizeof(*argv));
     argv[1] = name;
-    for (const struct command *c = commands; c->name; c++) {
-        if (strcmp(c->name, argv[1]) != 0)
-            continue;
-        if (argc == 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
-            /* `drover CMD --help`: every command answers an argument it does not
-               take with its usage on stderr and status 2; asked for, that is
-               help, so it goes to stdout with status 0. */
+    const struct cli_cmd *c = cli_find(cli_commands, name);
+    if (!c)
+        return unknown(cli_commands, "command", name, NULL);
+    if (c->flags & CLI_OWN_HELP) {
+        if (argc == 3 && is_help(argv[2])) {
+            /* The command answers an argument it does not take with its usage on
+               stderr and status 2; asked for, that is help: stdout, status 0. */
             fflush(stderr);
             dup2(STDOUT_FILENO, STDERR_FILENO);
             int rc = c->main(argc - 1, argv + 1);
@@ -99,7 +122,29 @@ int main(int argc, char **argv)
         }
         return c->main(argc - 1, argv + 1);
     }
-    fprintf(stderr, "drover: unknown command \"%s\"\n\n", argv[1]);
-    usage(stderr);
-    return 2;
+    bool asked_help = false;
+    const char *verb = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (is_help(argv[i]))
+            asked_help = true;
+        else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            if (!strchr(argv[i], '=') && takes_value(c, argv[i]))
+                i++;
+        } else if (!verb)
+            verb = argv[i];
+    }
+    const struct cli_cmd *s = NULL;
+    if (c->subs) {
+        if (!verb) {
+            cli_print_help(asked_help ? stdout : stderr, c, NULL);
+            return asked_help ? 0 : 2;
+        }
+        if (!(s = cli_find(c->subs, verb)))
+            return unknown(c->subs, "subcommand", verb, c->name);
+    }
+    if (asked_help) {
+        cli_print_help(stdout, c, s);
+        return 0;
+    }
+    return c->main(argc - 1, argv + 1);
 }

@@ -12,6 +12,7 @@
 
 #include <event2/thread.h>
 
+#include "drover_version.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -121,19 +122,18 @@ static void prog_usage(FILE *f, const char *prog)
     fprintf(f,
             "usage: %s --config FILE\n"
             "       %s --check-config FILE   validate a config file and exit\n"
-            "       %s --help-config         list the config keys\n",
-            prog, prog, prog);
+            "       %s --help-config         list the config keys\n"
+            "       %s --version             the version (and the commit it was built from)\n",
+            prog, prog, prog, prog);
 }
 
 int prog_start(int argc, char **argv, const char *prog, const char *id_prefix,
                const struct config_key *keys, void *conf, struct prog_conf *common)
 {
     static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"check-config", required_argument, NULL, 'k'},
-        {"help-config", no_argument, NULL, 'H'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'}, {"check-config", required_argument, NULL, 'k'},
+        {"help-config", no_argument, NULL, 'H'},  {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
     };
     const char *path = NULL;
     int check_only = 0, c;
@@ -151,6 +151,9 @@ int prog_start(int argc, char **argv, const char *prog, const char *id_prefix,
             return 0;
         case 'h':
             prog_usage(stdout, prog);
+            return 0;
+        case 'V':
+            printf("%s %s\n", prog, DROVER_VERSION_FULL);
             return 0;
         default:
             prog_usage(stderr, prog);

@@ -286,10 +286,13 @@ static void task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engin
     }
     if (o.actions & ENGINE_TACT_GAVE_UP) {
         p->gave_up = true;
+        /* The log line carries this task's own error; the job's error stays its first one. */
+        char own[sizeof(j->st.error)];
+        snprintf(own, sizeof(own), "task %s failed after %u attempts: %s", t->id,
+                 p->recs[idx].failures, r ? r->message : "too many attempts");
         if (!*j->st.error)
-            snprintf(j->st.error, sizeof(j->st.error), "task %s failed after %u attempts: %s",
-                     t->id, p->recs[idx].failures, r ? r->message : "too many attempts");
-        log_warn(MOD, "event=task-gave-up job=%s task=%s error=\"%s\"", j->id, t->id, j->st.error);
+            snprintf(j->st.error, sizeof(j->st.error), "%s", own);
+        log_warn(MOD, "event=task-gave-up job=%s task=%s error=\"%s\"", j->id, t->id, own);
         engine__job_event(j, ENGINE_EV_GAVE_UP);
     }
     if (o.actions & (ENGINE_TACT_EXEC_OK | ENGINE_TACT_EXEC_FAIL | ENGINE_TACT_EXEC_REQUEUE))
