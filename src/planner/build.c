@@ -31,8 +31,18 @@
  *      service and action ("* /B/start"), so two services on N and M nodes cost
  *      N + M edges, not N * M; a service on one node is waited for directly.
  *
+ *   4. Rolling restarts. A service stopped and started again on several
+ *      nodes (restart, configure-restart, upgrade) with a rolling strategy on
+ *      its stop or start (one-by-one, parallel with an amount, or max_down)
+ *      has at most w nodes down at once: the stop on the (k + w)-th node
+ *      waits for the start on the k-th, in plan order. The strategy limits
+ *      alone bound stops and starts separately, not the time between them.
+ *      An edge that would close a loop (the start waits, through runtime
+ *      dependencies, for that stop) is left out: nothing can roll there.
+ *
  * Finally the DAG is sorted once: a loop is an error naming its tasks.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -425,7 +435,7 @@ static uint32_t add_task(struct build *b, const char *id, const char *node, int 
 
 static void make_tasks(struct build *b)
 {
-    static const struct planner_strategy parallel = {PLANNER_STRAT_PARALLEL, 0};
+    static const struct planner_strategy parallel = {PLANNER_STRAT_PARALLEL, 0, 0};
     struct fcache prov = {0}, boot = {0};
     const char *ptype = b->req->providertype ? b->req->providertype : "provider";
     const char *ptype_a = planner__arena_strdup(b->plan->arena, ptype);
@@ -638,7 +648,7 @@ static uint32_t every(struct build *b, size_t s, int a)
     if (*an < 0) {
         char id[512];
         snprintf(id, sizeof(id), "*/%s/%s", b->svc_name[s], planner_action_name(a));
-        static const struct planner_strategy parallel = {PLANNER_STRAT_PARALLEL, 0};
+        static const struct planner_strategy parallel = {PLANNER_STRAT_PARALLEL, 0, 0};
         uint32_t t = add_task(b, id, NULL, (int)s, PLANNER_ACT_ANCHOR, NULL, NULL, parallel);
         for (size_t k = 0; k < l->n; k++) /* distinct tasks: no duplicate check */
             planner__add_dep_new(b->plan, t, l->v[k]);
@@ -740,6 +750,94 @@ static void wire(struct build *b)
     free_lists(r_stop, b->ns);
 }
 
+/* ---- step 4: rolling restarts ---- */
+
+/* How many nodes a rolling stop-then-start of s may have down at once; 0: no limit. */
+static unsigned roll_window(struct build *b, size_t s)
+{
+    const struct planner_strategy *st = &svc_act(b, s, PLANNER_ACT_STOP)->strategy,
+                                  *sa = &svc_act(b, s, PLANNER_ACT_START)->strategy;
+    if (st->max_down)
+        return st->max_down;
+    if (sa->max_down)
+        return sa->max_down;
+    unsigned w = 0;
+    const struct planner_strategy *both[2] = {st, sa};
+    for (int i = 0; i < 2; i++) {
+        unsigned x = both[i]->type == PLANNER_STRAT_ONE_BY_ONE ? 1 : both[i]->amount;
+        if (x && (w == 0 || x < w))
+            w = x;
+    }
+    return w;
+}
+
+/* Does task from (transitively) wait for task to? mark is scratch of n_tasks bytes, zeroed
+ * on return. */
+static bool waits_for(struct build *b, uint32_t from, uint32_t to, unsigned char *mark,
+                      struct ulist *stack)
+{
+    bool found = false;
+    stack->n = 0;
+    XGROW(stack->v, stack->cap, 1);
+    stack->v[stack->n++] = from;
+    mark[from] = 1;
+    struct ulist seen = {0};
+    XGROW(seen.v, seen.cap, 1);
+    seen.v[seen.n++] = from;
+    while (stack->n > 0 && !found) {
+        const struct planner_task *t = &b->plan->tasks[stack->v[--stack->n]];
+        for (uint32_t k = 0; k < t->n_deps && !found; k++) {
+            uint32_t d = t->deps[k];
+            if (d == to)
+                found = true;
+            else if (!mark[d]) {
+                mark[d] = 1;
+                XGROW(seen.v, seen.cap, seen.n + 1);
+                seen.v[seen.n++] = d;
+                XGROW(stack->v, stack->cap, stack->n + 1);
+                stack->v[stack->n++] = d;
+            }
+        }
+    }
+    for (size_t i = 0; i < seen.n; i++)
+        mark[seen.v[i]] = 0;
+    free(seen.v);
+    return found;
+}
+
+static void roll(struct build *b)
+{
+    unsigned char *mark = NULL;
+    struct ulist stack = {0};
+    uint32_t *stops = xmalloc((b->nn + 1) * sizeof(*stops)),
+             *starts = xmalloc((b->nn + 1) * sizeof(*starts));
+    for (size_t s = 0; s < b->ns; s++) {
+        if (!has_tasks(b, s, PLANNER_ACT_STOP) || !has_tasks(b, s, PLANNER_ACT_START))
+            continue;
+        unsigned w = roll_window(b, s);
+        if (w == 0)
+            continue;
+        size_t m = 0; /* the nodes where s is stopped, then started again */
+        for (size_t i = 0; i < b->nn; i++) {
+            long st = local_task(b, &b->nodes[i], s, PLANNER_ACT_STOP);
+            long sa = local_task(b, &b->nodes[i], s, PLANNER_ACT_START);
+            if (st >= 0 && sa > st) {
+                stops[m] = (uint32_t)st;
+                starts[m++] = (uint32_t)sa;
+            }
+        }
+        if (mark == NULL && m > w)
+            mark = xcalloc(b->plan->n_tasks + 1, 1);
+        for (size_t k = w; k < m; k++)
+            if (!waits_for(b, starts[k - w], stops[k], mark, &stack))
+                planner__add_dep(b->plan, stops[k], starts[k - w]);
+    }
+    free(stops);
+    free(starts);
+    free(stack.v);
+    free(mark);
+}
+
 /* ---- the whole ---- */
 
 static void plan_nodes(struct build *b, const struct planner_layout *s,
@@ -821,6 +919,7 @@ int planner_build(const struct planner_request *req, struct planner_plan **out, 
             b->anchor[i] = -1;
         make_tasks(b);
         wire(b);
+        roll(b);
         rc = planner__check_ids(b->plan, err);
     }
     if (rc == 0)

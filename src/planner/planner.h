@@ -92,6 +92,10 @@ enum planner_strategy_type { PLANNER_STRAT_PARALLEL = 0, PLANNER_STRAT_ONE_BY_ON
 struct planner_strategy {
     enum planner_strategy_type type;
     unsigned amount;
+    /* Rolling restarts (a stop then a start of the service on one node): how many
+     * nodes may be between the two at once; 0: not given (docs/planner.md
+     * "Rolling restarts"). Planned as edges, not exported with the task. */
+    unsigned max_down;
 };
 
 /* Name and parse ("create", "add-services", "success", "one-by-one", ...). -1 when unknown. */

@@ -51,6 +51,7 @@ static void convert_service(const struct model_service *m, struct planner_servic
                                           ? PLANNER_STRAT_ONE_BY_ONE
                                           : PLANNER_STRAT_PARALLEL;
         p->actions[a].strategy.amount = ma->strategy == MODEL_STRATEGY_PARALLEL ? ma->amount : 0;
+        p->actions[a].strategy.max_down = ma->max_down;
     }
 }
 
