@@ -51,6 +51,9 @@ int api__kind_of(const char *seg);
 struct model_catalog;
 /* The tenant's catalogue as the model sees it (*out, caller frees) and its rows (*rows:
    [{kind, name, version, body}], caller decrefs). */
+/* A configure's whole config, as the job applies it (handlers_clusters.c). New in *out. */
+int api__configure_config(PGconn *conn, struct call *c, const json_t *cluster, json_t **out,
+                          struct drv_err *err);
 int api__load_catalog(PGconn *conn, struct call *c, struct model_catalog **out, json_t **rows,
                       struct drv_err *err);
 /* The version of an entity among rows, 0 when absent. */

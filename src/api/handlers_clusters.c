@@ -15,6 +15,7 @@
 
 #include "api_int.h"
 #include "handlers.h"
+#include "jmerge.h"
 #include "log.h"
 #include "model.h"
 #include "planner.h"
@@ -140,6 +141,16 @@ static int check_op(struct call *c, const char *op, const json_t *cluster)
         json_t *jc = b ? json_object_get(b, "config") : NULL;
         if (!json_is_object(jc))
             return call_fail(c, 400, "invalid", "config", "field \"config\": expected an object");
+        json_t *jm = json_object_get(b, "mode");
+        const char *mode = json_string_value(jm);
+        if (jm && (!mode || (strcmp(mode, "merge") != 0 && strcmp(mode, "replace") != 0)))
+            return call_fail(c, 400, "invalid", "mode",
+                             "field \"mode\": expected \"merge\" or \"replace\"");
+        if (!jm && json_object_size(jc) == 0)
+            return call_fail(c, 400, "invalid", "config",
+                             "field \"config\": {} would reset the cluster's config to the "
+                             "template's defaults; say \"mode\": \"replace\" to do that, or "
+                             "\"merge\" to change some keys");
         json_t *jr = json_object_get(b, "restart");
         if (jr && !json_is_boolean(jr))
             return call_fail(c, 400, "invalid", "restart",
@@ -418,6 +429,45 @@ static bool same_cluster(const json_t *a, const json_t *b)
 }
 
 /*
+ * A configure's config as the job will apply it, sealed: with "mode": "merge", the
+ * body's config is a merge patch (RFC 7396) over the cluster's current config;
+ * otherwise ("replace", or no mode) it is merged over the template's current
+ * defaults, as at create. Seals the body's sensitive values first ("********"
+ * keeps the cluster's value). *out is new.
+ */
+int api__configure_config(PGconn *conn, struct call *c, const json_t *cluster, json_t **out,
+                          struct drv_err *err)
+{
+    *out = NULL;
+    json_t *jc = json_object_get(c->body, "config");
+    const json_t *now = json_object_get(cluster, "config");
+    int rc = api__seal(c, jc, now, NULL, "config");
+    if (rc)
+        return rc;
+    const char *mode = json_string_value(json_object_get(c->body, "mode"));
+    if (mode && strcmp(mode, "merge") == 0) {
+        *out = jmerge_patch(json_is_object(now) ? now : NULL, jc);
+        return 0;
+    }
+    struct model_catalog *cat = NULL;
+    struct model_template *t = NULL;
+    json_t *rows = NULL;
+    rc = api__load_catalog(conn, c, &cat, &rows, err);
+    json_decref(rows);
+    if (rc)
+        return rc;
+    const char *tname = json_string_value(json_object_get(cluster, "template"));
+    struct drv_err e;
+    if (tname && model_template_resolve(cat, tname, &t, &e) == 0)
+        *out = jmerge_patch(t->default_config, jc);
+    else /* the template is gone: no defaults */
+        *out = json_deep_copy(jc);
+    model_template_free(t);
+    model_catalog_free(cat);
+    return 0;
+}
+
+/*
  * Record the operation: under the cluster row's lock, check again that it is
  * idle (and, after a solve, unchanged since it was read), then write the job
  * (its request with the solved target), the status of a delete, and the
@@ -434,10 +484,10 @@ static int op_record(PGconn *conn, struct call *c, struct drv_err *err)
     if (rc == 0 && !o)
         rc = check_op(c, op, cluster);
     /* A configure's sensitive values are sealed before the job keeps them; "********" keeps
-       the cluster's value. */
+       the cluster's value. The job carries the whole config it applies. */
+    json_t *config = NULL;
     if (rc == 0 && op_is(op, "configure"))
-        rc = api__seal(c, json_object_get(c->body, "config"), json_object_get(cluster, "config"),
-                       NULL, "config");
+        rc = api__configure_config(conn, c, cluster, &config, err);
     if (rc == 0 && o && !same_cluster(o->cluster, cluster))
         rc = call_fail(c, 409, "conflict", NULL,
                        "cluster \"%s\" changed while the request was being solved, try again",
@@ -448,6 +498,10 @@ static int op_record(PGconn *conn, struct call *c, struct drv_err *err)
     json_t *request = c->body ? json_deep_copy(c->body) : json_object();
     if (o && o->target)
         json_object_set(request, "target", o->target);
+    if (config) {
+        json_object_set(request, "patch", json_object_get(request, "config"));
+        json_object_set_new(request, "config", config);
+    }
     char *req = json_dumps(request, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(request);
     /* A recreate is a create of the cluster's new layout, for the engine. */

@@ -21,6 +21,7 @@
 
 #include "api_int.h"
 #include "handlers.h"
+#include "jmerge.h"
 #include "model.h"
 #include "planner.h"
 #include "planner_model.h"
@@ -195,12 +196,16 @@ static int create_load(PGconn *conn, struct call *c, int need_name, struct creat
     r->provider = xstrdup(provider);
     r->hw = hw ? xstrdup(hw) : NULL;
     r->img = img ? xstrdup(img) : NULL;
-    r->config = json_dumps(jc                     ? jc
-                           : r->t->default_config ? r->t->default_config
-                                                  : NULL,
-                           JSON_COMPACT | JSON_SORT_KEYS);
-    if (!r->config)
-        r->config = xstrdup("{}");
+    /* The user's config is merged over the template's defaults (RFC 7396: null removes a
+       default, objects merge, anything else replaces; docs/catalog.md). */
+    json_t *merged =
+        jc ? jmerge_patch(r->t->default_config, jc) : json_deep_copy(r->t->default_config);
+    if (!json_is_object(merged)) {
+        json_decref(merged);
+        merged = json_object();
+    }
+    r->config = json_dumps(merged, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(merged);
 
     return 0;
 }

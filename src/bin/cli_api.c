@@ -348,7 +348,9 @@ static int usage_cluster(void)
         "       drover cluster delete ID\n"
         "       drover cluster expand|shrink ID --nodes K\n"
         "       drover cluster addservices|removeservices ID --services a,b\n"
-        "       drover cluster configure ID --config FILE [--restart] [--services a,b]\n"
+        "       drover cluster configure ID --config FILE [--merge|--replace] [--restart]\n"
+        "              [--services a,b]   (--merge: FILE is a merge patch over the current "
+        "config)\n"
         "       drover cluster start|stop|restart ID [--services a,b]\n"
         "       drover cluster upgrade ID [--template-version V]\n"
         "       drover cluster recreate ID   (a failed create, with the failed layout excluded)\n"
@@ -404,6 +406,16 @@ static json_t *cluster_body(int *argc, char **argv, int create)
     }
     if (take_switch(argc, argv, "--restart"))
         json_object_set_new(b, "restart", json_true());
+    if (take_switch(argc, argv, "--merge"))
+        json_object_set_new(b, "mode", json_string("merge"));
+    if (take_switch(argc, argv, "--replace")) {
+        if (json_object_get(b, "mode")) {
+            fprintf(stderr, "drover: --merge and --replace: one or the other\n");
+            json_decref(b);
+            return NULL;
+        }
+        json_object_set_new(b, "mode", json_string("replace"));
+    }
     return b;
 }
 
