@@ -47,3 +47,14 @@ api_wait_job "$(body_of "$r" | jq -r .job.id)" succeeded
 config_of "$CID" | jq -e '.nginx == {"port": 80, "message": "replaced"} and .haproxy.backend_port == 80' > /dev/null ||
   fail "configure replace: $(config_of "$CID")"
 pass "configure: merge patches the current config, replace starts from the defaults, {} alone is refused"
+
+# ---- layout changes re-render their dependents ----
+tasks_of() { body_of "$(api GET "/v1/jobs/$1")" | jq -c '[.tasks[] | select(.service == "haproxy") | .action] | sort'; }
+r=$(api POST "/v1/clusters/$CID/expand" '{"nodes":1}')
+expect 202 "$r" '' "expand"
+J=$(body_of "$r" | jq -r .job.id)
+api_wait_job "$J" succeeded
+[ "$(tasks_of "$J")" = '["configure","start","stop"]' ] || fail "expand's haproxy tasks: $(tasks_of "$J")"
+body_of "$(api GET "/v1/jobs/$J")" | jq -e '.request.target.reconfigure == [{"service": "haproxy", "on": ["nginx"], "restart": true}]' > /dev/null ||
+  fail "the expand's request: $(body_of "$(api GET "/v1/jobs/$J")" | jq -c .request.target.reconfigure)"
+pass "expand: haproxy (backends over the nginx nodes) configured and restarted in the same job"

@@ -410,6 +410,16 @@ static int op_solve(struct call *c, struct drv_err *err)
                           "services", o->services, "size", (json_int_t)model_layout_size(layout));
     if (o->version)
         json_object_set_new(o->target, "template_version", json_integer(o->version));
+    /* The services whose config reads the nodes that change (HAProxy's backends): the
+       engine configures them again in the same job (docs/planner.md). */
+    if (op_is(o->op, "expand") || op_is(o->op, "shrink") || op_is(o->op, "addservices") ||
+        op_is(o->op, "removeservices")) {
+        json_t *rf =
+            planner_model_reconf(o->cat, o->services, json_object_get(o->cluster, "config"));
+        if (json_array_size(rf))
+            json_object_set(o->target, "reconfigure", rf);
+        json_decref(rf);
+    }
     if (o->excluded_json)
         json_object_set(o->target, "excluded", o->excluded_json);
     model_layout_free(layout);

@@ -79,10 +79,12 @@ struct build {
     struct drv_err *err;
     size_t ns; /* services */
     struct planner__map svc_map;
-    const char **svc_name;  /* arena copies */
-    unsigned char *present; /* on the cluster (either layout) */
-    unsigned char *sel;     /* acted on by configure/start/stop/restart/upgrade */
-    unsigned char *restart; /* stopped and started again (configure-restart, upgrade) */
+    const char **svc_name;   /* arena copies */
+    unsigned char *present;  /* on the cluster (either layout) */
+    unsigned char *sel;      /* acted on by configure/start/stop/restart/upgrade */
+    unsigned char *restart;  /* stopped and started again (configure-restart, upgrade) */
+    unsigned char *reconf;   /* layout change: 1 configure again where kept, 2 and restart */
+    struct ulist *reconf_on; /* per service: the changed services whose arrival it waits for */
     struct ulist *dep_install, *dep_runtime, *req_runtime; /* resolved, per service */
     struct pnode *nodes;
     size_t nn;
@@ -234,6 +236,49 @@ static int select_services(struct build *b)
     return 0;
 }
 
+static int node_has(const struct planner_node *n, const char *svc);
+
+/* Which dependents of a layout change act: those with a service in `on` that a node gains
+ * or loses. Needs b->nodes. */
+static int select_reconf(struct build *b)
+{
+    const struct planner_request *req = b->req;
+    if (req->n_reconf == 0 || !planner_op_changes_layout(req->op) || req->op == PLANNER_OP_CREATE)
+        return 0;
+    b->reconf = xcalloc(b->ns ? b->ns : 1, 1);
+    b->reconf_on = xcalloc(b->ns ? b->ns : 1, sizeof(*b->reconf_on));
+    unsigned char *changed = xcalloc(b->ns ? b->ns : 1, 1);
+    for (size_t i = 0; i < b->nn; i++) {
+        const struct pnode *n = &b->nodes[i];
+        for (int side = 0; side < 2; side++) {
+            const struct planner_node *a = side ? n->s : n->t, *o = side ? n->t : n->s;
+            for (size_t k = 0; a && k < a->n_services; k++)
+                if (!node_has(o, a->services[k]))
+                    changed[planner__map_get(&b->svc_map, a->services[k])] = 1;
+        }
+    }
+    int rc = 0;
+    for (size_t r = 0; r < req->n_reconf && rc == 0; r++) {
+        const struct planner_reconf *rf = &req->reconf[r];
+        long s = rf->service ? planner__map_get(&b->svc_map, rf->service) : -1;
+        if (s < 0) {
+            rc = drv_err_set(b->err, DRV_EINVAL, 0, "reconfigure: unknown service \"%s\"",
+                             rf->service ? rf->service : "");
+            break;
+        }
+        for (size_t k = 0; k < rf->on.n; k++) {
+            long d = planner__map_get(&b->svc_map, rf->on.v[k]);
+            if (d < 0 || d == s || !changed[d])
+                continue;
+            ulist_add(&b->reconf_on[s], (uint32_t)d);
+            if (b->reconf[s] < (rf->restart ? 2 : 1))
+                b->reconf[s] = rf->restart ? 2 : 1;
+        }
+    }
+    free(changed);
+    return rc;
+}
+
 /* ---- step 1: tasks ---- */
 
 static int node_has(const struct planner_node *n, const char *svc)
@@ -267,6 +312,13 @@ static int service_chain(struct build *b, const struct pnode *n, size_t s, int *
             acts[k++] = PLANNER_ACT_STOP;
             if (n->t) /* the node stays: take the service off it */
                 acts[k++] = PLANNER_ACT_REMOVE;
+        } else if (in_s && in_t && b->reconf && b->reconf[s]) {
+            /* A dependent of the change, kept on this node: configured again. */
+            acts[k++] = PLANNER_ACT_CONFIGURE;
+            if (b->reconf[s] == 2) {
+                acts[k++] = PLANNER_ACT_STOP;
+                acts[k++] = PLANNER_ACT_START;
+            }
         }
         break;
     case PLANNER_OP_CONFIGURE:
@@ -708,6 +760,14 @@ static void wire(struct build *b)
             if (s < 0)
                 continue;
             enum planner_action a = b->plan->tasks[t].action;
+            if (a == PLANNER_ACT_CONFIGURE && b->reconf && b->reconf[s] && n->s && n->t) {
+                /* A dependent's configure renders the new nodes: after they start. */
+                for (size_t k = 0; k < b->reconf_on[s].n; k++) {
+                    size_t d = b->reconf_on[s].v[k];
+                    if (has_tasks(b, d, runtime_done_action(b, d)))
+                        planner__add_dep(b->plan, t, every(b, d, runtime_done_action(b, d)));
+                }
+            }
             if (a == PLANNER_ACT_INSTALL) {
                 int local = 0;
                 for (size_t k = 0; k < e_inst[s].n; k++) {
@@ -913,6 +973,9 @@ int planner_build(const struct planner_request *req, struct planner_plan **out, 
             plan_nodes(b, start ? start : target, NULL);
         else
             plan_nodes(b, target, target);
+        rc = select_reconf(b);
+    }
+    if (rc == 0) {
         b->by_sa = xcalloc(b->ns * NA + 1, sizeof(*b->by_sa));
         b->anchor = xmalloc((b->ns * NA + 1) * sizeof(*b->anchor));
         for (size_t i = 0; i < b->ns * NA; i++)
@@ -934,6 +997,8 @@ int planner_build(const struct planner_request *req, struct planner_plan **out, 
     free(b->present);
     free(b->sel);
     free(b->restart);
+    free(b->reconf);
+    free_lists(b->reconf_on, b->reconf ? b->ns : 0);
     free_lists(b->dep_install, b->ns);
     free_lists(b->dep_runtime, b->ns);
     free_lists(b->req_runtime, b->ns);

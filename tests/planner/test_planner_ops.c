@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fixture.h"
@@ -130,6 +131,121 @@ static void test_roll_never_makes_a_loop(void **state)
     model_catalog_free(c);
 }
 
+/* ---- dependents of a layout change ---- */
+
+/* lb (a balancer whose config reads web's nodes) and web, from JSON as a catalogue has them. */
+static struct model_catalog *lb_catalog(void)
+{
+    struct model_catalog *c = model_catalog_new();
+    fx_service(c, "web", "install,configure,start,stop,remove", "", "", "", "");
+    json_t *j = json_pack(
+        "{s:s, s:{s:{s:[s]}}, s:{s:[s], s:b}, s:{s:{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}}}}", "name",
+        "lb", "dependencies", "runtime", "uses", "web", "reconfigure", "config", "lb", "restart", 1,
+        "provisioner", "actions", "install", "type", "shell", "configure", "type", "shell", "start",
+        "type", "shell", "stop", "type", "shell");
+    struct drv_err err = {0};
+    if (model_catalog_put_json(c, MODEL_SERVICE, j, NULL, &err) != 0)
+        fail_msg("lb: %s", err.msg);
+    json_decref(j);
+    return c;
+}
+
+static struct planner_plan *plan_reconf(const struct model_catalog *c, enum planner_op op,
+                                        const struct model_layout *start,
+                                        const struct model_layout *target, const json_t *reconf)
+{
+    struct planner_input *in = NULL;
+    struct drv_err err = {0};
+    assert_int_equal(planner_input_from_model(c, NULL, start, target, &in, &err), 0);
+    struct planner_request req = planner_input_request(in, op, NULL, 0);
+    struct planner_reconf *rf = NULL;
+    req.n_reconf = planner_reconf_from_json(reconf, &rf);
+    req.reconf = rf;
+    struct planner_plan *p = NULL;
+    if (planner_build(&req, &p, &err) != 0)
+        fail_msg("build: %s", err.msg);
+    planner_reconf_free(rf, req.n_reconf);
+    planner_input_free(in);
+    return p;
+}
+
+static void test_reconf_from_config(void **state)
+{
+    (void)state;
+    struct model_catalog *c = lb_catalog();
+    json_t *svcs = json_pack("[s, s]", "web", "lb");
+    json_t *config = json_pack("{s:{s:s, s:i}, s:{s:s}}", "lb", "backends",
+                               "%join(map(ip.access_v4.service.web,'$'),' ')%", "port", 80, "other",
+                               "x", "%host.service.lb%");
+    json_t *r = planner_model_reconf(c, svcs, config);
+    char *text = json_dumps(r, JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(text, "[{\"on\":[\"web\"],\"restart\":true,\"service\":\"lb\"}]");
+    free(text);
+    json_decref(r);
+    /* No macro over web in lb's section: nothing depends; "service.webx" is another name. */
+    json_object_set_new(json_object_get(config, "lb"), "backends",
+                        json_string("%join(map(ip.access_v4.service.webx,'$'),' ')%"));
+    r = planner_model_reconf(c, svcs, config);
+    assert_int_equal(json_array_size(r), 0);
+    json_decref(r);
+    json_decref(config);
+    json_decref(svcs);
+    model_catalog_free(c);
+}
+
+static void test_expand_shrink_reconfigure_dependents(void **state)
+{
+    (void)state;
+    struct model_catalog *c = lb_catalog();
+    json_t *reconf = json_pack("[{s:s, s:[s], s:b}]", "service", "lb", "on", "web", "restart", 1);
+    struct model_layout *three = model_layout_new(), *four = model_layout_new();
+    fx_node(three, "n1", "lb");
+    fx_node(four, "n1", "lb");
+    for (int i = 2; i <= 4; i++) {
+        char id[8];
+        snprintf(id, sizeof(id), "n%d", i);
+        if (i < 4)
+            fx_node(three, id, "web");
+        fx_node(four, id, "web");
+    }
+    /* Expand: lb is configured again, after the new web node started, then restarted. */
+    struct planner_plan *p = plan_reconf(c, PLANNER_OP_EXPAND, three, four, reconf);
+    assert_true(fx_direct(p, "n1/lb/configure", "n4/web/start"));
+    assert_true(fx_direct(p, "n1/lb/stop", "n1/lb/configure"));
+    assert_true(fx_direct(p, "n1/lb/start", "n1/lb/stop"));
+    assert_false(fx_has(p, "n2/web/configure"));
+    assert_false(fx_has(p, "n1/lb/install"));
+    fx_check_stages(p);
+    fx_check_roundtrip(p);
+    planner_plan_free(p);
+    /* Shrink: lb is configured and restarted before the leaving web node stops. */
+    p = plan_reconf(c, PLANNER_OP_SHRINK, four, three, reconf);
+    assert_true(fx_has(p, "n1/lb/configure"));
+    assert_true(fx_waits(p, "n4/web/stop", "n1/lb/start") ||
+                fx_waits(p, "n4/web/stop", "n1/lb/stop"));
+    assert_true(fx_has(p, "n4/delete"));
+    enum planner_task_state *st = fx_run(p, 7, NULL, 0);
+    free(st);
+    planner_plan_free(p);
+    /* Without the dependents (or for an operation that keeps the layout): nothing for lb. */
+    p = fx_plan(c, PLANNER_OP_EXPAND, three, four, NULL);
+    assert_false(fx_has(p, "n1/lb/configure"));
+    planner_plan_free(p);
+    p = plan_reconf(c, PLANNER_OP_RESTART, four, NULL, reconf);
+    assert_int_equal(fx_count(p, PLANNER_ACT_CONFIGURE), 0);
+    planner_plan_free(p);
+    /* restart false: configured only. */
+    json_object_set_new(json_array_get(reconf, 0), "restart", json_false());
+    p = plan_reconf(c, PLANNER_OP_EXPAND, three, four, reconf);
+    assert_true(fx_has(p, "n1/lb/configure"));
+    assert_false(fx_has(p, "n1/lb/stop"));
+    planner_plan_free(p);
+    json_decref(reconf);
+    model_layout_free(three);
+    model_layout_free(four);
+    model_catalog_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -137,6 +253,8 @@ int main(void)
         cmocka_unit_test(test_window_from_strategy),
         cmocka_unit_test(test_max_down),
         cmocka_unit_test(test_roll_never_makes_a_loop),
+        cmocka_unit_test(test_reconf_from_config),
+        cmocka_unit_test(test_expand_shrink_reconfigure_dependents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
