@@ -105,8 +105,27 @@ static int check_op(struct call *c, const char *op, const json_t *cluster)
                          "cluster \"%s\" is %s: only a delete (or, failed, a recreate) is possible",
                          c->seg[2], st);
     if (op_is(op, "expand") || op_is(op, "shrink")) {
+        /* "size": the node count after the operation (a target, as kubectl scale); "nodes":
+           how many to add or remove. */
+        json_t *jz = b ? json_object_get(b, "size") : NULL;
+        if (jz && jn)
+            return call_fail(c, 400, "invalid", "size",
+                             "fields \"size\" and \"nodes\": one or the other");
+        if (jz) {
+            if (!json_is_integer(jz) || json_integer_value(jz) < 1 ||
+                json_integer_value(jz) > MAX_NODES)
+                return call_fail(c, 400, "invalid", "size", "field \"size\": expected 1 to %d",
+                                 MAX_NODES);
+            long to = (long)json_integer_value(jz);
+            if (op_is(op, "expand") ? to <= size : to >= size)
+                return call_fail(c, 422, "unsatisfiable", "size",
+                                 "the cluster has %ld nodes: %s to %ld would %s", size, op, to,
+                                 op_is(op, "expand") ? "not add any" : "not remove any");
+            return 0;
+        }
         if (!jn)
-            return call_fail(c, 400, "invalid", "nodes", "field \"nodes\": required");
+            return call_fail(c, 400, "invalid", "nodes",
+                             "field \"size\" (the node count after) or \"nodes\": required");
         if (!json_is_integer(jn) || json_integer_value(jn) < 1 ||
             json_integer_value(jn) > MAX_NODES)
             return call_fail(c, 400, "invalid", "nodes", "field \"nodes\": expected 1 to %d",
@@ -222,6 +241,10 @@ struct op_work {
     struct model_layout *excluded; /* recreate: node layouts that failed, never used again */
     json_t *excluded_json;         /* the same, as the job's request keeps them */
     json_t *target;                /* the solved {layout, services, size} */
+    bool dry;                      /* a dry run: plan and answer, record nothing */
+    json_t *config;                /* dry run of a configure: the config it would apply */
+    json_t *durations;             /* dry run: past task durations of the tenant */
+    char revision[API_REVISION_LEN + 1];
 };
 
 static void op_work_free(void *w)
@@ -235,6 +258,8 @@ static void op_work_free(void *w)
     model_layout_free(o->excluded);
     json_decref(o->excluded_json);
     json_decref(o->target);
+    json_decref(o->config);
+    json_decref(o->durations);
     free(o);
 }
 
@@ -331,7 +356,11 @@ static int op_load(PGconn *conn, struct call *c, struct op_work *o, struct drv_e
         return call_fail(c, 422, "unknown-reference", "template", "template \"%s\": %s", tname,
                          err->msg);
     long n = json_integer_value(json_object_get(c->body, "nodes"));
-    o->nodes = op_is(o->op, "expand") ? size + n : op_is(o->op, "shrink") ? size - n : size;
+    json_t *jz = json_object_get(c->body, "size");
+    o->nodes = jz                       ? (long)json_integer_value(jz)
+               : op_is(o->op, "expand") ? size + n
+               : op_is(o->op, "shrink") ? size - n
+                                        : size;
     o->services = op_is(o->op, "addservices") || op_is(o->op, "removeservices")
                       ? services_after(json_object_get(cl, "services"), o->op,
                                        json_object_get(c->body, "services"))
@@ -381,9 +410,31 @@ static int op_load(PGconn *conn, struct call *c, struct op_work *o, struct drv_e
  */
 static int op_record(PGconn *conn, struct call *c, struct drv_err *err);
 
+/* A dry run's answer (handlers_plan.c) from what the first part read and the solve made. */
+static int op_dry_answer(struct call *c, struct op_work *o, const struct model_layout *target,
+                         struct drv_err *err)
+{
+    struct api_plan_in in = {
+        .op = o->op,
+        .body = c->body,
+        .cluster = o->cluster,
+        .cat = o->cat,
+        .t = o->t,
+        .existing = op_is(o->op, "recreate") ? NULL : o->existing,
+        .target = target,
+        .target_json = o->target,
+        .config = o->config,
+        .durations = o->durations,
+        .revision = o->revision,
+    };
+    return api__plan_answer(c, &in, err);
+}
+
 static int op_solve(struct call *c, struct drv_err *err)
 {
     struct op_work *o = c->work;
+    if (!op_solves(o->op)) /* a dry run of an operation that keeps the layout */
+        return op_dry_answer(c, o, NULL, err);
     size_t n = json_array_size(o->services);
     const char **names = xcalloc(n + 1, sizeof(*names));
     for (size_t i = 0; i < n; i++)
@@ -422,6 +473,11 @@ static int op_solve(struct call *c, struct drv_err *err)
     }
     if (o->excluded_json)
         json_object_set(o->target, "excluded", o->excluded_json);
+    if (o->dry) {
+        rc = op_dry_answer(c, o, layout, err);
+        model_layout_free(layout);
+        return rc;
+    }
     model_layout_free(layout);
     c->then = op_record;
     return 0;
@@ -498,6 +554,17 @@ static int op_record(PGconn *conn, struct call *c, struct drv_err *err)
     json_t *config = NULL;
     if (rc == 0 && op_is(op, "configure"))
         rc = api__configure_config(conn, c, cluster, &config, err);
+    /* Applying a plan: the cluster must be as the plan saw it. */
+    const char *want = json_string_value(json_object_get(c->body, "plan_revision"));
+    if (rc == 0 && want) {
+        char now[API_REVISION_LEN + 1];
+        api__cluster_revision(cluster, now);
+        if (strcmp(now, want) != 0)
+            rc = call_fail(c, 409, "conflict", "plan_revision",
+                           "cluster \"%s\" changed since the plan was made (revision %s, now %s): "
+                           "look at the new plan",
+                           c->seg[2], want, now);
+    }
     if (rc == 0 && o && !same_cluster(o->cluster, cluster))
         rc = call_fail(c, 409, "conflict", NULL,
                        "cluster \"%s\" changed while the request was being solved, try again",
@@ -506,6 +573,7 @@ static int op_record(PGconn *conn, struct call *c, struct drv_err *err)
         rc = check_idle(conn, c, err);
     /* The job's request: what was asked, and the solved target when the layout changes. */
     json_t *request = c->body ? json_deep_copy(c->body) : json_object();
+    json_object_del(request, "dry_run");
     if (o && o->target)
         json_object_set(request, "target", o->target);
     if (config) {
@@ -572,20 +640,36 @@ static int cluster_operation(PGconn *conn, struct call *c, const char *op, struc
         known |= op_is(*k, op);
     if (!known) /* before anything is read */
         return call_fail(c, 404, "not-found", NULL, "no operation \"%s\"", op);
-    if (!op_solves(op))
+    json_t *jd = c->body ? json_object_get(c->body, "dry_run") : NULL;
+    json_t *jr = c->body ? json_object_get(c->body, "plan_revision") : NULL;
+    if (jd && !json_is_boolean(jd))
+        return call_fail(c, 400, "invalid", "dry_run", "field \"dry_run\": expected true or false");
+    if (jr && !json_is_string(jr))
+        return call_fail(c, 400, "invalid", "plan_revision",
+                         "field \"plan_revision\": expected the revision a dry run answered");
+    bool dry = json_is_true(jd);
+    if (!op_solves(op) && !dry)
         return op_record(conn, c, err);
     struct op_work *o = xcalloc(1, sizeof(*o));
     o->op = op;
+    o->dry = dry;
     c->work = o;
     c->work_free = op_work_free;
     int rc =
         store_cluster_get(conn, c->who.tenant_id, call_owner(c), c->seg[2], 0, &o->cluster, err);
     if (rc == 0)
         rc = check_op(c, op, o->cluster);
-    if (rc == 0)
+    if (rc == 0 && !dry)
         rc = check_idle(conn, c, err);
     if (rc == 0)
         rc = op_load(conn, c, o, err);
+    if (rc == 0 && dry) {
+        api__cluster_revision(o->cluster, o->revision);
+        if (op_is(op, "configure"))
+            rc = api__configure_config(conn, c, o->cluster, &o->config, err);
+        if (rc == 0)
+            rc = store_task_durations(conn, c->who.tenant_id, &o->durations, err);
+    }
     if (rc == 0)
         c->heavy = op_solve;
     return rc;

@@ -23,6 +23,7 @@
 
 #include "cli.h"
 #include "cli_http.h"
+#include "cli_plan.h"
 #include "clock.h"
 #include "xalloc.h"
 
@@ -346,7 +347,10 @@ static int usage_cluster(void)
         "       drover cluster create --name N --template T --nodes K [--provider P]\n"
         "              [--hardwaretype H] [--imagetype I] [--services a,b] [--config FILE]\n"
         "       drover cluster delete ID\n"
-        "       drover cluster expand|shrink ID --nodes K\n"
+        "       drover cluster expand|shrink ID --to N   (N: the node count after; --nodes K,\n"
+        "              deprecated, counts the nodes to add or remove)\n"
+        "       drover cluster OPERATION ID ... --dry-run | --yes   (the plan as a diff; --yes\n"
+        "              applies exactly that plan, a terminal is asked)\n"
         "       drover cluster addservices|removeservices ID --services a,b\n"
         "       drover cluster configure ID --config FILE [--merge|--replace] [--restart]\n"
         "              [--services a,b]   (--merge: FILE is a merge patch over the current "
@@ -384,6 +388,15 @@ static json_t *cluster_body(int *argc, char **argv, int create)
             return NULL;
         }
         json_object_set_new(b, "nodes", json_integer(n));
+    }
+    if ((v = flag(argc, argv, "--to"))) {
+        long n;
+        if (parse_int(v, &n) != 0) {
+            fprintf(stderr, "drover: --to: expected a node count, got \"%s\"\n", v);
+            json_decref(b);
+            return NULL;
+        }
+        json_object_set_new(b, "size", json_integer(n));
     }
     if ((v = flag(argc, argv, "--template-version"))) {
         long n;
@@ -462,6 +475,7 @@ int cli_cluster_main(int argc, char **argv)
         return rc;
     }
     int create = strcmp(verb, "create") == 0;
+    bool dry = take_switch(&argc, argv, "--dry-run"), yes = take_switch(&argc, argv, "--yes");
     json_t *body = cluster_body(&argc, argv, create);
     if (!body)
         return 2;
@@ -469,12 +483,24 @@ int cli_cluster_main(int argc, char **argv)
         json_decref(body);
         return usage_cluster();
     }
+    /* On a terminal an operation shows its plan and asks first. */
+    bool ask = !dry && !yes && !create && !o.json && isatty(0) && isatty(1);
+    if ((dry || yes || ask) && !create) { /* cli_plan.c: the plan, then exactly that plan */
+        char *pp = strcmp(verb, "delete") == 0 ? xasprintf("/v1/clusters/%s/delete", argv[2])
+                                               : xasprintf("/v1/clusters/%s/%s", argv[2], verb);
+        int rc = cli_plan_run(&o, pp, body, yes && !dry, ask);
+        free(pp);
+        json_decref(body);
+        return rc;
+    }
     char *p = create                        ? xstrdup("/v1/clusters")
               : strcmp(verb, "delete") == 0 ? xasprintf("/v1/clusters/%s", argv[2])
                                             : xasprintf("/v1/clusters/%s/%s", argv[2], verb);
     json_t *out;
     int st = cli_call(&o, strcmp(verb, "delete") == 0 ? "DELETE" : "POST", p, body, &out, NULL);
     free(p);
+    if (st >= 0 && st < 400)
+        cli_plan_scale_note(verb, body, out);
     json_decref(body);
     if (st < 0)
         return 1;
@@ -485,19 +511,28 @@ int cli_preview_main(int argc, char **argv)
 {
     struct cli_opts o;
     argc = cli_take_opts(argc, argv, &o);
+    const char *format = flag(&argc, argv, "--format");
     json_t *body = cluster_body(&argc, argv, 1);
     if (!body)
         return 2;
-    if (argc != 1) {
+    bool stages = format && strcmp(format, "stages") == 0;
+    if (argc != 1 || (format && !stages && strcmp(format, "json") != 0)) {
         json_decref(body);
         fprintf(stderr, "usage: drover preview --name N --template T --nodes K [...]"
-                        "   (as cluster create; nothing runs)\n");
+                        " [--format stages|json]   (as cluster create; nothing runs)\n");
         return 2;
     }
-    o.json = 1;
-    int rc = run(&o, "POST", "/v1/plans", body, NULL, NULL);
+    json_t *out;
+    int rc = call(&o, "POST", stages ? "/v1/plans?format=stages" : "/v1/plans", body, &out);
     json_decref(body);
-    return rc;
+    if (rc)
+        return rc;
+    if (o.json || (format && strcmp(format, "json") == 0))
+        print_json(out);
+    else
+        cli_plan_preview_print(out, stages); /* cli_plan.c */
+    json_decref(out);
+    return 0;
 }
 
 /* ---- jobs ----------------------------------------------------------------------------------- */
