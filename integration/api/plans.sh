@@ -136,4 +136,9 @@ grep -q '^plan: 3 nodes, [0-9]* tasks (' "$T/preview.out" || fail "preview summa
 "$D" preview --template web-tier --nodes 3 --format stages > "$T/stages.out" || fail "preview --format stages: $(cat "$T/stages.out")"
 grep -q '^stage 1: node-1/create node-2/create node-3/create$' "$T/stages.out" || fail "preview stages: $(cat "$T/stages.out")"
 "$D" preview --template web-tier --nodes 3 --json | jq -e '.plan.tasks | length > 0' > /dev/null || fail "preview --json"
-pass "drover preview: a summary by default, --format stages, --json"
+"$D" cluster create --name zk --template zookeeper-ensemble --nodes 3 --dry-run > "$T/create.out" ||
+  fail "create --dry-run: $(cat "$T/create.out")"
+[ "$(grep -c '^+ node node-[123]  small/debian12  base, zookeeper-server$' "$T/create.out")" = 3 ] &&
+  grep -q '^plan: 3 nodes, [0-9]* tasks (' "$T/create.out" || fail "create --dry-run: $(cat "$T/create.out")"
+expect 200 "$(api GET /v1/clusters)" '[.items[] | select(.name == "zk")] | length == 0' "a create's dry run made nothing"
+pass "drover preview: a summary by default, --format stages, --json; create --dry-run: a + line a node"

@@ -483,6 +483,19 @@ int cli_cluster_main(int argc, char **argv)
         json_decref(body);
         return usage_cluster();
     }
+    if (dry && create) { /* a create's plan: the preview, as a diff */
+        json_t *out;
+        int rc = call(&o, "POST", "/v1/plans", body, &out);
+        json_decref(body);
+        if (rc)
+            return rc;
+        if (o.json)
+            print_json(out);
+        else
+            cli_plan_preview_print(out, false);
+        json_decref(out);
+        return 0;
+    }
     /* On a terminal an operation shows its plan and asks first. */
     bool ask = !dry && !yes && !create && !o.json && isatty(0) && isatty(1);
     if ((dry || yes || ask) && !create) { /* cli_plan.c: the plan, then exactly that plan */

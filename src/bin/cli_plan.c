@@ -245,19 +245,22 @@ int cli_plan_run(const struct cli_opts *o, const char *path, json_t *body, bool 
 
 void cli_plan_preview_print(const json_t *reply, bool stages)
 {
+    bool c = colour_wanted();
     const json_t *layout = json_object_get(json_object_get(reply, "layout"), "nodes");
     size_t i;
     json_t *e;
     long long nodes = 0;
+    /* One line a node, named as the planner names a create's nodes (layout order). */
     json_array_foreach(layout, i, e)
     {
         long long n = json_is_integer(json_object_get(e, "count"))
                           ? json_integer_value(json_object_get(e, "count"))
                           : 1;
-        nodes += n;
-        printf("+ %lld x %s/%s  %s\n", n, json_string_value(json_object_get(e, "hardwaretype")),
-               json_string_value(json_object_get(e, "imagetype")),
-               names(json_object_get(e, "services")));
+        for (long long k = 0; k < n; k++)
+            printf("%s+ node node-%lld  %s/%s  %s%s\n", paint(c, '+'), ++nodes,
+                   json_string_value(json_object_get(e, "hardwaretype")),
+                   json_string_value(json_object_get(e, "imagetype")),
+                   names(json_object_get(e, "services")), reset(c));
     }
     const json_t *sum = json_object_get(reply, "summary");
     printf("plan: %lld nodes, %lld tasks (%s), %lld stages, critical path %lld tasks\n", nodes,
