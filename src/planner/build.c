@@ -46,69 +46,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "planner_int.h"
+#include "build_int.h"
 #include "xalloc.h"
 
 #define NA PLANNER_ACT_COUNT
-
-struct ulist {
-    uint32_t *v;
-    size_t n, cap;
-};
-
-static void ulist_add(struct ulist *l, uint32_t x)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i] == x)
-            return;
-    XGROW(l->v, l->cap, l->n + 1);
-    l->v[l->n++] = x;
-}
-
-/* A node of the plan: in the starting layout, the target layout or both. */
-struct pnode {
-    const struct planner_node *s, *t;
-    const char *id;        /* arena */
-    uint32_t first, count; /* its tasks: [first, first + count) */
-    long pre_last;         /* last node-level task before the services, or -1 */
-};
-
-struct build {
-    const struct planner_request *req;
-    struct planner_plan *plan;
-    struct drv_err *err;
-    size_t ns; /* services */
-    struct planner__map svc_map;
-    const char **svc_name;   /* arena copies */
-    unsigned char *present;  /* on the cluster (either layout) */
-    unsigned char *sel;      /* acted on by configure/start/stop/restart/upgrade */
-    unsigned char *restart;  /* stopped and started again (configure-restart, upgrade) */
-    unsigned char *reconf;   /* layout change: 1 configure again where kept, 2 and restart */
-    struct ulist *reconf_on; /* per service: the changed services whose arrival it waits for */
-    struct ulist *dep_install, *dep_runtime, *req_runtime; /* resolved, per service */
-    struct pnode *nodes;
-    size_t nn;
-    int *task_svc; /* per task: service index, -1 for node-level tasks */
-    size_t task_svc_cap;
-    struct ulist *by_sa; /* per service * NA + action: its tasks */
-    long *anchor;        /* per service * NA + action: anchor task, -1 */
-    json_t *empty;       /* {} shared */
-};
-
-static const struct planner_svc_action *svc_act(struct build *b, size_t s, int a)
-{
-    return &b->req->services[s].actions[a];
-}
-
-static int has_def(struct build *b, size_t s, int a)
-{
-    return svc_act(b, s, a)->type != NULL;
-}
-
-static int has_tasks(struct build *b, size_t s, int a)
-{
-    return b->by_sa[s * NA + a].n > 0;
-}
 
 /* ---- step 0: inputs ---- */
 
@@ -236,52 +177,9 @@ static int select_services(struct build *b)
     return 0;
 }
 
-static int node_has(const struct planner_node *n, const char *svc);
-
-/* Which dependents of a layout change act: those with a service in `on` that a node gains
- * or loses. Needs b->nodes. */
-static int select_reconf(struct build *b)
-{
-    const struct planner_request *req = b->req;
-    if (req->n_reconf == 0 || !planner_op_changes_layout(req->op) || req->op == PLANNER_OP_CREATE)
-        return 0;
-    b->reconf = xcalloc(b->ns ? b->ns : 1, 1);
-    b->reconf_on = xcalloc(b->ns ? b->ns : 1, sizeof(*b->reconf_on));
-    unsigned char *changed = xcalloc(b->ns ? b->ns : 1, 1);
-    for (size_t i = 0; i < b->nn; i++) {
-        const struct pnode *n = &b->nodes[i];
-        for (int side = 0; side < 2; side++) {
-            const struct planner_node *a = side ? n->s : n->t, *o = side ? n->t : n->s;
-            for (size_t k = 0; a && k < a->n_services; k++)
-                if (!node_has(o, a->services[k]))
-                    changed[planner__map_get(&b->svc_map, a->services[k])] = 1;
-        }
-    }
-    int rc = 0;
-    for (size_t r = 0; r < req->n_reconf && rc == 0; r++) {
-        const struct planner_reconf *rf = &req->reconf[r];
-        long s = rf->service ? planner__map_get(&b->svc_map, rf->service) : -1;
-        if (s < 0) {
-            rc = drv_err_set(b->err, DRV_EINVAL, 0, "reconfigure: unknown service \"%s\"",
-                             rf->service ? rf->service : "");
-            break;
-        }
-        for (size_t k = 0; k < rf->on.n; k++) {
-            long d = planner__map_get(&b->svc_map, rf->on.v[k]);
-            if (d < 0 || d == s || !changed[d])
-                continue;
-            ulist_add(&b->reconf_on[s], (uint32_t)d);
-            if (b->reconf[s] < (rf->restart ? 2 : 1))
-                b->reconf[s] = rf->restart ? 2 : 1;
-        }
-    }
-    free(changed);
-    return rc;
-}
-
 /* ---- step 1: tasks ---- */
 
-static int node_has(const struct planner_node *n, const char *svc)
+int planner__node_has(const struct planner_node *n, const char *svc)
 {
     if (n == NULL)
         return 0;
@@ -295,7 +193,7 @@ static int node_has(const struct planner_node *n, const char *svc)
 static int service_chain(struct build *b, const struct pnode *n, size_t s, int *acts)
 {
     const char *name = b->req->services[s].name;
-    int in_s = node_has(n->s, name), in_t = node_has(n->t, name);
+    int in_s = planner__node_has(n->s, name), in_t = planner__node_has(n->t, name);
     int k = 0;
     switch (b->req->op) {
     case PLANNER_OP_CREATE:
@@ -691,7 +589,7 @@ static void free_lists(struct ulist *l, size_t n)
 
 /* The task that stands for "(s, a) on every node": the task itself when there
  * is one, else an anchor waiting for all of them. */
-static uint32_t every(struct build *b, size_t s, int a)
+uint32_t planner__every(struct build *b, size_t s, int a)
 {
     struct ulist *l = &b->by_sa[s * NA + a];
     if (l->n == 1)
@@ -709,7 +607,7 @@ static uint32_t every(struct build *b, size_t s, int a)
     return (uint32_t)*an;
 }
 
-static long local_task(struct build *b, const struct pnode *n, size_t s, int a)
+long planner__local_task(struct build *b, const struct pnode *n, size_t s, int a)
 {
     for (uint32_t t = n->first; t < n->first + n->count; t++)
         if (b->task_svc[t] == (int)s && b->plan->tasks[t].action == (enum planner_action)a)
@@ -718,7 +616,7 @@ static long local_task(struct build *b, const struct pnode *n, size_t s, int a)
 }
 
 /* The runtime task of s that others wait for: start, or initialize without start. */
-static int runtime_done_action(struct build *b, size_t s)
+int planner__runtime_done_action(struct build *b, size_t s)
 {
     return has_tasks(b, s, PLANNER_ACT_START) ? PLANNER_ACT_START : PLANNER_ACT_INITIALIZE;
 }
@@ -764,17 +662,19 @@ static void wire(struct build *b)
                 /* A dependent's configure renders the new nodes: after they start. */
                 for (size_t k = 0; k < b->reconf_on[s].n; k++) {
                     size_t d = b->reconf_on[s].v[k];
-                    if (has_tasks(b, d, runtime_done_action(b, d)))
-                        planner__add_dep(b->plan, t, every(b, d, runtime_done_action(b, d)));
+                    if (has_tasks(b, d, planner__runtime_done_action(b, d)))
+                        planner__add_dep(b->plan, t,
+                                         planner__every(b, d, planner__runtime_done_action(b, d)));
                 }
             }
             if (a == PLANNER_ACT_INSTALL) {
                 int local = 0;
                 for (size_t k = 0; k < e_inst[s].n; k++) {
                     size_t d = e_inst[s].v[k];
-                    long lt = local_task(b, n, d, PLANNER_ACT_INSTALL);
+                    long lt = planner__local_task(b, n, d, PLANNER_ACT_INSTALL);
                     planner__add_dep(b->plan, t,
-                                     lt >= 0 ? (uint32_t)lt : every(b, d, PLANNER_ACT_INSTALL));
+                                     lt >= 0 ? (uint32_t)lt
+                                             : planner__every(b, d, PLANNER_ACT_INSTALL));
                     local |= lt >= 0;
                 }
                 /* Every service task of the node follows its node-level tasks: a
@@ -784,21 +684,24 @@ static void wire(struct build *b)
             } else if (a == PLANNER_ACT_REMOVE) {
                 for (size_t k = 0; k < r_rm[s].n; k++) {
                     size_t d = r_rm[s].v[k];
-                    long lt = local_task(b, n, d, PLANNER_ACT_REMOVE);
+                    long lt = planner__local_task(b, n, d, PLANNER_ACT_REMOVE);
                     planner__add_dep(b->plan, t,
-                                     lt >= 0 ? (uint32_t)lt : every(b, d, PLANNER_ACT_REMOVE));
+                                     lt >= 0 ? (uint32_t)lt
+                                             : planner__every(b, d, PLANNER_ACT_REMOVE));
                 }
             } else if (a == PLANNER_ACT_INITIALIZE ||
                        (a == PLANNER_ACT_START &&
-                        local_task(b, n, (size_t)s, PLANNER_ACT_INITIALIZE) < 0)) {
+                        planner__local_task(b, n, (size_t)s, PLANNER_ACT_INITIALIZE) < 0)) {
                 /* The first runtime task of s on this node. */
                 for (size_t k = 0; k < e_run[s].n; k++) {
                     size_t d = e_run[s].v[k];
-                    planner__add_dep(b->plan, t, every(b, d, runtime_done_action(b, d)));
+                    planner__add_dep(b->plan, t,
+                                     planner__every(b, d, planner__runtime_done_action(b, d)));
                 }
             } else if (a == PLANNER_ACT_STOP) {
                 for (size_t k = 0; k < r_stop[s].n; k++)
-                    planner__add_dep(b->plan, t, every(b, r_stop[s].v[k], PLANNER_ACT_STOP));
+                    planner__add_dep(b->plan, t,
+                                     planner__every(b, r_stop[s].v[k], PLANNER_ACT_STOP));
             }
         }
     }
@@ -808,94 +711,6 @@ static void wire(struct build *b)
     free_lists(e_stop, b->ns);
     free_lists(r_rm, b->ns);
     free_lists(r_stop, b->ns);
-}
-
-/* ---- step 4: rolling restarts ---- */
-
-/* How many nodes a rolling stop-then-start of s may have down at once; 0: no limit. */
-static unsigned roll_window(struct build *b, size_t s)
-{
-    const struct planner_strategy *st = &svc_act(b, s, PLANNER_ACT_STOP)->strategy,
-                                  *sa = &svc_act(b, s, PLANNER_ACT_START)->strategy;
-    if (st->max_down)
-        return st->max_down;
-    if (sa->max_down)
-        return sa->max_down;
-    unsigned w = 0;
-    const struct planner_strategy *both[2] = {st, sa};
-    for (int i = 0; i < 2; i++) {
-        unsigned x = both[i]->type == PLANNER_STRAT_ONE_BY_ONE ? 1 : both[i]->amount;
-        if (x && (w == 0 || x < w))
-            w = x;
-    }
-    return w;
-}
-
-/* Does task from (transitively) wait for task to? mark is scratch of n_tasks bytes, zeroed
- * on return. */
-static bool waits_for(struct build *b, uint32_t from, uint32_t to, unsigned char *mark,
-                      struct ulist *stack)
-{
-    bool found = false;
-    stack->n = 0;
-    XGROW(stack->v, stack->cap, 1);
-    stack->v[stack->n++] = from;
-    mark[from] = 1;
-    struct ulist seen = {0};
-    XGROW(seen.v, seen.cap, 1);
-    seen.v[seen.n++] = from;
-    while (stack->n > 0 && !found) {
-        const struct planner_task *t = &b->plan->tasks[stack->v[--stack->n]];
-        for (uint32_t k = 0; k < t->n_deps && !found; k++) {
-            uint32_t d = t->deps[k];
-            if (d == to)
-                found = true;
-            else if (!mark[d]) {
-                mark[d] = 1;
-                XGROW(seen.v, seen.cap, seen.n + 1);
-                seen.v[seen.n++] = d;
-                XGROW(stack->v, stack->cap, stack->n + 1);
-                stack->v[stack->n++] = d;
-            }
-        }
-    }
-    for (size_t i = 0; i < seen.n; i++)
-        mark[seen.v[i]] = 0;
-    free(seen.v);
-    return found;
-}
-
-static void roll(struct build *b)
-{
-    unsigned char *mark = NULL;
-    struct ulist stack = {0};
-    uint32_t *stops = xmalloc((b->nn + 1) * sizeof(*stops)),
-             *starts = xmalloc((b->nn + 1) * sizeof(*starts));
-    for (size_t s = 0; s < b->ns; s++) {
-        if (!has_tasks(b, s, PLANNER_ACT_STOP) || !has_tasks(b, s, PLANNER_ACT_START))
-            continue;
-        unsigned w = roll_window(b, s);
-        if (w == 0)
-            continue;
-        size_t m = 0; /* the nodes where s is stopped, then started again */
-        for (size_t i = 0; i < b->nn; i++) {
-            long st = local_task(b, &b->nodes[i], s, PLANNER_ACT_STOP);
-            long sa = local_task(b, &b->nodes[i], s, PLANNER_ACT_START);
-            if (st >= 0 && sa > st) {
-                stops[m] = (uint32_t)st;
-                starts[m++] = (uint32_t)sa;
-            }
-        }
-        if (mark == NULL && m > w)
-            mark = xcalloc(b->plan->n_tasks + 1, 1);
-        for (size_t k = w; k < m; k++)
-            if (!waits_for(b, starts[k - w], stops[k], mark, &stack))
-                planner__add_dep(b->plan, stops[k], starts[k - w]);
-    }
-    free(stops);
-    free(starts);
-    free(stack.v);
-    free(mark);
 }
 
 /* ---- the whole ---- */
@@ -973,7 +788,7 @@ int planner_build(const struct planner_request *req, struct planner_plan **out, 
             plan_nodes(b, start ? start : target, NULL);
         else
             plan_nodes(b, target, target);
-        rc = select_reconf(b);
+        rc = planner__select_reconf(b);
     }
     if (rc == 0) {
         b->by_sa = xcalloc(b->ns * NA + 1, sizeof(*b->by_sa));
@@ -982,7 +797,7 @@ int planner_build(const struct planner_request *req, struct planner_plan **out, 
             b->anchor[i] = -1;
         make_tasks(b);
         wire(b);
-        roll(b);
+        planner__roll(b);
         rc = planner__check_ids(b->plan, err);
     }
     if (rc == 0)
