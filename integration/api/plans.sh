@@ -130,6 +130,21 @@ api_wait_job "$(awk '/^applied/ {print $3}' "$T/yes.out")" succeeded
 expect 200 "$(api GET "/v1/clusters/$CID")" '.size == 6' "--yes applied the plan"
 pass "apply: a stale plan_revision is 409; --dry-run prints the diff, --yes applies it"
 
+# On a terminal (script(1) gives the client a pty) an operation shows its plan in colour and
+# asks: anything but "yes" applies nothing.
+on_tty() { # ANSWER CMD: run CMD on a pty, typing ANSWER
+  { sleep 1; printf '%s\n' "$1"; sleep 2; } | script -qec "$2" /dev/null
+}
+before=$(jobs)
+on_tty no "$D cluster expand $CID --to 8" > "$T/tty-no.out" 2>&1 && fail "a declined plan exited 0: $(cat "$T/tty-no.out")"
+grep -q 'apply this plan?' "$T/tty-no.out" && grep -q 'not applied' "$T/tty-no.out" && grep -q $'\033\[' "$T/tty-no.out" ||
+  fail "the prompt on a terminal: $(cat -v "$T/tty-no.out")"
+[ "$(jobs)" = "$before" ] || fail "a declined plan made a job"
+on_tty yes "$D cluster restart $CID" > "$T/tty-yes.out" 2>&1 || fail "an accepted plan: $(cat -v "$T/tty-yes.out")"
+grep -q 'applied: job [0-9]* restart' "$T/tty-yes.out" || fail "an accepted plan: $(cat -v "$T/tty-yes.out")"
+api_wait_job "$(grep -o 'applied: job [0-9]*' "$T/tty-yes.out" | awk '{print $3}')" succeeded
+pass "on a terminal: the plan in colour, then a prompt; only yes applies it"
+
 "$D" preview --template web-tier --nodes 3 > "$T/preview.out" || fail "preview: $(cat "$T/preview.out")"
 grep -q '^plan: 3 nodes, [0-9]* tasks (' "$T/preview.out" || fail "preview summary: $(cat "$T/preview.out")"
 [ "$(wc -l < "$T/preview.out")" -lt 10 ] || fail "preview is not a summary: $(wc -l < "$T/preview.out") lines"

@@ -162,6 +162,8 @@ void cli_plan_print(const json_t *plan, bool c)
     const json_t *rb = json_object_get(plan, "rollback");
     if (json_object_get(rb, "error"))
         printf("rollback: none (%s)\n", json_string_value(json_object_get(rb, "error")));
+    else if (json_integer_value(json_object_get(rb, "tasks")) == 0)
+        printf("rollback if it fails at its end: nothing to undo\n");
     else
         printf("rollback if it fails at its end: %lld tasks (%s)\n",
                (long long)json_integer_value(json_object_get(rb, "tasks")),
