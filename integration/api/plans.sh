@@ -109,6 +109,11 @@ expect 200 "$(api POST "/v1/clusters/$CID/delete" '{"dry_run":true}')" '(.diff.n
 r=$(api POST "/v1/clusters/$CID/configure" '{"config":{"nginx":{"port":81,"password":"s3cret"}},"mode":"merge","dry_run":true}')
 expect 200 "$r" '.diff.config == [{"key": "nginx.password", "new": "********", "secret": true}, {"key": "nginx.port", "old": 80, "new": 81}]' "configure dry run: keys, the secret masked"
 grep -q s3cret <<< "$r" && fail "the dry run shows the secret"
+jq '.description = "version 2"' "$DROVER_SOURCE_DIR/conf/catalog/clustertemplates/web-tier.json" > "$T/web2.json"
+expect 200 "$(api PUT /v1/clustertemplates/web-tier "@$T/web2.json")" '' "web-tier version 2"
+expect 200 "$(api POST "/v1/clusters/$CID/upgrade" '{"dry_run":true}')" \
+  '.diff.template_version == {"old": 1, "new": 2} and .plan.by_action.stop > 0 and .plan.by_action.install > 0' "upgrade dry run"
+[ "$(jobs)" = "$before" ] || fail "dry runs wrote jobs: $before -> $(jobs)"
 pass "dry runs: diff, summary with an estimate, rollback, revision; nothing written"
 
 # Apply exactly the plan: a stale revision is refused; the current one applies.

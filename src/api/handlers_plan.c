@@ -363,14 +363,20 @@ int api__plan_answer(struct call *c, const struct api_plan_in *pin, struct drv_e
         json_object_set_new(diff, "config",
                             pin->config ? config_diff(json_object_get(cl, "config"), pin->config)
                                         : json_array());
+        const json_t *tv = json_object_get(pin->target_json, "template_version");
+        if (json_is_integer(tv)) /* an upgrade */
+            json_object_set_new(
+                diff, "template_version",
+                json_pack("{s:O, s:O}", "old", json_object_get(cl, "template_version"), "new", tv));
         if (json_object_get(pin->target_json, "reconfigure"))
             json_object_set(diff, "reconfigure", json_object_get(pin->target_json, "reconfigure"));
         json_t *sum = api__plan_summary(plan, pin->durations, err);
-        c->out = json_pack("{s:b, s:s, s:{s:O, s:O, s:O, s:O}, s:s, s:o, s:o, s:o}", "dry_run", 1,
-                           "operation", pin->op, "cluster", "id", json_object_get(cl, "id"), "name",
-                           json_object_get(cl, "name"), "size", json_object_get(cl, "size"),
-                           "status", json_object_get(cl, "status"), "revision", pin->revision,
-                           "diff", diff, "plan", sum, "rollback", rollback_of(plan, in));
+        c->out = json_pack(
+            "{s:b, s:s, s:{s:O, s:O, s:O?, s:O, s:O}, s:s, s:o, s:o, s:o}", "dry_run", 1,
+            "operation", pin->op, "cluster", "id", json_object_get(cl, "id"), "name",
+            json_object_get(cl, "name"), "template", json_object_get(cl, "template"), "size",
+            json_object_get(cl, "size"), "status", json_object_get(cl, "status"), "revision",
+            pin->revision, "diff", diff, "plan", sum, "rollback", rollback_of(plan, in));
         c->status = 200;
     }
     planner_reconf_free(rf, n_rf);

@@ -95,6 +95,12 @@ void cli_plan_print(const json_t *plan, bool c)
               n = json_integer_value(json_object_get(sz, "new"));
     if (o != n)
         printf("%s~ size %lld -> %lld%s\n", paint(c, '~'), o, n, reset(c));
+    const json_t *tv = json_object_get(d, "template_version");
+    if (tv)
+        printf("%s~ template %s version %lld -> %lld%s\n", paint(c, '~'),
+               json_string_value(json_object_get(cl, "template")),
+               (long long)json_integer_value(json_object_get(tv, "old")),
+               (long long)json_integer_value(json_object_get(tv, "new")), reset(c));
     size_t i;
     json_t *e;
     const json_t *nodes = json_object_get(d, "nodes");
