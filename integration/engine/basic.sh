@@ -44,7 +44,9 @@ for op in 'expand {"nodes":1} 4' 'configure {"config":{"sleep":{"duration_ms":5,
   expect 202 "$r" '' "$name"
   J=$(body_of "$r" | jq -r .job.id)
   wait_job "$J" succeeded 90
-  expect 200 "$(api GET "/v1/clusters/$CID")" ".status == \"active\" and .size == $size" "cluster after $name"
+  want=active
+  [ "$name" = stop ] && want=stopped
+  expect 200 "$(api GET "/v1/clusters/$CID")" ".status == \"$want\" and .size == $size" "cluster after $name"
   pass "$name: succeeded, cluster size $size"
 done
 check_runs

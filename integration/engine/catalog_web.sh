@@ -6,8 +6,10 @@
 #   create 3         requests through HAProxy reach both nginx nodes
 #   configure        the new page everywhere, the same nginx processes
 #   configure+restart the new page, new nginx processes
-#   expand +1        a third nginx; a configure+restart of haproxy spreads over it
-#   shrink -1        the node that leaves is deleted (directory, listener)
+#   expand +1        a third nginx; the same job reconfigures and restarts haproxy
+#                    (its backends are a macro over the nginx nodes): it spreads over it
+#   shrink -1        the node that leaves is deleted (directory, listener), haproxy
+#                    reconfigured in the same job no longer sends to it
 #   addservices      zookeeper-server on the nginx nodes: an ensemble answers
 #   removeservices   ZooKeeper stopped and its files gone; the web tier untouched
 #   restart          served again
@@ -35,7 +37,13 @@ op() {
   local r
   r=$(api POST "/v1/clusters/$CID/$1" "$2")
   expect 202 "$r" '' "$1"
-  wait_job "$(body_of "$r" | jq -r .job.id)" succeeded 600
+  LAST_JOB=$(body_of "$r" | jq -r .job.id)
+  wait_job "$LAST_JOB" succeeded 600
+}
+# job_has_task ACTION SERVICE: the last job ran a task of that service and action.
+job_has_task() {
+  body_of "$(api GET "/v1/jobs/$LAST_JOB")" |
+    jq -e --arg a "$1" --arg s "$2" '[.tasks[] | select(.action == $a and .service == $s and .status == "succeeded")] | length == 1' > /dev/null
 }
 # cl: the cluster, with its live nodes only (deleted ones stay listed, with their status).
 cl() { body_of "$(api GET "/v1/clusters/$CID")" | jq -c '.nodes |= map(select(.status != "deleted"))'; }
@@ -89,9 +97,9 @@ pass "configure with restart: the new page, new nginx processes"
 
 op expand '{"nodes": 1}'
 [ "$(with_service nginx | wc -l)" = 3 ] || fail "expand did not add an nginx node"
-op configure "{\"config\": $(config_with .), \"restart\": true, \"services\": [\"haproxy\"]}"
+for a in configure stop start; do job_has_task "$a" haproxy || fail "the expand did not $a haproxy"; done
 want_backends "$(nginx_nodes)"
-pass "expand, then haproxy reconfigured: requests spread over $(nginx_nodes)"
+pass "expand: haproxy reconfigured in the same job, requests spread over $(nginx_nodes)"
 
 before=$(cl | jq -r '.nodes[].id' | sort)
 declare -A dir_of addr_of
@@ -104,7 +112,7 @@ gone=$(comm -23 <(echo "$before") <(cl | jq -r '.nodes[].id' | sort))
 [ "$(echo "$gone" | wc -w)" = 1 ] || fail "shrink removed \"$gone\""
 [ -e "${dir_of[$gone]}" ] && fail "shrink left $gone's directory"
 listening "${addr_of[$gone]}" && fail "shrink left something of $gone listening"
-op configure "{\"config\": $(config_with .), \"restart\": true, \"services\": [\"haproxy\"]}"
+for a in configure stop start; do job_has_task "$a" haproxy || fail "the shrink did not $a haproxy"; done
 want_backends "$(nginx_nodes)"
 pass "shrink: $gone deleted, requests spread over $(nginx_nodes)"
 

@@ -6,6 +6,10 @@
 #   create 3 nodes  ->  every server answers ruok, srvr shows one leader and two
 #                       followers, the tree is read through every server
 #   stop / start    ->  no server answers, then the quorum is back
+#   restart         ->  a rolling restart (zookeeper-server's stop and start are
+#                       one-by-one): srvr asked of every server throughout, at
+#                       least two of the three answer at every moment, and each
+#                       server was restarted (a new process)
 #   delete          ->  nothing of the nodes is left: no process, directory or
 #                       address in use; the cluster is gone from the API
 #
@@ -60,6 +64,41 @@ expect 202 "$r" '' "start"
 wait_job "$(body_of "$r" | jq -r .job.id)" succeeded 300
 wait_quorum "${ADDRS[@]}"
 pass "stop and start: the servers went away and came back to a quorum"
+
+# A rolling restart keeps a quorum: a node's stop-then-start finishes before the next node's
+# stop (docs/catalog.md "Rolling restarts"). A sampler asks srvr of every server until the job
+# ends; a server answers srvr while its process runs, serving or in an election. zk_pids: the
+# servers' pids as their nodes' pid files say (one line each, in node order).
+zk_pids() { find "$NODES" -path '*/zookeeper/run/zookeeper.pid' | sort | xargs cat; }
+before=$(zk_pids)
+sample() {
+  local a alive serving out
+  while [ ! -e "$T/roll.stop" ] && kill -0 $$ 2> /dev/null; do
+    alive=0 serving=0
+    for a in "${ADDRS[@]}"; do
+      out=$(zk_four "$a" srvr)
+      [ -n "$out" ] && alive=$((alive + 1))
+      case $out in *Mode:*) serving=$((serving + 1)) ;; esac
+    done
+    echo "$alive $serving" >> "$T/roll.samples"
+  done
+}
+sample &
+SAMPLER=$!
+r=$(api POST "/v1/clusters/$CID/restart" '{}')
+expect 202 "$r" '' "restart"
+wait_job "$(body_of "$r" | jq -r .job.id)" succeeded 300
+touch "$T/roll.stop"
+wait "$SAMPLER"
+wait_quorum "${ADDRS[@]}"
+n=$(wc -l < "$T/roll.samples")
+[ "$n" -ge 10 ] || fail "only $n samples during the restart"
+low=$(awk '$1 < 2' "$T/roll.samples" | wc -l)
+[ "$low" = 0 ] || fail "$low of $n samples had fewer than 2 of 3 servers up: $(awk '$1 < 2' "$T/roll.samples" | sort | uniq -c | paste -sd' ')"
+after=$(zk_pids)
+[ "$(wc -l <<< "$before")" = 3 ] && [ "$(paste -d' ' <(echo "$before") <(echo "$after") | awk '$1 != $2' | wc -l)" = 3 ] ||
+  fail "not every server was restarted: pids before $(paste -sd' ' <<< "$before"), after $(paste -sd' ' <<< "$after")"
+pass "rolling restart: $n samples, 2 or 3 servers up in each ($(awk '$2 >= 2' "$T/roll.samples" | wc -l) with a serving quorum), every server restarted"
 
 dirs_before=$(find "$NODES" -mindepth 1 -maxdepth 1 -not -name '.*' | wc -l)
 [ "$dirs_before" = 3 ] || fail "$dirs_before node directories, expected 3"

@@ -30,6 +30,10 @@
 
 #include "api_int.h"
 
+struct model_catalog;
+struct model_template;
+struct model_layout;
+
 /* ---- helpers (handlers_util.c) ---- */
 
 /* A tenant or user name (lower_only) or a cluster name: 1 to 63 of [A-Za-z0-9_-.], alnum first. */
@@ -51,6 +55,39 @@ int api__kind_of(const char *seg);
 struct model_catalog;
 /* The tenant's catalogue as the model sees it (*out, caller frees) and its rows (*rows:
    [{kind, name, version, body}], caller decrefs). */
+/* ---- plans of operations (handlers_plan.c) ---- */
+
+/* A cluster's revision: a digest of what an operation is judged on (size, services, layout,
+ * template version, status, config, updated_at), hex, API_REVISION_LEN characters. */
+#define API_REVISION_LEN 16
+void api__cluster_revision(const json_t *cluster, char out[API_REVISION_LEN + 1]);
+
+/* What a dry run is made of; everything borrowed. */
+struct api_plan_in {
+    const char *op;     /* the API's operation name */
+    const json_t *body; /* the request */
+    const json_t *cluster;
+    struct model_catalog *cat;
+    const struct model_template *t;
+    const struct model_layout *existing; /* NULL: none (a recreate) */
+    const struct model_layout *target;   /* solved; NULL: the layout stays */
+    const json_t *target_json;           /* the job's request.target, or NULL */
+    const json_t *config;                /* a configure's config as applied, or NULL */
+    const json_t *durations;             /* [{service, action, secs, n}] */
+    const char *revision;
+};
+/* A plan's summary: {operation, tasks, by_action, stages, critical_path, estimated_seconds,
+ * estimate: {known, unknown}} with durations (may be NULL) [{service, action, secs}]. New. */
+struct planner_plan;
+json_t *api__plan_summary(const struct planner_plan *p, const json_t *durations,
+                          struct drv_err *err);
+/* Plan the operation as the engine would and answer 200 with its diff, summary, rollback and
+ * revision (docs/api.md "Plans"); 422 when it cannot be planned. Heavy-pool code. */
+int api__plan_answer(struct call *c, const struct api_plan_in *in, struct drv_err *err);
+
+/* A configure's whole config, as the job applies it (handlers_clusters.c). New in *out. */
+int api__configure_config(PGconn *conn, struct call *c, const json_t *cluster, json_t **out,
+                          struct drv_err *err);
 int api__load_catalog(PGconn *conn, struct call *c, struct model_catalog **out, json_t **rows,
                       struct drv_err *err);
 /* The version of an entity among rows, 0 when absent. */

@@ -15,6 +15,7 @@
 
 #include "api_int.h"
 #include "handlers.h"
+#include "jmerge.h"
 #include "log.h"
 #include "model.h"
 #include "planner.h"
@@ -104,8 +105,27 @@ static int check_op(struct call *c, const char *op, const json_t *cluster)
                          "cluster \"%s\" is %s: only a delete (or, failed, a recreate) is possible",
                          c->seg[2], st);
     if (op_is(op, "expand") || op_is(op, "shrink")) {
+        /* "size": the node count after the operation (a target, as kubectl scale); "nodes":
+           how many to add or remove. */
+        json_t *jz = b ? json_object_get(b, "size") : NULL;
+        if (jz && jn)
+            return call_fail(c, 400, "invalid", "size",
+                             "fields \"size\" and \"nodes\": one or the other");
+        if (jz) {
+            if (!json_is_integer(jz) || json_integer_value(jz) < 1 ||
+                json_integer_value(jz) > MAX_NODES)
+                return call_fail(c, 400, "invalid", "size", "field \"size\": expected 1 to %d",
+                                 MAX_NODES);
+            long to = (long)json_integer_value(jz);
+            if (op_is(op, "expand") ? to <= size : to >= size)
+                return call_fail(c, 422, "unsatisfiable", "size",
+                                 "the cluster has %ld nodes: %s to %ld would %s", size, op, to,
+                                 op_is(op, "expand") ? "not add any" : "not remove any");
+            return 0;
+        }
         if (!jn)
-            return call_fail(c, 400, "invalid", "nodes", "field \"nodes\": required");
+            return call_fail(c, 400, "invalid", "nodes",
+                             "field \"size\" (the node count after) or \"nodes\": required");
         if (!json_is_integer(jn) || json_integer_value(jn) < 1 ||
             json_integer_value(jn) > MAX_NODES)
             return call_fail(c, 400, "invalid", "nodes", "field \"nodes\": expected 1 to %d",
@@ -140,6 +160,16 @@ static int check_op(struct call *c, const char *op, const json_t *cluster)
         json_t *jc = b ? json_object_get(b, "config") : NULL;
         if (!json_is_object(jc))
             return call_fail(c, 400, "invalid", "config", "field \"config\": expected an object");
+        json_t *jm = json_object_get(b, "mode");
+        const char *mode = json_string_value(jm);
+        if (jm && (!mode || (strcmp(mode, "merge") != 0 && strcmp(mode, "replace") != 0)))
+            return call_fail(c, 400, "invalid", "mode",
+                             "field \"mode\": expected \"merge\" or \"replace\"");
+        if (!jm && json_object_size(jc) == 0)
+            return call_fail(c, 400, "invalid", "config",
+                             "field \"config\": {} would reset the cluster's config to the "
+                             "template's defaults; say \"mode\": \"replace\" to do that, or "
+                             "\"merge\" to change some keys");
         json_t *jr = json_object_get(b, "restart");
         if (jr && !json_is_boolean(jr))
             return call_fail(c, 400, "invalid", "restart",
@@ -211,6 +241,10 @@ struct op_work {
     struct model_layout *excluded; /* recreate: node layouts that failed, never used again */
     json_t *excluded_json;         /* the same, as the job's request keeps them */
     json_t *target;                /* the solved {layout, services, size} */
+    bool dry;                      /* a dry run: plan and answer, record nothing */
+    json_t *config;                /* dry run of a configure: the config it would apply */
+    json_t *durations;             /* dry run: past task durations of the tenant */
+    char revision[API_REVISION_LEN + 1];
 };
 
 static void op_work_free(void *w)
@@ -224,6 +258,8 @@ static void op_work_free(void *w)
     model_layout_free(o->excluded);
     json_decref(o->excluded_json);
     json_decref(o->target);
+    json_decref(o->config);
+    json_decref(o->durations);
     free(o);
 }
 
@@ -320,7 +356,11 @@ static int op_load(PGconn *conn, struct call *c, struct op_work *o, struct drv_e
         return call_fail(c, 422, "unknown-reference", "template", "template \"%s\": %s", tname,
                          err->msg);
     long n = json_integer_value(json_object_get(c->body, "nodes"));
-    o->nodes = op_is(o->op, "expand") ? size + n : op_is(o->op, "shrink") ? size - n : size;
+    json_t *jz = json_object_get(c->body, "size");
+    o->nodes = jz                       ? (long)json_integer_value(jz)
+               : op_is(o->op, "expand") ? size + n
+               : op_is(o->op, "shrink") ? size - n
+                                        : size;
     o->services = op_is(o->op, "addservices") || op_is(o->op, "removeservices")
                       ? services_after(json_object_get(cl, "services"), o->op,
                                        json_object_get(c->body, "services"))
@@ -370,9 +410,31 @@ static int op_load(PGconn *conn, struct call *c, struct op_work *o, struct drv_e
  */
 static int op_record(PGconn *conn, struct call *c, struct drv_err *err);
 
+/* A dry run's answer (handlers_plan.c) from what the first part read and the solve made. */
+static int op_dry_answer(struct call *c, struct op_work *o, const struct model_layout *target,
+                         struct drv_err *err)
+{
+    struct api_plan_in in = {
+        .op = o->op,
+        .body = c->body,
+        .cluster = o->cluster,
+        .cat = o->cat,
+        .t = o->t,
+        .existing = op_is(o->op, "recreate") ? NULL : o->existing,
+        .target = target,
+        .target_json = o->target,
+        .config = o->config,
+        .durations = o->durations,
+        .revision = o->revision,
+    };
+    return api__plan_answer(c, &in, err);
+}
+
 static int op_solve(struct call *c, struct drv_err *err)
 {
     struct op_work *o = c->work;
+    if (!op_solves(o->op)) /* a dry run of an operation that keeps the layout */
+        return op_dry_answer(c, o, NULL, err);
     size_t n = json_array_size(o->services);
     const char **names = xcalloc(n + 1, sizeof(*names));
     for (size_t i = 0; i < n; i++)
@@ -399,8 +461,23 @@ static int op_solve(struct call *c, struct drv_err *err)
                           "services", o->services, "size", (json_int_t)model_layout_size(layout));
     if (o->version)
         json_object_set_new(o->target, "template_version", json_integer(o->version));
+    /* The services whose config reads the nodes that change (HAProxy's backends): the
+       engine configures them again in the same job (docs/planner.md). */
+    if (op_is(o->op, "expand") || op_is(o->op, "shrink") || op_is(o->op, "addservices") ||
+        op_is(o->op, "removeservices")) {
+        json_t *rf =
+            planner_model_reconf(o->cat, o->services, json_object_get(o->cluster, "config"));
+        if (json_array_size(rf))
+            json_object_set(o->target, "reconfigure", rf);
+        json_decref(rf);
+    }
     if (o->excluded_json)
         json_object_set(o->target, "excluded", o->excluded_json);
+    if (o->dry) {
+        rc = op_dry_answer(c, o, layout, err);
+        model_layout_free(layout);
+        return rc;
+    }
     model_layout_free(layout);
     c->then = op_record;
     return 0;
@@ -415,6 +492,45 @@ static bool same_cluster(const json_t *a, const json_t *b)
         if (!json_equal(json_object_get(a, *k), json_object_get(b, *k)))
             return false;
     return true;
+}
+
+/*
+ * A configure's config as the job will apply it, sealed: with "mode": "merge", the
+ * body's config is a merge patch (RFC 7396) over the cluster's current config;
+ * otherwise ("replace", or no mode) it is merged over the template's current
+ * defaults, as at create. Seals the body's sensitive values first ("********"
+ * keeps the cluster's value). *out is new.
+ */
+int api__configure_config(PGconn *conn, struct call *c, const json_t *cluster, json_t **out,
+                          struct drv_err *err)
+{
+    *out = NULL;
+    json_t *jc = json_object_get(c->body, "config");
+    const json_t *now = json_object_get(cluster, "config");
+    int rc = api__seal(c, jc, now, NULL, "config");
+    if (rc)
+        return rc;
+    const char *mode = json_string_value(json_object_get(c->body, "mode"));
+    if (mode && strcmp(mode, "merge") == 0) {
+        *out = jmerge_patch(json_is_object(now) ? now : NULL, jc);
+        return 0;
+    }
+    struct model_catalog *cat = NULL;
+    struct model_template *t = NULL;
+    json_t *rows = NULL;
+    rc = api__load_catalog(conn, c, &cat, &rows, err);
+    json_decref(rows);
+    if (rc)
+        return rc;
+    const char *tname = json_string_value(json_object_get(cluster, "template"));
+    struct drv_err e;
+    if (tname && model_template_resolve(cat, tname, &t, &e) == 0)
+        *out = jmerge_patch(t->default_config, jc);
+    else /* the template is gone: no defaults */
+        *out = json_deep_copy(jc);
+    model_template_free(t);
+    model_catalog_free(cat);
+    return 0;
 }
 
 /*
@@ -434,10 +550,21 @@ static int op_record(PGconn *conn, struct call *c, struct drv_err *err)
     if (rc == 0 && !o)
         rc = check_op(c, op, cluster);
     /* A configure's sensitive values are sealed before the job keeps them; "********" keeps
-       the cluster's value. */
+       the cluster's value. The job carries the whole config it applies. */
+    json_t *config = NULL;
     if (rc == 0 && op_is(op, "configure"))
-        rc = api__seal(c, json_object_get(c->body, "config"), json_object_get(cluster, "config"),
-                       NULL, "config");
+        rc = api__configure_config(conn, c, cluster, &config, err);
+    /* Applying a plan: the cluster must be as the plan saw it. */
+    const char *want = json_string_value(json_object_get(c->body, "plan_revision"));
+    if (rc == 0 && want) {
+        char now[API_REVISION_LEN + 1];
+        api__cluster_revision(cluster, now);
+        if (strcmp(now, want) != 0)
+            rc = call_fail(c, 409, "conflict", "plan_revision",
+                           "cluster \"%s\" changed since the plan was made (revision %s, now %s): "
+                           "look at the new plan",
+                           c->seg[2], want, now);
+    }
     if (rc == 0 && o && !same_cluster(o->cluster, cluster))
         rc = call_fail(c, 409, "conflict", NULL,
                        "cluster \"%s\" changed while the request was being solved, try again",
@@ -446,8 +573,13 @@ static int op_record(PGconn *conn, struct call *c, struct drv_err *err)
         rc = check_idle(conn, c, err);
     /* The job's request: what was asked, and the solved target when the layout changes. */
     json_t *request = c->body ? json_deep_copy(c->body) : json_object();
+    json_object_del(request, "dry_run");
     if (o && o->target)
         json_object_set(request, "target", o->target);
+    if (config) {
+        json_object_set(request, "patch", json_object_get(request, "config"));
+        json_object_set_new(request, "config", config);
+    }
     char *req = json_dumps(request, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(request);
     /* A recreate is a create of the cluster's new layout, for the engine. */
@@ -508,20 +640,36 @@ static int cluster_operation(PGconn *conn, struct call *c, const char *op, struc
         known |= op_is(*k, op);
     if (!known) /* before anything is read */
         return call_fail(c, 404, "not-found", NULL, "no operation \"%s\"", op);
-    if (!op_solves(op))
+    json_t *jd = c->body ? json_object_get(c->body, "dry_run") : NULL;
+    json_t *jr = c->body ? json_object_get(c->body, "plan_revision") : NULL;
+    if (jd && !json_is_boolean(jd))
+        return call_fail(c, 400, "invalid", "dry_run", "field \"dry_run\": expected true or false");
+    if (jr && !json_is_string(jr))
+        return call_fail(c, 400, "invalid", "plan_revision",
+                         "field \"plan_revision\": expected the revision a dry run answered");
+    bool dry = json_is_true(jd);
+    if (!op_solves(op) && !dry)
         return op_record(conn, c, err);
     struct op_work *o = xcalloc(1, sizeof(*o));
     o->op = op;
+    o->dry = dry;
     c->work = o;
     c->work_free = op_work_free;
     int rc =
         store_cluster_get(conn, c->who.tenant_id, call_owner(c), c->seg[2], 0, &o->cluster, err);
     if (rc == 0)
         rc = check_op(c, op, o->cluster);
-    if (rc == 0)
+    if (rc == 0 && !dry)
         rc = check_idle(conn, c, err);
     if (rc == 0)
         rc = op_load(conn, c, o, err);
+    if (rc == 0 && dry) {
+        api__cluster_revision(o->cluster, o->revision);
+        if (op_is(op, "configure"))
+            rc = api__configure_config(conn, c, o->cluster, &o->config, err);
+        if (rc == 0)
+            rc = store_task_durations(conn, c->who.tenant_id, &o->durations, err);
+    }
     if (rc == 0)
         c->heavy = op_solve;
     return rc;

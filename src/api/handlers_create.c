@@ -21,6 +21,7 @@
 
 #include "api_int.h"
 #include "handlers.h"
+#include "jmerge.h"
 #include "model.h"
 #include "planner.h"
 #include "planner_model.h"
@@ -195,12 +196,16 @@ static int create_load(PGconn *conn, struct call *c, int need_name, struct creat
     r->provider = xstrdup(provider);
     r->hw = hw ? xstrdup(hw) : NULL;
     r->img = img ? xstrdup(img) : NULL;
-    r->config = json_dumps(jc                     ? jc
-                           : r->t->default_config ? r->t->default_config
-                                                  : NULL,
-                           JSON_COMPACT | JSON_SORT_KEYS);
-    if (!r->config)
-        r->config = xstrdup("{}");
+    /* The user's config is merged over the template's defaults (RFC 7396: null removes a
+       default, objects merge, anything else replaces; docs/catalog.md). */
+    json_t *merged =
+        jc ? jmerge_patch(r->t->default_config, jc) : json_deep_copy(r->t->default_config);
+    if (!json_is_object(merged)) {
+        json_decref(merged);
+        merged = json_object();
+    }
+    r->config = json_dumps(merged, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(merged);
 
     return 0;
 }
@@ -329,7 +334,7 @@ static json_t *plan_page(const struct planner_plan *plan, size_t offset, size_t 
 
 struct preview {
     struct create_req r;
-    bool dot;
+    bool dot, stages;
     long offset, limit;
 };
 
@@ -368,8 +373,14 @@ static int preview_heavy(struct call *c, struct drv_err *err)
         c->raw_type = "text/vnd.graphviz";
     } else if (rc == 0) {
         size_t next = (size_t)(p->offset + p->limit);
-        c->out = json_pack("{s:o, s:o, s:I, s:I, s:I, s:o}", "layout",
-                           model_layout_to_json(r->layout, false), "plan",
+        json_t *sum = api__plan_summary(plan, NULL, err);
+        json_t *stages = NULL;
+        struct planner_stages *st = NULL;
+        if (p->stages && planner_stages(plan, &st, err) == 0)
+            stages = planner_stages_to_json(plan, st);
+        planner_stages_free(st);
+        c->out = json_pack("{s:o, s:o*, s:o, s:o, s:I, s:I, s:I, s:o}", "summary", sum, "stages",
+                           stages, "layout", model_layout_to_json(r->layout, false), "plan",
                            plan_page(plan, (size_t)p->offset, (size_t)p->limit), "tasks",
                            (json_int_t)plan->n_tasks, "offset", (json_int_t)p->offset, "limit",
                            (json_int_t)p->limit, "next",
@@ -387,14 +398,17 @@ int api__h_preview(PGconn *conn, struct call *c, struct drv_err *err)
 {
     char *format = call_query(c, "format");
     bool dot = format && strcmp(format, "dot") == 0;
-    bool bad = format && !dot && strcmp(format, "json") != 0;
+    bool stages = format && strcmp(format, "stages") == 0;
+    bool bad = format && !dot && !stages && strcmp(format, "json") != 0;
     free(format);
     if (bad)
-        return call_fail(c, 400, "invalid", "format", "query parameter \"format\": json or dot");
+        return call_fail(c, 400, "invalid", "format",
+                         "query parameter \"format\": json, stages or dot");
     struct preview *p = xcalloc(1, sizeof(*p));
     c->work = p;
     c->work_free = preview_free;
     p->dot = dot;
+    p->stages = stages;
     int rc = api__page_params(c, &p->offset, &p->limit);
     if (rc == 0)
         rc = create_load(conn, c, 0, &p->r, err);

@@ -24,6 +24,7 @@
 #include "cli.h"
 #include "cli_http.h"
 #include "cli_int.h"
+#include "cli_plan.h"
 #include "clock.h"
 #include "xalloc.h"
 
@@ -289,6 +290,15 @@ static json_t *cluster_body(int *argc, char **argv, int create)
         }
         json_object_set_new(b, "nodes", json_integer(n));
     }
+    if ((v = flag(argc, argv, "--to"))) {
+        long n;
+        if (parse_int(v, &n) != 0) {
+            fprintf(stderr, "drover: --to: expected a node count, got \"%s\"\n", v);
+            json_decref(b);
+            return NULL;
+        }
+        json_object_set_new(b, "size", json_integer(n));
+    }
     if ((v = flag(argc, argv, "--template-version"))) {
         long n;
         if (parse_int(v, &n) != 0) {
@@ -310,6 +320,16 @@ static json_t *cluster_body(int *argc, char **argv, int create)
     }
     if (take_switch(argc, argv, "--restart"))
         json_object_set_new(b, "restart", json_true());
+    if (take_switch(argc, argv, "--merge"))
+        json_object_set_new(b, "mode", json_string("merge"));
+    if (take_switch(argc, argv, "--replace")) {
+        if (json_object_get(b, "mode")) {
+            fprintf(stderr, "drover: --merge and --replace: one or the other\n");
+            json_decref(b);
+            return NULL;
+        }
+        json_object_set_new(b, "mode", json_string("replace"));
+    }
     return b;
 }
 
@@ -362,6 +382,7 @@ int cli_cluster_main(int argc, char **argv)
         return rc;
     }
     int create = strcmp(verb, "create") == 0;
+    bool dry = take_switch(&argc, argv, "--dry-run"), yes = take_switch(&argc, argv, "--yes");
     json_t *body = cluster_body(&argc, argv, create);
     if (!body)
         return 2;
@@ -369,12 +390,37 @@ int cli_cluster_main(int argc, char **argv)
         json_decref(body);
         return usage_cluster();
     }
+    if (dry && create) { /* a create's plan: the preview, as a diff */
+        json_t *out;
+        int rc = call(&o, "POST", "/v1/plans", body, &out);
+        json_decref(body);
+        if (rc)
+            return rc;
+        if (o.json)
+            print_json(out);
+        else
+            cli_plan_preview_print(out, false);
+        json_decref(out);
+        return 0;
+    }
+    /* On a terminal an operation shows its plan and asks first. */
+    bool ask = !dry && !yes && !create && !o.json && isatty(0) && isatty(1);
+    if ((dry || yes || ask) && !create) { /* cli_plan.c: the plan, then exactly that plan */
+        char *pp = strcmp(verb, "delete") == 0 ? xasprintf("/v1/clusters/%s/delete", argv[2])
+                                               : xasprintf("/v1/clusters/%s/%s", argv[2], verb);
+        int rc = cli_plan_run(&o, pp, body, yes && !dry, ask);
+        free(pp);
+        json_decref(body);
+        return rc;
+    }
     char *p = create                        ? xstrdup("/v1/clusters")
               : strcmp(verb, "delete") == 0 ? xasprintf("/v1/clusters/%s", argv[2])
                                             : xasprintf("/v1/clusters/%s/%s", argv[2], verb);
     json_t *out;
     int st = cli_call(&o, strcmp(verb, "delete") == 0 ? "DELETE" : "POST", p, body, &out, NULL);
     free(p);
+    if (st >= 0 && st < 400)
+        cli_plan_scale_note(verb, body, out);
     json_decref(body);
     if (st < 0)
         return 1;
@@ -385,22 +431,26 @@ int cli_preview_main(int argc, char **argv)
 {
     struct cli_opts o;
     argc = cli_take_opts(argc, argv, &o);
+    const char *format = flag(&argc, argv, "--format");
     json_t *body = cluster_body(&argc, argv, 1);
     if (!body)
         return 2;
-    if (argc != 1) {
+    bool stages = format && strcmp(format, "stages") == 0;
+    if (argc != 1 || (format && !stages && strcmp(format, "json") != 0)) {
         json_decref(body);
         return cli_usage("preview", NULL);
     }
     json_t *out;
-    int rc = call(&o, "POST", "/v1/plans", body, &out);
+    int rc = call(&o, "POST", stages ? "/v1/plans?format=stages" : "/v1/plans", body, &out);
     json_decref(body);
-    if (rc == 0 && o.json)
+    if (rc)
+        return rc;
+    if (o.json || (format && strcmp(format, "json") == 0))
         print_json(out);
-    else if (rc == 0)
-        rc = cli__show_preview(out);
+    else
+        cli_plan_preview_print(out, stages); /* cli_plan.c */
     json_decref(out);
-    return rc;
+    return 0;
 }
 
 /* ---- fleet, tenants, users, tokens ----------------------------------------------------- */

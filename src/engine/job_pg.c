@@ -469,6 +469,11 @@ struct engine__pg_final *engine__pg_final_new(struct ejob *j)
                               ? xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(tv))
                               : NULL;
     f->fresh_create = strcmp(j->op, "create") == 0;
+    json_t *subset = json_object_get(json_object_get(j->job, "request"), "services");
+    if (strcmp(j->op, "stop") == 0 && json_array_size(subset) == 0)
+        f->run_status = "stopped";
+    else if (strcmp(j->op, "start") == 0 || strcmp(j->op, "restart") == 0)
+        f->run_status = "active";
     json_t *d = json_pack("{s:s, s:s, s:I, s:I}", "status", f->status, "error", f->error, "tasks",
                           (json_int_t)j->fwd.n, "rollback_tasks", (json_int_t)j->rb.n);
     f->detail = json_dumps(d, JSON_COMPACT);
@@ -531,15 +536,18 @@ static int final_writes(PGconn *conn, void *arg, struct drv_err *err)
                              " WHERE cluster_id = $1::bigint",
                              1, q, NULL, err);
     } else if (rc == 0 && ok) {
-        const char *q[] = {f->cluster_id, f->target, f->services, f->config, f->template_version};
+        const char *q[] = {f->cluster_id, f->target,           f->services,
+                           f->config,     f->template_version, f->run_status};
         rc = store_execp(conn,
-                         "UPDATE clusters SET status = 'active', layout = $2::jsonb,"
+                         "UPDATE clusters SET status = CASE WHEN $6::text IS NOT NULL THEN $6"
+                         "   WHEN status = 'stopped' THEN 'stopped' ELSE 'active' END,"
+                         " layout = $2::jsonb,"
                          " size = jsonb_array_length($2::jsonb -> 'nodes'),"
                          " services = coalesce($3::jsonb, services),"
                          " config = coalesce($4::jsonb, config),"
                          " template_version = coalesce($5::int, template_version),"
                          " updated_at = now() WHERE id = $1::bigint",
-                         5, q, NULL, err);
+                         6, q, NULL, err);
         /* Joins, not a subquery per row: 10,000 nodes on each side (a subquery per row
            took seconds). The target's nodes are active, the others deleted. */
         if (rc == 0)
@@ -579,7 +587,8 @@ static int final_writes(PGconn *conn, void *arg, struct drv_err *err)
                                                                    : "active";
         const char *q[] = {f->cluster_id, cst};
         rc = store_execp(conn,
-                         "UPDATE clusters SET status = $2, updated_at = now()"
+                         "UPDATE clusters SET status = CASE WHEN $2 = 'active' AND status ="
+                         " 'stopped' THEN 'stopped' ELSE $2 END, updated_at = now()"
                          " WHERE id = $1::bigint",
                          2, q, NULL, err);
         if (rc == 0 && strcmp(cst, "needs-operator") != 0 && strcmp(f->status, "failed") != 0) {

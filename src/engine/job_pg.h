@@ -90,6 +90,9 @@ struct engine__pg_final {
     char *template_version; /* the cluster's template version after success (an upgrade's) */
     char *detail;
     bool fresh_create; /* a create: nothing existed before */
+    /* The cluster's status after success: "stopped" (a stop of every service), "active"
+     * (a start or restart), or NULL: a stopped cluster stays stopped, any other is active. */
+    const char *run_status;
 };
 struct engine__pg_final *engine__pg_final_new(struct ejob *j);
 /* Once per job: a replay after the job row says ended (ended_at set) changes nothing and

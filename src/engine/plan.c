@@ -180,7 +180,13 @@ int engine__plan_build(const struct engine__plan_in *pin, struct engine__plan_ou
             subset[i] = json_string_value(json_array_get(pin->subset, i));
         struct planner_request req =
             planner_input_request(out->in, (enum planner_op)op, subset, n_subset);
+        /* The dependents of a layout change, as the API found them (request.target). */
+        struct planner_reconf *rf = NULL;
+        req.n_reconf = planner_reconf_from_json(
+            json_object_get(json_object_get(pin->request, "target"), "reconfigure"), &rf);
+        req.reconf = rf;
         rc = planner_build(&req, &out->plan, err);
+        planner_reconf_free(rf, req.n_reconf);
     }
     free(subset);
     if (rc == 0) {

@@ -286,12 +286,13 @@ static int strategy_parse(struct model__pctx *p, const json_t *v, const char *pa
 {
     char field[300];
     const json_t *type = v;
-    const json_t *amount = NULL;
+    const json_t *amount = NULL, *max_down = NULL;
     if (!v)
         return 0;
     if (json_is_object(v)) {
         type = json_object_get(v, "type");
         amount = json_object_get(v, "amount");
+        max_down = json_object_get(v, "max_down");
     }
     snprintf(field, sizeof(field), "%s%s", path, json_is_object(v) ? ".type" : "");
     if (!json_is_string(type))
@@ -313,6 +314,16 @@ static int strategy_parse(struct model__pctx *p, const json_t *v, const char *pa
         if (n < 1)
             return model__fail(p, field, "a positive integer");
         a->amount = (unsigned)n;
+    }
+    if (max_down && !json_is_null(max_down)) {
+        snprintf(field, sizeof(field), "%s.max_down", path);
+        int n;
+        int rc = model__count(p, max_down, field, &n);
+        if (rc < 0)
+            return rc;
+        if (n < 1)
+            return model__fail(p, field, "a positive integer");
+        a->max_down = (unsigned)n;
     }
     return 0;
 }
@@ -422,13 +433,17 @@ json_t *model_service_to_json(const struct model_service *e)
         json_t *ao = json_object();
         json_object_set_new(ao, "type", json_string(a->type));
         json_object_set_new(ao, "fields", json_deep_copy(a->fields));
+        json_t *st = NULL;
         if (a->strategy == MODEL_STRATEGY_ONE_BY_ONE)
-            json_object_set_new(ao, "strategy", json_pack("{s:s}", "type", "one-by-one"));
+            st = json_pack("{s:s}", "type", "one-by-one");
         else if (a->strategy == MODEL_STRATEGY_PARALLEL && a->amount)
-            json_object_set_new(ao, "strategy",
-                                json_pack("{s:s,s:i}", "type", "parallel", "amount", a->amount));
+            st = json_pack("{s:s,s:i}", "type", "parallel", "amount", a->amount);
         else if (a->strategy == MODEL_STRATEGY_PARALLEL)
-            json_object_set_new(ao, "strategy", json_pack("{s:s}", "type", "parallel"));
+            st = json_pack("{s:s}", "type", "parallel");
+        if (st && a->max_down)
+            json_object_set_new(st, "max_down", json_integer(a->max_down));
+        if (st)
+            json_object_set_new(ao, "strategy", st);
         json_object_set_new(acts, a->name, ao);
     }
     json_object_set_new(o, "provisioner", json_pack("{s:o}", "actions", acts));

@@ -107,7 +107,9 @@ const struct model_providermap_entry *model_imagetype_provider(const struct mode
 /*
  * Optional task-based-deployment extension of an action: how many nodes may
  * run it at once. JSON: "strategy": "one-by-one" | "parallel" or
- * {"type": "parallel", "amount": 6}.
+ * {"type": "parallel", "amount": 6}; the object form may add "max_down": N,
+ * how many nodes a rolling stop-then-start of the service may have down at
+ * once (docs/catalog.md "Rolling restarts").
  */
 enum model_strategy {
     MODEL_STRATEGY_NONE = 0, /* not given: the planner's default */
@@ -120,7 +122,8 @@ struct model_action {
     char *type;     /* automator plugin, for example "chef-solo" */
     json_t *fields; /* object, never NULL (empty when absent) */
     enum model_strategy strategy;
-    unsigned amount; /* with MODEL_STRATEGY_PARALLEL: at most this many at once; 0 = no limit */
+    unsigned amount;   /* with MODEL_STRATEGY_PARALLEL: at most this many at once; 0 = no limit */
+    unsigned max_down; /* nodes down at once in a rolling restart; 0 = not given */
 };
 
 struct model_service {

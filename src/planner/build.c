@@ -31,72 +31,25 @@
  *      service and action ("* /B/start"), so two services on N and M nodes cost
  *      N + M edges, not N * M; a service on one node is waited for directly.
  *
+ *   4. Rolling restarts. A service stopped and started again on several
+ *      nodes (restart, configure-restart, upgrade) with a rolling strategy on
+ *      its stop or start (one-by-one, parallel with an amount, or max_down)
+ *      has at most w nodes down at once: the stop on the (k + w)-th node
+ *      waits for the start on the k-th, in plan order. The strategy limits
+ *      alone bound stops and starts separately, not the time between them.
+ *      An edge that would close a loop (the start waits, through runtime
+ *      dependencies, for that stop) is left out: nothing can roll there.
+ *
  * Finally the DAG is sorted once: a loop is an error naming its tasks.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "planner_int.h"
+#include "build_int.h"
 #include "xalloc.h"
 
 #define NA PLANNER_ACT_COUNT
-
-struct ulist {
-    uint32_t *v;
-    size_t n, cap;
-};
-
-static void ulist_add(struct ulist *l, uint32_t x)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i] == x)
-            return;
-    XGROW(l->v, l->cap, l->n + 1);
-    l->v[l->n++] = x;
-}
-
-/* A node of the plan: in the starting layout, the target layout or both. */
-struct pnode {
-    const struct planner_node *s, *t;
-    const char *id;        /* arena */
-    uint32_t first, count; /* its tasks: [first, first + count) */
-    long pre_last;         /* last node-level task before the services, or -1 */
-};
-
-struct build {
-    const struct planner_request *req;
-    struct planner_plan *plan;
-    struct drv_err *err;
-    size_t ns; /* services */
-    struct planner__map svc_map;
-    const char **svc_name;  /* arena copies */
-    unsigned char *present; /* on the cluster (either layout) */
-    unsigned char *sel;     /* acted on by configure/start/stop/restart/upgrade */
-    unsigned char *restart; /* stopped and started again (configure-restart, upgrade) */
-    struct ulist *dep_install, *dep_runtime, *req_runtime; /* resolved, per service */
-    struct pnode *nodes;
-    size_t nn;
-    int *task_svc; /* per task: service index, -1 for node-level tasks */
-    size_t task_svc_cap;
-    struct ulist *by_sa; /* per service * NA + action: its tasks */
-    long *anchor;        /* per service * NA + action: anchor task, -1 */
-    json_t *empty;       /* {} shared */
-};
-
-static const struct planner_svc_action *svc_act(struct build *b, size_t s, int a)
-{
-    return &b->req->services[s].actions[a];
-}
-
-static int has_def(struct build *b, size_t s, int a)
-{
-    return svc_act(b, s, a)->type != NULL;
-}
-
-static int has_tasks(struct build *b, size_t s, int a)
-{
-    return b->by_sa[s * NA + a].n > 0;
-}
 
 /* ---- step 0: inputs ---- */
 
@@ -226,7 +179,7 @@ static int select_services(struct build *b)
 
 /* ---- step 1: tasks ---- */
 
-static int node_has(const struct planner_node *n, const char *svc)
+int planner__node_has(const struct planner_node *n, const char *svc)
 {
     if (n == NULL)
         return 0;
@@ -240,7 +193,7 @@ static int node_has(const struct planner_node *n, const char *svc)
 static int service_chain(struct build *b, const struct pnode *n, size_t s, int *acts)
 {
     const char *name = b->req->services[s].name;
-    int in_s = node_has(n->s, name), in_t = node_has(n->t, name);
+    int in_s = planner__node_has(n->s, name), in_t = planner__node_has(n->t, name);
     int k = 0;
     switch (b->req->op) {
     case PLANNER_OP_CREATE:
@@ -257,6 +210,13 @@ static int service_chain(struct build *b, const struct pnode *n, size_t s, int *
             acts[k++] = PLANNER_ACT_STOP;
             if (n->t) /* the node stays: take the service off it */
                 acts[k++] = PLANNER_ACT_REMOVE;
+        } else if (in_s && in_t && b->reconf && b->reconf[s]) {
+            /* A dependent of the change, kept on this node: configured again. */
+            acts[k++] = PLANNER_ACT_CONFIGURE;
+            if (b->reconf[s] == 2) {
+                acts[k++] = PLANNER_ACT_STOP;
+                acts[k++] = PLANNER_ACT_START;
+            }
         }
         break;
     case PLANNER_OP_CONFIGURE:
@@ -425,7 +385,7 @@ static uint32_t add_task(struct build *b, const char *id, const char *node, int 
 
 static void make_tasks(struct build *b)
 {
-    static const struct planner_strategy parallel = {PLANNER_STRAT_PARALLEL, 0};
+    static const struct planner_strategy parallel = {PLANNER_STRAT_PARALLEL, 0, 0};
     struct fcache prov = {0}, boot = {0};
     const char *ptype = b->req->providertype ? b->req->providertype : "provider";
     const char *ptype_a = planner__arena_strdup(b->plan->arena, ptype);
@@ -629,7 +589,7 @@ static void free_lists(struct ulist *l, size_t n)
 
 /* The task that stands for "(s, a) on every node": the task itself when there
  * is one, else an anchor waiting for all of them. */
-static uint32_t every(struct build *b, size_t s, int a)
+uint32_t planner__every(struct build *b, size_t s, int a)
 {
     struct ulist *l = &b->by_sa[s * NA + a];
     if (l->n == 1)
@@ -638,7 +598,7 @@ static uint32_t every(struct build *b, size_t s, int a)
     if (*an < 0) {
         char id[512];
         snprintf(id, sizeof(id), "*/%s/%s", b->svc_name[s], planner_action_name(a));
-        static const struct planner_strategy parallel = {PLANNER_STRAT_PARALLEL, 0};
+        static const struct planner_strategy parallel = {PLANNER_STRAT_PARALLEL, 0, 0};
         uint32_t t = add_task(b, id, NULL, (int)s, PLANNER_ACT_ANCHOR, NULL, NULL, parallel);
         for (size_t k = 0; k < l->n; k++) /* distinct tasks: no duplicate check */
             planner__add_dep_new(b->plan, t, l->v[k]);
@@ -647,7 +607,7 @@ static uint32_t every(struct build *b, size_t s, int a)
     return (uint32_t)*an;
 }
 
-static long local_task(struct build *b, const struct pnode *n, size_t s, int a)
+long planner__local_task(struct build *b, const struct pnode *n, size_t s, int a)
 {
     for (uint32_t t = n->first; t < n->first + n->count; t++)
         if (b->task_svc[t] == (int)s && b->plan->tasks[t].action == (enum planner_action)a)
@@ -656,7 +616,7 @@ static long local_task(struct build *b, const struct pnode *n, size_t s, int a)
 }
 
 /* The runtime task of s that others wait for: start, or initialize without start. */
-static int runtime_done_action(struct build *b, size_t s)
+int planner__runtime_done_action(struct build *b, size_t s)
 {
     return has_tasks(b, s, PLANNER_ACT_START) ? PLANNER_ACT_START : PLANNER_ACT_INITIALIZE;
 }
@@ -698,13 +658,23 @@ static void wire(struct build *b)
             if (s < 0)
                 continue;
             enum planner_action a = b->plan->tasks[t].action;
+            if (a == PLANNER_ACT_CONFIGURE && b->reconf && b->reconf[s] && n->s && n->t) {
+                /* A dependent's configure renders the new nodes: after they start. */
+                for (size_t k = 0; k < b->reconf_on[s].n; k++) {
+                    size_t d = b->reconf_on[s].v[k];
+                    if (has_tasks(b, d, planner__runtime_done_action(b, d)))
+                        planner__add_dep(b->plan, t,
+                                         planner__every(b, d, planner__runtime_done_action(b, d)));
+                }
+            }
             if (a == PLANNER_ACT_INSTALL) {
                 int local = 0;
                 for (size_t k = 0; k < e_inst[s].n; k++) {
                     size_t d = e_inst[s].v[k];
-                    long lt = local_task(b, n, d, PLANNER_ACT_INSTALL);
+                    long lt = planner__local_task(b, n, d, PLANNER_ACT_INSTALL);
                     planner__add_dep(b->plan, t,
-                                     lt >= 0 ? (uint32_t)lt : every(b, d, PLANNER_ACT_INSTALL));
+                                     lt >= 0 ? (uint32_t)lt
+                                             : planner__every(b, d, PLANNER_ACT_INSTALL));
                     local |= lt >= 0;
                 }
                 /* Every service task of the node follows its node-level tasks: a
@@ -714,21 +684,24 @@ static void wire(struct build *b)
             } else if (a == PLANNER_ACT_REMOVE) {
                 for (size_t k = 0; k < r_rm[s].n; k++) {
                     size_t d = r_rm[s].v[k];
-                    long lt = local_task(b, n, d, PLANNER_ACT_REMOVE);
+                    long lt = planner__local_task(b, n, d, PLANNER_ACT_REMOVE);
                     planner__add_dep(b->plan, t,
-                                     lt >= 0 ? (uint32_t)lt : every(b, d, PLANNER_ACT_REMOVE));
+                                     lt >= 0 ? (uint32_t)lt
+                                             : planner__every(b, d, PLANNER_ACT_REMOVE));
                 }
             } else if (a == PLANNER_ACT_INITIALIZE ||
                        (a == PLANNER_ACT_START &&
-                        local_task(b, n, (size_t)s, PLANNER_ACT_INITIALIZE) < 0)) {
+                        planner__local_task(b, n, (size_t)s, PLANNER_ACT_INITIALIZE) < 0)) {
                 /* The first runtime task of s on this node. */
                 for (size_t k = 0; k < e_run[s].n; k++) {
                     size_t d = e_run[s].v[k];
-                    planner__add_dep(b->plan, t, every(b, d, runtime_done_action(b, d)));
+                    planner__add_dep(b->plan, t,
+                                     planner__every(b, d, planner__runtime_done_action(b, d)));
                 }
             } else if (a == PLANNER_ACT_STOP) {
                 for (size_t k = 0; k < r_stop[s].n; k++)
-                    planner__add_dep(b->plan, t, every(b, r_stop[s].v[k], PLANNER_ACT_STOP));
+                    planner__add_dep(b->plan, t,
+                                     planner__every(b, r_stop[s].v[k], PLANNER_ACT_STOP));
             }
         }
     }
@@ -815,12 +788,16 @@ int planner_build(const struct planner_request *req, struct planner_plan **out, 
             plan_nodes(b, start ? start : target, NULL);
         else
             plan_nodes(b, target, target);
+        rc = planner__select_reconf(b);
+    }
+    if (rc == 0) {
         b->by_sa = xcalloc(b->ns * NA + 1, sizeof(*b->by_sa));
         b->anchor = xmalloc((b->ns * NA + 1) * sizeof(*b->anchor));
         for (size_t i = 0; i < b->ns * NA; i++)
             b->anchor[i] = -1;
         make_tasks(b);
         wire(b);
+        planner__roll(b);
         rc = planner__check_ids(b->plan, err);
     }
     if (rc == 0)
@@ -835,6 +812,8 @@ int planner_build(const struct planner_request *req, struct planner_plan **out, 
     free(b->present);
     free(b->sel);
     free(b->restart);
+    free(b->reconf);
+    free_lists(b->reconf_on, b->reconf ? b->ns : 0);
     free_lists(b->dep_install, b->ns);
     free_lists(b->dep_runtime, b->ns);
     free_lists(b->req_runtime, b->ns);

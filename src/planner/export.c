@@ -176,7 +176,7 @@ int planner_plan_from_json(const json_t *json, struct planner_plan **out, struct
             rc = drv_err_set(err, DRV_EINVAL, 0, "plan: task \"%s\": fields not an object", id);
             break;
         }
-        struct planner_strategy st = {PLANNER_STRAT_PARALLEL, 0};
+        struct planner_strategy st = {PLANNER_STRAT_PARALLEL, 0, 0};
         const json_t *so = json_object_get(o, "strategy");
         if (so) {
             const char *sty = opt_str(so, "type");

@@ -92,6 +92,10 @@ enum planner_strategy_type { PLANNER_STRAT_PARALLEL = 0, PLANNER_STRAT_ONE_BY_ON
 struct planner_strategy {
     enum planner_strategy_type type;
     unsigned amount;
+    /* Rolling restarts (a stop then a start of the service on one node): how many
+     * nodes may be between the two at once; 0: not given (docs/planner.md
+     * "Rolling restarts"). Planned as edges, not exported with the task. */
+    unsigned max_down;
 };
 
 /* Name and parse ("create", "add-services", "success", "one-by-one", ...). -1 when unknown. */
@@ -140,6 +144,20 @@ struct planner_layout {
     size_t n_nodes;
 };
 
+/*
+ * A dependent of a layout change: a service whose config reads the nodes of
+ * others through macros (HAProxy's backends over the nginx nodes). When a
+ * layout-changing operation adds or removes a node of any service in `on`,
+ * the service is configured again on every node it keeps, and, with
+ * `restart`, stopped and started again (docs/planner.md "Dependents of a
+ * layout change"). Other operations ignore it.
+ */
+struct planner_reconf {
+    const char *service;
+    struct planner_strlist on;
+    int restart;
+};
+
 struct planner_request {
     enum planner_op op; /* any but PLANNER_OP_ROLLBACK: see planner_rollback() */
     /* Layout before the operation; NULL or empty for create. */
@@ -155,6 +173,9 @@ struct planner_request {
      * worker looks its credentials up; they never go in a plan), the type names the plugin. */
     const char *provider;
     const char *providertype;
+    /* Dependents of a layout change (may be NULL). */
+    const struct planner_reconf *reconf;
+    size_t n_reconf;
 };
 
 /* ---- output: the plan ---- */

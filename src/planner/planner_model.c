@@ -6,7 +6,10 @@
  */
 #include "planner_model.h"
 
+#include <ctype.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "planner_int.h"
@@ -51,6 +54,7 @@ static void convert_service(const struct model_service *m, struct planner_servic
                                           ? PLANNER_STRAT_ONE_BY_ONE
                                           : PLANNER_STRAT_PARALLEL;
         p->actions[a].strategy.amount = ma->strategy == MODEL_STRATEGY_PARALLEL ? ma->amount : 0;
+        p->actions[a].strategy.max_down = ma->max_down;
     }
 }
 
@@ -386,4 +390,116 @@ struct model_layout *planner_input_target_layout(const struct planner_input *in)
         model_layout_add(l, n->services, n->n_services, n->hardwaretype, n->imagetype, 1, n->id);
     }
     return l;
+}
+
+/* ---- dependents of a layout change ---- */
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Does some string under v name "service.<name>" (followed by no name character)? */
+static bool names_service(const json_t *v, const char *name)
+{
+    if (json_is_string(v)) {
+        size_t len = strlen(name);
+        for (const char *p = json_string_value(v); (p = strstr(p, "service.")) != NULL; p++) {
+            const char *q = p + 8;
+            if (strncmp(q, name, len) == 0) {
+                char c = q[len];
+                if (!(isalnum((unsigned char)c) || c == '-' || c == '_' || c == '.'))
+                    return true;
+            }
+        }
+        return false;
+    }
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)v, k, x) if (names_service(x, name)) return true;
+    }
+    if (json_is_array(v)) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x) if (names_service(x, name)) return true;
+    }
+    return false;
+}
+
+json_t *planner_model_reconf(const struct model_catalog *c, const json_t *services,
+                             const json_t *config)
+{
+    json_t *out = json_array();
+    size_t n = 0;
+    const char **names = xcalloc(json_array_size(services) + 1, sizeof(*names));
+    for (size_t i = 0; i < json_array_size(services); i++)
+        if (json_is_string(json_array_get(services, i)))
+            names[n++] = json_string_value(json_array_get(services, i));
+    qsort(names, n, sizeof(*names), cmp_name);
+    for (size_t i = 0; i < n; i++) {
+        const struct model_service *sv = model_catalog_service(c, names[i]);
+        const json_t *rc = sv ? json_object_get(sv->extra, "reconfigure") : NULL;
+        const json_t *sections = json_object_get(rc, "config");
+        if (!json_is_array(sections))
+            continue;
+        json_t *on = json_array();
+        for (size_t k = 0; k < n; k++) {
+            if (k == i)
+                continue;
+            size_t x;
+            json_t *sec;
+            bool hit = false;
+            json_array_foreach(sections, x, sec)
+            {
+                if (json_is_string(sec))
+                    hit |= names_service(json_object_get(config, json_string_value(sec)), names[k]);
+            }
+            if (hit)
+                json_array_append_new(on, json_string(names[k]));
+        }
+        if (json_array_size(on) == 0) {
+            json_decref(on);
+            continue;
+        }
+        json_array_append_new(out,
+                              json_pack("{s:s, s:o, s:b}", "service", names[i], "on", on, "restart",
+                                        json_is_true(json_object_get(rc, "restart"))));
+    }
+    free(names);
+    return out;
+}
+
+size_t planner_reconf_from_json(const json_t *arr, struct planner_reconf **out)
+{
+    size_t n = json_array_size(arr), m = 0;
+    *out = xcalloc(n + 1, sizeof(**out));
+    for (size_t i = 0; i < n; i++) {
+        const json_t *e = json_array_get(arr, i), *on = json_object_get(e, "on");
+        const char *svc = json_string_value(json_object_get(e, "service"));
+        if (!svc || !json_is_array(on))
+            continue;
+        bool ok = true;
+        size_t k;
+        json_t *x;
+        json_array_foreach(on, k, x) ok &= json_is_string(x);
+        if (!ok)
+            continue;
+        /* A jansson array of strings is not a char *[]: keep the names in the array itself. */
+        struct planner_reconf *r = &(*out)[m++];
+        r->service = svc;
+        r->restart = json_is_true(json_object_get(e, "restart"));
+        const char **v = xcalloc(json_array_size(on) + 1, sizeof(*v));
+        json_array_foreach(on, k, x) v[k] = json_string_value(x);
+        r->on.v = v;
+        r->on.n = json_array_size(on);
+    }
+    return m;
+}
+
+void planner_reconf_free(struct planner_reconf *r, size_t n)
+{
+    for (size_t i = 0; r && i < n; i++)
+        free((void *)r[i].on.v);
+    free(r);
 }

@@ -51,4 +51,23 @@ struct planner_request planner_input_request(const struct planner_input *in, enu
  * storing with the cluster so that the next operation keeps the ids. New. */
 struct model_layout *planner_input_target_layout(const struct planner_input *in);
 
+/*
+ * Dependents of a layout change (planner.h struct planner_reconf), from the
+ * catalogue and the cluster's config: each service named in `services` (a JSON
+ * array of names) whose definition says
+ *     "reconfigure": {"config": ["haproxy"], "restart": true}
+ * depends on the services of `services` that the macros in those top-level
+ * sections of `config` name ("service.<name>" in a string, as in
+ * %join(map(ip.access_v4.service.nginx,'$'),' ')%). Returns a new JSON array
+ * [{"service", "on": [...], "restart"}], sorted by service, for a job's request
+ * (the engine plans from it, so the plan does not depend on the catalogue of
+ * the moment); empty when none.
+ */
+json_t *planner_model_reconf(const struct model_catalog *c, const json_t *services,
+                             const json_t *config);
+/* That array as entries borrowing its strings into *out (free with planner_reconf_free;
+ * the strings stay arr's); entries of the wrong shape are skipped. Returns the count. */
+size_t planner_reconf_from_json(const json_t *arr, struct planner_reconf **out);
+void planner_reconf_free(struct planner_reconf *r, size_t n);
+
 #endif

@@ -288,7 +288,7 @@ int planner_rollback_layout(const struct planner_plan *failed,
         uint32_t x;
         if (inv[k].action < 0) {
             char *id = xasprintf("*/%s", t->id);
-            static const struct planner_strategy parallel = {PLANNER_STRAT_PARALLEL, 0};
+            static const struct planner_strategy parallel = {PLANNER_STRAT_PARALLEL, 0, 0};
             x = planner__add_task(rb, id, NULL, svc, PLANNER_ACT_ANCHOR, NULL, NULL, parallel);
             free(id);
         } else {

@@ -284,6 +284,10 @@ int store_cluster_set_status(PGconn *conn, const char *cluster_id, const char *s
                              struct drv_err *err);
 /* The unfinished job (pending, running, paused) of a cluster, or DRV_ENOENT. */
 int store_cluster_open_job(PGconn *conn, const char *cluster_id, json_t **row, struct drv_err *err);
+/* How long the tenant's tasks took, from its latest 5,000 succeeded tasks: rows
+ * {"service" ("" for node tasks), "action", "secs" (mean, a real), "n"}, for a plan's
+ * estimate (docs/api.md "Plans"). */
+int store_task_durations(PGconn *conn, const char *tenant_id, json_t **rows, struct drv_err *err);
 /* A new pending job; request is JSON text. */
 int store_job_insert(PGconn *conn, const char *tenant_id, const char *cluster_id,
                      const char *operation, const char *request, const char *user_id, json_t **row,

@@ -211,6 +211,20 @@ int store_cluster_open_job(PGconn *conn, const char *cluster_id, json_t **row, s
                            1, p, row, err);
 }
 
+int store_task_durations(PGconn *conn, const char *tenant_id, json_t **rows, struct drv_err *err)
+{
+    const char *p[] = {tenant_id};
+    return store_query_json(
+        conn,
+        "SELECT coalesce(service, '') AS service, action,"
+        " avg(extract(epoch FROM ended_at - started_at))::float8 AS secs, count(*) AS n"
+        " FROM (SELECT t.service, t.action, t.started_at, t.ended_at FROM tasks t"
+        "  JOIN jobs j ON j.id = t.job_id WHERE j.tenant_id = $1::bigint"
+        "  AND t.status = 'succeeded' AND t.started_at IS NOT NULL AND t.ended_at IS NOT NULL"
+        "  ORDER BY t.job_id DESC LIMIT 5000) r GROUP BY 1, 2 ORDER BY 1, 2",
+        1, p, rows, err);
+}
+
 int store_job_insert(PGconn *conn, const char *tenant_id, const char *cluster_id,
                      const char *operation, const char *request, const char *user_id, json_t **row,
                      struct drv_err *err)
