@@ -9,6 +9,13 @@
  * also bumps `broken_gen`: every thread then replaces a connection made
  * before that before its next work, so that once the server is back (after
  * a restart, say) no request fails on an idle thread's stale connection.
+ * A connection that libpq still calls open is dropped the same way when the
+ * server's answer says it is no use (store__sqlstate_drops: read-only after a
+ * demotion, shutting down): under Patroni the next connect, with libpq's
+ * target_session_attrs=read-write over every server's address, reaches the
+ * new primary. The work that met the broken connection ends with DRV_EAGAIN
+ * and is not repeated here: only its caller knows whether it is safe to run
+ * again (docs/operations.md, "PostgreSQL under Patroni").
  *
  * Shutdown: store_free sets `stopping`, wakes every thread and joins them;
  * requests still queued are freed without their callbacks.
@@ -125,6 +132,21 @@ int store_exec_script(PGconn *conn, const char *sql, struct drv_err *err)
     return store__result(conn, PQexec(conn, sql), NULL, err);
 }
 
+_Thread_local bool store__conn_unusable;
+
+bool store__sqlstate_drops(const char *state)
+{
+    static const char *const drops[] = {"25006", "57P01", "57P02", "57P03"};
+    if (!state)
+        return false;
+    if (strncmp(state, "08", 2) == 0) /* connection exception */
+        return true;
+    for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
+        if (strcmp(state, drops[i]) == 0)
+            return true;
+    return false;
+}
+
 int store__result(PGconn *conn, PGresult *r, PGresult **res, struct drv_err *err)
 {
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
@@ -139,7 +161,10 @@ int store__result(PGconn *conn, PGresult *r, PGresult **res, struct drv_err *err
     char msg[400];
     snprintf(msg, sizeof(msg), "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(conn));
     msg[strcspn(msg, "\n")] = '\0';
-    int code = PQstatus(conn) == CONNECTION_BAD ? DRV_EAGAIN : DRV_EPG;
+    bool drop = store__sqlstate_drops(state);
+    if (drop)
+        store__conn_unusable = true;
+    int code = PQstatus(conn) == CONNECTION_BAD || drop ? DRV_EAGAIN : DRV_EPG;
     drv_err_set(err, code, sqlstate_code(state), "postgresql: %s", msg);
     PQclear(r);
     return code;
@@ -182,8 +207,13 @@ static void *pool_main(void *arg)
         if (!conn) {
             r->rc = DRV_EAGAIN;
         } else {
+            store__conn_unusable = false;
             r->rc = r->work(conn, r->arg, &r->err);
-            if (r->rc != 0 && PQstatus(conn) != CONNECTION_OK) {
+            if (r->rc != 0 && (PQstatus(conn) != CONNECTION_OK || store__conn_unusable)) {
+                char q[600];
+                log_info("store", "event=postgres-connection-dropped why=%s error=%s",
+                         PQstatus(conn) != CONNECTION_OK ? "connection-lost" : "server-state",
+                         log_quote(r->err.msg, q, sizeof(q)));
                 PQfinish(conn);
                 conn = NULL;
                 if (r->rc == DRV_EPG)
