@@ -56,7 +56,8 @@ struct store {
     /* For /metrics (under mu): threads running work, threads holding a connection (as of
        their last work), work waiting for a thread, and work submitted since the start. */
     int busy, connected, queued;
-    unsigned long long submitted;
+    unsigned long long submitted, dropped, server_changes;
+    char server[80]; /* host:port of the newest connection (libpq's PQhost, PQport) */
     /* Loop-thread state. */
     int healthy;
     int ping_outstanding;
@@ -172,6 +173,22 @@ int store__result(PGconn *conn, PGresult *r, PGresult **res, struct drv_err *err
 
 static void complete(void *arg);
 
+/* A new connection: which server it reached; a change (a failover, a switchover) is logged. */
+static void note_server(struct store *s, PGconn *conn)
+{
+    char now[80];
+    snprintf(now, sizeof(now), "%s:%s", PQhost(conn), PQport(conn));
+    pthread_mutex_lock(&s->mu);
+    bool changed = s->server[0] && strcmp(s->server, now) != 0;
+    char before[80];
+    snprintf(before, sizeof(before), "%s", s->server);
+    snprintf(s->server, sizeof(s->server), "%s", now);
+    s->server_changes += changed;
+    pthread_mutex_unlock(&s->mu);
+    if (changed)
+        log_info("store", "event=postgres-server-changed server=%s previous=%s", now, before);
+}
+
 static void *pool_main(void *arg)
 {
     struct store *s = arg;
@@ -203,6 +220,8 @@ static void *pool_main(void *arg)
         if (!conn) {
             conn = store_connect(s->conninfo, &r->err);
             conn_gen = gen;
+            if (conn)
+                note_server(s, conn);
         }
         if (!conn) {
             r->rc = DRV_EAGAIN;
@@ -219,6 +238,7 @@ static void *pool_main(void *arg)
                 if (r->rc == DRV_EPG)
                     r->rc = r->err.code = DRV_EAGAIN;
                 pthread_mutex_lock(&s->mu);
+                s->dropped++;
                 s->broken_gen++; /* the others' connections are suspect too */
                 pthread_mutex_unlock(&s->mu);
             }
@@ -342,6 +362,8 @@ void store_pool_stats(struct store *s, struct store_pool_stats *st)
     st->connected = s->connected;
     st->queued = s->queued;
     st->submitted = s->submitted;
+    st->dropped = s->dropped;
+    st->server_changes = s->server_changes;
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -80,7 +80,9 @@ struct store_pool_stats {
     int busy;      /* threads running work */
     int connected; /* threads holding a connection, as of the end of their last work */
     int queued;    /* work waiting for a thread */
-    unsigned long long submitted; /* work submitted since the start */
+    unsigned long long submitted;      /* work submitted since the start */
+    unsigned long long dropped;        /* connections dropped: lost, read-only, shutting down */
+    unsigned long long server_changes; /* connections made to another server than the last */
 };
 void store_pool_stats(struct store *s, struct store_pool_stats *st);
 /* Begin pinging every second (from the loop). */
