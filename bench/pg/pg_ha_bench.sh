@@ -87,9 +87,9 @@ for w in "${what[@]}"; do
     wait_until 30 "HAProxy to reach the primary" psql "$via_haproxy" -qAtXc 'SELECT 1'
     psql_q "CREATE TABLE IF NOT EXISTS bench_probe (via text, at timestamptz DEFAULT clock_timestamp())"
     # Jobs of sleep tasks, running when the primary dies.
-    read -r _ J1 <<< "$(create_cluster f1 6 '{"duration_ms": 100}')"
-    for k in 2 3; do create_cluster "f$k" 6 '{"duration_ms": 100}' > /dev/null; done
-    wait_until 120 "tasks to be done" done_at_least "$J1" 6
+    read -r _ J1 <<< "$(create_cluster f1 6 '{"duration_ms": 1500}')"
+    for k in 2 3; do create_cluster "f$k" 6 '{"duration_ms": 1500}' > /dev/null; done
+    wait_until 120 "tasks to be done" done_at_least "$J1" 3
     P=$(pg_primary)
     t_kill=$(now_ms)
     pg_kill "$P"
