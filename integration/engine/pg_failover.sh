@@ -15,11 +15,20 @@
 #      or a new clone, Patroni's choice) and holds every job the new primary has.
 #   3. A planned switchover (patronictl switchover) during running jobs: the same answers,
 #      the jobs succeed, the old primary follows as a replica.
+#
+# pg_failover.sh split (engine_pg_split; the stack started with DROVER_HA_ZK_PROXY, so that
+# each Patroni reaches ZooKeeper through proxies of its own): instead of the kill, the
+# primary's Patroni is cut off from ZooKeeper (its proxies silenced): it demotes its postgres,
+# which then takes no write (never two writable primaries at once: checked each time a new
+# primary is seen), droverd's pool reaches the new primary, and the checks of 1 hold; then the
+# network heals and the old primary rejoins as a replica (2). No switchover.
+FAULT=${1:-kill}
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../api/api_lib.sh"
 . "$(dirname "$0")/engine_lib.sh"
 
 [ "${DROVER_PG_HA:-0}" -ge 3 ] || fail "run me under scripts/with-stack --ha"
+[ "$FAULT" = kill ] || [ -e "$T/pids/zkproxy-1-1.pid" ] || fail "split needs DROVER_HA_ZK_PROXY at the stack's start"
 
 start_droverd 1
 start_droverd 2
@@ -72,7 +81,14 @@ probe() {
 
 # new_primary_serves: the failover is over: a server other than OLD is primary, and a
 # create went through.
-new_primary_serves() { pg_primary_is_not "$OLD" && probe && [ "$LAST" = 202 ]; }
+new_primary_serves() {
+  pg_primary_is_not "$OLD" || return 1
+  # Cut off from ZooKeeper, the old primary demoted itself before another was promoted.
+  if [ "$FAULT" = split ] && [ "$(pg_psql "$OLD" 'SELECT pg_is_in_recovery()' 2> /dev/null)" = f ]; then
+    fail "pg$OLD still takes writes while pg$(pg_primary) is primary"
+  fi
+  probe && [ "$LAST" = 202 ]
+}
 
 # all_jobs_end: every acknowledged job succeeded.
 all_jobs_end() {
@@ -112,8 +128,13 @@ OLD=$(pg_primary)
 [ -n "$OLD" ] || fail "no primary"
 : > "$T/codes"
 t0=$(now_ms)
-pg_kill "$OLD"
-pass "kill -9 of pg$OLD's Patroni and postgres (the primary) under ${#jobs[@]} running jobs"
+if [ "$FAULT" = kill ]; then
+  pg_kill "$OLD"
+  pass "kill -9 of pg$OLD's Patroni and postgres (the primary) under ${#jobs[@]} running jobs"
+else
+  for f in "$T"/pids/zkproxy-"$OLD"-*.pid; do kill -USR1 "$(cat "$f")"; done
+  pass "pg$OLD's Patroni (the primary) cut off from ZooKeeper under ${#jobs[@]} running jobs"
+fi
 poll_until -e 0.3 120 new_primary_serves ||
   fail "no new primary serving after 120 s (primary: '$(pg_primary)'; answers: $(sort "$T/codes" | uniq -c | tr '\n' ' '))"
 t1=$(now_ms)
@@ -128,13 +149,25 @@ all_jobs_end
 check_record
 pass "every one of ${#jobs[@]} acknowledged jobs (before and during the failover) succeeded; rows, attempt rows and audit rows all there; no task ran twice"
 
+if [ "$FAULT" = split ]; then
+  pg_psql "$OLD" "CREATE TABLE split_probe (i int)" > /dev/null 2>&1 && fail "pg$OLD, cut off, took a write"
+  grep -q 'event=postgres-server-changed' "$T"/droverd-*.log || fail "no droverd logged its move to the new primary"
+  pass "pg$OLD, cut off from ZooKeeper, demoted itself and takes no write; droverd moved to pg$NEW"
+fi
+
 # 2. The old primary rejoins as a replica.
-"$STACK" patroni-start "$OLD" --dir "$T"
+if [ "$FAULT" = kill ]; then
+  "$STACK" patroni-start "$OLD" --dir "$T"
+else
+  for f in "$T"/pids/zkproxy-"$OLD"-*.pid; do kill -USR2 "$(cat "$f")"; done
+fi
 wait_until 120 "pg$OLD to rejoin as a replica" pg_role_is "$OLD" replica
 want=$(psql_q "SELECT count(*) FROM jobs")
 has_all() { [ "$(pg_psql "$OLD" "SELECT count(*) FROM jobs" 2> /dev/null)" = "$want" ]; }
 wait_until 60 "pg$OLD to hold the $want jobs of the primary" has_all
 pass "pg$OLD rejoined as a replica ($(grep -c 'pg_rewind\|rewind' "$T/pg$OLD/patroni.log" || true) rewind lines in its log) and holds all $want jobs"
+
+[ "$FAULT" = kill ] || exit 0
 
 # 3. A planned switchover during running jobs.
 n_before=${#jobs[@]}
