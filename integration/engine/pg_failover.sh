@@ -144,7 +144,7 @@ for _ in 1 2 3; do probe; done
 n503=$(grep -c '^503$' "$T/codes" || true)
 late=$(tail -n 12 "$T/codes" | grep -vc '^20[02]$' || true)
 [ "$late" = 0 ] || fail "503 after the new primary served: $(tail -n 12 "$T/codes" | tr '\n' ' ')"
-pass "pg$NEW promoted; a create went through $(((t1 - t0) / 1000)) s after the kill; $n503 answers of $(wc -l < "$T/codes") were 503 during the window, none after, none wrong"
+pass "pg$NEW promoted; a create went through $(((t1 - t0) / 1000)) s after the $FAULT; $n503 answers of $(wc -l < "$T/codes") were 503 during the window, none after, none wrong"
 all_jobs_end
 check_record
 pass "every one of ${#jobs[@]} acknowledged jobs (before and during the failover) succeeded; rows, attempt rows and audit rows all there; no task ran twice"
