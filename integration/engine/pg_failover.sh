@@ -126,6 +126,8 @@ for _ in 1 2; do create acme > /dev/null; create beta > /dev/null; done
 progressing "${jobs[0]#*:}" 2
 OLD=$(pg_primary)
 [ -n "$OLD" ] || fail "no primary"
+# Fencing across the promotion: each job's owner token, as the old primary acknowledged it.
+psql_q "SELECT id || ':' || coalesce(owner_token, 0) FROM jobs ORDER BY id" > "$T/tokens.before"
 : > "$T/codes"
 t0=$(now_ms)
 if [ "$FAULT" = kill ]; then
@@ -147,7 +149,12 @@ late=$(tail -n 12 "$T/codes" | grep -vc '^20[02]$' || true)
 pass "pg$NEW promoted; a create went through $(((t1 - t0) / 1000)) s after the $FAULT; $n503 answers of $(wc -l < "$T/codes") were 503 during the window, none after, none wrong"
 all_jobs_end
 check_record
-pass "every one of ${#jobs[@]} acknowledged jobs (before and during the failover) succeeded; rows, attempt rows and audit rows all there; no task ran twice"
+# The tokens are on the new primary, none older: a stale owner's fenced write still fails there.
+while IFS=: read -r id tok; do
+  now=$(psql_q "SELECT coalesce(owner_token, 0) FROM jobs WHERE id = $id")
+  [ -n "$now" ] && [ "$now" -ge "$tok" ] || fail "job $id's owner token went from $tok to '$now' on the new primary"
+done < "$T/tokens.before"
+pass "every one of ${#jobs[@]} acknowledged jobs (before and during the $FAULT) succeeded; rows, attempt rows, audit rows and owner tokens all there; no task ran twice"
 
 if [ "$FAULT" = split ]; then
   pg_psql "$OLD" "CREATE TABLE split_probe (i int)" > /dev/null 2>&1 && fail "pg$OLD, cut off, took a write"
