@@ -203,3 +203,40 @@ pg_start() {
   pg_ctl_as -D "$T/pg/data" -l "$T/pg/postgres.log" -w -t 60 start > /dev/null
   head -n 1 "$T/pg/data/postmaster.pid" > "$T/pids/pg.pid"
 }
+
+# PostgreSQL under Patroni (scripts/with-stack --ha): server N's ports are in $T/pgN.ports
+# ("PG_PORT REST_PORT"), its Patroni's pid in $T/pids/patroniN.pid.
+# patroni_code N PATH: the HTTP status of Patroni N's REST endpoint PATH (000: no answer).
+patroni_code() {
+  local pg rest
+  read -r pg rest < "$T/pg$1.ports"
+  curl -s -o /dev/null -m 2 -w '%{http_code}' "http://127.0.0.1:$rest$2" 2> /dev/null || true
+}
+# pg_primary: the number of the server Patroni calls primary; empty when none.
+pg_primary() {
+  local n
+  for n in $(seq 1 "${DROVER_PG_HA:-0}"); do
+    [ "$(patroni_code "$n" /primary)" = 200 ] && { echo "$n"; return 0; }
+  done
+  return 0
+}
+# pg_role_is N ROLE: Patroni N answers 200 on /ROLE (primary, replica, sync).
+pg_role_is() { [ "$(patroni_code "$1" "/$2")" = 200 ]; }
+# pg_primary_is_not N: some server other than N is primary.
+pg_primary_is_not() {
+  local p
+  p=$(pg_primary)
+  [ -n "$p" ] && [ "$p" != "$1" ]
+}
+# pg_kill N: kill -9 of server N's Patroni and of its postgres (postmaster).
+pg_kill() {
+  local n=$1 pm
+  pm=$(head -n 1 "$T/pg$n/data/postmaster.pid")
+  kill -9 "$(cat "$T/pids/patroni$n.pid")" "$pm"
+}
+# pg_psql N SQL: SQL on server N alone (whatever its role).
+pg_psql() {
+  local pg rest
+  read -r pg rest < "$T/pg$1.ports"
+  psql "host=127.0.0.1 port=$pg dbname=drover user=drover connect_timeout=2" -qAtX -c "$2"
+}

@@ -219,8 +219,16 @@ void api__metrics(struct api *a, struct api_req *r)
         "drover_store_pool_queued %d\n"
         "# HELP drover_store_pool_work_total Database work submitted to the pool.\n"
         "# TYPE drover_store_pool_work_total counter\n"
-        "drover_store_pool_work_total %llu\n",
-        ps.size, ps.busy, ps.connected, ps.queued, ps.submitted);
+        "drover_store_pool_work_total %llu\n"
+        "# HELP drover_store_connections_dropped_total PostgreSQL connections the pool dropped "
+        "as lost, read-only or shutting down (a restart or a failover).\n"
+        "# TYPE drover_store_connections_dropped_total counter\n"
+        "drover_store_connections_dropped_total %llu\n"
+        "# HELP drover_store_server_changes_total New pool connections that reached another "
+        "server than the one before (a failover or switchover seen by this node).\n"
+        "# TYPE drover_store_server_changes_total counter\n"
+        "drover_store_server_changes_total %llu\n",
+        ps.size, ps.busy, ps.connected, ps.queued, ps.submitted, ps.dropped, ps.server_changes);
     prom_hvec_write(a->h_req, out, "drover_http_request_duration_seconds",
                     "API requests from their head's arrival to the reply, by route pattern, "
                     "method and status.",

@@ -294,12 +294,23 @@ static int start_writes(PGconn *conn, void *arg, struct drv_err *err)
     struct engine__pg_start *s = arg;
     const char *p[] = {s->id,  s->status,   s->phase,  s->inputs, s->plan,
                        s->sha, s->snapshot, s->target, s->format};
-    int rc = store_execp(conn,
-                         "UPDATE jobs SET status = $2, phase = $3, inputs = $4::jsonb,"
-                         " plan = $5::jsonb, plan_sha = $6, snapshot = $7::jsonb,"
-                         " target = $8::jsonb, error = NULL, format_version = $9::int,"
-                         " started_at = coalesce(started_at, now()) WHERE id = $1::bigint",
-                         9, p, NULL, err);
+    /* Once only, settled by its effect: this write sets started_at, so a replay (the
+       same owner again after its COMMIT's answer was lost, say to a PostgreSQL failover,
+       or a next owner after the first's write went through) finds it set and adds no
+       second "job.started" audit row. The fence holds the row lock. */
+    PGresult *r;
+    int rc = store_execp(conn, "SELECT started_at IS NULL FROM jobs WHERE id = $1::bigint", 1, p,
+                         &r, err);
+    if (rc)
+        return rc;
+    bool first = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
+    PQclear(r);
+    rc = store_execp(conn,
+                     "UPDATE jobs SET status = $2, phase = $3, inputs = $4::jsonb,"
+                     " plan = $5::jsonb, plan_sha = $6, snapshot = $7::jsonb,"
+                     " target = $8::jsonb, error = NULL, format_version = $9::int,"
+                     " started_at = coalesce(started_at, now()) WHERE id = $1::bigint",
+                     9, p, NULL, err);
     for (size_t c = 0; rc == 0 && c < s->n_chunks; c++) {
         const char *q[] = {s->id, s->task_chunks[c]};
         rc = store_execp(conn,
@@ -335,7 +346,7 @@ static int start_writes(PGconn *conn, void *arg, struct drv_err *err)
                          " WHERE id = $1::bigint",
                          3, q, NULL, err);
     }
-    if (rc == 0)
+    if (rc == 0 && first)
         rc = audit(conn, s->tenant_id, s->node, "job.started", s->id, s->detail, err);
     return rc;
 }

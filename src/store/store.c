@@ -9,6 +9,13 @@
  * also bumps `broken_gen`: every thread then replaces a connection made
  * before that before its next work, so that once the server is back (after
  * a restart, say) no request fails on an idle thread's stale connection.
+ * A connection that libpq still calls open is dropped the same way when the
+ * server's answer says it is no use (store__sqlstate_drops: read-only after a
+ * demotion, shutting down): under Patroni the next connect, with libpq's
+ * target_session_attrs=read-write over every server's address, reaches the
+ * new primary. The work that met the broken connection ends with DRV_EAGAIN
+ * and is not repeated here: only its caller knows whether it is safe to run
+ * again (docs/operations.md, "PostgreSQL under Patroni").
  *
  * Shutdown: store_free sets `stopping`, wakes every thread and joins them;
  * requests still queued are freed without their callbacks.
@@ -49,7 +56,8 @@ struct store {
     /* For /metrics (under mu): threads running work, threads holding a connection (as of
        their last work), work waiting for a thread, and work submitted since the start. */
     int busy, connected, queued;
-    unsigned long long submitted;
+    unsigned long long submitted, dropped, server_changes;
+    char server[80]; /* host:port of the newest connection (libpq's PQhost, PQport) */
     /* Loop-thread state. */
     int healthy;
     int ping_outstanding;
@@ -125,6 +133,21 @@ int store_exec_script(PGconn *conn, const char *sql, struct drv_err *err)
     return store__result(conn, PQexec(conn, sql), NULL, err);
 }
 
+_Thread_local bool store__conn_unusable;
+
+bool store__sqlstate_drops(const char *state)
+{
+    static const char *const drops[] = {"25006", "57P01", "57P02", "57P03"};
+    if (!state)
+        return false;
+    if (strncmp(state, "08", 2) == 0) /* connection exception */
+        return true;
+    for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
+        if (strcmp(state, drops[i]) == 0)
+            return true;
+    return false;
+}
+
 int store__result(PGconn *conn, PGresult *r, PGresult **res, struct drv_err *err)
 {
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
@@ -139,13 +162,32 @@ int store__result(PGconn *conn, PGresult *r, PGresult **res, struct drv_err *err
     char msg[400];
     snprintf(msg, sizeof(msg), "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(conn));
     msg[strcspn(msg, "\n")] = '\0';
-    int code = PQstatus(conn) == CONNECTION_BAD ? DRV_EAGAIN : DRV_EPG;
+    bool drop = store__sqlstate_drops(state);
+    if (drop)
+        store__conn_unusable = true;
+    int code = PQstatus(conn) == CONNECTION_BAD || drop ? DRV_EAGAIN : DRV_EPG;
     drv_err_set(err, code, sqlstate_code(state), "postgresql: %s", msg);
     PQclear(r);
     return code;
 }
 
 static void complete(void *arg);
+
+/* A new connection: which server it reached; a change (a failover, a switchover) is logged. */
+static void note_server(struct store *s, PGconn *conn)
+{
+    char now[80];
+    snprintf(now, sizeof(now), "%s:%s", PQhost(conn), PQport(conn));
+    pthread_mutex_lock(&s->mu);
+    bool changed = s->server[0] && strcmp(s->server, now) != 0;
+    char before[80];
+    snprintf(before, sizeof(before), "%s", s->server);
+    snprintf(s->server, sizeof(s->server), "%s", now);
+    s->server_changes += changed;
+    pthread_mutex_unlock(&s->mu);
+    if (changed)
+        log_info("store", "event=postgres-server-changed server=%s previous=%s", now, before);
+}
 
 static void *pool_main(void *arg)
 {
@@ -178,17 +220,25 @@ static void *pool_main(void *arg)
         if (!conn) {
             conn = store_connect(s->conninfo, &r->err);
             conn_gen = gen;
+            if (conn)
+                note_server(s, conn);
         }
         if (!conn) {
             r->rc = DRV_EAGAIN;
         } else {
+            store__conn_unusable = false;
             r->rc = r->work(conn, r->arg, &r->err);
-            if (r->rc != 0 && PQstatus(conn) != CONNECTION_OK) {
+            if (r->rc != 0 && (PQstatus(conn) != CONNECTION_OK || store__conn_unusable)) {
+                char q[600];
+                log_info("store", "event=postgres-connection-dropped why=%s error=%s",
+                         PQstatus(conn) != CONNECTION_OK ? "connection-lost" : "server-state",
+                         log_quote(r->err.msg, q, sizeof(q)));
                 PQfinish(conn);
                 conn = NULL;
                 if (r->rc == DRV_EPG)
                     r->rc = r->err.code = DRV_EAGAIN;
                 pthread_mutex_lock(&s->mu);
+                s->dropped++;
                 s->broken_gen++; /* the others' connections are suspect too */
                 pthread_mutex_unlock(&s->mu);
             }
@@ -312,6 +362,8 @@ void store_pool_stats(struct store *s, struct store_pool_stats *st)
     st->connected = s->connected;
     st->queued = s->queued;
     st->submitted = s->submitted;
+    st->dropped = s->dropped;
+    st->server_changes = s->server_changes;
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -9,6 +9,14 @@
  * submitted while it is down completes with DRV_EAGAIN (the API's 503), and
  * work after it is back succeeds, with no restart of droverd.
  *
+ * Failover (PostgreSQL under Patroni, conninfo a libpq multi-host string with
+ * target_session_attrs=read-write): a connection is also dropped when the
+ * server answers that it is read-only (SQLSTATE 25006, a demoted primary) or
+ * shutting down (57P01, 57P02, 57P03) or any connection exception (class 08);
+ * that work completes with DRV_EAGAIN and the next work connects to whichever
+ * server is primary then. Work is never run twice by the pool: a caller that
+ * retries (the engine's fenced writes) makes its work safe to repeat.
+ *
  * Health: store_healthy() is the result of the last ping (a `SELECT 1` sent
  * every second from the loop through the pool), read by /readyz.
  *
@@ -72,7 +80,9 @@ struct store_pool_stats {
     int busy;      /* threads running work */
     int connected; /* threads holding a connection, as of the end of their last work */
     int queued;    /* work waiting for a thread */
-    unsigned long long submitted; /* work submitted since the start */
+    unsigned long long submitted;      /* work submitted since the start */
+    unsigned long long dropped;        /* connections dropped: lost, read-only, shutting down */
+    unsigned long long server_changes; /* connections made to another server than the last */
 };
 void store_pool_stats(struct store *s, struct store_pool_stats *st);
 /* Begin pinging every second (from the loop). */

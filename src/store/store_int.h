@@ -4,6 +4,8 @@
 #ifndef DROVER_STORE_INT_H
 #define DROVER_STORE_INT_H
 
+#include <stdbool.h>
+
 #include <libpq-fe.h>
 
 #include "error.h"
@@ -15,5 +17,18 @@
  * message, and the code is DRV_EAGAIN when the connection broke, else DRV_EPG.
  */
 int store__result(PGconn *conn, PGresult *r, PGresult **res, struct drv_err *err);
+
+/*
+ * Set by store__result (on the pool thread) when the server's answer says this
+ * connection cannot do what the pool needs any more although libpq still calls it
+ * open: the server is read-only now (SQLSTATE 25006: demoted, or a replica), or it
+ * is going away (57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect
+ * now). The pool drops the connection after the work and connects again, and
+ * libpq's target_session_attrs=read-write finds the primary of the moment.
+ */
+extern _Thread_local bool store__conn_unusable;
+
+/* Does SQLSTATE state (five characters) mean the connection must be dropped? */
+bool store__sqlstate_drops(const char *state);
 
 #endif

@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# Issue 23: PostgreSQL under Patroni (scripts/with-stack --ha: three ZooKeeper servers,
+# three PostgreSQL servers, synchronous replication in strict mode) while jobs of two
+# tenants run on two droverd. droverd reaches PostgreSQL only through the stack's libpq
+# multi-host string with target_session_attrs=read-write.
+#
+#   1. kill -9 of the primary's Patroni and of its postgres: a replica is promoted; every
+#      API answer meanwhile is the right one or 503 "unavailable" (a job the API
+#      acknowledged is never 404, a create is 202 or 503), and 503 stops once the new
+#      primary serves; every job (acknowledged before or during the failover) succeeds,
+#      no task runs twice or overlaps, and no acknowledged write is missing: each job's
+#      row, its tasks' attempt rows, exactly one job.started and one job.succeeded audit
+#      row (the start write settled, not repeated, when its COMMIT's answer was lost).
+#   2. The old primary's Patroni started again: the server rejoins as a replica (pg_rewind
+#      or a new clone, Patroni's choice) and holds every job the new primary has.
+#   3. A planned switchover (patronictl switchover) during running jobs: the same answers,
+#      the jobs succeed, the old primary follows as a replica.
+#
+# pg_failover.sh split (engine_pg_split; the stack started with DROVER_HA_ZK_PROXY, so that
+# each Patroni reaches ZooKeeper through proxies of its own): instead of the kill, the
+# primary's Patroni is cut off from ZooKeeper (its proxies silenced): it demotes its postgres,
+# which then takes no write (never two writable primaries at once: checked each time a new
+# primary is seen), droverd's pool reaches the new primary, and the checks of 1 hold; then the
+# network heals and the old primary rejoins as a replica (2). No switchover.
+FAULT=${1:-kill}
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../api/api_lib.sh"
+. "$(dirname "$0")/engine_lib.sh"
+
+[ "${DROVER_PG_HA:-0}" -ge 3 ] || fail "run me under scripts/with-stack --ha"
+[ "$FAULT" = kill ] || [ -e "$T/pids/zkproxy-1-1.pid" ] || fail "split needs DROVER_HA_ZK_PROXY at the stack's start"
+
+start_droverd 1
+start_droverd 2
+catalogue_json "$CATALOG" > "$T/catalog.json"
+declare -A TOK
+for t in acme beta; do
+  expect 201 "$(api POST /v1/tenants "{\"name\":\"$t\"}" "$SUPER")" '' "tenant $t"
+  TOK[$t]=$(body_of "$(api POST /v1/users "{\"name\":\"admin-$t\",\"role\":\"admin\",\"tenant\":\"$t\"}" "$SUPER")" | jq -r .token)
+  expect 200 "$(api POST /v1/import "@$T/catalog.json" "${TOK[$t]}")" '' "import for $t"
+  WORKER_TENANT=$t start_worker "worker-$t"
+done
+
+# Jobs the API acknowledged (202), as "tenant:job".
+jobs=()
+c=0
+# create TENANT: one 3-node create; prints the status code, records an acknowledged job.
+create() {
+  local t=$1 body r
+  c=$((c + 1))
+  body=$(jq -cn --arg n "c$c" --argjson cfg "$(sleep_config '{"duration_ms": 200, "jitter_ms": 200}')" \
+    '{name: $n, template: "simple", nodes: 3, config: $cfg}')
+  r=$(TOKEN=${TOK[$t]} api POST /v1/clusters "$body")
+  case ${r%% *} in
+  202) jobs+=("$t:$(body_of "$r" | jq -r .job.id)") ;;
+  503) echo "$r" | grep -q '"unavailable"' || fail "a create answered 503 without \"unavailable\": $r" ;;
+  *) fail "a create answered neither 202 nor 503: $r" ;;
+  esac
+  echo "${r%% *}" >> "$T/codes"
+  LAST=${r%% *}
+}
+
+# probe: a create for each tenant and a read of an acknowledged job on each droverd; every
+# answer right or 503 "unavailable". LAST is the last create's status.
+probe() {
+  local tj t j r p
+  create acme
+  create beta
+  for p in "${DPORTS[1]}" "${DPORTS[2]}"; do
+    tj=${jobs[$((RANDOM % ${#jobs[@]}))]}
+    t=${tj%%:*} j=${tj#*:}
+    r=$(PORT=$p TOKEN=${TOK[$t]} api GET "/v1/jobs/$j?tasks=none")
+    case ${r%% *} in
+    200) [ "$(body_of "$r" | jq -r .id)" = "$j" ] || fail "job $j read as another: $r" ;;
+    503) echo "$r" | grep -q '"unavailable"' || fail "a read answered 503 without \"unavailable\": $r" ;;
+    *) fail "job $j (acknowledged) read as: $r" ;;
+    esac
+    echo "${r%% *}" >> "$T/codes"
+  done
+}
+
+# new_primary_serves: the failover is over: a server other than OLD is primary, and a
+# create went through.
+new_primary_serves() {
+  pg_primary_is_not "$OLD" || return 1
+  # Cut off from ZooKeeper, the old primary demoted itself before another was promoted.
+  if [ "$FAULT" = split ] && [ "$(pg_psql "$OLD" 'SELECT pg_is_in_recovery()' 2> /dev/null)" = f ]; then
+    fail "pg$OLD still takes writes while pg$(pg_primary) is primary"
+  fi
+  probe && [ "$LAST" = 202 ]
+}
+
+# all_jobs_end: every acknowledged job succeeded.
+all_jobs_end() {
+  local tj
+  for tj in "${jobs[@]}"; do
+    TOKEN=${TOK[${tj%%:*}]} wait_job "${tj#*:}" succeeded 180
+  done
+}
+
+# check_record: no acknowledged write missing.
+check_record() {
+  local tj j ids="" bad
+  for tj in "${jobs[@]}"; do ids="$ids${ids:+,}${tj#*:}"; done
+  bad=$(psql_q "SELECT string_agg(x::text, ' ') FROM unnest(ARRAY[$ids]::bigint[]) x
+    WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = x AND status = 'succeeded')")
+  [ -z "$bad" ] || fail "acknowledged jobs missing or not succeeded in PostgreSQL: $bad"
+  bad=$(psql_q "SELECT string_agg(t.job_id || ':' || t.id, ' ') FROM tasks t WHERE t.job_id IN ($ids)
+    AND t.status = 'succeeded' AND NOT EXISTS (SELECT 1 FROM task_attempts a WHERE a.job_id = t.job_id
+    AND a.phase = t.phase AND a.task_id = t.id AND a.status = 'succeeded')")
+  [ -z "$bad" ] || fail "succeeded tasks without their attempt row: $bad"
+  bad=$(psql_q "SELECT string_agg(x::text || '=' || coalesce(s, 0) || '/' || coalesce(e, 0), ' ')
+    FROM unnest(ARRAY[$ids]::bigint[]) x LEFT JOIN (SELECT entity_id,
+      count(*) FILTER (WHERE action = 'job.started') s,
+      count(*) FILTER (WHERE action = 'job.succeeded') e
+      FROM audit_log WHERE entity_kind = 'job' GROUP BY entity_id) a ON a.entity_id = x::text
+    WHERE coalesce(s, 0) <> 1 OR coalesce(e, 0) <> 1")
+  [ -z "$bad" ] || fail "jobs without exactly one job.started and one job.succeeded audit row (job=started/succeeded): $bad"
+  check_runs
+  [ -z "$(zk ls /drover/jobs)" ] || fail "jobs left in /drover/jobs: $(zk ls /drover/jobs)"
+}
+
+# 1. kill -9 of the primary under running jobs.
+for _ in 1 2; do create acme > /dev/null; create beta > /dev/null; done
+[ "${#jobs[@]}" = 4 ] || fail "the first creates were refused: $(cat "$T/codes")"
+progressing "${jobs[0]#*:}" 2
+OLD=$(pg_primary)
+[ -n "$OLD" ] || fail "no primary"
+# Fencing across the promotion: each job's owner token, as the old primary acknowledged it.
+psql_q "SELECT id || ':' || coalesce(owner_token, 0) FROM jobs ORDER BY id" > "$T/tokens.before"
+: > "$T/codes"
+t0=$(now_ms)
+if [ "$FAULT" = kill ]; then
+  pg_kill "$OLD"
+  pass "kill -9 of pg$OLD's Patroni and postgres (the primary) under ${#jobs[@]} running jobs"
+else
+  for f in "$T"/pids/zkproxy-"$OLD"-*.pid; do kill -USR1 "$(cat "$f")"; done
+  pass "pg$OLD's Patroni (the primary) cut off from ZooKeeper under ${#jobs[@]} running jobs"
+fi
+poll_until -e 0.3 120 new_primary_serves ||
+  fail "no new primary serving after 120 s (primary: '$(pg_primary)'; answers: $(sort "$T/codes" | uniq -c | tr '\n' ' '))"
+t1=$(now_ms)
+NEW=$(pg_primary)
+# The window is over: nothing but right answers now.
+for _ in 1 2 3; do probe; done
+n503=$(grep -c '^503$' "$T/codes" || true)
+late=$(tail -n 12 "$T/codes" | grep -vc '^20[02]$' || true)
+[ "$late" = 0 ] || fail "503 after the new primary served: $(tail -n 12 "$T/codes" | tr '\n' ' ')"
+pass "pg$NEW promoted; a create went through $(((t1 - t0) / 1000)) s after the $FAULT; $n503 answers of $(wc -l < "$T/codes") were 503 during the window, none after, none wrong"
+all_jobs_end
+check_record
+# The tokens are on the new primary, none older: a stale owner's fenced write still fails there.
+while IFS=: read -r id tok; do
+  now=$(psql_q "SELECT coalesce(owner_token, 0) FROM jobs WHERE id = $id")
+  [ -n "$now" ] && [ "$now" -ge "$tok" ] || fail "job $id's owner token went from $tok to '$now' on the new primary"
+done < "$T/tokens.before"
+pass "every one of ${#jobs[@]} acknowledged jobs (before and during the $FAULT) succeeded; rows, attempt rows, audit rows and owner tokens all there; no task ran twice"
+
+if [ "$FAULT" = split ]; then
+  pg_psql "$OLD" "CREATE TABLE split_probe (i int)" > /dev/null 2>&1 && fail "pg$OLD, cut off, took a write"
+  grep -q 'event=postgres-server-changed' "$T"/droverd-*.log || fail "no droverd logged its move to the new primary"
+  pass "pg$OLD, cut off from ZooKeeper, demoted itself and takes no write; droverd moved to pg$NEW"
+fi
+
+# 2. The old primary rejoins as a replica.
+if [ "$FAULT" = kill ]; then
+  "$STACK" patroni-start "$OLD" --dir "$T"
+else
+  for f in "$T"/pids/zkproxy-"$OLD"-*.pid; do kill -USR2 "$(cat "$f")"; done
+fi
+wait_until 120 "pg$OLD to rejoin as a replica" pg_role_is "$OLD" replica
+want=$(psql_q "SELECT count(*) FROM jobs")
+has_all() { [ "$(pg_psql "$OLD" "SELECT count(*) FROM jobs" 2> /dev/null)" = "$want" ]; }
+wait_until 60 "pg$OLD to hold the $want jobs of the primary" has_all
+pass "pg$OLD rejoined as a replica ($(grep -c 'pg_rewind\|rewind' "$T/pg$OLD/patroni.log" || true) rewind lines in its log) and holds all $want jobs"
+
+[ "$FAULT" = kill ] || exit 0
+
+# 3. A planned switchover during running jobs.
+n_before=${#jobs[@]}
+create acme > /dev/null
+create beta > /dev/null
+progressing "${jobs[$n_before]#*:}" 2
+CUR=$(pg_primary)
+CAND=
+for n in $(seq 1 "$DROVER_PG_HA"); do
+  [ "$n" != "$CUR" ] && pg_role_is "$n" sync && CAND=$n
+done
+[ -n "$CAND" ] || fail "no synchronous standby to switch over to"
+: > "$T/codes"
+OLD=$CUR
+patronictl -c "$T/pg$CUR/patroni.yml" switchover --leader "pg$CUR" --candidate "pg$CAND" --force \
+  > "$T/switchover.log" 2>&1 || fail "patronictl switchover: $(cat "$T/switchover.log")"
+poll_until -e 0.3 60 new_primary_serves ||
+  fail "pg$CAND not serving after the switchover (answers: $(sort "$T/codes" | uniq -c | tr '\n' ' '))"
+[ "$(pg_primary)" = "$CAND" ] || fail "the primary is pg$(pg_primary), not the candidate pg$CAND"
+for _ in 1 2 3; do probe; done
+late=$(tail -n 12 "$T/codes" | grep -vc '^20[02]$' || true)
+[ "$late" = 0 ] || fail "503 after the switchover: $(tail -n 12 "$T/codes" | tr '\n' ' ')"
+all_jobs_end
+check_record
+wait_until 60 "pg$CUR to follow as a replica" pg_role_is "$CUR" replica
+pass "switchover pg$CUR -> pg$CAND under running jobs: $(grep -c '^503$' "$T/codes" || true) answers of $(wc -l < "$T/codes") were 503, all ${#jobs[@]} jobs succeeded, pg$CUR follows"
