@@ -62,9 +62,9 @@ grep -Eq "^owner alice, created [0-9-]+T[0-9:]+Z, updated [0-9-]+T[0-9:]+Z$" "$T
 [ "$("$D" cluster get "$CID" --json | jq -r .name)" = web1 ] || fail "cluster get --json"
 "$D" providers get rackspace | grep -q '^name: rackspace$' || fail "providers get: $("$D" providers get rackspace)"
 "$D" preview --template lamp --nodes 2 > "$T/preview" || fail "preview: $(cat "$T/preview")"
-grep -q '^preview of a create: 2 nodes, [0-9]* tasks (nothing runs)$' "$T/preview" || fail "preview: $(head -5 "$T/preview")"
-grep -Eq '^tasks by action: create 2, confirm 2, ' "$T/preview" || fail "preview's tasks: $(cat "$T/preview")"
-grep -Eq '^plan: create: [0-9]+ tasks in [0-9]+ stages$' "$T/preview" || fail "preview's plan: $(cat "$T/preview")"
+grep -Eq '^\+ node node-2  ' "$T/preview" || fail "preview's nodes: $(head -5 "$T/preview")"
+grep -Eq '^plan: 2 nodes, [0-9]+ tasks \(.*confirm 2, create 2.*\), [0-9]+ stages, critical path [0-9]+ tasks$' "$T/preview" ||
+  fail "preview's summary: $(tr "\n" "|" < "$T/preview")"
 "$D" preview --template lamp --nodes 2 --json | jq -e '.plan.tasks | length > 0' > /dev/null || fail "preview --json"
 "$D" job list | grep -Eq "^$JID +$CID +create +(pending|running) +[0-9-]+T[0-9:]+Z +" || fail "job list: $("$D" job list)"
 TZ=Asia/Kolkata "$D" job list --local-time | grep -Eq "^$JID +.* [0-9-]+T[0-9:]+\+05:30 " ||
