@@ -436,8 +436,11 @@ static int op_record(PGconn *conn, struct call *c, struct drv_err *err)
     /* A configure's sensitive values are sealed before the job keeps them; "********" keeps
        the cluster's value. */
     if (rc == 0 && op_is(op, "configure"))
-        rc = api__seal(c, json_object_get(c->body, "config"), json_object_get(cluster, "config"),
-                       NULL, "config");
+        rc = api__seal(
+            c, json_object_get(c->body, "config"), json_object_get(cluster, "config"), NULL,
+            &(struct api__place){"cluster", json_string_value(json_object_get(cluster, "name")),
+                                 "config"},
+            "config");
     if (rc == 0 && o && !same_cluster(o->cluster, cluster))
         rc = call_fail(c, 409, "conflict", NULL,
                        "cluster \"%s\" changed while the request was being solved, try again",

@@ -180,7 +180,8 @@ static int create_load(PGconn *conn, struct call *c, int need_name, struct creat
         return call_fail(c, 422, "unsatisfiable", "template", "%s", err->msg);
     /* Sensitive config values are sealed before anything keeps them (the job's request
        carries the body); "********" keeps the template's default. */
-    if (jc && (rc = api__seal(c, jc, r->t->default_config, NULL, "config")) != 0)
+    struct api__place at = {"cluster", r->name ? r->name : "", "config"};
+    if (jc && (rc = api__seal(c, jc, r->t->default_config, NULL, &at, "config")) != 0)
         return rc;
     if (js) {
         r->services = json_incref(js);
@@ -195,10 +196,16 @@ static int create_load(PGconn *conn, struct call *c, int need_name, struct creat
     r->provider = xstrdup(provider);
     r->hw = hw ? xstrdup(hw) : NULL;
     r->img = img ? xstrdup(img) : NULL;
-    r->config = json_dumps(jc                     ? jc
-                           : r->t->default_config ? r->t->default_config
-                                                  : NULL,
-                           JSON_COMPACT | JSON_SORT_KEYS);
+    /* What the cluster keeps: its own values sealed at its own place (those from the
+       template opened at the template's and sealed again). */
+    json_t *cfg =
+        jc ? json_incref(jc) : json_deep_copy(r->t->default_config ? r->t->default_config : NULL);
+    if (cfg && (rc = api__seal_rebind(c, cfg, r->cat, r->tname, at.name)) != 0) {
+        json_decref(cfg);
+        return rc;
+    }
+    r->config = cfg ? json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(cfg);
     if (!r->config)
         r->config = xstrdup("{}");
 

@@ -46,6 +46,7 @@ static const struct command commands[] = {
     {"solve", solver_cli_main, "offline: the layout for a template and a node count"},
     {"plan", planner_cli_main, "offline: the task DAG of an operation"},
     {"zk", cli_zk_main, "inspect the ZooKeeper tree (ls, get, tree)"},
+    {"key", cli_key_main, "offline: derive a tenant's key from the fleet key, for its workers"},
     {NULL, NULL, NULL},
 };
 

@@ -344,6 +344,25 @@ static int start_schema(struct node *n, struct drv_err *err)
     return rc;
 }
 
+/* The one-off re-seal of legacy sealed values (src/api/reseal.c), before anything serves. */
+static int reseal(struct node *n, struct drv_err *err)
+{
+    char q[600];
+    unsigned char key[32];
+    int count = 0;
+    int rc = seal_key_load("secrets.key_file", n->conf.api.secrets_key, key, err);
+    if (rc == 0)
+        rc = api_reseal_legacy(n->conf.store.conninfo, key, &count, err);
+    explicit_bzero(key, sizeof(key));
+    if (rc) {
+        log_error(MODULE, "event=reseal-failed error=%s", log_quote(err->msg, q, sizeof(q)));
+        return 1;
+    }
+    if (count)
+        log_info(MODULE, "event=sealed-values-migrated count=%d", count);
+    return 0;
+}
+
 static int run(struct node *n)
 {
     struct drv_err err;
@@ -366,6 +385,8 @@ static int run(struct node *n)
     if (created)
         log_info(MODULE, "event=superadmin_created token_file=%s",
                  log_quote(n->conf.api.bootstrap_token_file, q, sizeof(q)));
+    if (*n->conf.api.secrets_key && reseal(n, &err) != 0)
+        return 1;
 
     n->store = store_new(n->base, n->conf.store.conninfo, n->conf.store.pool_size);
     store_start_health(n->store);
@@ -385,7 +406,7 @@ static int run(struct node *n)
     unsigned char key[32];
     bool has_key = false;
     if (*n->conf.api.secrets_key) {
-        if (seal_key_load(n->conf.api.secrets_key, key, &err) != 0) {
+        if (seal_key_load("secrets.key_file", n->conf.api.secrets_key, key, &err) != 0) {
             log_error(MODULE, "event=config_failed error=%s", log_quote(err.msg, q, sizeof(q)));
             return 1;
         }
