@@ -287,8 +287,9 @@ static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes
         json_decref(task);
         char why[600];
         snprintf(why, sizeof(why), "cannot open a secret: %s", err.msg);
-        log_error(MOD, "event=secret-refused worker=%s task=%s error=\"%s\"", w->id, t->key,
-                  err.msg); /* err names the field, never the value */
+        char q[700];
+        log_error(MOD, "event=secret-refused worker=%s task=%s error=%s", w->id, t->key,
+                  log_quote(err.msg, q, sizeof(q))); /* the field's path, never the value */
         fail_now(t, why);
         return;
     }
