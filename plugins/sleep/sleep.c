@@ -25,8 +25,8 @@
  *   record_dir   append "<taskId> <task> <start ms> <end ms> <ok|failed> <cleanup>" to
  *                <dir>/runs.log when done (one write, O_APPEND); cleanup is the
  *                task's "cleanup" flag, 0 or 1
- *   echo         a dotted path in config ("provider.region"): print the string there in
- *                the result's message, as a careless or hostile plugin would (the
+ *   echo         dotted paths in config, comma-separated ("provider.region"): print the
+ *                strings there in the result's message, as a careless or hostile plugin would (the
  *                security tests' witness that a value reached the plugin opened)
  *   clear_secret true: fail unless config.provider.api_password reached the
  *                plugin opened (not "enc:..."): the worker's unsealing
@@ -229,15 +229,20 @@ int main(void)
     if (fail)
         fprintf(stderr, "sleep: failing %s as asked\n", str("task"));
     const char *echo = json_string_value(param("echo"));
-    char said[1024] = "";
+    char said[2048] = "";
     if (echo) {
-        json_t *at = json_object_get(task, "config");
-        char *copy = strdup(echo), *save = NULL;
-        for (char *k = strtok_r(copy, ".", &save); k && at; k = strtok_r(NULL, ".", &save))
-            at = json_object_get(at, k);
-        free(copy);
-        snprintf(said, sizeof(said), "echo %s=%s", echo,
-                 json_is_string(at) ? json_string_value(at) : "?");
+        char *paths = strdup(echo), *save = NULL;
+        for (char *p = strtok_r(paths, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+            json_t *at = json_object_get(task, "config");
+            char *copy = strdup(p), *save2 = NULL;
+            for (char *k = strtok_r(copy, ".", &save2); k && at; k = strtok_r(NULL, ".", &save2))
+                at = json_object_get(at, k);
+            free(copy);
+            size_t n = strlen(said);
+            snprintf(said + n, sizeof(said) - n, "%secho %s=%s", n ? " " : "", p,
+                     json_is_string(at) ? json_string_value(at) : "?");
+        }
+        free(paths);
     }
     reply(!fail, result, *said ? said : fail ? "failed as asked (sleep plugin)" : "slept");
     if (lock_fd >= 0)
