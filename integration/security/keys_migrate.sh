@@ -12,7 +12,7 @@
 
 # legacy KEYFILE JSON_VALUE: the value sealed in the legacy format under that key.
 legacy() {
-  python3 - "$1" "$2" << 'PY'
+  /usr/bin/python3 - "$1" "$2" << 'PY'
 import base64, json, os, sys
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 key = bytes.fromhex(open(sys.argv[1]).read().strip())

@@ -344,6 +344,25 @@ static int start_schema(struct node *n, struct drv_err *err)
     return rc;
 }
 
+/* With credentials: close a tree written before (world-readable) to the ACL this node's
+   session creates (coord_acl_fixup; docs/zookeeper-tree.md "ACLs"). */
+static int acl_fixup(struct node *n, struct drv_err *err)
+{
+    char q[600];
+    struct zk_digest d;
+    int changed = 0;
+    int rc = zk_digest_read(n->conf.prog.zk.digest_file, &d, err);
+    if (rc == 0) {
+        struct coord_session_opts o;
+        prog_zk_opts(&n->conf.prog, &d, &o);
+        rc = coord_acl_fixup(&o, ZKPATH_ROOT, &changed, err);
+    }
+    zk_digest_clear(&d);
+    if (rc)
+        log_error(MODULE, "event=acl-fixup-failed error=%s", log_quote(err->msg, q, sizeof(q)));
+    return rc ? 1 : 0;
+}
+
 /* The one-off re-seal of legacy sealed values (src/api/reseal.c), before anything serves. */
 static int reseal(struct node *n, struct drv_err *err)
 {
@@ -391,7 +410,7 @@ static int run(struct node *n)
     n->store = store_new(n->base, n->conf.store.conninfo, n->conf.store.pool_size);
     store_start_health(n->store);
 
-    if (prog_zk_connect(n->base, &n->conf.prog, MODULE, &n->zk) != 0)
+    if (prog_zk_connect(n->base, &n->conf.prog, MODULE, &n->zk) != 0 || acl_fixup(n, &err) != 0)
         return 1;
     json_t *data = member_data(n, 0);
     char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
