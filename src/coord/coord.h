@@ -95,7 +95,8 @@ struct coord_session_opts {
     const char *digest_user;     /* NULL, or digest credentials (with digest_password): */
     const char *digest_password; /*   nodes are then created with creator-all + readers' read */
     /* With credentials: digest ids ("user:base64(sha1(user:password))", coord_acl_digest_id)
-       that may read every znode this session creates, comma-separated, at most 4 (the
+       that may read every znode this session creates, comma-separated, at most 2 of up to 64
+       characters (the
        operator's read-only identity). Never world read. NULL or "": the creator only. */
     const char *acl_readers;
     int session_timeout_ms;  /* 0 means 10000; the server clamps it to its limits */

@@ -247,8 +247,8 @@ void coord__op_bind(struct coord__op *op, unsigned gen);
 #define COORD__ZTOOBIG (-1000)
 
 /* acl.c: s->acl from the readers (a comma-separated list of digest ids); free it. */
-#define COORD_ACL_MAX_READERS 4
-#define COORD_ACL_MAX_ID 120
+#define COORD_ACL_MAX_READERS 2 /* each counts in every create's size budget (zkops.c) */
+#define COORD_ACL_MAX_ID 64     /* "user:" + 28 base64 characters */
 int coord__acl_build(struct coord_session *s, const char *readers, struct drv_err *err);
 void coord__acl_free(struct coord_session *s);
 
