@@ -41,12 +41,14 @@ stop_droverd
 # What an older droverd left: legacy values everywhere values are sealed.
 P=$(legacy "$KEYFILE" '"s3cret-provider-password"')
 TPL=$(legacy "$KEYFILE" '{"k":"TPL-PLAIN-51"}')
+DBT=$(legacy "$KEYFILE" '"DBT-PLAIN-55"')
 DB=$(legacy "$KEYFILE" '"DB-PLAIN-52"')
 SSH=$(legacy "$KEYFILE" '"PEM-PLAIN-53"')
 NODE=$(legacy "$KEYFILE" '"NODE-PLAIN-54"')
 psql_q "UPDATE entities SET body = jsonb_set(body, '{provisioner,api_password}', to_jsonb('$P'::text))
         WHERE kind = 'provider' AND name = 'fake';
-        UPDATE entities SET body = jsonb_set(body, '{defaults,config,tpl_secret}', to_jsonb('$TPL'::text))
+        UPDATE entities SET body = jsonb_set(jsonb_set(body, '{defaults,config,tpl_secret}', to_jsonb('$TPL'::text)),
+        '{defaults,config,dbt}', jsonb_build_object('password', '$DBT'::text, 'host', 'h'))
         WHERE kind = 'clustertemplate' AND name = 'simple';
         UPDATE clusters SET config = jsonb_set(config, '{db}', jsonb_build_object('password', '$DB'::text)),
         secrets = jsonb_set(secrets, '{ssh,private_key}', to_jsonb('$SSH'::text)) WHERE id = $CID;
@@ -58,11 +60,11 @@ legacy_left() { psql_q "SELECT count(*) FROM (SELECT body::text t FROM entities 
 [ "$(legacy_left)" = 4 ] || fail "the legacy values were not written (rows): $(legacy_left)"
 
 restart_droverd
-grep -q 'event=sealed-values-migrated count=5' "$T/droverd-1.log" || fail "no re-seal logged: $(grep reseal "$T/droverd-1.log")"
+grep -q 'event=sealed-values-migrated count=6' "$T/droverd-1.log" || fail "no re-seal logged: $(grep reseal "$T/droverd-1.log")"
 [ "$(legacy_left)" = 0 ] || fail "legacy values left after the start"
 [ "$(psql_q "SELECT count(*) FROM entities WHERE body::text LIKE '%enc:v2:%' AND name IN ('fake', 'simple')")" -ge 2 ] ||
   fail "the entities' values were not sealed again"
-pass "start-up: five legacy values sealed again at their places before serving"
+pass "start-up: six legacy values sealed again at their places before serving"
 
 # The worker (tenant key only) opens each where it is: the plugin checks the provider's
 # password (clear_secret) and echoes the cluster's, the SSH key and the node's.
@@ -76,15 +78,17 @@ said=$(psql_q "SELECT message FROM task_attempts WHERE job_id = $J AND message L
   fail "the migrated values did not reach the plugin opened: \"$said\""
 pass "the workers open the migrated values at their places (provider, cluster config, SSH key, node)"
 
-# A create from the template takes its migrated default, sealed again for the cluster.
-body=$(jq -cn --argjson c "$(sleep_config '{"echo":"cluster.tpl_secret.k"}')" '{name: "c2", template: "simple", nodes: 1, config: ($c + {tpl_secret: "********"})}')
+# A create from the template takes its migrated defaults, sealed again for the cluster: a whole
+# value, and one inside an object whose other fields the create changes.
+body=$(jq -cn --argjson c "$(sleep_config '{"echo":"cluster.tpl_secret.k,cluster.dbt.password"}')" \
+  '{name: "c2", template: "simple", nodes: 1, config: ($c + {tpl_secret: "********", dbt: {password: "********", host: "other"}})}')
 r=$(api POST /v1/clusters "$body")
 expect 202 "$r" '' "create c2 keeping the template's secret"
 J2=$(body_of "$r" | jq -r .job.id)
 wait_job "$J2" succeeded 90
-[ "$(psql_q "SELECT count(*) FROM task_attempts WHERE job_id = $J2 AND message = 'echo cluster.tpl_secret.k=TPL-PLAIN-51'")" -ge 1 ] ||
-  fail "the template's migrated secret did not reach c2's plugin"
-pass "a create keeping a template's secret gets it sealed again at the cluster's place"
+[ "$(psql_q "SELECT count(*) FROM task_attempts WHERE job_id = $J2 AND message = 'echo cluster.tpl_secret.k=TPL-PLAIN-51 echo cluster.dbt.password=DBT-PLAIN-55'")" -ge 1 ] ||
+  fail "the template's migrated secrets did not reach c2's plugin: $(psql_q "SELECT message FROM task_attempts WHERE job_id = $J2 LIMIT 3")"
+pass "a create keeping a template's secrets gets them sealed again at the cluster's place"
 
 # A second start finds nothing to do.
 stop_droverd

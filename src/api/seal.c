@@ -132,11 +132,38 @@ int api__seal(struct call *c, json_t *j, const json_t *prev, const json_t *marke
 
 /* ---- a create's values taken from its template ------------------------------------- */
 
+/* Does v hold, somewhere, a sealed string that own holds at the same path? */
+static bool shares_sealed(const json_t *own, const json_t *v)
+{
+    if (json_is_string(v))
+        return seal_looks_sealed(json_string_value(v)) && json_equal(own, v);
+    const char *k;
+    json_t *x;
+    size_t i;
+    if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, k, x)
+        {
+            if (shares_sealed(json_object_get(own, k), x))
+                return true;
+        }
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, x)
+        {
+            if (shares_sealed(json_array_get(own, i), x))
+                return true;
+        }
+    }
+    return false;
+}
+
 /*
- * The template that gave the resolved config its top-level key k with value
- * v: the template itself when its own defaults.config has it, else the first
- * of its parent (extends) and includes that has, depth first (the order of
- * model_template_resolve's merge does not matter: a sealed value is unique).
+ * The template that gave the create's config the sealed values under its
+ * top-level key k (value v): the one, among the create's template, its
+ * parents (extends) and their includes, depth first, whose own
+ * defaults.config holds one of v's sealed strings at the same path. A
+ * template's config merges key by key (model_template_resolve), so every
+ * value under k that a "********" took comes from that one template; a
+ * sealed value is unique (its nonce), so equality names its origin.
  */
 static const struct model_template *source_of(const struct model_catalog *cat, const char *name,
                                               bool partial, const char *k, const json_t *v,
@@ -147,8 +174,7 @@ static const struct model_template *source_of(const struct model_catalog *cat, c
         t = model_catalog_template(cat, name, true);
     if (!t || depth > 32)
         return NULL;
-    const json_t *own = json_object_get(t->default_config, k);
-    if (own && json_equal(own, v))
+    if (shares_sealed(json_object_get(t->default_config, k), v))
         return t;
     const struct model_template *found = NULL;
     if (t->extends)
