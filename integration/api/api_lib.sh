@@ -6,6 +6,7 @@
 # underscores in the variable) and waits until ready.
 # api METHOD PATH [BODY] [TOKEN]: prints "STATUS BODY" (body on one line).
 # The superadmin token is in $SUPER after start_api_node.
+# tenant_key_file TENANT: the tenant's key file for its workers (never the fleet key).
 
 # api_port NAME: the port of the droverd start_api_node started as NAME (its PORT_<NAME>).
 api_port() {
@@ -18,6 +19,16 @@ TOKFILE="$T/superadmin.token"
 if [ ! -e "$KEYFILE" ]; then
   (umask 077 && openssl rand -hex 32 > "$KEYFILE")
 fi
+
+# tenant_key_file TENANT: prints the path of TENANT's key (derived once from $KEYFILE with
+# `drover key derive`, mode 0600), for its workers' secrets.tenant_key_file.
+tenant_key_file() {
+  local f="$T/tenant-$1.key"
+  if [ ! -e "$f" ]; then
+    (umask 077 && "$BIN/drover" key derive "$1" --key-file "$KEYFILE" > "$f")
+  fi
+  echo "$f"
+}
 
 start_api_node() {
   local name=$1 port

@@ -95,7 +95,7 @@ expect 201 "$(api POST /v1/providers '{"name":"p2","providertype":"aws","provisi
   '.provisioner.api_password == "********" and .provisioner.region == "r"' "provider with a password"
 psql_q "SELECT body::text FROM entities WHERE name = 'p2'" | grep -q 'hunter2' &&
   fail "a provider password is stored in clear"
-psql_q "SELECT body->'provisioner'->>'api_password' FROM entities WHERE name = 'p2'" | grep -q '^enc:v1:' ||
+psql_q "SELECT body->'provisioner'->>'api_password' FROM entities WHERE name = 'p2'" | grep -q '^enc:v2:' ||
   fail "the provider password is not sealed"
 expect 200 "$(api PUT /v1/providers/p2 '{"name":"p2","providertype":"aws","provisioner":{"api_password":"********","region":"r2"}}')" \
   '.provisioner.api_password == "********"' "replace keeping the password"

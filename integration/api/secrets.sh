@@ -31,7 +31,7 @@ expect 201 "$r" '.provisioner.credentials == "********" and .provisioner.ssh_pri
 for plain in AKIAPLAIN1 S3CRETPLAIN2 KEYPLAIN3 KEYPLAIN4 424242 987654 DEEPPLAIN5; do
   [ "$(in_db "SELECT body FROM entities WHERE name = 'vault'" "$plain")" = 0 ] || fail "$plain stored in clear"
 done
-[ "$(psql_q "SELECT body->'provisioner'->>'api_key' FROM entities WHERE name = 'vault'" | cut -c1-7)" = enc:j1: ] ||
+[ "$(psql_q "SELECT body->'provisioner'->>'api_key' FROM entities WHERE name = 'vault'" | cut -c1-7)" = enc:v2: ] ||
   fail "a number is not sealed as JSON"
 expect 200 "$(api GET /v1/providers/vault)" '.provisioner.api_key == "********" and .provisioner.auth.pin == "********"' "read back"
 # "********" keeps what is stored; a new value replaces it.

@@ -19,7 +19,8 @@
  *                              session and the next contender gets it
  *   coord_itest election       leader election hands over on expiry and on leaving
  *   coord_itest chroot-auth    a chrooted session with digest credentials: its znodes land
- *                              under the chroot, readable by all, writable by it only
+ *                              under the chroot, readable by it and its readers, writable
+ *                              by it only (no world read)
  *   coord_itest restart        the ZooKeeper server (or, in an ensemble, its leader) is killed
  *                              and started again while clients lock and use a queue
  *
@@ -1044,10 +1045,13 @@ int t_chroot_auth(void)
     coord_ensure_path(direct, "/tenant-x", set_bool, &ok);
     CHECK(it_run_until(base, &ok, 20000), "chroot node");
     struct drv_err err;
+    char ops_id[200];
+    CHECK(coord_acl_digest_id("ops", "ops-secret", ops_id, sizeof(ops_id)) == 0, "digest id");
     struct coord_session_opts o = {.hosts = it_zk(),
                                    .chroot = "/tenant-x",
                                    .digest_user = "drover",
                                    .digest_password = "not-a-real-secret",
+                                   .acl_readers = ops_id,
                                    .session_timeout_ms = 10000};
     struct coord_session *s = coord_session_new(base, &o, &err);
     CHECK(s && coord_session_wait_connected(s, 20000, &err) == 0, "chroot session");
@@ -1055,8 +1059,10 @@ int t_chroot_auth(void)
     struct coord_member *m =
         coord_member_join(s, "/drover/members/x", "a", "{\"n\":1}", set_flag, &joined);
     CHECK(it_run_until(base, &joined, 20000), "join");
-    it_read_check(base, direct, "/tenant-x/drover/members/x/a", "{\"n\":1}");
-    /* The world may read, not write. */
+    it_read_check(base, s, "/drover/members/x/a", "{\"n\":1}");
+    /* The world may neither read nor write (docs/zookeeper-tree.md "ACLs"). */
+    CHECK(it_read_rc(base, direct, "/tenant-x/drover/members/x/a") == DRV_EPERM,
+          "an unauthenticated read was allowed");
     int rc = 0;
     struct coord_txn *t = coord_txn_new();
     coord_txn_set(t, "/tenant-x/drover/members/x/a", "{\"n\":2}", -1);
@@ -1072,6 +1078,21 @@ int t_chroot_auth(void)
     while (rc == 0)
         it_run_for(base, 10);
     CHECK(rc == 1, "the owner's write got %d", rc);
+    /* A reader (acl_readers) may read, not write. */
+    struct coord_session_opts ro = o;
+    ro.digest_user = "ops";
+    ro.digest_password = "ops-secret";
+    struct coord_session *r = coord_session_new(base, &ro, &err);
+    CHECK(r && coord_session_wait_connected(r, 20000, &err) == 0, "reader session");
+    it_read_check(base, r, "/drover/members/x/a", "{\"n\":3}");
+    rc = 0;
+    t = coord_txn_new();
+    coord_txn_set(t, "/drover/members/x/a", "{\"n\":4}", -1);
+    coord_txn_commit(r, t, NULL, on_written_rc, &rc);
+    while (rc == 0)
+        it_run_for(base, 10);
+    CHECK(rc == DRV_EPERM, "the reader's write got %d", rc);
+    coord_session_free(r);
     coord_member_leave(m);
     coord_session_free(s);
     coord_session_free(direct);

@@ -69,6 +69,8 @@ void it_write_counter(struct event_base *base, struct coord_session *s, long cou
 /* Read path through s and check that it holds want. */
 void it_read_check(struct event_base *base, struct coord_session *s, const char *path,
                    const char *want);
+/* The rc of one read of path (0, DRV_EPERM, ...). */
+int it_read_rc(struct event_base *base, struct coord_session *s, const char *path);
 
 /* Start a child with its stdout on a pipe (*out_fd); read one line with a timeout. */
 pid_t it_spawn_pipe(char *const argv[], int *out_fd);

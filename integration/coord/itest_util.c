@@ -366,6 +366,14 @@ void it_read_check(struct event_base *base, struct coord_session *s, const char 
     CHECK(strcmp(r.data, want) == 0, "%s holds %s, want %s", path, r.data, want);
 }
 
+int it_read_rc(struct event_base *base, struct coord_session *s, const char *path)
+{
+    struct rd r = {0};
+    coord_get(s, path, on_get, &r);
+    CHECK(it_run_until(base, &r.done, 30000), "read %s", path);
+    return r.rc;
+}
+
 void it_read_until(struct event_base *base, struct coord_session *s, const char *path,
                    const char *want, int timeout_ms)
 {

@@ -36,7 +36,7 @@ start_worker() {
   shift
   write_worker_conf "$name" "worker.tenant = ${WORKER_TENANT:-acme}" "worker.plugin_dir = $DROVER_BUILD_DIR/plugins" \
     "worker.plugins = ${WORKER_PLUGINS:-sleep,sleep-provider}" "worker.concurrency = ${CONCURRENCY:-4}" \
-    "secrets.key_file = $KEYFILE" "log.level = ${LOG_LEVEL:-info}" "$@"
+    "secrets.tenant_key_file = $(tenant_key_file "${WORKER_TENANT:-acme}")" "log.level = ${LOG_LEVEL:-info}" "$@"
   sed -i "s/^zookeeper.session_timeout = 20s/zookeeper.session_timeout = $SESSION/" "$T/$name.conf"
   start_proc "$name" "$BIN/drover-worker"
 }

@@ -81,7 +81,7 @@ echo fallback > "$T/fallback/sub/y"
 start_res_worker() {
   local w=$1
   write_worker_conf "$w" "worker.tenant = acme" "worker.plugin_dir = $PDIR" \
-    "worker.plugins = sleep,sleep-provider" "worker.concurrency = 4" "secrets.key_file = $KEYFILE" \
+    "worker.plugins = sleep,sleep-provider" "worker.concurrency = 4" "secrets.tenant_key_file = $(tenant_key_file acme)" \
     "log.level = ${LOG_LEVEL:-info}" "worker.resources_dir = $T/fallback" \
     "worker.state_dir = $T/$w.state" "worker.api_url = $URL" \
     "worker.api_token_file = $T/worker.token" "worker.resources_keep = 3s"

@@ -16,7 +16,7 @@ setup_tenant
 
 # The workers' config (scripts/scaler adds node.id): tenant acme, the sleep plugins.
 write_worker_conf scaled "worker.tenant = acme" "worker.plugin_dir = $DROVER_BUILD_DIR/plugins" \
-  "worker.plugins = sleep,sleep-provider" "worker.concurrency = 4" "secrets.key_file = $KEYFILE" \
+  "worker.plugins = sleep,sleep-provider" "worker.concurrency = 4" "secrets.tenant_key_file = $(tenant_key_file acme)" \
   "log.level = warn"
 sed -i "s/^zookeeper.session_timeout = 20s/zookeeper.session_timeout = $SESSION/" "$T/scaled.conf"
 mkdir -p "$T/scaler"

@@ -25,8 +25,11 @@
  *   record_dir   append "<taskId> <task> <start ms> <end ms> <ok|failed> <cleanup>" to
  *                <dir>/runs.log when done (one write, O_APPEND); cleanup is the
  *                task's "cleanup" flag, 0 or 1
+ *   echo         dotted paths in config, comma-separated ("provider.region"): print the
+ *                strings there in the result's message, as a careless or hostile plugin would (the
+ *                security tests' witness that a value reached the plugin opened)
  *   clear_secret true: fail unless config.provider.api_password reached the
- *                plugin opened (not "enc:v1:..."): the worker's unsealing
+ *                plugin opened (not "enc:..."): the worker's unsealing
  *
  * Provider tasks return what a provider would: create "provider-id", confirm
  * "hostname" and "ipaddresses". The same executable serves as the sleep
@@ -195,7 +198,7 @@ int main(void)
     if (json_is_true(param("clear_secret"))) {
         const char *pw = json_string_value(json_object_get(
             json_object_get(json_object_get(task, "config"), "provider"), "api_password"));
-        if (!pw || strncmp(pw, "enc:v1:", 7) == 0) {
+        if (!pw || strncmp(pw, "enc:", 4) == 0) {
             fprintf(stderr, "sleep: the provider's api_password did not arrive opened\n");
             fail = 1;
         }
@@ -225,7 +228,23 @@ int main(void)
     }
     if (fail)
         fprintf(stderr, "sleep: failing %s as asked\n", str("task"));
-    reply(!fail, result, fail ? "failed as asked (sleep plugin)" : "slept");
+    const char *echo = json_string_value(param("echo"));
+    char said[2048] = "";
+    if (echo) {
+        char *paths = strdup(echo), *save = NULL;
+        for (char *p = strtok_r(paths, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+            json_t *at = json_object_get(task, "config");
+            char *copy = strdup(p), *save2 = NULL;
+            for (char *k = strtok_r(copy, ".", &save2); k && at; k = strtok_r(NULL, ".", &save2))
+                at = json_object_get(at, k);
+            free(copy);
+            size_t n = strlen(said);
+            snprintf(said + n, sizeof(said) - n, "%secho %s=%s", n ? " " : "", p,
+                     json_is_string(at) ? json_string_value(at) : "?");
+        }
+        free(paths);
+    }
+    reply(!fail, result, *said ? said : fail ? "failed as asked (sleep plugin)" : "slept");
     if (lock_fd >= 0)
         close(lock_fd); /* releases the flock */
     return fail ? 1 : 0;

@@ -100,10 +100,10 @@ struct poolzk *poolzk_open(const char *hosts, const char *digest_file, int64_t d
             poolzk_close(z);
             return NULL;
         }
-        /* All for the digest identity that creates, read for the world (as coord). */
+        /* All for the digest identity that creates; never world read (docs/zookeeper-tree.md
+           "ACLs"; droverd's start-up fix-up gives the operator's read back). */
         z->digest_acl[0] = (struct ACL){.perms = ZOO_PERM_ALL, .id = ZOO_AUTH_IDS};
-        z->digest_acl[1] = (struct ACL){.perms = ZOO_PERM_READ, .id = ZOO_ANYONE_ID_UNSAFE};
-        z->digest_vec = (struct ACL_vector){.count = 2, .data = z->digest_acl};
+        z->digest_vec = (struct ACL_vector){.count = 1, .data = z->digest_acl};
         z->acl = &z->digest_vec;
     }
     return z;

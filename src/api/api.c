@@ -35,6 +35,7 @@
 #include "clock.h"
 #include "coord.h"
 #include "guard.h"
+#include "handlers.h"
 #include "http.h"
 #include "log.h"
 #include "server.h"
@@ -327,7 +328,7 @@ static int parse_body(struct call *c)
                          je.text, je.line, je.column);
     if (!json_is_object(c->body))
         return call_fail(c, 400, "malformed", NULL, "body must be a JSON object");
-    return 0;
+    return api__refuse_sealed(c, c->body); /* only the API seals (seal.c) */
 }
 
 static void parse_work(void *arg)

@@ -104,6 +104,17 @@ void api_set_metrics(struct api *a, api_metrics_fn fn, void *arg);
  */
 int api_bootstrap(const char *conninfo, const char *path, int *created, struct drv_err *err);
 
+/*
+ * reseal.c: the start-up migration of legacy sealed values (enc:v1, enc:j1)
+ * in PostgreSQL to the placed format (src/common/seal.h), under the fleet
+ * key, in one transaction. *n: how many values were sealed again (0 when
+ * nothing was left). Blocking: for start-up, after the schema migrations.
+ * DRV_ETLS/DRV_EINVAL when one does not open (nothing written; err names the
+ * row and field), or a database error.
+ */
+int api_reseal_legacy(const char *conninfo, const unsigned char fleet[32], int *n,
+                      struct drv_err *err);
+
 /* ---- exposed for unit tests (pure functions) ---- */
 
 /* Parse "drv_<16 hex>_<64 hex>" into id (17 bytes) and secret (65 bytes). */
@@ -112,20 +123,7 @@ int api_token_parse(const char *token, char id[17], char secret[65]);
 void api_token_hash(const unsigned char *salt, size_t salt_len, const char *secret, char out[65]);
 /* Is a field name sensitive (password, secret, token, credential, private_key, api_key)? */
 int api_field_sensitive(const char *name);
-/* Encrypt text with key (32 bytes) as "enc:v1:<base64>"; decrypt back. Caller frees. */
-char *api_secret_encrypt(const unsigned char key[32], const char *text);
-int api_secret_decrypt(const unsigned char key[32], const char *enc, char **text,
-                       struct drv_err *err);
-/*
- * Seal any JSON value (new reference): a string as "enc:v1:<base64>" of its
- * text, anything else as "enc:j1:<base64>" of its compact JSON. Open one back
- * (*out: new reference) from either form; DRV_EINVAL for something else,
- * DRV_ETLS for the wrong key or a damaged value.
- */
-json_t *api_secret_seal(const unsigned char key[32], const json_t *v);
-int api_secret_open(const unsigned char key[32], const char *sealed, json_t **out,
-                    struct drv_err *err);
-/* Replace every sealed string ("enc:v1:...", "enc:j1:...") inside j by "********" (in place). */
+/* Replace every string that looks sealed ("enc:...") inside j by "********" (in place). */
 void api_redact(json_t *j);
 
 #endif

@@ -6,11 +6,9 @@
  * and SHA-256(salt || secret), never the token; checking compares hashes in
  * constant time.
  *
- * Secrets: sensitive values are sealed with AES-256-GCM under the key from
- * secrets.key_file, as "enc:v1:" + base64(nonce 12 || ciphertext || tag 16)
- * for a string's text, "enc:j1:" + the same of the compact JSON of any other
- * value (seal.c decides what is sensitive). The API shows "********" in
- * their place.
+ * Secrets: sensitive values are sealed at their place under the tenant's
+ * key (src/common/seal.h; seal.c decides what is sensitive). The API shows
+ * "********" in place of anything that looks sealed.
  *
  * Pure functions, safe on any thread, except api_bootstrap (blocking, start-up).
  */
@@ -34,8 +32,6 @@
 #include "seal.h"
 #include "store.h"
 #include "xalloc.h"
-
-#define ENC_PREFIX "enc:v1:"
 
 static int is_hex(const char *s, size_t n)
 {
@@ -159,76 +155,9 @@ int api_field_sensitive(const char *name)
     return 0;
 }
 
-#define ENC_JSON "enc:j1:" /* the sealed compact JSON of a value that is not a string */
-
-/* Seal n bytes of text under key as prefix + base64(nonce || ciphertext || tag). */
-static char *seal_bytes(const unsigned char key[32], const char *prefix, const char *text, size_t n)
-{
-    return seal_prefixed(key, prefix, text, n);
-}
-
-char *api_secret_encrypt(const unsigned char key[32], const char *text)
-{
-    return seal_bytes(key, ENC_PREFIX, text, strlen(text));
-}
-
-/* Open a value sealed with prefix: *text (NUL-terminated, *n bytes). */
-static int open_bytes(const unsigned char key[32], const char *prefix, const char *enc, char **text,
-                      size_t *n_out, struct drv_err *err)
-{
-    return seal_open_prefixed(key, prefix, enc, text, n_out, err);
-}
-
-int api_secret_decrypt(const unsigned char key[32], const char *enc, char **text,
-                       struct drv_err *err)
-{
-    return open_bytes(key, ENC_PREFIX, enc, text, NULL, err);
-}
-
-json_t *api_secret_seal(const unsigned char key[32], const json_t *v)
-{
-    char *sealed;
-    if (json_is_string(v)) {
-        sealed = seal_bytes(key, ENC_PREFIX, json_string_value(v), json_string_length(v));
-    } else {
-        char *text = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-        sealed = seal_bytes(key, ENC_JSON, text, strlen(text));
-        OPENSSL_cleanse(text, strlen(text));
-        free(text);
-    }
-    json_t *out = json_string(sealed);
-    free(sealed);
-    return out;
-}
-
-int api_secret_open(const unsigned char key[32], const char *sealed, json_t **out,
-                    struct drv_err *err)
-{
-    *out = NULL;
-    char *text = NULL;
-    size_t n = 0;
-    bool is_json = strncmp(sealed, ENC_JSON, strlen(ENC_JSON)) == 0;
-    int rc = open_bytes(key, is_json ? ENC_JSON : ENC_PREFIX, sealed, &text, &n, err);
-    if (rc)
-        return rc;
-    if (is_json) {
-        *out = json_loadb(text, n, JSON_DECODE_ANY, NULL);
-        if (!*out)
-            rc = drv_err_set(err, DRV_EINVAL, 0, "sealed value: not JSON inside");
-    } else {
-        *out = json_stringn(text, n);
-        if (!*out)
-            rc = drv_err_set(err, DRV_EINVAL, 0, "sealed value: not UTF-8 inside");
-    }
-    OPENSSL_cleanse(text, n);
-    free(text);
-    return rc;
-}
-
 static bool sealed_string(const json_t *v)
 {
-    const char *s = json_string_value(v);
-    return s && (strncmp(s, ENC_PREFIX, 7) == 0 || strncmp(s, ENC_JSON, 7) == 0);
+    return seal_looks_sealed(json_string_value(v));
 }
 
 void api_redact(json_t *j)
@@ -257,7 +186,7 @@ void api_redact(json_t *j)
 
 int api__load_key(const char *path, unsigned char key[32], struct drv_err *err)
 {
-    return seal_key_load(path, key, err);
+    return seal_key_load("secrets.key_file", path, key, err);
 }
 
 /* Arbitrary constant naming the bootstrap among advisory locks. */

@@ -93,15 +93,38 @@ int api__load_catalog(PGconn *conn, struct call *c, struct model_catalog **out, 
 /* The version of an entity among rows, 0 when absent. */
 int api__entity_version(const json_t *rows, const char *kind, const char *name);
 
+/* Where an entity's sealed values live (seal.h's places, but the tenant: the caller's). */
+struct api__place {
+    const char *kind;  /* "provider", "clustertemplate", "partialtemplate", "cluster" */
+    const char *name;  /* the entity's name */
+    const char *field; /* j's path in the entity: "provisioner", "defaults.config", "config" */
+};
+
 /*
  * seal.c: seal, in place, the sensitive values inside j (any JSON; objects and arrays are
  * walked): those under a sensitive key name at any depth, and those whose dotted path from
- * j is in marked (an array of strings, may be NULL). "********" keeps the value at the same
- * place in prev (may be NULL). where names j in errors ("config", "providers[2].provisioner").
+ * j is in marked (an array of strings, may be NULL), each under the caller's tenant key at
+ * its place (at, plus its path inside j). "********" keeps the value at the same place in
+ * prev (may be NULL; prev must be the stored value of the same entity and field). where
+ * names j in errors ("config", "providers[2].provisioner").
  * 0, or call_fail: 400 invalid ("********" with nothing stored), 422 no-secrets-key.
  */
 int api__seal(struct call *c, json_t *j, const json_t *prev, const json_t *marked,
-              const char *where);
+              const struct api__place *at, const char *where);
+
+struct model_catalog;
+/*
+ * seal.c: a create's config (an object, in place) after api__seal: each sealed value
+ * that is not this cluster's (one "********" or a missing config took from the template
+ * tname of cat, its parents or its includes) is opened at that template's place and sealed
+ * again at cluster/<cluster>'s config.<path>. 0, or call_fail 422 sealed-input.
+ */
+int api__seal_rebind(struct call *c, json_t *cfg, const struct model_catalog *cat,
+                     const char *tname, const char *cluster);
+
+/* seal.c: 0, or call_fail 422 sealed-input naming the first string in body that looks
+   sealed ("enc:..."): only the API seals. */
+int api__refuse_sealed(struct call *c, const json_t *body);
 
 #define API_PAGE_DEFAULT 1000 /* tasks in a page of a plan, unless ?limit= says */
 #define API_PAGE_MAX 10000    /* the most a page (or a DOT graph) holds */

@@ -507,7 +507,9 @@ int api__configure_config(PGconn *conn, struct call *c, const json_t *cluster, j
     *out = NULL;
     json_t *jc = json_object_get(c->body, "config");
     const json_t *now = json_object_get(cluster, "config");
-    int rc = api__seal(c, jc, now, NULL, "config");
+    const char *name = json_string_value(json_object_get(cluster, "name"));
+    int rc = api__seal(c, jc, now, NULL,
+                       &(struct api__place){"cluster", name ? name : "", "config"}, "config");
     if (rc)
         return rc;
     const char *mode = json_string_value(json_object_get(c->body, "mode"));
@@ -528,9 +530,16 @@ int api__configure_config(PGconn *conn, struct call *c, const json_t *cluster, j
         *out = jmerge_patch(t->default_config, jc);
     else /* the template is gone: no defaults */
         *out = json_deep_copy(jc);
+    /* The template's sealed defaults move to the cluster's place. */
+    if (tname && *out)
+        rc = api__seal_rebind(c, *out, cat, tname, name ? name : "");
+    if (rc) {
+        json_decref(*out);
+        *out = NULL;
+    }
     model_template_free(t);
     model_catalog_free(cat);
-    return 0;
+    return rc;
 }
 
 /*

@@ -181,7 +181,8 @@ static int create_load(PGconn *conn, struct call *c, int need_name, struct creat
         return call_fail(c, 422, "unsatisfiable", "template", "%s", err->msg);
     /* Sensitive config values are sealed before anything keeps them (the job's request
        carries the body); "********" keeps the template's default. */
-    if (jc && (rc = api__seal(c, jc, r->t->default_config, NULL, "config")) != 0)
+    struct api__place at = {"cluster", r->name ? r->name : "", "config"};
+    if (jc && (rc = api__seal(c, jc, r->t->default_config, NULL, &at, "config")) != 0)
         return rc;
     if (js) {
         r->services = json_incref(js);
@@ -197,12 +198,18 @@ static int create_load(PGconn *conn, struct call *c, int need_name, struct creat
     r->hw = hw ? xstrdup(hw) : NULL;
     r->img = img ? xstrdup(img) : NULL;
     /* The user's config is merged over the template's defaults (RFC 7396: null removes a
-       default, objects merge, anything else replaces; docs/catalog.md). */
+       default, objects merge, anything else replaces; docs/catalog.md). What the cluster
+       keeps: its own values sealed at its own place (those from the template opened at the
+       template's and sealed again). */
     json_t *merged =
         jc ? jmerge_patch(r->t->default_config, jc) : json_deep_copy(r->t->default_config);
     if (!json_is_object(merged)) {
         json_decref(merged);
         merged = json_object();
+    }
+    if ((rc = api__seal_rebind(c, merged, r->cat, r->tname, at.name)) != 0) {
+        json_decref(merged);
+        return rc;
     }
     r->config = json_dumps(merged, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(merged);

@@ -39,6 +39,9 @@ static int validate_entity(int k, const json_t *j, struct drv_err *err)
 static int seal_entity(struct call *c, int k, json_t *body, const json_t *prev, const char *where)
 {
     char at[200];
+    const char *name = json_string_value(json_object_get(body, "name"));
+    if (!name)
+        name = "";
     if (k == MODEL_PROVIDER) {
         json_t *prov = json_object_get(body, "provisioner");
         const json_t *marked = json_object_get(body, "sensitive");
@@ -46,14 +49,18 @@ static int seal_entity(struct call *c, int k, json_t *body, const json_t *prev, 
             return call_fail(c, 400, "invalid", "sensitive",
                              "field \"sensitive\": expected an array of provisioner field paths");
         snprintf(at, sizeof(at), "%s%sprovisioner", where, *where ? "." : "");
-        return api__seal(c, prov, prev ? json_object_get(prev, "provisioner") : NULL, marked, at);
+        struct api__place pl = {"provider", name, "provisioner"};
+        return api__seal(c, prov, prev ? json_object_get(prev, "provisioner") : NULL, marked, &pl,
+                         at);
     }
     if (k == MODEL_TEMPLATE || k == MODEL_PARTIALTEMPLATE) {
         json_t *cfg = json_object_get(json_object_get(body, "defaults"), "config");
         snprintf(at, sizeof(at), "%s%sdefaults.config", where, *where ? "." : "");
+        struct api__place pl = {k == MODEL_TEMPLATE ? "clustertemplate" : "partialtemplate", name,
+                                "defaults.config"};
         return api__seal(c, cfg,
                          prev ? json_object_get(json_object_get(prev, "defaults"), "config") : NULL,
-                         NULL, at);
+                         NULL, &pl, at);
     }
     return 0;
 }

@@ -117,5 +117,7 @@ int cli_token_main(int argc, char **argv);
 int cli_audit_main(int argc, char **argv);
 /* cli_resources.c: drover resources push DIR | list. */
 int cli_resources_main(int argc, char **argv);
+/* cli_key.c: drover key derive TENANT --key-file FLEET (offline). */
+int cli_key_main(int argc, char **argv);
 
 #endif

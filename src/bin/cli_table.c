@@ -122,9 +122,23 @@ static const struct cli_cmd resources_subs[] = {
 };
 
 static const struct cli_cmd zk_subs[] = {
-    {"ls", "PATH [--zk HOSTS]", "children of PATH (HOSTS defaults to $DROVER_ZK)", NULL, NULL, 0},
-    {"get", "PATH [--zk HOSTS]", "data of PATH", NULL, NULL, 0},
-    {"tree", "PATH [--zk HOSTS]", "PATH and everything under it, with data", NULL, NULL, 0},
+    {"ls", "PATH [--zk HOSTS] [--digest-file FILE]",
+     "children of PATH (HOSTS defaults to $DROVER_ZK; FILE, or $DROVER_ZK_DIGEST_FILE: the "
+     "operator's read-only identity)",
+     NULL, NULL, 0},
+    {"get", "PATH [--zk HOSTS] [--digest-file FILE]", "data of PATH", NULL, NULL, 0},
+    {"tree", "PATH [--zk HOSTS] [--digest-file FILE]", "PATH and everything under it, with data",
+     NULL, NULL, 0},
+    {NULL, NULL, NULL, NULL, NULL, 0},
+};
+
+static const struct cli_cmd key_subs[] = {
+    {"derive", "TENANT --key-file FLEET_KEY_FILE",
+     "the tenant's key (HKDF-SHA256 of the fleet key) for its workers' secrets.tenant_key_file",
+     NULL, NULL, 0},
+    {"zk-id", "DIGEST_FILE",
+     "the ZooKeeper digest id of the credentials in DIGEST_FILE, for zookeeper.acl_readers", NULL,
+     NULL, 0},
     {NULL, NULL, NULL, NULL, NULL, 0},
 };
 
@@ -183,6 +197,8 @@ const struct cli_cmd cli_commands[] = {
      "offline: the task DAG of an operation (docs/planner.md)", planner_cli_main, NULL,
      CLI_OWN_HELP},
     {"zk", "", "inspect the ZooKeeper tree", cli_zk_main, zk_subs, 0},
+    {"key", "", "offline: a tenant's key for its workers, a ZooKeeper digest id", cli_key_main,
+     key_subs, 0},
     {"completion", "", "shell completion generated from this table", cli_completion_main,
      completion_subs, 0},
     {"man", "[--format roff|markdown]", "the manual page drover(1), or docs/cli.md", cli_man_main,

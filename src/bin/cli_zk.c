@@ -4,7 +4,10 @@
  * A command-line tool may block, so this uses the ZooKeeper client's
  * synchronous calls on one short-lived handle. Every znode Drover writes is
  * JSON; `get` and `tree` print it as is (tree: one znode a line, indented).
- * The connection string comes from --zk or DROVER_ZK.
+ * The connection string comes from --zk or DROVER_ZK; credentials (a file
+ * holding "user:password", mode 0600: the operator's read-only identity,
+ * docs/zookeeper-tree.md "ACLs") from --digest-file or DROVER_ZK_DIGEST_FILE.
+ * Without them a tree written with credentials reads as "not authorized".
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,6 +20,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "cli.h"
+#include "config.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -25,7 +29,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: drover zk ls PATH [--zk HOSTS]    children of PATH\n"
                "       drover zk get PATH [--zk HOSTS]   data of PATH\n"
                "       drover zk tree PATH [--zk HOSTS]  PATH and everything under it, with data\n"
-               "HOSTS defaults to $DROVER_ZK.\n");
+               "HOSTS defaults to $DROVER_ZK. --digest-file FILE (or $DROVER_ZK_DIGEST_FILE):\n"
+               "a file holding user:password, the identity to read with.\n");
 }
 
 static zhandle_t *connect_zk(const char *hosts)
@@ -42,6 +47,22 @@ static zhandle_t *connect_zk(const char *hosts)
         return NULL;
     }
     return zh;
+}
+
+/* Read "user:password" from path (one line, mode 0600) into cred. 0 or 1 (told). */
+static int read_digest(const char *path, char *cred, size_t n)
+{
+    struct drv_err err;
+    if (config_read_secret("--digest-file", path, cred, n, &err) != 0) {
+        fprintf(stderr, "drover: %s\n", err.msg);
+        return 1;
+    }
+    if (!strchr(cred, ':') || cred[0] == ':') {
+        fprintf(stderr, "drover: --digest-file \"%s\": expected one line \"user:password\"\n",
+                path);
+        return 1;
+    }
+    return 0;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -95,13 +116,17 @@ int cli_zk_main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     const char *verb = argv[1];
-    static const struct option opts[] = {{"zk", required_argument, NULL, 'z'}, {NULL, 0, NULL, 0}};
-    const char *hosts = getenv("DROVER_ZK");
+    static const struct option opts[] = {{"zk", required_argument, NULL, 'z'},
+                                         {"digest-file", required_argument, NULL, 'd'},
+                                         {NULL, 0, NULL, 0}};
+    const char *hosts = getenv("DROVER_ZK"), *digest = getenv("DROVER_ZK_DIGEST_FILE");
     int c;
     optind = 2;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (c == 'z')
             hosts = optarg;
+        else if (c == 'd')
+            digest = optarg;
         else {
             usage(stderr);
             return 2;
@@ -120,11 +145,17 @@ int cli_zk_main(int argc, char **argv)
         fprintf(stderr, "drover: path \"%s\" must start with /\n", path);
         return 2;
     }
+    char cred[400] = "";
+    if (digest && *digest && read_digest(digest, cred, sizeof(cred)) != 0)
+        return 1;
     zhandle_t *zh = connect_zk(hosts);
     if (!zh) {
         fprintf(stderr, "drover: cannot connect to zookeeper at \"%s\"\n", hosts);
         return 1;
     }
+    if (*cred) /* requests after it are served with the identity (or fail: auth failed) */
+        zoo_add_auth(zh, "digest", cred, (int)strlen(cred), NULL, NULL);
+    explicit_bzero(cred, sizeof(cred));
     int rc;
     if (strcmp(verb, "get") == 0) {
         rc = print_data(zh, path, 0);

@@ -127,8 +127,16 @@ static int run(struct node *w)
     free(json);
     unsigned char key[32];
     bool has_key = false;
+    if (*w->conf.worker.fleet_key_file) {
+        log_error(MODULE, "event=config_failed error=%s",
+                  log_quote("secrets.key_file: a worker never holds the fleet key; give it its "
+                            "tenant's key as secrets.tenant_key_file (drover key derive)",
+                            q, sizeof(q)));
+        return 1;
+    }
     if (*w->conf.worker.secrets_key_file) {
-        if (seal_key_load(w->conf.worker.secrets_key_file, key, &err) != 0) {
+        if (seal_key_load("secrets.tenant_key_file", w->conf.worker.secrets_key_file, key, &err) !=
+            0) {
             log_error(MODULE, "event=config_failed error=%s", log_quote(err.msg, q, sizeof(q)));
             return 1;
         }

@@ -344,6 +344,44 @@ static int start_schema(struct node *n, struct drv_err *err)
     return rc;
 }
 
+/* With credentials: close a tree written before (world-readable) to the ACL this node's
+   session creates (coord_acl_fixup; docs/zookeeper-tree.md "ACLs"). */
+static int acl_fixup(struct node *n, struct drv_err *err)
+{
+    char q[600];
+    struct zk_digest d;
+    int changed = 0;
+    int rc = zk_digest_read(n->conf.prog.zk.digest_file, &d, err);
+    if (rc == 0) {
+        struct coord_session_opts o;
+        prog_zk_opts(&n->conf.prog, &d, &o);
+        rc = coord_acl_fixup(&o, ZKPATH_ROOT, &changed, err);
+    }
+    zk_digest_clear(&d);
+    if (rc)
+        log_error(MODULE, "event=acl-fixup-failed error=%s", log_quote(err->msg, q, sizeof(q)));
+    return rc ? 1 : 0;
+}
+
+/* The one-off re-seal of legacy sealed values (src/api/reseal.c), before anything serves. */
+static int reseal(struct node *n, struct drv_err *err)
+{
+    char q[600];
+    unsigned char key[32];
+    int count = 0;
+    int rc = seal_key_load("secrets.key_file", n->conf.api.secrets_key, key, err);
+    if (rc == 0)
+        rc = api_reseal_legacy(n->conf.store.conninfo, key, &count, err);
+    explicit_bzero(key, sizeof(key));
+    if (rc) {
+        log_error(MODULE, "event=reseal-failed error=%s", log_quote(err->msg, q, sizeof(q)));
+        return 1;
+    }
+    if (count)
+        log_info(MODULE, "event=sealed-values-migrated count=%d", count);
+    return 0;
+}
+
 static int run(struct node *n)
 {
     struct drv_err err;
@@ -366,11 +404,13 @@ static int run(struct node *n)
     if (created)
         log_info(MODULE, "event=superadmin_created token_file=%s",
                  log_quote(n->conf.api.bootstrap_token_file, q, sizeof(q)));
+    if (*n->conf.api.secrets_key && reseal(n, &err) != 0)
+        return 1;
 
     n->store = store_new(n->base, n->conf.store.conninfo, n->conf.store.pool_size);
     store_start_health(n->store);
 
-    if (prog_zk_connect(n->base, &n->conf.prog, MODULE, &n->zk) != 0)
+    if (prog_zk_connect(n->base, &n->conf.prog, MODULE, &n->zk) != 0 || acl_fixup(n, &err) != 0)
         return 1;
     json_t *data = member_data(n, 0);
     char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
@@ -385,7 +425,7 @@ static int run(struct node *n)
     unsigned char key[32];
     bool has_key = false;
     if (*n->conf.api.secrets_key) {
-        if (seal_key_load(n->conf.api.secrets_key, key, &err) != 0) {
+        if (seal_key_load("secrets.key_file", n->conf.api.secrets_key, key, &err) != 0) {
             log_error(MODULE, "event=config_failed error=%s", log_quote(err.msg, q, sizeof(q)));
             return 1;
         }

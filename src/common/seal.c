@@ -1,23 +1,34 @@
 /*
- * seal: AES-256-GCM sealing of secrets (seal.h).
+ * seal: AES-256-GCM sealing of secrets bound to their place (seal.h).
+ *
+ * No state: keys come from the caller. The associated data is built from the
+ * place alone, so opener and sealer agree only when they name the same
+ * tenant, entity and field. Buffers that held plaintext are wiped before
+ * they are freed.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/kdf.h>
 #include <openssl/rand.h>
 
+#include "config.h"
 #include "hex.h"
 #include "seal.h"
-#include "config.h"
 #include "xalloc.h"
 
-int seal_key_load(const char *path, unsigned char key[32], struct drv_err *err)
+#define AAD_LABEL "drover-seal-v2"
+#define KDF_SALT "drover-seal"
+#define KDF_INFO "drover tenant key v2:"
+
+int seal_key_load(const char *what, const char *path, unsigned char key[32], struct drv_err *err)
 {
     char buf[130];
-    int rc = config_read_secret("secrets.key_file", path, buf, sizeof(buf), err);
+    int rc = config_read_secret(what, path, buf, sizeof(buf), err);
     if (rc != 0) {
         OPENSSL_cleanse(buf, sizeof(buf));
         return rc;
@@ -25,24 +36,79 @@ int seal_key_load(const char *path, unsigned char key[32], struct drv_err *err)
     size_t got = 0;
     if (strlen(buf) != 64 || hex_decode(buf, key, 32, &got) != 0 || got != 32)
         rc = drv_err_set(err, DRV_EINVAL, 0,
-                         "secrets.key_file \"%s\": expected 64 hex digits (openssl rand -hex 32)",
-                         path);
+                         "%s \"%s\": expected 64 hex digits (openssl rand -hex 32)", what, path);
     OPENSSL_cleanse(buf, sizeof(buf));
     return rc;
 }
 
-bool seal_is_sealed(const char *s)
+void seal_tenant_key(const unsigned char fleet[32], const char *tenant, unsigned char out[32])
 {
-    return s && (strncmp(s, SEAL_PREFIX, strlen(SEAL_PREFIX)) == 0 ||
-                 strncmp(s, SEAL_JSON_PREFIX, strlen(SEAL_JSON_PREFIX)) == 0);
+    size_t tl = strlen(tenant), il = strlen(KDF_INFO) + tl;
+    unsigned char *info = xmalloc(il);
+    memcpy(info, KDF_INFO, strlen(KDF_INFO));
+    memcpy(info + strlen(KDF_INFO), tenant, tl);
+    EVP_PKEY_CTX *pc = EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, NULL);
+    size_t outlen = 32;
+    if (!pc || EVP_PKEY_derive_init(pc) <= 0 || EVP_PKEY_CTX_set_hkdf_md(pc, EVP_sha256()) <= 0 ||
+        EVP_PKEY_CTX_set1_hkdf_salt(pc, (const unsigned char *)KDF_SALT, strlen(KDF_SALT)) <= 0 ||
+        EVP_PKEY_CTX_set1_hkdf_key(pc, fleet, 32) <= 0 ||
+        EVP_PKEY_CTX_add1_hkdf_info(pc, info, (int)il) <= 0 ||
+        EVP_PKEY_derive(pc, out, &outlen) <= 0 || outlen != 32)
+        abort(); /* OpenSSL without HKDF: nothing can be sealed safely */
+    EVP_PKEY_CTX_free(pc);
+    free(info);
 }
 
-char *seal_text(const unsigned char key[32], const char *text)
+bool seal_looks_sealed(const char *s)
 {
-    return seal_prefixed(key, SEAL_PREFIX, text, strlen(text));
+    return s && strncmp(s, "enc:", 4) == 0;
 }
 
-char *seal_prefixed(const unsigned char key[32], const char *prefix, const char *text, size_t n)
+bool seal_is_legacy(const char *s)
+{
+    return s && (strncmp(s, SEAL_LEGACY_TEXT, strlen(SEAL_LEGACY_TEXT)) == 0 ||
+                 strncmp(s, SEAL_LEGACY_JSON, strlen(SEAL_LEGACY_JSON)) == 0);
+}
+
+void seal_wipe_free(char *s)
+{
+    if (s) {
+        OPENSSL_cleanse(s, strlen(s));
+        free(s);
+    }
+}
+
+/* ---- the associated data ----------------------------------------------------------- */
+
+static void aad_put(unsigned char **p, const char *s, size_t n)
+{
+    (*p)[0] = (unsigned char)(n >> 24);
+    (*p)[1] = (unsigned char)(n >> 16);
+    (*p)[2] = (unsigned char)(n >> 8);
+    (*p)[3] = (unsigned char)n;
+    memcpy(*p + 4, s, n);
+    *p += 4 + n;
+}
+
+/* AAD_LABEL, then tenant, kind, name and field, each length-prefixed. Caller frees. */
+static unsigned char *aad_of(const struct seal_place *at, size_t *len)
+{
+    const char *parts[] = {AAD_LABEL, at->tenant, at->kind, at->name, at->field};
+    size_t n = 0;
+    for (size_t i = 0; i < 5; i++)
+        n += 4 + strlen(parts[i]);
+    unsigned char *aad = xmalloc(n), *p = aad;
+    for (size_t i = 0; i < 5; i++)
+        aad_put(&p, parts[i], strlen(parts[i]));
+    *len = n;
+    return aad;
+}
+
+/* ---- AES-256-GCM over bytes -------------------------------------------------------- */
+
+/* prefix + base64(nonce || ciphertext || tag) of n bytes of pt, with aad (may be NULL). */
+static char *gcm_seal(const unsigned char key[32], const char *prefix, const unsigned char *aad,
+                      size_t aad_len, const unsigned char *pt, size_t n)
 {
     unsigned char *buf = xmalloc(12 + n + 16);
     if (RAND_bytes(buf, 12) != 1)
@@ -50,7 +116,9 @@ char *seal_prefixed(const unsigned char key[32], const char *prefix, const char 
     EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
     int len = 0, fin = 0;
     EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, buf);
-    EVP_EncryptUpdate(ctx, buf + 12, &len, (const unsigned char *)text, (int)n);
+    if (aad)
+        EVP_EncryptUpdate(ctx, NULL, &len, aad, (int)aad_len);
+    EVP_EncryptUpdate(ctx, buf + 12, &len, pt, (int)n);
     EVP_EncryptFinal_ex(ctx, buf + 12 + len, &fin);
     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, buf + 12 + n);
     EVP_CIPHER_CTX_free(ctx);
@@ -63,15 +131,12 @@ char *seal_prefixed(const unsigned char key[32], const char *prefix, const char 
     return out;
 }
 
-int seal_open(const unsigned char key[32], const char *enc, char **text, struct drv_err *err)
+/* Open prefix + base64(...) into *pt (*n bytes, NUL-terminated): DRV_EINVAL, DRV_ETLS. */
+static int gcm_open(const unsigned char key[32], const char *prefix, const unsigned char *aad,
+                    size_t aad_len, const char *enc, unsigned char **pt, size_t *n_out,
+                    struct drv_err *err)
 {
-    return seal_open_prefixed(key, SEAL_PREFIX, enc, text, NULL, err);
-}
-
-int seal_open_prefixed(const unsigned char key[32], const char *prefix, const char *enc,
-                       char **text, size_t *n_out, struct drv_err *err)
-{
-    *text = NULL;
+    *pt = NULL;
     if (strncmp(enc, prefix, strlen(prefix)) != 0)
         return drv_err_set(err, DRV_EINVAL, 0, "not a sealed value");
     const char *b64 = enc + strlen(prefix);
@@ -86,124 +151,266 @@ int seal_open_prefixed(const unsigned char key[32], const char *prefix, const ch
         n--;
     if (n < 28) {
         free(buf);
-        return drv_err_set(err, DRV_EINVAL, 0, "sealed value: too short");
+        return drv_err_set(err, DRV_EINVAL, 0, "sealed value: malformed");
     }
     int clen = n - 28, len = 0, fin = 0;
-    char *out = xmalloc((size_t)clen + 1);
+    unsigned char *out = xmalloc((size_t)clen + 1);
     EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
     EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, buf);
-    EVP_DecryptUpdate(ctx, (unsigned char *)out, &len, buf + 12, clen);
+    if (aad)
+        EVP_DecryptUpdate(ctx, NULL, &len, aad, (int)aad_len);
+    EVP_DecryptUpdate(ctx, out, &len, buf + 12, clen);
     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, 16, buf + 12 + clen);
-    int ok = EVP_DecryptFinal_ex(ctx, (unsigned char *)out + len, &fin) == 1;
+    int ok = EVP_DecryptFinal_ex(ctx, out + len, &fin) == 1;
     EVP_CIPHER_CTX_free(ctx);
     free(buf);
     if (!ok) {
         OPENSSL_cleanse(out, (size_t)clen);
         free(out);
-        return drv_err_set(err, DRV_ETLS, 0, "sealed value: wrong key or corrupted");
+        return drv_err_set(err, DRV_ETLS, 0,
+                           "sealed value does not open here (sealed for another tenant, entity "
+                           "or field, or altered)");
     }
     out[clen] = '\0';
-    *text = out;
-    if (n_out)
-        *n_out = (size_t)clen;
+    *pt = out;
+    *n_out = (size_t)clen;
     return 0;
 }
 
-char *seal_value(const unsigned char key[32], const json_t *v)
+/* ---- values ------------------------------------------------------------------------ */
+
+char *seal_value_at(const unsigned char tkey[32], const struct seal_place *at, const json_t *v)
 {
-    if (json_is_string(v))
-        return seal_prefixed(key, SEAL_PREFIX, json_string_value(v), json_string_length(v));
-    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    char *out = seal_prefixed(key, SEAL_JSON_PREFIX, text, strlen(text));
+    char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    size_t tl = text ? strlen(text) : json_string_length(v);
+    unsigned char *pt = xmalloc(1 + tl);
+    pt[0] = text ? 'j' : 's';
+    memcpy(pt + 1, text ? text : json_string_value(v), tl);
     seal_wipe_free(text);
+    size_t aad_len;
+    unsigned char *aad = aad_of(at, &aad_len);
+    char *out = gcm_seal(tkey, SEAL_PREFIX, aad, aad_len, pt, 1 + tl);
+    free(aad);
+    OPENSSL_cleanse(pt, 1 + tl);
+    free(pt);
     return out;
 }
 
-int seal_open_value(const unsigned char key[32], const char *sealed, json_t **out,
-                    struct drv_err *err)
+/* The JSON value of type t ('s' or 'j') from n bytes of text: DRV_EINVAL. */
+static int value_of(char t, const unsigned char *text, size_t n, json_t **out, struct drv_err *err)
+{
+    if (t == 'j')
+        *out = json_loadb((const char *)text, n, JSON_DECODE_ANY, NULL);
+    else if (t == 's')
+        *out = json_stringn((const char *)text, n);
+    else
+        *out = NULL;
+    return *out ? 0 : drv_err_set(err, DRV_EINVAL, 0, "sealed value: bad content");
+}
+
+int seal_open_at(const unsigned char tkey[32], const struct seal_place *at, const char *sealed,
+                 json_t **out, struct drv_err *err)
 {
     *out = NULL;
-    bool is_json = strncmp(sealed, SEAL_JSON_PREFIX, strlen(SEAL_JSON_PREFIX)) == 0;
-    char *text;
-    size_t n;
-    int rc =
-        seal_open_prefixed(key, is_json ? SEAL_JSON_PREFIX : SEAL_PREFIX, sealed, &text, &n, err);
+    if (seal_is_legacy(sealed))
+        return drv_err_set(err, DRV_EINVAL, 0,
+                           "sealed value in the old format (enc:v1), not migrated yet");
+    size_t aad_len, n;
+    unsigned char *aad = aad_of(at, &aad_len), *pt;
+    int rc = gcm_open(tkey, SEAL_PREFIX, aad, aad_len, sealed, &pt, &n, err);
+    free(aad);
     if (rc)
         return rc;
-    if (is_json) {
-        json_error_t je;
-        *out = json_loadb(text, n, JSON_DECODE_ANY, &je);
-        if (!*out)
-            rc = drv_err_set(err, DRV_EINVAL, 0, "sealed value: not JSON inside");
-    } else {
-        *out = json_stringn(text, n);
-    }
-    OPENSSL_cleanse(text, n);
-    free(text);
+    rc = n < 1 ? drv_err_set(err, DRV_EINVAL, 0, "sealed value: empty")
+               : value_of((char)pt[0], pt + 1, n - 1, out, err);
+    OPENSSL_cleanse(pt, n);
+    free(pt);
     return rc;
 }
 
-void seal_wipe_free(char *s)
+int seal_open_legacy(const unsigned char fleet[32], const char *sealed, json_t **out,
+                     struct drv_err *err)
 {
-    if (s) {
-        OPENSSL_cleanse(s, strlen(s));
-        free(s);
-    }
+    *out = NULL;
+    bool is_json = strncmp(sealed, SEAL_LEGACY_JSON, strlen(SEAL_LEGACY_JSON)) == 0;
+    unsigned char *pt;
+    size_t n;
+    int rc = gcm_open(fleet, is_json ? SEAL_LEGACY_JSON : SEAL_LEGACY_TEXT, NULL, 0, sealed, &pt,
+                      &n, err);
+    if (rc)
+        return rc;
+    rc = value_of(is_json ? 'j' : 's', pt, n, out, err);
+    OPENSSL_cleanse(pt, n);
+    free(pt);
+    return rc;
 }
 
-static int open_at(const unsigned char key[32], json_t *j, char *path, size_t plen,
-                   struct drv_err *err)
+/* ---- trees ------------------------------------------------------------------------- */
+
+/* What to do with one sealed-looking string: a replacement (new reference) or an error. */
+typedef int (*seal__visit_fn)(const char *s, const struct seal_place *at, json_t **out,
+                              struct drv_err *err, void *arg);
+
+/* Visit every sealed-looking string inside j; path holds base->field's path so far. */
+static int visit(json_t *j, const struct seal_place *base, char *path, size_t cap,
+                 seal__visit_fn fn, void *arg, struct drv_err *err)
 {
     size_t len = strlen(path);
+    const char *k;
+    json_t *v;
+    void *tmp;
+    size_t i;
+    int rc = 0;
     if (json_is_object(j)) {
-        const char *k;
-        json_t *v;
-        void *tmp;
         json_object_foreach_safe(j, tmp, k, v)
         {
-            snprintf(path + len, plen - len, "%s%s", len ? "." : "", k);
-            if (json_is_string(v) && seal_is_sealed(json_string_value(v))) {
-                json_t *opened;
-                int rc = seal_open_value(key, json_string_value(v), &opened, err);
-                if (rc) {
-                    drv_err_prefix(err, "%s", path);
-                    return rc;
-                }
-                json_object_set_new(j, k, opened);
+            snprintf(path + len, cap - len, "%s%s", len ? "." : "", k);
+            if (json_is_string(v) && seal_looks_sealed(json_string_value(v))) {
+                struct seal_place at = *base;
+                at.field = path;
+                json_t *nv = NULL;
+                rc = fn(json_string_value(v), &at, &nv, err, arg);
+                if (rc == 0 && nv)
+                    json_object_set_new(j, k, nv);
             } else {
-                int rc = open_at(key, v, path, plen, err);
-                if (rc)
-                    return rc;
+                rc = visit(v, base, path, cap, fn, arg, err);
             }
+            if (rc)
+                return rc; /* path names the failing value for walk() */
             path[len] = '\0';
         }
     } else if (json_is_array(j)) {
-        size_t i;
-        json_t *v;
         json_array_foreach(j, i, v)
         {
-            snprintf(path + len, plen - len, "[%zu]", i);
-            if (json_is_string(v) && seal_is_sealed(json_string_value(v))) {
-                json_t *opened;
-                int rc = seal_open_value(key, json_string_value(v), &opened, err);
-                if (rc) {
-                    drv_err_prefix(err, "%s", path);
-                    return rc;
-                }
-                json_array_set_new(j, i, opened);
+            snprintf(path + len, cap - len, "[%zu]", i);
+            if (json_is_string(v) && seal_looks_sealed(json_string_value(v))) {
+                struct seal_place at = *base;
+                at.field = path;
+                json_t *nv = NULL;
+                rc = fn(json_string_value(v), &at, &nv, err, arg);
+                if (rc == 0 && nv)
+                    json_array_set_new(j, i, nv);
             } else {
-                int rc = open_at(key, v, path, plen, err);
-                if (rc)
-                    return rc;
+                rc = visit(v, base, path, cap, fn, arg, err);
             }
+            if (rc)
+                return rc;
             path[len] = '\0';
         }
     }
     return 0;
 }
 
-int seal_open_json(const unsigned char key[32], json_t *j, struct drv_err *err)
+static int walk(json_t *j, const struct seal_place *base, seal__visit_fn fn, void *arg,
+                struct drv_err *err)
 {
-    char path[512] = "";
-    return open_at(key, j, path, sizeof(path), err);
+    char path[1024];
+    snprintf(path, sizeof(path), "%s", base->field);
+    int rc = visit(j, base, path, sizeof(path), fn, arg, err);
+    if (rc)
+        drv_err_prefix(err, "field \"%s\"", path);
+    return rc;
+}
+
+static int open_one(const char *s, const struct seal_place *at, json_t **out, struct drv_err *err,
+                    void *arg)
+{
+    return seal_open_at(arg, at, s, out, err);
+}
+
+int seal_open_tree(const unsigned char tkey[32], const struct seal_place *base, json_t *j,
+                   struct drv_err *err)
+{
+    return walk(j, base, open_one, (void *)tkey, err);
+}
+
+struct migrate {
+    const unsigned char *fleet;
+    unsigned char tkey[32];
+    int n;
+};
+
+static int migrate_one(const char *s, const struct seal_place *at, json_t **out,
+                       struct drv_err *err, void *arg)
+{
+    struct migrate *m = arg;
+    if (!seal_is_legacy(s))
+        return 0; /* already in place (or not ours to judge here) */
+    json_t *v;
+    int rc = seal_open_legacy(m->fleet, s, &v, err);
+    if (rc)
+        return rc;
+    char *enc = seal_value_at(m->tkey, at, v);
+    json_decref(v);
+    *out = json_string(enc);
+    free(enc);
+    m->n++;
+    return 0;
+}
+
+int seal_migrate_tree(const unsigned char fleet[32], const struct seal_place *base, json_t *j,
+                      int *n, struct drv_err *err)
+{
+    struct migrate m = {.fleet = fleet};
+    seal_tenant_key(fleet, base->tenant, m.tkey);
+    json_t *copy = json_deep_copy(j);
+    int rc = walk(copy, base, migrate_one, &m, err);
+    OPENSSL_cleanse(m.tkey, sizeof(m.tkey));
+    *n = rc ? 0 : m.n;
+    if (rc == 0 && m.n) {
+        if (json_is_object(j))
+            json_object_update(j, copy);
+        else if (json_array_clear(j) == 0)
+            json_array_extend(j, copy);
+    }
+    json_decref(copy);
+    return rc;
+}
+
+struct rebind {
+    const unsigned char *tkey;
+    const struct seal_place *from;
+    size_t to_len; /* strlen(to->field) */
+};
+
+static int rebind_one(const char *s, const struct seal_place *at, json_t **out, struct drv_err *err,
+                      void *arg)
+{
+    struct rebind *r = arg;
+    json_t *v;
+    if (seal_open_at(r->tkey, at, s, &v, err) == 0) {
+        json_decref(v); /* sealed here already */
+        return 0;
+    }
+    const char *rel = at->field + r->to_len;
+    rel += *rel == '.';
+    const char *f = r->from->field;
+    char *ffield = xasprintf("%s%s%s", f, *f && *rel && *rel != '[' ? "." : "", rel);
+    struct seal_place from = *r->from;
+    from.field = ffield;
+    int rc = seal_open_at(r->tkey, &from, s, &v, err);
+    free(ffield);
+    if (rc)
+        return rc;
+    char *enc = seal_value_at(r->tkey, at, v);
+    json_decref(v);
+    *out = json_string(enc);
+    free(enc);
+    return 0;
+}
+
+int seal_rebind_tree(const unsigned char tkey[32], const struct seal_place *from,
+                     const struct seal_place *to, json_t *j, struct drv_err *err)
+{
+    struct rebind r = {.tkey = tkey, .from = from, .to_len = strlen(to->field)};
+    json_t *copy = json_deep_copy(j);
+    int rc = walk(copy, to, rebind_one, &r, err);
+    if (rc == 0) {
+        if (json_is_object(j))
+            json_object_update(j, copy);
+        else if (json_array_clear(j) == 0)
+            json_array_extend(j, copy);
+    }
+    json_decref(copy);
+    return rc;
 }

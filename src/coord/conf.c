@@ -14,6 +14,11 @@ const struct config_key coord_config_keys[] = {
                .help = "path under which Drover keeps its tree (empty: /)"),
     CONFIG_KEY("zookeeper.digest_file", CONFIG_STRING, struct coord_conf, digest_file, .deflt = "",
                .help = "file holding user:password for ZooKeeper digest auth and ACLs"),
+    CONFIG_KEY("zookeeper.acl_readers", CONFIG_STRING, struct coord_conf, session.acl_readers,
+               .deflt = "",
+               .help = "digest ids (user:base64(sha1(user:password)); drover key zk-id) that may "
+                       "read every znode this process creates, comma-separated: the operator's "
+                       "read-only identity; never world read"),
     CONFIG_KEY("zookeeper.session_timeout", CONFIG_DURATION, struct coord_conf,
                session.session_timeout_ms, .deflt = "10s", .min = 1000, .max = 60000,
                .help = "ZooKeeper session timeout"),

@@ -93,9 +93,14 @@ struct coord_session_opts {
     const char *hosts;           /* "127.0.0.1:2181,127.0.0.1:2182" (required) */
     const char *chroot;          /* NULL or "/prefix"; the znode must already exist */
     const char *digest_user;     /* NULL, or digest credentials (with digest_password): */
-    const char *digest_password; /*   nodes are then created with creator-all + world-read ACLs */
-    int session_timeout_ms;      /* 0 means 10000; the server clamps it to its limits */
-    coord_state_cb on_state;     /* NULL or called on every state change */
+    const char *digest_password; /*   nodes are then created with creator-all + readers' read */
+    /* With credentials: digest ids ("user:base64(sha1(user:password))", coord_acl_digest_id)
+       that may read every znode this session creates, comma-separated, at most 2 of up to 64
+       characters (the
+       operator's read-only identity). Never world read. NULL or "": the creator only. */
+    const char *acl_readers;
+    int session_timeout_ms;  /* 0 means 10000; the server clamps it to its limits */
+    coord_state_cb on_state; /* NULL or called on every state change */
     void *arg;
     /*
      * Size budget of one request, in encoded bytes (0 means
@@ -123,6 +128,25 @@ struct coord_conf {
     const char *digest_file; /* "" or a file holding "user:password" (mode 0600) */
 };
 extern const struct config_key coord_config_keys[];
+
+/*
+ * acl.c: the digest id ZooKeeper stores for credentials, "user:" +
+ * base64(sha1("user:password")), into out (n bytes). 0, or DRV_EINVAL when
+ * out is too small.
+ */
+int coord_acl_digest_id(const char *user, const char *password, char *out, size_t n);
+
+/*
+ * acl.c: give every znode at and under root (a path below o's chroot) the
+ * ACL a session with o's credentials and readers creates (creator-all for
+ * o's digest identity, the readers' read, no world), so that a tree written
+ * before (world-readable) is closed. Blocking, its own handle: start-up
+ * only. Nothing to do without credentials. *changed: znodes whose ACL was
+ * changed. DRV_EZK (lib_code the ZooKeeper rc) naming the path on failure,
+ * or DRV_EINVAL for bad readers.
+ */
+int coord_acl_fixup(const struct coord_session_opts *o, const char *root, int *changed,
+                    struct drv_err *err);
 
 /* Check what the table cannot: a chroot is "" or an absolute path below /. 0 or DRV_EINVAL. */
 int coord_conf_check(const struct coord_conf *c, struct drv_err *err);

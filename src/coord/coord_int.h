@@ -229,6 +229,7 @@ struct coord_session {
     int cb_depth;      /* > 0 while coord runs callbacks: a free is deferred */
     bool free_pending; /* coord_session_free was called inside a callback */
     const struct ACL_vector *acl;
+    struct ACL_vector acl_own; /* acl.c: creator-all + the readers' read, with credentials */
 };
 
 /* ---- zkops.c ----------------------------------------------------------------- */
@@ -244,6 +245,12 @@ void coord__op_bind(struct coord__op *op, unsigned gen);
 
 /* A local rc (never ZooKeeper's): the request is over the size budget, not sent. */
 #define COORD__ZTOOBIG (-1000)
+
+/* acl.c: s->acl from the readers (a comma-separated list of digest ids); free it. */
+#define COORD_ACL_MAX_READERS 2 /* each counts in every create's size budget (zkops.c) */
+#define COORD_ACL_MAX_ID 64     /* "user:" + 28 base64 characters */
+int coord__acl_build(struct coord_session *s, const char *readers, struct drv_err *err);
+void coord__acl_free(struct coord_session *s);
 
 /* Encoded sizes (jute) of ops, for the budget; ACLs counted at their largest. */
 size_t coord__size_create(const char *path, const char *data);

@@ -371,12 +371,15 @@ struct coord_session *coord_session_new(struct event_base *base, const struct co
     s->rng = s->nonce;
     if (o->digest_user) {
         s->digest = xasprintf("%s:%s", o->digest_user, o->digest_password);
-        /* Creator (the digest identity) may do anything; the world may read. */
-        static struct ACL acls[2];
-        static struct ACL_vector vec = {2, acls};
-        acls[0] = (struct ACL){.perms = ZOO_PERM_ALL, .id = {.scheme = "auth", .id = ""}};
-        acls[1] = (struct ACL){.perms = ZOO_PERM_READ, .id = {.scheme = "world", .id = "anyone"}};
-        s->acl = &vec;
+        /* Creator (the digest identity) may do anything; the readers may read; the world
+           nothing (acl.c). */
+        if (coord__acl_build(s, o->acl_readers, err) != 0) {
+            coord__acl_free(s);
+            free(s->digest);
+            free(s->hosts);
+            free(s);
+            return NULL;
+        }
     } else {
         s->acl = &ZOO_OPEN_ACL_UNSAFE;
     }
@@ -406,6 +409,7 @@ fail:
     pthread_cond_destroy(&s->cond);
     free(s->hosts);
     free(s->digest);
+    coord__acl_free(s);
     free(s);
     return NULL;
 }
@@ -528,5 +532,6 @@ static void destroy(struct coord_session *s)
     pthread_cond_destroy(&s->cond);
     free(s->hosts);
     free(s->digest);
+    coord__acl_free(s);
     free(s);
 }

@@ -422,8 +422,8 @@ static size_t jstr(const char *s)
     return 4 + (s ? strlen(s) : 0);
 }
 
-/* The largest ACL list coord sends: digest creator-all plus world-read. */
-#define ACL_BYTES 48
+/* The largest ACL list coord sends: creator-all plus COORD_ACL_MAX_READERS readers' read. */
+#define ACL_BYTES (4 + 16 + COORD_ACL_MAX_READERS * (4 + 4 + 6 + 4 + COORD_ACL_MAX_ID))
 #define MULTI_HEADER 9
 
 size_t coord__size_create(const char *path, const char *data)

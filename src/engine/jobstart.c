@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/crypto.h>
 #include <unistd.h>
 
 #include "coord.h"
@@ -175,7 +177,15 @@ static void make_cluster_key(struct ejob *j)
         log_error(MOD, "event=cluster-key-failed job=%s error=\"%s\"", j->id, err.msg);
         return;
     }
-    char *sealed = seal_text(j->e->key, kp.private_pem);
+    /* Sealed at its place (seal.h): the tenant's key, cluster/<name>, ssh.private_key. */
+    unsigned char tkey[32];
+    seal_tenant_key(j->e->key, j->tenant, tkey);
+    struct seal_place at = {j->tenant, "cluster", engine__row_str(j->cluster, "name"),
+                            "ssh.private_key"};
+    json_t *pem = json_string(kp.private_pem);
+    char *sealed = seal_value_at(tkey, &at, pem);
+    json_decref(pem);
+    OPENSSL_cleanse(tkey, sizeof(tkey));
     j->ssh_new = json_pack("{s:s, s:s}", "public_key", kp.public_line, "private_key", sealed);
     free(sealed);
     sshkey_pair_clear(&kp);

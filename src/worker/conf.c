@@ -25,8 +25,12 @@ const struct config_key worker_config_keys[] = {
     CONFIG_KEY(
         "worker.resources_dir", CONFIG_STRING, struct worker_opts, resources_dir, .deflt = "",
         .help = "the tenant's resources (scripts, data files) for plugins (DROVER_RESOURCES)"),
-    CONFIG_KEY("secrets.key_file", CONFIG_STRING, struct worker_opts, secrets_key_file, .deflt = "",
-               .help = "the fleet's secrets key (as droverd's): opens sealed values for plugins"),
+    CONFIG_KEY("secrets.tenant_key_file", CONFIG_STRING, struct worker_opts, secrets_key_file,
+               .deflt = "",
+               .help = "the worker's tenant's key (drover key derive): opens that tenant's sealed "
+                       "values for plugins; never the fleet key"),
+    CONFIG_KEY("secrets.key_file", CONFIG_STRING, struct worker_opts, fleet_key_file, .deflt = "",
+               .help = "refused: the fleet key stays on droverd (use secrets.tenant_key_file)"),
     CONFIG_KEY(
         "worker.state_dir", CONFIG_STRING, struct worker_opts, state_dir, .deflt = "",
         .help =

@@ -140,7 +140,8 @@ static void on_plugin_done(const struct worker__proc_result *r, void *arg)
         worker__task_unref(t);
         return;
     }
-    int rc = worker__task_outcome(r, t->timeout_ms, t->plugin, w->has_key ? w->key : NULL, t->rec);
+    int rc = worker__task_outcome(r, t->timeout_ms, t->plugin, w->has_key ? w->key : NULL, t->item,
+                                  t->rec);
     if (rc == DRV_EPERM)
         log_error(MOD,
                   "event=secret-dropped task=%s reason=\"no secrets key to seal a sensitive "
@@ -282,10 +283,13 @@ static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes
     t->st = WT_RUNNING;
     json_t *task = worker__task_json(t->item, ctx, nodes);
     struct drv_err err;
-    if (w->has_key && seal_open_json(w->key, task, &err) != 0) {
+    if (w->has_key && worker__task_open(w->key, task, &err) != 0) {
         json_decref(task);
         char why[600];
         snprintf(why, sizeof(why), "cannot open a secret: %s", err.msg);
+        char q[700];
+        log_error(MOD, "event=secret-refused worker=%s task=%s error=%s", w->id, t->key,
+                  log_quote(err.msg, q, sizeof(q))); /* the field's path, never the value */
         fail_now(t, why);
         return;
     }

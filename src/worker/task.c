@@ -92,6 +92,66 @@ json_t *worker__task_json(const json_t *item, const json_t *ctx, const json_t *n
     return t;
 }
 
+static const char *str_or_empty(const json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+/* ---- opening: the places the API, the engine and workers sealed at ---------------- */
+
+/* Open the sealed values inside o[k] (an object), when there is one, at base + their path. */
+static int open_part(const unsigned char tkey[32], json_t *o, const char *k,
+                     const struct seal_place *base, struct drv_err *err)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_object(v) ? seal_open_tree(tkey, base, v, err) : 0;
+}
+
+int worker__task_open(const unsigned char tkey[32], json_t *task, struct drv_err *err)
+{
+    const char *tenant = str_or_empty(task, "tenant");
+    json_t *config = json_object_get(task, "config");
+    if (!json_is_object(config))
+        return 0;
+    const char *cluster = str_or_empty(config, "clustername");
+    const char *pname = str_or_empty(json_object_get(config, "provider"), "name");
+    char node_name[300];
+    snprintf(node_name, sizeof(node_name), "%s/%s", str_or_empty(task, "clusterId"),
+             str_or_empty(task, "nodeId"));
+    struct seal_place prov = {tenant, "provider", pname, "provisioner"};
+    struct seal_place clu = {tenant, "cluster", cluster, "config"};
+    struct seal_place ssh = {tenant, "cluster", cluster, "ssh"};
+    struct seal_place node = {tenant, "node", node_name, ""};
+    int rc = open_part(tkey, config, "provider", &prov, err);
+    if (rc == 0)
+        rc = open_part(tkey, config, "cluster", &clu, err);
+    if (rc == 0)
+        rc = open_part(tkey, config, "ssh", &ssh, err);
+    if (rc)
+        return rc;
+    /* The node's own key-values: config's top level, but for the parts named above (and
+       service and nodes, which hold nothing sealed: they stay as they are). */
+    static const char *const parts[] = {"clustername", "cluster", "provider", "ssh",
+                                        "service",     "nodes",   NULL};
+    json_t *own = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(config, k, v)
+    {
+        bool part = false;
+        for (const char *const *p = parts; *p; p++)
+            part |= strcmp(*p, k) == 0;
+        if (!part)
+            json_object_set(own, k, v);
+    }
+    rc = seal_open_tree(tkey, &node, own, err);
+    if (rc == 0)
+        json_object_update(config, own);
+    json_decref(own);
+    return rc;
+}
+
 /* The one JSON object of out (surrounding blanks allowed), or NULL. */
 static json_t *parse_output(const char *out, size_t len)
 {
@@ -110,8 +170,12 @@ static json_t *parse_output(const char *out, size_t len)
 }
 
 int worker__task_outcome(const struct worker__proc_result *r, int timeout_ms,
-                         const struct worker__plugin *p, const unsigned char *key, json_t *rec)
+                         const struct worker__plugin *p, const unsigned char *key,
+                         const json_t *item, json_t *rec)
 {
+    char node_name[300];
+    snprintf(node_name, sizeof(node_name), "%s/%s", str_or_empty(item, "cluster"),
+             str_or_empty(item, "node"));
     char how[256];
     worker__proc_describe(r, timeout_ms, how, sizeof(how));
     json_object_set_new(rec, "how", json_string(how));
@@ -164,12 +228,11 @@ int worker__task_outcome(const struct worker__proc_result *r, int timeout_ms,
                 rc = DRV_EPERM;
                 continue;
             }
-            char *text = json_is_string(v) ? xstrdup(json_string_value(v))
-                                           : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-            char *enc = seal_text(key, text);
+            /* At its place: node/<cluster id>/<node id>, the result key (seal.h). */
+            struct seal_place at = {str_or_empty(item, "tenant"), "node", node_name, k};
+            char *enc = seal_value_at(key, &at, v);
             json_object_set_new(sealed, k, json_string(enc));
             free(enc);
-            seal_wipe_free(text);
         }
         json_object_set_new(rec, "result", sealed);
     }

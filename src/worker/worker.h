@@ -53,7 +53,7 @@ struct worker_opts {
     const char *plugin_dir;     /* required */
     const char *plugins;        /* comma-separated allow-list of plugin names, NULL or "": all */
     int grace_ms;               /* worker_stop: how long running tasks may finish */
-    const unsigned char *key;   /* secrets key (32 bytes) or NULL: sealed values stay sealed */
+    const unsigned char *key;   /* the tenant's key (32 bytes) or NULL: sealed values stay sealed */
     const char *resources_dir;  /* DROVER_RESOURCES for plugins, NULL: none */
     const char *zk_hosts;       /* DROVER_ZK_HOSTS for plugins (ssh-pool) */
     const char *zk_digest_file; /* DROVER_ZK_DIGEST_FILE for plugins */
@@ -64,11 +64,12 @@ struct worker_opts {
     const char *api_url;          /* http://host:port of droverd */
     const char *api_token_file;   /* a token of the tenant */
     long resources_keep_ms;       /* unused older versions are removed after this (0: 10 min) */
-    const char *secrets_key_file; /* the program loads key from it (worker_new does not read it) */
+    const char *secrets_key_file; /* secrets.tenant_key_file: the program loads key from it */
+    const char *fleet_key_file;   /* secrets.key_file: must stay "" (refused at start-up) */
 };
 
 /*
- * The worker.* keys (and secrets.key_file) of drover-worker's config file:
+ * The worker.* keys (and secrets.tenant_key_file) of drover-worker's config file:
  * they fill a struct worker_opts (src/worker/conf.c; docs/configuration.md).
  * The program sets id, key, zk_hosts, zk_digest_file and version.
  */

@@ -166,18 +166,34 @@ bool worker__is_provider_task(const char *task_name);
  * The plugin's standard input (docs/plugins.md) from a queue item (checked
  * with taskmsg_item_check), the job's context (jobs/<id>/ctx, an object) and
  * the nodes map (NULL unless the plugin wants it). Sealed values stay sealed:
- * the caller opens them (seal_open_json) just before writing. New reference.
+ * the caller opens them (worker__task_open) just before writing. New reference.
  */
 json_t *worker__task_json(const json_t *item, const json_t *ctx, const json_t *nodes);
 
 /*
+ * Open, in place, the sealed values of a task JSON (worker__task_json's) with
+ * the tenant's key, each at exactly the place it was sealed at (seal.h):
+ *   config.provider.<p>  provider/<config.provider.name>, provisioner.<p>
+ *   config.cluster.<p>   cluster/<config.clustername>, config.<p>
+ *   config.ssh.<p>       cluster/<config.clustername>, ssh.<p>
+ *   config.<k>... (the node's key-values) node/<clusterId>/<nodeId>, <k>...
+ * A value that does not open at its place stops it (DRV_ETLS; DRV_EINVAL for
+ * a legacy or unknown format): err names the field's path at its place and
+ * never the value. Sealed-looking strings under config.service and
+ * config.nodes are left as they are (nothing is sealed there).
+ */
+int worker__task_open(const unsigned char tkey[32], json_t *task, struct drv_err *err);
+
+/*
  * Fill rec (the run record, an object) with the outcome of a plugin run:
  * "status" ("ok" or "failed"), "message" (why, for people), "how", "end",
- * "tail", "result" (sensitive keys sealed with key; dropped when key is
- * NULL, and DRV_EPERM returned), "undo". 0 or DRV_EPERM.
+ * "tail", "result" (sensitive keys sealed with the tenant key at their place,
+ * node/<item's cluster>/<item's node>, <key>; dropped when key is NULL, and
+ * DRV_EPERM returned), "undo". 0 or DRV_EPERM.
  */
 int worker__task_outcome(const struct worker__proc_result *r, int timeout_ms,
-                         const struct worker__plugin *p, const unsigned char *key, json_t *rec);
+                         const struct worker__plugin *p, const unsigned char *key,
+                         const json_t *item, json_t *rec);
 
 /* ---- worker.c and run.c: the take-run-complete loop's objects (loop thread) ---------- */
 

@@ -63,7 +63,11 @@ static void request_path(const struct api_http_head *h, const char *body, size_t
         static const unsigned char key[32] = {5};
         c.key = key;
         c.status = 0;
-        api__seal(&c, j, NULL, json_object_get(j, "sensitive"), "body");
+        static const struct api__place pl = {"provider", "p", "provisioner"};
+        c.status = 0;
+        api__refuse_sealed(&c, j);
+        c.status = 0;
+        api__seal(&c, j, NULL, json_object_get(j, "sensitive"), &pl, "body");
         api_redact(j);
     }
     json_decref(j);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "seal.h"
 #include "api_int.h"
 #include "handlers.h"
 #include "http.h"
@@ -65,40 +66,6 @@ static void test_sensitive_names(void **state)
     assert_false(api_field_sensitive("api_user"));
 }
 
-static void test_seal_roundtrip(void **state)
-{
-    unsigned char key[32], other[32];
-    for (int i = 0; i < 32; i++) {
-        key[i] = (unsigned char)i;
-        other[i] = (unsigned char)(i + 1);
-    }
-    char *a = api_secret_encrypt(key, "hunter2");
-    char *b = api_secret_encrypt(key, "hunter2");
-    assert_true(strncmp(a, "enc:v1:", 7) == 0);
-    assert_null(strstr(a, "hunter2"));
-    assert_string_not_equal(a, b); /* a fresh nonce each time */
-    char *plain = NULL;
-    struct drv_err err;
-    assert_int_equal(api_secret_decrypt(key, a, &plain, &err), 0);
-    assert_string_equal(plain, "hunter2");
-    free(plain);
-    /* the wrong key, a flipped byte, garbage: refused */
-    assert_int_not_equal(api_secret_decrypt(other, a, &plain, &err), 0);
-    assert_null(plain);
-    a[10] = a[10] == 'A' ? 'B' : 'A';
-    assert_int_not_equal(api_secret_decrypt(key, a, &plain, &err), 0);
-    assert_int_not_equal(api_secret_decrypt(key, "enc:v1:abc", &plain, &err), 0);
-    assert_int_not_equal(api_secret_decrypt(key, "plain", &plain, &err), 0);
-    /* empty text seals and opens */
-    char *e = api_secret_encrypt(key, "");
-    assert_int_equal(api_secret_decrypt(key, e, &plain, &err), 0);
-    assert_string_equal(plain, "");
-    free(plain);
-    free(e);
-    free(a);
-    free(b);
-}
-
 static void test_redact(void **state)
 {
     json_t *j = json_loads("{\"a\": \"enc:v1:xxxx\", \"b\": \"plain\", \"c\": {\"d\": "
@@ -114,28 +81,27 @@ static void test_redact(void **state)
 static void test_seal_any_value(void **state)
 {
     unsigned char key[32] = {9};
+    const struct seal_place at = {"acme", "cluster", "c1", "config.x"};
     const char *cases[] = {
         "\"text\"", "42", "3.5", "true", "[1,\"a\",{\"b\":null}]", "{\"user\":\"u\",\"pw\":[1,2]}",
         "\"\""};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         json_t *v = json_loads(cases[i], JSON_DECODE_ANY, NULL);
-        json_t *sealed = api_secret_seal(key, v);
-        const char *t = json_string_value(sealed);
-        assert_non_null(t);
-        assert_true(strncmp(t, json_is_string(v) ? "enc:v1:" : "enc:j1:", 7) == 0);
+        char *t = seal_value_at(key, &at, v);
+        assert_true(strncmp(t, "enc:v2:", 7) == 0);
         json_t *back = NULL;
         struct drv_err err;
-        assert_int_equal(api_secret_open(key, t, &back, &err), 0);
+        assert_int_equal(seal_open_at(key, &at, t, &back, &err), 0);
         assert_true(json_equal(v, back));
         json_decref(back);
-        json_decref(sealed);
+        /* what the API shows in its place */
+        json_t *o = json_pack("{s:s}", "pw", t);
+        api_redact(o);
+        assert_string_equal(json_string_value(json_object_get(o, "pw")), "********");
+        json_decref(o);
+        free(t);
         json_decref(v);
     }
-    json_t *back = NULL;
-    struct drv_err err;
-    assert_int_not_equal(api_secret_open(key, "enc:j1:AAAA", &back, &err), 0);
-    assert_int_not_equal(api_secret_open(key, "plain", &back, &err), 0);
-    assert_null(back);
 }
 
 /* api__seal on a call with a key: every sensitive value at any depth, any type. */
@@ -145,37 +111,50 @@ static void test_seal_tree(void **state)
     struct call c;
     memset(&c, 0, sizeof(c));
     c.key = key;
+    snprintf(c.who.tenant, sizeof(c.who.tenant), "acme");
+    const struct api__place pl = {"cluster", "c1", "config"};
     json_t *j = json_loads("{\"db\": {\"root_password\": {\"a\": 1}, \"port\": 5},"
                            " \"list\": [{\"api_key\": 7}], \"auth\": {\"pin\": 1234},"
                            " \"TOKEN\": [1, 2], \"empty_secret\": \"\"}",
                            0, NULL);
     json_t *marked = json_loads("[\"auth.pin\"]", 0, NULL);
-    assert_int_equal(api__seal(&c, j, NULL, marked, "config"), 0);
+    assert_int_equal(api__seal(&c, j, NULL, marked, &pl, "config"), 0);
     const char *sealed[] = {"/db/root_password", "/list/0/api_key", "/auth/pin", "/TOKEN"};
     json_t *at[] = {json_object_get(json_object_get(j, "db"), "root_password"),
                     json_object_get(json_array_get(json_object_get(j, "list"), 0), "api_key"),
                     json_object_get(json_object_get(j, "auth"), "pin"),
                     json_object_get(j, "TOKEN")};
+    /* each sealed under the tenant's key at its own place (the list index included) */
+    const char *fields[] = {"config.db.root_password", "config.list[0].api_key", "config.auth.pin",
+                            "config.TOKEN"};
+    unsigned char tkey[32];
+    seal_tenant_key(key, "acme", tkey);
     for (int i = 0; i < 4; i++) {
-        if (!json_is_string(at[i]) || strncmp(json_string_value(at[i]), "enc:j1:", 7) != 0)
+        if (!json_is_string(at[i]) || strncmp(json_string_value(at[i]), "enc:v2:", 7) != 0)
             fail_msg("%s not sealed", sealed[i]);
+        struct seal_place sp = {"acme", "cluster", "c1", fields[i]};
+        json_t *back = NULL;
+        struct drv_err err;
+        if (seal_open_at(tkey, &sp, json_string_value(at[i]), &back, &err) != 0)
+            fail_msg("%s does not open at %s: %s", sealed[i], fields[i], err.msg);
+        json_decref(back);
     }
     assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "db"), "port")), 5);
     assert_string_equal(json_string_value(json_object_get(j, "empty_secret")), "");
     /* "********" keeps the stored value; with none stored it is refused. */
     json_t *again = json_loads("{\"db\": {\"root_password\": \"********\"}}", 0, NULL);
-    assert_int_equal(api__seal(&c, again, j, NULL, "config"), 0);
+    assert_int_equal(api__seal(&c, again, j, NULL, &pl, "config"), 0);
     assert_true(json_equal(json_object_get(json_object_get(again, "db"), "root_password"), at[0]));
     json_decref(again);
     again = json_loads("{\"password\": \"********\"}", 0, NULL);
-    assert_int_not_equal(api__seal(&c, again, NULL, NULL, "config"), 0);
+    assert_int_not_equal(api__seal(&c, again, NULL, NULL, &pl, "config"), 0);
     assert_int_equal(c.status, 400);
     assert_string_equal(c.field, "config.password");
     json_decref(again);
     /* Without a key a sensitive value is refused. */
     memset(&c, 0, sizeof(c));
     json_t *nokey = json_loads("{\"x\": {\"secret\": 1}}", 0, NULL);
-    assert_int_not_equal(api__seal(&c, nokey, NULL, NULL, "config"), 0);
+    assert_int_not_equal(api__seal(&c, nokey, NULL, NULL, &pl, "config"), 0);
     assert_int_equal(c.status, 422);
     assert_string_equal(c.code, "no-secrets-key");
     json_decref(nokey);
@@ -186,6 +165,23 @@ static void test_seal_tree(void **state)
     free(text);
     json_decref(j);
     json_decref(marked);
+}
+
+/* Input that looks sealed is refused with 422 naming the field (only the API seals). */
+static void test_refuse_sealed(void **state)
+{
+    struct call c;
+    memset(&c, 0, sizeof(c));
+    json_t *ok = json_loads("{\"a\": \"encrypted?\", \"b\": [\"x\", {\"c\": \"enc\"}]}", 0, NULL);
+    assert_int_equal(api__refuse_sealed(&c, ok), 0);
+    json_decref(ok);
+    json_t *bad =
+        json_loads("{\"a\": 1, \"config\": {\"list\": [\"x\", \"enc:v2:AAAA\"]}}", 0, NULL);
+    assert_int_not_equal(api__refuse_sealed(&c, bad), 0);
+    assert_int_equal(c.status, 422);
+    assert_string_equal(c.code, "sealed-input");
+    assert_string_equal(c.field, "config.list[1]");
+    json_decref(bad);
 }
 
 /* Route a method and path as the server does. */
@@ -253,10 +249,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_token_parse),     cmocka_unit_test(test_token_hash),
-        cmocka_unit_test(test_sensitive_names), cmocka_unit_test(test_seal_roundtrip),
-        cmocka_unit_test(test_redact),          cmocka_unit_test(test_routes),
-        cmocka_unit_test(test_seal_any_value),  cmocka_unit_test(test_seal_tree),
-        cmocka_unit_test(test_scale_workers),
+        cmocka_unit_test(test_sensitive_names), cmocka_unit_test(test_redact),
+        cmocka_unit_test(test_routes),          cmocka_unit_test(test_seal_any_value),
+        cmocka_unit_test(test_seal_tree),       cmocka_unit_test(test_scale_workers),
+        cmocka_unit_test(test_refuse_sealed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -114,7 +114,7 @@ static void test_modules_fill_their_structs(void **state)
     memset(&w, 0, sizeof(w));
     rc = config_load_string("w.conf",
                             "zookeeper.hosts = h:1\nworker.class = a,b\nworker.grace = 5s\n"
-                            "secrets.key_file = /k\n",
+                            "secrets.tenant_key_file = /k\nsecrets.key_file = /fleet\n",
                             worker_conf_keys(), &w, &e);
     if (rc)
         fail_msg("%s", e.msg);
@@ -123,6 +123,7 @@ static void test_modules_fill_their_structs(void **state)
     assert_int_equal(w.worker.resources_keep_ms, 600000);
     assert_string_equal(w.worker.plugin_dir, "plugins");
     assert_string_equal(w.worker.secrets_key_file, "/k");
+    assert_string_equal(w.worker.fleet_key_file, "/fleet"); /* read, then refused by the program */
     config_free(worker_conf_keys(), &w);
 }
 

@@ -84,7 +84,9 @@ static json_t *outcome(bool exited, int code, const char *out, bool timed_out,
     if (!exited && !timed_out)
         r.signal = 9;
     json_t *rec = json_object();
-    *rc = worker__task_outcome(&r, 3000, p, key, rec);
+    json_t *it = item("install", "zk");
+    *rc = worker__task_outcome(&r, 3000, p, key, it, rec);
+    json_decref(it);
     return rec;
 }
 
@@ -140,8 +142,20 @@ static void test_sensitive_results(void **state)
     json_t *rec = outcome(true, 0, out, false, &p, key, &rc);
     assert_int_equal(rc, 0);
     json_t *res = json_object_get(rec, "result");
-    assert_true(seal_is_sealed(json_string_value(json_object_get(res, "password"))));
-    assert_true(seal_is_sealed(json_string_value(json_object_get(res, "token"))));
+    /* sealed at the task's node's place: node/<cluster id>/<node id>, the key */
+    struct seal_place at = {"acme", "node", "7/node-3", "password"};
+    json_t *back;
+    struct drv_err err;
+    assert_int_equal(
+        seal_open_at(key, &at, json_string_value(json_object_get(res, "password")), &back, &err),
+        0);
+    assert_string_equal(json_string_value(back), "pw");
+    json_decref(back);
+    at.field = "token";
+    assert_int_equal(
+        seal_open_at(key, &at, json_string_value(json_object_get(res, "token")), &back, &err), 0);
+    assert_int_equal(json_integer_value(json_object_get(back, "t")), 1);
+    json_decref(back);
     assert_string_equal(json_string_value(json_object_get(res, "host")), "h");
     char *dump = json_dumps(rec, 0);
     assert_null(strstr(dump, "\"pw\""));
@@ -157,12 +171,76 @@ static void test_sensitive_results(void **state)
     json_decref(p.fields);
 }
 
+static char *sealed_at(const unsigned char key[32], const char *kind, const char *name,
+                       const char *field, const char *text)
+{
+    struct seal_place at = {"acme", kind, name, field};
+    json_t *v = json_string(text);
+    char *enc = seal_value_at(key, &at, v);
+    json_decref(v);
+    return enc;
+}
+
+/* The worker opens exactly the values sealed at their place (docs/security.md). */
+static void test_task_open(void **state)
+{
+    static const unsigned char key[32] = {5};
+    char *pw = sealed_at(key, "provider", "local", "provisioner.password", "prov-pw");
+    char *db = sealed_at(key, "cluster", "zk1", "config.db.password", "db-pw");
+    char *ssh = sealed_at(key, "cluster", "zk1", "ssh.private_key", "PEM");
+    char *tok = sealed_at(key, "node", "7/node-3", "token", "node-tok");
+    json_t *ctx =
+        json_pack("{s:s, s:{s:{s:s}}, s:{s:s, s:s}, s:{s:s, s:s}}", "clustername", "zk1", "cluster",
+                  "db", "password", db, "provider", "name", "local", "password", pw, "ssh",
+                  "public_key", "ssh-ed25519 AAAA", "private_key", ssh);
+    json_t *it = item("install", "zk");
+    json_object_set_new(json_object_get(it, "props"), "token", json_string(tok));
+    json_object_set_new(json_object_get(it, "fields"), "note", json_string(db));
+    json_t *t = worker__task_json(it, ctx, NULL);
+    struct drv_err err;
+    assert_int_equal(worker__task_open(key, t, &err), 0);
+    json_t *c = json_object_get(t, "config");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(c, "provider"), "password")), "prov-pw");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(c, "cluster"), "db"), "password")),
+                        "db-pw");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(c, "ssh"), "private_key")), "PEM");
+    assert_string_equal(json_string_value(json_object_get(c, "token")), "node-tok");
+    /* an action field is not a place anything is sealed at: it stays sealed */
+    json_t *fields =
+        json_object_get(json_object_get(json_object_get(c, "service"), "action"), "fields");
+    assert_string_equal(json_string_value(json_object_get(fields, "note")), db);
+    json_decref(t);
+    /* the provider's password copied into the cluster's config: refused, path named, no text */
+    json_object_set_new(json_object_get(ctx, "cluster"), "admin_password", json_string(pw));
+    t = worker__task_json(it, ctx, NULL);
+    assert_int_equal(worker__task_open(key, t, &err), DRV_ETLS);
+    assert_non_null(strstr(err.msg, "config.admin_password"));
+    assert_null(strstr(err.msg, "prov-pw"));
+    json_decref(t);
+    json_object_del(json_object_get(ctx, "cluster"), "admin_password");
+    /* another tenant's task (its key opens nothing of acme's) */
+    static const unsigned char other[32] = {6};
+    t = worker__task_json(it, ctx, NULL);
+    assert_int_equal(worker__task_open(other, t, &err), DRV_ETLS);
+    json_decref(t);
+    json_decref(it);
+    json_decref(ctx);
+    free(pw);
+    free(db);
+    free(ssh);
+    free(tok);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_task_json),
         cmocka_unit_test(test_outcomes),
         cmocka_unit_test(test_sensitive_results),
+        cmocka_unit_test(test_task_open),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
