@@ -473,8 +473,13 @@ static int open_zk(struct plugin_task *t, void *ctx, struct plugin_result *r)
     struct pool_run *x = ctx;
     struct drv_err err;
     drv_err_clear(&err);
-    x->z =
-        poolzk_open(getenv("DROVER_ZK_HOSTS"), getenv("DROVER_ZK_DIGEST_FILE"), x->deadline, &err);
+    /* The worker's login comes on standard input ("wants": ["zookeeper"]); run alone, the
+     * environment's DROVER_ZK_HOSTS and DROVER_ZK_DIGEST_FILE. */
+    const json_t *zk = json_object_get(t->root, "zookeeper");
+    const char *hosts = json_string_value(json_object_get(zk, "hosts"));
+    x->z = poolzk_open(hosts && *hosts ? hosts : getenv("DROVER_ZK_HOSTS"),
+                       json_string_value(json_object_get(zk, "digest")),
+                       getenv("DROVER_ZK_DIGEST_FILE"), x->deadline, &err);
     if (!x->z || poolzk_ensure(x->z, x->p.name, &err) != 0) {
         plugin_result_fail(r, "%s", err.msg);
         return -1;

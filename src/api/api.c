@@ -589,6 +589,8 @@ struct api *api_new(struct event_base *base, struct store *store, struct coord_s
     a->heavy_pool = workpool_new(base, &ho);
     a->members = json_array();
     a->workers = json_array();
+    pthread_mutex_init(&a->worker_mu, NULL);
+    a->worker_tenants = json_object();
     a->h_req = prom_hvec_new(prom_buckets_fast, prom_buckets_fast_n);
     a->qrates = strmap_new();
     if (o->secrets_key && *o->secrets_key) {
@@ -667,6 +669,8 @@ void api_free(struct api *a)
     coord_group_free(a->g_workers);
     json_decref(a->members);
     json_decref(a->workers);
+    json_decref(a->worker_tenants);
+    pthread_mutex_destroy(&a->worker_mu);
     prom_hvec_free(a->h_req);
     api__qrates_free(a);
     if (a->ssl)

@@ -30,6 +30,18 @@
 
 #include "api_int.h"
 
+/* ---- hostfields.c: what a tenant's provider entity may not say ---- */
+
+/* True when api.loopback_tenants names tenant (or is "*"). */
+bool api__loopback_allowed(const struct api_opts *o, const char *tenant);
+/*
+ * 0 when provider (an entity of kind provider, already valid) sets no host field and
+ * is not a loopback provider of a tenant the operator did not enable; else call_fail
+ * 422 ("host-field", "provider-not-allowed") naming the field, prefixed by where
+ * ("" or "providers[2]").
+ */
+int api__provider_policy(struct call *c, const json_t *provider, const char *where);
+
 /* ---- helpers (handlers_util.c) ---- */
 
 /* A tenant or user name (lower_only) or a cluster name: 1 to 63 of [A-Za-z0-9_-.], alnum first. */

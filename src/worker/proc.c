@@ -17,7 +17,9 @@
  *   1. The guard becomes the leader of a new process group, asks the kernel
  *      for SIGTERM when its parent (the worker) dies (PR_SET_PDEATHSIG), and
  *      checks the parent is still the worker (it may have died before).
- *   2. It forks the plugin, which resets its signals and execs. An exec that
+ *   2. It forks the plugin, which resets its signals, drops to the plugin user
+ *      when asked (run_as: setgroups, setgid, setuid, and checks that setuid(0)
+ *      then fails; sandbox.c says who) and execs. A drop or an exec that
  *      fails writes 'E' + errno on the status pipe (close-on-exec, so a
  *      successful exec just closes it there).
  *   3. The guard's own loop: poll the plugin's pidfd and the lease pipe,
@@ -111,6 +113,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -320,6 +323,11 @@ guard_main(pid_t worker, const struct worker__proc_opts *o, int in_r, int out_w,
             close(out_w);
         if (err_w > 2)
             close(err_w);
+        if (o->run_as && (setgroups(0, NULL) != 0 || setgid(o->gid) != 0 ||
+                          setuid(o->uid) != 0 || setuid(0) == 0)) {
+            write_record(status_w, 'E', errno ? errno : EPERM);
+            _exit(127);
+        }
         if (o->cwd && chdir(o->cwd) != 0) {
             write_record(status_w, 'E', errno);
             _exit(127);
