@@ -99,6 +99,7 @@ grep -qF "args:3:a b|c'd|\$HOME" "$T/plugins.log" || fail "array args were not p
 # literal arguments; nothing of it runs.
 # shellcheck disable=SC2016 # shell syntax, meant to stay literal
 action 9 t/echo.sh '"x;touch pwned $(touch pwned2) `id` | c '"'"'q q'"'"'"' | run "$SSHA" || fail "hostile args: $(last .message)"
+# shellcheck disable=SC2016 # the literal words the script must have received
 grep -qF 'args:8:x;touch|pwned|$(touch' "$T/plugins.log" ||
   fail "string args were run by the node's shell: $(grep 'args:' "$T/plugins.log" | tail -1)"
 action 10 t/echo.sh '"a '"'"'b"' | expect_fail "$SSHA" "unterminated quote" 'unterminated quote'

@@ -32,8 +32,7 @@ struct poolzk;
  * waiting until connected or deadline_ms (clock_mono_ms clock).
  */
 struct poolzk *poolzk_open(const char *hosts, const char *digest, const char *digest_file,
-                           int64_t deadline_ms,
-                           struct drv_err *err);
+                           int64_t deadline_ms, struct drv_err *err);
 void poolzk_close(struct poolzk *z);
 
 /* Create /drover/pools/<pool>/claims and its parents when missing. */

@@ -76,7 +76,7 @@ static void reply_error(struct api *a, struct api_req *r, int status, const char
                         const char *msg, const char *extra)
 {
     size_t len;
-    char *body = api__error_text(code, msg, NULL, &len);
+    char *body = api__error_text(code, msg, NULL, NULL, &len);
     if (status >= 0 && status < 600)
         a->by_status[status]++;
     api__server_reply(r, status, "application/json", extra, body, len, false);
@@ -99,7 +99,7 @@ void api__reply(struct call *c)
     size_t len = 0;
     const char *type = "application/json";
     if (status >= 400) {
-        body = api__error_text(c->code, c->msg, c->field, &len);
+        body = api__error_text(c->code, c->msg, c->field, c->err_detail, &len);
         if (status == 405 && c->allow[0])
             snprintf(extra, sizeof(extra), "Allow: %s\r\n", c->allow);
         if (status == 503 || status == 429)

@@ -61,7 +61,9 @@ struct api_opts {
     long scale_task_ms;        /* mean task time assumed before any was measured (0: 1 s) */
     const char *ui_dir; /* the dashboard's files, served under /ui/ (ui.h); "" or NULL: none */
     const char *bootstrap_token_file; /* for api_bootstrap (api_new does not read it) */
-    const char *loopback_tenants; /* tenants allowed the loopback provider: "a,b", "*" or "" */
+    const char *loopback_tenants;     /* tenants allowed the loopback provider: "a,b", "*" or "" */
+    /* Quotas' defaults for a tenant the superadmin gave none (quota.c; 0: no limit): */
+    long quota_clusters, quota_nodes, quota_jobs, quota_resource_versions, quota_resource_bytes;
 };
 
 /*

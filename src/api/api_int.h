@@ -72,8 +72,9 @@ struct call {
     char version[16]; /* X-Drover-Version */
     char allow[64];   /* Allow, with 405 */
     char code[32], field[128], msg[512];
-    const char *route; /* the route's pattern (routes.c), for the metrics; NULL: none matched */
-    int64_t t0_us;     /* when the request's head was in (monotonic) */
+    json_t *err_detail; /* more members of the error object ({"quota", "limit", "used"}) */
+    const char *route;  /* the route's pattern (routes.c), for the metrics; NULL: none matched */
+    int64_t t0_us;      /* when the request's head was in (monotonic) */
     api_loop_fn on_loop;
     json_t *loop_data;
     /* A handler in parts: after the handler's database part, c->heavy (when set) runs on the

@@ -81,6 +81,22 @@ const struct config_key api_config_keys[] = {
                .deflt = "",
                .help = "tenants that may use the loopback provider (root on the workers' hosts), "
                        "comma-separated; \"*\": every tenant (tests, demos); empty: none"),
+    CONFIG_KEY("quota.clusters", CONFIG_INT, struct api_opts, quota_clusters, .deflt = "1000",
+               .min = 0, .max = 1000000000,
+               .help = "a tenant's live clusters, unless the superadmin set its own (0: no limit)"),
+    CONFIG_KEY("quota.nodes", CONFIG_INT, struct api_opts, quota_nodes, .deflt = "100000", .min = 0,
+               .max = 1000000000,
+               .help = "a tenant's nodes in live clusters (the sum of their sizes; 0: no limit)"),
+    CONFIG_KEY("quota.jobs", CONFIG_INT, struct api_opts, quota_jobs, .deflt = "100", .min = 0,
+               .max = 1000000000,
+               .help = "a tenant's jobs not ended; beyond, 429 (deletes exempt; 0: no limit)"),
+    CONFIG_KEY("quota.resource_versions", CONFIG_INT, struct api_opts, quota_resource_versions,
+               .deflt = "10", .min = 0, .max = 1000000,
+               .help = "resources versions a tenant keeps: older ones no running job pins are "
+                       "pruned at a push (0: no limit)"),
+    CONFIG_KEY("quota.resource_bytes", CONFIG_SIZE, struct api_opts, quota_resource_bytes,
+               .deflt = "256m", .min = 0, .max = 1L << 40,
+               .help = "bytes of resources a tenant keeps, after pruning (0: no limit)"),
     CONFIG_KEY("ui.dir", CONFIG_STRING, struct api_opts, ui_dir, .deflt = DROVER_UI_DIR,
                .help = "directory of the web dashboard's files, served under /ui/ (read at start); "
                        "empty: none"),

@@ -42,6 +42,32 @@ bool api__loopback_allowed(const struct api_opts *o, const char *tenant);
  */
 int api__provider_policy(struct call *c, const json_t *provider, const char *where);
 
+/* ---- quota.c: what one tenant may take ---- */
+
+enum api_quota {
+    API_QUOTA_CLUSTERS,
+    API_QUOTA_NODES,
+    API_QUOTA_JOBS,
+    API_QUOTA_RESOURCE_VERSIONS,
+    API_QUOTA_RESOURCE_BYTES,
+    API_QUOTA_COUNT
+};
+/*
+ * Inside the caller's transaction, before its writes: lock the caller's tenant row for
+ * update and check that its use plus asked[q] stays within each quota q. 0, or call_fail
+ * 422/429 "quota-exceeded" with {"quota", "limit", "used", "asked"} in the error (the
+ * caller returns it and its transaction rolls back).
+ */
+int api__quota_check(PGconn *conn, struct call *c, const long asked[API_QUOTA_COUNT],
+                     struct drv_err *err);
+/* The same lock alone, for a write checked after it (a resources push). */
+int api__quota_lock(PGconn *conn, struct call *c, struct drv_err *err);
+/* After a resources version of size bytes was inserted (under api__quota_lock): prune the
+   unpinned versions beyond resource_versions, then check versions and bytes as above. */
+int api__quota_after_push(PGconn *conn, struct call *c, long size, struct drv_err *err);
+int api__h_quota_get(PGconn *conn, struct call *c, struct drv_err *err);
+int api__h_quota_put(PGconn *conn, struct call *c, struct drv_err *err);
+
 /* ---- helpers (handlers_util.c) ---- */
 
 /* A tenant or user name (lower_only) or a cluster name: 1 to 63 of [A-Za-z0-9_-.], alnum first. */

@@ -44,8 +44,8 @@ int prog_conf_finish(struct prog_conf *c, const char *prefix, struct drv_err *er
  * --help and --help-config; load FILE into conf with keys; finish the common
  * part (id_prefix names a default node id), then run check (NULL: none) for
  * what spans keys (api.max_heavy_per_tenant below api.heavy_threads); with
- * --check-config, report and stop. Then set up the process: logger, libraries' logs, SIGPIPE ignored,
- * libevent's pthread support (before any event_base is made).
+ * --check-config, report and stop. Then set up the process: logger, libraries' logs, SIGPIPE
+ * ignored, libevent's pthread support (before any event_base is made).
  *
  * Returns -1 when the program should go on and run, else the exit status
  * main() should return (0 after --help or a good --check-config, 1 for a bad

@@ -39,8 +39,8 @@ void resbundle_sha256_hex(const void *data, size_t n, char out[65]);
 /*
  * Write the checked bundle's files under dir, which must not exist (made 0700,
  * subdirectories too; files 0600, executables 0700), owned by uid:gid unless uid
- * is (uid_t)-1; no link is followed or made; each file is written and fsynced. On error what was written
- * stays: the caller removes dir (resbundle_rmtree).
+ * is (uid_t)-1; no link is followed or made; each file is written and fsynced. On error what was
+ * written stays: the caller removes dir (resbundle_rmtree).
  */
 int resbundle_unpack(const json_t *files, const char *dir, uid_t uid, gid_t gid,
                      struct drv_err *err);

@@ -323,8 +323,8 @@ guard_main(pid_t worker, const struct worker__proc_opts *o, int in_r, int out_w,
             close(out_w);
         if (err_w > 2)
             close(err_w);
-        if (o->run_as && (setgroups(0, NULL) != 0 || setgid(o->gid) != 0 ||
-                          setuid(o->uid) != 0 || setuid(0) == 0)) {
+        if (o->run_as && (setgroups(0, NULL) != 0 || setgid(o->gid) != 0 || setuid(o->uid) != 0 ||
+                          setuid(0) == 0)) {
             write_record(status_w, 'E', errno ? errno : EPERM);
             _exit(127);
         }

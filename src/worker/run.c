@@ -7,8 +7,8 @@
  *     spawned under its guard (proc.c), with the task JSON on stdin and the environment
  *     below --plugin ended--> the run record's outcome --> COMPLETING (worker.c)
  *
- * Also here: the plugins' environment (an allow-list: sandbox.c), and the lease this loop renews for every running
- * plugin (proc.c, "The lease"). Loop thread only, like worker.c; the objects are
+ * Also here: the plugins' environment (an allow-list: sandbox.c), and the lease this loop renews
+ * for every running plugin (proc.c, "The lease"). Loop thread only, like worker.c; the objects are
  * worker_int.h's, and worker.c's design note numbers their invariants (wtask_check).
  */
 #include <stdio.h>
@@ -279,9 +279,9 @@ static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes
         return;
     t->st = WT_RUNNING;
     json_t *task = worker__task_json(t->item, ctx, nodes);
-    worker__sandbox_task(w->sandbox, t->plugin,
-                         worker__is_provider_task(json_string_value(json_object_get(t->item, "name"))),
-                         task);
+    worker__sandbox_task(
+        w->sandbox, t->plugin,
+        worker__is_provider_task(json_string_value(json_object_get(t->item, "name"))), task);
     struct drv_err err;
     if (w->has_key && seal_open_json(w->key, task, &err) != 0) {
         json_decref(task);

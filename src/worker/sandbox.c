@@ -228,8 +228,8 @@ void worker__sandbox_task(const struct worker__sandbox *s, const struct worker__
 
 bool worker__sandbox_env_ok(const char *kv)
 {
-    static const char *const keep[] = {"PATH=", "HOME=", "LANG=", "TZ=", "TMPDIR=",
-                                       "DROVER_LOG_LEVEL=", "LC_", NULL};
+    static const char *const keep[] = {
+        "PATH=", "HOME=", "LANG=", "TZ=", "TMPDIR=", "DROVER_LOG_LEVEL=", "LC_", NULL};
     for (size_t i = 0; keep[i]; i++)
         if (strncmp(kv, keep[i], strlen(keep[i])) == 0)
             return true;

@@ -254,9 +254,9 @@ struct worker {
     struct worker__ctxs *ctxs; /* the jobs' contexts and nodes maps (jobctx.c) */
     struct worker__res *res;   /* NULL: no sync, worker.resources_dir for every task */
     struct coord_group *peers;
-    size_t n_peers;         /* other live workers of this tenant sharing a class */
-    struct strmap *avoided; /* task key -> int64_t *: passed over until then (monotonic) */
-    struct event *avoid_ev; /* the next expiry: look at the queues again */
+    size_t n_peers;                  /* other live workers of this tenant sharing a class */
+    struct strmap *avoided;          /* task key -> int64_t *: passed over until then (monotonic) */
+    struct event *avoid_ev;          /* the next expiry: look at the queues again */
     struct worker__sandbox *sandbox; /* who plugins run as, what they get (sandbox.c) */
     char **env;                      /* the plugins' base environment */
     size_t n_env;
