@@ -7,15 +7,16 @@
  * fleet's secrets (the secrets key, its ZooKeeper login, its API token) and reads its
  * config; a plugin gets none of them:
  *
- *   1. Identity. A worker that runs as root starts every plugin as worker.plugin_user
- *      (default "drover-plugin", a system user the worker creates with useradd when
- *      it is missing), no supplementary groups: the plugin cannot read the worker's
+ *   1. Identity. A worker that runs as root (or holds CAP_SETUID and CAP_SETGID, as
+ *      the systemd unit gives it) starts every plugin as worker.plugin_user (default
+ *      "drover-plugin", a system user the worker creates with useradd when it is
+ *      missing and it can), no supplementary groups: the plugin cannot read the worker's
  *      0600 files or /proc/<worker>/environ, nor signal or trace the worker. Only
  *      the plugins named in worker.privileged_plugins keep root: the loopback
  *      provider needs it (PID namespaces), and gives root on the host by design, so
  *      the operator names it per worker, hence per tenant. A worker that is not
- *      root cannot switch users: its plugins run as itself, and it says so at start
- *      (event=plugins-not-isolated).
+ *      root and lacks those capabilities cannot switch users: its plugins run as
+ *      itself, and it says so at start (event=plugins-not-isolated).
  *   2. Environment. An allow-list of the worker's (PATH, HOME, LANG, LC_*, TZ,
  *      TMPDIR, DROVER_LOG_LEVEL) plus the task's own DROVER_* variables: never
  *      DROVER_ZK_DIGEST_FILE, tokens, the database's settings or the key file's path.
@@ -97,6 +98,23 @@ static int resolve_user(struct worker__sandbox *s, const char *name, struct drv_
     return 0;
 }
 
+/* True when this process may switch users: root, or CAP_SETUID and CAP_SETGID (bits 7, 6)
+   in its effective set (a systemd unit's AmbientCapabilities). */
+static bool can_switch_users(void)
+{
+    if (geteuid() == 0)
+        return true;
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[256];
+    unsigned long long eff = 0;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "CapEff: %llx", &eff) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return (eff & (1ULL << 7)) && (eff & (1ULL << 6));
+}
+
 static int read_digest(struct worker__sandbox *s, const char *path, struct drv_err *err)
 {
     FILE *f = fopen(path, "re");
@@ -150,12 +168,12 @@ int worker__sandbox_new(struct worker *w, const struct worker_opts *o, struct dr
     }
     const char *user = o->plugin_user ? o->plugin_user : "";
     int rc = 0;
-    if (*user && geteuid() == 0)
+    if (*user && can_switch_users())
         rc = resolve_user(s, user, err);
     else if (*user)
         log_warn(MOD,
-                 "event=plugins-not-isolated worker=%s reason=\"not root: plugins run as the "
-                 "worker's own user, not %s\"",
+                 "event=plugins-not-isolated worker=%s reason=\"neither root nor CAP_SETUID and "
+                 "CAP_SETGID: plugins run as the worker's own user, not %s\"",
                  w->id, user);
     if (rc == 0 && o->provider_settings && *o->provider_settings)
         rc = read_settings(s, o->provider_settings, err);
