@@ -47,12 +47,13 @@ readable=""
 for f in "/proc/$worker/environ" $(printf '%s' "$in" | jq -r '.config.cluster.probe[]'); do
   head -c 1 "$f" > /dev/null 2>&1 && readable="$readable $f"
 done
+caps=$(awk '/^CapEff:/ {print $2}' /proc/self/status)
 fleet_env=$(env | grep -c '^DROVER_ZK_DIGEST_FILE=\|^DROVER_PG\|^DROVER_TOKEN\|^PGPASSWORD' || true)
 res=$(cd "$DROVER_RESOURCES" 2>/dev/null && stat -c '%n %U %a' . hello.txt bin bin/run.sh | tr '\n' ';')
 printf '%s' "$in" | jq -c --arg uid "$(id -u)" --arg user "$(id -un)" --arg r "$readable" \
-  --arg e "$fleet_env" --arg res "$res" --arg worker "$worker" \
+  --arg e "$fleet_env" --arg res "$res" --arg worker "$worker" --arg caps "$caps" \
   '{status: "ok", result: {"provider-id": "evil-\(.nodeId)", probe: {uid: $uid, user: $user,
-    readable: $r, fleet_env: $e, resources: $res, worker_pid: $worker,
+    readable: $r, fleet_env: $e, resources: $res, worker_pid: $worker, caps: $caps,
     provider: .config.provider}}}'
 SH
 chmod 755 "$P" "$P/noop" "$P/evil" "$P/evil/evil.sh"
@@ -96,3 +97,35 @@ want=". drover-plugin 700;hello.txt drover-plugin 600;bin drover-plugin 700;bin/
 [ "$(echo "$p" | jq -r .resources)" = "$want" ] ||
   fail "synced resources: $(echo "$p" | jq -r .resources), expected $want"
 pass "synced resources are the plugin user's, 0700/0600"
+
+# The same from a worker that is not root but holds CAP_SETUID, CAP_SETGID and CAP_CHOWN, as
+# the systemd unit runs it (User=drover, AmbientCapabilities): here as nobody, its files its
+# own and 0600. Its plugin must still be drover-plugin, read none of them, and keep no
+# capability (ambient ones would pass through execve).
+kill "$(pid_of w1)"
+wait_exit w1 30 > /dev/null || fail "worker w1 did not stop"
+for f in "$KEYFILE" "$T/zk.digest"; do cp "$f" "$T/w2.$(basename "$f")"; done
+write_worker_conf w2 "worker.tenant = acme" "worker.plugin_dir = $P" "worker.concurrency = 2" \
+  "worker.privileged_plugins =" "worker.provider_settings = $T/provider-settings.json" \
+  "secrets.key_file = $T/w2.secrets.key" "zookeeper.digest_file = $T/w2.zk.digest"
+chown nobody:nogroup "$T/w2.conf" "$T/w2.secrets.key" "$T/w2.zk.digest"
+chmod 600 "$T/w2.secrets.key" "$T/w2.zk.digest"
+cat > "$T/w2-run" <<RUN
+#!/bin/sh
+exec setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=+setuid,+setgid,+chown \
+  --ambient-caps=+setuid,+setgid,+chown "$BIN/drover-worker" "\$@"
+RUN
+chmod 755 "$T/w2-run"
+start_proc w2 "$T/w2-run"
+probe=$(jq -cn --arg c "$T/w2.conf" --arg k "$T/w2.secrets.key" --arg d "$T/w2.zk.digest" '{probe: [$c, $k, $d]}')
+r=$(api POST /v1/clusters "$(jq -cn --argjson c "$probe" '{name: "e2", template: "single", nodes: 1, config: $c}')")
+expect 202 "$r" '' "create the cluster for w2"
+CID=$(body_of "$r" | jq -r .cluster.id)
+wait_job "$(body_of "$r" | jq -r .job.id)" succeeded 120
+p=$(body_of "$(api GET "/v1/clusters/$CID")" | jq -c '.nodes[0].properties.probe')
+echo "the plugin of w2 reported: $p"
+[ "$(echo "$p" | jq -r .worker_pid)" = "$(pid_of w2)" ] || fail "the probe did not run under w2: $p"
+[ "$(echo "$p" | jq -r .user)" = drover-plugin ] || fail "w2's plugin ran as $(echo "$p" | jq -r .user)"
+[ -z "$(echo "$p" | jq -r .readable)" ] || fail "w2's plugin read:$(echo "$p" | jq -r .readable)"
+[ "$(echo "$p" | jq -r .caps)" = 0000000000000000 ] || fail "w2's plugin kept capabilities $(echo "$p" | jq -r .caps)"
+pass "a worker with CAP_SETUID and CAP_SETGID (not root): its plugin is drover-plugin, reads nothing, keeps no capability"
