@@ -151,6 +151,21 @@ done
 [ -z "$(claims)" ] || fail "claims left: $(claims)"
 pass "every host wiped and free again"
 
+# --- a pool the operator declares and grants to two tenants ("shared": true comes only from
+# worker.provider_settings, docs/security.md): one namespace, each host to one node at a time.
+shared='.config.provider.shared = true | .config.provider.pool = "rack-s"'
+scl() { "$BIN/drover" zk ls /drover/pools/_operator.rack-s/claims --zk "$DROVER_ZK" 2>/dev/null | sort; }
+ptask create s-1 1 "$shared" | run "$POOL" || fail "acme in the shared pool: $(last .message)"
+merge s-1
+ptask create s-2 1 "$shared | .tenant = \"globex\"" | run "$POOL" || fail "globex in the shared pool: $(last .message)"
+merge s-2
+[ "$(scl | wc -l)" = 2 ] || fail "shared claims: $(scl)"
+[ "$(kv s-1 '.["provider-id"]')" != "$(kv s-2 '.["provider-id"]')" ] || fail "two tenants got one host"
+ptask delete s-1 1 "$shared" | run "$POOL" || fail "delete s-1: $(last .message)"
+ptask delete s-2 1 "$shared | .tenant = \"globex\"" | run "$POOL" || fail "delete s-2: $(last .message)"
+[ -z "$(scl)" ] || fail "shared claims left: $(scl)"
+pass "an operator's pool granted to two tenants: one namespace, two hosts, both released"
+
 # --- a wipe that fails keeps the host claimed ---
 ptask create p-1 3 | run "$POOL" || fail "create p-1: $(last .message)"
 printf '#!/bin/sh\necho "cannot wipe: disk busy" >&2\nexit 7\n' > "$R/pool/wipe.sh"

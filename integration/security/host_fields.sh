@@ -28,6 +28,9 @@ for f in '{"sshd": "/bin/sh"}' '{"unshare": "/bin/sh"}' '{"root": "/"}' '{"netwo
   expect 422 "$(api POST /v1/providers "$(lb "$f")")" \
     ".error.code == \"host-field\" and .error.field == \"provisioner.$k\"" "provider field $k"
 done
+# An ssh-pool provider may not declare itself the operator's shared pool (issue 20, point 5).
+expect 422 "$(api POST /v1/providers '{"name":"p","providertype":"ssh-pool","provisioner":{"shared":true}}')" \
+  '.error.code == "host-field" and .error.field == "provisioner.shared"' "an ssh-pool provider claiming to be shared"
 expect 201 "$(api POST /v1/providers "$(lb '{}')")" '' "a loopback provider without host fields"
 expect 422 "$(api PUT /v1/providers/lb "$(lb '{"sshd": "/bin/sh"}')")" \
   '.error.field == "provisioner.sshd"' "replace with sshd"

@@ -467,8 +467,15 @@ static int check(struct plugin_task *t, void *ctx, struct plugin_result *r)
     }
     /* Claims live in the tenant's own namespace (issue 20): a tenant naming another's pool
      * and hosts claims nothing of the other's, and leaves none of its hosts in wiping.
-     * Tenant names have no '.', so "<tenant>.<pool>" is one tenant's pool only. */
-    snprintf(x->p.claims, sizeof(x->p.claims), "%s.%s", t->tenant, x->p.name);
+     * Tenant names have no '.', so "<tenant>.<pool>" is one tenant's pool only. A pool the
+     * operator declares ("shared": true, a host field: only worker.provider_settings sets
+     * it, for the workers of the tenants it grants the pool to) is one namespace for all of
+     * them, "_operator.<pool>" (no tenant name starts with '_'): a host goes to one node of
+     * one tenant at a time. */
+    if (json_is_true(json_object_get(prov, "shared")))
+        snprintf(x->p.claims, sizeof(x->p.claims), "_operator.%s", x->p.name);
+    else
+        snprintf(x->p.claims, sizeof(x->p.claims), "%s.%s", t->tenant, x->p.name);
     return 0;
 }
 

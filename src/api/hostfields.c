@@ -30,6 +30,7 @@ struct host_fields {
 
 static const struct host_fields host_fields[] = {
     {"loopback", {"root", "network", "port", "sshd", "unshare", NULL}},
+    {"ssh-pool", {"shared", NULL}}, /* an operator's pool: worker.provider_settings only */
 };
 
 bool api__loopback_allowed(const struct api_opts *o, const char *tenant)
