@@ -40,29 +40,52 @@ free_port() { "$STACK" port --dir "$T"; }
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-# write_droverd_conf NAME PORT [extra lines...]: a config for one droverd.
+# conf_sets KEY LINE...: true when one of the config lines sets KEY.
+conf_sets() {
+  local key=$1 l
+  shift
+  for l in "$@"; do
+    [[ "$l" == "$key "* || "$l" == "$key="* ]] && return 0
+  done
+  return 1
+}
+
+# write_droverd_conf NAME PORT [extra lines...]: a config for one droverd (mode 0600).
+# The test stack lets every tenant use the loopback provider (api.loopback_tenants = *,
+# docs/security.md) unless an extra line sets the key.
 write_droverd_conf() {
   local name=$1 port=$2
   shift 2
-  {
+  (
+    umask 077
     echo "node.id = $name"
     echo "http.listen = 127.0.0.1:$port"
     echo "zookeeper.hosts = $DROVER_ZK"
     echo "zookeeper.session_timeout = 20s"
     echo "postgres.conninfo = $DROVER_PG"
+    conf_sets api.loopback_tenants "$@" || echo "api.loopback_tenants = *"
     printf '%s\n' "$@"
-  } > "$T/$name.conf"
+  ) > "$T/$name.conf"
+  chmod 600 "$T/$name.conf"
 }
 
+# write_worker_conf NAME [extra lines...]: a config for one worker (mode 0600). Plugins run
+# as the unprivileged drover-plugin, but for loopback (root by design) and the test plugins
+# sleep and sleep-provider, which write to the test's own files (worker.privileged_plugins,
+# docs/security.md), unless an extra line sets the key.
 write_worker_conf() {
   local name=$1
   shift
-  {
+  (
+    umask 077
     echo "node.id = $name"
     echo "zookeeper.hosts = $DROVER_ZK"
     echo "zookeeper.session_timeout = 20s"
+    conf_sets worker.privileged_plugins "$@" ||
+      echo "worker.privileged_plugins = loopback,sleep,sleep-provider"
     printf '%s\n' "$@"
-  } > "$T/$name.conf"
+  ) > "$T/$name.conf"
+  chmod 600 "$T/$name.conf"
 }
 
 # start_proc NAME BINARY: start BINARY --config $T/NAME.conf, log to $T/NAME.log.

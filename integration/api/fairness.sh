@@ -10,7 +10,8 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/api_lib.sh"
 
-start_api_node droverd-a "log.level = warn" "api.max_heavy_per_user = 2" "api.max_heavy_per_tenant = 2"
+start_api_node droverd-a "log.level = warn" "api.heavy_threads = 3" "api.max_heavy_per_user = 2" \
+  "api.max_heavy_per_tenant = 2"
 catalogue_json "$FIXTURES" > "$T/catalogue.json"
 for t in acme globex; do
   expect 201 "$(api POST /v1/tenants "{\"name\":\"$t\"}" "$SUPER")" '' "tenant $t"

@@ -27,6 +27,8 @@ check droverd "${base}http.listen = 127.0.0.1"$'\n' "$d/bad.conf:3: key \"http.l
 check droverd "${base}postgres.pool_size = 0"$'\n' "$d/bad.conf:3: key \"postgres.pool_size\": integer 0 out of range 1..64"
 check droverd "${base}log.level = chatty"$'\n' "$d/bad.conf:3: key \"log.level\": expected one of debug|info|warn|error"
 check droverd $'zookeeper.hosts = 127.0.0.1:1\n' "$d/bad.conf: required key \"postgres.conninfo\" is missing"
+# One tenant may never hold every heavy thread of a node (issue 20): the default 4 above 2 was.
+check droverd "${base}api.max_heavy_per_tenant = 2"$'\n' "$d/bad.conf: key \"api.max_heavy_per_tenant\": 2 must be below api.heavy_threads (2)"
 check drover-worker $'zookeeper.hosts = h:1\nworker.concurrency = many\n' "$d/bad.conf:2: key \"worker.concurrency\": expected an integer"
 # A missing file is an error too, and a good file passes --check-config.
 set +e

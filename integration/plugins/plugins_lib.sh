@@ -55,6 +55,15 @@ reserve_net() {
 }
 reserve_net
 
+# loopback_settings: the operator's loopback settings for a worker (this test's root and
+# network: host fields a tenant's provider may not set, docs/security.md), written to
+# $T/provider-settings.json; prints the worker config line that names the file.
+loopback_settings() {
+  jq -n --arg root "$NODES" --arg net "$NET" '{loopback: {root: $root, network: $net}}' \
+    > "$T/provider-settings.json"
+  echo "worker.provider_settings = $T/provider-settings.json"
+}
+
 # The cluster's key pair, made by the engine's own function (sshkey_generate).
 "$KEYGEN" "$T/cluster_key" "drover-test-cluster" || fail "keygen"
 CLUSTER_PUB=$(cat "$T/cluster_key.pub")

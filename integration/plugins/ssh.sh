@@ -95,6 +95,15 @@ pass "the handle is private and keeps no secret"
 # shellcheck disable=SC2016 # $HOME is an argument, passed verbatim
 action 2 t/echo.sh '["a b", "c'"'"'d", "$HOME"]' | run "$SSHA" || fail "array args: $(last .message)"
 grep -qF "args:3:a b|c'd|\$HOME" "$T/plugins.log" || fail "array args were not passed verbatim"
+# Attack (issue 20): a string args that would be shell on the node. Its words arrive as
+# literal arguments; nothing of it runs.
+# shellcheck disable=SC2016 # shell syntax, meant to stay literal
+action 9 t/echo.sh '"x;touch pwned $(touch pwned2) `id` | c '"'"'q q'"'"'"' | run "$SSHA" || fail "hostile args: $(last .message)"
+# shellcheck disable=SC2016 # the literal words the script must have received
+grep -qF 'args:8:x;touch|pwned|$(touch' "$T/plugins.log" ||
+  fail "string args were run by the node's shell: $(grep 'args:' "$T/plugins.log" | tail -1)"
+action 10 t/echo.sh '"a '"'"'b"' | expect_fail "$SSHA" "unterminated quote" 'unterminated quote'
+pass "string args are split into words and quoted: no shell syntax reaches the node"
 action 3 t/data.sh | run "$SSHA" || fail "data: $(last .message)"
 [ "$(last .result.data)" = from-data-file ] || fail "the data file did not arrive"
 pass "args (string and array) and data files"

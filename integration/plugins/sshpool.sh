@@ -47,7 +47,8 @@ pool_provider() {
 ptask() {
   CLUSTER_ID=c9 task "$1" "$2" "${3:-1}" 1 ".config.provider = $(pool_provider) | ${4:-.}"
 }
-claims() { "$BIN/drover" zk ls /drover/pools/rack-a/claims --zk "$DROVER_ZK" 2>/dev/null | sort; }
+# Claims of tenant acme's pool rack-a (a tenant's own namespace: docs/security.md).
+claims() { "$BIN/drover" zk ls /drover/pools/acme.rack-a/claims --zk "$DROVER_ZK" 2>/dev/null | sort; }
 
 # --- five concurrent creates for three hosts ---
 nodes=(p-1 p-2 p-3 p-4 p-5)
@@ -150,15 +151,42 @@ done
 [ -z "$(claims)" ] || fail "claims left: $(claims)"
 pass "every host wiped and free again"
 
+# --- a pool the operator declares and grants to two tenants ("shared": true comes only from
+# worker.provider_settings, docs/security.md): one namespace, each host to one node at a time.
+shared='.config.provider.shared = true | .config.provider.pool = "rack-s"'
+scl() { "$BIN/drover" zk ls /drover/pools/_operator.rack-s/claims --zk "$DROVER_ZK" 2>/dev/null | sort; }
+ptask create s-1 1 "$shared" | run "$POOL" || fail "acme in the shared pool: $(last .message)"
+merge s-1
+ptask create s-2 1 "$shared | .tenant = \"globex\"" | run "$POOL" || fail "globex in the shared pool: $(last .message)"
+merge s-2
+[ "$(scl | wc -l)" = 2 ] || fail "shared claims: $(scl)"
+[ "$(kv s-1 '.["provider-id"]')" != "$(kv s-2 '.["provider-id"]')" ] || fail "two tenants got one host"
+ptask delete s-1 1 "$shared" | run "$POOL" || fail "delete s-1: $(last .message)"
+ptask delete s-2 1 "$shared | .tenant = \"globex\"" | run "$POOL" || fail "delete s-2: $(last .message)"
+[ -z "$(scl)" ] || fail "shared claims left: $(scl)"
+pass "an operator's pool granted to two tenants: one namespace, two hosts, both released"
+
 # --- a wipe that fails keeps the host claimed ---
 ptask create p-1 3 | run "$POOL" || fail "create p-1: $(last .message)"
 printf '#!/bin/sh\necho "cannot wipe: disk busy" >&2\nexit 7\n' > "$R/pool/wipe.sh"
 ptask delete p-1 | run "$POOL" && fail "a failed wipe succeeded"
 last .message | grep -q "exited with 7 (the host stays claimed)" || fail "failed wipe: $(last .message)"
 [ "$(claims | wc -l)" = 1 ] || fail "a failed wipe released the host"
-"$BIN/drover" zk get "/drover/pools/rack-a/claims/$(claims)" --zk "$DROVER_ZK" | grep -q '"wiping"' ||
+"$BIN/drover" zk get "/drover/pools/acme.rack-a/claims/$(claims)" --zk "$DROVER_ZK" | grep -q '"wiping"' ||
   fail "the claim does not say wiping"
 pass "a failed wipe keeps the host claimed (state wiping)"
+
+# Attack (issue 20, point 5): tenant globex names acme's pool "rack-a" and its hosts, with a
+# key of its own. Its claims are in its own namespace: acme's claims do not change (none of
+# acme's hosts is taken or left wiping by globex), and its key logs in nowhere.
+before=$(claims)
+"$KEYGEN" "$T/evil_key" "evil-key"
+ptask create g-1 1 ".tenant = \"globex\" | .config.provider.private_key = $(jq -Rs . < "$T/evil_key")" |
+  expect_fail "$POOL" "another tenant's hosts" "."
+[ "$(claims)" = "$before" ] || fail "globex changed acme's claims: $(claims)"
+"$BIN/drover" zk get "/drover/pools/acme.rack-a/claims/$(claims)" --zk "$DROVER_ZK" | grep -q '"tenant":"acme"' ||
+  fail "acme's claim changed hands"
+pass "another tenant naming the same pool and hosts claims nothing of acme's"
 
 # --- bad input ---
 ptask create q-1 1 '.config.provider.hosts = []' | expect_fail "$POOL" "no hosts" 'field "hosts"'

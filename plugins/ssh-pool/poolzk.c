@@ -60,8 +60,8 @@ static int read_digest(const char *path, char *out, size_t n, struct drv_err *er
     return 0;
 }
 
-struct poolzk *poolzk_open(const char *hosts, const char *digest_file, int64_t deadline_ms,
-                           struct drv_err *err)
+struct poolzk *poolzk_open(const char *hosts, const char *digest, const char *digest_file,
+                           int64_t deadline_ms, struct drv_err *err)
 {
     if (!hosts || !*hosts) {
         drv_err_set(err, DRV_EINVAL, 0,
@@ -85,9 +85,18 @@ struct poolzk *poolzk_open(const char *hosts, const char *digest_file, int64_t d
         }
         usleep(10000);
     }
-    if (digest_file && *digest_file) {
+    if ((digest && *digest) || (digest_file && *digest_file)) {
         char cred[400];
-        if (read_digest(digest_file, cred, sizeof(cred), err) != 0) {
+        if (digest && *digest) {
+            snprintf(cred, sizeof(cred), "%s", digest);
+            if (!strchr(cred, ':')) {
+                explicit_bzero(cred, sizeof(cred));
+                drv_err_set(err, DRV_EINVAL, 0,
+                            "the task's zookeeper.digest: expected \"user:password\"");
+                poolzk_close(z);
+                return NULL;
+            }
+        } else if (read_digest(digest_file, cred, sizeof(cred), err) != 0) {
             poolzk_close(z);
             return NULL;
         }

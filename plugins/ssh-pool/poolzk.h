@@ -27,11 +27,12 @@ struct poolzk;
 
 /*
  * Connect to hosts (a ZooKeeper connection string, chroot suffix allowed) with
- * the digest credentials in digest_file ("user:password", mode 0600; NULL or ""
- * for none), waiting until connected or deadline_ms (clock_mono_ms clock).
+ * the digest credentials digest ("user:password", as the worker gives them on
+ * standard input) or else those in digest_file (mode 0600; NULL or "" for none),
+ * waiting until connected or deadline_ms (clock_mono_ms clock).
  */
-struct poolzk *poolzk_open(const char *hosts, const char *digest_file, int64_t deadline_ms,
-                           struct drv_err *err);
+struct poolzk *poolzk_open(const char *hosts, const char *digest, const char *digest_file,
+                           int64_t deadline_ms, struct drv_err *err);
 void poolzk_close(struct poolzk *z);
 
 /* Create /drover/pools/<pool>/claims and its parents when missing. */

@@ -57,6 +57,7 @@ struct pool_host {
 
 struct pool {
     char name[129];
+    char claims[260]; /* the claims' znode name: "<tenant>.<name>" (a tenant's own namespace) */
     struct pool_host *hosts;
     size_t n;
     const char *key, *pubkey; /* the pool's own key pair */
@@ -219,7 +220,7 @@ static void do_create(struct plugin_task *t, void *ctx, struct plugin_result *r)
         return;
     }
     char name[300] = "";
-    bool again = poolzk_find(z, p->name, t->tenant, t->cluster_id, t->node_id, name, sizeof(name),
+    bool again = poolzk_find(z, p->claims, t->tenant, t->cluster_id, t->node_id, name, sizeof(name),
                              &err) == 0;
     if (err.code && err.code != DRV_ENOENT) {
         plugin_result_fail(r, "create: %s", err.msg);
@@ -241,7 +242,7 @@ static void do_create(struct plugin_task *t, void *ctx, struct plugin_result *r)
             char pid[500];
             snprintf(pid, sizeof(pid), "pool:%s:%s", p->name, h->name);
             json_object_set_new(data, "provider-id", json_string(pid));
-            rc = poolzk_claim(z, p->name, h->name, data, &err);
+            rc = poolzk_claim(z, p->claims, h->name, data, &err);
             if (rc == 0)
                 snprintf(name, sizeof(name), "%s", h->name);
         }
@@ -289,7 +290,7 @@ static void do_create(struct plugin_task *t, void *ctx, struct plugin_result *r)
 static int held_host(const struct plugin_task *t, struct pool *p, struct poolzk *z, char *name,
                      size_t len, struct drv_err *err)
 {
-    int rc = poolzk_find(z, p->name, t->tenant, t->cluster_id, t->node_id, name, len, err);
+    int rc = poolzk_find(z, p->claims, t->tenant, t->cluster_id, t->node_id, name, len, err);
     if (rc != 0)
         return rc;
     const char *given = plugin_cfg_str(t, "provider-id");
@@ -362,12 +363,12 @@ static void do_delete(struct plugin_task *t, void *ctx, struct plugin_result *r)
     }
     json_t *data = NULL;
     int version = 0;
-    if (poolzk_get(z, p->name, name, &data, &version, &err) != 0) {
+    if (poolzk_get(z, p->claims, name, &data, &version, &err) != 0) {
         plugin_result_fail(r, "delete: %s", err.msg);
         return;
     }
     json_object_set_new(data, "state", json_string("wiping"));
-    rc = poolzk_set(z, p->name, name, data, version, &err);
+    rc = poolzk_set(z, p->claims, name, data, version, &err);
     json_decref(data);
     if (rc != 0) {
         plugin_result_fail(r, "delete: %s", err.msg);
@@ -435,7 +436,7 @@ static void do_delete(struct plugin_task *t, void *ctx, struct plugin_result *r)
         plugin_result_fail(r, "delete: removing the cluster's key from %s: %s", name, err.msg);
         return;
     }
-    if (poolzk_release(z, p->name, name, &err) != 0) {
+    if (poolzk_release(z, p->claims, name, &err) != 0) {
         plugin_result_fail(r, "delete: %s", err.msg);
         return;
     }
@@ -464,6 +465,17 @@ static int check(struct plugin_task *t, void *ctx, struct plugin_result *r)
         plugin_result_fail(r, "the task needs \"tenant\", \"clusterId\" and \"nodeId\"");
         return -1;
     }
+    /* Claims live in the tenant's own namespace (issue 20): a tenant naming another's pool
+     * and hosts claims nothing of the other's, and leaves none of its hosts in wiping.
+     * Tenant names have no '.', so "<tenant>.<pool>" is one tenant's pool only. A pool the
+     * operator declares ("shared": true, a host field: only worker.provider_settings sets
+     * it, for the workers of the tenants it grants the pool to) is one namespace for all of
+     * them, "_operator.<pool>" (no tenant name starts with '_'): a host goes to one node of
+     * one tenant at a time. */
+    if (json_is_true(json_object_get(prov, "shared")))
+        snprintf(x->p.claims, sizeof(x->p.claims), "_operator.%s", x->p.name);
+    else
+        snprintf(x->p.claims, sizeof(x->p.claims), "%s.%s", t->tenant, x->p.name);
     return 0;
 }
 
@@ -473,9 +485,14 @@ static int open_zk(struct plugin_task *t, void *ctx, struct plugin_result *r)
     struct pool_run *x = ctx;
     struct drv_err err;
     drv_err_clear(&err);
-    x->z =
-        poolzk_open(getenv("DROVER_ZK_HOSTS"), getenv("DROVER_ZK_DIGEST_FILE"), x->deadline, &err);
-    if (!x->z || poolzk_ensure(x->z, x->p.name, &err) != 0) {
+    /* The worker's login comes on standard input ("wants": ["zookeeper"]); run alone, the
+     * environment's DROVER_ZK_HOSTS and DROVER_ZK_DIGEST_FILE. */
+    const json_t *zk = json_object_get(t->root, "zookeeper");
+    const char *hosts = json_string_value(json_object_get(zk, "hosts"));
+    x->z = poolzk_open(hosts && *hosts ? hosts : getenv("DROVER_ZK_HOSTS"),
+                       json_string_value(json_object_get(zk, "digest")),
+                       getenv("DROVER_ZK_DIGEST_FILE"), x->deadline, &err);
+    if (!x->z || poolzk_ensure(x->z, x->p.claims, &err) != 0) {
         plugin_result_fail(r, "%s", err.msg);
         return -1;
     }

@@ -188,6 +188,62 @@ static char *env_script(const struct plugin_task *t, json_t *ncfg)
     return b.p;
 }
 
+/*
+ * Split a Coopr "args" string into words as a shell would split a plain command line,
+ * with none of its other syntax: blanks separate words; '...' keeps everything; "..."
+ * keeps everything but a backslash before " or \; a backslash elsewhere keeps the next
+ * character. $, `, ;, |, &, <, >, globs and the like are ordinary characters. A newline
+ * or an unterminated quote is DRV_EINVAL. *out: a new array of strings.
+ */
+static int split_words(const char *s, json_t **out, struct drv_err *err)
+{
+    if (strpbrk(s, "\n\r"))
+        return drv_err_set(err, DRV_EINVAL, 0, "\"args\": a newline in a command line");
+    json_t *words = json_array();
+    char *w = xmalloc(strlen(s) + 1);
+    size_t n = 0;
+    bool in_word = false;
+    for (const char *p = s; *p; p++) {
+        if (*p == ' ' || *p == '\t') {
+            if (in_word)
+                json_array_append_new(words, json_stringn(w, n));
+            n = 0;
+            in_word = false;
+            continue;
+        }
+        in_word = true;
+        if (*p == '\'') {
+            const char *e = strchr(p + 1, '\'');
+            if (!e)
+                goto unterminated;
+            memcpy(w + n, p + 1, (size_t)(e - p - 1));
+            n += (size_t)(e - p - 1);
+            p = e;
+        } else if (*p == '"') {
+            for (p++; *p && *p != '"'; p++) {
+                if (*p == '\\' && (p[1] == '"' || p[1] == '\\'))
+                    p++;
+                w[n++] = *p;
+            }
+            if (!*p)
+                goto unterminated;
+        } else if (*p == '\\' && p[1]) {
+            w[n++] = *++p;
+        } else {
+            w[n++] = *p;
+        }
+    }
+    if (in_word)
+        json_array_append_new(words, json_stringn(w, n));
+    free(w);
+    *out = words;
+    return 0;
+unterminated:
+    free(w);
+    json_decref(words);
+    return drv_err_set(err, DRV_EINVAL, 0, "\"args\": an unterminated quote");
+}
+
 /* The command line for the runner: ./script or a node command, then args. */
 static int build_command(json_t *fields, const char *resources, char **cmd, bool *upload,
                          struct drv_err *err)
@@ -222,16 +278,18 @@ static int build_command(json_t *fields, const char *resources, char **cmd, bool
     }
     free(local);
     json_t *args = json_object_get(fields, "args");
+    json_t *words = NULL;
     char *line = head;
     if (json_is_string(args)) {
-        /* Coopr's semantics: the string is part of the command line. */
-        if (strpbrk(json_string_value(args), "\n\r")) {
+        /* Coopr's command line, split into words here (blanks, quotes, backslash) and each
+         * passed quoted: nothing of it reaches the node's shell as syntax (issue 20). */
+        if (split_words(json_string_value(args), &words, err) != 0) {
             free(line);
-            return drv_err_set(err, DRV_EINVAL, 0, "\"args\": a newline in a command line");
+            return err->code;
         }
-        line = xasprintf("%s %s", head, json_string_value(args));
-        free(head);
-    } else if (json_is_array(args)) {
+        args = words;
+    }
+    if (json_is_array(args)) {
         size_t i;
         json_t *a;
         json_array_foreach(args, i, a)
@@ -240,6 +298,7 @@ static int build_command(json_t *fields, const char *resources, char **cmd, bool
             if (!s || json_is_array(a)) {
                 free(s);
                 free(line);
+                json_decref(words);
                 return drv_err_set(err, DRV_EINVAL, 0, "\"args\"[%zu]: expected a scalar", i);
             }
             char *q = plugin_sh_quote(s);
@@ -253,6 +312,7 @@ static int build_command(json_t *fields, const char *resources, char **cmd, bool
         free(line);
         return drv_err_set(err, DRV_EINVAL, 0, "\"args\": expected a string or an array");
     }
+    json_decref(words);
     *cmd = line;
     return 0;
 }

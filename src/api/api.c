@@ -77,7 +77,7 @@ static void reply_error(struct api *a, struct api_req *r, int status, const char
                         const char *msg, const char *extra)
 {
     size_t len;
-    char *body = api__error_text(code, msg, NULL, &len);
+    char *body = api__error_text(code, msg, NULL, NULL, &len);
     if (status >= 0 && status < 600)
         a->by_status[status]++;
     api__server_reply(r, status, "application/json", extra, body, len, false);
@@ -100,7 +100,7 @@ void api__reply(struct call *c)
     size_t len = 0;
     const char *type = "application/json";
     if (status >= 400) {
-        body = api__error_text(c->code, c->msg, c->field, &len);
+        body = api__error_text(c->code, c->msg, c->field, c->err_detail, &len);
         if (status == 405 && c->allow[0])
             snprintf(extra, sizeof(extra), "Allow: %s\r\n", c->allow);
         if (status == 503 || status == 429)
@@ -590,6 +590,8 @@ struct api *api_new(struct event_base *base, struct store *store, struct coord_s
     a->heavy_pool = workpool_new(base, &ho);
     a->members = json_array();
     a->workers = json_array();
+    pthread_mutex_init(&a->worker_mu, NULL);
+    a->worker_tenants = json_object();
     a->h_req = prom_hvec_new(prom_buckets_fast, prom_buckets_fast_n);
     a->qrates = strmap_new();
     if (o->secrets_key && *o->secrets_key) {
@@ -668,6 +670,8 @@ void api_free(struct api *a)
     coord_group_free(a->g_workers);
     json_decref(a->members);
     json_decref(a->workers);
+    json_decref(a->worker_tenants);
+    pthread_mutex_destroy(&a->worker_mu);
     prom_hvec_free(a->h_req);
     api__qrates_free(a);
     if (a->ssl)

@@ -61,7 +61,16 @@ struct api_opts {
     long scale_task_ms;        /* mean task time assumed before any was measured (0: 1 s) */
     const char *ui_dir; /* the dashboard's files, served under /ui/ (ui.h); "" or NULL: none */
     const char *bootstrap_token_file; /* for api_bootstrap (api_new does not read it) */
+    const char *loopback_tenants;     /* tenants allowed the loopback provider: "a,b", "*" or "" */
+    /* Quotas' defaults for a tenant the superadmin gave none (quota.c; 0: no limit): */
+    long quota_clusters, quota_nodes, quota_jobs, quota_resource_versions, quota_resource_bytes;
 };
+
+/*
+ * What spans keys, after the load: api.max_heavy_per_tenant below api.heavy_threads
+ * (one tenant never holds every heavy thread). 0 or DRV_EINVAL with err naming the key.
+ */
+int api_opts_check(const struct api_opts *o, struct drv_err *err);
 
 /*
  * The keys of droverd's config file that fill a struct api_opts

@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <libpq-fe.h>
+#include <pthread.h>
 #include <stdbool.h>
 
 #include <openssl/ssl.h>
@@ -71,8 +72,9 @@ struct call {
     char version[16]; /* X-Drover-Version */
     char allow[64];   /* Allow, with 405 */
     char code[32], field[128], msg[512];
-    const char *route; /* the route's pattern (routes.c), for the metrics; NULL: none matched */
-    int64_t t0_us;     /* when the request's head was in (monotonic) */
+    json_t *err_detail; /* more members of the error object ({"quota", "limit", "used"}) */
+    const char *route;  /* the route's pattern (routes.c), for the metrics; NULL: none matched */
+    int64_t t0_us;      /* when the request's head was in (monotonic) */
     api_loop_fn on_loop;
     json_t *loop_data;
     /* A handler in parts: after the handler's database part, c->heavy (when set) runs on the
@@ -126,6 +128,10 @@ struct api {
     api_metrics_fn metrics_fn;           /* the program's own (api_set_metrics) */
     void *metrics_arg;
     struct strmap *qrates; /* "<tenant>/<class>" -> struct api_qrate (handlers_fleet.c) */
+    /* Worker id -> its tenant, for pool threads (api__worker_tenant): a copy of what the
+       worker group's watch last said, under worker_mu. */
+    pthread_mutex_t worker_mu;
+    json_t *worker_tenants;
 };
 
 /* metrics.c: one request's duration, by route pattern, method and status. Loop thread. */
@@ -208,5 +214,7 @@ struct coord_session *api__zk(struct api *a);
 /* Fleet data cached on the loop (api.c). */
 json_t *api__members(struct api *a); /* borrowed array of {id, data} */
 json_t *api__workers(struct api *a);
+/* Any thread: the tenant of live worker id into out (true), or false when none is known. */
+bool api__worker_tenant(struct api *a, const char *id, char *out, size_t n);
 
 #endif

@@ -53,6 +53,7 @@ void api__call_free(struct call *c)
     json_decref(c->body);
     json_decref(c->out);
     json_decref(c->loop_data);
+    json_decref(c->err_detail);
     free(c);
 }
 

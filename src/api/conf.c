@@ -68,14 +68,35 @@ const struct config_key api_config_keys[] = {
                .deflt = "128", .min = 1, .max = 100000,
                .help = "requests of one tenant in progress on a node; beyond, 429"),
     CONFIG_KEY("api.max_heavy_per_user", CONFIG_INT, struct api_opts, max_heavy_per_user,
-               .deflt = "2", .min = 1, .max = 1000,
+               .deflt = "1", .min = 1, .max = 1000,
                .help = "solving or planning requests of one user at once on a node; more wait"),
     CONFIG_KEY("api.max_heavy_per_tenant", CONFIG_INT, struct api_opts, max_heavy_per_tenant,
-               .deflt = "4", .min = 1, .max = 1000,
-               .help = "solving or planning requests of one tenant at once on a node; more wait"),
+               .deflt = "1", .min = 1, .max = 1000,
+               .help = "solving or planning requests of one tenant at once on a node; more wait "
+                       "(below api.heavy_threads: one tenant never holds them all)"),
     CONFIG_KEY("api.max_heavy_waiting_per_tenant", CONFIG_INT, struct api_opts,
                max_heavy_waiting_per_tenant, .deflt = "16", .min = 1, .max = 10000,
                .help = "solving or planning requests of one tenant waiting on a node; beyond, 429"),
+    CONFIG_KEY("api.loopback_tenants", CONFIG_STRING, struct api_opts, loopback_tenants,
+               .deflt = "",
+               .help = "tenants that may use the loopback provider (root on the workers' hosts), "
+                       "comma-separated; \"*\": every tenant (tests, demos); empty: none"),
+    CONFIG_KEY("quota.clusters", CONFIG_INT, struct api_opts, quota_clusters, .deflt = "1000",
+               .min = 0, .max = 1000000000,
+               .help = "a tenant's live clusters, unless the superadmin set its own (0: no limit)"),
+    CONFIG_KEY("quota.nodes", CONFIG_INT, struct api_opts, quota_nodes, .deflt = "100000", .min = 0,
+               .max = 1000000000,
+               .help = "a tenant's nodes in live clusters (the sum of their sizes; 0: no limit)"),
+    CONFIG_KEY("quota.jobs", CONFIG_INT, struct api_opts, quota_jobs, .deflt = "100", .min = 0,
+               .max = 1000000000,
+               .help = "a tenant's jobs not ended; beyond, 429 (deletes exempt; 0: no limit)"),
+    CONFIG_KEY("quota.resource_versions", CONFIG_INT, struct api_opts, quota_resource_versions,
+               .deflt = "10", .min = 0, .max = 1000000,
+               .help = "resources versions a tenant keeps: older ones no running job pins are "
+                       "pruned at a push (0: no limit)"),
+    CONFIG_KEY("quota.resource_bytes", CONFIG_SIZE, struct api_opts, quota_resource_bytes,
+               .deflt = "256m", .min = 0, .max = 1L << 40,
+               .help = "bytes of resources a tenant keeps, after pruning (0: no limit)"),
     CONFIG_KEY("ui.dir", CONFIG_STRING, struct api_opts, ui_dir, .deflt = DROVER_UI_DIR,
                .help = "directory of the web dashboard's files, served under /ui/ (read at start); "
                        "empty: none"),
@@ -94,3 +115,14 @@ const struct config_key api_autoscale_config_keys[] = {
                .help = "mean task time assumed for a tenant before one was measured"),
     CONFIG_END,
 };
+
+int api_opts_check(const struct api_opts *o, struct drv_err *err)
+{
+    if (o->max_heavy_per_tenant >= o->heavy_threads)
+        return drv_err_set(err, DRV_EINVAL, 0,
+                           "key \"api.max_heavy_per_tenant\": %ld must be below "
+                           "api.heavy_threads (%ld), so that one tenant never holds every heavy "
+                           "thread of a node",
+                           o->max_heavy_per_tenant, o->heavy_threads);
+    return 0;
+}

@@ -33,6 +33,43 @@
 struct model_catalog;
 struct model_template;
 struct model_layout;
+/* ---- hostfields.c: what a tenant's provider entity may not say ---- */
+
+/* True when api.loopback_tenants names tenant (or is "*"). */
+bool api__loopback_allowed(const struct api_opts *o, const char *tenant);
+/*
+ * 0 when provider (an entity of kind provider, already valid) sets no host field and
+ * is not a loopback provider of a tenant the operator did not enable; else call_fail
+ * 422 ("host-field", "provider-not-allowed") naming the field, prefixed by where
+ * ("" or "providers[2]").
+ */
+int api__provider_policy(struct call *c, const json_t *provider, const char *where);
+
+/* ---- quota.c: what one tenant may take ---- */
+
+enum api_quota {
+    API_QUOTA_CLUSTERS,
+    API_QUOTA_NODES,
+    API_QUOTA_JOBS,
+    API_QUOTA_RESOURCE_VERSIONS,
+    API_QUOTA_RESOURCE_BYTES,
+    API_QUOTA_COUNT
+};
+/*
+ * Inside the caller's transaction, before its writes: lock the caller's tenant row for
+ * update and check that its use plus asked[q] stays within each quota q. 0, or call_fail
+ * 422/429 "quota-exceeded" with {"quota", "limit", "used", "asked"} in the error (the
+ * caller returns it and its transaction rolls back).
+ */
+int api__quota_check(PGconn *conn, struct call *c, const long asked[API_QUOTA_COUNT],
+                     struct drv_err *err);
+/* The same lock alone, for a write checked after it (a resources push). */
+int api__quota_lock(PGconn *conn, struct call *c, struct drv_err *err);
+/* After a resources version of size bytes was inserted (under api__quota_lock): prune the
+   unpinned versions beyond resource_versions, then check versions and bytes as above. */
+int api__quota_after_push(PGconn *conn, struct call *c, long size, struct drv_err *err);
+int api__h_quota_get(PGconn *conn, struct call *c, struct drv_err *err);
+int api__h_quota_put(PGconn *conn, struct call *c, struct drv_err *err);
 
 /* ---- helpers (handlers_util.c) ---- */
 

@@ -554,8 +554,23 @@ static int op_record(PGconn *conn, struct call *c, struct drv_err *err)
     const char *op = c->nseg == 4 ? c->seg[3] : "delete";
     json_t *cluster = NULL, *job = NULL;
     int rc = store_begin(conn, err);
+    if (rc == 0) /* the tenant row first, as every quota-checked write takes it */
+        rc = api__quota_lock(conn, c, err);
     if (rc == 0)
         rc = store_cluster_get(conn, c->who.tenant_id, call_owner(c), c->seg[2], 1, &cluster, err);
+    if (rc == 0) {
+        /* Quotas (quota.c): a job more, and the nodes a larger layout adds; a delete only
+           frees, so it is never refused for them. */
+        long asked[API_QUOTA_COUNT] = {0};
+        if (!op_is(op, "delete"))
+            asked[API_QUOTA_JOBS] = 1;
+        if (o && o->target) {
+            long grow = (long)json_integer_value(json_object_get(o->target, "size")) -
+                        (long)json_integer_value(json_object_get(cluster, "size"));
+            asked[API_QUOTA_NODES] = grow > 0 ? grow : 0;
+        }
+        rc = api__quota_check(conn, c, asked, err);
+    }
     if (rc == 0 && !o)
         rc = check_op(c, op, cluster);
     /* A configure's sensitive values are sealed before the job keeps them; "********" keeps

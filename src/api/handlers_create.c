@@ -258,6 +258,11 @@ static int create_write(PGconn *conn, struct call *c, struct drv_err *err)
     json_t *cluster = NULL, *job = NULL;
     if (rc == 0)
         rc = store_begin(conn, err);
+    if (rc == 0) { /* first: its row lock serialises the tenant's writes */
+        long asked[API_QUOTA_COUNT] = {
+            [API_QUOTA_CLUSTERS] = 1, [API_QUOTA_NODES] = r.nodes, [API_QUOTA_JOBS] = 1};
+        rc = api__quota_check(conn, c, asked, err);
+    }
     if (rc == 0) /* a tenant deleted meanwhile gets no cluster */
         rc = store_tenant_lock_live(conn, c->who.tenant_id, err);
     if (rc == 0) {

@@ -15,7 +15,9 @@
  * says the request is recorded; the member's znode ("draining", "drained",
  * "owned", shown by GET /v1/members) says how far it got.
  *
- * Database part (pool): the audit entry. Loop part: the member looked up in
+ * Database part (pool): a tenant admin's worker drain checked against the worker's
+ * tenant (api__worker_tenant; 404 otherwise, with no audit entry), then the audit
+ * entry. Loop part: the member looked up in
  * the group the API watches (404 when it is not a member), then the znode
  * written (create when missing), then the reply.
  */
@@ -130,6 +132,13 @@ static int control_on_loop(struct call *c)
 static int control(PGconn *conn, struct call *c, const char *group, const char *want,
                    struct drv_err *err)
 {
+    /* The tenant check before the audit entry (issue 20): a refused call leaves no entry
+     * in the caller's audit log. The loop part checks again against the same view. */
+    char tenant[128];
+    if (strcmp(group, "worker") == 0 && c->who.role != ROLE_SUPER &&
+        (!api__worker_tenant(c->api, c->seg[2], tenant, sizeof(tenant)) ||
+         strcmp(tenant, c->who.tenant) != 0))
+        return call_fail(c, 404, "not-found", NULL, "no worker member \"%s\"", c->seg[2]);
     char action[40];
     snprintf(action, sizeof(action), "%s.%s", strcmp(group, "droverd") == 0 ? "member" : "worker",
              want);

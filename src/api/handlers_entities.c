@@ -137,6 +137,8 @@ static int entity_write(PGconn *conn, struct call *c, enum store_put_mode mode, 
         api__model_field(err->msg, NULL, field, sizeof(field));
         return call_fail(c, 400, "invalid", field, "%s", err->msg);
     }
+    if (k == MODEL_PROVIDER && (rc = api__provider_policy(c, c->body, "")) != 0)
+        return rc;
     if ((rc = store_begin(conn, err)) != 0)
         return rc;
     if (has_secrets(k)) {
@@ -227,6 +229,8 @@ int api__h_import(PGconn *conn, struct call *c, struct drv_err *err)
                 api__model_field(err->msg, where, field, sizeof(field));
                 return call_fail(c, 400, "invalid", field, "%s: %s", where, err->msg);
             }
+            if (k == MODEL_PROVIDER && (rc = api__provider_policy(c, e, where)) != 0)
+                return rc;
         }
     }
     if ((rc = store_begin(conn, err)) != 0)

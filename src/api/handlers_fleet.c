@@ -48,7 +48,21 @@ static int members_on_loop(struct call *c)
                                               json_object_get(m, "operation"), "status",
                                               json_object_get(m, "status"), "owner", owner));
     }
-    c->out = json_pack("{s:O, s:{s:I}, s:o}", "members", members, "ring", "size",
+    json_t *shown = json_deep_copy(members);
+    if (c->who.role != ROLE_SUPER) {
+        /* A tenant's admin sees the ring, not the fleet's hosts (issue 20): no host, pid
+         * or listening address of the shared droverd nodes. */
+        json_array_foreach(shown, i, m)
+        {
+            json_t *d = json_object_get(m, "data");
+            static const char *const hidden[] = {"host", "pid", "http", NULL};
+            for (const char *const *h = hidden; *h; h++) {
+                json_object_del(d, *h);
+                json_object_del(m, *h);
+            }
+        }
+    }
+    c->out = json_pack("{s:o, s:{s:I}, s:o}", "members", shown, "ring", "size",
                        (json_int_t)coord_ring_size(ring), "jobs", jobs);
     coord_ring_free(ring);
     c->status = 200;

@@ -16,6 +16,10 @@
  * The fetch (GET /v1/resources/{version}, any role of the tenant: workers use
  * a user's token) replies the stored canonical text as is, so that its
  * SHA-256 is the version's checksum.
+ *
+ * Quotas (quota.c): a push prunes the tenant's versions beyond quota.resource_versions
+ * that no unfinished job pins, in its own transaction, and is refused (nothing written)
+ * when what is left is still over the versions or bytes quota.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,9 +154,15 @@ int api__h_resources_push(PGconn *conn, struct call *c, struct drv_err *err)
     json_t *row = NULL;
     rc = store_begin(conn, err);
     if (rc == 0)
+        rc = api__quota_lock(conn, c, err);
+    if (rc == 0)
         rc = store_resource_insert(conn, c->who.tenant_id, sha, size, n, body, c->who.user, &row,
                                    err);
     free(body);
+    /* Quotas (quota.c): older unpinned versions pruned, then versions and bytes checked;
+       over either, the whole push rolls back (prune included). */
+    if (rc == 0)
+        rc = api__quota_after_push(conn, c, (long)total, err);
     char vs[24] = "";
     if (rc == 0) {
         snprintf(vs, sizeof(vs), "%lld",

@@ -51,6 +51,29 @@ void api__on_worker_group(const struct coord_member_info *m, size_t n, void *arg
 {
     struct api *a = arg;
     group_to_json(&a->workers, m, n);
+    json_t *t = json_object();
+    size_t i;
+    json_t *w;
+    json_array_foreach(a->workers, i, w)
+    {
+        json_t *tn = json_object_get(json_object_get(w, "data"), "tenant");
+        if (json_is_string(tn))
+            json_object_set(t, json_string_value(json_object_get(w, "id")), tn);
+    }
+    pthread_mutex_lock(&a->worker_mu);
+    json_decref(a->worker_tenants);
+    a->worker_tenants = t;
+    pthread_mutex_unlock(&a->worker_mu);
+}
+
+bool api__worker_tenant(struct api *a, const char *id, char *out, size_t n)
+{
+    pthread_mutex_lock(&a->worker_mu);
+    const char *t = json_string_value(json_object_get(a->worker_tenants, id));
+    if (t)
+        snprintf(out, n, "%s", t);
+    pthread_mutex_unlock(&a->worker_mu);
+    return t != NULL;
 }
 
 static const char *method_name(int m)

@@ -38,6 +38,8 @@ static const struct route routes[] = {
     {GET, "v1/tenants", api__h_tenant_list, ROLE_SUPER},
     {POST, "v1/tenants", api__h_tenant_create, ROLE_SUPER},
     {DEL, "v1/tenants/*", api__h_tenant_delete, ROLE_SUPER},
+    {GET, "v1/tenants/*/quotas", api__h_quota_get, ROLE_SUPER | ROLE_ADMIN},
+    {PUT, "v1/tenants/*/quotas", api__h_quota_put, ROLE_SUPER},
     {GET, "v1/users", api__h_user_list, ROLE_SUPER | ROLE_ADMIN},
     {POST, "v1/users", api__h_user_create, ROLE_SUPER | ROLE_ADMIN},
     {DEL, "v1/users/*", api__h_user_delete, ROLE_SUPER | ROLE_ADMIN},

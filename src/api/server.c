@@ -94,9 +94,12 @@ struct api_server {
 
 /* ---- helpers -------------------------------------------------------------------- */
 
-char *api__error_text(const char *code, const char *message, const char *field, size_t *len)
+char *api__error_text(const char *code, const char *message, const char *field,
+                      const json_t *detail, size_t *len)
 {
     json_t *e = json_pack("{s:s, s:s}", "code", code, "message", message);
+    if (json_is_object(detail))
+        json_object_update_missing(e, (json_t *)detail);
     if (field && *field)
         json_object_set_new(e, "field", json_string(field));
     json_t *j = json_pack("{s:o}", "error", e);
@@ -357,7 +360,7 @@ static void on_written(struct bufferevent *bev, void *arg)
 static void canned(struct api_conn *c, int status, const char *code, const char *msg)
 {
     size_t len;
-    char *body = api__error_text(code, msg, NULL, &len);
+    char *body = api__error_text(code, msg, NULL, NULL, &len);
     struct evbuffer *out = bufferevent_get_output(c->bev);
     evbuffer_add_printf(out,
                         "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: "
@@ -460,7 +463,7 @@ static void refuse_now(struct api_server *s, evutil_socket_t fd)
     s->st.refused++;
     if (!s->o.ssl) {
         size_t len;
-        char *body = api__error_text("unavailable", "too many connections", NULL, &len);
+        char *body = api__error_text("unavailable", "too many connections", NULL, NULL, &len);
         char buf[512];
         int n = snprintf(buf, sizeof(buf),
                          "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"

@@ -113,6 +113,7 @@ void api__server_reply(struct api_req *r, int status, const char *content_type, 
                        char *body, size_t len, bool close);
 
 /* {"error": {"code", "message"}} as compact JSON text with a newline (caller frees). */
-char *api__error_text(const char *code, const char *message, const char *field, size_t *len);
+char *api__error_text(const char *code, const char *message, const char *field,
+                      const json_t *detail, size_t *len);
 
 #endif

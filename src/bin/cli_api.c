@@ -526,6 +526,56 @@ int cli_fleet_main(int argc, char **argv)
     return run(&o, "GET", "/v1/queues", NULL, qcols, "queues");
 }
 
+/*
+ * drover tenant quota NAME [QUOTA=N|QUOTA=default ...]: show the tenant's quotas (limit,
+ * use, whether the default), or set some first (N: a limit, 0 none; default: droverd's).
+ */
+static int tenant_quota(const struct cli_opts *o, int argc, char **argv)
+{
+    char *p = xasprintf("/v1/tenants/%s/quotas", argv[2]);
+    json_t *b = argc > 3 ? json_object() : NULL;
+    for (int i = 3; i < argc; i++) {
+        char *eq = strchr(argv[i], '=');
+        char *end = NULL;
+        long v = eq ? strtol(eq + 1, &end, 10) : -1;
+        bool dflt = eq && strcmp(eq + 1, "default") == 0;
+        if (!eq || eq == argv[i] || (!dflt && (!*(eq + 1) || *end || v < 0))) {
+            fprintf(stderr, "drover: \"%s\": expected QUOTA=N (N >= 0) or QUOTA=default\n",
+                    argv[i]);
+            json_decref(b);
+            free(p);
+            return 2;
+        }
+        *eq = '\0';
+        json_object_set_new(b, argv[i], dflt ? json_null() : json_integer(v));
+    }
+    json_t *out;
+    int rc = call(o, b ? "PUT" : "GET", p, b, &out);
+    json_decref(b);
+    free(p);
+    if (rc)
+        return rc;
+    if (o->json) {
+        print_json(out);
+    } else {
+        printf("%-18s %12s %12s\n", "QUOTA", "LIMIT", "USED");
+        const char *k;
+        json_t *q;
+        json_object_foreach(json_object_get(out, "quotas"), k, q)
+        {
+            json_int_t limit = json_integer_value(json_object_get(q, "limit"));
+            char ls[32];
+            snprintf(ls, sizeof(ls), "%lld%s", (long long)limit,
+                     json_is_true(json_object_get(q, "default")) ? "*" : "");
+            printf("%-18s %12s %12lld\n", k, limit ? ls : "none",
+                   (long long)json_integer_value(json_object_get(q, "used")));
+        }
+        printf("(* droverd's default)\n");
+    }
+    json_decref(out);
+    return 0;
+}
+
 int cli_tenant_main(int argc, char **argv)
 {
     struct cli_opts o;
@@ -547,6 +597,8 @@ int cli_tenant_main(int argc, char **argv)
             printf("tenant %s deleted\n", argv[2]);
         return rc;
     }
+    if (argc >= 3 && strcmp(argv[1], "quota") == 0)
+        return tenant_quota(&o, argc, argv);
     return cli_usage("tenant", NULL);
 }
 

@@ -96,6 +96,8 @@ static const struct cli_cmd tenant_subs[] = {
     {"list", "", "every tenant", NULL, NULL, 0},
     {"create", "NAME", "a new tenant", NULL, NULL, 0},
     {"delete", "NAME", "delete a tenant", NULL, NULL, 0},
+    {"quota", "NAME [QUOTA=N|QUOTA=default ...]",
+     "the tenant's quotas and use (setting them: superadmin)", NULL, NULL, 0},
     {NULL, NULL, NULL, NULL, NULL, 0},
 };
 

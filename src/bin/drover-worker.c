@@ -173,7 +173,7 @@ int main(int argc, char **argv)
     struct node w;
     memset(&w, 0, sizeof(w));
     int rc = prog_start(argc, argv, "drover-worker", "worker", worker_conf_keys(), &w.conf,
-                        &w.conf.prog);
+                        &w.conf.prog, NULL);
     if (rc >= 0)
         return rc;
     w.base = event_base_new();

@@ -487,8 +487,8 @@ int main(int argc, char **argv)
 {
     struct node n;
     memset(&n, 0, sizeof(n));
-    int rc =
-        prog_start(argc, argv, "droverd", "droverd", droverd_conf_keys(), &n.conf, &n.conf.prog);
+    int rc = prog_start(argc, argv, "droverd", "droverd", droverd_conf_keys(), &n.conf,
+                        &n.conf.prog, droverd_conf_check);
     if (rc >= 0)
         return rc;
     n.base = event_base_new();

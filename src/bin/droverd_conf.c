@@ -23,3 +23,9 @@ const struct config_key *droverd_conf_keys(void)
     };
     return config_compose_once(&keys, parts, sizeof(parts) / sizeof(parts[0]));
 }
+
+int droverd_conf_check(const void *conf, struct drv_err *err)
+{
+    const struct droverd_conf *c = conf;
+    return api_opts_check(&c->api, err);
+}

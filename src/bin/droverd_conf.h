@@ -25,4 +25,7 @@ struct droverd_conf {
  */
 const struct config_key *droverd_conf_keys(void);
 
+/* prog_start's check: the modules' checks that span keys (api_opts_check). */
+int droverd_conf_check(const void *conf, struct drv_err *err);
+
 #endif

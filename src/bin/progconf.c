@@ -128,7 +128,8 @@ static void prog_usage(FILE *f, const char *prog)
 }
 
 int prog_start(int argc, char **argv, const char *prog, const char *id_prefix,
-               const struct config_key *keys, void *conf, struct prog_conf *common)
+               const struct config_key *keys, void *conf, struct prog_conf *common,
+               int (*check)(const void *conf, struct drv_err *err))
 {
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'}, {"check-config", required_argument, NULL, 'k'},
@@ -168,6 +169,10 @@ int prog_start(int argc, char **argv, const char *prog, const char *id_prefix,
     drv_err_clear(&err);
     int rc = config_load(path, keys, conf, &err);
     if (rc == 0 && prog_conf_finish(common, id_prefix, &err) != 0) {
+        drv_err_prefix(&err, "%s", path);
+        rc = DRV_EINVAL;
+    }
+    if (rc == 0 && check && check(conf, &err) != 0) {
         drv_err_prefix(&err, "%s", path);
         rc = DRV_EINVAL;
     }

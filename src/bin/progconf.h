@@ -42,16 +42,18 @@ int prog_conf_finish(struct prog_conf *c, const char *prefix, struct drv_err *er
 /*
  * The start of both daemons' main(): parse --config FILE, --check-config FILE,
  * --help, --help-config and --version; load FILE into conf with keys; finish the common
- * part (id_prefix names a default node id); with --check-config, report and
- * stop. Then set up the process: logger, libraries' logs, SIGPIPE ignored,
- * libevent's pthread support (before any event_base is made).
+ * part (id_prefix names a default node id), then run check (NULL: none) for
+ * what spans keys (api.max_heavy_per_tenant below api.heavy_threads); with
+ * --check-config, report and stop. Then set up the process: logger, libraries' logs, SIGPIPE
+ * ignored, libevent's pthread support (before any event_base is made).
  *
  * Returns -1 when the program should go on and run, else the exit status
  * main() should return (0 after --help, --version or a good --check-config, 1 for a bad
  * file, 2 for bad arguments); conf is then already freed.
  */
 int prog_start(int argc, char **argv, const char *prog, const char *id_prefix,
-               const struct config_key *keys, void *conf, struct prog_conf *common);
+               const struct config_key *keys, void *conf, struct prog_conf *common,
+               int (*check)(const void *conf, struct drv_err *err));
 
 /* ZooKeeper digest credentials read from zookeeper.digest_file ("user:password"). */
 struct zk_digest {

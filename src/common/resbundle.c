@@ -136,14 +136,26 @@ void resbundle_sha256_hex(const void *data, size_t n, char out[65])
     hex_encode(md, SHA256_DIGEST_LENGTH, out);
 }
 
-static int mkdirs(const char *dir, const char *rel, struct drv_err *err)
+/* Give path to uid:gid ((uid_t)-1: leave it), never following a link. */
+static int own(const char *path, uid_t uid, gid_t gid, struct drv_err *err)
+{
+    if (uid != (uid_t)-1 && lchown(path, uid, gid) != 0)
+        return drv_err_set(err, DRV_EIO, errno, "chown %s: %s", path, strerror(errno));
+    return 0;
+}
+
+static int mkdirs(const char *dir, const char *rel, uid_t uid, gid_t gid, struct drv_err *err)
 {
     char *p = xasprintf("%s/%s", dir, rel);
     size_t base = strlen(dir) + 1;
     for (char *s = strchr(p + base, '/'); s; s = strchr(s + 1, '/')) {
         *s = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-            int rc = drv_err_set(err, DRV_EIO, errno, "mkdir %s: %s", p, strerror(errno));
+        int rc = 0;
+        if (mkdir(p, 0700) == 0)
+            rc = own(p, uid, gid, err);
+        else if (errno != EEXIST)
+            rc = drv_err_set(err, DRV_EIO, errno, "mkdir %s: %s", p, strerror(errno));
+        if (rc) {
             free(p);
             return rc;
         }
@@ -153,10 +165,13 @@ static int mkdirs(const char *dir, const char *rel, struct drv_err *err)
     return 0;
 }
 
-int resbundle_unpack(const json_t *files, const char *dir, struct drv_err *err)
+int resbundle_unpack(const json_t *files, const char *dir, uid_t uid, gid_t gid,
+                     struct drv_err *err)
 {
-    if (mkdir(dir, 0755) != 0)
+    if (mkdir(dir, 0700) != 0)
         return drv_err_set(err, DRV_EIO, errno, "mkdir %s: %s", dir, strerror(errno));
+    if (own(dir, uid, gid, err) != 0)
+        return err->code;
     const char *path;
     const json_t *v;
     json_object_foreach((json_t *)files, path, v)
@@ -166,7 +181,7 @@ int resbundle_unpack(const json_t *files, const char *dir, struct drv_err *err)
         long len = d && path_ok(path) ? b64_len(d) : -1;
         if (len < 0)
             return drv_err_set(err, DRV_EINVAL, 0, "path \"%.200s\": not a valid file", path);
-        int rc = mkdirs(dir, path, err);
+        int rc = mkdirs(dir, path, uid, gid, err);
         if (rc)
             return rc;
         unsigned char *buf = xmalloc(strlen(d) / 4 * 3 + 1);
@@ -176,10 +191,12 @@ int resbundle_unpack(const json_t *files, const char *dir, struct drv_err *err)
         }
         char *full = xasprintf("%s/%s", dir, path);
         int fd =
-            open(full, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, exec ? 0755 : 0644);
+            open(full, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, exec ? 0700 : 0600);
         rc = 0;
         if (fd < 0)
             rc = drv_err_set(err, DRV_EIO, errno, "open %s: %s", full, strerror(errno));
+        else if (uid != (uid_t)-1 && fchown(fd, uid, gid) != 0)
+            rc = drv_err_set(err, DRV_EIO, errno, "chown %s: %s", full, strerror(errno));
         for (long off = 0; rc == 0 && off < len;) {
             ssize_t w = write(fd, buf + off, (size_t)(len - off));
             if (w < 0 && errno == EINTR)

@@ -1,7 +1,8 @@
 /*
  * resbundle: a tenant's resources as one JSON document (docs/api.md
  * "Resources"): an object of relative paths to files, each either a base64
- * string (mode 0644) or {"data": base64, "exec": true} (mode 0755).
+ * string (written mode 0600) or {"data": base64, "exec": true} (mode 0700);
+ * directories 0700 (the plugin user owns them: docs/security.md).
  *
  * The API checks a push with resbundle_check and stores its canonical text
  * (resbundle_canonical: compact, keys sorted), whose SHA-256 is the version's
@@ -14,6 +15,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "error.h"
 
@@ -35,11 +37,13 @@ char *resbundle_canonical(const json_t *files);
 void resbundle_sha256_hex(const void *data, size_t n, char out[65]);
 
 /*
- * Write the checked bundle's files under dir, which must not exist (made 0755,
- * subdirectories too); each file is written and fsynced. On error what was written
- * stays: the caller removes dir (resbundle_rmtree).
+ * Write the checked bundle's files under dir, which must not exist (made 0700,
+ * subdirectories too; files 0600, executables 0700), owned by uid:gid unless uid
+ * is (uid_t)-1; no link is followed or made; each file is written and fsynced. On error what was
+ * written stays: the caller removes dir (resbundle_rmtree).
  */
-int resbundle_unpack(const json_t *files, const char *dir, struct drv_err *err);
+int resbundle_unpack(const json_t *files, const char *dir, uid_t uid, gid_t gid,
+                     struct drv_err *err);
 
 /* Remove dir and everything below it (no symlink is followed). 0 or a DRV code. */
 int resbundle_rmtree(const char *dir);

@@ -179,6 +179,11 @@ static const struct migration migrations[] = {
      "  created_at timestamptz NOT NULL DEFAULT now(),"
      "  created_by text NOT NULL,"
      "  PRIMARY KEY (tenant_id, version));"},
+    {6, "quotas: a tenant's own limits",
+     /* The superadmin's per-tenant quotas ({"clusters": 5, ...}); a quota not named takes
+        droverd's quota.* default (docs/api.md "Quotas"). Old resources versions are now
+        pruned (store_resource_prune). */
+     "ALTER TABLE tenants ADD COLUMN quotas jsonb NOT NULL DEFAULT '{}';"},
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

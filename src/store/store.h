@@ -244,6 +244,22 @@ int store_entity_put(PGconn *conn, const char *tenant_id, const char *kind, cons
 int store_entity_delete(PGconn *conn, const char *tenant_id, const char *kind, const char *name,
                         struct drv_err *err);
 
+/* ---- quotas (store_quotas.c) ---- */
+
+/* Lock the live tenant row for update (DRV_ECONFLICT when deleted): the quota checks of
+   one tenant's writes serialise on it, inside the caller's transaction. */
+int store_tenant_lock_quota(PGconn *conn, const char *tenant_id, struct drv_err *err);
+/* *row {quotas (the tenant's own limits, an object), clusters, nodes (sum of live clusters'
+   sizes), jobs (not ended), resource_versions, resource_bytes}. */
+int store_tenant_usage(PGconn *conn, const char *tenant_id, json_t **row, struct drv_err *err);
+/* Replace the tenant's own limits (quotas: a JSON object's text). */
+int store_tenant_quotas_set(PGconn *conn, const char *tenant_id, const char *quotas,
+                            struct drv_err *err);
+/* Delete the tenant's resources versions older than its newest keep that no unfinished job
+   pins (jobs.inputs.resources.version); *pruned receives how many (may be NULL). */
+int store_resource_prune(PGconn *conn, const char *tenant_id, long keep, long *pruned,
+                         struct drv_err *err);
+
 /* ---- resources (store_resources.c) ---- */
 
 /* Insert the tenant's next resources version (under the tenant row's lock, inside the

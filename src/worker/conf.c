@@ -45,5 +45,17 @@ const struct config_key worker_config_keys[] = {
         "worker.resources_keep", CONFIG_DURATION, struct worker_opts, resources_keep_ms,
         .deflt = "10m", .min = 1000, .max = 86400000,
         .help = "an older resources version no task uses is removed this long after its last use"),
+    CONFIG_KEY("worker.plugin_user", CONFIG_STRING, struct worker_opts, plugin_user,
+               .deflt = "drover-plugin",
+               .help = "a worker run as root runs plugins as this unprivileged user (created "
+                       "with useradd when missing); empty: as the worker itself"),
+    CONFIG_KEY("worker.privileged_plugins", CONFIG_STRING, struct worker_opts, privileged_plugins,
+               .deflt = "",
+               .help = "plugins that keep the worker's root, comma-separated (loopback needs "
+                       "it and gives root on this host: only for a trusted tenant)"),
+    CONFIG_KEY("worker.provider_settings", CONFIG_STRING, struct worker_opts, provider_settings,
+               .deflt = "",
+               .help = "JSON file of providertype to provider fields the operator sets (host "
+                       "programs, paths, address ranges), written over every provider task's"),
     CONFIG_END,
 };

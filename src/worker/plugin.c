@@ -135,8 +135,10 @@ static int parse_one(const char *dir, const char *file, struct worker__plugin *p
         {
             if (json_is_string(v) && strcmp(json_string_value(v), "nodes") == 0)
                 p->wants_nodes = true;
+            else if (json_is_string(v) && strcmp(json_string_value(v), "zookeeper") == 0)
+                p->wants_zookeeper = true;
             else
-                rc = bad(err, file, "wants", "expected an array of \"nodes\"");
+                rc = bad(err, file, "wants", "expected an array of \"nodes\", \"zookeeper\"");
         }
         p->testing = json_is_true(json_object_get(j, "testing"));
     }

@@ -17,7 +17,9 @@
  *   1. The guard becomes the leader of a new process group, asks the kernel
  *      for SIGTERM when its parent (the worker) dies (PR_SET_PDEATHSIG), and
  *      checks the parent is still the worker (it may have died before).
- *   2. It forks the plugin, which resets its signals and execs. An exec that
+ *   2. It forks the plugin, which resets its signals, drops to the plugin user
+ *      when asked (run_as: setgroups, setgid, setuid, every capability cleared,
+ *      and checks that setuid(0) then fails; sandbox.c says who) and execs. A drop or an exec that
  *      fails writes 'E' + errno on the status pipe (close-on-exec, so a
  *      successful exec just closes it there).
  *   3. The guard's own loop: poll the plugin's pidfd and the lease pipe,
@@ -111,7 +113,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <grp.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -321,6 +326,21 @@ guard_loop(pid_t child, int64_t until, int lease_r, int status_w)
     }
 }
 
+/*
+ * The plugin's side, after setuid: no capability left, ambient ones included (a worker
+ * that is not root switches users with CAP_SETUID and CAP_SETGID, which would otherwise
+ * pass to the plugin through execve). Plain system calls only.
+ */
+static int drop_caps(void)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof(d));
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+        return -1;
+    return (int)syscall(SYS_capset, &h, d);
+}
+
 static void __attribute__((noreturn))
 guard_main(pid_t worker, const struct worker__proc_opts *o, int in_r, int out_w, int err_w,
            int status_w, int lease_r)
@@ -351,6 +371,11 @@ guard_main(pid_t worker, const struct worker__proc_opts *o, int in_r, int out_w,
             close(out_w);
         if (err_w > 2)
             close(err_w);
+        if (o->run_as && (setgroups(0, NULL) != 0 || setgid(o->gid) != 0 || setuid(o->uid) != 0 ||
+                          drop_caps() != 0 || setuid(0) == 0)) {
+            write_record(status_w, 'E', errno ? errno : EPERM);
+            _exit(127);
+        }
         if (o->cwd && chdir(o->cwd) != 0) {
             write_record(status_w, 'E', errno);
             _exit(127);

@@ -94,6 +94,8 @@ struct worker__res {
     struct workpool *pool;
     struct event *gc_ev;
     int64_t keep_ms;
+    uid_t own_uid; /* the plugin user's, or (uid_t)-1 */
+    gid_t own_gid;
     void (*on_ready)(void *arg, long version, int rc, const char *msg);
     void *arg;
 };
@@ -186,7 +188,7 @@ static void unpack_work(void *arg)
                   : drv_err_set(&u->err, DRV_EINVAL, 0, "not JSON: %s", je.text);
     resbundle_rmtree(u->tmp); /* a crash's leftover */
     if (u->rc == 0)
-        u->rc = resbundle_unpack(files, u->tmp, &u->err);
+        u->rc = resbundle_unpack(files, u->tmp, u->r->own_uid, u->r->own_gid, &u->err);
     json_decref(files);
     if (u->rc == 0 && rename(u->tmp, u->dir) != 0)
         u->rc = drv_err_set(&u->err, DRV_EIO, errno, "rename %s: %s", u->tmp, strerror(errno));
@@ -496,6 +498,8 @@ struct worker__res *worker__res_new(struct event_base *base, struct coord_sessio
     evhttp_uri_free(u);
     r->on_ready = o->on_ready;
     r->arg = o->arg;
+    r->own_uid = o->own_uid;
+    r->own_gid = o->own_gid;
     char *sd = xstrdup(o->state_dir);
     mkdir(sd, 0755);
     r->root = xasprintf("%s/resources", sd);

@@ -7,8 +7,8 @@
  *     spawned under its guard (proc.c), with the task JSON on stdin and the environment
  *     below --plugin ended--> the run record's outcome --> COMPLETING (worker.c)
  *
- * Also here: the plugins' environment, and the lease this loop renews for every running
- * plugin (proc.c, "The lease"). Loop thread only, like worker.c; the objects are
+ * Also here: the plugins' environment (an allow-list: sandbox.c), and the lease this loop renews
+ * for every running plugin (proc.c, "The lease"). Loop thread only, like worker.c; the objects are
  * worker_int.h's, and worker.c's design note numbers their invariants (wtask_check).
  */
 #include <stdio.h>
@@ -42,13 +42,11 @@ static void env_add(struct worker *w, char *kv)
 void worker__env_build(struct worker *w)
 {
     for (char **e = environ; *e; e++)
-        if (strncmp(*e, "DROVER_", 7) != 0)
+        if (worker__sandbox_env_ok(*e))
             env_add(w, xstrdup(*e));
     env_add(w, xasprintf("DROVER_WORKER_ID=%s", w->id));
     if (w->zk_hosts)
         env_add(w, xasprintf("DROVER_ZK_HOSTS=%s", w->zk_hosts));
-    if (w->zk_digest)
-        env_add(w, xasprintf("DROVER_ZK_DIGEST_FILE=%s", w->zk_digest));
 }
 
 /* The base environment plus this task's variables: a new array (free each string). */
@@ -282,6 +280,9 @@ static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes
         return;
     t->st = WT_RUNNING;
     json_t *task = worker__task_json(t->item, ctx, nodes);
+    worker__sandbox_task(
+        w->sandbox, t->plugin,
+        worker__is_provider_task(json_string_value(json_object_get(t->item, "name"))), task);
     struct drv_err err;
     if (w->has_key && worker__task_open(w->key, task, &err) != 0) {
         json_decref(task);
@@ -307,6 +308,7 @@ static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes
         .timeout_ms = t->timeout_ms,
         .lease_until_ms = lease_until(w),
     };
+    worker__sandbox_proc(w->sandbox, t->plugin, &po);
     t->refs++;
     t->proc = worker__proc_start(w->base, &po, on_plugin_done, t, &err);
     seal_wipe_free(input);

@@ -526,6 +526,19 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
         w->has_key = true;
     }
     worker__env_build(w);
+    if (worker__sandbox_new(w, o, err) != 0) {
+        worker__sandbox_free(w->sandbox);
+        worker__plugins_free(ps);
+        worker__env_free(w->env);
+        free(w->id);
+        free(w->tenant);
+        free(w->resources);
+        free(w->zk_hosts);
+        free(w->zk_digest);
+        free(w->version);
+        free(w);
+        return NULL;
+    }
     if (o->state_dir && *o->state_dir && o->api_url && *o->api_url) {
         struct worker__res_opts ro = {.tenant = w->tenant,
                                       .state_dir = o->state_dir,
@@ -534,8 +547,12 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
                                       .keep_ms = o->resources_keep_ms,
                                       .on_ready = worker__resources_ready_cb,
                                       .arg = w};
+        ro.own_uid = (uid_t)-1;
+        ro.own_gid = (gid_t)-1;
+        worker__sandbox_owner(w->sandbox, &ro.own_uid, &ro.own_gid);
         w->res = worker__res_new(base, zk, &ro, err);
         if (!w->res) {
+            worker__sandbox_free(w->sandbox);
             worker__plugins_free(ps);
             worker__env_free(w->env);
             free(w->id);
@@ -687,6 +704,7 @@ void worker_free(struct worker *w)
     strmap_free(w->avoided);
     worker__plugins_free(w->plugins);
     worker__env_free(w->env);
+    worker__sandbox_free(w->sandbox);
     explicit_bzero(w->key, sizeof(w->key));
     free(w->id);
     free(w->tenant);

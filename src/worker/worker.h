@@ -25,6 +25,10 @@
  *     (integration engine_worker_freeze, unit test_proc; proc.c tells why).
  *   - A plugin never outlives its worker, even a worker killed with SIGKILL
  *     (unit test_proc).
+ *   - A root worker runs a plugin as worker.plugin_user unless it is listed in
+ *     worker.privileged_plugins, with an environment that names no fleet
+ *     secret: it cannot read the worker's 0600 files or environment
+ *     (integration security_host_plugin; sandbox.c).
  *
  * Threads: everything on the loop thread of the coord session's event_base;
  * plugins are child processes watched from that loop.
@@ -66,6 +70,11 @@ struct worker_opts {
     long resources_keep_ms;       /* unused older versions are removed after this (0: 10 min) */
     const char *secrets_key_file; /* secrets.tenant_key_file: the program loads key from it */
     const char *fleet_key_file;   /* secrets.key_file: must stay "" (refused at start-up) */
+    /* The host boundary (sandbox.c, docs/security.md): */
+    const char *plugin_user;        /* a root worker runs plugins as this user (created if
+                                       missing); "": as itself */
+    const char *privileged_plugins; /* comma-separated plugins that keep the worker's root */
+    const char *provider_settings;  /* JSON file: providertype -> fields over config.provider */
 };
 
 /*

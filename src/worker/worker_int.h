@@ -43,6 +43,15 @@ struct worker__proc_opts {
      * by the worker, or the worker dies.
      */
     int64_t lease_until_ms;
+    /*
+     * run_as: the plugin (not its guard) drops to this uid and gid, with no supplementary
+     * groups, before it changes directory and execs (sandbox.c). run_as false: it keeps
+     * the worker's identity. A drop that fails is a spawn error (spawn_errno), never a
+     * plugin run with the worker's privileges.
+     */
+    bool run_as;
+    uid_t uid;
+    gid_t gid;
 };
 
 struct worker__proc_result {
@@ -129,6 +138,7 @@ struct worker__plugin {
     json_t *fields; /* the descriptor's "fields" object (never NULL) */
     long timeout_ms;
     bool wants_nodes;
+    bool wants_zookeeper; /* "wants": ["zookeeper"]: the worker's ZooKeeper login on stdin */
     bool testing;
 };
 
@@ -260,10 +270,11 @@ struct worker {
     struct worker__ctxs *ctxs; /* the jobs' contexts and nodes maps (jobctx.c) */
     struct worker__res *res;   /* NULL: no sync, worker.resources_dir for every task */
     struct coord_group *peers;
-    size_t n_peers;         /* other live workers of this tenant sharing a class */
-    struct strmap *avoided; /* task key -> int64_t *: passed over until then (monotonic) */
-    struct event *avoid_ev; /* the next expiry: look at the queues again */
-    char **env;             /* the plugins' base environment */
+    size_t n_peers;                  /* other live workers of this tenant sharing a class */
+    struct strmap *avoided;          /* task key -> int64_t *: passed over until then (monotonic) */
+    struct event *avoid_ev;          /* the next expiry: look at the queues again */
+    struct worker__sandbox *sandbox; /* who plugins run as, what they get (sandbox.c) */
+    char **env;                      /* the plugins' base environment */
     size_t n_env;
     bool stopping, freed;
     void (*stop_done)(void *);
@@ -284,6 +295,26 @@ void worker__task_unref(struct wtask *t);
 void worker__complete_send(struct wtask *t);
 /* Release the item unrecorded: other workers take it at once. */
 void worker__hand_back(struct wtask *t);
+
+/* ---- sandbox.c: what a plugin runs as and what it is given -------------------------- */
+
+/* Set up w->sandbox from the options (the plugin user, created when missing). */
+int worker__sandbox_new(struct worker *w, const struct worker_opts *o, struct drv_err *err);
+void worker__sandbox_free(struct worker__sandbox *s);
+/* Fill po's run_as, uid and gid for plugin p. */
+void worker__sandbox_proc(const struct worker__sandbox *s, const struct worker__plugin *p,
+                          struct worker__proc_opts *po);
+/* The plugin user's uid and gid for synced resources (false: keep the worker's). */
+bool worker__sandbox_owner(const struct worker__sandbox *s, uid_t *uid, gid_t *gid);
+/*
+ * Add to a task JSON what the operator gives the plugin: the provider settings of
+ * worker.provider_settings over config.provider (provider tasks), and the worker's
+ * ZooKeeper login ("zookeeper": {"hosts", "digest"}) for a plugin that wants it.
+ */
+void worker__sandbox_task(const struct worker__sandbox *s, const struct worker__plugin *p,
+                          bool provider_task, json_t *task);
+/* True when an environment variable of the worker's may pass to plugins. */
+bool worker__sandbox_env_ok(const char *kv);
 
 /* run.c: from the job's context to the plugin's outcome. */
 /* The plugins' base environment (the worker's, less DROVER_*, plus the worker's own). */
@@ -352,6 +383,8 @@ struct worker__res_opts {
     const char *api_url;    /* http://host[:port][/prefix] of droverd */
     const char *token_file; /* a token of the tenant (any role) */
     long keep_ms;           /* an unused older version stays this long after its last use */
+    uid_t own_uid;          /* versions are owned by this user ((uid_t)-1: the worker's) */
+    gid_t own_gid;
     /* A version asked for is ready (rc 0) or could not be fetched (rc < 0, msg why). Loop. */
     void (*on_ready)(void *arg, long version, int rc, const char *msg);
     void *arg;

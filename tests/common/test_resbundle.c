@@ -61,7 +61,7 @@ static void test_unpack(void **state)
     assert_non_null(mkdtemp(dir));
     char *out = xasprintf("%s/1", dir);
     struct drv_err e;
-    assert_int_equal(resbundle_unpack(j, out, &e), 0);
+    assert_int_equal(resbundle_unpack(j, out, (uid_t)-1, (gid_t)-1, &e), 0);
     char *p = xasprintf("%s/x", out);
     FILE *f = fopen(p, "r");
     char buf[16] = "";
@@ -72,8 +72,14 @@ static void test_unpack(void **state)
     p = xasprintf("%s/bin/run.sh", out);
     struct stat st;
     assert_int_equal(stat(p, &st), 0);
-    assert_int_equal(st.st_mode & 0777, 0755);
+    assert_int_equal(st.st_mode & 0777, 0700);
     free(p);
+    p = xasprintf("%s/x", out); /* plain files 0600, directories 0700 (issue 20) */
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    free(p);
+    assert_int_equal(stat(out, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
     /* The canonical text is stable whatever the key order, and so is its digest. */
     json_t *k = json_loads("{\"bin/run.sh\": {\"exec\": true, \"data\": \"ZWNobw==\"}, \"x\": "
                            "\"aGVsbG8=\"}",

@@ -32,7 +32,9 @@ static void test_example_droverd_conf(void **state)
     assert_int_equal(c.api.max_per_source, 256);
     assert_int_equal(c.api.token_ttl_ms, 90L * 86400000L);
     assert_int_equal(c.api.token_cache_ttl_ms, 10000);
-    assert_int_equal(c.api.max_heavy_per_user, 2);
+    assert_int_equal(c.api.max_heavy_per_user, 1);
+    assert_int_equal(c.api.max_heavy_per_tenant, 1);
+    assert_int_equal(droverd_conf_check(&c, &e), 0);
     config_free(droverd_conf_keys(), &c);
 }
 
