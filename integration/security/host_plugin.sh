@@ -59,9 +59,10 @@ SH
 chmod 755 "$P" "$P/noop" "$P/evil" "$P/evil/evil.sh"
 echo '{"evil": {"root": "/srv/operator-root"}}' > "$T/provider-settings.json"
 
+WKEY=$(tenant_key_file acme) # the worker's only key (docs/security.md "Sealed values")
 write_worker_conf w1 "worker.tenant = acme" "worker.plugin_dir = $P" "worker.concurrency = 2" \
   "worker.privileged_plugins =" "worker.provider_settings = $T/provider-settings.json" \
-  "secrets.key_file = $KEYFILE" "zookeeper.digest_file = $T/zk.digest" \
+  "secrets.tenant_key_file = $WKEY" "zookeeper.digest_file = $T/zk.digest" \
   "worker.state_dir = $T/w1.state" "worker.api_url = $URL" "worker.api_token_file = $T/worker.token"
 # The worker's own environment holds a token and a database password: none may pass on.
 DROVER_TOKEN=$(cat "$T/worker.token") PGPASSWORD=fleet-secret start_proc w1 "$BIN/drover-worker"
@@ -76,7 +77,7 @@ expect 201 "$(api POST /v1/resources "$files")" '' "push resources"
 catalogue_json "$CATALOG" |
   jq '.providers |= map(.providertype = "evil" | .provisioner += {sshd: "/bin/sh", root: "/"})' > "$T/cat.json"
 expect 200 "$(api POST /v1/import "@$T/cat.json")" '' "import the hostile catalogue"
-probe=$(jq -cn --arg c "$T/w1.conf" --arg k "$KEYFILE" --arg d "$T/zk.digest" --arg t "$T/worker.token" \
+probe=$(jq -cn --arg c "$T/w1.conf" --arg k "$WKEY" --arg d "$T/zk.digest" --arg t "$T/worker.token" \
   '{probe: [$c, $k, $d, $t]}')
 r=$(api POST /v1/clusters "$(jq -cn --argjson c "$probe" '{name: "e1", template: "single", nodes: 1, config: $c}')")
 expect 202 "$r" '' "create the cluster"
@@ -104,10 +105,11 @@ pass "synced resources are the plugin user's, 0700/0600"
 # capability (ambient ones would pass through execve).
 kill "$(pid_of w1)"
 wait_exit w1 30 > /dev/null || fail "worker w1 did not stop"
-for f in "$KEYFILE" "$T/zk.digest"; do cp "$f" "$T/w2.$(basename "$f")"; done
+cp "$WKEY" "$T/w2.secrets.key"
+cp "$T/zk.digest" "$T/w2.zk.digest"
 write_worker_conf w2 "worker.tenant = acme" "worker.plugin_dir = $P" "worker.concurrency = 2" \
   "worker.privileged_plugins =" "worker.provider_settings = $T/provider-settings.json" \
-  "secrets.key_file = $T/w2.secrets.key" "zookeeper.digest_file = $T/w2.zk.digest"
+  "secrets.tenant_key_file = $T/w2.secrets.key" "zookeeper.digest_file = $T/w2.zk.digest"
 chown nobody:nogroup "$T/w2.conf" "$T/w2.secrets.key" "$T/w2.zk.digest"
 chmod 600 "$T/w2.secrets.key" "$T/w2.zk.digest"
 cat > "$T/w2-run" <<RUN
