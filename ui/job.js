@@ -103,7 +103,13 @@ function topo(n, deps) {
 
 // ---- the graph (small plans) ----
 
-const BW = 150, BH = 22, GX = 40, GY = 8;
+const BW = 150, BH = 22, GX = 40, GY = 8, LABEL_MAX = 21;
+
+// A box's label: the task id from its start (the node comes first), cut at the end with an
+// ellipsis when it does not fit; the whole id is the box's title and tooltip.
+export function boxLabel(id) {
+  return id.length > LABEL_MAX ? `${id.slice(0, LABEL_MAX - 1)}…` : id;
+}
 
 function graph(tasks, a) {
   const cols = [];
@@ -121,13 +127,13 @@ function graph(tasks, a) {
     }));
   }));
   const boxes = tasks.map((t, i) => {
-    const label = t.id.length > 22 ? `…${t.id.slice(-21)}` : t.id;
+    const label = boxLabel(t.id);
     const g = hoverable(s('g', {
       class: `task st-${t.status}${a.crit.has(i) ? ' crit' : ''}`, tabindex: 0, role: 'img',
       transform: `translate(${pos[i][0]},${pos[i][1]})`, 'data-id': t.id, 'aria-label': `${t.id}: ${t.status}`,
     }, s('rect', { width: BW, height: BH, rx: 4 }),
     s('text', { x: 6, y: 15, class: 'glyph' }, GLYPH[t.status] || '?'),
-    s('text', { x: 20, y: 15 }, label)));
+    s('text', { x: 20, y: 15 }, label), s('title', {}, t.id)));
     g.__task = t;
     return g;
   });
@@ -278,17 +284,69 @@ async function attempts(jobId, t, el, cache) {
   if (!cache.has(key))
     cache.set(key, get(`/v1/jobs/${jobId}/attempts?task=${encodeURIComponent(t.id)}&phase=${t.phase || 'f'}`)
       .catch(e => ({ error: e })));
-  const r = await cache.get(key);
-  if (r.error) {
-    fill(el, h('p', { class: 'help' }, r.error.status === 404 ? 'this droverd does not return attempts yet' : r.error.message));
-    return;
-  }
-  fill(el, h('ol', { class: 'attempt-list' }, (r.items || []).map(a => h('li', {},
+  fill(el, attemptList(await cache.get(key)));
+}
+
+// A task's attempts as GET /v1/jobs/{id}/attempts answers them: each with its worker, how
+// it ended, its message and the tail of the plugin's standard error.
+function attemptList(r) {
+  if (r.error)
+    return h('p', { class: 'help' }, r.error.status === 404 ? 'this droverd does not return attempts yet' : r.error.message);
+  return [h('ol', { class: 'attempt-list' }, (r.items || []).map(a => h('li', {},
     h('span', {}, badge(a.status), ` attempt ${a.attempt}`, a.worker ? ` on ${a.worker}` : '',
       a.started_at ? ` · ${fmtTime(a.started_at)}` : '', a.how ? ` · ${a.how}` : ''),
     a.message ? h('div', { class: 'msg' }, a.message) : null,
-    a.output_tail ? h('pre', { class: 'tail', tabindex: 0, 'aria-label': 'output tail' }, a.output_tail) : null))),
-  (r.items || []).length ? null : h('p', { class: 'help' }, 'no attempt recorded'));
+    a.output_tail ? h('pre', { class: 'tail', tabindex: 0, 'aria-label': 'output tail' }, a.output_tail)
+      : h('p', { class: 'help' }, a.status === 'running' ? 'running: its output comes when the attempt ends' : 'no output')))),
+  (r.items || []).length ? null : h('p', { class: 'help' }, 'no attempt recorded yet')];
+}
+
+// Task logs, live: pick a task (by default the one that ended last, followed as the job
+// moves on) and see its attempts with their output tails, read again after each change of
+// the job while it runs. Offers the tasks that have started, the latest LOG_TASKS of them.
+const LOG_TASKS = 200;
+function logsSection(jobId) {
+  let follow = true, chosen = '', seq = 0, last = '';
+  const sel = h('select', { id: 'log-task', onchange: () => { chosen = sel.value; follow = false; followBox.checked = false; show(); } });
+  const followBox = h('input', { type: 'checkbox', id: 'log-follow', checked: true, onchange: () => { follow = followBox.checked; if (follow) { chosen = ''; } pick(); show(); } });
+  const out = h('div', { class: 'attempts', id: 'log-out', 'aria-live': 'polite' });
+  const el = h('section', { class: 'logs', id: 'logs' }, h('h2', {}, 'Task logs'),
+    h('div', { class: 'row' }, h('label', {}, 'Task ', sel), h('label', {}, followBox, ' follow the latest')), out);
+  let started = [];
+  // Following: the task that ended last (its output is whole), else the one that started last.
+  function pick() {
+    if (follow || !chosen || !started.some(t => key(t) === chosen)) {
+      const at = t => Date.parse(t.ended_at || 0) || 0;
+      const ended = started.filter(t => t.ended_at).sort((a, b) => at(b) - at(a) || b.idx - a.idx)[0];
+      const latest = ended || started[0];
+      chosen = latest ? key(latest) : '';
+    }
+    sel.value = chosen;
+  }
+  const key = t => `${t.phase || 'f'}/${t.id}`;
+  async function show() {
+    const t = started.find(x => key(x) === chosen);
+    if (!t) { fill(out, h('p', { class: 'help' }, 'no task has started yet')); return; }
+    const my = ++seq;
+    const r = await get(`/v1/jobs/${jobId}/attempts?task=${encodeURIComponent(t.id)}&phase=${t.phase || 'f'}`).catch(e => ({ error: e }));
+    if (my !== seq) return; // a newer read is on its way
+    out.dataset.task = t.id;
+    fill(out, attemptList(r));
+  }
+  return {
+    el,
+    update(tasks) {
+      started = tasks.filter(t => t.started_at || t.attempts || ['queued', 'running'].includes(t.status))
+        .sort((a, b) => (Date.parse(b.started_at || 0) || Infinity) - (Date.parse(a.started_at || 0) || Infinity) || b.idx - a.idx)
+        .slice(0, LOG_TASKS);
+      const sig = started.map(t => `${key(t)}:${t.status}:${t.attempts || 0}`).join(',');
+      if (sig === last) return; // nothing new for the logs
+      last = sig;
+      fill(sel, started.map(t => h('option', { value: key(t) }, `${t.phase === 'r' ? 'rollback · ' : ''}${t.id} (${t.status})`)));
+      pick();
+      show();
+    },
+  };
 }
 
 export async function jobView(main, [id], ctx) {
@@ -308,7 +366,8 @@ export async function jobView(main, [id], ctx) {
   const ctl = h('div', { class: 'row ops' });
   const body = h('div', {});
   const live = h('p', { class: 'help live', 'aria-live': 'off', id: 'live' });
-  add(main, head, prog, ctl, live, body);
+  const logs = logsSection(id);
+  add(main, head, prog, ctl, live, body, logs.el);
 
   const act = async what => {
     try { await post(`/v1/jobs/${id}/${what}`); await full(); shown(); } catch (e) { live.textContent = e.message; }
@@ -360,6 +419,7 @@ export async function jobView(main, [id], ctx) {
     if (old) old.remove();
     const f = failedSection(tasks, job, attemptCache);
     if (f) add(body, f);
+    logs.update(tasks);
   }
 
   // The summary is long-polled: droverd holds the request until the job's revision changes

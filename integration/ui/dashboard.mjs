@@ -111,10 +111,16 @@ try {
   if (!stored[0] || stored[1] !== 0 || stored[2] !== '') throw new Error(`token storage: ${JSON.stringify(stored)}`);
   ok(`signed in: ${who}; the token is in sessionStorage only`);
 
-  // -- clusters
+  // -- clusters: rendered once (the sign-in's navigation and its hash change used to race,
+  // each render adding its own list to the page)
   await page.until(`document.querySelectorAll('a.cluster-link').length >= 2`, 'the clusters list');
+  const settled = `(() => { const m = document.querySelector('main'); return m.dataset.started && m.dataset.started === m.dataset.settled && !!document.querySelector('main .view[data-done]'); })()`;
+  await page.until(settled, 'every render of the page to finish');
+  const once = await page.eval(`({ h1: [...document.querySelectorAll('main h1')].map(e => e.textContent), tables: document.querySelectorAll('main table').length, forms: document.querySelectorAll('#new-form').length, views: document.querySelectorAll('main > .view').length })`);
+  if (once.h1.length !== 1 || once.h1[0] !== 'Clusters' || once.tables !== 1 || once.forms !== 1 || once.views !== 1)
+    throw new Error(`the clusters list after sign-in is not rendered once: ${JSON.stringify(once)}`);
   await shot('02-clusters');
-  ok('clusters list');
+  ok('clusters list, rendered once after sign-in');
   // a new cluster: the dry run first, then Create goes to its job
   await page.eval(`(() => { document.querySelector('#new-name').value = 'fresh'; document.querySelector('#new-nodes').value = '2'; })()`);
   await page.eval(`document.querySelector('#new-form button[type=submit]').click()`);
@@ -128,6 +134,17 @@ try {
   await page.until(`document.querySelector('h1') && document.querySelectorAll('main table')[0] && document.querySelectorAll('main table')[0].querySelectorAll('tbody tr').length >= 2 && document.querySelectorAll('a.job-link').length >= 1`, 'the cluster view with nodes and jobs');
   const hw = await page.eval(`document.querySelectorAll('main table')[0].querySelector('tbody tr').textContent`);
   if (!/small/.test(hw) || !/img/.test(hw)) throw new Error(`node row without hardware and image: ${hw}`);
+  // each address once: the sleep plugin's nodes report one address as hostname, access and bind
+  const addrs = await page.eval(`[...document.querySelectorAll('main table')[0].querySelectorAll('tbody tr')].map(r => r.lastElementChild.textContent)`);
+  for (const a of addrs) {
+    const words = a.split(' ').filter(Boolean);
+    if (!words.length || new Set(words).size !== words.length) throw new Error(`Addresses column "${a}" is empty or repeats an address`);
+  }
+  // the template's link, its macro expanded against the nodes
+  const link = await page.until(`document.querySelector('#cluster-links a.ext-link') && document.querySelector('#cluster-links a.ext-link').getAttribute('href')`, 'the template\'s web link');
+  if (link !== 'http://192.0.2.1:8080/') throw new Error(`the template's web link reads ${link}`);
+  const dbLink = await page.eval(`document.querySelector('#cluster-links code') && document.querySelector('#cluster-links code').textContent`);
+  if (!/^node-\d+\.sleep\.invalid:5432$/.test(dbLink || '')) throw new Error(`the template's database link reads ${dbLink}`);
   // its snapshots: one per successful operation; opening one reads its nodes
   await page.until(`document.querySelectorAll('#snapshots details.snapshot').length >= 1`, 'the cluster\'s snapshots');
   const snapSummary = await page.eval(`document.querySelector('#snapshots details.snapshot summary').textContent`);
@@ -160,6 +177,12 @@ try {
   const before = await page.eval(states);
   const crit = await page.eval(`document.querySelectorAll('svg.dag g.task.crit').length`);
   if (!crit) throw new Error('no task is marked on the critical path');
+  // labels show the node first: the id from its start, an ellipsis at the end when cut, the
+  // whole id in the box's title
+  const badLabels = await page.eval(`[...document.querySelectorAll('svg.dag g.task')].map(g => ({ id: g.dataset.id, label: g.querySelectorAll('text')[1].textContent, title: g.querySelector('title') && g.querySelector('title').textContent })).filter(x => x.title !== x.id || !(x.label === x.id || (x.label.endsWith('…') && x.id.startsWith(x.label.slice(0, -1)))) || !x.label.startsWith(x.id.split('/')[0].slice(0, 6)))`);
+  if (badLabels.length) throw new Error(`task boxes whose label hides the node or has no title: ${JSON.stringify(badLabels.slice(0, 3))}`);
+  const cut = await page.eval(`[...document.querySelectorAll('svg.dag g.task text:nth-of-type(2)')].filter(t => t.textContent.endsWith('…')).length`);
+  ok(`task labels start with their node (${cut} cut at the end), the whole id in a title`);
   await shot('04-job-running');
   // a waiting task explains itself on hover
   await page.until(`document.querySelector('svg.dag g.task.st-waiting')`, 'a waiting task');
@@ -185,6 +208,13 @@ try {
   if (tabs === 80 || !kbd) throw new Error('Tab never reached a task, or its tooltip did not show');
   await page.eval(`document.activeElement.blur()`);
   ok(`keyboard: ${tabs + 1} Tab presses reach a task, and its tooltip shows`);
+  // task logs, live: the latest task's attempts, followed while the job runs
+  const firstLog = await page.until(`document.querySelector('#logs #log-out .attempt-list li') && document.querySelector('#log-out').dataset.task`, 'the task logs');
+  const opts = await page.eval(`document.querySelectorAll('#log-task option').length`);
+  if (!opts) throw new Error('the task logs offer no task');
+  await page.until(`document.querySelector('#log-out').dataset.task !== ${JSON.stringify(firstLog)} && document.querySelector('#log-out .attempt-list')`, 'the task logs to follow the next task', 60000);
+  const nextLog = await page.eval(`document.querySelector('#log-out').dataset.task`);
+  ok(`task logs live: followed ${firstLog} then ${nextLog} while the job ran`);
   await page.until(`${states} !== ${JSON.stringify(before)}`, 'the DAG to change state', 60000);
   await shot('06-job-progressed');
   ok('the DAG changed state while we watched (no reload)');
@@ -334,6 +364,36 @@ try {
   await page.until(`document.querySelectorAll('a.cluster-link').length >= 2`, 'clusters again');
   await page.send('Fetch.disable');
   ok(`a 140,007-task job: shown in ${shownMs} ms, ${hugeDom} elements on the whole page`);
+
+  // -- signed out at a job's address, signed in (the page goes to that job), and away at
+  // once to the clusters while the job still loads (its answer held by the browser): the
+  // clusters stay, the job's late render never shows
+  await page.eval(`document.querySelector('#signout').click()`);
+  await page.until(`document.querySelector('#token')`, 'signed out');
+  await go(`#/jobs/${SLOW}`);
+  await page.until(`document.querySelector('#token')`, 'the sign-in form at a job\'s address');
+  let held = null;
+  fetchHandler = p => {
+    if (!held) held = p.requestId;
+    else page.send('Fetch.continueRequest', { requestId: p.requestId }).catch(() => {});
+  };
+  await page.send('Fetch.enable', { patterns: [{ urlPattern: `*/v1/jobs/${SLOW}` }] });
+  await page.eval(`document.querySelector('#token').focus()`);
+  await page.send('Input.insertText', { text: TOKEN });
+  await key('Enter', 'Enter', 13);
+  const th = Date.now();
+  while (!held && Date.now() - th < 20000) await sleep(100);
+  if (!held) throw new Error(`signing in at #/jobs/${SLOW} did not load that job`);
+  await page.eval(`location.hash = '#/clusters'`);
+  await page.until(`document.querySelector('main .view[data-done] a.cluster-link')`, 'the clusters after navigating away');
+  await page.send('Fetch.continueRequest', { requestId: held });
+  await page.until(settled, 'the held job render to finish');
+  const after = await page.eval(`({ hash: location.hash, job: !!document.querySelector('main #job-status'), h1: [...document.querySelectorAll('main h1')].map(e => e.textContent) })`);
+  if (after.hash !== '#/clusters' || after.job || after.h1.join() !== 'Clusters')
+    throw new Error(`navigating right after sign-in: ${JSON.stringify(after)}`);
+  await page.send('Fetch.disable');
+  fetchHandler = null;
+  ok('signed in at a job\'s address, navigated away at once: the clusters show, the late job render does not');
 
   // -- a user: his own clusters only, no fleet or audit; signing out forgets the token
   await page.eval(`document.querySelector('#signout').click()`);

@@ -188,6 +188,14 @@ int api__job_wait(struct call *c, const char *revision, long wait_s);
 void api__dispatch(struct call *c);
 struct event_base *api__base(struct api *a);
 
+/* links.c: the template's links expanded against nodes (rows of GET /v1/clusters/{id}: id,
+   services, properties): a new array of {label, url}, links whose macros cannot be resolved
+   yet left out. Pure. */
+json_t *api__links_expand(const json_t *links, const json_t *nodes);
+/* links.c: set cluster's "links" (a cluster row with its "nodes") from the template version
+   it was made from; an empty array when that version is gone. Pool thread. */
+int api__cluster_links(PGconn *conn, const char *tenant_id, json_t *cluster, struct drv_err *err);
+
 /* explain.c: add "why" to every task of a job (store_job_get's) that waits. */
 void api__explain(json_t *job);
 
