@@ -67,7 +67,11 @@ jq -e 'length >= 2 and all(.node_id == "node-1" and .service == "app")' "$T/page
   fail "node=node-1&service=app: $(cat "$T/pages.json")"
 pages "$JID" "&action=install" 50
 jq -e 'length >= 3 and all(.action == "install")' "$T/pages.json" > /dev/null || fail "action=install: $(cat "$T/pages.json")"
-pass "tasks: filters by state (a list), phase, node, service and action"
+pages "$JID" "&service=&node=node-2" 50
+jq -e 'length >= 2 and all(.service == null and .node_id == "node-2")' "$T/pages.json" > /dev/null || fail "service= (none): $(cat "$T/pages.json")"
+pages "$JID" "&node=" 50
+jq -e 'length >= 1 and all(.node_id == null)' "$T/pages.json" > /dev/null || fail "node= (none): $(cat "$T/pages.json")"
+pass "tasks: filters by state (a list), phase, node, service and action; empty node or service: the tasks without one"
 
 # ---- bad input: 400 naming the parameter; another tenant's job 404
 for q in limit=0 limit=1001 limit=x limit=; do
@@ -80,6 +84,7 @@ for s in bogus succeeded,bogus 'succeeded,' ','; do
   expect 400 "$(api GET "/v1/jobs/$JID/tasks?state=$s")" '.error.field == "state"' "state=$s"
 done
 expect 400 "$(api GET "/v1/jobs/$JID/tasks?phase=x")" '.error.field == "phase"' "phase=x"
+expect 400 "$(api GET "/v1/jobs/$JID/tasks?action=")" '.error.field == "action"' "action="
 expect 400 "$(api GET "/v1/jobs/$JID/tasks/groups?by=x")" '.error.field == "by"' "groups by=x"
 expect 404 "$(api GET "/v1/jobs/999999/tasks")" '.error.code == "not-found"' "no such job"
 expect 201 "$(api POST /v1/tenants '{"name":"globex"}' "$SUPER")" '' "tenant globex"
@@ -92,7 +97,7 @@ pass "tasks: bad limit, cursor, state, phase, by: 400 naming it; unknown or anot
 r=$(api GET "/v1/jobs/$JID/tasks/groups?by=node")
 expect 200 "$r" ".groups == 4 and any(.items[]; .key == \"(no node)\") and ([.items[].total] | add) == $(job_status_field "$JID" .progress.total)" "groups by node"
 r=$(api GET "/v1/jobs/$FJID/tasks/groups?by=service&limit=1")
-expect 200 "$r" '(.items | length) == 1 and .groups > 1 and (.items[0].states.failed // 0) >= 1' "groups by service, failed first"
+expect 200 "$r" '(.items | length) == 1 and .groups > 1 and (.items[0].states.failed // 0) >= 1 and .items[0].service == "app" and .items[0].action == "install"' "groups by service, failed first"
 pass "groups: by node (3 nodes and the anchor, every task counted once), by service with the failed group first"
 
 # ---- the summary: counts kept at write time, a revision that follows the tasks, ETag

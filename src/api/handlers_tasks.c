@@ -211,10 +211,10 @@ int api__h_job_tasks(PGconn *conn, struct call *c, struct drv_err *err)
                        "query parameter \"cursor\": not a cursor this API gave (\"next\")");
     const char *names[] = {"node", "service", "action"};
     const char *vals[] = {node, service, action};
-    for (int i = 0; rc == 0 && i < 3; i++)
-        if (vals[i] && (!*vals[i] || strlen(vals[i]) > 256))
-            rc = call_fail(c, 400, "invalid", names[i], "query parameter \"%s\": 1 to 256 bytes",
-                           names[i]);
+    for (int i = 0; rc == 0 && i < 3; i++) /* node= and service= (empty): tasks without one */
+        if (vals[i] && ((i == 2 && !*vals[i]) || strlen(vals[i]) > 256))
+            rc = call_fail(c, 400, "invalid", names[i], "query parameter \"%s\": %s256 bytes",
+                           names[i], i == 2 ? "1 to " : "at most ");
     if (rc == 0)
         rc = job_summary(conn, c, &job, err);
     if (rc == 0) {

@@ -311,7 +311,9 @@ int store_job_control(PGconn *conn, const char *tenant_id, const char *owner_id,
 /* ---- a job's tasks, a page at a time (store_tasks.c) ----
  * The caller has checked the job is the caller's (store_job_get_summary). */
 
-/* Which tasks: each field NULL for any. states: a PostgreSQL array of statuses ("{a,b}"). */
+/* Which tasks: each field NULL for any. states: a PostgreSQL array of statuses ("{a,b}").
+   node and service "": the tasks without one (a machine's own tasks have no service, anchors
+   no node). */
 struct store_task_filter {
     const char *phase; /* "f" or "r" */
     const char *states;
@@ -336,7 +338,8 @@ int store_task_busy(PGconn *conn, const char *job_id, const char *phase, json_t 
 /*
  * The phase's tasks grouped by "node" or by service and action ("service": "svc · action"),
  * the groups whose key contains contains (NULL: all), failed groups first, then running or
- * queued, waiting, the rest, each in plan order; at most limit: [{key, first (lowest idx),
+ * queued, waiting, the rest, each in plan order; at most limit: [{key, node (by node) or
+ * service and action (by service; null where the tasks have none), first (lowest idx),
  * total, states {status: n}, groups (how many groups matched in all)}].
  */
 int store_task_groups(PGconn *conn, const char *job_id, const char *phase, const char *by,

@@ -49,8 +49,8 @@ int store_task_page(PGconn *conn, const char *job_id, const struct store_task_fi
                             " AND (job_id, phase, idx) > ($1::bigint, $2, $3::int)"
                             " AND ($4::text IS NULL OR phase = $4)"
                             " AND ($5::text[] IS NULL OR status = ANY($5::text[]))"
-                            " AND ($6::text IS NULL OR node_id = $6)"
-                            " AND ($7::text IS NULL OR service = $7)"
+                            " AND ($6::text IS NULL OR node_id IS NOT DISTINCT FROM nullif($6, ''))"
+                            " AND ($7::text IS NULL OR service IS NOT DISTINCT FROM nullif($7, ''))"
                             " AND ($8::text IS NULL OR action = $8)"
                             " ORDER BY phase, idx LIMIT $9::int",
                             9, p, items, err);
@@ -102,14 +102,17 @@ int store_task_groups(PGconn *conn, const char *job_id, const char *phase, const
     const char *p[] = {job_id, phase, by, contains, lim};
     return store_query_json(
         conn,
-        "SELECT key, min(first) AS first, sum(n)::bigint AS total,"
+        "SELECT key, node, service, action, min(first) AS first, sum(n)::bigint AS total,"
         " jsonb_object_agg(status, n) AS states, count(*) OVER ()::bigint AS groups FROM ("
         "  SELECT CASE WHEN $3 = 'node' THEN coalesce(node_id, '(no node)')"
         "   ELSE coalesce(service, '(machine)') || ' · ' || coalesce(action, '?') END AS key,"
+        "   CASE WHEN $3 = 'node' THEN node_id END AS node,"
+        "   CASE WHEN $3 <> 'node' THEN service END AS service,"
+        "   CASE WHEN $3 <> 'node' THEN action END AS action,"
         "   status, count(*) AS n, min(idx) AS first FROM tasks"
-        "  WHERE job_id = $1::bigint AND phase = $2 GROUP BY 1, 2) x"
+        "  WHERE job_id = $1::bigint AND phase = $2 GROUP BY 1, 2, 3, 4, 5) x"
         " WHERE $4::text IS NULL OR strpos(key, $4) > 0"
-        " GROUP BY key"
+        " GROUP BY key, node, service, action"
         " ORDER BY CASE WHEN bool_or(status = 'failed') THEN 0"
         "  WHEN bool_or(status IN ('running', 'queued')) THEN 1"
         "  WHEN bool_or(status IN ('waiting', 'pending')) THEN 2 ELSE 3 END, min(first)"
