@@ -355,11 +355,8 @@ int api__server_stream_begin(struct api_req *r, int status, const char *content_
                              const char *extra, void (*drained)(void *arg), void *arg)
 {
     struct api_conn *c = r->conn;
-    if (!c || r->head.method == API_M_HEAD) { /* gone, or the head is all a HEAD gets */
-        if (c)
-            api__server_reply(r, status, NULL, extra, NULL, 0, false);
-        else
-            req_free(r);
+    if (!c) {
+        req_free(r);
         return 1;
     }
     if (r->body == NULL && r->head.content_length > 0)
@@ -375,6 +372,13 @@ int api__server_stream_begin(struct api_req *r, int status, const char *content_
     if (extra)
         evbuffer_add(out, extra, strlen(extra));
     evbuffer_add(out, "\r\n", 2);
+    if (r->head.method == API_M_HEAD) { /* the head is all a HEAD gets */
+        req_free(r);
+        c->req = NULL;
+        c->state = ST_WRITE;
+        arm_write(c);
+        return 1;
+    }
     r->drained = drained;
     r->drained_arg = arg;
     r->drain_wait = false;
