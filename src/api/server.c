@@ -19,6 +19,13 @@
  *                                                                  v
  *                                        LINGER (unread input) -> freed
  *
+ *   A streamed reply:
+ *
+ *   OWNER --(stream_begin)--> STREAM --(stream_end)--> WRITE
+ *     |                        ^  |
+ *     |                        +--+ (a chunk written, drained: the owner's next)
+ *     +--(stream_begin of a HEAD: the head only)--> WRITE
+ *
  *   HEAD:  reading; the head deadline runs (header_timeout, or the overflow
  *          lane's); the read buffer is capped at max_headers + 1 bytes.
  *   OWNER: the request is the owner's; reading continues only to see the
