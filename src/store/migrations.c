@@ -182,7 +182,10 @@ static const struct migration migrations[] = {
     {6, "large jobs: task counts and a change counter kept at write time",
      /* How many tasks of each job are in each phase and status, kept by statement-level
         triggers from the rows each INSERT, UPDATE or DELETE of tasks changed (transition
-        tables), so that a job's summary reads a few rows instead of counting its tasks. */
+        tables), so that a job's summary reads a few rows instead of counting its tasks.
+        The lock holds off writers of tasks (an older node in a rolling upgrade) until the
+        counts and their triggers are in: none is counted twice or missed. */
+     "LOCK TABLE tasks IN SHARE ROW EXCLUSIVE MODE;"
      "CREATE TABLE job_task_counts ("
      "  job_id bigint NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
      "  phase text NOT NULL, status text NOT NULL, n bigint NOT NULL,"
