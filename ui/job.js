@@ -103,7 +103,7 @@ function topo(n, deps) {
 
 // ---- the graph (small plans) ----
 
-const BW = 150, BH = 22, GX = 40, GY = 8, LABEL_MAX = 21;
+const BW = 150, BH = 22, GX = 40, GY = 8, LABEL_MAX = 19;
 
 // A box's label: the task id from its start (the node comes first), cut at the end with an
 // ellipsis when it does not fit; the whole id is the box's title and tooltip.

@@ -144,13 +144,14 @@ static int explain_page(PGconn *conn, const char *job_id, const json_t *summary,
             char *arr = xasprintf("{%s}", idx.len ? idx.buf : "");
             if (any_waiting)
                 rc = store_task_deps(conn, job_id, phases[k], arr, &deps, err);
+            else
+                deps = json_object();
             free(arr);
             if (rc == 0)
                 rc = store_task_busy(conn, job_id, phases[k], &busy, err);
             if (rc == 0)
-                api__explain_tasks(list,
-                                   api__explain_status(status ? status : "", phases[k], has_rb),
-                                   deps ? deps : json_object(), busy);
+                api__explain_tasks(
+                    list, api__explain_status(status ? status : "", phases[k], has_rb), deps, busy);
         }
         json_decref(deps);
         json_decref(busy);
