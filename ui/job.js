@@ -179,7 +179,11 @@ function groups(jobId, phase) {
   let mode = 'service', filter = '', shown = GROUPS_SHOWN, seq = 0;
   const open = new Map(); // key -> {n: tasks shown, fill}
   const list = h('div', { class: 'groups' });
-  const sel = h('select', { id: 'group-mode', onchange: () => { mode = sel.value; shown = GROUPS_SHOWN; open.clear(); render(); } },
+  const sel = h('select', { id: 'group-mode', onchange: () => {
+    mode = sel.value; shown = GROUPS_SHOWN; open.clear();
+    clear(list); delete list.dataset.mode; // the other grouping's rows go at once
+    render();
+  } },
     h('option', { value: 'service' }, 'service · action'), h('option', { value: 'node' }, 'node'));
   const find = h('input', { type: 'search', id: 'group-filter', placeholder: 'filter groups', oninput: () => { filter = find.value; render(); } });
   const filterOf = g => (mode === 'node' ? { node: g.node } : { service: g.service, action: g.action || undefined });
@@ -194,6 +198,7 @@ function groups(jobId, phase) {
     }
     if (my !== seq) return; // a newer render is on its way
     clear(list);
+    list.dataset.mode = mode; // what the rows show (the browser test waits on it)
     for (const g of r.items || []) {
       const c = g.states || {};
       const body = h('div', { class: 'gtasks' });

@@ -261,12 +261,12 @@ try {
 
   // -- a large job: grouped, bounded
   await go(`#/jobs/${BIG}`);
-  await page.until(`document.querySelectorAll('details.group').length > 0`, 'the grouped view');
+  await page.until(`document.querySelector('#dag .groups[data-mode=service]') && document.querySelectorAll('details.group').length > 0`, 'the grouped view');
   const dom1 = await page.eval(`document.querySelectorAll('#dag *').length`);
   await page.eval(`document.querySelector('details.group summary').click()`);
   await page.until(`document.querySelectorAll('details.group[open] .chip').length > 0`, 'an expanded group');
   await page.eval(`(() => { const s = document.querySelector('#group-mode'); s.value = 'node'; s.dispatchEvent(new Event('change')); })()`);
-  await page.until(`document.querySelectorAll('details.group').length > 3`, 'groups by node');
+  await page.until(`document.querySelector('#dag .groups[data-mode=node]') && document.querySelectorAll('details.group').length > 3`, 'groups by node');
   const dom2 = await page.eval(`document.querySelectorAll('#dag *').length`);
   const ntasks = await page.eval(`Number(document.querySelector('#progress').max)`);
   if (dom1 > 2000 || dom2 > 2000) throw new Error(`grouped view of ${ntasks} tasks used ${dom1}/${dom2} elements`);
@@ -396,7 +396,7 @@ try {
   await page.until(`document.querySelectorAll('details.group').length > 0 && /140007 tasks/.test(document.querySelector('#dag h2').textContent)`, 'the 140,007-task job', 60000);
   const shownMs = Date.now() - t0;
   await page.eval(`(() => { const s = document.querySelector('#group-mode'); s.value = 'node'; s.dispatchEvent(new Event('change')); })()`);
-  await page.until(`document.querySelectorAll('details.group').length >= 60`, 'groups by node', 30000);
+  await page.until(`document.querySelector('#dag .groups[data-mode=node]') && document.querySelectorAll('details.group').length >= 60`, 'groups by node', 30000);
   await page.eval(`document.querySelector('details.group summary').click()`);
   await page.until(`document.querySelectorAll('details.group[open] .chip').length > 0`, 'an expanded node');
   const hugeDom = await page.eval(`document.querySelectorAll('*').length`);
