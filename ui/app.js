@@ -1,6 +1,12 @@
 // app: sign-in, the header, and the hash router (#/clusters, #/clusters/ID, #/jobs/ID,
-// #/fleet, #/audit). Each view is a function (main, args, ctx) that fills main and may
-// return a stop function, called when the view is left (it ends its polling).
+// #/fleet, #/audit). Each view is a function (el, args, ctx) that fills el and may return
+// a stop function, called when the view is left (it ends its polling).
+//
+// Renders race: a view awaits the API, and the route may change meanwhile (a hashchange
+// while a view loads, the sign-in's own navigation). So every render gets its own container,
+// the only child of main while the render is current; a newer route replaces it, and a
+// stale render's later writes go to a detached element that is never shown. ctx.gen counts
+// renders; ctx.current(gen) tells a view whether its render is still the one on screen.
 import { h, clear, add, fill } from './dom.js';
 import { get, token, setUnauthorized } from './api.js';
 import { clustersView, clusterView } from './clusters.js';
@@ -11,8 +17,9 @@ import { auditView } from './audit.js';
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
 const whoEl = document.getElementById('who');
-const ctx = { who: null, notice: '', gen: 0 };
+const ctx = { who: null, notice: '', gen: 0, current: g => g === ctx.gen };
 let stop = null;
+const renders = { started: 0, settled: 0 };
 
 const routes = [
   [/^#\/clusters\/([0-9]+)$/, clusterView, 'clusters'],
@@ -34,8 +41,10 @@ function signinView(el) {
     token.set(input.value.trim());
     try {
       await signedIn();
-      location.hash = '#/clusters';
-      route();
+      // One render: a hash change routes by itself, the same hash does not.
+      const to = wanted() || '#/clusters';
+      if (location.hash === to) route();
+      else location.hash = to;
     } catch (err) {
       token.clear();
       msg.textContent = `sign-in failed: ${err.message}`;
@@ -88,12 +97,31 @@ setUnauthorized(() => {
   location.hash = '#/signin';
 });
 
+// The hash a signed-out visitor asked for (kept through the sign-in), or ''.
+function wanted() {
+  const hsh = location.hash;
+  return routes.some(([re]) => re.test(hsh)) ? hsh : '';
+}
+
 async function route() {
   if (stop) { stop(); stop = null; }
   const gen = ++ctx.gen;
-  clear(main);
+  const el = h('div', { class: 'view', 'data-gen': String(gen) });
+  fill(main, el);
+  main.dataset.started = String(++renders.started);
+  try {
+    await render(el, gen);
+  } finally {
+    // Every render ends here, the current one and stale ones alike (the browser test waits
+    // until all have, then checks that only the current one shows).
+    main.dataset.settled = String(++renders.settled);
+    if (gen === ctx.gen) el.dataset.done = '1';
+  }
+}
+
+async function render(el, gen) {
   if (!token.get()) {
-    signinView(main);
+    signinView(el);
     return;
   }
   if (!ctx.who) {
@@ -102,9 +130,10 @@ async function route() {
     } catch (err) {
       token.clear();
       ctx.notice = `sign-in failed: ${err.message}`;
-      signinView(main);
+      if (gen === ctx.gen) signinView(el);
       return;
     }
+    if (gen !== ctx.gen) return; // another route took over while we signed in
   }
   let hash = location.hash;
   if (!hash || hash === '#/signin' || hash === '#/' || hash === '#')
@@ -117,15 +146,15 @@ async function route() {
       a.setAttribute('aria-current', a.dataset.view === tab ? 'page' : 'false');
     main.dataset.view = tab;
     try {
-      const s = (await view(main, m.slice(1), ctx)) || null;
+      const s = (await view(el, m.slice(1), ctx, gen)) || null;
       if (gen === ctx.gen) stop = s;
       else if (s) s(); // left while it loaded
     } catch (err) {
-      add(main, h('p', { class: 'error', role: 'alert' }, err.message));
+      if (gen === ctx.gen) add(el, h('p', { class: 'error', role: 'alert' }, err.message));
     }
     return;
   }
-  add(main, h('p', { class: 'error' }, `no such view: ${hash}`));
+  add(el, h('p', { class: 'error' }, `no such view: ${hash}`));
 }
 
 window.addEventListener('hashchange', route);

@@ -106,12 +106,32 @@ async function createForm(ctx) {
   return form;
 }
 
-function addresses(n) {
+// A node's addresses: its hostname and every address its provider reported, each once (a
+// loopback node's hostname, access and bind addresses are often one and the same).
+export function addresses(n) {
   const p = n.properties || {};
-  const out = [];
+  const seen = new Set();
+  const put = v => {
+    if (v === undefined || v === null || v === '') return;
+    if (typeof v === 'object') { Object.values(v).forEach(put); return; }
+    seen.add(String(v));
+  };
   for (const k of ['hostname', 'ipaddress', 'access_ip', 'bind_ip', 'ipaddresses', 'addresses'])
-    if (p[k]) out.push(typeof p[k] === 'object' ? Object.values(p[k]).join(' ') : String(p[k]));
-  return out.join(' ');
+    put(p[k]);
+  return [...seen].join(' ');
+}
+
+// The template's links (its "links", macros expanded by droverd against the nodes): a URL
+// becomes a link, anything else (a connect string) is shown as text to copy.
+function links(c) {
+  const ls = (c.links || []).filter(l => l && l.url);
+  if (!ls.length) return null;
+  return [h('dt', {}, ls.length === 1 ? 'Link' : 'Links'), h('dd', { id: 'cluster-links' }, ls.map((l, i) => [
+    i ? ' · ' : '',
+    /^https?:\/\/[^%\s]+$/.test(l.url)
+      ? h('a', { href: l.url, target: '_blank', rel: 'noopener noreferrer', class: 'ext-link' }, l.label || l.url)
+      : h('span', {}, `${l.label ? `${l.label}: ` : ''}`, h('code', {}, l.url)),
+  ]))];
 }
 
 export async function clusterView(main, [id], ctx) {
@@ -135,7 +155,8 @@ export async function clusterView(main, [id], ctx) {
       h('dt', {}, 'Provider'), h('dd', {}, c.provider || ''),
       h('dt', {}, 'Nodes'), h('dd', {}, String(c.size ?? nodes.length)),
       h('dt', {}, 'Services'), h('dd', {}, (c.services || []).join(', ')),
-      h('dt', {}, 'Owner'), h('dd', {}, c.owner || '', c.owner_deleted ? ' (deleted)' : '')),
+      h('dt', {}, 'Owner'), h('dd', {}, c.owner || '', c.owner_deleted ? ' (deleted)' : ''),
+      links(c)),
     operations(c, open, ctx),
     h('h2', {}, 'Nodes'),
     table([

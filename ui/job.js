@@ -103,7 +103,13 @@ function topo(n, deps) {
 
 // ---- the graph (small plans) ----
 
-const BW = 150, BH = 22, GX = 40, GY = 8;
+const BW = 150, BH = 22, GX = 40, GY = 8, LABEL_MAX = 19;
+
+// A box's label: the task id from its start (the node comes first), cut at the end with an
+// ellipsis when it does not fit; the whole id is the box's title and tooltip.
+export function boxLabel(id) {
+  return id.length > LABEL_MAX ? `${id.slice(0, LABEL_MAX - 1)}…` : id;
+}
 
 function graph(tasks, a) {
   const cols = [];
@@ -121,13 +127,13 @@ function graph(tasks, a) {
     }));
   }));
   const boxes = tasks.map((t, i) => {
-    const label = t.id.length > 22 ? `…${t.id.slice(-21)}` : t.id;
+    const label = boxLabel(t.id);
     const g = hoverable(s('g', {
       class: `task st-${t.status}${a.crit.has(i) ? ' crit' : ''}`, tabindex: 0, role: 'img',
       transform: `translate(${pos[i][0]},${pos[i][1]})`, 'data-id': t.id, 'aria-label': `${t.id}: ${t.status}`,
     }, s('rect', { width: BW, height: BH, rx: 4 }),
     s('text', { x: 6, y: 15, class: 'glyph' }, GLYPH[t.status] || '?'),
-    s('text', { x: 20, y: 15 }, label)));
+    s('text', { x: 20, y: 15 }, label), s('title', {}, t.id)));
     g.__task = t;
     return g;
   });
@@ -149,18 +155,7 @@ function graph(tasks, a) {
   };
 }
 
-// ---- groups (any size) ----
-
-function keyOf(mode, t) {
-  if (mode === 'node') return t.node_id || '(no node)';
-  return `${t.service || '(machine)'} · ${t.action || '?'}`;
-}
-
-function counts(list, tasks) {
-  const c = {};
-  for (const i of list) c[tasks[i].status] = (c[tasks[i].status] || 0) + 1;
-  return c;
-}
+// ---- groups (large plans: counted and listed by the server) ----
 
 function bar(c, total) {
   return h('span', { class: 'bar', 'aria-hidden': 'true' }, BAR_ORDER.filter(st => c[st]).map(st => {
@@ -170,51 +165,75 @@ function bar(c, total) {
   }));
 }
 
-function groups(tasks, a) {
-  let mode = 'service', filter = '', shown = GROUPS_SHOWN;
-  const open = new Map(); // key -> tasks shown
+// A query string from an object, leaving out undefined; null becomes '' (the API's "none").
+function qs(o) {
+  return Object.entries(o).filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${k}=${encodeURIComponent(v === null ? '' : v)}`).join('&');
+}
+
+// The tasks of a phase grouped by service and action (default) or by node: the groups and
+// their counts come from GET /v1/jobs/{id}/tasks/groups, an opened group lists its tasks a
+// page at a time from GET /v1/jobs/{id}/tasks (PAGE more on request), so the page holds a
+// few hundred elements whatever the job's size.
+function groups(jobId, phase) {
+  let mode = 'service', filter = '', shown = GROUPS_SHOWN, seq = 0;
+  const open = new Map(); // key -> {n: tasks shown, fill}
   const list = h('div', { class: 'groups' });
-  const sel = h('select', { id: 'group-mode', onchange: () => { mode = sel.value; shown = GROUPS_SHOWN; open.clear(); render(); } },
+  const sel = h('select', { id: 'group-mode', onchange: () => {
+    mode = sel.value; shown = GROUPS_SHOWN; open.clear();
+    clear(list); delete list.dataset.mode; // the other grouping's rows go at once
+    render();
+  } },
     h('option', { value: 'service' }, 'service · action'), h('option', { value: 'node' }, 'node'));
   const find = h('input', { type: 'search', id: 'group-filter', placeholder: 'filter groups', oninput: () => { filter = find.value; render(); } });
-  const rank = c => (c.failed ? 0 : c.running || c.queued ? 1 : c.waiting || c.pending ? 2 : 3);
-  function render() {
-    const by = new Map();
-    tasks.forEach((t, i) => {
-      const k = keyOf(mode, t);
-      if (filter && !k.includes(filter)) return;
-      if (!by.has(k)) by.set(k, []);
-      by.get(k).push(i);
-    });
-    const rows = [...by.entries()].map(([k, l]) => ({ k, l, c: counts(l, tasks), first: l[0] }));
-    rows.sort((x, y) => rank(x.c) - rank(y.c) || x.first - y.first);
+  const filterOf = g => (mode === 'node' ? { node: g.node } : { service: g.service, action: g.action || undefined });
+  async function render() {
+    const my = ++seq;
+    let r;
+    try {
+      r = await get(`/v1/jobs/${jobId}/tasks/groups?${qs({ by: mode, phase, limit: shown, q: filter || undefined })}`);
+    } catch (e) {
+      if (my === seq) fill(list, h('p', { class: 'error', role: 'alert' }, e.message));
+      return;
+    }
+    if (my !== seq) return; // a newer render is on its way
     clear(list);
-    for (const r of rows.slice(0, shown)) {
-      const det = h('details', { class: 'group', 'data-key': r.k, ontoggle: () => {
-        if (det.open) { if (!open.has(r.k)) open.set(r.k, PAGE); fillGroup(); } else open.delete(r.k);
-      } },
-      h('summary', {}, h('span', { class: 'gname' }, r.k), bar(r.c, r.l.length),
-        h('span', { class: 'gcount' }, `${r.c.succeeded || 0}/${r.l.length} done`,
-          STATES.filter(st => r.c[st] && st !== 'succeeded').map(st => ` · ${r.c[st]} ${st}`))));
+    list.dataset.mode = mode; // what the rows show (the browser test waits on it)
+    for (const g of r.items || []) {
+      const c = g.states || {};
       const body = h('div', { class: 'gtasks' });
-      det.append(body);
-      const fillGroup = () => {
-        clear(body);
-        const n = open.get(r.k) || PAGE;
-        add(body, ...r.l.slice(0, n).map(i => chip(tasks[i], a.crit.has(i))));
-        if (r.l.length > n)
-          add(body, h('button', { class: 'link', onclick: () => { open.set(r.k, n + PAGE); fillGroup(); } }, `show ${Math.min(PAGE, r.l.length - n)} more of ${r.l.length - n}`));
+      const det = h('details', { class: 'group', 'data-key': g.key, ontoggle: () => {
+        if (det.open) { if (!open.has(g.key)) open.set(g.key, PAGE); fillGroup(); } else open.delete(g.key);
+      } },
+      h('summary', {}, h('span', { class: 'gname' }, g.key), bar(c, g.total),
+        h('span', { class: 'gcount' }, `${c.succeeded || 0}/${g.total} done`,
+          STATES.filter(st => c[st] && st !== 'succeeded').map(st => ` · ${c[st]} ${st}`))),
+      body);
+      const fillGroup = async () => {
+        const n = open.get(g.key) || PAGE;
+        const items = [];
+        let cursor;
+        try {
+          while (items.length < n) { // pages of at most 1000 up to what is shown
+            const p = await get(`/v1/jobs/${jobId}/tasks?${qs({ phase, ...filterOf(g), limit: Math.min(1000, n - items.length), cursor })}`);
+            items.push(...(p.items || []));
+            if (!p.next) break;
+            cursor = p.next;
+          }
+        } catch (e) { fill(body, h('p', { class: 'error' }, e.message)); return; }
+        fill(body, items.map(t => chip(t)),
+          g.total > n ? h('button', { class: 'link', onclick: () => { open.set(g.key, n + PAGE); fillGroup(); } }, `show ${Math.min(PAGE, g.total - n)} more of ${g.total - n}`) : null);
       };
-      if (open.has(r.k)) { det.open = true; fillGroup(); }
+      if (open.has(g.key)) { det.open = true; fillGroup(); }
       list.append(det);
     }
-    if (rows.length > shown)
-      list.append(h('button', { class: 'link', onclick: () => { shown += GROUPS_SHOWN; render(); } }, `show more groups (${rows.length - shown} hidden)`));
+    if (r.groups > shown)
+      list.append(h('button', { class: 'link', onclick: () => { shown += GROUPS_SHOWN; render(); } }, `show more groups (${r.groups - shown} hidden)`));
   }
   render();
   return {
     el: h('div', {}, h('div', { class: 'row' }, h('label', {}, 'Group by ', sel), find), list),
-    update(ts) { tasks = ts; render(); },
+    update() { render(); },
   };
 }
 
@@ -234,19 +253,34 @@ function legend(c) {
     h('li', { class: 'crit-key' }, h('span', { class: 'swatch' }), ' critical path'));
 }
 
-function phaseSection(title, tasks, id) {
-  const a = analyse(tasks);
-  const view = tasks.length <= GRAPH_MAX ? graph(tasks, a) : groups(tasks, a);
-  const leg = h('div', {}, legend(counts(tasks.map((_, i) => i), tasks)));
+function counts(tasks) {
+  const c = {};
+  for (const t of tasks) c[t.status] = (c[t.status] || 0) + 1;
+  return c;
+}
+
+// One phase: a graph of its tasks (at most GRAPH_MAX, all read), or its groups (any size).
+// prog: the summary's progress of the phase ({total, states}).
+function phaseSection(title, jobId, phase, prog, tasks, id) {
+  const small = !!tasks;
+  const a = small ? analyse(tasks) : null;
+  const view = small ? graph(tasks, a) : groups(jobId, phase);
+  const leg = h('div', {}, legend(small ? counts(tasks) : prog.states));
   const sec = h('section', { id, class: 'phase' }, h('h2', {}, title,
-    h('span', { class: 'help' }, ` ${tasks.length} tasks · ${tasks.length <= GRAPH_MAX ? 'graph' : 'grouped'} · critical path ${a.crit.size} tasks`)), leg, view.el);
+    h('span', { class: 'help' }, ` ${prog.total} tasks · ${small ? `graph · critical path ${a.crit.size} tasks` : 'grouped (the critical path is drawn for plans of at most ' + GRAPH_MAX + ' tasks)'}`)), leg, view.el);
   return {
-    el: sec, size: tasks.length,
-    update(ts) {
-      if (ts.length !== tasks.length) return false; // re-laid out by the caller
-      tasks = ts;
-      fill(leg, legend(counts(ts.map((_, i) => i), ts)));
-      view.update(ts);
+    el: sec, small, total: prog.total,
+    update(ts, p) {
+      if (small !== !!ts || (small && ts.length !== tasks.length) || p.total !== prog.total) return false; // re-laid out
+      if (small) {
+        tasks = ts;
+        fill(leg, legend(counts(ts)));
+        view.update(ts);
+      } else {
+        prog = p;
+        fill(leg, legend(p.states));
+        view.update();
+      }
       return true;
     },
   };
@@ -256,8 +290,8 @@ function phaseSection(title, tasks, id) {
 // (GET /v1/jobs/{id}/attempts: worker, how it ended, message, the plugin's output tail),
 // loaded when its row is opened; the first three are open. Attempts of a failed task do not
 // change any more, so they are kept for the view's life in `cache`.
-function failedSection(tasks, job, cache) {
-  const failed = tasks.filter(t => t.status === 'failed').slice(0, 20);
+function failedSection(failedTasks, job, cache) {
+  const failed = failedTasks.slice(0, 20);
   if (!failed.length && !job.error) return null;
   const err = job.error ? (typeof job.error === 'string' ? job.error : (job.error.message || JSON.stringify(job.error))) : '';
   return h('section', { class: 'failed', id: 'failed' }, h('h2', {}, 'Failures'),
@@ -278,23 +312,75 @@ async function attempts(jobId, t, el, cache) {
   if (!cache.has(key))
     cache.set(key, get(`/v1/jobs/${jobId}/attempts?task=${encodeURIComponent(t.id)}&phase=${t.phase || 'f'}`)
       .catch(e => ({ error: e })));
-  const r = await cache.get(key);
-  if (r.error) {
-    fill(el, h('p', { class: 'help' }, r.error.status === 404 ? 'this droverd does not return attempts yet' : r.error.message));
-    return;
-  }
-  fill(el, h('ol', { class: 'attempt-list' }, (r.items || []).map(a => h('li', {},
+  fill(el, attemptList(await cache.get(key)));
+}
+
+// A task's attempts as GET /v1/jobs/{id}/attempts answers them: each with its worker, how
+// it ended, its message and the tail of the plugin's standard error.
+function attemptList(r) {
+  if (r.error)
+    return h('p', { class: 'help' }, r.error.status === 404 ? 'this droverd does not return attempts yet' : r.error.message);
+  return [h('ol', { class: 'attempt-list' }, (r.items || []).map(a => h('li', {},
     h('span', {}, badge(a.status), ` attempt ${a.attempt}`, a.worker ? ` on ${a.worker}` : '',
       a.started_at ? ` · ${fmtTime(a.started_at)}` : '', a.how ? ` · ${a.how}` : ''),
     a.message ? h('div', { class: 'msg' }, a.message) : null,
-    a.output_tail ? h('pre', { class: 'tail', tabindex: 0, 'aria-label': 'output tail' }, a.output_tail) : null))),
-  (r.items || []).length ? null : h('p', { class: 'help' }, 'no attempt recorded'));
+    a.output_tail ? h('pre', { class: 'tail', tabindex: 0, 'aria-label': 'output tail' }, a.output_tail)
+      : h('p', { class: 'help' }, a.status === 'running' ? 'running: its output comes when the attempt ends' : 'no output')))),
+  (r.items || []).length ? null : h('p', { class: 'help' }, 'no attempt recorded yet')];
+}
+
+// Task logs, live: pick a task (by default the one that ended last, followed as the job
+// moves on) and see its attempts with their output tails, read again after each change of
+// the job while it runs. Offers the tasks that have started, the latest LOG_TASKS of them.
+const LOG_TASKS = 200;
+function logsSection(jobId) {
+  let follow = true, chosen = '', seq = 0, last = '';
+  const sel = h('select', { id: 'log-task', onchange: () => { chosen = sel.value; follow = false; followBox.checked = false; show(); } });
+  const followBox = h('input', { type: 'checkbox', id: 'log-follow', checked: true, onchange: () => { follow = followBox.checked; if (follow) { chosen = ''; } pick(); show(); } });
+  const out = h('div', { class: 'attempts', id: 'log-out', 'aria-live': 'polite' });
+  const el = h('section', { class: 'logs', id: 'logs' }, h('h2', {}, 'Task logs'),
+    h('div', { class: 'row' }, h('label', {}, 'Task ', sel), h('label', {}, followBox, ' follow the latest')), out);
+  let started = [];
+  // Following: the task that ended last (its output is whole), else the one that started last.
+  function pick() {
+    if (follow || !chosen || !started.some(t => key(t) === chosen)) {
+      const at = t => Date.parse(t.ended_at || 0) || 0;
+      const ended = started.filter(t => t.ended_at).sort((a, b) => at(b) - at(a) || b.idx - a.idx)[0];
+      const latest = ended || started[0];
+      chosen = latest ? key(latest) : '';
+    }
+    sel.value = chosen;
+  }
+  const key = t => `${t.phase || 'f'}/${t.id}`;
+  async function show() {
+    const t = started.find(x => key(x) === chosen);
+    if (!t) { fill(out, h('p', { class: 'help' }, 'no task has started yet')); return; }
+    const my = ++seq;
+    const r = await get(`/v1/jobs/${jobId}/attempts?task=${encodeURIComponent(t.id)}&phase=${t.phase || 'f'}`).catch(e => ({ error: e }));
+    if (my !== seq) return; // a newer read is on its way
+    out.dataset.task = t.id;
+    fill(out, attemptList(r));
+  }
+  return {
+    el,
+    update(tasks) {
+      started = tasks.filter(t => t.started_at || t.attempts || ['queued', 'running'].includes(t.status))
+        .sort((a, b) => (Date.parse(b.started_at || 0) || Infinity) - (Date.parse(a.started_at || 0) || Infinity) || b.idx - a.idx)
+        .slice(0, LOG_TASKS);
+      const sig = started.map(t => `${key(t)}:${t.status}:${t.attempts || 0}`).join(',');
+      if (sig === last) return; // nothing new for the logs
+      last = sig;
+      fill(sel, started.map(t => h('option', { value: key(t) }, `${t.phase === 'r' ? 'rollback · ' : ''}${t.id} (${t.status})`)));
+      pick();
+      show();
+    },
+  };
 }
 
 export async function jobView(main, [id], ctx) {
   let job;
   try {
-    job = await get(`/v1/jobs/${id}`);
+    job = await get(`/v1/jobs/${id}?tasks=none`);
   } catch (e) {
     add(main, h('h1', {}, `Job #${id}`), h('p', { class: 'error', role: 'alert', id: 'not-found' },
       e.status === 404 ? `job ${id} does not exist or is not yours to see` : e.message));
@@ -308,7 +394,8 @@ export async function jobView(main, [id], ctx) {
   const ctl = h('div', { class: 'row ops' });
   const body = h('div', {});
   const live = h('p', { class: 'help live', 'aria-live': 'off', id: 'live' });
-  add(main, head, prog, ctl, live, body);
+  const logs = logsSection(id);
+  add(main, head, prog, ctl, live, body, logs.el);
 
   const act = async what => {
     try { await post(`/v1/jobs/${id}/${what}`); await full(); shown(); } catch (e) { live.textContent = e.message; }
@@ -340,42 +427,65 @@ export async function jobView(main, [id], ctx) {
       ['pending', 'running', 'paused'].includes(job.status) ? h('button', { class: 'danger', onclick: () => act('cancel') }, 'Cancel') : null);
   }
 
-  function renderTasks(tasks) {
-    const fwd = tasks.filter(t => t.phase !== 'r'), rb = tasks.filter(t => t.phase === 'r');
-    const want = { f: fwd, r: rb };
+  // What the sections show, read through the paged API (GET /v1/jobs/{id}/tasks): a phase
+  // of at most GRAPH_MAX tasks whole (one page), a larger one as groups (their own reads),
+  // the failed tasks (20), and for the logs the tasks that run. Never the whole job.
+  async function load() {
+    const d = { prog: { f: job.progress || { total: 0 }, r: job.rollback_progress || { total: 0 } }, tasks: {} };
+    for (const ph of ['f', 'r']) {
+      const n = d.prog[ph].total || 0;
+      if (n && n <= GRAPH_MAX)
+        d.tasks[ph] = (await get(`/v1/jobs/${id}/tasks?phase=${ph}&limit=${GRAPH_MAX}`)).items || [];
+    }
+    const byKey = new Map();
+    const put = ts => ts.forEach(t => byKey.set(`${t.phase}/${t.id}`, t));
+    put([...(d.tasks.f || []), ...(d.tasks.r || [])]);
+    d.failed = (d.tasks.f && (d.tasks.r || !d.prog.r.total))
+      ? [...byKey.values()].filter(t => t.status === 'failed')
+      : (await get(`/v1/jobs/${id}/tasks?state=failed&limit=20`)).items || [];
+    if (!(d.tasks.f && (d.tasks.r || !d.prog.r.total))) // large: the logs offer what runs or failed
+      put((await get(`/v1/jobs/${id}/tasks?state=running,queued&limit=${LOG_TASKS}`)).items || []);
+    put(d.failed);
+    d.logTasks = [...byKey.values()];
+    return d;
+  }
+
+  function renderTasks(d) {
     let relayout = false;
     for (const ph of ['f', 'r']) {
-      if (sections[ph] && !sections[ph].update(want[ph])) relayout = true;
-      if (!sections[ph] && want[ph].length) relayout = true;
+      const n = d.prog[ph].total || 0;
+      if (sections[ph] && !sections[ph].update(d.tasks[ph], d.prog[ph])) relayout = true;
+      if (!sections[ph] !== !n) relayout = true;
     }
     if (relayout) {
       hideTip();
       sections = {};
       clear(body);
-      if (!tasks.length) add(body, h('p', { class: 'help' }, 'No tasks yet: the owner has not planned this job.'));
-      if (fwd.length) { sections.f = phaseSection('Tasks', fwd, 'dag'); add(body, sections.f.el); }
-      if (rb.length) { sections.r = phaseSection('Rollback plan', rb, 'rollback'); add(body, sections.r.el); }
+      if (!d.prog.f.total) add(body, h('p', { class: 'help' }, 'No tasks yet: the owner has not planned this job.'));
+      if (d.prog.f.total) { sections.f = phaseSection('Tasks', id, 'f', d.prog.f, d.tasks.f, 'dag'); add(body, sections.f.el); }
+      if (d.prog.r.total) { sections.r = phaseSection('Rollback plan', id, 'r', d.prog.r, d.tasks.r, 'rollback'); add(body, sections.r.el); }
     }
     const old = body.querySelector('#failed');
     if (old) old.remove();
-    const f = failedSection(tasks, job, attemptCache);
+    const f = failedSection(d.failed, job, attemptCache);
     if (f) add(body, f);
+    logs.update(d.logTasks);
   }
 
   // The summary is long-polled: droverd holds the request until the job's revision changes
   // (a task starts or ends, the status or owner changes) or `wait` seconds pass. The tasks
-  // are fetched after a change, at most every `every` ms for a large job. A droverd without
-  // revisions gets a plain poll every second.
+  // are read again after a change, at most every `every` ms for a large job. A droverd
+  // without revisions gets a plain poll every second.
   let rev = job.revision || '', pending = false;
   const every = () => {
     const total = (job.progress && job.progress.total) || 0;
     return total > 20000 ? 10000 : total > 3000 ? 4000 : 0;
   };
   async function full() {
-    job = await get(`/v1/jobs/${id}`);
+    const d = await load();
     lastFull = Date.now();
     pending = false;
-    renderTasks(job.tasks || []);
+    renderTasks(d);
   }
   function shown() {
     renderHead();
@@ -413,8 +523,7 @@ export async function jobView(main, [id], ctx) {
     if (!stopped && pending) { try { await full(); shown(); } catch (e) { /* shown next time */ } }
   }
 
-  renderTasks(job.tasks || []);
-  lastFull = Date.now();
+  await full();
   shown();
   if (!FINAL.includes(job.status)) loop();
   return () => { stopped = true; clearTimeout(timer); hideTip(); abort.abort(); };

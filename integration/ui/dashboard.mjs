@@ -39,8 +39,44 @@ function hugeJob(id, nodes, per) {
   const done = tasks.filter(t => t.status === 'succeeded').length;
   tasks.push({ id: 'extra/anchor', phase: 'f', idx: tasks.length, node_id: null, service: 'x', action: 'anchor', status: 'waiting', deps: [], attempts: 0 });
   while (tasks.length < 140007) tasks.push({ ...tasks[tasks.length - 1], idx: tasks.length, id: `extra/anchor-${tasks.length}` });
+  const states = {};
+  for (const t of tasks) states[t.status] = (states[t.status] || 0) + 1;
   return { id: String(id), cluster: '1', operation: 'create', status: 'running', control: null, owner: 'droverd-1',
-    progress: { done, total: tasks.length }, tasks, created_at: new Date().toISOString(), started_at: new Date().toISOString(), ended_at: null, error: null };
+    progress: { done, total: tasks.length, states }, tasks, created_at: new Date().toISOString(), started_at: new Date().toISOString(), ended_at: null, error: null };
+}
+
+// GET /v1/jobs/{id}/tasks and /tasks/groups over a job's tasks, as droverd answers them
+// (docs/api.md "Jobs"), for the synthetic job the browser serves.
+function tasksPage(tasks, q) {
+  const want = (k, v) => !q.has(k) || (q.get(k) === '' ? v === null || v === undefined : q.get(k) === v);
+  const states = q.get('state') ? q.get('state').split(',') : null;
+  const limit = Number(q.get('limit') || 100);
+  let after = -1;
+  if (q.get('cursor')) after = Number(q.get('cursor').slice(2));
+  const items = [];
+  for (const t of tasks) {
+    if (t.idx <= after || !want('phase', t.phase) || !want('node', t.node_id) || !want('service', t.service) || !want('action', t.action)) continue;
+    if (states && !states.includes(t.status)) continue;
+    items.push(t);
+    if (items.length === limit) break;
+  }
+  return { items, next: items.length === limit ? `f.${items[items.length - 1].idx}` : null };
+}
+function taskGroups(tasks, q) {
+  const by = q.get('by') || 'service', limit = Number(q.get('limit') || 60), filter = q.get('q') || '';
+  const m = new Map();
+  for (const t of tasks) {
+    const key = by === 'node' ? (t.node_id || '(no node)') : `${t.service || '(machine)'} · ${t.action || '?'}`;
+    if (filter && !key.includes(filter)) continue;
+    let g = m.get(key);
+    if (!g) m.set(key, g = by === 'node' ? { key, node: t.node_id || null, first: t.idx, total: 0, states: {} }
+      : { key, service: t.service || null, action: t.action || null, first: t.idx, total: 0, states: {} });
+    g.total++;
+    g.states[t.status] = (g.states[t.status] || 0) + 1;
+  }
+  const rank = g => (g.states.failed ? 0 : g.states.running || g.states.queued ? 1 : g.states.waiting || g.states.pending ? 2 : 3);
+  const items = [...m.values()].sort((a, b) => rank(a) - rank(b) || a.first - b.first);
+  return { by, phase: 'f', groups: items.length, items: items.slice(0, limit) };
 }
 
 const sleep = ms => new Promise(r => setTimeout(r, ms));
@@ -111,10 +147,16 @@ try {
   if (!stored[0] || stored[1] !== 0 || stored[2] !== '') throw new Error(`token storage: ${JSON.stringify(stored)}`);
   ok(`signed in: ${who}; the token is in sessionStorage only`);
 
-  // -- clusters
+  // -- clusters: rendered once (the sign-in's navigation and its hash change used to race,
+  // each render adding its own list to the page)
   await page.until(`document.querySelectorAll('a.cluster-link').length >= 2`, 'the clusters list');
+  const settled = `(() => { const m = document.querySelector('main'); return m.dataset.started && m.dataset.started === m.dataset.settled && !!document.querySelector('main .view[data-done]'); })()`;
+  await page.until(settled, 'every render of the page to finish');
+  const once = await page.eval(`({ h1: [...document.querySelectorAll('main h1')].map(e => e.textContent), tables: document.querySelectorAll('main table').length, forms: document.querySelectorAll('#new-form').length, views: document.querySelectorAll('main > .view').length })`);
+  if (once.h1.length !== 1 || once.h1[0] !== 'Clusters' || once.tables !== 1 || once.forms !== 1 || once.views !== 1)
+    throw new Error(`the clusters list after sign-in is not rendered once: ${JSON.stringify(once)}`);
   await shot('02-clusters');
-  ok('clusters list');
+  ok('clusters list, rendered once after sign-in');
   // a new cluster: the dry run first, then Create goes to its job
   await page.eval(`(() => { document.querySelector('#new-name').value = 'fresh'; document.querySelector('#new-nodes').value = '2'; })()`);
   await page.eval(`document.querySelector('#new-form button[type=submit]').click()`);
@@ -128,6 +170,17 @@ try {
   await page.until(`document.querySelector('h1') && document.querySelectorAll('main table')[0] && document.querySelectorAll('main table')[0].querySelectorAll('tbody tr').length >= 2 && document.querySelectorAll('a.job-link').length >= 1`, 'the cluster view with nodes and jobs');
   const hw = await page.eval(`document.querySelectorAll('main table')[0].querySelector('tbody tr').textContent`);
   if (!/small/.test(hw) || !/img/.test(hw)) throw new Error(`node row without hardware and image: ${hw}`);
+  // each address once: the sleep plugin's nodes report one address as hostname, access and bind
+  const addrs = await page.eval(`[...document.querySelectorAll('main table')[0].querySelectorAll('tbody tr')].map(r => r.lastElementChild.textContent)`);
+  for (const a of addrs) {
+    const words = a.split(' ').filter(Boolean);
+    if (!words.length || new Set(words).size !== words.length) throw new Error(`Addresses column "${a}" is empty or repeats an address`);
+  }
+  // the template's link, its macro expanded against the nodes
+  const link = await page.until(`document.querySelector('#cluster-links a.ext-link') && document.querySelector('#cluster-links a.ext-link').getAttribute('href')`, 'the template\'s web link');
+  if (link !== 'http://192.0.2.1:8080/') throw new Error(`the template's web link reads ${link}`);
+  const dbLink = await page.eval(`document.querySelector('#cluster-links code') && document.querySelector('#cluster-links code').textContent`);
+  if (!/^node-\d+\.sleep\.invalid:5432$/.test(dbLink || '')) throw new Error(`the template's database link reads ${dbLink}`);
   // its snapshots: one per successful operation; opening one reads its nodes
   await page.until(`document.querySelectorAll('#snapshots details.snapshot').length >= 1`, 'the cluster\'s snapshots');
   const snapSummary = await page.eval(`document.querySelector('#snapshots details.snapshot summary').textContent`);
@@ -160,6 +213,12 @@ try {
   const before = await page.eval(states);
   const crit = await page.eval(`document.querySelectorAll('svg.dag g.task.crit').length`);
   if (!crit) throw new Error('no task is marked on the critical path');
+  // labels show the node first: the id from its start, an ellipsis at the end when cut, the
+  // whole id in the box's title
+  const badLabels = await page.eval(`[...document.querySelectorAll('svg.dag g.task')].map(g => ({ id: g.dataset.id, label: g.querySelectorAll('text')[1].textContent, title: g.querySelector('title') && g.querySelector('title').textContent })).filter(x => x.title !== x.id || !(x.label === x.id || (x.label.endsWith('…') && x.id.startsWith(x.label.slice(0, -1)))) || !x.label.startsWith(x.id.split('/')[0].slice(0, 6)))`);
+  if (badLabels.length) throw new Error(`task boxes whose label hides the node or has no title: ${JSON.stringify(badLabels.slice(0, 3))}`);
+  const cut = await page.eval(`[...document.querySelectorAll('svg.dag g.task text:nth-of-type(2)')].filter(t => t.textContent.endsWith('…')).length`);
+  ok(`task labels start with their node (${cut} cut at the end), the whole id in a title`);
   await shot('04-job-running');
   // a waiting task explains itself on hover
   await page.until(`document.querySelector('svg.dag g.task.st-waiting')`, 'a waiting task');
@@ -185,6 +244,13 @@ try {
   if (tabs === 80 || !kbd) throw new Error('Tab never reached a task, or its tooltip did not show');
   await page.eval(`document.activeElement.blur()`);
   ok(`keyboard: ${tabs + 1} Tab presses reach a task, and its tooltip shows`);
+  // task logs, live: the latest task's attempts, followed while the job runs
+  const firstLog = await page.until(`document.querySelector('#logs #log-out .attempt-list li') && document.querySelector('#log-out').dataset.task`, 'the task logs');
+  const opts = await page.eval(`document.querySelectorAll('#log-task option').length`);
+  if (!opts) throw new Error('the task logs offer no task');
+  await page.until(`document.querySelector('#log-out').dataset.task !== ${JSON.stringify(firstLog)} && document.querySelector('#log-out .attempt-list')`, 'the task logs to follow the next task', 60000);
+  const nextLog = await page.eval(`document.querySelector('#log-out').dataset.task`);
+  ok(`task logs live: followed ${firstLog} then ${nextLog} while the job ran`);
   await page.until(`${states} !== ${JSON.stringify(before)}`, 'the DAG to change state', 60000);
   await shot('06-job-progressed');
   ok('the DAG changed state while we watched (no reload)');
@@ -195,12 +261,12 @@ try {
 
   // -- a large job: grouped, bounded
   await go(`#/jobs/${BIG}`);
-  await page.until(`document.querySelectorAll('details.group').length > 0`, 'the grouped view');
+  await page.until(`document.querySelector('#dag .groups[data-mode=service]') && document.querySelectorAll('details.group').length > 0`, 'the grouped view');
   const dom1 = await page.eval(`document.querySelectorAll('#dag *').length`);
   await page.eval(`document.querySelector('details.group summary').click()`);
   await page.until(`document.querySelectorAll('details.group[open] .chip').length > 0`, 'an expanded group');
   await page.eval(`(() => { const s = document.querySelector('#group-mode'); s.value = 'node'; s.dispatchEvent(new Event('change')); })()`);
-  await page.until(`document.querySelectorAll('details.group').length > 3`, 'groups by node');
+  await page.until(`document.querySelector('#dag .groups[data-mode=node]') && document.querySelectorAll('details.group').length > 3`, 'groups by node');
   const dom2 = await page.eval(`document.querySelectorAll('#dag *').length`);
   const ntasks = await page.eval(`Number(document.querySelector('#progress').max)`);
   if (dom1 > 2000 || dom2 > 2000) throw new Error(`grouped view of ${ntasks} tasks used ${dom1}/${dom2} elements`);
@@ -310,11 +376,17 @@ try {
   // Fetch domain answers /v1/jobs/990001*): the page stays bounded and quick
   await page.send('Emulation.setDeviceMetricsOverride', { width: 1280, height: 800, deviceScaleFactor: 1, mobile: false });
   const huge = hugeJob(990001, 10000, 14);
-  const hugeBody = Buffer.from(JSON.stringify(huge)).toString('base64');
-  const { tasks: _t, ...hugeSummary } = huge;
+  const { tasks: hugeTasks, ...hugeSummary } = huge;
   const sumBody = Buffer.from(JSON.stringify({ ...hugeSummary, revision: 'r1' })).toString('base64');
+  let fullReads = 0;
   fetchHandler = p => {
-    const body = p.request.url.includes('tasks=none') ? sumBody : hugeBody;
+    const u = new globalThis.URL(p.request.url);
+    let body;
+    if (u.pathname.endsWith('/tasks/groups')) body = Buffer.from(JSON.stringify(taskGroups(hugeTasks, u.searchParams))).toString('base64');
+    else if (u.pathname.endsWith('/tasks')) body = Buffer.from(JSON.stringify(tasksPage(hugeTasks, u.searchParams))).toString('base64');
+    else if (u.pathname.endsWith('/attempts')) body = Buffer.from(JSON.stringify({ items: [] })).toString('base64');
+    else if (u.searchParams.get('tasks') === 'none') body = sumBody;
+    else { fullReads++; body = Buffer.from(JSON.stringify(huge)).toString('base64'); }
     page.send('Fetch.fulfillRequest', { requestId: p.requestId, responseCode: 200,
       responseHeaders: [{ name: 'Content-Type', value: 'application/json' }], body }).catch(() => {});
   };
@@ -324,16 +396,47 @@ try {
   await page.until(`document.querySelectorAll('details.group').length > 0 && /140007 tasks/.test(document.querySelector('#dag h2').textContent)`, 'the 140,007-task job', 60000);
   const shownMs = Date.now() - t0;
   await page.eval(`(() => { const s = document.querySelector('#group-mode'); s.value = 'node'; s.dispatchEvent(new Event('change')); })()`);
-  await page.until(`document.querySelectorAll('details.group').length >= 60`, 'groups by node', 30000);
+  await page.until(`document.querySelector('#dag .groups[data-mode=node]') && document.querySelectorAll('details.group').length >= 60`, 'groups by node', 30000);
   await page.eval(`document.querySelector('details.group summary').click()`);
   await page.until(`document.querySelectorAll('details.group[open] .chip').length > 0`, 'an expanded node');
   const hugeDom = await page.eval(`document.querySelectorAll('*').length`);
   if (hugeDom > 3000) throw new Error(`the 140,007-task job put ${hugeDom} elements on the page`);
+  if (fullReads) throw new Error(`the page read the 140,007-task job in full ${fullReads} time(s) instead of its pages`);
   await shot('14-job-140k-tasks');
   await go('#/clusters'); // leaving the view ends its polling before the real server answers again
   await page.until(`document.querySelectorAll('a.cluster-link').length >= 2`, 'clusters again');
   await page.send('Fetch.disable');
-  ok(`a 140,007-task job: shown in ${shownMs} ms, ${hugeDom} elements on the whole page`);
+  ok(`a 140,007-task job: shown in ${shownMs} ms through the paged API (never read whole), ${hugeDom} elements on the whole page`);
+
+  // -- signed out at a job's address, signed in (the page goes to that job), and away at
+  // once to the clusters while the job still loads (its answer held by the browser): the
+  // clusters stay, the job's late render never shows
+  await page.eval(`document.querySelector('#signout').click()`);
+  await page.until(`document.querySelector('#token')`, 'signed out');
+  await go(`#/jobs/${SLOW}`);
+  await page.until(`document.querySelector('#token')`, 'the sign-in form at a job\'s address');
+  let held = null;
+  fetchHandler = p => { // hold the job view's first read (its summary), let the rest through
+    if (!held && p.request.url.endsWith(`/v1/jobs/${SLOW}?tasks=none`)) held = p.requestId;
+    else page.send('Fetch.continueRequest', { requestId: p.requestId }).catch(() => {});
+  };
+  await page.send('Fetch.enable', { patterns: [{ urlPattern: `*/v1/jobs/${SLOW}*` }] });
+  await page.eval(`document.querySelector('#token').focus()`);
+  await page.send('Input.insertText', { text: TOKEN });
+  await key('Enter', 'Enter', 13);
+  const th = Date.now();
+  while (!held && Date.now() - th < 20000) await sleep(100);
+  if (!held) throw new Error(`signing in at #/jobs/${SLOW} did not load that job`);
+  await page.eval(`location.hash = '#/clusters'`);
+  await page.until(`document.querySelector('main .view[data-done] a.cluster-link')`, 'the clusters after navigating away');
+  await page.send('Fetch.continueRequest', { requestId: held });
+  await page.until(settled, 'the held job render to finish');
+  const after = await page.eval(`({ hash: location.hash, job: !!document.querySelector('main #job-status'), h1: [...document.querySelectorAll('main h1')].map(e => e.textContent) })`);
+  if (after.hash !== '#/clusters' || after.job || after.h1.join() !== 'Clusters')
+    throw new Error(`navigating right after sign-in: ${JSON.stringify(after)}`);
+  await page.send('Fetch.disable');
+  fetchHandler = null;
+  ok('signed in at a job\'s address, navigated away at once: the clusters show, the late job render does not');
 
   // -- a user: his own clusters only, no fleet or audit; signing out forgets the token
   await page.eval(`document.querySelector('#signout').click()`);

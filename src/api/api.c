@@ -87,15 +87,93 @@ static void reply_error(struct api *a, struct api_req *r, int status, const char
 
 static void admit_waiting(struct api *a);
 
+/* The call's end: metrics, its admission slot, and the call itself. */
+static void call_end(struct call *c, int status)
+{
+    struct api *a = c->api;
+    if (status >= 0 && status < 600)
+        a->by_status[status]++;
+    api__observe(a, c->route, c->method, status, c->t0_us);
+    if (c->admitted) {
+        api__guard_release(a->guard, &c->who, c->is_heavy);
+        if (c->is_heavy)
+            admit_waiting(a);
+    }
+    api__call_free(c);
+}
+
+static void dispatch(struct call *c);
+
+/* A streamed reply's output drained (or its connection died): the next chunk, or the end. */
+static void stream_drained(void *arg)
+{
+    struct call *c = arg;
+    if (!c->req->conn) {
+        api__server_stream_end(c->req);
+        c->req = NULL;
+        call_end(c, 200);
+        return;
+    }
+    dispatch(c); /* the handler again: the next part */
+}
+
+/*
+ * A streamed reply (c->stream, docs/api.md "Jobs": the full read of a large job): the
+ * handler's part in c->text, the head first; c->stream_last ends it. Loop thread.
+ */
+static void reply_stream(struct call *c)
+{
+    int status = c->status ? c->status : 200;
+    char *text = c->text;
+    size_t len = c->text_len;
+    c->text = NULL;
+    if (!c->stream_started) {
+        if (status >= 400) { /* refused before any byte: an ordinary error reply */
+            free(text);
+            c->stream = false;
+            api__reply(c);
+            return;
+        }
+        char extra[64] = "";
+        if (c->version[0])
+            snprintf(extra, sizeof(extra), "X-Drover-Version: %s\r\n", c->version);
+        c->stream_started = true;
+        if (api__server_stream_begin(c->req, status, "application/json", extra[0] ? extra : NULL,
+                                     stream_drained, c) != 0) {
+            free(text);
+            c->req = NULL;
+            call_end(c, status);
+            return;
+        }
+    } else if (status >= 400) { /* failed half-way: the client sees a cut reply */
+        free(text);
+        log_warn(MODULE, "event=stream-failed path=%s code=%s message=\"%s\"", c->path, c->code,
+                 c->msg);
+        api__server_stream_abort(c->req);
+        c->req = NULL;
+        call_end(c, 200);
+        return;
+    }
+    if (api__server_stream_write(c->req, text, len) != 0 || c->stream_last) {
+        api__server_stream_end(c->req);
+        c->req = NULL;
+        call_end(c, 200);
+    }
+}
+
 void api__reply(struct call *c)
 {
     struct api *a = c->api;
+    if (c->stream) {
+        reply_stream(c);
+        return;
+    }
     int status = c->status ? c->status : 200;
     if (log_get_level() <= LOG_DEBUG)
         log_debug(MODULE, "event=request method=%d path=%s status=%d user=%s tenant=%s source=%s",
                   c->method, c->path, status, c->who.user[0] ? c->who.user : "-",
                   c->who.tenant[0] ? c->who.tenant : "-", c->source);
-    char extra[160] = "";
+    char extra[256] = "";
     char *body = NULL;
     size_t len = 0;
     const char *type = "application/json";
@@ -120,17 +198,22 @@ void api__reply(struct call *c)
     if (c->version[0])
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), "X-Drover-Version: %s\r\n",
                  c->version);
-    if (status >= 0 && status < 600)
-        a->by_status[status]++;
-    api__observe(a, c->route, c->method, status, c->t0_us);
+    if (c->etag[0] && status == 200) {
+        snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), "ETag: \"%s\"\r\n", c->etag);
+        const char *inm = api__http_header(&c->req->head, "If-None-Match");
+        char quoted[48];
+        snprintf(quoted, sizeof(quoted), "\"%s\"", c->etag);
+        if (inm && strcmp(inm, quoted) == 0) { /* the client has this summary */
+            status = 304;
+            free(body);
+            body = NULL;
+            len = 0;
+        }
+    }
     api__server_reply(c->req, status, type, extra[0] ? extra : NULL, body, len, false);
     c->req = NULL;
-    if (c->admitted) {
-        api__guard_release(a->guard, &c->who, c->is_heavy);
-        if (c->is_heavy)
-            admit_waiting(a);
-    }
-    api__call_free(c);
+    (void)a;
+    call_end(c, status);
 }
 
 /* ---- the pool part ------------------------------------------------------------ */
@@ -167,7 +250,7 @@ static int call_work(PGconn *conn, void *arg, struct drv_err *err)
         return rc;
     }
     /* Large replies are serialised here, not on the loop. */
-    if (c->out && !c->on_loop && !c->raw && !c->heavy && !c->then) {
+    if (c->out && !c->on_loop && !c->raw && !c->heavy && !c->then && !c->stream) {
         c->text = api__call_serialise(c->out, &c->text_len);
         json_decref(c->out);
         c->out = NULL;

@@ -88,6 +88,10 @@ struct call {
     struct call *next_waiting;  /* in the queue of heavy calls waiting for a slot */
     int heavy_rc;
     struct drv_err heavy_err;
+    /* A reply in parts (api.c reply_stream): each pass of the handler leaves one part in
+       text; the handler runs again once it is written, until a pass sets stream_last. */
+    bool stream, stream_started, stream_last;
+    char etag[40]; /* when set: ETag on a 200, and 304 to a matching If-None-Match */
 };
 
 /* ---- the node's API state (api.c; metrics.c reads it) ---- */
@@ -194,8 +198,28 @@ int api__job_wait(struct call *c, const char *revision, long wait_s);
 void api__dispatch(struct call *c);
 struct event_base *api__base(struct api *a);
 
+/* links.c: the template's links expanded against nodes (rows of GET /v1/clusters/{id}: id,
+   services, properties): a new array of {label, url}, links whose macros cannot be resolved
+   yet left out. Pure. */
+json_t *api__links_expand(const json_t *links, const json_t *nodes);
+/* links.c: set cluster's "links" (a cluster row with its "nodes") from the template version
+   it was made from; an empty array when that version is gone. Pool thread. */
+int api__cluster_links(PGconn *conn, const char *tenant_id, json_t *cluster, struct drv_err *err);
+
 /* explain.c: add "why" to every task of a job (store_job_get's) that waits. */
 void api__explain(json_t *job);
+/*
+ * explain.c: add "why" to each task of tasks (rows of one phase) that waits, from the compact
+ * form: job_status as api__explain_status gives it for that phase; deps an object from the
+ * decimal index of each dependency the tasks name to that task's {id, status} (a missing one
+ * counts as done); busy_tasks the phase's queued and running tasks {id, node_id, service,
+ * action, status}. Borrowed; only the tasks change. Pure, O(tasks + deps + busy).
+ */
+void api__explain_tasks(json_t *tasks, const char *job_status, const json_t *deps,
+                        const json_t *busy_tasks);
+/* The status a phase's tasks are explained under: the rollback's "rolling-back" is running;
+   the forward plan of a job with a rollback is failed. */
+const char *api__explain_status(const char *job_status, const char *phase, bool has_rollback);
 
 /* jobctl.c: after the reply's database part, tell the engine through ZooKeeper: a new
    job's announcement, a user's pause/resume/cancel (c->on_loop is set). */

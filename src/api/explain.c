@@ -1,10 +1,17 @@
 /*
  * explain: why each task of a job that is neither running nor done waits.
  *
- * Computed from the job as PostgreSQL has it (store_job_get: every task's
- * status, node, service, action, strategy and dependencies as indices into
- * its plan), so any droverd answers, not only the owner. Reasons, first that
- * holds:
+ * Computed from the job as PostgreSQL has it, so any droverd answers, not
+ * only the owner. Two forms of input:
+ *
+ *   - a page of tasks (api__explain_tasks): the tasks to explain, the few
+ *     rows they need besides (their dependencies' ids and statuses, by index)
+ *     and the phase's queued and running tasks (bounded by the in-flight
+ *     limit): O(page + busy), whatever the job's size. The paged task list
+ *     and the streamed full read use it (handlers_tasks.c);
+ *   - every task of a job (api__explain), which builds the same inputs.
+ *
+ * Reasons, first that holds:
  *
  *   paused       the job is paused: nothing new starts
  *   stopping     the job is failing or being cancelled: it will not run
@@ -17,7 +24,7 @@
  *   ready        nothing in the plan holds it: the owner dispatches it next
  *                (or the job's in-flight limit, engine.max_in_flight, does)
  *
- * Pure: O(tasks + dependencies).
+ * Pure: O(tasks + dependencies + busy tasks).
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -58,8 +65,15 @@ static json_t *why(const char *reason, const char *fmt, ...)
     return w;
 }
 
-/* Explain the tasks of one phase ("f" or "r"), given as an array of pointers by index. */
-static void explain_phase(json_t **by_idx, size_t n, const char *job_status)
+static json_t *dep_of(const json_t *deps, json_int_t di)
+{
+    char key[24];
+    snprintf(key, sizeof(key), "%" JSON_INTEGER_FORMAT, di);
+    return json_object_get(deps, key);
+}
+
+void api__explain_tasks(json_t *tasks, const char *job_status, const json_t *deps,
+                        const json_t *busy_tasks)
 {
     bool paused = strcmp(job_status, "paused") == 0;
     bool stopping = strcmp(job_status, "failed") == 0 || strcmp(job_status, "cancelled") == 0 ||
@@ -68,9 +82,11 @@ static void explain_phase(json_t **by_idx, size_t n, const char *job_status)
                     strcmp(job_status, "needs-operator") == 0;
     /* What each node is busy with, and how many of each service/action run. */
     struct strmap *node_busy = strmap_new(), *running = strmap_new();
-    for (size_t o = 0; o < n; o++) {
-        json_t *u = by_idx[o];
-        if (!u || !busy(s(u, "status")))
+    size_t o;
+    json_t *u;
+    json_array_foreach(busy_tasks, o, u)
+    {
+        if (!busy(s(u, "status")))
             continue;
         const char *node = json_string_value(json_object_get(u, "node_id"));
         if (node && !strmap_get(node_busy, node))
@@ -79,10 +95,10 @@ static void explain_phase(json_t **by_idx, size_t n, const char *job_status)
         snprintf(key, sizeof(key), "%s/%s", s(u, "service"), s(u, "action"));
         strmap_put(running, key, (void *)((intptr_t)strmap_get(running, key) + 1));
     }
-    for (size_t i = 0; i < n; i++) {
-        json_t *t = by_idx[i];
-        if (!t)
-            continue;
+    size_t i;
+    json_t *t;
+    json_array_foreach(tasks, i, t)
+    {
         const char *st = s(t, "status");
         json_t *w = NULL;
         if (strcmp(st, "queued") == 0) {
@@ -98,8 +114,7 @@ static void explain_phase(json_t **by_idx, size_t n, const char *job_status)
             {
                 if (w)
                     break;
-                json_int_t di = json_integer_value(d);
-                json_t *dep = di >= 0 && (size_t)di < n ? by_idx[di] : NULL;
+                const json_t *dep = dep_of(deps, json_integer_value(d));
                 if (dep && !done(s(dep, "status"))) {
                     w = why("dependency", "waits for %s (%s)", s(dep, "id"), s(dep, "status"));
                     json_object_set_new(w, "task", json_string(s(dep, "id")));
@@ -107,10 +122,10 @@ static void explain_phase(json_t **by_idx, size_t n, const char *job_status)
                 }
             }
             const char *node = json_string_value(json_object_get(t, "node_id"));
-            json_t *u = !w && node ? strmap_get(node_busy, node) : NULL;
-            if (u) {
-                w = why("node", "node %s is busy with %s", node, s(u, "id"));
-                json_object_set_new(w, "task", json_string(s(u, "id")));
+            json_t *b = !w && node ? strmap_get(node_busy, node) : NULL;
+            if (b) {
+                w = why("node", "node %s is busy with %s", node, s(b, "id"));
+                json_object_set_new(w, "task", json_string(s(b, "id")));
             }
             const char *strat = json_string_value(json_object_get(t, "strategy"));
             if (!w && strat) {
@@ -134,27 +149,40 @@ static void explain_phase(json_t **by_idx, size_t n, const char *job_status)
     strmap_free(running);
 }
 
+const char *api__explain_status(const char *job_status, const char *phase, bool has_rollback)
+{
+    if (strcmp(phase, "r") == 0)
+        return strcmp(job_status, "rolling-back") == 0 ? "running" : job_status;
+    /* The rollback's tasks are held by "stopping" only in the forward plan. */
+    return has_rollback ? "failed" : job_status;
+}
+
 void api__explain(json_t *job)
 {
     const char *status = s(job, "status");
     json_t *tasks = json_object_get(job, "tasks");
-    size_t n = json_array_size(tasks);
-    json_t **by[2] = {xcalloc(n + 1, sizeof(json_t *)), xcalloc(n + 1, sizeof(json_t *))};
-    size_t len[2] = {0, 0}, i;
+    /* Per phase: the tasks, every one of them by index, the busy ones. */
+    json_t *list[2] = {json_array(), json_array()}, *deps[2] = {json_object(), json_object()},
+           *busy_l[2] = {json_array(), json_array()};
+    size_t i;
     json_t *t;
     json_array_foreach(tasks, i, t)
     {
         int k = strcmp(s(t, "phase"), "r") == 0;
         json_int_t idx = json_integer_value(json_object_get(t, "idx"));
-        if (idx < 0 || (size_t)idx >= n)
-            continue;
-        by[k][idx] = t;
-        if ((size_t)idx + 1 > len[k])
-            len[k] = (size_t)idx + 1;
+        char key[24];
+        snprintf(key, sizeof(key), "%" JSON_INTEGER_FORMAT, idx);
+        json_object_set(deps[k], key, t);
+        json_array_append(list[k], t);
+        if (busy(s(t, "status")))
+            json_array_append(busy_l[k], t);
     }
-    /* The rollback's tasks are held by "stopping" only in the forward plan. */
-    explain_phase(by[0], len[0], len[1] ? "failed" : status);
-    explain_phase(by[1], len[1], strcmp(status, "rolling-back") == 0 ? "running" : status);
-    free(by[0]);
-    free(by[1]);
+    bool has_rb = json_array_size(list[1]) > 0;
+    for (int k = 0; k < 2; k++) {
+        api__explain_tasks(list[k], api__explain_status(status, k ? "r" : "f", has_rb), deps[k],
+                           busy_l[k]);
+        json_decref(list[k]);
+        json_decref(deps[k]);
+        json_decref(busy_l[k]);
+    }
 }

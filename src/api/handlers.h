@@ -204,6 +204,16 @@ int api__h_cluster_delete(PGconn *conn, struct call *c, struct drv_err *err);
 
 int api__h_job_list(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_job_get(PGconn *conn, struct call *c, struct drv_err *err);
+/* handlers_tasks.c: large jobs: the streamed full read, a page of tasks, groups of tasks. */
+int api__h_job_get_full(PGconn *conn, struct call *c, struct drv_err *err);
+int api__h_job_tasks(PGconn *conn, struct call *c, struct drv_err *err);
+int api__h_job_task_groups(PGconn *conn, struct call *c, struct drv_err *err);
+/* handlers_tasks.c, pure: a task cursor "f.12" / "r.3" (0, or -1 when malformed), one from a
+   task row (out: 16 bytes), and a PostgreSQL array "{a,b}" from "a,b" when every name is a
+   task state (NULL otherwise; the caller frees). */
+int api__task_cursor_parse(const char *s, char phase[2], long *idx);
+void api__task_cursor_format(const json_t *task, char out[16]);
+char *api__task_states(const char *list);
 int api__h_job_plan(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_job_attempts(PGconn *conn, struct call *c, struct drv_err *err);
 int api__h_job_action(PGconn *conn, struct call *c, struct drv_err *err);

@@ -41,6 +41,8 @@ int api__h_cluster_get(PGconn *conn, struct call *c, struct drv_err *err)
 {
     int rc = store_cluster_get(conn, c->who.tenant_id, call_owner(c), c->seg[2], 0, &c->out, err);
     if (rc == 0)
+        rc = api__cluster_links(conn, c->who.tenant_id, c->out, err);
+    if (rc == 0)
         c->status = 200;
     return rc;
 }

@@ -30,8 +30,9 @@ int api__h_job_list(PGconn *conn, struct call *c, struct drv_err *err)
     return 0;
 }
 
-/* GET /v1/jobs/{id}[?tasks=all|none]: "none" leaves the tasks out (a watcher's poll), and
-   with wait=S and revision=R waits up to S seconds for the summary to change (jobwait.c). */
+/* GET /v1/jobs/{id}[?tasks=all|none]: "none" leaves the tasks out (a watcher's poll: O(1) in
+   the job's size), and with wait=S and revision=R waits up to S seconds for the summary to
+   change (jobwait.c); "all" (the default) streams the tasks after the summary. */
 int api__h_job_get(PGconn *conn, struct call *c, struct drv_err *err)
 {
     char *tasks = call_query(c, "tasks");
@@ -48,19 +49,15 @@ int api__h_job_get(PGconn *conn, struct call *c, struct drv_err *err)
         return call_fail(c, 400, "invalid", "wait", "query parameter \"wait\": 1 to 25 seconds");
     if (wait_s && !none)
         return call_fail(c, 400, "invalid", "wait", "\"wait\" needs tasks=none");
-    int rc =
-        none ? store_job_get_summary(conn, c->who.tenant_id, call_owner(c), c->seg[2], &c->out, err)
-             : store_job_get(conn, c->who.tenant_id, call_owner(c), c->seg[2], &c->out, err);
+    if (!none) /* streamed a page at a time (handlers_tasks.c) */
+        return api__h_job_get_full(conn, c, err);
+    int rc = store_job_get_summary(conn, c->who.tenant_id, call_owner(c), c->seg[2], &c->out, err);
     if (rc == 0) {
         json_object_del(c->out, "has_plan");
-        if (!none)
-            api__explain(c->out);
         c->status = 200;
-        if (none) {
-            char *rev = call_query(c, "revision");
-            api__job_wait(c, rev, wait_s);
-            free(rev);
-        }
+        char *rev = call_query(c, "revision");
+        api__job_wait(c, rev, wait_s); /* sets "revision", and the ETag */
+        free(rev);
     }
     return rc;
 }
@@ -164,6 +161,7 @@ int api__h_job_action(PGconn *conn, struct call *c, struct drv_err *err)
         rc = store_commit(conn, err);
     if (rc == 0) {
         json_object_del(c->out, "has_plan");
+        json_object_del(c->out, "task_changes");
         c->status = 202;
         api__control(c, c->seg[2], act);
     }

@@ -48,7 +48,10 @@ struct job_wait {
 void api__job_revision(json_t *job, char out[33])
 {
     json_object_del(job, "revision");
+    /* The summary is O(1) in the job's size (its task counts and task_changes, a counter
+       of the writes to its tasks, are kept at write time: store.h), so is its hash. */
     char *text = json_dumps(job, JSON_COMPACT | JSON_SORT_KEYS);
+    json_object_del(job, "task_changes");
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
     EVP_Digest(text, strlen(text), md, &n, EVP_sha256(), NULL);
@@ -108,6 +111,7 @@ int api__job_wait(struct call *c, const char *revision, long wait_s)
 {
     char rev[33];
     api__job_revision(c->out, rev);
+    snprintf(c->etag, sizeof(c->etag), "%s", rev);
     c->on_loop = NULL;
     if (!revision || wait_s <= 0 || strcmp(revision, rev) != 0 || final(c->out))
         return 0;

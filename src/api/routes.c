@@ -57,6 +57,8 @@ static const struct route routes[] = {
     {GET, "v1/jobs/*", api__h_job_get, TENANT},
     {GET, "v1/jobs/*/plan", api__h_job_plan, TENANT},
     {GET, "v1/jobs/*/attempts", api__h_job_attempts, TENANT},
+    {GET, "v1/jobs/*/tasks", api__h_job_tasks, TENANT},
+    {GET, "v1/jobs/*/tasks/groups", api__h_job_task_groups, TENANT},
     {POST, "v1/jobs/*/*", api__h_job_action, TENANT},
     {GET, "v1/members", api__h_members, ROLE_SUPER | ROLE_ADMIN},
     {POST, "v1/members/*/*", api__h_member_action, ROLE_SUPER}, /* a droverd serves every tenant */

@@ -19,6 +19,13 @@
  *                                                                  v
  *                                        LINGER (unread input) -> freed
  *
+ *   A streamed reply:
+ *
+ *   OWNER --(stream_begin)--> STREAM --(stream_end)--> WRITE
+ *     |                        ^  |
+ *     |                        +--+ (a chunk written, drained: the owner's next)
+ *     +--(stream_begin of a HEAD: the head only)--> WRITE
+ *
  *   HEAD:  reading; the head deadline runs (header_timeout, or the overflow
  *          lane's); the read buffer is capped at max_headers + 1 bytes.
  *   OWNER: the request is the owner's; reading continues only to see the
@@ -29,6 +36,13 @@
  *          deadline runs.
  *   WRITE: the reply drains; the write deadline is timeout_ms plus one
  *          second per 64 KiB of reply.
+ *   STREAM: a reply sent in chunks (api__server_stream_begin, OWNER to
+ *          STREAM): each chunk written re-arms the write deadline the same
+ *          way; once the output has drained the owner's drained callback asks
+ *          for the next; the last chunk (api__server_stream_end) makes it WRITE.
+ *          The request stays the owner's: a connection that dies meanwhile
+ *          sets r->conn to NULL and, when the owner waits for a drain, calls
+ *          its drained callback so that it ends the stream.
  *   LINGER: after a final reply that left input unread, the write side is
  *          shut and input dropped for up to API_LINGER_MS, so the client
  *          reads the reply before the close (closing with unread input
@@ -63,7 +77,7 @@
 
 #define MODULE "api"
 
-enum conn_state { ST_HEAD, ST_OWNER, ST_BODY, ST_WRITE, ST_LINGER };
+enum conn_state { ST_HEAD, ST_OWNER, ST_BODY, ST_WRITE, ST_LINGER, ST_STREAM };
 
 struct api_conn {
     struct api_server *s;
@@ -146,11 +160,15 @@ static void req_free(struct api_req *r)
 static void conn_free(struct api_conn *c)
 {
     struct api_server *s = c->s;
+    struct api_req *waiting = NULL; /* a stream's owner waiting for a drain */
     if (c->req) {
-        if (c->state == ST_HEAD || c->state == ST_WRITE || c->state == ST_LINGER)
+        if (c->state == ST_HEAD || c->state == ST_WRITE || c->state == ST_LINGER) {
             req_free(c->req); /* still ours */
-        else
+        } else {
             c->req->conn = NULL; /* the owner's: its reply will only free it */
+            if (c->state == ST_STREAM && c->req->drain_wait)
+                waiting = c->req;
+        }
         c->req = NULL;
     }
     if (c->overflow) {
@@ -174,6 +192,10 @@ static void conn_free(struct api_conn *c)
     }
     bufferevent_free(c->bev);
     free(c);
+    if (waiting) {
+        waiting->drain_wait = false;
+        waiting->drained(waiting->drained_arg);
+    }
 }
 
 /* Queue a canned JSON error and close after it (the server's own replies: 408, 503). */
@@ -252,6 +274,7 @@ static void on_read(struct bufferevent *bev, void *arg)
         break;
     case ST_OWNER:
     case ST_WRITE:
+    case ST_STREAM:
         break; /* pipelined: read after the reply */
     }
 }
@@ -329,6 +352,94 @@ void api__server_reply(struct api_req *r, int status, const char *content_type, 
     bufferevent_enable(c->bev, EV_WRITE);
 }
 
+/* ---- streaming ----------------------------------------------------------------- */
+
+static void arm_write(struct api_conn *c)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    arm(c, c->s->o.timeout_ms + (long)(evbuffer_get_length(out) / 65536) * 1000);
+    bufferevent_enable(c->bev, EV_WRITE);
+}
+
+int api__server_stream_begin(struct api_req *r, int status, const char *content_type,
+                             const char *extra, void (*drained)(void *arg), void *arg)
+{
+    struct api_conn *c = r->conn;
+    if (!c) {
+        req_free(r);
+        return 1;
+    }
+    if (r->body == NULL && r->head.content_length > 0)
+        c->unread = true;
+    c->close_after = c->unread || c->peer_eof || r->status || !r->head.keep_alive || c->overflow;
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, api__http_reason(status));
+    if (content_type)
+        evbuffer_add_printf(out, "Content-Type: %s\r\n", content_type);
+    evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n");
+    if (c->close_after)
+        evbuffer_add_printf(out, "Connection: close\r\n");
+    if (extra)
+        evbuffer_add(out, extra, strlen(extra));
+    evbuffer_add(out, "\r\n", 2);
+    if (r->head.method == API_M_HEAD) { /* the head is all a HEAD gets */
+        req_free(r);
+        c->req = NULL;
+        c->state = ST_WRITE;
+        arm_write(c);
+        return 1;
+    }
+    r->drained = drained;
+    r->drained_arg = arg;
+    r->drain_wait = false;
+    c->state = ST_STREAM;
+    return 0;
+}
+
+int api__server_stream_write(struct api_req *r, char *data, size_t len)
+{
+    struct api_conn *c = r->conn;
+    if (!c) {
+        free(data);
+        return -1;
+    }
+    if (len) {
+        struct evbuffer *out = bufferevent_get_output(c->bev);
+        evbuffer_add_printf(out, "%zx\r\n", len);
+        evbuffer_add_reference(out, data, len, free_text, NULL);
+        evbuffer_add(out, "\r\n", 2);
+    } else {
+        free(data);
+    }
+    r->drain_wait = true;
+    arm_write(c);
+    return 0;
+}
+
+void api__server_stream_end(struct api_req *r)
+{
+    struct api_conn *c = r->conn;
+    if (!c) {
+        req_free(r);
+        return;
+    }
+    evbuffer_add(bufferevent_get_output(c->bev), "0\r\n\r\n", 5);
+    req_free(r);
+    c->req = NULL;
+    c->state = ST_WRITE;
+    arm_write(c);
+}
+
+void api__server_stream_abort(struct api_req *r)
+{
+    struct api_conn *c = r->conn;
+    if (c) {
+        r->drain_wait = false;
+        conn_free(c); /* the request is the owner's: only its conn is cut */
+    }
+    req_free(r);
+}
+
 static void linger(struct api_conn *c)
 {
     c->state = ST_LINGER;
@@ -343,6 +454,13 @@ static void linger(struct api_conn *c)
 static void on_written(struct bufferevent *bev, void *arg)
 {
     struct api_conn *c = arg;
+    if (c->state == ST_STREAM && c->req && c->req->drain_wait &&
+        evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+        event_del(c->deadline);
+        c->req->drain_wait = false;
+        c->req->drained(c->req->drained_arg); /* the owner's next chunk, or its end */
+        return;
+    }
     if (c->state != ST_WRITE || evbuffer_get_length(bufferevent_get_output(bev)) > 0)
         return;
     event_del(c->deadline);
@@ -404,6 +522,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
         break;
     }
     case ST_WRITE:
+    case ST_STREAM:
         log_debug(MODULE, "event=write-timeout source=%s", c->source);
         conn_free(c);
         break;
@@ -422,7 +541,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     if (what == BEV_EVENT_CONNECTED)
         return; /* the TLS handshake is done */
     if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) &&
-        (c->state == ST_OWNER || c->state == ST_WRITE)) {
+        (c->state == ST_OWNER || c->state == ST_WRITE || c->state == ST_STREAM)) {
         c->peer_eof = true; /* half-closed: the reply still goes out, then we close */
         return;
     }

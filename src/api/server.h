@@ -62,6 +62,11 @@ struct api_req {
     bool overflow;         /* arrived beyond the connection limits: probes only */
     bool tls;
     void *user; /* the owner's */
+    /* a streamed reply (api__server_stream_begin): called once the output has drained after
+       a chunk, or when the connection died while the owner waited for that */
+    void (*drained)(void *arg);
+    void *drained_arg;
+    bool drain_wait;
 };
 
 typedef void (*api_server_head_fn)(struct api_req *r, void *arg);
@@ -111,6 +116,23 @@ int api__server_read_body(struct api_req *r);
  */
 void api__server_reply(struct api_req *r, int status, const char *content_type, const char *extra,
                        char *body, size_t len, bool close);
+
+/*
+ * A reply in chunks (Transfer-Encoding: chunked), for a body too large to hold at once:
+ * begin writes the head and returns 0, or returns 1 when r is done with already (the
+ * client is gone, or a HEAD request got its head) and freed. Then write queues one chunk
+ * (data, len bytes, taken over; len 0 queues nothing) and returns 0, after which
+ * drained(arg) follows once: when the output has drained (write the next chunk, or end) or
+ * when the connection dies first (r->conn is then NULL: end); or write returns -1 at once
+ * when the client is gone (end). end queues the last chunk and frees r; abort closes the
+ * connection without it (the client sees a cut reply) and frees r. Between begin and end or
+ * abort the request stays the owner's.
+ */
+int api__server_stream_begin(struct api_req *r, int status, const char *content_type,
+                             const char *extra, void (*drained)(void *arg), void *arg);
+int api__server_stream_write(struct api_req *r, char *data, size_t len);
+void api__server_stream_end(struct api_req *r);
+void api__server_stream_abort(struct api_req *r);
 
 /* {"error": {"code", "message"}} as compact JSON text with a newline (caller frees). */
 char *api__error_text(const char *code, const char *message, const char *field,

@@ -184,6 +184,57 @@ static const struct migration migrations[] = {
         droverd's quota.* default (docs/api.md "Quotas"). Old resources versions are now
         pruned (store_resource_prune). */
      "ALTER TABLE tenants ADD COLUMN quotas jsonb NOT NULL DEFAULT '{}';"},
+    {7, "large jobs: task counts and a change counter kept at write time",
+     /* How many tasks of each job are in each phase and status, kept by statement-level
+        triggers from the rows each INSERT, UPDATE or DELETE of tasks changed (transition
+        tables), so that a job's summary reads a few rows instead of counting its tasks.
+        The lock holds off writers of tasks (an older node in a rolling upgrade) until the
+        counts and their triggers are in: none is counted twice or missed. */
+     "LOCK TABLE tasks IN SHARE ROW EXCLUSIVE MODE;"
+     "CREATE TABLE job_task_counts ("
+     "  job_id bigint NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+     "  phase text NOT NULL, status text NOT NULL, n bigint NOT NULL,"
+     "  PRIMARY KEY (job_id, phase, status));"
+     /* Bumped once per statement that changed a task of the job (its status, attempts,
+        worker, times): part of the summary's revision. */
+     "ALTER TABLE jobs ADD COLUMN task_changes bigint NOT NULL DEFAULT 0;"
+     "INSERT INTO job_task_counts (job_id, phase, status, n)"
+     "  SELECT job_id, phase, status, count(*) FROM tasks GROUP BY 1, 2, 3;"
+     "CREATE FUNCTION drover_task_counts() RETURNS trigger LANGUAGE plpgsql AS $f$"
+     " BEGIN"
+     "  IF TG_OP = 'INSERT' THEN"
+     "   INSERT INTO job_task_counts AS c (job_id, phase, status, n)"
+     "    SELECT job_id, phase, status, count(*) FROM new_rows GROUP BY 1, 2, 3"
+     "    ON CONFLICT (job_id, phase, status) DO UPDATE SET n = c.n + excluded.n;"
+     "   UPDATE jobs SET task_changes = task_changes + 1"
+     "    WHERE id IN (SELECT DISTINCT job_id FROM new_rows);"
+     "  ELSIF TG_OP = 'UPDATE' THEN"
+     "   INSERT INTO job_task_counts AS c (job_id, phase, status, n)"
+     "    SELECT job_id, phase, status, sum(d) FROM ("
+     "      SELECT job_id, phase, status, 1 AS d FROM new_rows"
+     "      UNION ALL SELECT job_id, phase, status, -1 FROM old_rows) x"
+     "    GROUP BY 1, 2, 3 HAVING sum(d) <> 0"
+     "    ON CONFLICT (job_id, phase, status) DO UPDATE SET n = c.n + excluded.n;"
+     "   UPDATE jobs SET task_changes = task_changes + 1"
+     "    WHERE id IN (SELECT DISTINCT job_id FROM new_rows);"
+     "  ELSE"
+     "   UPDATE job_task_counts c SET n = c.n - x.n FROM ("
+     "     SELECT job_id, phase, status, count(*) AS n FROM old_rows GROUP BY 1, 2, 3) x"
+     "    WHERE c.job_id = x.job_id AND c.phase = x.phase AND c.status = x.status;"
+     "  END IF;"
+     "  RETURN NULL;"
+     " END $f$;"
+     "CREATE TRIGGER tasks_count_insert AFTER INSERT ON tasks"
+     "  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT"
+     "  EXECUTE FUNCTION drover_task_counts();"
+     "CREATE TRIGGER tasks_count_update AFTER UPDATE ON tasks"
+     "  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT"
+     "  EXECUTE FUNCTION drover_task_counts();"
+     "CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks"
+     "  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT"
+     "  EXECUTE FUNCTION drover_task_counts();"
+     /* The queued and running tasks of a job (explanations: what a node is busy with). */
+     "CREATE INDEX tasks_busy ON tasks (job_id, phase) WHERE status IN ('queued', 'running');"},
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -321,8 +321,9 @@ int store_job_insert(PGconn *conn, const char *tenant_id, const char *cluster_id
 /* The job with its tasks and progress; owner_id as for clusters. */
 int store_job_get(PGconn *conn, const char *tenant_id, const char *owner_id, const char *job_id,
                   json_t **row, struct drv_err *err);
-/* The same without "tasks" (progress counted by PostgreSQL): O(1) to send whatever the
- * job's size. */
+/* The same without "tasks": progress from the counts the tasks' triggers keep
+ * (job_task_counts), and "task_changes", a counter of the statements that changed the job's
+ * tasks: O(1) in the job's size, to read and to send. */
 int store_job_get_summary(PGconn *conn, const char *tenant_id, const char *owner_id,
                           const char *job_id, json_t **row, struct drv_err *err);
 /* cluster_id NULL: every visible job. Newest first, at most 500. */
@@ -337,6 +338,43 @@ int store_job_list(PGconn *conn, const char *tenant_id, const char *owner_id,
  */
 int store_job_control(PGconn *conn, const char *tenant_id, const char *owner_id, const char *job_id,
                       const char *want, json_t **row, struct drv_err *err);
+/* ---- a job's tasks, a page at a time (store_tasks.c) ----
+ * The caller has checked the job is the caller's (store_job_get_summary). */
+
+/* Which tasks: each field NULL for any. states: a PostgreSQL array of statuses ("{a,b}").
+   node and service "": the tasks without one (a machine's own tasks have no service, anchors
+   no node). */
+struct store_task_filter {
+    const char *phase; /* "f" or "r" */
+    const char *states;
+    const char *node, *service, *action;
+};
+/*
+ * At most limit tasks of the job matching f (NULL: all), in (phase, idx) order, after the
+ * position (after_phase, after_idx) (after_phase "" for the first page): each {id, phase,
+ * idx, node_id, service, action, status, attempts, worker, deps, strategy, started_at,
+ * ended_at}. *items a new array (the caller's).
+ */
+int store_task_page(PGconn *conn, const char *job_id, const struct store_task_filter *f,
+                    const char *after_phase, long after_idx, long limit, json_t **items,
+                    struct drv_err *err);
+/* The tasks of a phase at the indices of idx_array (a PostgreSQL array "{1,2}"), as an object
+   from the decimal index to {idx, id, status}. */
+int store_task_deps(PGconn *conn, const char *job_id, const char *phase, const char *idx_array,
+                    json_t **deps, struct drv_err *err);
+/* The phase's queued and running tasks: [{id, node_id, service, action, status}]. */
+int store_task_busy(PGconn *conn, const char *job_id, const char *phase, json_t **busy,
+                    struct drv_err *err);
+/*
+ * The phase's tasks grouped by "node" or by service and action ("service": "svc · action"),
+ * the groups whose key contains contains (NULL: all), failed groups first, then running or
+ * queued, waiting, the rest, each in plan order; at most limit: [{key, node (by node) or
+ * service and action (by service; null where the tasks have none), first (lowest idx),
+ * total, states {status: n}, groups (how many groups matched in all)}].
+ */
+int store_task_groups(PGconn *conn, const char *job_id, const char *phase, const char *by,
+                      const char *contains, long limit, json_t **groups, struct drv_err *err);
+
 /* Ids of the tenant's unfinished jobs (every tenant's when tenant_id is NULL). */
 int store_job_open_ids(PGconn *conn, const char *tenant_id, json_t **ids, struct drv_err *err);
 

@@ -1,6 +1,7 @@
 /*
  * Unit tests of the API's explanations (src/api/explain.c): every reason a
- * waiting task can have, from a job as store_job_get returns it.
+ * waiting task can have, from a job as store_job_get returns it, and a page
+ * of tasks from the compact form (dependencies' rows and busy tasks apart).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -66,8 +67,56 @@ static void test_reasons(void **state)
     json_decref(job);
 }
 
+/* A page of tasks explained from the compact form: the dependencies' rows and the busy
+   tasks given apart, as the paged list reads them (a dependency outside the page). */
+static void test_page(void **state)
+{
+    json_t *page = json_array();
+    json_array_append_new(
+        page, task(7, "n2/db/configure", "n2", "db", "configure", "waiting", "[3]", NULL));
+    json_array_append_new(page,
+                          task(8, "n3/db/install", "n3", "db", "install", "waiting", "[4]", NULL));
+    json_array_append_new(
+        page, task(9, "n4/web/install", "n4", "web", "install", "waiting", "[5]", "one-by-one"));
+    json_array_append_new(page,
+                          task(10, "n5/create", "n5", NULL, "create", "waiting", "[6]", NULL));
+    json_error_t je;
+    json_t *deps = json_loads("{\"3\": {\"idx\": 3, \"id\": \"n2/db/install\", \"status\": "
+                              "\"failed\"},"
+                              " \"4\": {\"idx\": 4, \"id\": \"n3/create\", \"status\": "
+                              "\"succeeded\"},"
+                              " \"5\": {\"idx\": 5, \"id\": \"n4/create\", \"status\": "
+                              "\"skipped\"}}",
+                              0, &je);
+    json_t *busy = json_loads("[{\"id\": \"n3/base/install\", \"node_id\": \"n3\", \"service\": "
+                              "\"base\", \"action\": \"install\", \"status\": \"running\"},"
+                              " {\"id\": \"n9/web/install\", \"node_id\": \"n9\", \"service\": "
+                              "\"web\", \"action\": \"install\", \"status\": \"queued\"}]",
+                              0, &je);
+    assert_non_null(deps);
+    assert_non_null(busy);
+    api__explain_tasks(page, "running", deps, busy);
+    json_t *job = json_pack("{s:O}", "tasks", page);
+    assert_string_equal(reason(job, 0), "dependency"); /* n2/db/install failed */
+    assert_string_equal(reason(job, 1), "node");       /* n3 busy with n3/base/install */
+    assert_string_equal(reason(job, 2), "strategy");   /* web/install one-by-one, one queued */
+    assert_string_equal(reason(job, 3), "ready");      /* dependency 6 not given: done */
+    json_decref(job);
+    /* The status a phase is explained under. */
+    assert_string_equal(api__explain_status("rolling-back", "r", true), "running");
+    assert_string_equal(api__explain_status("rolling-back", "f", true), "failed");
+    assert_string_equal(api__explain_status("running", "f", false), "running");
+    api__explain_tasks(page, api__explain_status("rolling-back", "f", true), deps, busy);
+    json_t *job2 = json_pack("{s:O}", "tasks", page);
+    assert_string_equal(reason(job2, 3), "stopping");
+    json_decref(job2);
+    json_decref(page);
+    json_decref(deps);
+    json_decref(busy);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_reasons)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_reasons), cmocka_unit_test(test_page)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
