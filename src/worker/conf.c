@@ -25,6 +25,9 @@ const struct config_key worker_config_keys[] = {
     CONFIG_KEY(
         "worker.resources_dir", CONFIG_STRING, struct worker_opts, resources_dir, .deflt = "",
         .help = "the tenant's resources (scripts, data files) for plugins (DROVER_RESOURCES)"),
+    CONFIG_KEY("worker.host_conf", CONFIG_STRING, struct worker_opts, host_conf, .deflt = "",
+               .help = "this host's settings for providers that make machines on it (container): "
+                       "a key = value file, DROVER_HOST_CONF for plugins"),
     CONFIG_KEY("secrets.key_file", CONFIG_STRING, struct worker_opts, secrets_key_file, .deflt = "",
                .help = "the fleet's secrets key (as droverd's): opens sealed values for plugins"),
     CONFIG_KEY(
