@@ -5,6 +5,8 @@
 # reconfigured), add and remove a service (a ZooKeeper ensemble on the nginx
 # nodes), restart, delete; and a failed create (a fault injected in one
 # node's nginx start) rolled back, leaving no node, process or address.
+# Still on loopback nodes (its checks read the nodes' files from the host).
+PROVIDER=${PROVIDER:-loopback}
 . "$DROVER_SOURCE_DIR/integration/plugins/catalog_lib.sh"
 
 TEMPLATE=web-tier
