@@ -27,6 +27,17 @@ ct_task confirm node-1 2 | run "$CT" || fail "confirm after retry: $(last .messa
 [ "$(last .result.ipaddresses.access_v4)" = "$a1" ] || fail "the retry moved node-1"
 pass "a retried create finds the running node (same init, same address)"
 
+# The node outlives its creator: LXC's monitor and the node's init are in sessions of
+# their own, not in the plugin's process group, which the worker kills when it dies or
+# restarts.
+mon=$(pgrep -f -x "\[lxc monitor\] $CT_ROOT $(kv node-1 '."provider-id"')")
+[ -n "$mon" ] || fail "no LXC monitor for node-1"
+for p in "$mon" "$init1"; do
+  [ "$(ps -o sid= -p "$p" | tr -d ' ')" != "$(ps -o sid= -p $$ | tr -d ' ')" ] || fail "process $p of node-1 is in the test's session"
+done
+[ "$(ps -o sid= -p "$mon" | tr -d ' ')" = "$mon" ] || fail "node-1's monitor does not lead a session of its own"
+pass "node-1's monitor ($mon) and init ($init1) are in sessions of their own: a worker's death leaves the node running"
+
 # --- the hardware type, from inside: nproc and the memory cgroup's limit ---
 mem() { on "$1" 'cat /sys/fs/cgroup/memory.max 2> /dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes'; }
 [ "$(on node-1 nproc)" = 1 ] || fail "node-1 (1 cpu) has nproc $(on node-1 nproc)"
