@@ -17,11 +17,16 @@ if [ "$PROVIDER" = container ]; then
   # shellcheck source=container_lib.sh
   . "$DROVER_SOURCE_DIR/integration/plugins/container_lib.sh"
   PROV_PLUGIN=$CT
+  # shellcheck disable=SC2034 # for the tests that source this file
+  PROV_ROOT=$CT_ROOT
 else
   # shellcheck source=plugins_lib.sh
   . "$DROVER_SOURCE_DIR/integration/plugins/plugins_lib.sh"
   PROV_PLUGIN=$LB
+  # shellcheck disable=SC2034 # for the tests that source this file
+  PROV_ROOT=$NODES
 fi
+# PROV_ROOT: the provider's directory of nodes, with their address claims in .addresses.
 
 CATALOG="${CATALOG:-$DROVER_SOURCE_DIR/conf/catalog}"
 export DROVER_RESOURCES="${DROVER_RESOURCES:-$CATALOG/resources}"
@@ -266,6 +271,10 @@ node_has() {
 node_cat() {
   known_host "$1"
   on "$1" "cat \"\${DROVER_NODE_ROOT-}$2\""
+}
+node_test() { # node_test NODE PATH: PATH exists on the node (below its root)
+  known_host "$1"
+  on "$1" "test -e \"\${DROVER_NODE_ROOT-}$2\""
 }
 node_four() {
   known_host "$1"
