@@ -87,23 +87,24 @@ pass "delete: no process, mount, veth, cgroup, file or claim left; a second dele
 # --- a create killed half-way (its worker SIGKILLed it), then rolled back ---
 # The worker kills the plugin's process group; a rollback's delete must then find and
 # remove whatever the create had made by then.
+ct3="ct-$(printf '%s' "$CT_ROOT" | md5sum | cut -c1-6)-acme-c1-node-3"
 for stage in claim mount; do
   rm -f "$T/last.json"
   setsid bash -c "jq -c '. * {config: $HW}' <<< '$(task create node-3 1 3)' | '$CT' > '$T/kill.json' 2>> '$T/plugins.log'" &
   pid=$!
   case $stage in
-    claim) poll_until -e 0.01 60 bash -c "grep -qx ct-acme-c1-node-3 '$CT_ROOT'/.addresses/* 2> /dev/null" ||
+    claim) poll_until -e 0.01 60 bash -c "grep -qx $ct3 '$CT_ROOT'/.addresses/* 2> /dev/null" ||
       fail "the create made no claim" ;;
-    mount) poll_until -e 0.01 60 bash -c "grep -qF '$CT_ROOT/ct-acme-c1-node-3/rootfs' /proc/self/mountinfo" ||
+    mount) poll_until -e 0.01 60 bash -c "grep -qF '$CT_ROOT/$ct3/rootfs' /proc/self/mountinfo" ||
       fail "the create mounted nothing" ;;
   esac
   kill -KILL -- "-$pid" 2> /dev/null || true
   wait "$pid" 2> /dev/null || true
-  a3=$(grep -lx ct-acme-c1-node-3 "$CT_ROOT"/.addresses/* 2> /dev/null | head -n1 | xargs -r basename)
+  a3=$(grep -lx "$ct3" "$CT_ROOT"/.addresses/* 2> /dev/null | head -n1 | xargs -r basename)
   [ -n "$a3" ] || fail "killed at $stage: no claim is left to find"
-  task delete node-3 1 4 '.config["provider-id"] = "ct-acme-c1-node-3"' | run "$CT" ||
+  task delete node-3 1 4 ".config[\"provider-id\"] = \"$ct3\"" | run "$CT" ||
     fail "rollback delete after a kill at $stage: $(last .message)"
-  left=$(ct_leftovers ct-acme-c1-node-3 "$a3")
+  left=$(ct_leftovers "$ct3" "$a3")
   [ -z "$left" ] || fail "killed at $stage, rolled back, left: $left"
 done
 pass "a create SIGKILLed after its claim, or after its mount, then rolled back: nothing left"
@@ -116,7 +117,7 @@ ct_task create node-4 1 5 '.config.image = "../../etc"' | expect_fail "$CT" "bad
 ct_task create node-4 1 5 '.config.ssh.public_key = "hello"' | expect_fail "$CT" "bad key" 'not one public key line'
 ct_task create node-4 1 5 '.nodeId = "a/b"' | expect_fail "$CT" "bad node" 'must be \[A-Za-z0-9_.-\]'
 ct_task confirm node-4 1 5 | expect_fail "$CT" "no such node" 'does not exist here'
-[ -e "$CT_ROOT/ct-acme-c1-node-4" ] && fail "a refused create left a directory"
+[ -n "$(find "$CT_ROOT" -maxdepth 1 -name 'ct-*-node-4')" ] && fail "a refused create left a directory"
 sed 's#^container.network = .*#container.network = 8.8.8.0/24#' "$T/host.conf" > "$T/public.conf"
 ct_task create node-4 1 5 | DROVER_HOST_CONF="$T/public.conf" expect_fail "$CT" "public range" 'not in a private range'
 pass "bad input: memory, cpus, image, key, node id, unknown node, a public range: clear errors, nothing made"
