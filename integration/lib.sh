@@ -70,7 +70,8 @@ write_droverd_conf() {
 }
 
 # write_worker_conf NAME [extra lines...]: a config for one worker (mode 0600). Plugins run
-# as the unprivileged drover-plugin, but for loopback (root by design) and the test plugins
+# as the unprivileged drover-plugin, but for loopback (root by design), container (LXC,
+# mounts, the bridge) and the test plugins
 # sleep and sleep-provider, which write to the test's own files (worker.privileged_plugins,
 # docs/security.md), unless an extra line sets the key.
 write_worker_conf() {
@@ -82,7 +83,7 @@ write_worker_conf() {
     echo "zookeeper.hosts = $DROVER_ZK"
     echo "zookeeper.session_timeout = 20s"
     conf_sets worker.privileged_plugins "$@" ||
-      echo "worker.privileged_plugins = loopback,sleep,sleep-provider"
+      echo "worker.privileged_plugins = loopback,container,sleep,sleep-provider"
     printf '%s\n' "$@"
   ) > "$T/$name.conf"
   chmod 600 "$T/$name.conf"

@@ -3,14 +3,30 @@
 # engine's part played by this shell: `drover solve` makes the layout, `drover
 # plan` the DAG of tasks, and exec_plan runs the tasks whose dependencies are
 # done, wave after wave (at most one task per node at a time, one-by-one
-# strategies honoured), through the real plugins: loopback for create, confirm
-# and delete, ssh for bootstrap and the services' shell actions. Macros of the
+# strategies honoured), through the real plugins: the provider PROVIDER
+# (container, the default: real LXC containers, container_lib.sh; or loopback)
+# for create, confirm and delete, ssh for bootstrap and the services' shell actions.
+# A create gets the node's hardware and image types' providermap fields (cpus,
+# memory, image), as the engine's would. Macros of the
 # cluster config and the action fields are expanded for each task's node by
 # macro_expand() (tests/plugins/macro_cli.c); a task whose macros need a node
 # that is not confirmed yet waits (DRV_EAGAIN), as the engine's would.
 
-# shellcheck source=plugins_lib.sh
-. "$DROVER_SOURCE_DIR/integration/plugins/plugins_lib.sh"
+PROVIDER=${PROVIDER:-container}
+if [ "$PROVIDER" = container ]; then
+  # shellcheck source=container_lib.sh
+  . "$DROVER_SOURCE_DIR/integration/plugins/container_lib.sh"
+  PROV_PLUGIN=$CT
+  # shellcheck disable=SC2034 # for the tests that source this file
+  PROV_ROOT=$CT_ROOT
+else
+  # shellcheck source=plugins_lib.sh
+  . "$DROVER_SOURCE_DIR/integration/plugins/plugins_lib.sh"
+  PROV_PLUGIN=$LB
+  # shellcheck disable=SC2034 # for the tests that source this file
+  PROV_ROOT=$NODES
+fi
+# PROV_ROOT: the provider's directory of nodes, with their address claims in .addresses.
 
 CATALOG="${CATALOG:-$DROVER_SOURCE_DIR/conf/catalog}"
 export DROVER_RESOURCES="${DROVER_RESOURCES:-$CATALOG/resources}"
@@ -20,8 +36,23 @@ mkdir -p "$CL"
 JOB=0
 
 provider_json() {
+  if [ "$PROVIDER" = container ]; then
+    jq -c '{name, providertype} + .provisioner' "$CATALOG/providers/container.json"
+    return
+  fi
   jq -c --arg root "$NODES" --arg net "$NET" '{name, providertype} + .provisioner +
     {root: $root, network: $net}' "$CATALOG/providers/loopback.json"
+}
+
+# types_json NODE: the providermap fields of the node's hardware and image types for
+# PROVIDER (cost left out), as the engine puts them in the node's config.
+types_json() {
+  local hw im
+  hw=$(jq -r --arg n "$1" '.nodes[] | select(.id == $n) | .hardwaretype // empty' "$LAYOUT")
+  im=$(jq -r --arg n "$1" '.nodes[] | select(.id == $n) | .imagetype // empty' "$LAYOUT")
+  jq -cn --arg p "$PROVIDER" --slurpfile h "$CATALOG/hardwaretypes/${hw:-small}.json" \
+    --slurpfile i "$CATALOG/imagetypes/${im:-debian12}.json" \
+    '($h[0].providermap[$p] // {}) + ($i[0].providermap[$p] // {}) | del(.cost)'
 }
 
 # cluster_config: the template's default config with USER_CONFIG (JSON) merged in.
@@ -98,7 +129,10 @@ run_task() {
   cc=$(cluster_config) # node-level tasks get it as written: their nodes have no addresses yet
   extra=".config.nodes = $(nodes_map "$LAYOUT")"
   case "$action" in
-  create | confirm | delete) plugin=$LB ;;
+  create | confirm | delete)
+    plugin=$PROV_PLUGIN
+    extra="$extra | .config += $(types_json "$node")"
+    ;;
   bootstrap)
     plugin=$SSHA
     extra="$extra | .config.service = {action: {type: \"bootstrap\", fields: $fields}}"
@@ -225,6 +259,27 @@ change_layout() {
 
 # node_pidns NODE: the node's PID namespace (for ns_has).
 node_pidns() { jq -r .pidns "$(node_dir "$1")/node.json"; }
+
+# Checks made inside a node, over SSH with the cluster's key, whatever the provider:
+# node_has NODE REGEX (a process of the node), node_cat NODE PATH (a file of the node:
+# PATH below the node's root, DROVER_NODE_ROOT on loopback), node_four NODE WORD
+# (ZooKeeper's four-letter word, asked from inside the node to its own address).
+node_has() {
+  known_host "$1"
+  on "$1" 'ps -e -o args' | grep -qE "$2"
+}
+node_cat() {
+  known_host "$1"
+  on "$1" "cat \"\${DROVER_NODE_ROOT-}$2\""
+}
+node_test() { # node_test NODE PATH: PATH exists on the node (below its root)
+  known_host "$1"
+  on "$1" "test -e \"\${DROVER_NODE_ROOT-}$2\""
+}
+node_four() {
+  known_host "$1"
+  on "$1" "(exec 3<> /dev/tcp/$(kv "$1" .ipaddresses.access_v4)/2181 && printf '%s' '$2' >&3 && timeout 5 cat <&3) 2> /dev/null || true"
+}
 
 layout_nodes() { jq -r '.nodes[].id' "$LAYOUT"; }
 with_service() { jq -r --arg s "$1" '.nodes[] | select(.services | index($s)) | .id' "$LAYOUT"; }

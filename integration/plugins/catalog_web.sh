@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The shipped catalogue's web tier, for real on loopback nodes: HAProxy in
+# The shipped catalogue's web tier, for real on container nodes (PROVIDER: container,
+# the default, or loopback; every check made inside the nodes): HAProxy in
 # front of nginx nodes. Create, check with a real client through the balancer,
 # configure-restart with a new message, expand and shrink (with the balancer
 # reconfigured), add and remove a service (a ZooKeeper ensemble on the nginx
@@ -22,8 +23,8 @@ LB_URL="http://$(kv "$lb" .ipaddresses.access_v4)/"
 
 want_backends "$(nginx_nodes)"
 grep -q "message=Hello from Drover's web tier" <<< "$(curl -s "$LB_URL")" || fail "the page's message"
-ns_has "$lb" "haproxy" || fail "no haproxy process on $lb"
-for n in $(with_service nginx); do ns_has "$n" "nginx: master" || fail "no nginx on $n"; done
+node_has "$lb" "haproxy" || fail "no haproxy process on $lb"
+for n in $(with_service nginx); do node_has "$n" "nginx: master" || fail "no nginx on $n"; done
 pass "create: haproxy on $lb spreads requests over $(nginx_nodes)"
 
 # --- configure with a restart: a new message everywhere ---
@@ -79,8 +80,8 @@ zk_nodes=$(with_service zookeeper-server)
 run_op remove-services --existing "$LAYOUT" --services zookeeper-server
 jq '.nodes |= map(.services -= ["zookeeper-server"])' "$LAYOUT" > "$LAYOUT.new" && mv "$LAYOUT.new" "$LAYOUT"
 for n in $zk_nodes; do
-  ns_has "$n" QuorumPeerMain && fail "remove-services left ZooKeeper running on $n"
-  [ -e "$(kv "$n" .node_root)/srv/drover/zookeeper" ] && fail "remove-services left files on $n"
+  node_has "$n" QuorumPeerMain && fail "remove-services left ZooKeeper running on $n"
+  node_test "$n" /srv/drover/zookeeper && fail "remove-services left files on $n"
 done
 want_backends "$(nginx_nodes)"
 pass "remove-services zookeeper-server: stopped and removed, the web tier untouched"
@@ -96,7 +97,7 @@ addrs=$(for n in $(layout_nodes); do kv "$n" .ipaddresses.access_v4; done)
 run_op delete --existing "$LAYOUT"
 for d in $dirs; do [ -e "$d" ] && fail "$d left"; done
 for a in $addrs; do listening "$a:80" && fail "$a:80 in use"; listening "$a:22" && fail "$a:22 in use"; done
-[ -z "$(ls -A "$NODES/.addresses")" ] || fail "address claims left"
+[ -z "$(ls -A "$PROV_ROOT/.addresses")" ] || fail "address claims left"
 pass "delete: nothing left"
 
 # --- a failed create is rolled back: a fault in one node's nginx start ---
@@ -131,10 +132,10 @@ done | jq -s '{tasks: (. as $t | [range(0; $t | length) as $k |
 cp "$CL/rollback.json" "$CL/plan.json"
 exec_plan || fail "rollback: $FAILED_TASK failed: $FAILED_MESSAGE"
 pass "rollback: $(jq '.tasks | length' "$CL/rollback.json") inverse tasks done"
-left=$(find "$NODES" -mindepth 1 -maxdepth 1 ! -name .lock ! -name .addresses | wc -l)
+left=$(find "$PROV_ROOT" -mindepth 1 -maxdepth 1 ! -name .lock ! -name .addresses | wc -l)
 [ "$left" = 0 ] || fail "the rollback left $left node directories"
-[ -z "$(ls -A "$NODES/.addresses")" ] || fail "the rollback left address claims"
+[ -z "$(ls -A "$PROV_ROOT/.addresses")" ] || fail "the rollback left address claims"
 # shellcheck disable=SC2009 # every process whose command line names the directory, shown
-ps -eo args | grep -F "$NODES" | grep -v grep && fail "the rollback left a process"
+ps -eo args | grep -F "$PROV_ROOT" | grep -v grep && fail "the rollback left a process"
 pass "rolled back: no node, process or address left"
 pass "web-tier catalogue"

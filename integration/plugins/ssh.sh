@@ -157,6 +157,28 @@ task bootstrap node-2 1 10 '.config.service = {action: {type: "bootstrap", field
 last .message | grep -q "nothing to do" || fail "bootstrap without shell: $(last .message)"
 pass "bootstrap: a work directory when shell actions are used, nothing otherwise"
 
+# --- dotfiles and the command timeout ---
+# A session on a loopback node reads the node's dotfiles (HOME is in the node's root),
+# never the host's. A slow one (as the host's /root/.bashrc was in issue 21) makes every
+# command slow: past cluster config ssh.command_timeout, the error names what timed out.
+home=$(kv node-2 .node_root)/root
+known_host node-2
+# shellcheck disable=SC2016 # expanded by the node's shell
+[ "$(on node-2 'echo $HOME')" = "$home" ] || fail "HOME on the node is not $home"
+printf 'sleep 6\n' > "$home/.bashrc"
+CLUSTER_CONFIG='{"ssh": {"command_timeout": "2s"}}' task bootstrap node-2 1 20 \
+  '.config.service = {action: {type: "bootstrap", fields: {automators: ["shell"]}}}' |
+  expect_fail "$SSHA" "slow dotfiles" 'bootstrap: command ".*" on [0-9.]+:22: timed out after 2000 ms \(cluster config ssh.command_timeout\)'
+pass "a command past ssh.command_timeout: $(last .message)"
+CLUSTER_CONFIG='{"ssh": {"command_timeout": "20s"}}' task bootstrap node-2 1 21 \
+  '.config.service = {action: {type: "bootstrap", fields: {automators: ["shell"]}}}' |
+  run "$SSHA" || fail "bootstrap with a 20 s command timeout: $(last .message)"
+CLUSTER_CONFIG='{"ssh": {"command_timeout": "soon"}}' task bootstrap node-2 1 22 \
+  '.config.service = {action: {type: "bootstrap", fields: {automators: ["shell"]}}}' |
+  expect_fail "$SSHA" "bad timeout" 'config cluster.ssh.command_timeout: not a duration'
+rm -f "$home/.bashrc"
+pass "the node's own dotfiles, never the host's; ssh.command_timeout bounds each command"
+
 # --- bad input: clear errors ---
 action 11 t/nope.sh | expect_fail "$SSHA" "missing script" 'script "t/nope.sh" not found in resources'
 action 12 t/echo.sh null '.config.service.action.fields.data = ["t/missing.txt"]' |

@@ -285,6 +285,25 @@ int64_t plugin_limit_ms(const struct plugin_task *t, const char *dir)
     return ms;
 }
 
+int plugin_ssh_timeout_ms(const struct plugin_task *t, int def_ms, int *out_ms, struct drv_err *err)
+{
+    *out_ms = def_ms;
+    json_t *v = plugin_cfg(t, "cluster.ssh.command_timeout");
+    if (!v || json_is_null(v))
+        return 0;
+    long ms = -1;
+    if (json_is_integer(v))
+        ms = (long)json_integer_value(v);
+    else if (json_is_string(v) && config_parse_duration(json_string_value(v), &ms) != 0)
+        ms = -1;
+    if (ms < 1000 || ms > 3600000)
+        return drv_err_set(err, DRV_EINVAL, 0,
+                           "config cluster.ssh.command_timeout: not a duration from 1s to 1h "
+                           "(\"90s\", \"2m\", or milliseconds)");
+    *out_ms = (int)ms;
+    return 0;
+}
+
 int64_t plugin_deadline_limit_ms(const struct plugin_task *t, const char *dir)
 {
     return t->started_ms + within(plugin_limit_ms(t, dir));

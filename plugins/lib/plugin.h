@@ -87,6 +87,16 @@ int64_t plugin_cfg_int(const struct plugin_task *t, const char *path, int64_t de
 int64_t plugin_deadline_ms(const struct plugin_task *t, int64_t def_ms);
 
 /*
+ * The bound of one SSH step (connect, authenticate, one command on the node) that a
+ * plugin takes: the cluster config's "ssh.command_timeout" (config.cluster.ssh.
+ * command_timeout: a duration such as "90s", "2m", "500ms", or an integer of
+ * milliseconds; 1 s to 1 h), else def_ms. A value that is not such a duration is
+ * DRV_EINVAL naming the key, so that a typo is not silently the default.
+ */
+int plugin_ssh_timeout_ms(const struct plugin_task *t, int def_ms, int *out_ms,
+                          struct drv_err *err);
+
+/*
  * The time limit the worker enforces on this task (docs/worker.md): the task's
  * timeout_ms, else the "timeout" of the plugin's descriptor (dir/plugin.json),
  * else 30 minutes, the worker's own default. dir NULL: the plugin's directory

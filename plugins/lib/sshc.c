@@ -315,7 +315,17 @@ int sshc_exec(struct sshc *c, const char *cmd, const void *in, size_t in_len, si
 {
     memset(out, 0, sizeof(*out));
     out->status = -1;
-    int64_t deadline = clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : c->timeout_ms);
+    if (timeout_ms <= 0)
+        timeout_ms = c->timeout_ms;
+    int64_t deadline = clock_mono_ms() + timeout_ms;
+    /* What timed out, for the message: the command's first bytes. */
+    char what[72];
+    snprintf(what, sizeof(what), "%s", cmd);
+    if (strlen(cmd) >= sizeof(what))
+        memcpy(what + sizeof(what) - 4, "...", 4);
+    for (char *p = what; *p; p++)
+        if (*p == '\n' || *p == '\r' || *p == '"')
+            *p = *p == '"' ? '\'' : ' ';
     LIBSSH2_CHANNEL *ch = libssh2_channel_open_session(c->s);
     if (!ch)
         return ssh_err(c, err, "opening a channel");
@@ -374,13 +384,17 @@ int sshc_exec(struct sshc *c, const char *cmd, const void *in, size_t in_len, si
             break;
         if (!progress) {
             if (clock_mono_ms() >= deadline) {
-                rc = drv_err_set(err, DRV_ETIMEDOUT, 0, "command on %s: timed out after %d ms",
-                                 c->peer, timeout_ms);
+                rc = drv_err_set(err, DRV_ETIMEDOUT, 0,
+                                 "command \"%s\" on %s: timed out after %d ms "
+                                 "(cluster config ssh.command_timeout)",
+                                 what, c->peer, timeout_ms);
                 break;
             }
             if (again && wait_socket(c, deadline) != 0 && clock_mono_ms() >= deadline) {
-                rc = drv_err_set(err, DRV_ETIMEDOUT, 0, "command on %s: timed out after %d ms",
-                                 c->peer, timeout_ms);
+                rc = drv_err_set(err, DRV_ETIMEDOUT, 0,
+                                 "command \"%s\" on %s: timed out after %d ms "
+                                 "(cluster config ssh.command_timeout)",
+                                 what, c->peer, timeout_ms);
                 break;
             }
         }

@@ -37,7 +37,8 @@ struct sshc_opts {
     const char *host_key;      /* the expected fingerprint "SHA256:..."; see accept_any_host_key */
     const char *host_key_type; /* "ssh-ed25519" etc.: ask the server for this type; NULL: any */
     bool accept_any_host_key;  /* probes only (user must be NULL): learn the key, check nothing */
-    int timeout_ms;            /* bound of each blocking step; 0 means 10000 */
+    int timeout_ms;            /* bound of each blocking step and of a command run with
+                                  timeout 0; 0 means 10000 (plugin_ssh_timeout_ms) */
 };
 
 struct sshc;
@@ -70,9 +71,10 @@ void sshc_out_free(struct sshc_out *o);
 /*
  * Run cmd (a line for the remote user's shell) with in (may be NULL) on its
  * standard input, keeping at most cap bytes of each output stream, until it
- * exits or timeout_ms passes (DRV_ETIMEDOUT: the channel is closed, the remote
- * command may still run). A non-zero exit status is not an error: read
- * out->status.
+ * exits or timeout_ms passes (0: the connection's timeout_ms). DRV_ETIMEDOUT says
+ * which command timed out after how long: 'command "..." on host:port: timed out
+ * after N ms' (the channel is closed, the remote command may still run). A non-zero exit status is
+ * not an error: read out->status.
  */
 int sshc_exec(struct sshc *c, const char *cmd, const void *in, size_t in_len, size_t cap,
               int timeout_ms, struct sshc_out *out, struct drv_err *err);

@@ -377,6 +377,9 @@ int lb_node_prepare(const struct lb_conf *c, struct lb_node *n, const char *pubk
     snprintf(p, sizeof(p), "%s/root", n->dir);
     if (mkdirs(p, 0755, err) != 0)
         return DRV_EIO;
+    snprintf(p, sizeof(p), "%s/root/root", n->dir); /* root's HOME on the node */
+    if (mkdirs(p, 0700, err) != 0)
+        return DRV_EIO;
     if (mkdir("/run/sshd", 0755) != 0 && errno != EEXIST) /* sshd's privilege separation */
         return drv_err_set(err, DRV_EIO, errno, "mkdir /run/sshd: %s", strerror(errno));
 
@@ -437,8 +440,15 @@ int lb_node_prepare(const struct lb_conf *c, struct lb_node *n, const char *pubk
                   "MaxStartups 64:30:128\n"
                   "MaxSessions 32\n"
                   "Subsystem sftp internal-sftp\n"
-                  "SetEnv DROVER_NODE_ROOT=%s/root DROVER_NODE_ID=%s\n",
-                  n->id, n->address, n->port, n->dir, n->dir, n->dir, n->dir, n->node_id);
+                  /* HOME in the node's root, so that the login shell reads the node's
+                     dotfiles, never the host's (/root/.bashrc). The first SetEnv that
+                     applies wins: root's block first. */
+                  "Match User root\n"
+                  "  SetEnv DROVER_NODE_ROOT=%s/root DROVER_NODE_ID=%s HOME=%s/root/root\n"
+                  "Match all\n"
+                  "  SetEnv DROVER_NODE_ROOT=%s/root DROVER_NODE_ID=%s\n",
+                  n->id, n->address, n->port, n->dir, n->dir, n->dir, n->dir, n->node_id, n->dir,
+                  n->dir, n->node_id);
     snprintf(p, sizeof(p), "%s/ssh/sshd_config", n->dir);
     rc = write_text(p, conf, 0600, err);
     free(conf);

@@ -160,6 +160,10 @@ static void do_confirm(struct plugin_task *t, void *ctx, struct plugin_result *r
         .host_key_type = n.host_key_type,
         .timeout_ms = 10000,
     };
+    if (plugin_ssh_timeout_ms(t, 10000, &o.timeout_ms, &err) != 0) {
+        plugin_result_fail(r, "confirm: %s", err.msg);
+        return;
+    }
     int64_t deadline = plugin_deadline_ms(t, 60000);
     struct sshc *s = NULL;
     for (;;) {
@@ -176,8 +180,7 @@ static void do_confirm(struct plugin_task *t, void *ctx, struct plugin_result *r
     snprintf(want, sizeof(want), "%s/root", n.dir);
     if (key) {
         struct sshc_out out;
-        int rc =
-            sshc_exec(s, "printf '%s' \"${DROVER_NODE_ROOT-}\"", NULL, 0, 4096, 10000, &out, &err);
+        int rc = sshc_exec(s, "printf '%s' \"${DROVER_NODE_ROOT-}\"", NULL, 0, 4096, 0, &out, &err);
         bool same = rc == 0 && out.status == 0 && strcmp(out.out, want) == 0;
         if (rc == 0 && !same)
             drv_err_set(&err, DRV_EINVAL, 0, "sessions on %s see node root \"%s\", not \"%s\"",

@@ -182,13 +182,17 @@ static int host_sh(struct sshc *c, const char *script, const char *const *args, 
     return rc;
 }
 
-static const char add_key_sh[] = "umask 077\n"
-                                 "d=\"${DROVER_NODE_ROOT-}$HOME/.ssh\"; f=\"$d/authorized_keys\"\n"
+/* The user's home on the host: $HOME below the node root, unless HOME is already there
+   (a loopback node sets HOME in its own root, so that no host dotfile is read). */
+#define HOME_SH                                                                                    \
+    "h=$HOME; case $h in \"${DROVER_NODE_ROOT-}\"/*) ;; *) h=\"${DROVER_NODE_ROOT-}$h\" ;; esac\n"
+
+static const char add_key_sh[] = "umask 077\n" HOME_SH "d=\"$h/.ssh\"; f=\"$d/authorized_keys\"\n"
                                  "mkdir -p \"$d\" && touch \"$f\" || exit 3\n"
                                  "grep -qxF \"$1\" \"$f\" || printf '%s\\n' \"$1\" >> \"$f\"\n";
 
-static const char remove_key_sh[] =
-    "f=\"${DROVER_NODE_ROOT-}$HOME/.ssh/authorized_keys\"\n"
+static const char remove_key_sh[] = HOME_SH
+    "f=\"$h/.ssh/authorized_keys\"\n"
     "[ -f \"$f\" ] || exit 0\n"
     "awk -v m=\" $1\" 'length($0) < length(m) || substr($0, length($0) - length(m) + 1) != m' "
     "\"$f\" > \"$f.drover\" && cat \"$f.drover\" > \"$f\" && rm -f \"$f.drover\"\n"

@@ -408,6 +408,8 @@ static struct sshc *connect_node(const struct plugin_task *t, struct drv_err *er
         .host_key_type = type ? type : (ty[0] ? ty : NULL),
         .timeout_ms = 15000,
     };
+    if (plugin_ssh_timeout_ms(t, 15000, &o.timeout_ms, err) != 0)
+        return NULL;
     return sshc_connect(&o, err);
 }
 
@@ -447,6 +449,7 @@ static void run_action(struct plugin_task *t, void *ctx, struct plugin_result *r
         return;
     }
     struct sshrun run = {.c = c, .attempt = t->attempt};
+    (void)plugin_ssh_timeout_ms(t, 0, &run.cmd_timeout_ms, NULL); /* connect_node checked it */
     snprintf(run.key, sizeof(run.key), "%s", t->task_key);
     const char *how = "ran it";
     if (sshrun_probe(&run, &err) != 0)
@@ -569,7 +572,9 @@ static void run_bootstrap(struct plugin_task *t, void *ctx, struct plugin_result
     drv_err_clear(&err);
     struct sshc *c = connect_node(t, &err);
     char work[1024];
-    if (!c || sshrun_bootstrap(c, work, sizeof(work), &err) != 0) {
+    int tmo = 0;
+    (void)plugin_ssh_timeout_ms(t, 0, &tmo, NULL); /* connect_node checked it */
+    if (!c || sshrun_bootstrap(c, tmo, work, sizeof(work), &err) != 0) {
         sshc_close(c);
         plugin_result_fail(r, "bootstrap of %s: %s", t->node_id, err.msg);
         return;

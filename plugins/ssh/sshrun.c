@@ -171,13 +171,19 @@ static int run_sh(struct sshc *c, const char *script, const char *const *args, s
     return 0;
 }
 
+/* The bound of one of the run's own commands (cluster config ssh.command_timeout). */
+static int cmd_tmo(const struct sshrun *r)
+{
+    return r->cmd_timeout_ms > 0 ? r->cmd_timeout_ms : 60000;
+}
+
 int sshrun_probe(struct sshrun *r, struct drv_err *err)
 {
     char att[16];
     snprintf(att, sizeof(att), "%d", r->attempt);
     const char *args[] = {r->key, att};
     char *out = NULL;
-    int rc = run_sh(r->c, probe_sh, args, 2, 60000, &out, err, "looking for the run's handle");
+    int rc = run_sh(r->c, probe_sh, args, 2, cmd_tmo(r), &out, err, "looking for the run's handle");
     if (rc != 0)
         return rc;
     char st[16] = "", w[1024] = "";
@@ -209,10 +215,12 @@ int sshrun_probe(struct sshrun *r, struct drv_err *err)
     return drv_err_set(err, DRV_ESSH, 0, "looking for the run's handle: unknown state \"%s\"", st);
 }
 
-int sshrun_bootstrap(struct sshc *c, char *work, size_t work_len, struct drv_err *err)
+int sshrun_bootstrap(struct sshc *c, int timeout_ms, char *work, size_t work_len,
+                     struct drv_err *err)
 {
     char *out = NULL;
-    int rc = run_sh(c, bootstrap_sh, NULL, 0, 60000, &out, err, "bootstrap");
+    int rc = run_sh(c, bootstrap_sh, NULL, 0, timeout_ms > 0 ? timeout_ms : 60000, &out, err,
+                    "bootstrap");
     if (rc == 0) {
         snprintf(work, work_len, "%s", out);
         free(out);
@@ -278,7 +286,7 @@ int sshrun_start(struct sshrun *r, const char *stdin_json, const char *env_sh, c
     if (rc != 0)
         return rc;
     const char *args[] = {r->handle};
-    rc = run_sh(r->c, start_sh, args, 1, 60000, NULL, err, "starting the run");
+    rc = run_sh(r->c, start_sh, args, 1, cmd_tmo(r), NULL, err, "starting the run");
     if (rc == 0)
         r->state = SSHRUN_RUNNING;
     return rc;
@@ -316,7 +324,7 @@ int sshrun_kill(struct sshrun *r, struct drv_err *err)
 {
     const char *args[] = {r->handle};
     log_info(MOD, "event=kill-run handle=%s", r->handle);
-    return run_sh(r->c, kill_sh, args, 1, 60000, NULL, err, "killing the run");
+    return run_sh(r->c, kill_sh, args, 1, cmd_tmo(r), NULL, err, "killing the run");
 }
 
 /* `cmd` with the handle as $1, its whole stdout (owned), bounded by cap. */
@@ -326,7 +334,7 @@ static int fetch(struct sshrun *r, const char *script, size_t cap, char **out, s
     const char *args[] = {r->handle};
     char *line = sh_line(script, args, 1);
     struct sshc_out o;
-    int rc = sshc_exec(r->c, line, NULL, 0, cap, 60000, &o, err);
+    int rc = sshc_exec(r->c, line, NULL, 0, cap, cmd_tmo(r), &o, err);
     free(line);
     if (rc != 0)
         return rc;

@@ -50,6 +50,7 @@ struct sshrun {
     char work[1024]; /* remote ${DROVER_NODE_ROOT}/var/lib/drover */
     char handle[1400];
     enum sshrun_state state;
+    int cmd_timeout_ms; /* bound of each of the run's own commands on the node; 0: 60 s */
 };
 
 /* Bounds of what comes back from a node. */
@@ -63,7 +64,8 @@ int sshrun_probe(struct sshrun *r, struct drv_err *err);
  * Make the node's work directory and check the tools a run needs (sh, setsid,
  * ps, mkdir): the bootstrap task. *work gets the remote work directory.
  */
-int sshrun_bootstrap(struct sshc *c, char *work, size_t work_len, struct drv_err *err);
+int sshrun_bootstrap(struct sshc *c, int timeout_ms, char *work, size_t work_len,
+                     struct drv_err *err);
 
 /*
  * Upload one resource (a file or directory, relative to resources) to the

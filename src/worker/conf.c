@@ -31,6 +31,9 @@ const struct config_key worker_config_keys[] = {
                        "values for plugins; never the fleet key"),
     CONFIG_KEY("secrets.key_file", CONFIG_STRING, struct worker_opts, fleet_key_file, .deflt = "",
                .help = "refused: the fleet key stays on droverd (use secrets.tenant_key_file)"),
+    CONFIG_KEY("worker.host_conf", CONFIG_STRING, struct worker_opts, host_conf, .deflt = "",
+               .help = "this host's settings for providers that make machines on it (container): "
+                       "a key = value file, DROVER_HOST_CONF for plugins"),
     CONFIG_KEY(
         "worker.state_dir", CONFIG_STRING, struct worker_opts, state_dir, .deflt = "",
         .help =

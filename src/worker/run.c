@@ -47,6 +47,8 @@ void worker__env_build(struct worker *w)
     env_add(w, xasprintf("DROVER_WORKER_ID=%s", w->id));
     if (w->zk_hosts)
         env_add(w, xasprintf("DROVER_ZK_HOSTS=%s", w->zk_hosts));
+    if (w->host_conf)
+        env_add(w, xasprintf("DROVER_HOST_CONF=%s", w->host_conf));
 }
 
 /* The base environment plus this task's variables: a new array (free each string). */

@@ -519,6 +519,7 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
     w->zk_hosts = o->zk_hosts ? xstrdup(o->zk_hosts) : NULL;
     w->zk_digest = o->zk_digest_file && *o->zk_digest_file ? xstrdup(o->zk_digest_file) : NULL;
     w->version = xstrdup(o->version ? o->version : "");
+    w->host_conf = o->host_conf && *o->host_conf ? xstrdup(o->host_conf) : NULL;
     w->concurrency = o->concurrency;
     w->grace_ms = o->grace_ms;
     if (o->key) {
@@ -561,6 +562,7 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
             free(w->zk_hosts);
             free(w->zk_digest);
             free(w->version);
+            free(w->host_conf);
             free(w);
             return NULL;
         }
@@ -712,5 +714,6 @@ void worker_free(struct worker *w)
     free(w->zk_hosts);
     free(w->zk_digest);
     free(w->version);
+    free(w->host_conf);
     free(w);
 }

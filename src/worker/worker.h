@@ -61,6 +61,8 @@ struct worker_opts {
     const char *resources_dir;  /* DROVER_RESOURCES for plugins, NULL: none */
     const char *zk_hosts;       /* DROVER_ZK_HOSTS for plugins (ssh-pool) */
     const char *zk_digest_file; /* DROVER_ZK_DIGEST_FILE for plugins */
+    const char *host_conf;      /* DROVER_HOST_CONF for plugins (the container provider's
+                                   host settings), NULL or "": none */
     const char *version;        /* shown in the member znode */
     /* Resources synced from droverd (docs/worker.md "Resources"): all three, or none and
        resources_dir serves every task. */

@@ -257,6 +257,7 @@ struct worker {
     struct event_base *base;
     struct coord_session *zk;
     char *id, *tenant, *resources, *zk_hosts, *zk_digest, *version;
+    char *host_conf; /* DROVER_HOST_CONF, NULL: none */
     unsigned concurrency;
     int grace_ms;
     unsigned char key[32];

@@ -91,12 +91,49 @@ static void test_self_dir(void **state)
     assert_int_equal(access(exe, X_OK), 0);
 }
 
+/* plugin_ssh_timeout_ms: the cluster config's ssh.command_timeout, else the default. */
+static int ssh_tmo(const char *cluster_json, int def, int *ms)
+{
+    char text[512];
+    snprintf(text, sizeof(text),
+             "{\"taskId\": \"1.1.1\", \"taskName\": \"install\", \"config\": {\"cluster\": %s}}",
+             cluster_json);
+    struct plugin_task t;
+    struct drv_err err;
+    drv_err_clear(&err);
+    assert_int_equal(plugin_task_parse(text, strlen(text), &t, &err), 0);
+    int rc = plugin_ssh_timeout_ms(&t, def, ms, &err);
+    if (rc != 0)
+        assert_non_null(strstr(err.msg, "cluster.ssh.command_timeout"));
+    plugin_task_free(&t);
+    return rc;
+}
+
+static void test_ssh_command_timeout(void **state)
+{
+    int ms = 0;
+    assert_int_equal(ssh_tmo("{}", 15000, &ms), 0);
+    assert_int_equal(ms, 15000);
+    assert_int_equal(ssh_tmo("{\"ssh\": {\"command_timeout\": \"90s\"}}", 15000, &ms), 0);
+    assert_int_equal(ms, 90000);
+    assert_int_equal(ssh_tmo("{\"ssh\": {\"command_timeout\": \"2m\"}}", 15000, &ms), 0);
+    assert_int_equal(ms, 120000);
+    assert_int_equal(ssh_tmo("{\"ssh\": {\"command_timeout\": 2500}}", 15000, &ms), 0);
+    assert_int_equal(ms, 2500);
+    /* Not a duration, or out of 1 s .. 1 h: an error naming the key, never the default. */
+    assert_int_equal(ssh_tmo("{\"ssh\": {\"command_timeout\": \"soon\"}}", 15000, &ms), DRV_EINVAL);
+    assert_int_equal(ssh_tmo("{\"ssh\": {\"command_timeout\": 10}}", 15000, &ms), DRV_EINVAL);
+    assert_int_equal(ssh_tmo("{\"ssh\": {\"command_timeout\": \"2h\"}}", 15000, &ms), DRV_EINVAL);
+    assert_int_equal(ssh_tmo("{\"ssh\": {\"command_timeout\": true}}", 15000, &ms), DRV_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ssh_descriptor),
         cmocka_unit_test_setup_teardown(test_other_descriptors, setup, teardown),
         cmocka_unit_test(test_self_dir),
+        cmocka_unit_test(test_ssh_command_timeout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
