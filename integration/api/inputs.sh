@@ -61,8 +61,8 @@ bad addservices '{"services":["php"]}' 422 unsatisfiable services "addservices o
 bad addservices '{"services":["hadoop-hdfs-namenode"]}' 422 unsatisfiable services "addservices of a service the template forbids"
 bad removeservices '{"services":["memcached"]}' 422 unsatisfiable services "removeservices of a service it lacks"
 bad start '{"services":["memcached"]}' 422 unsatisfiable services "start of a service it lacks"
-bad configure '{"config":{},"services":["memcached"]}' 422 unsatisfiable services "configure of a service it lacks"
-bad configure '{"config":{},"restart":"yes"}' 400 invalid restart "configure with a restart that is not a boolean"
+bad configure '{"config":{},"mode":"merge","services":["memcached"]}' 422 unsatisfiable services "configure of a service it lacks"
+bad configure '{"config":{},"mode":"merge","restart":"yes"}' 400 invalid restart "configure with a restart that is not a boolean"
 # Item 5: an upgrade to a version that does not exist, or to the version it has.
 bad upgrade '{"template_version":99}' 422 unknown-reference template_version "upgrade to version 99"
 bad upgrade '{}' 422 unsatisfiable template_version "upgrade to the version it has"
