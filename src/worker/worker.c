@@ -490,6 +490,23 @@ static void on_peers(const struct coord_member_info *m, size_t n, void *arg)
 
 /* ---- life ---------------------------------------------------------------------------- */
 
+/* worker_new's way out once the strings, environment and plugins are made: all freed. */
+static struct worker *new_failed(struct worker *w, struct worker__plugins *ps)
+{
+    worker__sandbox_free(w->sandbox);
+    worker__plugins_free(ps);
+    worker__env_free(w->env);
+    free(w->id);
+    free(w->tenant);
+    free(w->resources);
+    free(w->zk_hosts);
+    free(w->zk_digest);
+    free(w->version);
+    free(w->host_conf);
+    free(w);
+    return NULL;
+}
+
 struct worker *worker_new(struct event_base *base, struct coord_session *zk,
                           const struct worker_opts *o, struct drv_err *err)
 {
@@ -527,19 +544,8 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
         w->has_key = true;
     }
     worker__env_build(w);
-    if (worker__sandbox_new(w, o, err) != 0) {
-        worker__sandbox_free(w->sandbox);
-        worker__plugins_free(ps);
-        worker__env_free(w->env);
-        free(w->id);
-        free(w->tenant);
-        free(w->resources);
-        free(w->zk_hosts);
-        free(w->zk_digest);
-        free(w->version);
-        free(w);
-        return NULL;
-    }
+    if (worker__sandbox_new(w, o, err) != 0)
+        return new_failed(w, ps);
     if (o->state_dir && *o->state_dir && o->api_url && *o->api_url) {
         struct worker__res_opts ro = {.tenant = w->tenant,
                                       .state_dir = o->state_dir,
@@ -552,20 +558,8 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
         ro.own_gid = (gid_t)-1;
         worker__sandbox_owner(w->sandbox, &ro.own_uid, &ro.own_gid);
         w->res = worker__res_new(base, zk, &ro, err);
-        if (!w->res) {
-            worker__sandbox_free(w->sandbox);
-            worker__plugins_free(ps);
-            worker__env_free(w->env);
-            free(w->id);
-            free(w->tenant);
-            free(w->resources);
-            free(w->zk_hosts);
-            free(w->zk_digest);
-            free(w->version);
-            free(w->host_conf);
-            free(w);
-            return NULL;
-        }
+        if (!w->res)
+            return new_failed(w, ps);
     }
     const char *classes = o->classes && *o->classes ? o->classes : "default";
     for (const char *p = classes; *p;) {
