@@ -56,9 +56,6 @@ void cli__show_object(const json_t *o, int indent);
 /* GET /v1/clusters/{id}: headline, config, and the nodes as a table. */
 void cli__show_cluster(const json_t *c);
 
-/* POST /v1/plans: the layout, tasks per action and the plan's stages. 0, or 1 (told). */
-int cli__show_preview(const json_t *p);
-
 /*
  * GET /v1/workers as a table: id, host, classes, state, start and the task
  * each runs now (read from the tenant's unfinished jobs, at most 20 of them).

@@ -12,7 +12,6 @@
 #include "cli.h"
 #include "cli_int.h"
 #include "error.h"
-#include "planner.h"
 #include "xalloc.h"
 
 static bool scalar(const json_t *v)
@@ -169,77 +168,6 @@ void cli__show_cluster(const json_t *c)
         cli__table(rows, cols);
     }
     json_decref(rows);
-}
-
-/* Tasks per action, in the order the actions first appear: "create 2, install 6". */
-static void print_actions(const json_t *tasks)
-{
-    json_t *counts = json_object();
-    json_t *order = json_array();
-    size_t i;
-    json_t *t;
-    json_array_foreach(tasks, i, t)
-    {
-        const char *a = cli__str(t, "action");
-        if (strcmp(a, "anchor") == 0)
-            continue;
-        json_t *c = json_object_get(counts, a);
-        if (!c) {
-            json_object_set_new(counts, a, json_integer(1));
-            json_array_append_new(order, json_string(a));
-        } else {
-            json_integer_set(c, json_integer_value(c) + 1);
-        }
-    }
-    json_t *a;
-    json_array_foreach(order, i, a)
-        printf("%s%s %lld", i ? ", " : "", json_string_value(a),
-               (long long)json_integer_value(json_object_get(counts, json_string_value(a))));
-    putchar('\n');
-    json_decref(counts);
-    json_decref(order);
-}
-
-int cli__show_preview(const json_t *p)
-{
-    const json_t *plan = json_object_get(p, "plan"), *tasks = json_object_get(plan, "tasks");
-    size_t nodes = 0, i;
-    json_t *g;
-    json_array_foreach(json_object_get(json_object_get(p, "layout"), "nodes"), i, g) nodes +=
-        (size_t)json_integer_value(json_object_get(g, "count"));
-    printf("preview of a %s: %zu nodes, %s tasks (nothing runs)\nlayout:\n",
-           cli__str(plan, "operation"), nodes, cli__str(p, "tasks"));
-    json_array_foreach(json_object_get(json_object_get(p, "layout"), "nodes"), i, g)
-    {
-        printf("  %s x %s/%s: ", cli__str(g, "count"), cli__str(g, "hardwaretype"),
-               cli__str(g, "imagetype"));
-        print_list(json_object_get(g, "services"));
-        putchar('\n');
-    }
-    bool whole = json_is_null(json_object_get(p, "next")) &&
-                 json_integer_value(json_object_get(p, "offset")) == 0;
-    printf("tasks by action%s: ", whole ? "" : " (of this page)");
-    print_actions(tasks);
-    if (!whole) {
-        printf("(the plan has more tasks than one page: --json and ?offset= for the rest)\n");
-        return 0;
-    }
-    struct planner_plan *pl = NULL;
-    struct planner_stages *st = NULL;
-    struct drv_err err;
-    drv_err_clear(&err);
-    int rc = 0;
-    if (planner_plan_from_json(plan, &pl, &err) != 0 || planner_stages(pl, &st, &err) != 0) {
-        fprintf(stderr, "drover: the preview's plan: %s\n", err.msg);
-        rc = 1;
-    } else {
-        char *s = planner_stages_to_text(pl, st);
-        printf("plan: %s", s);
-        free(s);
-    }
-    planner_stages_free(st);
-    planner_plan_free(pl);
-    return rc;
 }
 
 static bool unfinished(const char *status)
