@@ -164,6 +164,7 @@ struct coord__op {
     /* results, copied from ZooKeeper's buffers */
     int rc;
     bool has_stat;
+    bool fault_point;  /* a read the test hook may fail (zkops.c fault_read_lost) */
     struct Stat stat;
     char *value; /* get: data (NUL-terminated); create: the created path */
     int value_len;
@@ -230,6 +231,11 @@ struct coord_session {
     bool free_pending; /* coord_session_free was called inside a callback */
     const struct ACL_vector *acl;
     struct ACL_vector acl_own; /* acl.c: creator-all + the readers' read, with credentials */
+    /* Test hook (DROVER_FAULT=zk-read-lost:SUBSTRING, docs/testing.md): every other read
+       (get, children, exists) whose path holds SUBSTRING fails with a connection loss, as if
+       the connection had dropped while it was in flight. */
+    char *fault_read;
+    unsigned fault_reads;
 };
 
 /* ---- zkops.c ----------------------------------------------------------------- */

@@ -383,6 +383,9 @@ struct coord_session *coord_session_new(struct event_base *base, const struct co
     } else {
         s->acl = &ZOO_OPEN_ACL_UNSAFE;
     }
+    const char *fault = getenv("DROVER_FAULT");
+    if (fault && strncmp(fault, "zk-read-lost:", 13) == 0 && fault[13])
+        s->fault_read = xstrdup(fault + 13);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cond, NULL);
     s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -409,6 +412,7 @@ fail:
     pthread_cond_destroy(&s->cond);
     free(s->hosts);
     free(s->digest);
+    free(s->fault_read);
     coord__acl_free(s);
     free(s);
     return NULL;
@@ -532,6 +536,7 @@ static void destroy(struct coord_session *s)
     pthread_cond_destroy(&s->cond);
     free(s->hosts);
     free(s->digest);
+    free(s->fault_read);
     coord__acl_free(s);
     free(s);
 }

@@ -294,6 +294,18 @@ void coord__watcher(zhandle_t *zh, int type, int state, const char *path, void *
 
 /* ---- issuing (loop thread) -------------------------------------------- */
 
+/* The test hook of coord_int.h (DROVER_FAULT=zk-read-lost:SUBSTRING). */
+static bool fault_read_lost(struct coord__op *op)
+{
+    struct coord_session *s = op->s;
+    if (!s->fault_read || !op->fault_point || !op->path || !strstr(op->path, s->fault_read))
+        return false;
+    if (s->fault_reads++ % 2)
+        return false;
+    log_warn(MOD, "event=fault-injected fault=zk-read-lost path=%s", op->path);
+    return true;
+}
+
 /* Refuse op locally when it must not reach the library; true when refused. */
 static bool refused(struct coord__op *op)
 {
@@ -305,6 +317,8 @@ static bool refused(struct coord__op *op)
         op->rc = ZINVALIDSTATE;
     else if (op->need_gen && op->need_gen != s->gen)
         op->rc = ZSESSIONEXPIRED;
+    else if (fault_read_lost(op))
+        op->rc = ZCONNECTIONLOSS;
     else
         return false;
     push(s, op);
@@ -377,6 +391,7 @@ void coord__zk_delete(struct coord__op *op, const char *path, int version)
 void coord__zk_exists(struct coord__op *op, const char *path, bool watch)
 {
     op->path = xstrdup(path);
+    op->fault_point = true;
     if (refused(op))
         return;
     issued(op, zoo_aexists(op->s->zh, path, watch, c_stat, op));
@@ -385,6 +400,7 @@ void coord__zk_exists(struct coord__op *op, const char *path, bool watch)
 void coord__zk_get(struct coord__op *op, const char *path, bool watch)
 {
     op->path = xstrdup(path);
+    op->fault_point = true;
     if (refused(op))
         return;
     issued(op, zoo_aget(op->s->zh, path, watch, c_data, op));
@@ -401,6 +417,7 @@ void coord__zk_set(struct coord__op *op, const char *path, const char *data, int
 void coord__zk_children(struct coord__op *op, const char *path, bool watch)
 {
     op->path = xstrdup(path);
+    op->fault_point = true;
     if (refused(op))
         return;
     issued(op, zoo_aget_children2(op->s->zh, path, watch, c_strings_stat, op));

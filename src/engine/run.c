@@ -368,8 +368,11 @@ static void on_run_data(int rc, const char *data, size_t len, const struct coord
     struct erun *run = arg;
     struct ejob *j = run->j;
     run->reading = false;
-    if (rc != 0 && run->w) {
-        /* Gone (deleted by us, or the job ended): no watch to wait for. */
+    if (rc == DRV_ENOENT && run->w) {
+        /* Gone (deleted by us, or the job ended): no watch to wait for. Any other error (the
+           connection dropped while the read was in flight) keeps the watch: it hears
+           COORD_EV_SESSION right after this, and on_run_event reads again. Cancelling it
+           there lost the record for good: its outcome was never read, the job waited. */
         coord_watch_cancel(run->w);
         run->w = NULL;
         engine__job_unref(j);
