@@ -11,6 +11,8 @@
 #      nobody can run either: needs-operator, both reasons in the error.
 #   4. a live worker with a task that takes too long: past engine.job_deadline the job
 #      fails and rolls back (what runs finishes first).
+#   5. the only worker drains (SIGTERM while its task runs): it takes nothing more, so the
+#      job is unserved at once, though the worker is still a member.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../api/api_lib.sh"
 . "$(dirname "$0")/engine_lib.sh"
@@ -88,3 +90,25 @@ cut=$(psql_q "SELECT count(*) FROM task_attempts WHERE job_id = $JID AND left(ph
 [ "$cut" = 0 ] || fail "$cut attempts of job $JID's forward plan did not succeed: $(grep "^$JID\." "$RUNS/runs.log")"
 check_runs
 pass "past engine.job_deadline: the job failed after its running task ended, and rolled back"
+
+# 5. The only worker drains (SIGTERM, a long grace, a task still running): it stays a member
+#    until its task ends, but takes nothing more, so the job is unserved at once. Before, a
+#    draining worker counted as serving and the job waited without a word.
+GATE="$T/gate-drain"
+kill -TERM "$(pid_of worker-3)"
+wait_exit worker-3 60 > /dev/null || fail "worker-3 did not stop"
+restart_droverd 3 4 "engine.no_worker_timeout = 1h"
+start_worker worker-4 "worker.grace = 10m"
+read -r _ JID <<< "$(create_cluster drain 1 "$(jq -cn --arg f "$GATE" '{hold_on: {task: "create", file: $f}}')")"
+create_runs() { [ "$(psql_q "SELECT count(*) FROM tasks WHERE job_id = $JID AND id LIKE '%/create' AND status = 'running'")" = 1 ]; }
+wait_until 120 "job $JID's create to run" create_runs
+kill -TERM "$(pid_of worker-4)"
+wait_until 60 "droverd-4 to say job $JID has no worker" logged droverd-4 job-no-worker "$JID"
+kill -0 "$(pid_of worker-4)" || fail "worker-4 left before the test could see it draining"
+zk get "/drover/members/worker/worker-4" | grep -q '"draining":true' ||
+  fail "worker-4's member data does not say draining: $(zk get /drover/members/worker/worker-4)"
+touch "$GATE"
+wait_exit worker-4 120 > /dev/null || fail "worker-4 did not stop once its task ended"
+start_worker worker-5
+wait_job "$JID" succeeded 120
+pass "a draining worker does not count as serving: the owner said job-no-worker while it drained"

@@ -46,6 +46,7 @@ struct node {
     struct coord_control *control;
     struct worker *worker;
     struct event *sig_term, *sig_int;
+    json_t *member_data; /* what the member znode says; "draining" is added on the way out */
     bool stopping;
 };
 
@@ -61,6 +62,18 @@ static void on_stopped(void *arg)
     leave(arg);
 }
 
+/* Tell the group this worker takes nothing more: the engine's watchdog then no longer counts
+   it as serving its tenant and class (a job whose only worker drains says so at once). */
+static void say_draining(struct node *w)
+{
+    if (!w->member || !w->member_data)
+        return;
+    json_object_set_new(w->member_data, "draining", json_true());
+    char *json = json_dumps(w->member_data, JSON_COMPACT | JSON_SORT_KEYS);
+    coord_member_update(w->member, json, NULL, NULL);
+    free(json);
+}
+
 static void on_control(const char *want, const char *by, void *arg)
 {
     struct node *w = arg;
@@ -71,6 +84,7 @@ static void on_control(const char *want, const char *by, void *arg)
              worker_running(w->worker));
     w->stopping = true;
     sdnotify("STOPPING=1");
+    say_draining(w);
     worker_stop(w->worker, on_stopped, w);
 }
 
@@ -85,6 +99,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         return;
     }
     w->stopping = true;
+    say_draining(w);
     worker_stop(w->worker, on_stopped, w);
 }
 
@@ -121,7 +136,7 @@ static int run(struct node *w)
         (json_int_t)w->conf.worker.concurrency, "pid", (json_int_t)getpid(), "host", host,
         "started", (json_int_t)started, "version", DROVER_VERSION);
     char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(data);
+    w->member_data = data;
     w->member =
         coord_member_join(w->zk, ZKPATH_MEMBERS_WORKER, w->conf.prog.node_id, json, on_joined, w);
     free(json);
@@ -186,6 +201,7 @@ int main(int argc, char **argv)
     coord_control_free(w.control);
     worker_free(w.worker);
     coord_member_leave(w.member);
+    json_decref(w.member_data);
     coord_session_free(w.zk);
     loopwatch_free(watch);
     event_base_free(w.base);

@@ -14,7 +14,9 @@
  *
  *   1. A job dispatches (RUNNING or ROLLING_BACK), has tasks queued or running,
  *      and /drover/members/worker holds no worker of its tenant whose classes
- *      include the job's: it is UNSERVED. The first time, the owner logs
+ *      include the job's and that is not draining (a worker told to stop says
+ *      "draining" in its member data: it finishes what it runs and takes
+ *      nothing more): it is UNSERVED. The first time, the owner logs
  *      job-no-worker (warn) and counts it in drover_jobs_unserved; when a worker
  *      comes back it logs job-worker-back.
  *   2. UNSERVED for engine.no_worker_timeout (default 10 minutes; 0: wait for
@@ -75,6 +77,8 @@ void engine__workers_seen(struct engine *e, const struct coord_member_info *m, s
         json_error_t jerr;
         json_t *d = json_loads(m[i].json, 0, &jerr);
         const char *tenant = json_string_value(json_object_get(d, "tenant"));
+        if (json_is_true(json_object_get(d, "draining")))
+            tenant = NULL; /* on its way out: it takes nothing more, so it serves nothing */
         size_t k;
         json_t *c;
         json_array_foreach(json_object_get(d, "classes"), k, c)
