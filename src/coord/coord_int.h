@@ -164,7 +164,7 @@ struct coord__op {
     /* results, copied from ZooKeeper's buffers */
     int rc;
     bool has_stat;
-    bool fault_point;  /* a read the test hook may fail (zkops.c fault_read_lost) */
+    bool fault_point; /* a read the test hook may fail (zkops.c fault_read_lost) */
     struct Stat stat;
     char *value; /* get: data (NUL-terminated); create: the created path */
     int value_len;
