@@ -5,9 +5,11 @@
 # the queue could not take its item). jobresume.c's reconciliation, recon.c's PUT.
 #
 # No worker runs, so the job's first tasks wait in the queue. The owner hands the job over
-# to nobody (SIGTERM), the items and their key records are deleted behind its back, and a
-# new node takes the job: it must find the tasks lost, put them again, and once a worker
-# comes the job succeeds with every task run exactly once.
+# to nobody (SIGTERM), the items and all but one of their key records are deleted behind its
+# back, and a new node takes the job: it must find the tasks lost, put them again, and once
+# a worker comes the job succeeds with every task run exactly once. The key record left
+# names an item that is gone: it is stale, and would refuse the put of its key for ever
+# unless the new owner deletes it (it did not: the task waited, queued, for ever).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../api/api_lib.sh"
 . "$(dirname "$0")/engine_lib.sh"
@@ -32,6 +34,9 @@ done
 [ ${#items[@]} -ge 2 ] || fail "expected at least 2 queue items of job $JID, found ${#items[@]}"
 keys=()
 for k in $(zk ls "$Q/keys"); do keys+=("$Q/keys/$k"); done
+[ ${#keys[@]} -ge 2 ] || fail "expected at least 2 key records, found ${#keys[@]}"
+stale=${keys[0]}
+keys=("${keys[@]:1}")
 printf 'delete %s\n' "${items[@]}" "${keys[@]}" | "$ZKCLI" -server "$DROVER_ZK" > "$T/zkcli.out" 2>&1 || true
 count_items() {
   local n=0 s
@@ -39,7 +44,7 @@ count_items() {
   echo "$n"
 }
 [ "$(count_items)" = 0 ] || fail "the items were not deleted: $(tail -5 "$T/zkcli.out")"
-[ "$(zk ls "$Q/keys" | grep -c . || true)" = 0 ] || fail "the key records were not deleted"
+[ "$(zk ls "$Q/keys" | grep -c . || true)" = 1 ] || fail "expected only the stale key record left"
 
 start_droverd 2
 PORT=${DPORTS[2]}
@@ -48,7 +53,9 @@ put_again() { [ "$(grep -c "event=task-reconciled job=$JID .* action=put" "$T/dr
 wait_until 60 "droverd-2 to put job $JID's $lost lost tasks again" put_again
 has_items() { [ "$(count_items)" -ge "$lost" ]; }
 wait_until 30 "the lost tasks' items to be back in the queue" has_items
-pass "the next owner found $lost queued tasks without an item or a run record and put them again"
+grep -q "event=stale-queue-key job=$JID key=$stale " "$T/droverd-2.log" ||
+  fail "droverd-2 did not say the key record $stale was stale"
+pass "the next owner found $lost queued tasks without an item or a run record (one with a stale key record) and put them again"
 
 start_worker worker-1
 wait_job "$JID" succeeded 120

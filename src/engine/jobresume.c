@@ -120,7 +120,9 @@ static void read_chunks(struct ejob *j, struct eplan *p, void (*done)(struct ejo
  *      the rollback plan is rebuilt: a failed create's provider-id decides
  *      whether it has a delete);
  *   2. for each task of the current plan the log says 'q', the queue's key
- *      record of its current attempt is read: is its item there?
+ *      record of its current attempt is read, then the item it names: is it
+ *      there? (A key record whose item is gone is stale: deleted, fenced, so
+ *      that a put of the same key can go in again.)
  *   3. for those whose item is gone, the run records are listed and read
  *      again (after the queue: an outcome written meanwhile is seen), and
  *      engine_recon_task decides: nothing, put again, withdrawn, or lost;
@@ -427,25 +429,83 @@ static void recon_confirmed(struct recon *r)
 struct key_read {
     struct recon *r;
     uint32_t idx;
+    char *key_path;  /* queues/<tenant>/<class>/keys/<key> */
+    char *item_path; /* the item its record names */
+    int version;     /* the key record's */
 };
+
+enum key_found { KEY_ITEM_THERE, KEY_ITEM_GONE, KEY_READ_FAILED };
+
+static void key_read_end(struct key_read *x, enum key_found f)
+{
+    struct recon *r = x->r;
+    struct ejob *j = r->j;
+    if (f == KEY_ITEM_GONE) {
+        r->cand[x->idx] = 1;
+        r->n_cand++;
+    } else if (f == KEY_READ_FAILED) {
+        r->failed++; /* the job is let go and resumed again later */
+    }
+    free(x->key_path);
+    free(x->item_path);
+    free(x);
+    if (--r->left == 0)
+        recon_step_done(r);
+    engine__job_unref(j);
+}
+
+/* The stale key record is gone (or was already): its task's item is gone, a candidate. */
+static void stale_key_deleted(const struct coord_txn_result *res, void *arg)
+{
+    struct key_read *x = arg;
+    if (res->rc != 0)
+        log_warn(MOD, "event=stale-key-delete-failed job=%s key=%s error=%s", x->r->j->id,
+                 x->key_path, drv_strerror(res->rc));
+    key_read_end(x, res->rc == 0 ? KEY_ITEM_GONE : KEY_READ_FAILED);
+}
+
+/*
+ * The item a key record names, read: there, nothing to do. Gone (deleted behind the queue's
+ * back: an operator, a half-done clean-up), the key record is stale and would refuse the put
+ * of the same key for ever: it is deleted, fenced by the job's lock and at the version read,
+ * so that the task is a candidate like one whose key is gone too.
+ */
+static void recon_item_read(int rc, const char *data, int version, void *arg)
+{
+    struct key_read *x = arg;
+    struct ejob *j = x->r->j;
+    (void)data;
+    (void)version;
+    if (rc != DRV_ENOENT || j->own != EJ_LOADING || !j->lock) {
+        key_read_end(x, rc == 0 ? KEY_ITEM_THERE : KEY_READ_FAILED);
+        return;
+    }
+    log_warn(MOD, "event=stale-queue-key job=%s key=%s item=%s", j->id, x->key_path, x->item_path);
+    struct coord_txn *t = coord_txn_new();
+    coord_txn_delete(t, x->key_path, x->version);
+    coord_txn_commit(j->e->zk, t, j->lock, stale_key_deleted, x);
+}
 
 static void recon_key_read(int rc, const char *data, int version, void *arg)
 {
     struct key_read *x = arg;
     struct recon *r = x->r;
-    struct ejob *j = r->j;
-    (void)data;
-    (void)version;
-    if (rc == DRV_ENOENT) {
-        r->cand[x->idx] = 1;
-        r->n_cand++;
-    } else if (rc != 0) {
-        r->failed++;
+    if (rc != 0) {
+        key_read_end(x, rc == DRV_ENOENT ? KEY_ITEM_GONE : KEY_READ_FAILED);
+        return;
     }
-    free(x);
-    if (--r->left == 0)
-        recon_step_done(r);
-    engine__job_unref(j);
+    json_t *d = json_loads(data ? data : "", 0, NULL);
+    const char *item = json_string_value(json_object_get(d, "item"));
+    if (!item || strstr(item, "..")) {
+        json_decref(d);
+        key_read_end(x, KEY_READ_FAILED); /* not a record coord wrote: an operator must look */
+        return;
+    }
+    const char *keys = strstr(x->key_path, "/keys/");
+    x->item_path = xasprintf("%.*s/items/%s", (int)(keys - x->key_path), x->key_path, item);
+    x->version = version;
+    json_decref(d);
+    coord_get(r->j->e->zk, x->item_path, recon_item_read, x);
 }
 
 static void recon_keys_read(struct recon *r)
@@ -477,14 +537,13 @@ static void recon_check_items(struct recon *r)
             continue;
         char key[80];
         taskmsg_key(key, sizeof(key), j->id, p->phase, i, p->recs[i].attempt);
-        char *path = xasprintf("%s/keys/%s", qpath, key);
         struct key_read *x = xcalloc(1, sizeof(*x));
         x->r = r;
         x->idx = i;
+        x->key_path = xasprintf("%s/keys/%s", qpath, key);
         r->left++;
         engine__job_ref(j);
-        coord_get(j->e->zk, path, recon_key_read, x);
-        free(path);
+        coord_get(j->e->zk, x->key_path, recon_key_read, x);
     }
     free(qpath);
     if (--r->left == 0)
