@@ -20,6 +20,12 @@ int64_t clock_mono_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+int64_t clock_boot_ms(void)
+{
+    struct timespec ts = now(CLOCK_BOOTTIME);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int64_t clock_wall_ms(void)
 {
     struct timespec ts = now(CLOCK_REALTIME);

@@ -16,7 +16,7 @@
  * so that ms == us / 1000 for the same instant.
  *
  * Threads: every function may be called on any thread. No errors: the clocks
- * used (CLOCK_MONOTONIC, CLOCK_REALTIME) cannot fail on Linux. No allocation.
+ * used (CLOCK_MONOTONIC, CLOCK_BOOTTIME, CLOCK_REALTIME) cannot fail on Linux. No allocation.
  */
 #ifndef DROVER_CLOCK_H
 #define DROVER_CLOCK_H
@@ -27,6 +27,15 @@
 /* Monotonic time since an arbitrary point (the boot), for durations. */
 int64_t clock_mono_ms(void);
 int64_t clock_mono_us(void);
+
+/*
+ * CLOCK_BOOTTIME: monotonic like clock_mono_ms, but it goes on while the host
+ * is suspended (CLOCK_MONOTONIC stops). For a deadline that other hosts keep
+ * too: the plugins' lease (worker/proc.c), which a ZooKeeper server elsewhere
+ * lets run out whether this host slept or not. One clock for every process of
+ * the host, like the monotonic one.
+ */
+int64_t clock_boot_ms(void);
 
 /* Wall time: milliseconds since the Unix epoch, for records and logs. */
 int64_t clock_wall_ms(void);

@@ -51,7 +51,7 @@
  *              |  \--plugin ended--> 'S', kill group, exit
  *              \--now >= until (monotonic)--> 'L', kill group, exit
  *
- * U is an absolute moment of CLOCK_MONOTONIC (clock_mono_ms), which is one
+ * U is an absolute moment of CLOCK_BOOTTIME (clock_boot_ms), which is one
  * clock for every process of the host, so a renewal means the same whenever
  * the guard reads it: a renewal read late (the guard descheduled, or frozen
  * with the worker and thawed) extends nothing past the moment it names. The
@@ -79,6 +79,13 @@
  *     those ms; no test.
  *   - the guard and the plugin stopped (their group): the plugin does
  *     nothing; the worker's time limit kills it.
+ *   - the whole host suspended (a VM paused, a laptop asleep): CLOCK_BOOTTIME
+ *     goes on meanwhile (CLOCK_MONOTONIC would not: a guard on it would give
+ *     the plugin the lease's whole remainder again after the resume, while
+ *     the server elsewhere expired the session). The guard's poll wakes late
+ *     by the suspension, but the worker's next renewal (a sixth of the
+ *     timeout after the resume at most) wakes it, and it finds the lease run
+ *     out. Not tested: no host here can be suspended.
  *
  * The worker side, one state machine per proc, all on the loop thread:
  *
@@ -303,12 +310,12 @@ guard_loop(pid_t child, int64_t until, int lease_r, int status_w)
     int cfd = pidfd_open(child, 0);
     struct pollfd fds[2] = {{.fd = cfd, .events = POLLIN}, {.fd = lease_r, .events = POLLIN}};
     for (;;) {
-        int wait = worker__lease_wait_ms(until, clock_mono_ms());
+        int wait = worker__lease_wait_ms(until, clock_boot_ms());
         if (wait == 0) {
             /* Renewals this guard has not read yet (it was not scheduled, or stopped) count:
              * the worker sent them in time. */
             guard_read_lease(&fds[1].fd, &until);
-            wait = worker__lease_wait_ms(until, clock_mono_ms());
+            wait = worker__lease_wait_ms(until, clock_boot_ms());
         }
         if (wait == 0) {
             guard_reap(child, status_w); /* ended just now: say how, not 'L' */

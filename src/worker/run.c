@@ -83,7 +83,11 @@ void worker__env_free(char **e)
  */
 static int64_t lease_until(const struct worker *w)
 {
-    return coord_session_heard_ms(w->zk) + coord_session_timeout_ms(w->zk) / 2;
+    /* coord's "heard" is a monotonic moment; the guard keeps the lease on CLOCK_BOOTTIME,
+       which goes on while the host is suspended, so the moment is carried over as a delay. */
+    int64_t left =
+        coord_session_heard_ms(w->zk) + coord_session_timeout_ms(w->zk) / 2 - clock_mono_ms();
+    return clock_boot_ms() + left;
 }
 
 void worker__lease_arm(struct worker *w)

@@ -38,7 +38,7 @@ struct worker__proc_opts {
     int timeout_ms;     /* > 0: the group is killed after this long (timed_out) */
     /*
      * > 0: the plugin's lease (proc.c, "The lease"): the guard kills the group at this
-     * moment of the monotonic clock (clock_mono_ms) unless worker__proc_lease moves it
+     * moment of CLOCK_BOOTTIME (clock_boot_ms) unless worker__proc_lease moves it
      * later first (lease_expired). 0: no lease; the plugin lives until it ends, is killed
      * by the worker, or the worker dies.
      */
@@ -100,7 +100,7 @@ struct worker__proc *worker__proc_start(struct event_base *base, const struct wo
 void worker__proc_kill(struct worker__proc *p);
 
 /*
- * Renew the plugin's lease: the guard may let it run until until_ms (clock_mono_ms), and
+ * Renew the plugin's lease: the guard may let it run until until_ms (clock_boot_ms), and
  * not later. A lease never shortens (an earlier until_ms than one already sent changes
  * nothing). No-op without a lease or once the plugin has ended. Never blocks.
  */

@@ -334,7 +334,7 @@ static void test_lease_expires(void **state)
                                      .envp = env,
                                      .max_output = 64,
                                      .stderr_tail = 64,
-                                     .lease_until_ms = clock_mono_ms() + 300};
+                                     .lease_until_ms = clock_boot_ms() + 300};
     struct drv_err err;
     assert_non_null(worker__proc_start(base, &opts, on_done, &o, &err));
     while (!o.done)
@@ -364,7 +364,7 @@ static void test_lease_expires(void **state)
 
 static void renew_lease(evutil_socket_t fd, short what, void *arg)
 {
-    worker__proc_lease(arg, clock_mono_ms() + LEASE_MS);
+    worker__proc_lease(arg, clock_boot_ms() + LEASE_MS);
 }
 
 /* Renewed by a running loop, the plugin outlives the length of its lease and ends by itself. */
@@ -377,7 +377,7 @@ static void test_lease_renewed(void **state)
                                      .envp = env,
                                      .max_output = 64,
                                      .stderr_tail = 64,
-                                     .lease_until_ms = clock_mono_ms() + LEASE_MS};
+                                     .lease_until_ms = clock_boot_ms() + LEASE_MS};
     struct drv_err err;
     struct worker__proc *proc = worker__proc_start(base, &opts, on_done, &o, &err);
     assert_non_null(proc);
@@ -418,7 +418,7 @@ static void test_frozen_worker_plugin_dies(void **state)
     if (w == 0) {
         struct event_base *base = event_base_new();
         struct worker__proc_opts opts = {
-            .path = p, .envp = env, .max_output = 64, .lease_until_ms = clock_mono_ms() + LEASE_MS};
+            .path = p, .envp = env, .max_output = 64, .lease_until_ms = clock_boot_ms() + LEASE_MS};
         struct drv_err err;
         struct worker__proc *proc = worker__proc_start(base, &opts, frozen_worker_done, NULL, &err);
         if (!proc)
