@@ -436,7 +436,21 @@ static void on_state(int rc, const char *data, int version, void *arg)
         return;
     }
     struct drv_err err;
-    if (rc == DRV_ENOENT) {
+    long begun = strtol(engine__row_str(j->job, "tasks_begun"), NULL, 10);
+    if (rc == DRV_ENOENT && begun > 0) {
+        /* No state, yet PostgreSQL records tasks dispatched: the state znode is created
+           before any dispatch and deleted only after the final write, so ZooKeeper lost
+           acknowledged writes (an ensemble's known bugs on quick leader changes, see
+           docs/operations.md) or someone deleted the job's znodes. A first start would run
+           its tasks again (a second machine made, say): end it for an operator instead. */
+        char cause[200];
+        snprintf(cause, sizeof(cause),
+                 "its ZooKeeper state is gone though PostgreSQL records %ld tasks dispatched "
+                 "(ZooKeeper lost acknowledged writes, or the job's znodes were deleted)",
+                 begun);
+        memset(&j->st, 0, sizeof(j->st));
+        engine__job_unresumable(j, cause);
+    } else if (rc == DRV_ENOENT) {
         engine__job_start_new(j);
     } else if (rc == 0 && engine__state_decode(data, strlen(data), &j->st, &err) == 0) {
         j->st_ver = version;

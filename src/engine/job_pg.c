@@ -135,6 +135,8 @@ int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err)
                          " j.error, j.snapshot, j.format_version, j.owner_token,"
                          " (extract(epoch FROM now() - j.created_at) * 1000)::bigint::text"
                          "  AS age_ms,"
+                         " (SELECT count(*) FROM tasks x WHERE x.job_id = j.id"
+                         "  AND x.status NOT IN ('waiting', 'skipped'))::text AS tasks_begun,"
                          " (SELECT json_build_object('version', r.version, 'sha256', r.sha256)"
                          "  FROM resources r WHERE r.tenant_id = j.tenant_id"
                          "  ORDER BY r.version DESC LIMIT 1) AS resources"
