@@ -235,6 +235,32 @@ static const struct migration migrations[] = {
      "  EXECUTE FUNCTION drover_task_counts();"
      /* The queued and running tasks of a job (explanations: what a node is busy with). */
      "CREATE INDEX tasks_busy ON tasks (job_id, phase) WHERE status IN ('queued', 'running');"},
+    {8, "logs: attempts numbered in the order they were written, per job",
+     /* A follower of a job's logs asks for the attempts written or changed after the last
+        one it saw (docs/api.md "Jobs", attempts?since=). Each row written takes the next
+        number of its job's counter, jobs.attempt_seq, in a row-level trigger: the UPDATE
+        of the job's row holds that row's lock until the writer commits, so the numbers of
+        one job are given in commit order and a reader that sees number N sees every
+        smaller one. A rewrite that changes nothing keeps its number. Rows written before
+        this migration have 0. */
+     "ALTER TABLE jobs ADD COLUMN attempt_seq bigint NOT NULL DEFAULT 0;"
+     "ALTER TABLE task_attempts ADD COLUMN seq bigint NOT NULL DEFAULT 0;"
+     "CREATE FUNCTION drover_attempt_seq() RETURNS trigger LANGUAGE plpgsql AS $f$"
+     " BEGIN"
+     "  IF TG_OP = 'UPDATE' AND (NEW.worker, NEW.status, NEW.started_at, NEW.ended_at,"
+     "      NEW.message, NEW.how, NEW.output_tail) IS NOT DISTINCT FROM (OLD.worker,"
+     "      OLD.status, OLD.started_at, OLD.ended_at, OLD.message, OLD.how, OLD.output_tail)"
+     "  THEN"
+     "   NEW.seq := OLD.seq;"
+     "   RETURN NEW;"
+     "  END IF;"
+     "  UPDATE jobs SET attempt_seq = attempt_seq + 1 WHERE id = NEW.job_id"
+     "   RETURNING attempt_seq INTO NEW.seq;"
+     "  RETURN NEW;"
+     " END $f$;"
+     "CREATE TRIGGER task_attempts_seq BEFORE INSERT OR UPDATE ON task_attempts"
+     "  FOR EACH ROW EXECUTE FUNCTION drover_attempt_seq();"
+     "CREATE INDEX task_attempts_seq ON task_attempts (job_id, seq);"},
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
