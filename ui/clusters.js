@@ -7,9 +7,11 @@ import { get, post } from './api.js';
 import { diffLines, previewLines, diffBlock } from './plan.js';
 
 // Each operation's input: a count, a list of services, a JSON object, or an optional number.
+// Expand and shrink take the node count after them (a target, as `drover cluster expand --to`),
+// offered one above or below the cluster's size.
 const OPS = [
-  { op: 'expand', label: 'Expand', field: 'nodes', kind: 'count', help: 'nodes to add' },
-  { op: 'shrink', label: 'Shrink', field: 'nodes', kind: 'count', help: 'nodes to remove' },
+  { op: 'expand', label: 'Expand', field: 'size', kind: 'count', help: 'node count after it', start: c => (c.size || 0) + 1 },
+  { op: 'shrink', label: 'Shrink', field: 'size', kind: 'count', help: 'node count after it', start: c => Math.max(1, (c.size || 0) - 1) },
   { op: 'addservices', label: 'Add services', field: 'services', kind: 'list', help: 'services (comma-separated)' },
   { op: 'removeservices', label: 'Remove services', field: 'services', kind: 'list', help: 'services (comma-separated)' },
   { op: 'configure', label: 'Configure', field: 'config', kind: 'json', help: 'config (a JSON object)' },
@@ -19,8 +21,8 @@ const OPS = [
   { op: 'restart', label: 'Restart' },
 ];
 
-function opInput(o) {
-  if (o.kind === 'count') return h('input', { type: 'number', min: 1, value: 1, id: 'op-input' });
+function opInput(o, c) {
+  if (o.kind === 'count') return h('input', { type: 'number', min: 1, value: o.start ? o.start(c) : 1, id: 'op-input' });
   if (o.kind === 'optional') return h('input', { type: 'number', min: 1, id: 'op-input' });
   if (o.kind === 'json') return h('textarea', { id: 'op-input', rows: 6, cols: 50, spellcheck: 'false' }, '{}');
   if (o.kind === 'list') return h('input', { id: 'op-input', size: 40 });
@@ -216,7 +218,7 @@ function operations(c, open, ctx) {
   const ask = o => {
     const { op, label, help } = o;
     clear(dialog);
-    const input = opInput(o);
+    const input = opInput(o, c);
     const mode = o.kind === 'json' ? h('select', { id: 'op-mode' },
       h('option', { value: 'merge' }, 'merge over the current config'),
       h('option', { value: 'replace' }, 'replace (over the template\'s defaults)')) : null;

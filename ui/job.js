@@ -401,7 +401,9 @@ function logsSection(jobId) {
       try {
         do { again = false; await feedOnce(); } while (again && !feedOff);
       } catch (e) {
-        feedNote.textContent = `live output: ${e.message}`;
+        // An older droverd refuses since= (it wants a task): no live output from it.
+        if (e.status === 400) feedOff = true;
+        feedNote.textContent = e.status === 400 ? 'this droverd does not give attempts by cursor' : `live output: ${e.message}`;
       } finally { feeding = null; }
     })();
     return feeding;

@@ -211,9 +211,10 @@ try {
   const diffOf = `[...document.querySelectorAll('dialog.confirm[open] #op-plan pre.plan-diff .dl')].map(e => e.textContent.trim())`;
   await page.eval(`[...document.querySelectorAll('section.ops button')].find(b => b.textContent === 'Configure').click()`);
   await page.until(`document.querySelector('dialog.confirm[open] #op-mode')`, 'the configure dialog');
-  await page.eval(`(() => { const i = document.querySelector('#op-input'); i.value = '{"sleep": {"duration_ms": 1}}'; i.dispatchEvent(new Event('input')); document.querySelector('#op-plan-button').click(); })()`);
+  await page.eval(`(() => { const i = document.querySelector('#op-input'); i.value = '{"sleep": {"duration_ms": 1, "password": "s3cret"}}'; i.dispatchEvent(new Event('input')); document.querySelector('#op-plan-button').click(); })()`);
   const conf = await page.until(`document.querySelector('#op-plan pre.plan-diff') && !document.querySelector('#op-apply').disabled && ${diffOf}`, 'the configure\'s plan');
-  if (!conf.includes('~ config sleep.duration_ms: 0 -> 1') || !conf.some(l => /^plan: \d+ tasks \(.*configure \d+.*\), \d+ stages, critical path \d+ tasks, /.test(l)) ||
+  if (!conf.includes('~ config sleep.duration_ms: 0 -> 1') || !conf.includes('+ config sleep.password: "********"') ||
+      (await page.eval(`document.querySelector('dialog.confirm[open] #op-plan').textContent.includes('s3cret')`)) || !conf.some(l => /^plan: \d+ tasks \(.*configure \d+.*\), \d+ stages, critical path \d+ tasks, /.test(l)) ||
       !conf.some(l => /^rollback if it fails at its end: /.test(l)) || !/^cluster \d+ \(done\): configure, revision [0-9a-f]+$/.test(conf[0]))
     throw new Error(`the configure's diff: ${JSON.stringify(conf)}`);
   await shot('03b-configure-plan');
@@ -223,6 +224,15 @@ try {
     throw new Error('the configure dialog kept a plan to apply after its input changed');
   await page.eval(`[...document.querySelectorAll('dialog.confirm[open] button')].find(b => b.textContent === 'Cancel').click()`);
   ok(`configure's dialog shows its dry run as the CLI's diff (${conf.length} lines: "${conf[1]}", "${conf.find(l => l.startsWith('plan:'))}"), and a changed input asks for a new one`);
+  // expand: a target size, one more than the cluster's by default; its plan adds a node
+  await page.eval(`[...document.querySelectorAll('section.ops button')].find(b => b.textContent === 'Expand').click()`);
+  await page.until(`document.querySelector('dialog.confirm[open] #op-input') && document.querySelector('#op-input').value === '4'`, 'the expand dialog, at 4 nodes');
+  await page.eval(`document.querySelector('#op-plan-button').click()`);
+  const exp = await page.until(`document.querySelector('#op-plan pre.plan-diff') && !document.querySelector('#op-apply').disabled && ${diffOf}`, 'the expand\'s plan');
+  if (!exp.includes('~ size 3 -> 4') || !exp.some(l => /^\+ node node-4  small\/img  /.test(l)) || !exp.some(l => /^rollback if it fails at its end: \d+ tasks/.test(l)))
+    throw new Error(`the expand's diff: ${JSON.stringify(exp)}`);
+  await page.eval(`[...document.querySelectorAll('dialog.confirm[open] button')].find(b => b.textContent === 'Cancel').click()`);
+  ok(`expand's dialog: "${exp[1]}", "${exp[2]}", "${exp[exp.length - 1]}"`);
   // restart: its plan at once; the cluster changed through the API before Apply: 409, a
   // clear message and the new plan; Apply again starts the job
   await page.eval(`[...document.querySelectorAll('section.ops button')].find(b => b.textContent === 'Restart').click()`);
