@@ -238,12 +238,12 @@ static const struct migration migrations[] = {
     {8, "logs: attempts numbered in the order they were written, per job",
      /* A follower of a job's logs asks for the attempts written or changed after the last
         one it saw (docs/api.md "Jobs", attempts?since=). Each row written takes the next
-        number of its job's counter, jobs.attempt_seq, in a row-level trigger: the UPDATE
-        of the job's row holds that row's lock until the writer commits, so the numbers of
-        one job are given in commit order and a reader that sees number N sees every
-        smaller one. A rewrite that changes nothing keeps its number. Rows written before
-        this migration have 0. */
-     "ALTER TABLE jobs ADD COLUMN attempt_seq bigint NOT NULL DEFAULT 0;"
+        value of the sequence attempt_numbers in a row-level trigger. Every writer of a
+        job's attempts holds the job row's lock from its first statement to its commit (the
+        engine's fence, job_pg.c), so one job's numbers are taken in commit order and a
+        reader that sees number N of a job sees every smaller one of it. A rewrite that
+        changes nothing keeps its number. Rows written before this migration have 0. */
+     "CREATE SEQUENCE attempt_numbers;"
      "ALTER TABLE task_attempts ADD COLUMN seq bigint NOT NULL DEFAULT 0;"
      "CREATE FUNCTION drover_attempt_seq() RETURNS trigger LANGUAGE plpgsql AS $f$"
      " BEGIN"
@@ -252,10 +252,9 @@ static const struct migration migrations[] = {
      "      OLD.status, OLD.started_at, OLD.ended_at, OLD.message, OLD.how, OLD.output_tail)"
      "  THEN"
      "   NEW.seq := OLD.seq;"
-     "   RETURN NEW;"
+     "  ELSE"
+     "   NEW.seq := nextval('attempt_numbers');"
      "  END IF;"
-     "  UPDATE jobs SET attempt_seq = attempt_seq + 1 WHERE id = NEW.job_id"
-     "   RETURNING attempt_seq INTO NEW.seq;"
      "  RETURN NEW;"
      " END $f$;"
      "CREATE TRIGGER task_attempts_seq BEFORE INSERT OR UPDATE ON task_attempts"
