@@ -233,6 +233,13 @@ try {
     throw new Error(`the expand's diff: ${JSON.stringify(exp)}`);
   await page.eval(`[...document.querySelectorAll('dialog.confirm[open] button')].find(b => b.textContent === 'Cancel').click()`);
   ok(`expand's dialog: "${exp[1]}", "${exp[2]}", "${exp[exp.length - 1]}"`);
+  // delete: its plan at once, every node removed
+  await page.eval(`document.querySelector('section.ops button.danger').click()`);
+  const del = await page.until(`document.querySelector('dialog.confirm[open] #op-plan pre.plan-diff') && !document.querySelector('#op-apply').disabled && ${diffOf}`, 'the delete\'s plan');
+  if (!del.includes('~ size 3 -> 0') || del.filter(l => /^- node node-[123]  /.test(l)).length !== 3 || !/^cluster \d+ \(done\): delete, /.test(del[0]))
+    throw new Error(`the delete's diff: ${JSON.stringify(del)}`);
+  await page.eval(`[...document.querySelectorAll('dialog.confirm[open] button')].find(b => b.textContent === 'Cancel').click()`);
+  ok(`delete's dialog: "${del[1]}", ${del.filter(l => l.startsWith('- node')).length} "- node" lines, "${del.find(l => l.startsWith('plan:'))}"`);
   // restart: its plan at once; the cluster changed through the API before Apply: 409, a
   // clear message and the new plan; Apply again starts the job
   await page.eval(`[...document.querySelectorAll('section.ops button')].find(b => b.textContent === 'Restart').click()`);
