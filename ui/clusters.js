@@ -1,13 +1,17 @@
-// clusters: the list (with a form for a new cluster, previewed before it is created) and
-// one cluster: nodes with hardware, image, services and addresses; job history; snapshots; the
-// operations the caller's role allows, each confirmed in a dialog first.
+// clusters: the list (with a form for a new cluster, its dry run shown as a diff before it is
+// created) and one cluster: nodes with hardware, image, services and addresses; job history;
+// snapshots; the operations the caller's role allows, each in a dialog that shows its plan
+// as a diff and applies exactly that plan.
 import { h, clear, add, fill, table, badge, fmtTime } from './dom.js';
-import { get, post, del } from './api.js';
+import { get, post } from './api.js';
+import { diffLines, previewLines, diffBlock } from './plan.js';
 
 // Each operation's input: a count, a list of services, a JSON object, or an optional number.
+// Expand and shrink take the node count after them (a target, as `drover cluster expand --to`),
+// offered one above or below the cluster's size.
 const OPS = [
-  { op: 'expand', label: 'Expand', field: 'nodes', kind: 'count', help: 'nodes to add' },
-  { op: 'shrink', label: 'Shrink', field: 'nodes', kind: 'count', help: 'nodes to remove' },
+  { op: 'expand', label: 'Expand', field: 'size', kind: 'count', help: 'node count after it', start: c => (c.size || 0) + 1 },
+  { op: 'shrink', label: 'Shrink', field: 'size', kind: 'count', help: 'node count after it', start: c => Math.max(1, (c.size || 0) - 1) },
   { op: 'addservices', label: 'Add services', field: 'services', kind: 'list', help: 'services (comma-separated)' },
   { op: 'removeservices', label: 'Remove services', field: 'services', kind: 'list', help: 'services (comma-separated)' },
   { op: 'configure', label: 'Configure', field: 'config', kind: 'json', help: 'config (a JSON object)' },
@@ -17,8 +21,8 @@ const OPS = [
   { op: 'restart', label: 'Restart' },
 ];
 
-function opInput(o) {
-  if (o.kind === 'count') return h('input', { type: 'number', min: 1, value: 1, id: 'op-input' });
+function opInput(o, c) {
+  if (o.kind === 'count') return h('input', { type: 'number', min: 1, value: o.start ? o.start(c) : 1, id: 'op-input' });
   if (o.kind === 'optional') return h('input', { type: 'number', min: 1, id: 'op-input' });
   if (o.kind === 'json') return h('textarea', { id: 'op-input', rows: 6, cols: 50, spellcheck: 'false' }, '{}');
   if (o.kind === 'list') return h('input', { id: 'op-input', size: 40 });
@@ -79,19 +83,8 @@ async function createForm(ctx) {
     clear(out);
     create.disabled = true;
     try {
-      const p = await post('/v1/plans?limit=20', body());
-      const layout = (p.layout && p.layout.nodes) || [];
-      add(out, 
-        h('h3', {}, `Dry run: ${p.tasks} tasks`),
-        table([
-          { title: 'Count', get: n => n.count, cls: 'num' },
-          { title: 'Hardware', get: n => n.hardwaretype },
-          { title: 'Image', get: n => n.imagetype },
-          { title: 'Services', get: n => (n.services || []).join(', ') },
-        ], layout, 'Layout'),
-        h('p', { class: 'help' }, 'First tasks of the plan, in the planner\'s order:'),
-        h('ol', { class: 'plan' }, (p.plan && p.plan.tasks ? p.plan.tasks : []).slice(0, 20).map(t =>
-          h('li', {}, t.id || [t.node, t.service, t.action].filter(Boolean).join('/')))));
+      const p = await post('/v1/plans?limit=1', body());
+      add(out, h('h3', {}, `Dry run: ${p.tasks} tasks`), diffBlock(previewLines(p)));
       create.disabled = false;
     } catch (e2) { add(out, h('p', { class: 'error', role: 'alert' }, e2.message)); }
   } },
@@ -212,6 +205,11 @@ function snapshot(id, sn) {
 
 // The operation buttons. Admins act on every cluster of the tenant, users on their own;
 // a cluster with an unfinished job, or a failed one, takes no operation but delete.
+// Each dialog asks the API for the operation's dry run first and shows its diff (plan.js,
+// the CLI's lines), then applies exactly that plan: the request carries the dry run's
+// revision, and a cluster that changed in between is refused (409, field plan_revision):
+// the dialog says so and shows the new plan, to be applied or not. Changing the input
+// asks for a new plan before Apply.
 function operations(c, open, ctx) {
   const mayAct = ctx.who.role === 'admin' || (ctx.who.role === 'user' && c.owner === ctx.who.user);
   if (!mayAct) return null;
@@ -220,26 +218,72 @@ function operations(c, open, ctx) {
   const ask = o => {
     const { op, label, help } = o;
     clear(dialog);
-    const input = opInput(o);
-    const err = h('p', { class: 'error', role: 'alert' });
-    add(dialog, 
+    const input = opInput(o, c);
+    const mode = o.kind === 'json' ? h('select', { id: 'op-mode' },
+      h('option', { value: 'merge' }, 'merge over the current config'),
+      h('option', { value: 'replace' }, 'replace (over the template\'s defaults)')) : null;
+    const err = h('p', { class: 'error', role: 'alert', id: 'op-error' });
+    const note = h('p', { class: 'help', id: 'op-note', 'aria-live': 'polite' });
+    const out = h('div', { class: 'preview', id: 'op-plan', 'aria-live': 'polite' });
+    const path = `/v1/clusters/${encodeURIComponent(c.id)}/${op}`;
+    let planned = null; // {body, revision} of the plan shown
+    const apply = h('button', { id: 'op-apply', disabled: true, class: op === 'delete' ? 'danger' : null, onclick: async () => {
+      if (!planned) return;
+      apply.disabled = true;
+      err.textContent = '';
+      try {
+        const r = await post(path, { ...planned.body, plan_revision: planned.revision });
+        dialog.close();
+        location.hash = `#/jobs/${r.job.id}`;
+      } catch (e) {
+        if (e.status === 409 && e.field === 'plan_revision') {
+          await plan('The cluster changed since this plan was made, so nothing was applied. ' +
+            'This is the plan for the cluster as it is now: apply it, or cancel.');
+          dialog.dataset.conflicts = String(Number(dialog.dataset.conflicts || 0) + 1);
+        } else {
+          err.textContent = e.message;
+          apply.disabled = false;
+        }
+      }
+    } }, label);
+    // The dry run of what the dialog says now; Apply then sends that body and its revision.
+    async function plan(why) {
+      planned = null;
+      apply.disabled = true;
+      err.textContent = '';
+      note.textContent = why || '';
+      note.classList.toggle('warn', !!why);
+      clear(out);
+      let body;
+      try {
+        body = opBody(o, input);
+        if (mode) body.mode = mode.value;
+      } catch (e) { err.textContent = e.message; return; }
+      add(out, h('p', { class: 'help' }, 'planning…'));
+      try {
+        const p = await post(path, { ...body, dry_run: true });
+        planned = { body, revision: p.revision };
+        fill(out, diffBlock(diffLines(p)));
+        out.dataset.revision = p.revision;
+        apply.disabled = false;
+      } catch (e) {
+        clear(out);
+        err.textContent = e.message;
+      }
+    }
+    const replan = () => { planned = null; apply.disabled = true; clear(out); note.classList.remove('warn'); note.textContent = 'the input changed: show the plan again'; };
+    if (input) input.addEventListener('input', replan);
+    if (mode) mode.addEventListener('change', replan);
+    add(dialog,
       h('h2', { id: 'confirm-title' }, `${label} cluster ${c.name}?`),
-      input ? h('label', {}, `${help} `, input) : null,
-      h('p', { class: 'help' }, 'The API has no dry run for operations on an existing cluster: the ' +
-        'job\'s plan and DAG are shown on its page as soon as the owner has planned it, and a job ' +
-        'can be paused or cancelled there.'),
-      err,
+      input ? h('div', { class: 'row' }, h('label', {}, `${help} `, input), mode ? h('label', {}, 'mode ', mode) : null) : null,
+      note, out, err,
       h('div', { class: 'row' },
-        h('button', { onclick: async () => {
-          try {
-            const body = opBody(o, input);
-            const r = op === 'delete' ? await del(`/v1/clusters/${c.id}`) : await post(`/v1/clusters/${c.id}/${op}`, body);
-            dialog.close();
-            location.hash = `#/jobs/${r.job.id}`;
-          } catch (e) { err.textContent = e.message; }
-        } }, `${label}`),
+        input ? h('button', { class: 'secondary', id: 'op-plan-button', onclick: () => plan() }, 'Show plan') : null,
+        apply,
         h('button', { class: 'secondary', onclick: () => dialog.close() }, 'Cancel')));
     dialog.showModal();
+    if (!input) plan();
   };
   return h('section', { class: 'ops', 'aria-label': 'Operations' },
     open ? h('p', {}, 'Job ', h('a', { href: `#/jobs/${open.id}` }, `#${open.id}`), ` (${open.operation}) is ${open.status}: operations wait for it.`) : null,

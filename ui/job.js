@@ -332,7 +332,9 @@ function attemptList(r) {
 // Task logs, live: pick a task (by default the one that ended last, followed as the job
 // moves on) and see its attempts with their output tails, read again after each change of
 // the job while it runs. Offers the tasks that have started, the latest LOG_TASKS of them.
+// Below, the live output: every attempt of the job as it ends (a cursor, see feed()).
 const LOG_TASKS = 200;
+const FEED_MAX = 200;
 function logsSection(jobId) {
   let follow = true, chosen = '', seq = 0, last = '';
   const sel = h('select', { id: 'log-task', onchange: () => { chosen = sel.value; follow = false; followBox.checked = false; show(); } });
@@ -361,8 +363,54 @@ function logsSection(jobId) {
     out.dataset.task = t.id;
     fill(out, attemptList(r));
   }
+  // Live output: every attempt as it ends, oldest first, as `drover job logs --follow`
+  // prints them, read through the same cursor (GET /v1/jobs/{id}/attempts?since=): each
+  // read costs what is new, whatever the job's size. The last FEED_MAX stay on the page.
+  let cursor = '0', feeding = null, again = false, feedOff = false;
+  const feedList = h('ol', { class: 'feed', id: 'log-feed' });
+  const feedNote = h('p', { class: 'help', id: 'log-feed-note' }, 'no attempt has ended yet');
+  add(el, h('h3', {}, 'Live output'), h('p', { class: 'help' }, 'each attempt as it ends, with the tail of its standard error'), feedNote,
+    h('div', { class: 'feed-wrap' }, feedList));
+  function entry(a) {
+    return h('li', { 'data-task': a.task, 'data-seq': a.seq },
+      h('span', {}, badge(a.status), ` ${a.phase === 'r' ? 'rollback · ' : ''}${a.task} attempt ${a.attempt}`, a.worker ? ` on ${a.worker}` : '',
+        a.ended_at ? ` · ended ${fmtTime(a.ended_at)}` : ''),
+      a.message ? h('div', { class: 'msg' }, a.message) : null,
+      a.output_tail ? h('pre', { class: 'tail' }, a.output_tail) : null);
+  }
+  async function feedOnce() {
+    for (let more = true; more && !feedOff;) {
+      const r = await get(`/v1/jobs/${jobId}/attempts?since=${cursor}&limit=500`);
+      if (!r || typeof r.cursor !== 'string') { feedOff = true; feedNote.textContent = 'this droverd does not give attempts by cursor'; return; }
+      const ended = (r.items || []).filter(a => a.ended_at);
+      if (ended.length) {
+        add(feedList, ended.map(entry));
+        while (feedList.childElementCount > FEED_MAX) feedList.firstElementChild.remove();
+        feedNote.textContent = `${feedList.dataset.count = Number(feedList.dataset.count || 0) + ended.length} attempt(s) ended`;
+        feedList.lastElementChild.scrollIntoView({ block: 'nearest' });
+      }
+      cursor = r.cursor;
+      more = !!r.more;
+    }
+  }
+  // One read at a time; a change while one runs asks for one more after it.
+  async function feed() {
+    if (feedOff) return;
+    if (feeding) { again = true; return feeding; }
+    feeding = (async () => {
+      try {
+        do { again = false; await feedOnce(); } while (again && !feedOff);
+      } catch (e) {
+        // An older droverd refuses since= (it wants a task): no live output from it.
+        if (e.status === 400) feedOff = true;
+        feedNote.textContent = e.status === 400 ? 'this droverd does not give attempts by cursor' : `live output: ${e.message}`;
+      } finally { feeding = null; }
+    })();
+    return feeding;
+  }
   return {
     el,
+    feed,
     update(tasks) {
       started = tasks.filter(t => t.started_at || t.attempts || ['queued', 'running'].includes(t.status))
         .sort((a, b) => (Date.parse(b.started_at || 0) || Infinity) - (Date.parse(a.started_at || 0) || Infinity) || b.idx - a.idx)
@@ -470,6 +518,7 @@ export async function jobView(main, [id], ctx) {
     const f = failedSection(d.failed, job, attemptCache);
     if (f) add(body, f);
     logs.update(d.logTasks);
+    logs.feed();
   }
 
   // The summary is long-polled: droverd holds the request until the job's revision changes

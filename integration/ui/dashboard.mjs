@@ -1,6 +1,8 @@
 // dashboard: the browser half of integration/ui/dashboard.sh. Drives headless Chromium
 // through the dashboard against a real stack and checks what a person would see:
-//   sign-in (keyboard), tenant and role shown; the clusters list and a cluster; a running
+//   sign-in (keyboard), tenant and role shown; the clusters list and a cluster; operation
+//   dialogs showing their dry run as the CLI's diff, applied with its revision (409 when the
+//   cluster changed in between, then the new plan); a running
 //   job's DAG changing state while we watch; a waiting task's explanation on hover and on
 //   keyboard focus; a large job grouped (bounded DOM); the fleet; the audit log with a
 //   filter; a phone-sized window; another tenant's cluster not reachable; no console errors.
@@ -162,6 +164,11 @@ try {
   await page.eval(`document.querySelector('#new-form button[type=submit]').click()`);
   const dry = await page.until(`document.querySelector('#new-form .preview h3') && document.querySelector('#new-form .preview').textContent`, 'the dry run');
   if (!/Dry run: \d+ tasks/.test(dry) || !/small/.test(dry)) throw new Error(`dry run: ${dry}`);
+  // the same diff as `drover cluster create --dry-run`: a + line a node, then the plan's summary
+  const createLines = await page.eval(`[...document.querySelectorAll('#new-form pre.plan-diff .dl')].map(e => e.textContent.trim())`);
+  if (createLines.filter(l => /^\+ node node-\d+  small\/img  /.test(l)).length !== 2 ||
+      !createLines.some(l => /^plan: 2 nodes, \d+ tasks \((.*, )?create 2(, .*)?\), \d+ stages, critical path \d+ tasks$/.test(l)))
+    throw new Error(`the create's diff lines: ${JSON.stringify(createLines)}`);
   await shot('02b-create-dry-run');
   await page.eval(`document.querySelector('#new-create').click()`);
   await page.until(`location.hash.startsWith('#/jobs/') && document.querySelector('#job-status')`, 'the new job\'s page');
@@ -194,17 +201,74 @@ try {
   await page.eval(`[...document.querySelectorAll('section.ops button')].find(b => b.textContent === 'Upgrade').click()`);
   await page.until(`document.querySelector('dialog.confirm[open] #op-input')`, 'the upgrade dialog');
   allow404.push(/\/upgrade$/); // the refusal (422) is a failed request in the console
-  await page.eval(`document.querySelector('dialog.confirm[open] button').click()`);
+  await page.eval(`document.querySelector('dialog.confirm[open] #op-plan-button').click()`);
   const refused = await page.until(`document.querySelector('dialog.confirm[open] .error').textContent`, 'the upgrade refused');
+  if (await page.eval(`!document.querySelector('#op-apply').disabled || !!document.querySelector('#op-plan pre')`))
+    throw new Error('a refused dry run left a plan to apply');
   await page.eval(`[...document.querySelectorAll('dialog.confirm[open] button')].find(b => b.textContent === 'Cancel').click()`);
-  ok(`an operation the API refuses shows why in its dialog: "${refused}"`);
-  // an operation: confirmed in a dialog, then its job
+  ok(`an operation the API refuses shows why in its dialog, with nothing to apply: "${refused}"`);
+  // configure: the dialog's dry run shows the config key old -> new, the plan and its rollback
+  const diffOf = `[...document.querySelectorAll('dialog.confirm[open] #op-plan pre.plan-diff .dl')].map(e => e.textContent.trim())`;
+  await page.eval(`[...document.querySelectorAll('section.ops button')].find(b => b.textContent === 'Configure').click()`);
+  await page.until(`document.querySelector('dialog.confirm[open] #op-mode')`, 'the configure dialog');
+  await page.eval(`(() => { const i = document.querySelector('#op-input'); i.value = '{"sleep": {"duration_ms": 1, "password": "s3cret"}}'; i.dispatchEvent(new Event('input')); document.querySelector('#op-plan-button').click(); })()`);
+  const conf = await page.until(`document.querySelector('#op-plan pre.plan-diff') && !document.querySelector('#op-apply').disabled && ${diffOf}`, 'the configure\'s plan');
+  if (!conf.includes('~ config sleep.duration_ms: 0 -> 1') || !conf.includes('+ config sleep.password: "********"') ||
+      (await page.eval(`document.querySelector('dialog.confirm[open] #op-plan').textContent.includes('s3cret')`)) || !conf.some(l => /^plan: \d+ tasks \(.*configure \d+.*\), \d+ stages, critical path \d+ tasks, /.test(l)) ||
+      !conf.some(l => /^rollback if it fails at its end: /.test(l)) || !/^cluster \d+ \(done\): configure, revision [0-9a-f]+$/.test(conf[0]))
+    throw new Error(`the configure's diff: ${JSON.stringify(conf)}`);
+  await shot('03b-configure-plan');
+  // changing the input takes the plan away until it is shown again
+  await page.eval(`(() => { const i = document.querySelector('#op-input'); i.value = '{"sleep": {"duration_ms": 2}}'; i.dispatchEvent(new Event('input')); })()`);
+  if (!(await page.eval(`document.querySelector('#op-apply').disabled && !document.querySelector('#op-plan pre')`)))
+    throw new Error('the configure dialog kept a plan to apply after its input changed');
+  await page.eval(`[...document.querySelectorAll('dialog.confirm[open] button')].find(b => b.textContent === 'Cancel').click()`);
+  ok(`configure's dialog shows its dry run as the CLI's diff (${conf.length} lines: "${conf[1]}", "${conf.find(l => l.startsWith('plan:'))}"), and a changed input asks for a new one`);
+  // expand: a target size, one more than the cluster's by default; its plan adds a node
+  await page.eval(`[...document.querySelectorAll('section.ops button')].find(b => b.textContent === 'Expand').click()`);
+  await page.until(`document.querySelector('dialog.confirm[open] #op-input') && document.querySelector('#op-input').value === '4'`, 'the expand dialog, at 4 nodes');
+  await page.eval(`document.querySelector('#op-plan-button').click()`);
+  const exp = await page.until(`document.querySelector('#op-plan pre.plan-diff') && !document.querySelector('#op-apply').disabled && ${diffOf}`, 'the expand\'s plan');
+  if (!exp.includes('~ size 3 -> 4') || !exp.some(l => /^\+ node node-4  small\/img  /.test(l)) || !exp.some(l => /^rollback if it fails at its end: \d+ tasks/.test(l)))
+    throw new Error(`the expand's diff: ${JSON.stringify(exp)}`);
+  await page.eval(`[...document.querySelectorAll('dialog.confirm[open] button')].find(b => b.textContent === 'Cancel').click()`);
+  ok(`expand's dialog: "${exp[1]}", "${exp[2]}", "${exp[exp.length - 1]}"`);
+  // delete: its plan at once, every node removed
+  await page.eval(`document.querySelector('section.ops button.danger').click()`);
+  const del = await page.until(`document.querySelector('dialog.confirm[open] #op-plan pre.plan-diff') && !document.querySelector('#op-apply').disabled && ${diffOf}`, 'the delete\'s plan');
+  if (!del.includes('~ size 3 -> 0') || del.filter(l => /^- node node-[123]  /.test(l)).length !== 3 || !/^cluster \d+ \(done\): delete, /.test(del[0]))
+    throw new Error(`the delete's diff: ${JSON.stringify(del)}`);
+  await page.eval(`[...document.querySelectorAll('dialog.confirm[open] button')].find(b => b.textContent === 'Cancel').click()`);
+  ok(`delete's dialog: "${del[1]}", ${del.filter(l => l.startsWith('- node')).length} "- node" lines, "${del.find(l => l.startsWith('plan:'))}"`);
+  // restart: its plan at once; the cluster changed through the API before Apply: 409, a
+  // clear message and the new plan; Apply again starts the job
   await page.eval(`[...document.querySelectorAll('section.ops button')].find(b => b.textContent === 'Restart').click()`);
-  await page.until(`document.querySelector('dialog.confirm[open]')`, 'the confirmation dialog');
-  await shot('03b-confirm-restart');
-  await page.eval(`document.querySelector('dialog.confirm[open] button').click()`);
+  const rs = await page.until(`document.querySelector('dialog.confirm[open] #op-plan pre.plan-diff') && !document.querySelector('#op-apply').disabled && ${diffOf}`, 'the restart\'s plan');
+  if (!rs.some(l => /^plan: \d+ tasks \((?=.*stop \d+)(?=.*start \d+).*\), \d+ stages, critical path \d+ tasks/.test(l)) || !rs.some(l => /^rollback/.test(l)))
+    throw new Error(`the restart's diff: ${JSON.stringify(rs)}`);
+  const rev1 = await page.eval(`document.querySelector('#op-plan').dataset.revision`);
+  await shot('03c-confirm-restart');
+  const apiCall = async (method, path, body) => {
+    const r = await fetch(`${URL}${path}`, { method, headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }, body: body && JSON.stringify(body) });
+    const j = await r.json();
+    if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(j)}`);
+    return j;
+  };
+  const changed = await apiCall('POST', `/v1/clusters/${CLUSTER}/configure`, { config: { sleep: { duration_ms: 1 } }, mode: 'merge' });
+  for (let sum = await apiCall('GET', `/v1/jobs/${changed.job.id}?tasks=none`); sum.status !== 'succeeded';) {
+    if (['rolled-back', 'failed', 'cancelled', 'needs-operator'].includes(sum.status)) throw new Error(`the configure job ${changed.job.id} ended ${sum.status}`);
+    sum = await apiCall('GET', `/v1/jobs/${changed.job.id}?tasks=none&wait=20&revision=${sum.revision}`); // held until it changes
+  }
+  allow404.push(/\/restart$/); // the 409 is a failed request in the console
+  await page.eval(`document.querySelector('#op-apply').click()`);
+  await page.until(`document.querySelector('dialog.confirm[open]').dataset.conflicts === '1' && !document.querySelector('#op-apply').disabled`, 'the 409 and the new plan');
+  const conflict = await page.eval(`({ note: document.querySelector('#op-note').textContent, rev: document.querySelector('#op-plan').dataset.revision, hash: location.hash, lines: ${diffOf} })`);
+  if (!/changed since this plan was made, so nothing was applied/.test(conflict.note) || conflict.rev === rev1 || conflict.hash.startsWith('#/jobs/') || !conflict.lines.length)
+    throw new Error(`after the cluster changed: ${JSON.stringify(conflict)}`);
+  await shot('03d-restart-conflict');
+  await page.eval(`document.querySelector('#op-apply').click()`);
   await page.until(`location.hash.startsWith('#/jobs/') && document.querySelector('h1').textContent.includes('restart')`, 'the restart job\'s page');
-  ok('restart confirmed in a dialog, then its job');
+  ok(`restart: its plan shown in the dialog; the cluster changed by job ${changed.job.id} before Apply: refused (409), "${conflict.note.slice(0, 60)}...", the new plan (revision ${rev1} -> ${conflict.rev}); Apply started the job`);
 
   // -- a running job: the DAG changes while we watch
   await go(`#/jobs/${JOB}`);
@@ -251,6 +315,12 @@ try {
   await page.until(`document.querySelector('#log-out').dataset.task !== ${JSON.stringify(firstLog)} && document.querySelector('#log-out .attempt-list')`, 'the task logs to follow the next task', 60000);
   const nextLog = await page.eval(`document.querySelector('#log-out').dataset.task`);
   ok(`task logs live: followed ${firstLog} then ${nextLog} while the job ran`);
+  // the live output: every attempt as it ends (attempts?since=, a cursor), growing while the job runs
+  const feed0 = await page.until(`document.querySelectorAll('#log-feed li').length`, 'the live output');
+  const st0 = await page.eval(`document.querySelector('#job-status .badge').textContent`);
+  await page.until(`document.querySelectorAll('#log-feed li').length > ${feed0}`, 'the live output to grow', 60000);
+  if (st0 !== 'running') throw new Error(`the job was ${st0} before its live output grew`);
+  ok(`live output: ${feed0} attempt(s) ended when first seen, more appended while the job ran`);
   await page.until(`${states} !== ${JSON.stringify(before)}`, 'the DAG to change state', 60000);
   await shot('06-job-progressed');
   ok('the DAG changed state while we watched (no reload)');
@@ -258,6 +328,12 @@ try {
   if (!done) throw new Error('job did not finish');
   await shot('07-job-succeeded');
   ok('the job reached succeeded on the page, every task succeeded (or skipped: anchors)');
+  // at the end the live output holds each attempt the job ran, once, with its stderr tail
+  const ended = await page.eval(`fetch('/v1/jobs/${JOB}/attempts?since=0&limit=500', { headers: { Authorization: 'Bearer ' + sessionStorage.getItem('drover.token') } }).then(x => x.json()).then(r => r.items.filter(a => a.ended_at).length)`);
+  await page.until(`document.querySelectorAll('#log-feed li').length === ${ended}`, `the live output to hold the job's ${ended} attempts`);
+  const feed = await page.eval(`(() => { const li = [...document.querySelectorAll('#log-feed li')]; return { shown: li.length, seqs: new Set(li.map(l => l.dataset.seq)).size, tails: li.filter(l => /sleep: /.test((l.querySelector('pre.tail') || {}).textContent || '')).length }; })()`);
+  if (feed.seqs !== feed.shown || !feed.tails) throw new Error(`the live output at the end: ${JSON.stringify(feed)}`);
+  ok(`live output at the end: all ${feed.shown} attempts once, ${feed.tails} with the plugin's stderr tail`);
 
   // -- a large job: grouped, bounded
   await go(`#/jobs/${BIG}`);

@@ -102,16 +102,104 @@ int api__h_job_plan(PGconn *conn, struct call *c, struct drv_err *err)
     return 0;
 }
 
+/* A cursor of attempts?since=: digits, at most 18 of them (a bigint). */
+static bool seq_valid(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 18)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isdigit((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+/*
+ * GET /v1/jobs/{id}/attempts?since=N[&task=ID][&phase=f|r][&limit=L]: the attempts
+ * written or changed after cursor N (0 at the start), in the order they were written
+ * (task_attempts.seq, docs/schema.md version 8), at most L (1 to 500, default 100): what a
+ * follower of the job's logs has not seen yet. One indexed range read, so a poll costs what
+ * is new, not the job's size. The job's status is read first: when it is final and "more"
+ * is false, every attempt of the job has been given.
+ */
+static int attempts_since(PGconn *conn, struct call *c, const char *since, char *task, char *phase,
+                          struct drv_err *err)
+{
+    char *lim = call_query(c, "limit"), *end = NULL;
+    long limit = lim ? strtol(lim, &end, 10) : 100;
+    bool bad_limit = lim && (!*lim || *end || limit < 1 || limit > 500);
+    free(lim);
+    int rc = 0;
+    if (!seq_valid(since))
+        rc = call_fail(c, 400, "invalid", "since",
+                       "query parameter \"since\": the cursor of the last reply, or 0");
+    else if (bad_limit)
+        rc = call_fail(c, 400, "invalid", "limit", "query parameter \"limit\": 1 to 500");
+    else if (task && (!*task || strlen(task) > 512))
+        rc = call_fail(c, 400, "invalid", "task", "query parameter \"task\": a task id");
+    else if (phase && strcmp(phase, "f") != 0 && strcmp(phase, "r") != 0)
+        rc = call_fail(c, 400, "invalid", "phase", "query parameter \"phase\": f or r");
+    json_t *job = NULL, *items = NULL, *found = NULL;
+    if (rc == 0) /* the caller's to see; its status before the attempts (see above) */
+        rc = store_job_get_summary(conn, c->who.tenant_id, call_owner(c), c->seg[2], &job, err);
+    if (rc == 0 && task) {
+        const char *p[] = {c->seg[2], task, phase ? phase : ""};
+        rc = store_query_json(conn,
+                              "SELECT 1 AS one FROM tasks WHERE job_id = $1::bigint AND id = $2"
+                              " AND ($3 = '' OR phase = $3) LIMIT 1",
+                              3, p, &found, err);
+        if (rc == 0 && json_array_size(found) == 0)
+            rc = call_fail(c, 404, "not-found", "task", "job \"%s\" has no task \"%s\"", c->seg[2],
+                           task);
+    }
+    if (rc == 0) {
+        char l[24];
+        snprintf(l, sizeof(l), "%ld", limit + 1);
+        const char *p[] = {c->seg[2], since, task ? task : "", phase ? phase : "", l};
+        rc = store_query_json(
+            conn,
+            "SELECT phase, task_id AS task, attempt, run, worker, status, started_at, ended_at,"
+            " message, how, output_tail, seq::text AS seq FROM task_attempts"
+            " WHERE job_id = $1::bigint AND seq > $2::bigint AND ($3 = '' OR task_id = $3)"
+            " AND ($4 = '' OR phase = $4) ORDER BY task_attempts.seq LIMIT $5::integer",
+            5, p, &items, err);
+    }
+    if (rc == 0) {
+        bool more = json_array_size(items) > (size_t)limit;
+        if (more)
+            json_array_remove(items, json_array_size(items) - 1);
+        json_t *last = json_array_get(items, json_array_size(items) - 1);
+        const char *cursor = last ? json_string_value(json_object_get(last, "seq")) : since;
+        c->out = json_pack("{s:s, s:O, s:s, s:b, s:o}", "job", c->seg[2], "status",
+                           json_object_get(job, "status"), "cursor", cursor ? cursor : since,
+                           "more", more, "items", items);
+        items = NULL;
+        c->status = 200;
+    }
+    json_decref(items);
+    json_decref(found);
+    json_decref(job);
+    return rc;
+}
+
 /*
  * GET /v1/jobs/{id}/attempts?task=ID[&phase=f|r]: the recorded attempts of one task
  * (worker, status, times, message, how it ended, the tail of the plugin's output), for a
  * failed task's story. One task at a time, at most 100 attempts: the reply stays small
- * whatever the job's size.
+ * whatever the job's size. With since=N: attempts_since above.
  */
 int api__h_job_attempts(PGconn *conn, struct call *c, struct drv_err *err)
 {
     char *task = call_query(c, "task"), *phase = call_query(c, "phase");
+    char *since = call_query(c, "since");
     int rc = 0;
+    if (since) {
+        rc = attempts_since(conn, c, since, task, phase, err);
+        free(since);
+        free(task);
+        free(phase);
+        return rc;
+    }
     if (!task || !*task || strlen(task) > 512)
         rc = call_fail(c, 400, "invalid", "task", "query parameter \"task\": a task id");
     else if (phase && strcmp(phase, "f") != 0 && strcmp(phase, "r") != 0)

@@ -8,7 +8,8 @@
  *   watch ID                one line per change until the job ends
  *   logs ID [TASK]          each attempt's outcome, message and stderr tail
  *                           (GET /v1/jobs/{id}/attempts); --follow prints attempts as they
- *                           end, until the job ends
+ *                           end, until the job ends, reading only what is new
+ *                           (attempts?since=, a cursor)
  *   plan ID                 the plan stage by stage (the planner's text), or JSON, or DOT
  *   cancel|pause|resume ID
  *
@@ -250,24 +251,10 @@ struct logs {
     const struct cli_opts *o;
     const char *job, *task;
     long attempt; /* 0: every attempt */
-    size_t n[2];
-    size_t *printed[2]; /* per phase (f, r) and task index: attempts printed (ended ones) */
 };
 
-/* The printed count of task idx of phase (0 f, 1 r), the array grown as needed. */
-static size_t *printed_of(struct logs *l, int phase, size_t idx)
-{
-    if (idx >= l->n[phase]) {
-        size_t n = idx + 1 > 2 * l->n[phase] ? idx + 1 : 2 * l->n[phase];
-        l->printed[phase] = xrealloc(l->printed[phase], n * sizeof(**l->printed));
-        memset(l->printed[phase] + l->n[phase], 0, (n - l->n[phase]) * sizeof(**l->printed));
-        l->n[phase] = n;
-    }
-    return &l->printed[phase][idx];
-}
-
-/* Print what is new in the job's tasks; 1 on an API error (told), 0 otherwise. */
-static int logs_pass(struct logs *l, const json_t *tasks, bool follow, bool *found)
+/* Print the attempts of the job's tasks; 1 on an API error (told), 0 otherwise. */
+static int logs_pass(struct logs *l, const json_t *tasks, bool *found)
 {
     size_t i;
     json_t *t;
@@ -277,64 +264,64 @@ static int logs_pass(struct logs *l, const json_t *tasks, bool follow, bool *fou
         if (l->task && strcmp(l->task, id) != 0)
             continue;
         *found = true;
-        size_t *printed = printed_of(l, strcmp(phase, "r") == 0,
-                                     (size_t)json_integer_value(json_object_get(t, "idx")));
-        long attempts = (long)json_integer_value(json_object_get(t, "attempts"));
-        if ((size_t)attempts <= *printed && attempts > 0)
-            continue;
-        if (attempts == 0 && !l->task)
+        if (json_integer_value(json_object_get(t, "attempts")) == 0 && !l->task)
             continue;
         json_t *at = attempts_of(l->o, l->job, phase, id);
         if (!at)
             return 1;
         size_t k;
         json_t *a;
-        size_t done = 0;
         json_array_foreach(json_object_get(at, "items"), k, a)
         {
-            bool ended = attempt_ended(a);
-            if (ended)
-                done++;
-            if (follow && !ended)
-                continue;
-            if (k < *printed)
-                continue;
             if (l->attempt && (long)json_integer_value(json_object_get(a, "attempt")) != l->attempt)
                 continue;
             print_attempt(id, phase, a);
         }
-        *printed = follow ? done : SIZE_MAX;
         json_decref(at);
         fflush(stdout);
     }
     return 0;
 }
 
-static int job_logs(const struct cli_opts *o, const char *job, const char *task, long attempt,
-                    bool follow)
+/*
+ * --follow: the attempts written since the last cursor (GET /v1/jobs/{id}/attempts?since=,
+ * docs/api.md "Jobs"), each printed when it has ended, in the order they ended; between
+ * two reads, the job's summary long-polled until it changes. Each poll costs what is new,
+ * never the job's size. Ends with the job: 0 when it succeeded.
+ */
+static int job_logs_follow(const struct cli_opts *o, const char *job, const char *task,
+                           long attempt)
 {
-    struct logs l = {.o = o, .job = job, .task = task, .attempt = attempt};
-    char *full = xasprintf("/v1/jobs/%s", job);
-    char *rev = NULL;
+    char *t = task ? cli__uri_encode(task) : NULL;
+    char *cursor = xstrdup("0"), *rev = NULL;
     int rc = 0;
-    bool found = false;
     for (;;) {
+        char *p = xasprintf("/v1/jobs/%s/attempts?since=%s&limit=500%s%s", job, cursor,
+                            t ? "&task=" : "", t ? t : "");
         json_t *out;
-        if ((rc = cli__call(o, "GET", full, NULL, &out)))
-            break;
-        char status[32];
-        snprintf(status, sizeof(status), "%s", cli__str(out, "status"));
-        rc = logs_pass(&l, json_object_get(out, "tasks"), follow, &found);
-        json_decref(out);
+        rc = cli__call(o, "GET", p, NULL, &out);
+        free(p);
         if (rc)
             break;
-        if (task && !found) {
-            fprintf(stderr, "drover: job %s has no task \"%s\"\n", job, task);
-            rc = 1;
-            break;
+        size_t k;
+        json_t *a;
+        json_array_foreach(json_object_get(out, "items"), k, a)
+        {
+            if (!attempt_ended(a))
+                continue; /* printed once it ends */
+            if (attempt && (long)json_integer_value(json_object_get(a, "attempt")) != attempt)
+                continue;
+            print_attempt(cli__str(a, "task"), cli__str(a, "phase"), a);
         }
-        if (!follow)
-            break;
+        fflush(stdout);
+        free(cursor);
+        cursor = xstrdup(cli__str(out, "cursor"));
+        bool more = json_is_true(json_object_get(out, "more"));
+        char status[32];
+        snprintf(status, sizeof(status), "%s", cli__str(out, "status"));
+        json_decref(out);
+        if (more)
+            continue;
         if (terminal(status)) {
             rc = strcmp(status, "succeeded") == 0 ? 0 : 1;
             if (rc)
@@ -343,8 +330,8 @@ static int job_logs(const struct cli_opts *o, const char *job, const char *task,
         }
         /* Wait for a change of the job's summary (the API's long-poll), then look again. */
         for (;;) {
-            char *p = rev ? xasprintf("/v1/jobs/%s?tasks=none&wait=10&revision=%s", job, rev)
-                          : xasprintf("/v1/jobs/%s?tasks=none", job);
+            p = rev ? xasprintf("/v1/jobs/%s?tasks=none&wait=10&revision=%s", job, rev)
+                    : xasprintf("/v1/jobs/%s?tasks=none", job);
             rc = cli__call(o, "GET", p, NULL, &out);
             free(p);
             if (rc)
@@ -361,9 +348,30 @@ static int job_logs(const struct cli_opts *o, const char *job, const char *task,
             break;
     }
     free(rev);
+    free(cursor);
+    free(t);
+    return rc;
+}
+
+static int job_logs(const struct cli_opts *o, const char *job, const char *task, long attempt,
+                    bool follow)
+{
+    if (follow)
+        return job_logs_follow(o, job, task, attempt);
+    struct logs l = {.o = o, .job = job, .task = task, .attempt = attempt};
+    char *full = xasprintf("/v1/jobs/%s", job);
+    json_t *out;
+    bool found = false;
+    int rc = cli__call(o, "GET", full, NULL, &out);
     free(full);
-    free(l.printed[0]);
-    free(l.printed[1]);
+    if (rc)
+        return rc;
+    rc = logs_pass(&l, json_object_get(out, "tasks"), &found);
+    json_decref(out);
+    if (rc == 0 && task && !found) {
+        fprintf(stderr, "drover: job %s has no task \"%s\"\n", job, task);
+        rc = 1;
+    }
     return rc;
 }
 

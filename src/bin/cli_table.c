@@ -68,7 +68,8 @@ static const struct cli_cmd job_subs[] = {
     {"watch", "ID [--interval SECONDS]",
      "follow a job until it ends (exit 0 when it succeeded, 1 otherwise)", NULL, NULL, 0},
     {"logs", "ID [TASK] [--attempt N] [--follow]",
-     "the output (stdout and stderr tails) of each task's attempts; --follow until the job ends",
+     "the output (stdout and stderr tails) of each task's attempts; --follow prints each "
+     "attempt as it ends, reading only what is new, until the job ends",
      NULL, NULL, 0},
     {"plan", "ID [--format text|json|dot]", "the job's task DAG, stage by stage", NULL, NULL, 0},
     {"cancel", "ID", "cancel a job: running tasks finish, then it rolls back", NULL, NULL, 0},

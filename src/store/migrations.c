@@ -235,6 +235,31 @@ static const struct migration migrations[] = {
      "  EXECUTE FUNCTION drover_task_counts();"
      /* The queued and running tasks of a job (explanations: what a node is busy with). */
      "CREATE INDEX tasks_busy ON tasks (job_id, phase) WHERE status IN ('queued', 'running');"},
+    {8, "logs: attempts numbered in the order they were written, per job",
+     /* A follower of a job's logs asks for the attempts written or changed after the last
+        one it saw (docs/api.md "Jobs", attempts?since=). Each row written takes the next
+        value of the sequence attempt_numbers in a row-level trigger. Every writer of a
+        job's attempts holds the job row's lock from its first statement to its commit (the
+        engine's fence, job_pg.c), so one job's numbers are taken in commit order and a
+        reader that sees number N of a job sees every smaller one of it. A rewrite that
+        changes nothing keeps its number. Rows written before this migration have 0. */
+     "CREATE SEQUENCE attempt_numbers;"
+     "ALTER TABLE task_attempts ADD COLUMN seq bigint NOT NULL DEFAULT 0;"
+     "CREATE FUNCTION drover_attempt_seq() RETURNS trigger LANGUAGE plpgsql AS $f$"
+     " BEGIN"
+     "  IF TG_OP = 'UPDATE' AND (NEW.worker, NEW.status, NEW.started_at, NEW.ended_at,"
+     "      NEW.message, NEW.how, NEW.output_tail) IS NOT DISTINCT FROM (OLD.worker,"
+     "      OLD.status, OLD.started_at, OLD.ended_at, OLD.message, OLD.how, OLD.output_tail)"
+     "  THEN"
+     "   NEW.seq := OLD.seq;"
+     "  ELSE"
+     "   NEW.seq := nextval('attempt_numbers');"
+     "  END IF;"
+     "  RETURN NEW;"
+     " END $f$;"
+     "CREATE TRIGGER task_attempts_seq BEFORE INSERT OR UPDATE ON task_attempts"
+     "  FOR EACH ROW EXECUTE FUNCTION drover_attempt_seq();"
+     "CREATE INDEX task_attempts_seq ON task_attempts (job_id, seq);"},
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
