@@ -720,7 +720,12 @@ typedef void (*coord_take_cb)(struct coord_queue_item *item, int rc, void *arg);
  * Claim the next unclaimed item: cb gets it, or DRV_ETIMEDOUT after timeout_ms
  * (< 0: wait forever). Several takes may be outstanding at once (pipelining).
  * The claim is ephemeral: if this session dies the item becomes available
- * again.
+ * again. The takes of one turn share one claim multi-op, and each item's data
+ * is read in that multi-op's round trip: its read is sent right behind the
+ * multi-op, before the answer, and discarded when the claim fails (an item
+ * claimed by someone else is never delivered). Cost per item: one read
+ * request (ZooKeeper 3.8's C client has no multi-read) and a share of the
+ * multi-op (coord_queue-pipelined).
  */
 void coord_queue_take(struct coord_queue *q, int timeout_ms, coord_take_cb cb, void *arg);
 
