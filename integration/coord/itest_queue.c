@@ -628,6 +628,8 @@ int t_queue_pipelined(void)
     memset(t, 0, sizeof(t));
     struct pwait w = {p, it_proxy_requests(p, 14) + 1, it_proxy_requests(p, 4) + K};
     int multis0 = it_proxy_requests(p, 14), gets0 = it_proxy_requests(p, 4);
+    uint64_t cm0 = coord_session_requests(s, COORD_REQ_MULTI);
+    uint64_t cg0 = coord_session_requests(s, COORD_REQ_GET);
     it_proxy_set_hold(p, true);
     for (int i = 0; i < K; i++)
         coord_queue_take(q, -1, on_ptake, &t[i]);
@@ -636,6 +638,15 @@ int t_queue_pipelined(void)
           it_proxy_requests(p, 14) - multis0, it_proxy_requests(p, 4) - gets0, K);
     for (int i = 0; i < K; i++)
         CHECK(!t[i].done, "take %d answered while every reply was held", i);
+    /* coord's own count of its requests agrees with what the proxy saw. */
+    CHECK(coord_session_requests(s, COORD_REQ_MULTI) - cm0 == 1 &&
+              coord_session_requests(s, COORD_REQ_GET) - cg0 == K,
+          "coord counted %llu multi-ops and %llu reads",
+          (unsigned long long)(coord_session_requests(s, COORD_REQ_MULTI) - cm0),
+          (unsigned long long)(coord_session_requests(s, COORD_REQ_GET) - cg0));
+    CHECK(strcmp(coord_req_name(COORD_REQ_CHILDREN), "children") == 0 &&
+              strcmp(coord_req_name(COORD_REQ_N), "?") == 0,
+          "request kind names");
     it_proxy_set_hold(p, false);
     for (int i = 0; i < K; i++) {
         CHECK(it_run_until(base, &t[i].done, 20000) && t[i].rc == 0, "take %d rc %d", i, t[i].rc);

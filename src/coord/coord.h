@@ -199,6 +199,29 @@ int64_t coord_session_heard_ms(const struct coord_session *s);
 /* How many times this object had to start a new session after an expiry. */
 unsigned coord_session_generation(const struct coord_session *s);
 
+/* The kinds of request coord sends (a multi-op is one request, whatever its ops). */
+enum coord_req {
+    COORD_REQ_CREATE,
+    COORD_REQ_DELETE,
+    COORD_REQ_EXISTS,
+    COORD_REQ_GET,
+    COORD_REQ_SET,
+    COORD_REQ_CHILDREN,
+    COORD_REQ_SYNC,
+    COORD_REQ_MULTI,
+    COORD_REQ_N
+};
+
+/*
+ * Requests of one kind this session object handed to the ZooKeeper client
+ * since it was made, over every handle (refused ones not counted): what the
+ * process costs the ensemble, for benchmarks and logs. Not counted: the
+ * client's own pings, authentication and watch re-registration. Loop thread.
+ */
+uint64_t coord_session_requests(const struct coord_session *s, enum coord_req kind);
+/* "create", "delete", "exists", "get", "set", "children", "sync", "multi"; "?" otherwise. Pure. */
+const char *coord_req_name(enum coord_req kind);
+
 /*
  * Close the session: pending requests are sent first (so a member's leave or a
  * lock's release reaches the server), then the session is closed, so every
