@@ -27,13 +27,16 @@ catalogue_json "$FIXTURES" > "$T/coopr.json"
 expect 200 "$(api POST /v1/import "@$T/coopr.json")" '' "import the Coopr catalogue"
 
 workers() { # PLUGINS CONCURRENCY: four workers, replacing the earlier ones
-  local w
+  local w lvl
   for w in 1 2 3 4; do
     if [ -e "$T/pids/bw-$w.pid" ]; then
       kill "$(pid_of "bw-$w")" 2>/dev/null || true
       wait_exit "bw-$w" 30 > /dev/null || true
     fi
-    WORKER_PLUGINS=$1 CONCURRENCY=$2 start_worker "bw-$w"
+    # BENCH_DEBUG: info, for the workers' requests by kind in their event=worker-stopped
+    lvl=$LOG_LEVEL
+    [ -z "${BENCH_DEBUG:-}" ] || lvl=info
+    LOG_LEVEL=$lvl WORKER_PLUGINS=$1 CONCURRENCY=$2 start_worker "bw-$w"
   done
 }
 
@@ -169,6 +172,15 @@ for l in open(sys.argv[1]):
     if m:
         print("%-24s recved %s sent %s" % (procs.get(m.group(1), m.group(1)), m.group(2), m.group(3)))
 PY
+      # Each worker's requests by kind per task it took (warm-up included): stopped here.
+      for w in 1 2 3 4; do
+        kill "$(pid_of "bw-$w")" 2> /dev/null || true
+        wait_exit "bw-$w" 30 > /dev/null || true
+        grep -h 'event=worker-stopped' "$T/bw-$w.log" | tail -1 |
+          awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                 printf "bw-%s per task:", w; for (k in v) if (k ~ /^zk_/ && v["taken"] > 0)
+                   printf " %s=%.3f", substr(k, 4), v[k] / v["taken"]; printf "\n" }' w="$w" >&2
+      done
     fi
     echo "wide: ZooKeeper received $((z1 - z0)) requests: $(echo "scale=2; ($z1 - $z0) / $n" | bc) per task (every client, idle ones too)"
     echo "wide: ZooKeeper applied $((x1 - x0)) transactions: $(echo "scale=3; ($x1 - $x0) / $n" | bc) per task (zxid, one epoch)"
