@@ -27,13 +27,16 @@ catalogue_json "$FIXTURES" > "$T/coopr.json"
 expect 200 "$(api POST /v1/import "@$T/coopr.json")" '' "import the Coopr catalogue"
 
 workers() { # PLUGINS CONCURRENCY: four workers, replacing the earlier ones
-  local w
+  local w lvl
   for w in 1 2 3 4; do
     if [ -e "$T/pids/bw-$w.pid" ]; then
       kill "$(pid_of "bw-$w")" 2>/dev/null || true
       wait_exit "bw-$w" 30 > /dev/null || true
     fi
-    WORKER_PLUGINS=$1 CONCURRENCY=$2 start_worker "bw-$w"
+    # BENCH_DEBUG: info, for the workers' requests by kind in their event=worker-stopped
+    lvl=$LOG_LEVEL
+    [ -z "${BENCH_DEBUG:-}" ] || lvl=info
+    LOG_LEVEL=$lvl WORKER_PLUGINS=$1 CONCURRENCY=$2 start_worker "bw-$w"
   done
 }
 
@@ -46,6 +49,17 @@ zk_requests() {
   out=$(cat <&9)
   exec 9<&-
   awk '$1 == "zk_packets_received" { print $2 }' <<< "$out"
+}
+
+# ZooKeeper's last zxid (its srvr four-letter word): transactions applied, within one epoch.
+zk_zxid() {
+  local hp=${DROVER_ZK%%,*} out
+  hp=${hp%%/*}
+  exec 9<> "/dev/tcp/${hp%:*}/${hp#*:}"
+  printf 'srvr' >&9
+  out=$(cat <&9)
+  exec 9<&-
+  printf '%d\n' "$(awk '$1 == "Zxid:" { print $2 }' <<< "$out")"
 }
 
 rss_of() { awk '/VmHWM/ { print $2 }' "/proc/$(pid_of "$1")/status"; }
@@ -131,11 +145,13 @@ for w in "${what[@]}"; do
     body=$(jq -cn --argjson k $nodes '{name: "wide", template: "single", nodes: $k}')
     t0=$(now_ms)
     z0=$(zk_requests)
+    x0=$(zk_zxid)
     perf_start
     J=$(body_of "$(api POST /v1/clusters "$body")" | jq -r .job.id)
     WAIT_JOB_POLL=1 wait_job "$J" succeeded 600
     t1=$(now_ms)
     z1=$(zk_requests)
+    x1=$(zk_zxid)
     perf_stop wide
     read -r n secs rate <<< "$(throughput "$J" | tr '|' ' ')"
     echo "wide: $n noop tasks in $secs s: $rate tasks/s end to end (request to succeeded: $((t1 - t0)) ms)"
@@ -156,8 +172,18 @@ for l in open(sys.argv[1]):
     if m:
         print("%-24s recved %s sent %s" % (procs.get(m.group(1), m.group(1)), m.group(2), m.group(3)))
 PY
+      # Each worker's requests by kind per task it took (warm-up included): stopped here.
+      for w in 1 2 3 4; do
+        kill "$(pid_of "bw-$w")" 2> /dev/null || true
+        wait_exit "bw-$w" 30 > /dev/null || true
+        grep -h 'event=worker-stopped' "$T/bw-$w.log" | tail -1 |
+          awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                 printf "bw-%s per task:", w; for (k in v) if (k ~ /^zk_/ && v["taken"] > 0)
+                   printf " %s=%.3f", substr(k, 4), v[k] / v["taken"]; printf "\n" }' w="$w" >&2
+      done
     fi
     echo "wide: ZooKeeper received $((z1 - z0)) requests: $(echo "scale=2; ($z1 - $z0) / $n" | bc) per task (every client, idle ones too)"
+    echo "wide: ZooKeeper applied $((x1 - x0)) transactions: $(echo "scale=3; ($x1 - $x0) / $n" | bc) per task (zxid, one epoch)"
     psql_q "SELECT t.action, a.status, count(*) FROM tasks t LEFT JOIN task_attempts a ON a.job_id = t.job_id AND a.task_id = t.id WHERE t.job_id = $J GROUP BY 1, 2 ORDER BY 1" | paste -sd" " >&2
     ;;
   big)

@@ -55,6 +55,7 @@ ITEST("many-locks", t_many_locks)
 ITEST("queue-keyed", t_queue_keyed)
 ITEST("queue-txn", t_queue_txn)
 ITEST("queue-gather", t_queue_gather)
+ITEST("queue-pipelined", t_queue_pipelined)
 ITEST("claim-lost", t_claim_lost)
 ITEST("queue-skip", t_queue_skip)
 

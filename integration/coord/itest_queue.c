@@ -10,6 +10,10 @@
  *   queue-gather  transactions on claims started in one turn go out as one multi-op;
  *                 each hears its own answer: created paths, one failing op fails only
  *                 its own (the others are sent again alone), lost answers resolved
+ *   queue-pipelined  the items' reads go out behind the claim multi-op before its
+ *                 answer (one round trip for both: replies held at a proxy until
+ *                 both reached the server); a read behind a claim that loses is
+ *                 discarded (the item of another consumer is never delivered)
  *   claim-lost    on_lost: silent partition (before another consumer gets the item),
  *                 claim deleted by hand, session expired (before EXPIRED), connection
  *                 lost past the threshold with the session surviving (the claim is
@@ -558,6 +562,123 @@ int t_queue_gather(void)
     coord_session_free(d);
     event_base_free(base);
     printf("queue-gather: ok\n");
+    return 0;
+}
+
+/* ---- queue-pipelined ------------------------------------------------------------------------ */
+
+struct ptake {
+    bool done;
+    int rc;
+    char id[512];
+    char json[64];
+};
+
+static void on_ptake(struct coord_queue_item *it, int rc, void *arg)
+{
+    struct ptake *o = arg;
+    o->rc = rc;
+    if (it) {
+        snprintf(o->id, sizeof(o->id), "%s", it->id);
+        snprintf(o->json, sizeof(o->json), "%s", it->json ? it->json : "");
+    }
+    coord_queue_item_free(it);
+    o->done = true;
+}
+
+struct pwait {
+    struct it_proxy *p;
+    int multis, gets;
+};
+
+/* Both the claim multi-op and the reads behind it reached the server. */
+static bool sent_both(void *arg)
+{
+    struct pwait *w = arg;
+    return it_proxy_requests(w->p, 14) >= w->multis && it_proxy_requests(w->p, 4) >= w->gets;
+}
+
+int t_queue_pipelined(void)
+{
+    struct event_base *base = event_base_new();
+    struct it_proxy *p = it_proxy_new(it_zk_port(1));
+    struct coord_session *s = it_session_at(base, it_proxy_addr(p), 20000);
+    struct coord_session *d = it_session(base, 20000);
+    const char *qp = "/drover/queues/itest/qpipe";
+    struct coord_queue *q = open_q(base, s, qp, 1, "c", NULL, NULL);
+    struct coord_queue *qd = open_q(base, d, qp, 1, "other", NULL, NULL);
+    enum { N = 8 };
+    char payload[N][32];
+    struct coord_queue_put_item items[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(payload[i], sizeof(payload[i]), "{\"n\":%d}", i);
+        items[i] = (struct coord_queue_put_item){payload[i], 5};
+    }
+    struct rc_out pr = {0};
+    coord_queue_put(qd, items, N, on_rc, &pr);
+    CHECK(wait_rc(base, &pr) == 0, "put");
+    /* One take lists the shard: the consumer caches the other names ... */
+    struct take_out first = take1(base, q, 10000);
+    CHECK(first.rc == 0, "first take rc %d", first.rc);
+
+    /* ... so the next takes claim at once. Replies wait at the proxy: the reads can only
+       have been sent before the claim's answer came back, in its round trip. */
+    enum { K = 4 };
+    struct ptake t[K];
+    memset(t, 0, sizeof(t));
+    struct pwait w = {p, it_proxy_requests(p, 14) + 1, it_proxy_requests(p, 4) + K};
+    int multis0 = it_proxy_requests(p, 14), gets0 = it_proxy_requests(p, 4);
+    uint64_t cm0 = coord_session_requests(s, COORD_REQ_MULTI);
+    uint64_t cg0 = coord_session_requests(s, COORD_REQ_GET);
+    it_proxy_set_hold(p, true);
+    for (int i = 0; i < K; i++)
+        coord_queue_take(q, -1, on_ptake, &t[i]);
+    CHECK(it_run_until_fn(base, sent_both, &w, 20000),
+          "with no answer back, %d multi-op(s) and %d read(s) reached the server (want 1 and %d)",
+          it_proxy_requests(p, 14) - multis0, it_proxy_requests(p, 4) - gets0, K);
+    for (int i = 0; i < K; i++)
+        CHECK(!t[i].done, "take %d answered while every reply was held", i);
+    /* coord's own count of its requests agrees with what the proxy saw. */
+    CHECK(coord_session_requests(s, COORD_REQ_MULTI) - cm0 == 1 &&
+              coord_session_requests(s, COORD_REQ_GET) - cg0 == K,
+          "coord counted %llu multi-ops and %llu reads",
+          (unsigned long long)(coord_session_requests(s, COORD_REQ_MULTI) - cm0),
+          (unsigned long long)(coord_session_requests(s, COORD_REQ_GET) - cg0));
+    CHECK(strcmp(coord_req_name(COORD_REQ_CHILDREN), "children") == 0 &&
+              strcmp(coord_req_name(COORD_REQ_N), "?") == 0,
+          "request kind names");
+    it_proxy_set_hold(p, false);
+    for (int i = 0; i < K; i++) {
+        CHECK(it_run_until(base, &t[i].done, 20000) && t[i].rc == 0, "take %d rc %d", i, t[i].rc);
+        CHECK(strncmp(t[i].json, "{\"n\":", 5) == 0, "take %d delivered \"%s\"", i, t[i].json);
+    }
+    CHECK(it_proxy_requests(p, 14) - multis0 == 1 && it_proxy_requests(p, 4) - gets0 == K,
+          "%d multi-ops and %d reads for %d takes of one turn (want 1 and %d)",
+          it_proxy_requests(p, 14) - multis0, it_proxy_requests(p, 4) - gets0, K, K);
+
+    /* A claim that loses: another consumer took the head of our cache first. Our read of
+       that item went out behind the failed claim; it must not be delivered. */
+    struct take_out other = take1(base, qd, 10000);
+    CHECK(other.rc == 0, "the other consumer's take rc %d", other.rc);
+    struct ptake mine = {0};
+    coord_queue_take(q, 10000, on_ptake, &mine);
+    CHECK(it_run_until(base, &mine.done, 20000) && mine.rc == 0, "take after the race rc %d",
+          mine.rc);
+    CHECK(strcmp(mine.id, other.id) != 0, "the item the other consumer holds (%s) was delivered",
+          other.id);
+    for (int i = 0; i < K; i++)
+        CHECK(strcmp(t[i].id, other.id) != 0 && strcmp(t[i].id, mine.id) != 0,
+              "item %s delivered twice", t[i].id);
+    struct coord_queue_stats st = stats(base, qd);
+    CHECK(st.length == N && st.claimed == K + 3, "length %lld claimed %lld", (long long)st.length,
+          (long long)st.claimed);
+
+    coord_queue_close(q);
+    coord_queue_close(qd);
+    coord_session_free(s);
+    coord_session_free(d);
+    event_base_free(base);
+    printf("queue-pipelined: ok\n");
     return 0;
 }
 

@@ -199,6 +199,29 @@ int64_t coord_session_heard_ms(const struct coord_session *s);
 /* How many times this object had to start a new session after an expiry. */
 unsigned coord_session_generation(const struct coord_session *s);
 
+/* The kinds of request coord sends (a multi-op is one request, whatever its ops). */
+enum coord_req {
+    COORD_REQ_CREATE,
+    COORD_REQ_DELETE,
+    COORD_REQ_EXISTS,
+    COORD_REQ_GET,
+    COORD_REQ_SET,
+    COORD_REQ_CHILDREN,
+    COORD_REQ_SYNC,
+    COORD_REQ_MULTI,
+    COORD_REQ_N
+};
+
+/*
+ * Requests of one kind this session object handed to the ZooKeeper client
+ * since it was made, over every handle (refused ones not counted): what the
+ * process costs the ensemble, for benchmarks and logs. Not counted: the
+ * client's own pings, authentication and watch re-registration. Loop thread.
+ */
+uint64_t coord_session_requests(const struct coord_session *s, enum coord_req kind);
+/* "create", "delete", "exists", "get", "set", "children", "sync", "multi"; "?" otherwise. Pure. */
+const char *coord_req_name(enum coord_req kind);
+
 /*
  * Close the session: pending requests are sent first (so a member's leave or a
  * lock's release reaches the server), then the session is closed, so every
@@ -720,7 +743,12 @@ typedef void (*coord_take_cb)(struct coord_queue_item *item, int rc, void *arg);
  * Claim the next unclaimed item: cb gets it, or DRV_ETIMEDOUT after timeout_ms
  * (< 0: wait forever). Several takes may be outstanding at once (pipelining).
  * The claim is ephemeral: if this session dies the item becomes available
- * again.
+ * again. The takes of one turn share one claim multi-op, and each item's data
+ * is read in that multi-op's round trip: its read is sent right behind the
+ * multi-op, before the answer, and discarded when the claim fails (an item
+ * claimed by someone else is never delivered). Cost per item: one read
+ * request (ZooKeeper 3.8's C client has no multi-read) and a share of the
+ * multi-op (coord_queue-pipelined).
  */
 void coord_queue_take(struct coord_queue *q, int timeout_ms, coord_take_cb cb, void *arg);
 

@@ -214,6 +214,7 @@ struct coord_session {
     uint64_t rng;                  /* xorshift state, seeded from the nonce */
     uint64_t uniq;                 /* counter for unique name prefixes */
     long inflight;                 /* requests issued and not yet done */
+    uint64_t sent[COORD_REQ_N];    /* requests issued, by kind (coord_session_requests) */
     struct event *suspect_timer;   /* runs while SUSPENDED */
     struct timer_closure *timers;  /* pending coord__timer closures */
     struct coord__commit **gather; /* guarded commits of this turn, sent together (txn.c) */

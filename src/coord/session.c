@@ -473,6 +473,22 @@ unsigned coord_session_generation(const struct coord_session *s)
     return s->renewals;
 }
 
+uint64_t coord_session_requests(const struct coord_session *s, enum coord_req kind)
+{
+    return (unsigned)kind < COORD_REQ_N ? s->sent[kind] : 0;
+}
+
+const char *coord_req_name(enum coord_req kind)
+{
+    static const char *const names[COORD_REQ_N] = {
+        [COORD_REQ_CREATE] = "create", [COORD_REQ_DELETE] = "delete",
+        [COORD_REQ_EXISTS] = "exists", [COORD_REQ_GET] = "get",
+        [COORD_REQ_SET] = "set",       [COORD_REQ_CHILDREN] = "children",
+        [COORD_REQ_SYNC] = "sync",     [COORD_REQ_MULTI] = "multi",
+    };
+    return (unsigned)kind < COORD_REQ_N ? names[kind] : "?";
+}
+
 void coord_session_free(struct coord_session *s)
 {
     if (!s || s->closing || s->free_pending)

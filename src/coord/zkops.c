@@ -325,14 +325,16 @@ static bool refused(struct coord__op *op)
     return true;
 }
 
-static void issued(struct coord__op *op, int zrc)
+static void issued(struct coord__op *op, enum coord_req kind, int zrc)
 {
     struct coord_session *s = op->s;
     op->counted = true;
     op->issued_ms = clock_mono_ms();
     s->inflight++;
-    if (zrc == ZOK)
+    if (zrc == ZOK) {
+        s->sent[kind]++;
         return;
+    }
     /*
      * Refused at once. The client library may still have registered the
      * completion (it does for some late failures), so queue the failure
@@ -376,8 +378,9 @@ void coord__zk_create(struct coord__op *op, const char *path, const char *data, 
     op->path = xstrdup(path);
     if (refused(op) || too_big(op, coord__size_create(path, data)))
         return;
-    issued(op, zoo_acreate2(s->zh, path, data, data ? (int)strlen(data) : -1, s->acl, zmode(flags),
-                            c_string_stat, op));
+    issued(op, COORD_REQ_CREATE,
+           zoo_acreate2(s->zh, path, data, data ? (int)strlen(data) : -1, s->acl, zmode(flags),
+                        c_string_stat, op));
 }
 
 void coord__zk_delete(struct coord__op *op, const char *path, int version)
@@ -385,7 +388,7 @@ void coord__zk_delete(struct coord__op *op, const char *path, int version)
     op->path = xstrdup(path);
     if (refused(op))
         return;
-    issued(op, zoo_adelete(op->s->zh, path, version, c_void, op));
+    issued(op, COORD_REQ_DELETE, zoo_adelete(op->s->zh, path, version, c_void, op));
 }
 
 void coord__zk_exists(struct coord__op *op, const char *path, bool watch)
@@ -394,7 +397,7 @@ void coord__zk_exists(struct coord__op *op, const char *path, bool watch)
     op->fault_point = true;
     if (refused(op))
         return;
-    issued(op, zoo_aexists(op->s->zh, path, watch, c_stat, op));
+    issued(op, COORD_REQ_EXISTS, zoo_aexists(op->s->zh, path, watch, c_stat, op));
 }
 
 void coord__zk_get(struct coord__op *op, const char *path, bool watch)
@@ -403,7 +406,7 @@ void coord__zk_get(struct coord__op *op, const char *path, bool watch)
     op->fault_point = true;
     if (refused(op))
         return;
-    issued(op, zoo_aget(op->s->zh, path, watch, c_data, op));
+    issued(op, COORD_REQ_GET, zoo_aget(op->s->zh, path, watch, c_data, op));
 }
 
 void coord__zk_set(struct coord__op *op, const char *path, const char *data, int version)
@@ -411,7 +414,8 @@ void coord__zk_set(struct coord__op *op, const char *path, const char *data, int
     op->path = xstrdup(path);
     if (refused(op) || too_big(op, coord__size_set(path, data)))
         return;
-    issued(op, zoo_aset(op->s->zh, path, data, (int)strlen(data), version, c_stat, op));
+    issued(op, COORD_REQ_SET,
+           zoo_aset(op->s->zh, path, data, (int)strlen(data), version, c_stat, op));
 }
 
 void coord__zk_children(struct coord__op *op, const char *path, bool watch)
@@ -420,7 +424,7 @@ void coord__zk_children(struct coord__op *op, const char *path, bool watch)
     op->fault_point = true;
     if (refused(op))
         return;
-    issued(op, zoo_aget_children2(op->s->zh, path, watch, c_strings_stat, op));
+    issued(op, COORD_REQ_CHILDREN, zoo_aget_children2(op->s->zh, path, watch, c_strings_stat, op));
 }
 
 void coord__zk_sync(struct coord__op *op, const char *path)
@@ -428,7 +432,7 @@ void coord__zk_sync(struct coord__op *op, const char *path)
     op->path = xstrdup(path);
     if (refused(op))
         return;
-    issued(op, zoo_async(op->s->zh, path, c_string, op));
+    issued(op, COORD_REQ_SYNC, zoo_async(op->s->zh, path, c_string, op));
 }
 
 /* ---- multi-ops and sizes ------------------------------------------------ */
@@ -513,7 +517,7 @@ void coord__zk_multi(struct coord__op *op)
         /* The library may have freed some of the op's strings: leak them rather. */
         op->nstrs = 0;
     }
-    issued(op, zrc);
+    issued(op, COORD_REQ_MULTI, zrc);
 }
 
 int coord__multi_failed(const struct coord__op *op)

@@ -130,7 +130,13 @@ static void maybe_stopped(struct worker *w)
             event_free(w->grace_ev);
             w->grace_ev = NULL;
         }
-        log_info(MOD, "event=worker-stopped worker=%s", w->id);
+        /* What this worker cost ZooKeeper, per kind of request (bench/engine BENCH_DEBUG). */
+        char zk[256];
+        size_t o = 0;
+        for (int k = 0; k < COORD_REQ_N && o < sizeof(zk); k++)
+            o += (size_t)snprintf(zk + o, sizeof(zk) - o, " zk_%s=%llu", coord_req_name(k),
+                                  (unsigned long long)coord_session_requests(w->zk, k));
+        log_info(MOD, "event=worker-stopped worker=%s taken=%lu%s", w->id, w->stats.taken, zk);
         done(w->stop_arg);
     }
 }
