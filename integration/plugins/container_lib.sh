@@ -18,24 +18,15 @@ CT_ROOT="$T/containers"
 CT_NET_LOCKS=/tmp/drover-container-nets
 IMAGE_DIR=${DROVER_IMAGE_DIR:-/var/cache/drover/images}
 
-# reserve_ct_net: a free 10.251.N.0/24 and bridge drvtN for this test.
+# reserve_ct_net: a free 10.251.N.0/24 and bridge drvtN for this test (reserve_slot).
+ct_net_candidate() { echo $((100 + RANDOM % 150)); }
 reserve_ct_net() {
-  mkdir -p "$CT_NET_LOCKS"
-  local n owner
-  for _ in $(seq 1 300); do
-    n=$((100 + RANDOM % 150))
-    owner=$(cat "$CT_NET_LOCKS/$n/owner" 2> /dev/null || echo /nonexistent)
-    if mkdir "$CT_NET_LOCKS/$n" 2> /dev/null || [ ! -d "$owner" ]; then
-      echo "$T" > "$CT_NET_LOCKS/$n/owner"
-      CT_NET="10.251.$n.0/24"
-      # shellcheck disable=SC2034 # the first three octets, for the tests
-      CT_NET_PREFIX="10.251.$n"
-      CT_BRIDGE="drvt$n"
-      echo "$CT_NET_LOCKS/$n" > "$T/ct-net.lock"
-      return 0
-    fi
-  done
-  fail "no free 10.251.N.0/24 for the test"
+  reserve_slot "$CT_NET_LOCKS" ct_net_candidate || fail "no free 10.251.N.0/24 for the test"
+  CT_NET="10.251.$SLOT.0/24"
+  # shellcheck disable=SC2034 # the first three octets, for the tests
+  CT_NET_PREFIX="10.251.$SLOT"
+  CT_BRIDGE="drvt$SLOT"
+  echo "$CT_NET_LOCKS/$SLOT" > "$T/ct-net.lock"
 }
 reserve_ct_net
 cat > "$T/host.conf" << CONF
@@ -98,6 +89,43 @@ ct_leftovers() {
   find /sys/fs/cgroup -mindepth 1 -maxdepth 3 -type d -name "lxc.*.$id*" 2> /dev/null | sed 's/^/cgroup /'
   [ -e "$CT_ROOT/$id" ] && echo "file $CT_ROOT/$id"
   [ -e "$CT_ROOT/.addresses/$addr" ] && echo "claim $addr"
+  return 0
+}
+
+# Checks made inside a node by its container (lxc-attach: the node's namespaces and root, no
+# SSH key needed; for tests where the engine holds the cluster's key). ID: the provider-id.
+# ct_exec ID CMD...: run CMD in the node.
+ct_exec() {
+  local id=$1
+  shift
+  lxc-attach -P "$CT_ROOT" -n "$id" --clear-env -- "$@"
+}
+# ct_has ID REGEX: a process of the node (not a zombie) matches REGEX.
+ct_has() { ct_exec "$1" ps -e -o stat= -o args= 2> /dev/null | grep -v '^Z' | grep -qE "$2"; }
+# ct_four ID ADDR WORD: ZooKeeper's four-letter WORD asked inside node ID of ADDR:2181.
+ct_four() {
+  # shellcheck disable=SC2016 # expanded by the node's shell
+  ct_exec "$1" bash -c '(exec 3<> "/dev/tcp/$1/2181" && printf "%s" "$2" >&3 && timeout 5 cat <&3) 2> /dev/null || true' \
+    _ "$2" "$3" 2> /dev/null || true
+}
+
+# ct_root_leftovers: what is left on the host of any node of this test's container root
+# ($CT_ROOT, bridge $CT_BRIDGE), one line each: node directory, address claim, container,
+# mount, veth, cgroup, process (an LXC monitor naming the root, or one in a node's cgroup).
+# Empty when nothing is. Node names carry a hash of the root (plugins/container).
+ct_root_leftovers() {
+  local h p o1 o2 o3
+  h=$(printf '%s' "$CT_ROOT" | md5sum | cut -c1-6)
+  IFS=. read -r o1 o2 o3 <<< "$CT_NET_PREFIX"
+  find "$CT_ROOT" -mindepth 1 -maxdepth 1 -name 'ct-*' 2> /dev/null | sed 's/^/file /'
+  find "$CT_ROOT/.addresses" -type f 2> /dev/null | sed 's/^/claim /'
+  grep -F " $CT_ROOT/" /proc/self/mountinfo | sed 's/^/mount /'
+  ip -o link show 2> /dev/null | grep -oE "dv$(printf '%02x%02x%02x' "$o1" "$o2" "$o3")[0-9a-f]{2}" | sed 's/^/veth /'
+  find /sys/fs/cgroup -mindepth 1 -maxdepth 3 -type d -name "lxc.*.ct-$h*" 2> /dev/null | sed 's/^/cgroup /'
+  for p in /proc/[0-9]*; do
+    tr '\0' ' ' < "$p/cmdline" 2> /dev/null | grep -qF "$CT_ROOT ct-$h" && echo "process ${p#/proc/}: $(tr '\0' ' ' < "$p/cmdline")"
+    grep -qs "ct-$h" "$p/cgroup" && echo "process ${p#/proc/} in a node's cgroup"
+  done
   return 0
 }
 

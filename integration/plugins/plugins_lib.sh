@@ -25,33 +25,38 @@ NET_LOCKS=/tmp/drover-loopback-nets
 mkdir -p "$KV" "$T/pids"
 : > "$T/plugins.log"
 
-# reserve_net: a free 127.X.Y.0/24 for this test, into NET.
-reserve_net() {
-  mkdir -p "$NET_LOCKS"
-  local x y n
+# reserve_slot LOCKS GEN: reserve a name under the machine-wide directory LOCKS for this
+# test (an atomic mkdir; LOCKS/NAME/owner names the test's directory), into SLOT; GEN
+# prints a candidate each time it runs. A reservation whose owner directory is gone (a
+# test that died; `stack down` releases a dead stack's) is stale: it is moved aside (an
+# atomic rename: one taker wins) and the name tried again. The reservation's path goes to
+# a file of the caller's choosing (net.lock, ct-net.lock), for its EXIT trap.
+reserve_slot() {
+  local locks=$1 gen=$2 n owner
+  mkdir -p "$locks"
   for _ in $(seq 1 500); do
-    x=$((100 + RANDOM % 150))
-    y=$((RANDOM % 256))
-    n="127.$x.$y"
-    if mkdir "$NET_LOCKS/$n" 2>/dev/null; then
-      echo "$T" > "$NET_LOCKS/$n/owner"
-      NET="$n.0/24"
-      # shellcheck disable=SC2034 # the first three octets, for the tests that source this file
-      NET_PREFIX="$n"
-      echo "$NET_LOCKS/$n" > "$T/net.lock"
+    n=$("$gen")
+    if mkdir "$locks/$n" 2> /dev/null; then
+      echo "$T" > "$locks/$n/owner"
+      SLOT=$n
       return 0
     fi
-    # A reservation whose test directory is gone is stale: take it over.
-    if [ ! -d "$(cat "$NET_LOCKS/$n/owner" 2>/dev/null || echo /nonexistent)" ]; then
-      echo "$T" > "$NET_LOCKS/$n/owner"
-      NET="$n.0/24"
-      # shellcheck disable=SC2034 # the first three octets, for the tests that source this file
-      NET_PREFIX="$n"
-      echo "$NET_LOCKS/$n" > "$T/net.lock"
-      return 0
+    owner=$(cat "$locks/$n/owner" 2> /dev/null) || continue # being made: not stale
+    if [ ! -d "$owner" ] && mv "$locks/$n" "$locks/.stale.$$.$n" 2> /dev/null; then
+      rm -rf "${locks:?}/.stale.$$.$n"
     fi
   done
-  fail "no free loopback /24 for the test"
+  return 1
+}
+
+# reserve_net: a free 127.X.Y.0/24 for this test, into NET.
+lb_net_candidate() { echo "127.$((100 + RANDOM % 150)).$((RANDOM % 256))"; }
+reserve_net() {
+  reserve_slot "$NET_LOCKS" lb_net_candidate || fail "no free loopback /24 for the test"
+  NET="$SLOT.0/24"
+  # shellcheck disable=SC2034 # the first three octets, for the tests that source this file
+  NET_PREFIX="$SLOT"
+  echo "$NET_LOCKS/$SLOT" > "$T/net.lock"
 }
 reserve_net
 
