@@ -75,15 +75,26 @@ node_dir() { ct_dir "$1"; }
 # The loopback helpers' pid bookkeeping: a container is not a process of the test.
 record_node() { :; }
 
+# ct_procs NAME CGROUP: host processes whose command line has NAME (an LXC monitor names
+# its root and container) or whose cgroup path has CGROUP, one line each. One grep over
+# all of /proc for each (a loop of reads per process is slow on a loaded machine).
+ct_procs() {
+  local f
+  for f in $(grep -lasF -- "${1%% *}" /proc/[0-9]*/cmdline 2> /dev/null || true); do
+    tr '\0' ' ' 2> /dev/null < "$f" | grep -qF -- "$1" && echo "process $(basename "$(dirname "$f")"): $(tr '\0' ' ' 2> /dev/null < "$f")"
+  done
+  for f in $(grep -lsF -- "$2" /proc/[0-9]*/cgroup 2> /dev/null || true); do
+    echo "process $(basename "$(dirname "$f")") in cgroup $2"
+  done
+  return 0
+}
+
 # ct_leftovers ID ADDR: what is left of container node ID (address ADDR) on the host, one
 # line each: process, mount, veth, cgroup, file, claim. Empty when nothing is.
 ct_leftovers() {
-  local id=$1 addr=$2 veth p
+  local id=$1 addr=$2 veth
   veth=$(printf 'dv%08x' "$(echo "$addr" | awk -F. '{print ($1 * 16777216) + ($2 * 65536) + ($3 * 256) + $4}')")
-  for p in /proc/[0-9]*; do
-    tr '\0' ' ' < "$p/cmdline" 2> /dev/null | grep -qF "$CT_ROOT $id" && echo "process ${p#/proc/}: $(tr '\0' ' ' < "$p/cmdline")"
-    grep -qs "lxc.payload.$id" "$p/cgroup" && echo "process ${p#/proc/} in the node's cgroup"
-  done
+  ct_procs "$CT_ROOT $id" "lxc.payload.$id"
   grep -F "$CT_ROOT/$id" /proc/self/mountinfo | sed 's/^/mount /'
   ip link show "$veth" > /dev/null 2>&1 && echo "veth $veth"
   find /sys/fs/cgroup -mindepth 1 -maxdepth 3 -type d -name "lxc.*.$id*" 2> /dev/null | sed 's/^/cgroup /'
@@ -114,7 +125,7 @@ ct_four() {
 # mount, veth, cgroup, process (an LXC monitor naming the root, or one in a node's cgroup).
 # Empty when nothing is. Node names carry a hash of the root (plugins/container).
 ct_root_leftovers() {
-  local h p o1 o2 o3
+  local h o1 o2 o3
   h=$(printf '%s' "$CT_ROOT" | md5sum | cut -c1-6)
   IFS=. read -r o1 o2 o3 <<< "$CT_NET_PREFIX"
   find "$CT_ROOT" -mindepth 1 -maxdepth 1 -name 'ct-*' 2> /dev/null | sed 's/^/file /'
@@ -122,10 +133,7 @@ ct_root_leftovers() {
   grep -F " $CT_ROOT/" /proc/self/mountinfo | sed 's/^/mount /'
   ip -o link show 2> /dev/null | grep -oE "dv$(printf '%02x%02x%02x' "$o1" "$o2" "$o3")[0-9a-f]{2}" | sed 's/^/veth /'
   find /sys/fs/cgroup -mindepth 1 -maxdepth 3 -type d -name "lxc.*.ct-$h*" 2> /dev/null | sed 's/^/cgroup /'
-  for p in /proc/[0-9]*; do
-    tr '\0' ' ' < "$p/cmdline" 2> /dev/null | grep -qF "$CT_ROOT ct-$h" && echo "process ${p#/proc/}: $(tr '\0' ' ' < "$p/cmdline")"
-    grep -qs "ct-$h" "$p/cgroup" && echo "process ${p#/proc/} in a node's cgroup"
-  done
+  ct_procs "$CT_ROOT ct-$h" "ct-$h"
   return 0
 }
 

@@ -54,7 +54,7 @@ leftovers() {
   (
     CT_ROOT=$I_ROOT CT_BRIDGE=$I_BRIDGE CT_NET_PREFIX=$I_PREFIX
     ct_root_leftovers
-    ct_leftovers "$I_ID" "$I_ADDR"
+    [ -e "$I_ROOT/.addresses/$I_ADDR" ] && echo "claim $I_ADDR"
     lxc-ls -P "$I_ROOT" 2> /dev/null | tr -s ' ' '\n' | grep . | sed 's/^/container /'
     ip link show "$I_BRIDGE" > /dev/null 2>&1 && echo "bridge $I_BRIDGE"
     [ -e "$I_LOCK" ] && echo "reservation $I_LOCK"
@@ -67,7 +67,7 @@ nothing_left() { [ -z "$(leftovers)" ]; }
 reaper_of() {
   local p
   for p in /proc/[0-9]*; do
-    tr '\0' ' ' < "$p/cmdline" 2> /dev/null | grep -qF "while kill -0 $1 2>/dev/null" && echo "${p#/proc/}"
+    tr '\0' ' ' 2> /dev/null < "$p/cmdline" | grep -qF "while kill -0 $1 2>/dev/null" && echo "${p#/proc/}"
   done
   return 0
 }
