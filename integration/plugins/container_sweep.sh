@@ -58,7 +58,7 @@ leftovers() {
     lxc-ls -P "$I_ROOT" 2> /dev/null | tr -s ' ' '\n' | grep . | sed 's/^/container /'
     ip link show "$I_BRIDGE" > /dev/null 2>&1 && echo "bridge $I_BRIDGE"
     [ -e "$I_LOCK" ] && echo "reservation $I_LOCK"
-    [ -d "/proc/$I_ZK" ] && echo "zookeeper $I_ZK"
+    gone "$I_ZK" || echo "zookeeper $I_ZK"
     true
   )
 }
@@ -87,8 +87,8 @@ kill -KILL -- "-$INNER"
 wait_until 30 "the inner with-stack to go" gone "$INNER"
 [ -n "$(leftovers)" ] || fail "sweep: nothing left before the sweep (who cleaned up?)"
 "$STACK" sweep 2> "$T/sweep.log" || fail "stack sweep: $(cat "$T/sweep.log")"
-left=$(leftovers)
-[ -z "$left" ] || fail "sweep: left after stack sweep: $left ($(cat "$T/sweep.log"))"
+# (The dead stack's ZooKeeper may take a moment to exit after its SIGTERM or SIGKILL.)
+poll_until 30 nothing_left || fail "sweep: left after stack sweep: $(leftovers) ($(cat "$T/sweep.log"))"
 [ ! -e "/tmp/drover-stacks/$(basename "$I_DIR")" ] || fail "sweep: the dead stack is still registered"
 rm -rf "$I_DIR"
 pass "sweep: the dead stack's node, bridge, reservation and ZooKeeper are gone, its registration too"
