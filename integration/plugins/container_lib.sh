@@ -50,24 +50,8 @@ ct_task() {
   task "$1" "$2" "${3:-1}" "${4:-1}" ". * {config: $HW} | $extra"
 }
 
-# ct_create NODE...: create and confirm each node (in parallel), failing the test on error.
-ct_create() {
-  local n pids=() rc=0
-  for n in "$@"; do
-    (ct_task create "$n" | "$CT" > "$T/create-$n.json" 2>> "$T/plugins.log") &
-    pids+=($!)
-  done
-  for n in "${pids[@]}"; do wait "$n" || rc=1; done
-  for n in "$@"; do
-    cp "$T/create-$n.json" "$T/last.json"
-    [ "$(last .status)" = ok ] || fail "create $n: $(last .message)"
-    merge "$n"
-    ct_task confirm "$n" | run "$CT" || fail "confirm $n: $(last .message)"
-    merge "$n"
-    known_host "$n"
-  done
-  return $rc
-}
+# ct_create NODE...: container nodes (create_nodes).
+ct_create() { create_nodes "$CT" ct_task "$@"; }
 
 ct_dir() { echo "$CT_ROOT/$(kv "$1" '."provider-id"')"; }
 # known_host (plugins_lib) reads the host key under node_dir: the container's directory.
@@ -148,7 +132,7 @@ cleanup_containers() {
   done
   ip link del "$CT_BRIDGE" 2> /dev/null || true
   [ -f "$T/ct-net.lock" ] && rm -rf "$(cat "$T/ct-net.lock")"
-  [ -f "$T/net.lock" ] && rm -rf "$(cat "$T/net.lock")"
+  cleanup_nodes || true # plugins_lib's part: loopback nodes, if any, and their /24
   return $rc
 }
 trap cleanup_containers EXIT

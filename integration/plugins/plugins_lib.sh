@@ -7,7 +7,7 @@
 # Nodes: every test gets its own provider root ($T/nodes) and its own /24 of
 # loopback addresses, reserved machine-wide under /tmp/drover-loopback-nets so
 # that tests running side by side never share one. Every node made through
-# lb_create is deleted by the EXIT trap however the test ends, and its sshd (the
+# lb_create (create_nodes) is deleted by the EXIT trap however the test ends, and its sshd (the
 # PID 1 of the node's namespace) is recorded in the stack's pid directory, so
 # that the stack's reaper stops it even when the test is killed with SIGKILL.
 
@@ -128,11 +128,15 @@ kv() { jq -r "$2" "$KV/$1.json"; }
 
 node_dir() { echo "$NODES/$(kv "$1" '."provider-id"')"; }
 
-# lb_create NODE...: create and confirm each node (in parallel), failing the test on error.
-lb_create() {
-  local n pids=() rc=0
+# create_nodes PLUGIN TASK_FN NODE...: create and confirm each node (the creates in
+# parallel) with the provider PLUGIN, its task JSON made by TASK_FN (task, or
+# container_lib's ct_task); each node is recorded (record_node) and its host key trusted
+# (known_host). Fails the test on error.
+create_nodes() {
+  local plugin=$1 taskfn=$2 n pids=() rc=0
+  shift 2
   for n in "$@"; do
-    (task create "$n" | "$LB" > "$T/create-$n.json" 2>> "$T/plugins.log") &
+    ("$taskfn" create "$n" | "$plugin" > "$T/create-$n.json" 2>> "$T/plugins.log") &
     pids+=($!)
   done
   for n in "${pids[@]}"; do wait "$n" || rc=1; done
@@ -141,11 +145,14 @@ lb_create() {
     [ "$(last .status)" = ok ] || fail "create $n: $(last .message)"
     merge "$n"
     record_node "$n"
-    task confirm "$n" | run "$LB" || fail "confirm $n: $(last .message)"
+    "$taskfn" confirm "$n" | run "$plugin" || fail "confirm $n: $(last .message)"
     merge "$n"
+    known_host "$n"
   done
   return $rc
 }
+# lb_create NODE...: loopback nodes.
+lb_create() { create_nodes "$LB" task "$@"; }
 
 # record_node NODE: put the node's sshd in the stack's pid directory (reaper).
 record_node() {
