@@ -1,22 +1,43 @@
 #!/usr/bin/env bash
 # The engine and real workers on container nodes (the container provider, host settings
 # from the workers' worker.host_conf): the shipped catalogue's zookeeper-ensemble created
-# through the API while a worker is SIGKILLed in the middle of a node's create. The create
-# runs again on the other worker (cleanup first), the job succeeds with exactly three
-# containers and claims (nothing of the killed attempt is left), the nodes keep running
-# across the killed worker's restart and a later job reaches them; the cluster's delete
-# leaves nothing on the host.
+# through the API while workers are SIGKILLed twice:
+#
+#   mid-create   worker-1 dies in a node's create: the create runs again on worker-2
+#                (cleanup first), and the job ends with exactly three containers and
+#                claims (nothing of the killed attempt is left);
+#   mid-install  worker-2 dies while the three zookeeper-server installs run inside the
+#                nodes (held there by a gate the test opens); both workers are started
+#                again: each install is delivered again, finds its run still running in
+#                the node and re-attaches to it (not run again, not harvested after the
+#                end), and the job goes on to start the ensemble in those nodes.
+#
+# The nodes keep running across their workers' deaths and restarts, a later job reaches
+# them; the cluster's delete leaves nothing on the host.
 . "$(dirname "$0")/../plugins/container_lib.sh"
 . "$(dirname "$0")/../api/api_lib.sh"
 . "$(dirname "$0")/engine_lib.sh"
 
 SESSION=6s
-RESOURCES="$DROVER_SOURCE_DIR/conf/catalog/resources"
-start_droverd 1
-for w in worker-1 worker-2; do
-  WORKER_PLUGINS=container,ssh CONCURRENCY=8 start_worker "$w" "worker.resources_dir = $RESOURCES" \
+# The shipped catalogue's resources, with a gate in zookeeper-server's install: it counts
+# its runs in the node, then waits (at most 5 minutes) until the test opens the gate, so
+# that a delivery made after its worker's death finds the run still running however slow
+# the machine is (the loopback form: integration/plugins/reattach.sh).
+RESOURCES="$T/resources"
+cp -r "$DROVER_SOURCE_DIR/conf/catalog/resources" "$RESOURCES"
+sed -i '/^\. lib\/drover.sh$/a\
+echo "$DROVER_TASK_ID" >> /var/lib/drover-test-runs\
+i=0\
+while [ ! -e /var/lib/drover-test-open ] \&\& [ $i -lt 3000 ]; do sleep 0.1; i=$((i + 1)); done' \
+  "$RESOURCES/zookeeper-server/install.sh"
+grep -q drover-test-open "$RESOURCES/zookeeper-server/install.sh" || fail "the install's gate is not in place"
+ct_worker() {
+  WORKER_PLUGINS=container,ssh CONCURRENCY=8 start_worker "$1" "worker.resources_dir = $RESOURCES" \
     "worker.host_conf = $T/host.conf"
-done
+}
+start_droverd 1
+ct_worker worker-1
+ct_worker worker-2
 expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant acme"
 TOKEN=$(body_of "$(api POST /v1/users '{"name":"alice","role":"admin","tenant":"acme"}' "$SUPER")" | jq -r .token)
 catalogue_json "$DROVER_SOURCE_DIR/conf/catalog" > "$T/catalog.json"
@@ -34,26 +55,69 @@ victim=""
 wait_until 120 "a create to run on worker-1" create_on_worker_1
 kill -9 "$(pid_of worker-1)"
 pass "worker-1 SIGKILLed while it ran $victim"
+
+# Mid-install: the three installs run in their nodes (each counted its run), all on
+# worker-2, the only one alive; it is SIGKILLed and both workers are started again.
+runs_in() { ct_exec "$1" cat /var/lib/drover-test-runs 2> /dev/null || true; }
+nodes_up() { mapfile -t CTS < <(lxc-ls -P "$CT_ROOT" --running | tr -s ' ' '\n' | grep .); }
+installs_running() {
+  local id
+  nodes_up
+  [ "${#CTS[@]}" = 3 ] || return 1
+  for id in "${CTS[@]}"; do [ -n "$(runs_in "$id")" ] || return 1; done
+  [ "$(psql_q "SELECT count(*) FROM tasks WHERE job_id = $JID AND action = 'install' AND service = 'zookeeper-server' AND status = 'running' AND worker = 'worker-2'")" = 3 ]
+}
+CTS=()
+wait_until 300 "the three zookeeper-server installs to run in their nodes on worker-2" installs_running
+# waits_in ID: the pids of the plugin's "wait for the run" commands in node ID (sshrun.c's
+# wait_sh, whose script alone begins its work with H="$1"; n="$2"; ps shows its first line).
+waits_in() {
+  # shellcheck disable=SC2016 # the script's own text
+  ct_exec "$1" ps -e -o pid= -o args= 2> /dev/null | grep -F 'H="$1"; n="$2"; i=0' | awk '{print $1}' | sort
+}
+declare -A old_waits
+for id in "${CTS[@]}"; do old_waits[$id]=$(waits_in "$id"); done
+kill -9 "$(pid_of worker-2)"
+ct_worker worker-1
+ct_worker worker-2
+# re_delivered ID: a new delivery waits for the run in node ID (a wait command that was not
+# there at the kill): its probe found the run running.
+re_delivered() { [ -n "$(comm -13 <(echo "${old_waits[$1]}") <(waits_in "$1"))" ]; }
+for id in "${CTS[@]}"; do wait_until 120 "a new delivery of $id's install to wait for its run" re_delivered "$id"; done
+for id in "${CTS[@]}"; do ct_exec "$id" touch /var/lib/drover-test-open; done
 wait_job "$JID" succeeded 600
-rows=$(psql_q "SELECT string_agg(worker || ':' || status, ',' ORDER BY started_at) FROM task_attempts WHERE job_id = $JID AND task_id = '$victim'")
-[[ $rows == worker-1:lost,worker-2:* ]] || fail "attempts of $victim: $rows"
+for id in "${CTS[@]}"; do
+  [ "$(runs_in "$id" | wc -l)" = 1 ] || fail "the install ran $(runs_in "$id" | wc -l) times in $id: $(runs_in "$id" | paste -sd' ')"
+done
+# Every zookeeper-server install: a lost delivery on worker-2, then one of the same attempt
+# that re-attached (its message says so), and nothing else.
+att=$(psql_q "SELECT a.task_id || ' ' || string_agg(a.attempt || ':' || a.worker || ':' || a.status || ':' ||
+  CASE WHEN a.message LIKE '%re-attached%' THEN 'reattached' WHEN a.message LIKE '%harvested%' THEN 'harvested'
+  WHEN a.message LIKE '%ran it%' THEN 'ran' ELSE '-' END, ',' ORDER BY a.started_at)
+  FROM task_attempts a JOIN tasks t ON t.job_id = a.job_id AND t.id = a.task_id
+  WHERE a.job_id = $JID AND a.phase = 'f' AND t.action = 'install' AND t.service = 'zookeeper-server'
+  GROUP BY a.task_id ORDER BY 1")
+[ "$(wc -l <<< "$att")" = 3 ] || fail "zookeeper-server install attempts: $att"
+while read -r task rows; do
+  [[ $rows =~ ^1:worker-2:lost:-,1:worker-[12]:succeeded:reattached$ ]] || fail "the install $task: $rows"
+done <<< "$att"
 n=$(find "$CT_ROOT" -mindepth 1 -maxdepth 1 -name 'ct-*' | wc -l)
 c=$(find "$CT_ROOT/.addresses" -type f | wc -l)
 [ "$n" = 3 ] && [ "$c" = 3 ] || fail "$n node directories and $c claims for 3 nodes"
 [ "$(lxc-ls -P "$CT_ROOT" --running | wc -w)" = 3 ] || fail "running: $(lxc-ls -P "$CT_ROOT" --running)"
+rows=$(psql_q "SELECT string_agg(worker || ':' || status, ',' ORDER BY started_at) FROM task_attempts WHERE job_id = $JID AND task_id = '$victim'")
+[[ $rows == worker-1:lost,worker-2:* ]] || fail "attempts of $victim: $rows"
 mapfile -t ADDRS < <(body_of "$(api GET "/v1/clusters/$CID")" | jq -r '.nodes[].properties.ipaddresses.access_v4')
 wait_quorum "${ADDRS[@]}"
-pass "create: job $JID succeeded ($rows); 3 containers, 3 claims, one leader and two followers"
+pass "create: job $JID succeeded; $victim ran again on worker-2 ($rows); each install re-attached, ran once in its node (${att//$'\n'/; }); 3 containers, 3 claims, one leader and two followers"
 
-# worker-1 back (a restart): the nodes kept running; a later job reaches them.
-WORKER_PLUGINS=container,ssh CONCURRENCY=8 start_worker worker-1 "worker.resources_dir = $RESOURCES" \
-  "worker.host_conf = $T/host.conf"
-[ "$(lxc-ls -P "$CT_ROOT" --running | wc -w)" = 3 ] || fail "a container stopped with its worker"
+# The workers died and came back: the nodes kept running; a later job reaches them.
 r=$(api POST "/v1/clusters/$CID/stop" '{}')
 expect 202 "$r" '' "stop"
 wait_job "$(body_of "$r" | jq -r .job.id)" succeeded 300
 [ "$(zk_modes "${ADDRS[@]}")" = "" ] || fail "servers still answer after stop"
-pass "the containers outlived their worker; a later job (stop) reached them"
+for id in "${CTS[@]}"; do ct_has "$id" QuorumPeerMain && fail "$id still runs ZooKeeper after stop"; done
+pass "the containers outlived their workers; a later job (stop) reached them"
 
 gone=$(body_of "$(api GET "/v1/clusters/$CID")" | jq -r '.nodes[].properties | "\(."provider-id") \(.ipaddresses.access_v4)"')
 r=$(api DELETE "/v1/clusters/$CID")

@@ -18,24 +18,15 @@ CT_ROOT="$T/containers"
 CT_NET_LOCKS=/tmp/drover-container-nets
 IMAGE_DIR=${DROVER_IMAGE_DIR:-/var/cache/drover/images}
 
-# reserve_ct_net: a free 10.251.N.0/24 and bridge drvtN for this test.
+# reserve_ct_net: a free 10.251.N.0/24 and bridge drvtN for this test (reserve_slot).
+ct_net_candidate() { echo $((100 + RANDOM % 150)); }
 reserve_ct_net() {
-  mkdir -p "$CT_NET_LOCKS"
-  local n owner
-  for _ in $(seq 1 300); do
-    n=$((100 + RANDOM % 150))
-    owner=$(cat "$CT_NET_LOCKS/$n/owner" 2> /dev/null || echo /nonexistent)
-    if mkdir "$CT_NET_LOCKS/$n" 2> /dev/null || [ ! -d "$owner" ]; then
-      echo "$T" > "$CT_NET_LOCKS/$n/owner"
-      CT_NET="10.251.$n.0/24"
-      # shellcheck disable=SC2034 # the first three octets, for the tests
-      CT_NET_PREFIX="10.251.$n"
-      CT_BRIDGE="drvt$n"
-      echo "$CT_NET_LOCKS/$n" > "$T/ct-net.lock"
-      return 0
-    fi
-  done
-  fail "no free 10.251.N.0/24 for the test"
+  reserve_slot "$CT_NET_LOCKS" ct_net_candidate || fail "no free 10.251.N.0/24 for the test"
+  CT_NET="10.251.$SLOT.0/24"
+  # shellcheck disable=SC2034 # the first three octets, for the tests
+  CT_NET_PREFIX="10.251.$SLOT"
+  CT_BRIDGE="drvt$SLOT"
+  echo "$CT_NET_LOCKS/$SLOT" > "$T/ct-net.lock"
 }
 reserve_ct_net
 cat > "$T/host.conf" << CONF
@@ -59,24 +50,8 @@ ct_task() {
   task "$1" "$2" "${3:-1}" "${4:-1}" ". * {config: $HW} | $extra"
 }
 
-# ct_create NODE...: create and confirm each node (in parallel), failing the test on error.
-ct_create() {
-  local n pids=() rc=0
-  for n in "$@"; do
-    (ct_task create "$n" | "$CT" > "$T/create-$n.json" 2>> "$T/plugins.log") &
-    pids+=($!)
-  done
-  for n in "${pids[@]}"; do wait "$n" || rc=1; done
-  for n in "$@"; do
-    cp "$T/create-$n.json" "$T/last.json"
-    [ "$(last .status)" = ok ] || fail "create $n: $(last .message)"
-    merge "$n"
-    ct_task confirm "$n" | run "$CT" || fail "confirm $n: $(last .message)"
-    merge "$n"
-    known_host "$n"
-  done
-  return $rc
-}
+# ct_create NODE...: container nodes (create_nodes).
+ct_create() { create_nodes "$CT" ct_task "$@"; }
 
 ct_dir() { echo "$CT_ROOT/$(kv "$1" '."provider-id"')"; }
 # known_host (plugins_lib) reads the host key under node_dir: the container's directory.
@@ -84,20 +59,65 @@ node_dir() { ct_dir "$1"; }
 # The loopback helpers' pid bookkeeping: a container is not a process of the test.
 record_node() { :; }
 
+# ct_procs NAME CGROUP: host processes whose command line has NAME (an LXC monitor names
+# its root and container) or whose cgroup path has CGROUP, one line each. One grep over
+# all of /proc for each (a loop of reads per process is slow on a loaded machine).
+ct_procs() {
+  local f
+  for f in $(grep -lasF -- "${1%% *}" /proc/[0-9]*/cmdline 2> /dev/null || true); do
+    tr '\0' ' ' 2> /dev/null < "$f" | grep -qF -- "$1" && echo "process $(basename "$(dirname "$f")"): $(tr '\0' ' ' 2> /dev/null < "$f")"
+  done
+  for f in $(grep -lsF -- "$2" /proc/[0-9]*/cgroup 2> /dev/null || true); do
+    echo "process $(basename "$(dirname "$f")") in cgroup $2"
+  done
+  return 0
+}
+
 # ct_leftovers ID ADDR: what is left of container node ID (address ADDR) on the host, one
 # line each: process, mount, veth, cgroup, file, claim. Empty when nothing is.
 ct_leftovers() {
-  local id=$1 addr=$2 veth p
+  local id=$1 addr=$2 veth
   veth=$(printf 'dv%08x' "$(echo "$addr" | awk -F. '{print ($1 * 16777216) + ($2 * 65536) + ($3 * 256) + $4}')")
-  for p in /proc/[0-9]*; do
-    tr '\0' ' ' < "$p/cmdline" 2> /dev/null | grep -qF "$CT_ROOT $id" && echo "process ${p#/proc/}: $(tr '\0' ' ' < "$p/cmdline")"
-    grep -qs "lxc.payload.$id" "$p/cgroup" && echo "process ${p#/proc/} in the node's cgroup"
-  done
+  ct_procs "$CT_ROOT $id" "lxc.payload.$id"
   grep -F "$CT_ROOT/$id" /proc/self/mountinfo | sed 's/^/mount /'
   ip link show "$veth" > /dev/null 2>&1 && echo "veth $veth"
   find /sys/fs/cgroup -mindepth 1 -maxdepth 3 -type d -name "lxc.*.$id*" 2> /dev/null | sed 's/^/cgroup /'
   [ -e "$CT_ROOT/$id" ] && echo "file $CT_ROOT/$id"
   [ -e "$CT_ROOT/.addresses/$addr" ] && echo "claim $addr"
+  return 0
+}
+
+# Checks made inside a node by its container (lxc-attach: the node's namespaces and root, no
+# SSH key needed; for tests where the engine holds the cluster's key). ID: the provider-id.
+# ct_exec ID CMD...: run CMD in the node.
+ct_exec() {
+  local id=$1
+  shift
+  lxc-attach -P "$CT_ROOT" -n "$id" --clear-env -- "$@"
+}
+# ct_has ID REGEX: a process of the node (not a zombie) matches REGEX.
+ct_has() { ct_exec "$1" ps -e -o stat= -o args= 2> /dev/null | grep -v '^Z' | grep -qE "$2"; }
+# ct_four ID ADDR WORD: ZooKeeper's four-letter WORD asked inside node ID of ADDR:2181.
+ct_four() {
+  # shellcheck disable=SC2016 # expanded by the node's shell
+  ct_exec "$1" bash -c '(exec 3<> "/dev/tcp/$1/2181" && printf "%s" "$2" >&3 && timeout 5 cat <&3) 2> /dev/null || true' \
+    _ "$2" "$3" 2> /dev/null || true
+}
+
+# ct_root_leftovers: what is left on the host of any node of this test's container root
+# ($CT_ROOT, bridge $CT_BRIDGE), one line each: node directory, address claim, container,
+# mount, veth, cgroup, process (an LXC monitor naming the root, or one in a node's cgroup).
+# Empty when nothing is. Node names carry a hash of the root (plugins/container).
+ct_root_leftovers() {
+  local h o1 o2 o3
+  h=$(printf '%s' "$CT_ROOT" | md5sum | cut -c1-6)
+  IFS=. read -r o1 o2 o3 <<< "$CT_NET_PREFIX"
+  find "$CT_ROOT" -mindepth 1 -maxdepth 1 -name 'ct-*' 2> /dev/null | sed 's/^/file /'
+  find "$CT_ROOT/.addresses" -type f 2> /dev/null | sed 's/^/claim /'
+  grep -F " $CT_ROOT/" /proc/self/mountinfo | sed 's/^/mount /'
+  ip -o link show 2> /dev/null | grep -oE "dv$(printf '%02x%02x%02x' "$o1" "$o2" "$o3")[0-9a-f]{2}" | sed 's/^/veth /'
+  find /sys/fs/cgroup -mindepth 1 -maxdepth 3 -type d -name "lxc.*.ct-$h*" 2> /dev/null | sed 's/^/cgroup /'
+  ct_procs "$CT_ROOT ct-$h" "ct-$h"
   return 0
 }
 
@@ -112,7 +132,7 @@ cleanup_containers() {
   done
   ip link del "$CT_BRIDGE" 2> /dev/null || true
   [ -f "$T/ct-net.lock" ] && rm -rf "$(cat "$T/ct-net.lock")"
-  [ -f "$T/net.lock" ] && rm -rf "$(cat "$T/net.lock")"
+  cleanup_nodes || true # plugins_lib's part: loopback nodes, if any, and their /24
   return $rc
 }
 trap cleanup_containers EXIT

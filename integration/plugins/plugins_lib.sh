@@ -7,7 +7,7 @@
 # Nodes: every test gets its own provider root ($T/nodes) and its own /24 of
 # loopback addresses, reserved machine-wide under /tmp/drover-loopback-nets so
 # that tests running side by side never share one. Every node made through
-# lb_create is deleted by the EXIT trap however the test ends, and its sshd (the
+# lb_create (create_nodes) is deleted by the EXIT trap however the test ends, and its sshd (the
 # PID 1 of the node's namespace) is recorded in the stack's pid directory, so
 # that the stack's reaper stops it even when the test is killed with SIGKILL.
 
@@ -25,33 +25,38 @@ NET_LOCKS=/tmp/drover-loopback-nets
 mkdir -p "$KV" "$T/pids"
 : > "$T/plugins.log"
 
-# reserve_net: a free 127.X.Y.0/24 for this test, into NET.
-reserve_net() {
-  mkdir -p "$NET_LOCKS"
-  local x y n
+# reserve_slot LOCKS GEN: reserve a name under the machine-wide directory LOCKS for this
+# test (an atomic mkdir; LOCKS/NAME/owner names the test's directory), into SLOT; GEN
+# prints a candidate each time it runs. A reservation whose owner directory is gone (a
+# test that died; `stack down` releases a dead stack's) is stale: it is moved aside (an
+# atomic rename: one taker wins) and the name tried again. The reservation's path goes to
+# a file of the caller's choosing (net.lock, ct-net.lock), for its EXIT trap.
+reserve_slot() {
+  local locks=$1 gen=$2 n owner
+  mkdir -p "$locks"
   for _ in $(seq 1 500); do
-    x=$((100 + RANDOM % 150))
-    y=$((RANDOM % 256))
-    n="127.$x.$y"
-    if mkdir "$NET_LOCKS/$n" 2>/dev/null; then
-      echo "$T" > "$NET_LOCKS/$n/owner"
-      NET="$n.0/24"
-      # shellcheck disable=SC2034 # the first three octets, for the tests that source this file
-      NET_PREFIX="$n"
-      echo "$NET_LOCKS/$n" > "$T/net.lock"
+    n=$("$gen")
+    if mkdir "$locks/$n" 2> /dev/null; then
+      echo "$T" > "$locks/$n/owner"
+      SLOT=$n
       return 0
     fi
-    # A reservation whose test directory is gone is stale: take it over.
-    if [ ! -d "$(cat "$NET_LOCKS/$n/owner" 2>/dev/null || echo /nonexistent)" ]; then
-      echo "$T" > "$NET_LOCKS/$n/owner"
-      NET="$n.0/24"
-      # shellcheck disable=SC2034 # the first three octets, for the tests that source this file
-      NET_PREFIX="$n"
-      echo "$NET_LOCKS/$n" > "$T/net.lock"
-      return 0
+    owner=$(cat "$locks/$n/owner" 2> /dev/null) || continue # being made: not stale
+    if [ ! -d "$owner" ] && mv "$locks/$n" "$locks/.stale.$$.$n" 2> /dev/null; then
+      rm -rf "${locks:?}/.stale.$$.$n"
     fi
   done
-  fail "no free loopback /24 for the test"
+  return 1
+}
+
+# reserve_net: a free 127.X.Y.0/24 for this test, into NET.
+lb_net_candidate() { echo "127.$((100 + RANDOM % 150)).$((RANDOM % 256))"; }
+reserve_net() {
+  reserve_slot "$NET_LOCKS" lb_net_candidate || fail "no free loopback /24 for the test"
+  NET="$SLOT.0/24"
+  # shellcheck disable=SC2034 # the first three octets, for the tests that source this file
+  NET_PREFIX="$SLOT"
+  echo "$NET_LOCKS/$SLOT" > "$T/net.lock"
 }
 reserve_net
 
@@ -123,11 +128,15 @@ kv() { jq -r "$2" "$KV/$1.json"; }
 
 node_dir() { echo "$NODES/$(kv "$1" '."provider-id"')"; }
 
-# lb_create NODE...: create and confirm each node (in parallel), failing the test on error.
-lb_create() {
-  local n pids=() rc=0
+# create_nodes PLUGIN TASK_FN NODE...: create and confirm each node (the creates in
+# parallel) with the provider PLUGIN, its task JSON made by TASK_FN (task, or
+# container_lib's ct_task); each node is recorded (record_node) and its host key trusted
+# (known_host). Fails the test on error.
+create_nodes() {
+  local plugin=$1 taskfn=$2 n pids=() rc=0
+  shift 2
   for n in "$@"; do
-    (task create "$n" | "$LB" > "$T/create-$n.json" 2>> "$T/plugins.log") &
+    ("$taskfn" create "$n" | "$plugin" > "$T/create-$n.json" 2>> "$T/plugins.log") &
     pids+=($!)
   done
   for n in "${pids[@]}"; do wait "$n" || rc=1; done
@@ -136,11 +145,14 @@ lb_create() {
     [ "$(last .status)" = ok ] || fail "create $n: $(last .message)"
     merge "$n"
     record_node "$n"
-    task confirm "$n" | run "$LB" || fail "confirm $n: $(last .message)"
+    "$taskfn" confirm "$n" | run "$plugin" || fail "confirm $n: $(last .message)"
     merge "$n"
+    known_host "$n"
   done
   return $rc
 }
+# lb_create NODE...: loopback nodes.
+lb_create() { create_nodes "$LB" task "$@"; }
 
 # record_node NODE: put the node's sshd in the stack's pid directory (reaper).
 record_node() {
