@@ -246,9 +246,9 @@ all_jobs_end
 check_record
 wait_until 60 "pg$CUR to follow as a replica" pg_role_is "$CUR" replica
 ids=
-for tj in "${jobs[@]}"; do ids="$ids${ids:+,}${tj#*:}"; done
-# Per job: its longest gap across the window, its longest elsewhere, and whether it ran
-# across the window (attempt events on both sides).
+for tj in "${jobs[@]:$n_before}"; do ids="$ids${ids:+,}${tj#*:}"; done
+# Per job of this part: its longest gap across the window, its longest elsewhere, and whether
+# it ran across the window (attempt events on both sides).
 psql_q "WITH ev AS (SELECT job_id, e FROM task_attempts, LATERAL (VALUES (started_at), (ended_at)) v(e)
     WHERE job_id IN ($ids) AND e IS NOT NULL),
   g AS (SELECT job_id, e, lag(e) OVER (PARTITION BY job_id ORDER BY e) p FROM ev),
@@ -267,5 +267,5 @@ while read -r j pause other spans; do
 done < "$T/pauses"
 [ "$across" -ge 1 ] || fail "no job ran across the switchover's window ($window ms): $(cat "$T/pauses")"
 n503=$(grep -c '^503$' "$T/codes" || true)
-pass "switchover pg$CUR -> pg$CAND under running jobs: window $window ms (patronictl's start to pg$CAND's first acknowledged write); $across jobs ran across it, the longest pause $worst ms (job $worst_job; at most window + $RETRY_MS ms; longest gap elsewhere $calm ms); $n503 answers of $(wc -l < "$T/codes") were 503 with Retry-After, none other; all ${#jobs[@]} jobs succeeded, pg$CUR follows"
+pass "switchover pg$CUR -> pg$CAND under running jobs: window $window ms (patronictl's start to pg$CAND's first acknowledged write); $across jobs ran across it, the longest pause $worst ms (job $worst_job; at most window + $RETRY_MS ms; longest gap elsewhere $calm ms); $n503 answers of $(wc -l < "$T/codes") were 503 with Retry-After, none other; all $((${#jobs[@]} - n_before)) jobs of this part succeeded, pg$CUR follows"
 patroni_closed "after the switchover, pg$CAND the leader"
