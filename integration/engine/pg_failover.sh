@@ -4,6 +4,11 @@
 # tenants run on two droverd. droverd reaches PostgreSQL only through the stack's libpq
 # multi-host string with target_session_attrs=read-write.
 #
+#   0. (and again after 1 and 3) Patroni's znodes are closed: every one carries x509 ACLs for
+#      Patroni's certificate (all) and the operator's (read); with no credentials or with a
+#      digest (droverd's kind) nothing under /patroni is read, listed or changed, and a
+#      certificate of another CA gets no session (patroni_acl.py). Patroni elects, fails over
+#      and switches over through ZooKeeper's TLS port all the same.
 #   1. kill -9 of the primary's Patroni and of its postgres: a replica is promoted; every
 #      API answer meanwhile is the right one or 503 "unavailable" (a job the API
 #      acknowledged is never 404, a create is 202 or 503), and 503 stops once the new
@@ -13,13 +18,10 @@
 #      row (the start write settled, not repeated, when its COMMIT's answer was lost).
 #   2. The old primary's Patroni started again: the server rejoins as a replica (pg_rewind
 #      or a new clone, Patroni's choice) and holds every job the new primary has.
-#   0. (and again after 1 and 3) Patroni's znodes are closed: every one carries x509 ACLs for
-#      Patroni's certificate (all) and the operator's (read); with no credentials or with a
-#      digest (droverd's kind) nothing under /patroni is read, listed or changed, and a
-#      certificate of another CA gets no session (patroni_acl.py). Patroni elects, fails over
-#      and switches over through ZooKeeper's TLS port all the same.
-#   3. A planned switchover (patronictl switchover) during running jobs: the same answers,
-#      the jobs succeed, the old primary follows as a replica.
+#   3. A planned switchover (patronictl switchover) during running jobs: the same answers
+#      (every 503 with Retry-After), the jobs succeed, the old primary follows as a replica;
+#      measured: no job pauses longer than the switchover's window plus the engine's retry
+#      interval (below).
 #
 # pg_failover.sh split (engine_pg_split; the stack started with DROVER_HA_ZK_PROXY, so that
 # each Patroni reaches ZooKeeper through proxies of its own): instead of the kill, the
