@@ -47,7 +47,8 @@ start_api_node() {
 # api METHOD PATH [BODY|@FILE] [TOKEN] -> "STATUS BODY"
 api() {
   local method=$1 path=$2 body=${3:-} tok=${4-${TOKEN:-}} out code
-  local args=(-s -o "$T/api.out" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $tok")
+  # The headers of the last answer stay in $T/api.head (Retry-After, Location, ...).
+  local args=(-s -o "$T/api.out" -D "$T/api.head" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $tok")
   if [ -n "$body" ]; then
     args+=(-H 'Content-Type: application/json' --data-binary "$body")
   fi

@@ -4,6 +4,11 @@
 # tenants run on two droverd. droverd reaches PostgreSQL only through the stack's libpq
 # multi-host string with target_session_attrs=read-write.
 #
+#   0. (and again after 1 and 3) Patroni's znodes are closed: every one carries x509 ACLs for
+#      Patroni's certificate (all) and the operator's (read); with no credentials or with a
+#      digest (droverd's kind) nothing under /patroni is read, listed or changed, and a
+#      certificate of another CA gets no session (patroni_acl.py). Patroni elects, fails over
+#      and switches over through ZooKeeper's TLS port all the same.
 #   1. kill -9 of the primary's Patroni and of its postgres: a replica is promoted; every
 #      API answer meanwhile is the right one or 503 "unavailable" (a job the API
 #      acknowledged is never 404, a create is 202 or 503), and 503 stops once the new
@@ -13,8 +18,10 @@
 #      row (the start write settled, not repeated, when its COMMIT's answer was lost).
 #   2. The old primary's Patroni started again: the server rejoins as a replica (pg_rewind
 #      or a new clone, Patroni's choice) and holds every job the new primary has.
-#   3. A planned switchover (patronictl switchover) during running jobs: the same answers,
-#      the jobs succeed, the old primary follows as a replica.
+#   3. A planned switchover (patronictl switchover) during running jobs: the same answers
+#      (every 503 with Retry-After), the jobs succeed, the old primary follows as a replica;
+#      measured: no job pauses longer than the switchover's window plus the engine's retry
+#      interval (below).
 #
 # pg_failover.sh split (engine_pg_split; the stack started with DROVER_HA_ZK_PROXY, so that
 # each Patroni reaches ZooKeeper through proxies of its own): instead of the kill, the
@@ -41,19 +48,34 @@ for t in acme beta; do
   WORKER_TENANT=$t start_worker "worker-$t"
 done
 
+# patroni_closed WHEN: every znode under /patroni closed to all but Patroni and the operator.
+patroni_closed() {
+  "$(dirname "$0")/patroni_acl.py" "$T" > "$T/patroni_acl.out" 2>&1 ||
+    fail "Patroni's znodes are open ($1): $(cat "$T/patroni_acl.out")"
+  pass "Patroni's znodes closed ($1): $(tail -n 1 "$T/patroni_acl.out"); no credentials, a digest and a stranger's certificate refused"
+}
+patroni_closed "at the start"
+
 # Jobs the API acknowledged (202), as "tenant:job".
 jobs=()
 c=0
-# create TENANT: one 3-node create; prints the status code, records an acknowledged job.
+# unavailable ANSWER WHAT: a 503 is the retry the client is told to make: "unavailable" with
+# Retry-After (api_lib keeps the last answer's headers in $T/api.head).
+unavailable() {
+  echo "$1" | grep -q '"unavailable"' || fail "a $2 answered 503 without \"unavailable\": $1"
+  grep -qi '^Retry-After: [0-9]' "$T/api.head" || fail "a $2 answered 503 without Retry-After: $(cat "$T/api.head")"
+}
+
+# create TENANT [DURATION_MS]: one 3-node create; prints the status code, records an acknowledged job.
 create() {
-  local t=$1 body r
+  local t=$1 ms=${2:-200} body r
   c=$((c + 1))
-  body=$(jq -cn --arg n "c$c" --argjson cfg "$(sleep_config '{"duration_ms": 200, "jitter_ms": 200}')" \
+  body=$(jq -cn --arg n "c$c" --argjson cfg "$(sleep_config "{\"duration_ms\": $ms, \"jitter_ms\": 200}")" \
     '{name: $n, template: "simple", nodes: 3, config: $cfg}')
   r=$(TOKEN=${TOK[$t]} api POST /v1/clusters "$body")
   case ${r%% *} in
   202) jobs+=("$t:$(body_of "$r" | jq -r .job.id)") ;;
-  503) echo "$r" | grep -q '"unavailable"' || fail "a create answered 503 without \"unavailable\": $r" ;;
+  503) unavailable "$r" create ;;
   *) fail "a create answered neither 202 nor 503: $r" ;;
   esac
   echo "${r%% *}" >> "$T/codes"
@@ -72,7 +94,7 @@ probe() {
     r=$(PORT=$p TOKEN=${TOK[$t]} api GET "/v1/jobs/$j?tasks=none")
     case ${r%% *} in
     200) [ "$(body_of "$r" | jq -r .id)" = "$j" ] || fail "job $j read as another: $r" ;;
-    503) echo "$r" | grep -q '"unavailable"' || fail "a read answered 503 without \"unavailable\": $r" ;;
+    503) unavailable "$r" read ;;
     *) fail "job $j (acknowledged) read as: $r" ;;
     esac
     echo "${r%% *}" >> "$T/codes"
@@ -155,6 +177,7 @@ while IFS=: read -r id tok; do
   [ -n "$now" ] && [ "$now" -ge "$tok" ] || fail "job $id's owner token went from $tok to '$now' on the new primary"
 done < "$T/tokens.before"
 pass "every one of ${#jobs[@]} acknowledged jobs (before and during the $FAULT) succeeded; rows, attempt rows, audit rows and owner tokens all there; no task ran twice"
+patroni_closed "after the $FAULT, pg$NEW the leader"
 
 if [ "$FAULT" = split ]; then
   pg_psql "$OLD" "CREATE TABLE split_probe (i int)" > /dev/null 2>&1 && fail "pg$OLD, cut off, took a write"
@@ -176,10 +199,17 @@ pass "pg$OLD rejoined as a replica ($(grep -c 'pg_rewind\|rewind' "$T/pg$OLD/pat
 
 [ "$FAULT" = kill ] || exit 0
 
-# 3. A planned switchover during running jobs.
+# 3. A planned switchover during running jobs, measured. The window: from patronictl's start
+# to the candidate's first acknowledged write (a transaction holding an xid: in strict
+# synchronous mode its COMMIT returns only once a synchronous standby has it). A job's pause:
+# the longest gap between consecutive attempt starts and ends of its tasks (task_attempts) that
+# overlaps the window. None may be longer than the window plus the engine's longest retry
+# interval of a PostgreSQL write (commit.c's backoff, at most 5 s): a job waits for the new
+# primary, never for anything else. The jobs here sleep 600-800 ms a task, to run across it.
+RETRY_MS=5000
 n_before=${#jobs[@]}
-create acme > /dev/null
-create beta > /dev/null
+for _ in 1 2; do create acme 600 > /dev/null; create beta 600 > /dev/null; done
+[ "${#jobs[@]}" = $((n_before + 4)) ] || fail "creates before the switchover were refused: $(cat "$T/codes")"
 progressing "${jobs[$n_before]#*:}" 2
 CUR=$(pg_primary)
 CAND=
@@ -187,17 +217,57 @@ for n in $(seq 1 "$DROVER_PG_HA"); do
   [ "$n" != "$CUR" ] && pg_role_is "$n" sync && CAND=$n
 done
 [ -n "$CAND" ] || fail "no synchronous standby to switch over to"
+read -r cand_port _ < "$T/pg$CAND.ports"
+# writable_at: the time (ms) the candidate first acknowledges a write (polled from now).
+writable_at() {
+  local deadline=$((SECONDS + 120))
+  until timeout 60 psql "host=127.0.0.1 port=$cand_port dbname=drover user=drover connect_timeout=2" \
+    -qAtX -c 'SELECT txid_current()' > /dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || return 1
+    sleep 0.05
+  done
+  now_ms
+}
 : > "$T/codes"
 OLD=$CUR
+ts=$(now_ms)
+writable_at > "$T/switchover.writable" &
+wpid=$!
 patronictl -c "$T/pg$CUR/patroni.yml" switchover --leader "pg$CUR" --candidate "pg$CAND" --force \
   > "$T/switchover.log" 2>&1 || fail "patronictl switchover: $(cat "$T/switchover.log")"
 poll_until -e 0.3 60 new_primary_serves ||
   fail "pg$CAND not serving after the switchover (answers: $(sort "$T/codes" | uniq -c | tr '\n' ' '))"
 [ "$(pg_primary)" = "$CAND" ] || fail "the primary is pg$(pg_primary), not the candidate pg$CAND"
+wait "$wpid" || fail "pg$CAND took no write within 120 s of the switchover's start"
+te=$(cat "$T/switchover.writable")
+window=$((te - ts))
 for _ in 1 2 3; do probe; done
 late=$(tail -n 12 "$T/codes" | grep -vc '^20[02]$' || true)
 [ "$late" = 0 ] || fail "503 after the switchover: $(tail -n 12 "$T/codes" | tr '\n' ' ')"
 all_jobs_end
 check_record
 wait_until 60 "pg$CUR to follow as a replica" pg_role_is "$CUR" replica
-pass "switchover pg$CUR -> pg$CAND under running jobs: $(grep -c '^503$' "$T/codes" || true) answers of $(wc -l < "$T/codes") were 503, all ${#jobs[@]} jobs succeeded, pg$CUR follows"
+ids=
+for tj in "${jobs[@]:$n_before}"; do ids="$ids${ids:+,}${tj#*:}"; done
+# Per job of this part: its longest gap across the window, its longest elsewhere, and whether
+# it ran across the window (attempt events on both sides).
+psql_q "WITH ev AS (SELECT job_id, e FROM task_attempts, LATERAL (VALUES (started_at), (ended_at)) v(e)
+    WHERE job_id IN ($ids) AND e IS NOT NULL),
+  g AS (SELECT job_id, e, lag(e) OVER (PARTITION BY job_id ORDER BY e) p FROM ev),
+  w AS (SELECT to_timestamp($ts / 1000.0) s, to_timestamp($te / 1000.0) e)
+  SELECT job_id, coalesce(round(extract(epoch FROM max(g.e - p) FILTER (WHERE p <= w.e AND g.e >= w.s)) * 1000), 0),
+    coalesce(round(extract(epoch FROM max(g.e - p) FILTER (WHERE NOT (p <= w.e AND g.e >= w.s))) * 1000), 0),
+    min(g.e) < w.s AND max(g.e) > w.e
+  FROM g, w WHERE p IS NOT NULL GROUP BY job_id, w.s, w.e ORDER BY job_id" | tr '|' ' ' > "$T/pauses"
+across=0 worst=0 worst_job='' calm=0
+while read -r j pause other spans; do
+  [ "$pause" -le $((window + RETRY_MS)) ] ||
+    fail "job $j paused $pause ms across the switchover, longer than its window $window ms + the retry interval $RETRY_MS ms"
+  [ "$spans" = t ] && across=$((across + 1))
+  [ "$pause" -gt "$worst" ] && worst=$pause worst_job=$j
+  [ "$other" -gt "$calm" ] && calm=$other
+done < "$T/pauses"
+[ "$across" -ge 1 ] || fail "no job ran across the switchover's window ($window ms): $(cat "$T/pauses")"
+n503=$(grep -c '^503$' "$T/codes" || true)
+pass "switchover pg$CUR -> pg$CAND under running jobs: window $window ms (patronictl's start to pg$CAND's first acknowledged write); $across jobs ran across it, the longest pause $worst ms (job $worst_job; at most window + $RETRY_MS ms; longest gap elsewhere $calm ms); $n503 answers of $(wc -l < "$T/codes") were 503 with Retry-After, none other; all $((${#jobs[@]} - n_before)) jobs of this part succeeded, pg$CUR follows"
+patroni_closed "after the switchover, pg$CAND the leader"
