@@ -20,6 +20,7 @@ export DROVER_BUILD_DIR=${DROVER_BUILD_DIR:-$DROVER_SOURCE_DIR/build-rel}
 what=("$@")
 [ ${#what[@]} -gt 0 ] || what=(wide makespan)
 
+echo "engine: durable $([ "${DROVER_DISK_SYNC:-1}" = 1 ] && echo yes || echo "no (--no-disk-sync)"), load $(cut -d' ' -f1-3 /proc/loadavg) at the start"
 LOG_LEVEL=warn
 for n in 1 2 3; do start_droverd "$n" "postgres.pool_size = 4"; done
 setup_tenant
@@ -138,7 +139,7 @@ for w in "${what[@]}"; do
     z1=$(zk_requests)
     perf_stop wide
     read -r n secs rate <<< "$(throughput "$J" | tr '|' ' ')"
-    echo "wide: $n noop tasks in $secs s: $rate tasks/s end to end (request to succeeded: $((t1 - t0)) ms)"
+    echo "wide: $n noop tasks in $secs s: $rate tasks/s end to end (request to succeeded: $((t1 - t0)) ms; load $(cut -d' ' -f1 /proc/loadavg))"
     if [ -n "${BENCH_DEBUG:-}" ]; then # requests per client: ZooKeeper's cons, by process
       hp=${DROVER_ZK%%,*}; hp=${hp%%/*}
       exec 9<> "/dev/tcp/${hp%:*}/${hp#*:}"; printf 'cons' >&9; cat <&9 > "$T/cons"; exec 9<&-
