@@ -16,6 +16,8 @@ counted and taken out of the transaction figures. Figures:
   - jobs/s: N / (the last job's end - the first request), from the job rows' ended_at;
   - request to succeeded: ended_at - the client's clock when it sent the POST (one clock:
     the same machine), median and p99;
+  - the POST's own time (request to 202), median and p99, and the mean number of jobs in
+    flight (when it stays well below F, the clients' submissions bound the rate, not F);
   - PostgreSQL: write transactions (growth of the transaction id counter: every
     transaction that wrote, read-only ones not) and all commits (pg_stat_database
     xact_commit, after a wait of 11 s: a backend flushes its counters when idle, within
@@ -136,7 +138,8 @@ def cmd_load(a):
     ports = [int(p) for p in a.ports.split(",")]
     pg = Pg(a.pg)
     lock = threading.Condition()
-    state = {"next": 0, "inflight": {}, "done": {}, "refused": 0, "errors": [], "t_req": {}}
+    state = {"next": 0, "inflight": {}, "done": {}, "refused": 0, "errors": [], "t_req": {},
+             "answer": [], "samples": []}
     n = a.jobs
 
     def client(k):
@@ -167,6 +170,7 @@ def cmd_load(a):
                     return
                 jid = int(json.loads(out)["job"]["id"])
                 state["t_req"][jid] = t0
+                state["answer"].append(now_ms() - t0)
                 state["inflight"][jid] = i
 
     t_first = now_ms()
@@ -180,6 +184,7 @@ def cmd_load(a):
     while True:
         with lock:
             ids = [j for j in state["inflight"] if isinstance(j, int)]
+            state["samples"].append(len(state["inflight"]))
             finished = len(state["done"]) >= n or state["errors"]
         if finished:
             break
@@ -218,6 +223,10 @@ def cmd_load(a):
           % (n / secs, tasks / secs, secs))
     print("small: request to succeeded: median %.0f ms, p99 %.0f ms, max %.0f ms"
           % (median(lat), pct(lat, 0.99), max(lat)))
+    print("small: POST /v1/clusters answered (request to 202) in median %.0f ms, p99 %.0f ms;"
+          " jobs in flight (submitted or being submitted, not ended): mean %.1f of at most %d"
+          % (median(state["answer"]), pct(state["answer"], 0.99),
+             sum(state["samples"]) / max(len(state["samples"]), 1), a.in_flight))
     if state["refused"]:
         print("small: %d POSTs refused with 429 and sent again" % state["refused"])
     # Write transactions: the xid counter's growth, less the one this bench's counter read takes.
