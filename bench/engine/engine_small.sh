@@ -8,7 +8,10 @@
 # (5 noop tasks a node), IN_FLIGHT unfinished at most (default 100, the default quota.jobs),
 # CLIENTS submitting in parallel (default 16, spread over the three droverd), LONE lone
 # 3-node jobs (default 3), BENCH_SMALL_WARMUP small jobs first, unmeasured (default N / 5,
-# at most 100: a fresh ZooKeeper's JIT compiler, docs/benchmarks.md).
+# at most 100: a fresh ZooKeeper's JIT compiler, docs/benchmarks.md), API_HEAVY creates of
+# the tenant solving at once on each droverd (default: droverd's own default, 1: the API's
+# fair use, docs/api.md; API_HEAVY=K sets api.max_heavy_per_tenant and _per_user to K and
+# api.heavy_threads to K + 1, to see the engine's bound past the API's).
 #
 # One ZooKeeper, PostgreSQL, three droverd and four workers (noop plugins, concurrency 64),
 # as engine_bench.sh. Order: the warm-up, then the lone jobs one after the other with
@@ -31,7 +34,12 @@ warm=${BENCH_SMALL_WARMUP:-$warm}
 
 # droverd at info: the lone job's split reads its owner's event=first-dispatch (a few lines
 # per job, none per task); the workers at warn.
-for n in 1 2 3; do LOG_LEVEL=info start_droverd "$n" "postgres.pool_size = 4"; done
+heavy=()
+if [ -n "${API_HEAVY:-}" ]; then
+  heavy=("api.heavy_threads = $((API_HEAVY + 1))" "api.max_heavy_per_tenant = $API_HEAVY"
+    "api.max_heavy_per_user = $API_HEAVY")
+fi
+for n in 1 2 3; do LOG_LEVEL=info start_droverd "$n" "postgres.pool_size = 4" "${heavy[@]}"; done
 setup_tenant
 catalogue_json "$FIXTURES" > "$T/coopr.json"
 expect 200 "$(api POST /v1/import "@$T/coopr.json")" '' "import the Coopr catalogue"
@@ -47,7 +55,7 @@ load() { # PREFIX JOBS
     --in-flight "$IN_FLIGHT" --clients "$CLIENTS" --prefix "$1"
 }
 
-echo "small: durable $([ "${DROVER_DISK_SYNC:-1}" = 1 ] && echo yes || echo "no (--no-disk-sync)"), load $(cut -d' ' -f1-3 /proc/loadavg) at the start"
+echo "small: durable $([ "${DROVER_DISK_SYNC:-1}" = 1 ] && echo yes || echo "no (--no-disk-sync)"), creates solving at once per droverd and tenant ${API_HEAVY:-1 (default)}, load $(cut -d' ' -f1-3 /proc/loadavg) at the start"
 if [ "$warm" -gt 0 ]; then
   load warm "$warm" > "$T/warm.out" || { cat "$T/warm.out" >&2; fail "warm-up"; }
 fi
