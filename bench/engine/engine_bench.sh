@@ -49,6 +49,18 @@ zk_requests() {
   awk '$1 == "zk_packets_received" { print $2 }' <<< "$out"
 }
 
+# ZooKeeper's last zxid (its srvr four-letter word), in decimal: its growth is the count of
+# transactions (writes; a multi-op is one).
+zk_zxid() {
+  local hp=${DROVER_ZK%%,*} out
+  hp=${hp%%/*}
+  exec 9<> "/dev/tcp/${hp%:*}/${hp#*:}"
+  printf 'srvr' >&9
+  out=$(cat <&9)
+  exec 9<&-
+  printf '%d\n' "$(awk '$1 == "Zxid:" { print $2 }' <<< "$out")"
+}
+
 rss_of() { awk '/VmHWM/ { print $2 }' "/proc/$(pid_of "$1")/status"; }
 
 # Throughput of one job from its recorded attempts.
@@ -132,11 +144,13 @@ for w in "${what[@]}"; do
     body=$(jq -cn --argjson k $nodes '{name: "wide", template: "single", nodes: $k}')
     t0=$(now_ms)
     z0=$(zk_requests)
+    x0=$(zk_zxid)
     perf_start
     J=$(body_of "$(api POST /v1/clusters "$body")" | jq -r .job.id)
     WAIT_JOB_POLL=1 wait_job "$J" succeeded 600
     t1=$(now_ms)
     z1=$(zk_requests)
+    x1=$(zk_zxid)
     perf_stop wide
     read -r n secs rate <<< "$(throughput "$J" | tr '|' ' ')"
     echo "wide: $n noop tasks in $secs s: $rate tasks/s end to end (request to succeeded: $((t1 - t0)) ms; load $(cut -d' ' -f1 /proc/loadavg))"
@@ -158,7 +172,8 @@ for l in open(sys.argv[1]):
         print("%-24s recved %s sent %s" % (procs.get(m.group(1), m.group(1)), m.group(2), m.group(3)))
 PY
     fi
-    echo "wide: ZooKeeper received $((z1 - z0)) requests: $(echo "scale=2; ($z1 - $z0) / $n" | bc) per task (every client, idle ones too)"
+    echo "wide: ZooKeeper received $((z1 - z0)) requests: $(echo "scale=2; ($z1 - $z0) / $n" | bc) per task (every client, idle ones too);" \
+      "$((x1 - x0)) transactions: $(echo "scale=3; ($x1 - $x0) / $n" | bc) per task"
     psql_q "SELECT t.action, a.status, count(*) FROM tasks t LEFT JOIN task_attempts a ON a.job_id = t.job_id AND a.task_id = t.id WHERE t.job_id = $J GROUP BY 1, 2 ORDER BY 1" | paste -sd" " >&2
     ;;
   big)
