@@ -32,13 +32,13 @@ LONE=${LONE:-3}
 warm=$((N / 5 < 100 ? N / 5 : 100))
 warm=${BENCH_SMALL_WARMUP:-$warm}
 
-# droverd at info: the lone job's split reads its owner's event=first-dispatch (a few lines
-# per job, none per task); the workers at warn.
 heavy=()
 if [ -n "${API_HEAVY:-}" ]; then
   heavy=("api.heavy_threads = $((API_HEAVY + 1))" "api.max_heavy_per_tenant = $API_HEAVY"
     "api.max_heavy_per_user = $API_HEAVY")
 fi
+# droverd at info: the lone job's split reads its owner's event=first-dispatch (a few lines
+# per job, none per task); the workers at warn.
 for n in 1 2 3; do LOG_LEVEL=info start_droverd "$n" "postgres.pool_size = 4" "${heavy[@]}"; done
 setup_tenant
 catalogue_json "$FIXTURES" > "$T/coopr.json"
