@@ -20,6 +20,7 @@ export DROVER_BUILD_DIR=${DROVER_BUILD_DIR:-$DROVER_SOURCE_DIR/build-rel}
 what=("$@")
 [ ${#what[@]} -gt 0 ] || what=(wide makespan)
 
+echo "engine: durable $([ "${DROVER_DISK_SYNC:-1}" = 1 ] && echo yes || echo "no (--no-disk-sync)"), load $(cut -d' ' -f1-3 /proc/loadavg) at the start"
 LOG_LEVEL=warn
 for n in 1 2 3; do start_droverd "$n" "postgres.pool_size = 4"; done
 setup_tenant
@@ -154,7 +155,7 @@ for w in "${what[@]}"; do
     x1=$(zk_zxid)
     perf_stop wide
     read -r n secs rate <<< "$(throughput "$J" | tr '|' ' ')"
-    echo "wide: $n noop tasks in $secs s: $rate tasks/s end to end (request to succeeded: $((t1 - t0)) ms)"
+    echo "wide: $n noop tasks in $secs s: $rate tasks/s end to end (request to succeeded: $((t1 - t0)) ms; load $(cut -d' ' -f1 /proc/loadavg))"
     if [ -n "${BENCH_DEBUG:-}" ]; then # requests per client: ZooKeeper's cons, by process
       hp=${DROVER_ZK%%,*}; hp=${hp%%/*}
       exec 9<> "/dev/tcp/${hp%:*}/${hp#*:}"; printf 'cons' >&9; cat <&9 > "$T/cons"; exec 9<&-
@@ -173,13 +174,13 @@ for l in open(sys.argv[1]):
         print("%-24s recved %s sent %s" % (procs.get(m.group(1), m.group(1)), m.group(2), m.group(3)))
 PY
       # Each worker's requests by kind per task it took (warm-up included): stopped here.
-      for w in 1 2 3 4; do
-        kill "$(pid_of "bw-$w")" 2> /dev/null || true
-        wait_exit "bw-$w" 30 > /dev/null || true
-        grep -h 'event=worker-stopped' "$T/bw-$w.log" | tail -1 |
+      for b in 1 2 3 4; do
+        kill "$(pid_of "bw-$b")" 2> /dev/null || true
+        wait_exit "bw-$b" 30 > /dev/null || true
+        grep -h 'event=worker-stopped' "$T/bw-$b.log" | tail -1 |
           awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
                  printf "bw-%s per task:", w; for (k in v) if (k ~ /^zk_/ && v["taken"] > 0)
-                   printf " %s=%.3f", substr(k, 4), v[k] / v["taken"]; printf "\n" }' w="$w" >&2
+                   printf " %s=%.3f", substr(k, 4), v[k] / v["taken"]; printf "\n" }' w="$b" >&2
       done
     fi
     echo "wide: ZooKeeper received $((z1 - z0)) requests: $(echo "scale=2; ($z1 - $z0) / $n" | bc) per task (every client, idle ones too)"
