@@ -86,17 +86,23 @@ static const char start_sh[] =
     "i=0; while [ ! -f \"$H/pid\" ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i+1)); done\n"
     "[ -f \"$H/pid\" ] || { echo \"the runner did not start\" >&2; exit 4; }\n";
 
-static const char wait_sh[] = SH_ALIVE "H=\"$1\"; n=\"$2\"; i=0\n"
-                                       "while [ ! -f \"$H/exit\" ]; do\n"
-                                       "  pg=$(cat \"$H/pid\" 2>/dev/null)\n"
-                                       "  if [ -z \"$pg\" ] || ! alive \"$pg\"; then\n"
-                                       "    [ -f \"$H/exit\" ] && break\n"
-                                       "    echo lost; exit 0\n"
-                                       "  fi\n"
-                                       "  [ \"$i\" -ge \"$n\" ] && { echo running; exit 0; }\n"
-                                       "  sleep 0.1; i=$((i+1))\n"
-                                       "done\n"
-                                       "echo finished\n";
+/*
+ * Wait up to $2 seconds of the node's own clock, not a count of turns: under load one turn
+ * (a ps and an awk) can take far longer than its 0.1 s sleep, and 200 turns then outlasted
+ * the command's time limit, which killed a healthy run ("timed out").
+ */
+static const char wait_sh[] =
+    SH_ALIVE "H=\"$1\"; end=$(( $(date +%s) + $2 ))\n"
+             "while [ ! -f \"$H/exit\" ]; do\n"
+             "  pg=$(cat \"$H/pid\" 2>/dev/null)\n"
+             "  if [ -z \"$pg\" ] || ! alive \"$pg\"; then\n"
+             "    [ -f \"$H/exit\" ] && break\n"
+             "    echo lost; exit 0\n"
+             "  fi\n"
+             "  [ \"$(date +%s)\" -ge \"$end\" ] && { echo running; exit 0; }\n"
+             "  sleep 0.1\n"
+             "done\n"
+             "echo finished\n";
 
 static const char kill_sh[] =
     SH_ALIVE "H=\"$1\"\n"
@@ -298,13 +304,13 @@ int sshrun_wait(struct sshrun *r, int64_t deadline_ms, struct drv_err *err)
         int64_t left = deadline_ms - clock_mono_ms();
         if (left <= 0)
             return drv_err_set(err, DRV_ETIMEDOUT, 0, "the run did not finish in time");
-        int tenths = (int)(left > 20000 ? 200 : left / 100);
+        int secs = (int)(left > 20000 ? 20 : left / 1000);
         char n[16];
-        snprintf(n, sizeof(n), "%d", tenths);
+        snprintf(n, sizeof(n), "%d", secs);
         const char *args[] = {r->handle, n};
         char *out = NULL;
         int rc =
-            run_sh(r->c, wait_sh, args, 2, tenths * 100 + 30000, &out, err, "waiting for the run");
+            run_sh(r->c, wait_sh, args, 2, secs * 1000 + 30000, &out, err, "waiting for the run");
         if (rc != 0)
             return rc;
         bool fin = strcmp(out, "finished") == 0, lost = strcmp(out, "lost") == 0;
