@@ -240,3 +240,9 @@ pass "drover zk: refused without credentials, reads with the operator's (option 
 touch "$T/gate"
 wait_job "$JID" succeeded 120
 pass "the job ran to the end with every znode closed"
+
+# A drain request reaches a worker that has its tenant's identity (control/worker/<id>).
+expect 202 "$(api POST /v1/workers/worker-1/drain '{}')" '' "acme drains its worker"
+drained() { grep -q 'event=draining' "$T/worker-1.log"; }
+wait_until 60 "worker-1 to read its drain request" drained
+pass "a drain request is read by the worker with its tenant's identity"
