@@ -194,8 +194,11 @@ static void add(struct api_guard *g, char kind, char who, const char *id, int de
 
 static bool heavy_free(struct api_guard *g, const struct api_principal *who)
 {
+    long tenant = who->heavy > 0 ? who->heavy : g->l.heavy_per_tenant;
+    if (g->l.heavy_max > 0 && tenant > g->l.heavy_max)
+        tenant = g->l.heavy_max;
     return get(g, 'h', 'u', who->user_id) < g->l.heavy_per_user &&
-           get(g, 'h', 't', who->tenant_id) < g->l.heavy_per_tenant;
+           get(g, 'h', 't', who->tenant_id) < tenant;
 }
 
 static void take(struct api_guard *g, const struct api_principal *who, bool heavy)
