@@ -47,6 +47,7 @@
 #include <jansson.h>
 #include <zookeeper/zookeeper.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "coord_int.h"
 #include "log.h"
@@ -605,6 +606,7 @@ int coord_acl_fixup(const struct coord_session_opts *o, const char *root,
     *changed = 0;
     if (!o->digest_user)
         return 0; /* open tree: nothing to close */
+    int64_t t0 = clock_mono_ms();
     char *hosts = o->chroot ? xasprintf("%s%s", o->hosts, o->chroot) : xstrdup(o->hosts);
     zhandle_t *zh =
         zookeeper_init2(hosts, NULL, o->session_timeout_ms > 0 ? o->session_timeout_ms : 10000,
@@ -648,6 +650,7 @@ int coord_acl_fixup(const struct coord_session_opts *o, const char *root,
     zookeeper_close(zh);
     *changed = f.changed;
     if (out == 0)
-        log_info(MOD, "event=acl-fixup root=%s znodes=%d changed=%d", root, f.seen, f.changed);
+        log_info(MOD, "event=acl-fixup root=%s znodes=%d changed=%d ms=%lld", root, f.seen,
+                 f.changed, (long long)(clock_mono_ms() - t0));
     return out;
 }
