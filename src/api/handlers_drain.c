@@ -39,11 +39,13 @@ struct control_write {
     struct call *c;
     char *path, *data;
     struct coord_session *zk; /* for the tenant's binding (coord_acl_unbind) */
+    bool bound;
 };
 
 static void write_free(struct control_write *w)
 {
-    coord_acl_unbind(w->zk, w->path);
+    if (w->bound)
+        coord_acl_unbind(w->zk, w->path);
     free(w->path);
     free(w->data);
     free(w);
@@ -127,8 +129,10 @@ static int control_on_loop(struct call *c)
                        "incarnation", inc);
     c->status = 202;
     /* A worker's request is readable by its tenant's workers' identity (coord_acl_grant). */
-    if (!droverd && tenant)
+    if (!droverd && tenant) {
         coord_acl_bind(zk, w->path, tenant);
+        w->bound = true;
+    }
     char parent[64];
     zkpath_control_group(parent, sizeof(parent), group);
     coord_ensure_path(zk, parent, parent_ready, w);

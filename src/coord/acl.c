@@ -80,6 +80,8 @@ struct coord__acl_bind {
     struct coord__acl_bind *next;
     char *path;
     char *tenant;
+    int refs; /* binds less unbinds: two objects of one job may overlap (a lock lost, taken again)
+               */
 };
 
 int coord__acl_build(struct coord_session *s, const struct coord_session_opts *o,
@@ -333,6 +335,7 @@ void coord_acl_bind(struct coord_session *s, const char *job_path, const char *t
     } else {
         free(b->tenant);
     }
+    b->refs++;
     b->tenant = xstrdup(tenant);
     pthread_mutex_unlock(&s->acl_mu);
 }
@@ -345,6 +348,8 @@ void coord_acl_unbind(struct coord_session *s, const char *job_path)
     for (struct coord__acl_bind **pp = &s->acl_binds; *pp; pp = &(*pp)->next) {
         if (strcmp((*pp)->path, job_path) == 0) {
             struct coord__acl_bind *b = *pp;
+            if (--b->refs > 0)
+                break;
             *pp = b->next;
             free(b->path);
             free(b->tenant);

@@ -181,7 +181,8 @@ int coord_acl_grant(const char *path, const char *job_tenant, const char *member
 /*
  * acl.c: the znodes under job_path (ZKPATH_JOBS "/<id>") this session creates from now
  * on belong to tenant (its workers are granted what coord_acl_grant says); unbind when the
- * job is no longer this session's. Any thread. Nothing to do without acl_tenant_id.
+ * job is no longer this session's (binds are counted: the last unbind forgets it). Any
+ * thread. Nothing to do without acl_tenant_id.
  */
 void coord_acl_bind(struct coord_session *s, const char *job_path, const char *tenant);
 void coord_acl_unbind(struct coord_session *s, const char *job_path);
