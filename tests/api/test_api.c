@@ -272,6 +272,15 @@ static void test_guard_heavy_quota(void **state)
     assert_int_equal(api__guard_admit(g, &c, true), API_ADMIT_NOW);
     assert_int_equal(api__guard_admit(g, &c, true), API_ADMIT_WAIT);
     api__guard_free(g);
+    /* The quota travels with the cached token. */
+    l.token_ttl_ms = 60000;
+    g = api__guard_new(&l);
+    const char *tok = "drv_0123456789abcdef_0123456789abcdef0123456789abcdef";
+    struct api_principal got;
+    api__guard_token_put(g, tok, &b, 0);
+    assert_true(api__guard_token_get(g, tok, &got));
+    assert_int_equal(got.heavy, 2);
+    api__guard_free(g);
 }
 
 int main(void)
