@@ -5,7 +5,8 @@
 #
 # what: wide (10,000 noop tasks), big (hadoop-distributed, 10,000 nodes, 140,007 tasks),
 # expand (one node onto a 9,999-node cluster), makespan (sleep tasks of random durations).
-# Default: wide makespan (big and expand take minutes). BENCH_WARMUP and BENCH_PERF: below.
+# Default: wide makespan (big and expand take minutes). BENCH_WARMUP and BENCH_PERF: below;
+# BENCH_ZK_ACL: digest ACLs and per-tenant worker identities on.
 # Failover and handover times come from integration/engine/failover.sh (bench/run engine).
 #
 # One ZooKeeper, three droverd, four workers. Throughput is tasks / (last task's end - first
@@ -22,7 +23,17 @@ what=("$@")
 
 echo "engine: durable $([ "${DROVER_DISK_SYNC:-1}" = 1 ] && echo yes || echo "no (--no-disk-sync)"), load $(cut -d' ' -f1-3 /proc/loadavg) at the start"
 LOG_LEVEL=warn
-for n in 1 2 3; do start_droverd "$n" "postgres.pool_size = 4"; done
+# BENCH_ZK_ACL=1: digest ACLs on, every worker with its tenant's own identity
+# (docs/zookeeper-tree.md "ACLs"), to compare with a run without (bench/run zk-acl).
+acl=()
+if [ -n "${BENCH_ZK_ACL:-}" ]; then
+  (umask 077 && echo "drover:$(openssl rand -hex 16)" > "$T/zk.digest" &&
+    echo "ops:$(openssl rand -hex 16)" > "$T/ops.digest")
+  ZK_DROVERD_ID=$("$BIN/drover" key zk-id "$T/zk.digest")
+  ZK_READERS=$("$BIN/drover" key zk-id "$T/ops.digest")
+  acl=("zookeeper.digest_file = $T/zk.digest" "zookeeper.acl_readers = $ZK_READERS")
+fi
+for n in 1 2 3; do start_droverd "$n" "postgres.pool_size = 4" "${acl[@]}"; done
 setup_tenant
 catalogue_json "$FIXTURES" > "$T/coopr.json"
 expect 200 "$(api POST /v1/import "@$T/coopr.json")" '' "import the Coopr catalogue"

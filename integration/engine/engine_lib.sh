@@ -30,13 +30,29 @@ start_droverd() {
   SUPER=$(cat "$TOKFILE")
 }
 
+# worker_zk_file TENANT: prints the path of TENANT's workers' ZooKeeper credentials (derived
+# once from $KEYFILE with `drover key worker-zk`, mode 0600), for their zookeeper.digest_file.
+worker_zk_file() {
+  local f="$T/zk-worker-$1.digest"
+  [ -e "$f" ] || (umask 077 && "$BIN/drover" key worker-zk "$1" --key-file "$KEYFILE" > "$f")
+  echo "$f"
+}
+
 # start_worker NAME [extra config lines...]: serving tenant $WORKER_TENANT (default acme).
+# When droverd runs with ZooKeeper credentials (ZK_DROVERD_ID: its digest id; ZK_READERS:
+# the operator's), the worker logs in with its tenant's own identity (docs/zookeeper-tree.md
+# "ACLs") unless an extra line sets zookeeper.digest_file.
 start_worker() {
-  local name=$1
+  local name=$1 zk=()
   shift
+  if [ -n "${ZK_DROVERD_ID:-}" ] && ! conf_sets zookeeper.digest_file "$@"; then
+    zk=("zookeeper.digest_file = $(worker_zk_file "${WORKER_TENANT:-acme}")"
+      "zookeeper.acl_owner = $ZK_DROVERD_ID" "zookeeper.acl_readers = ${ZK_READERS:-}")
+  fi
   write_worker_conf "$name" "worker.tenant = ${WORKER_TENANT:-acme}" "worker.plugin_dir = $DROVER_BUILD_DIR/plugins" \
     "worker.plugins = ${WORKER_PLUGINS:-sleep,sleep-provider}" "worker.concurrency = ${CONCURRENCY:-4}" \
-    "secrets.tenant_key_file = $(tenant_key_file "${WORKER_TENANT:-acme}")" "log.level = ${LOG_LEVEL:-info}" "$@"
+    "secrets.tenant_key_file = $(tenant_key_file "${WORKER_TENANT:-acme}")" "log.level = ${LOG_LEVEL:-info}" \
+    "${zk[@]}" "$@"
   sed -i "s/^zookeeper.session_timeout = 20s/zookeeper.session_timeout = $SESSION/" "$T/$name.conf"
   start_proc "$name" "$BIN/drover-worker"
 }

@@ -6,6 +6,9 @@
 # once for the last cluster slot (exactly one may win), a job too many (429), pushes of
 # resources past the versions kept (old ones pruned) and past the bytes (refused, nothing
 # pruned or stored); and setting its own quotas (403) or reading another tenant's (404).
+# Heavy requests (solving, planning) at once on a node: a per-tenant quota the superadmin sets
+# (API, CLI) over api.max_heavy_per_tenant, refused (422 naming it) at or above the node's
+# api.heavy_threads, so that one tenant never holds them all; the tenant's own applies at once.
 # No worker runs: the jobs stay unfinished, which is what the jobs quota counts.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../api/api_lib.sh"
@@ -77,3 +80,32 @@ expect 200 "$(api GET /v1/resources)" '[.items[].version] == [3, 2]' "the refuse
 expect 200 "$(api GET /v1/tenants/acme/quotas)" '.quotas.resource_versions.used == 2 and .quotas.resource_bytes.used == 2000' \
   "use after the pushes"
 pass "resources: old versions pruned to the quota; a push past the bytes refused, nothing changed"
+
+# Heavy requests at once: the tenant's own quota, over api.max_heavy_per_tenant (1 here), never
+# all of a node's heavy threads. Node b has 4 threads and lets one tenant wait for 1 only, so
+# three previews at once get 429 unless acme's own quota (3) holds.
+start_api_node droverd-b "api.heavy_threads = 4" "api.max_heavy_per_user = 3" \
+  "api.max_heavy_per_tenant = 1" "api.max_heavy_waiting_per_tenant = 1"
+PORT=$(api_port droverd-b)
+expect 200 "$(api GET /v1/tenants/acme/quotas)" '.quotas.heavy == {limit: 1, default: true}' "heavy: the default"
+expect 422 "$(api PUT /v1/tenants/acme/quotas '{"heavy": 4}' "$SUPER")" \
+  '.error.field == "heavy" and .error.quota == "heavy" and .error.limit == 3 and .error.asked == 4 and (.error.message | test("api.heavy_threads = 4"))' \
+  "heavy: all of a node's heavy threads"
+expect 400 "$(api PUT /v1/tenants/acme/quotas '{"heavy": 0}' "$SUPER")" '.error.field == "heavy"' "heavy: 0"
+expect 403 "$(api PUT /v1/tenants/acme/quotas '{"heavy": 3}')" '' "a tenant admin sets its own heavy quota"
+D "$SUPER" tenant quota acme heavy=3 > "$T/q.out" || fail "CLI: $(cat "$T/q.out")"
+grep -q '^heavy  *3  *-$' "$T/q.out" || fail "CLI output: $(cat "$T/q.out")"
+expect 200 "$(api GET /v1/tenants/acme/quotas)" '.quotas.heavy == {limit: 3, default: false}' "heavy: acme's own"
+previews=()
+for i in 1 2 3; do
+  curl -s -o /dev/null -w '%{http_code}\n' -X POST -H "Authorization: Bearer $TOKEN" \
+    --data-binary '{"template":"simple","nodes":3}' "http://127.0.0.1:$PORT/v1/plans" > "$T/heavy$i" &
+  previews+=($!)
+done
+wait "${previews[@]}"
+[ "$(cat "$T"/heavy? | sort -u)" = 200 ] || fail "three previews under acme's heavy quota of 3: $(cat "$T"/heavy? | tr '\n' ' ')"
+PORT=$(api_port droverd-a)
+expect 422 "$(api PUT /v1/tenants/acme/quotas '{"heavy": 2}' "$SUPER")" '.error.quota == "heavy" and .error.limit == 1' \
+  "heavy 2 on a node of 2 heavy threads"
+expect 200 "$(api PUT /v1/tenants/acme/quotas '{"heavy": null}' "$SUPER")" '.quotas.heavy.default' "heavy: back to the default"
+pass "heavy requests: the superadmin's per-tenant quota (API, CLI), 422 at a node's heavy threads, applied at once"

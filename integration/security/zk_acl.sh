@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # ZooKeeper ACLs (docs/zookeeper-tree.md "ACLs", docs/security.md "ZooKeeper ACLs"): the attack
 # is reading the tree without credentials (a job's context with its tenant, config and sealed
-# keys, run records, members with hosts and pids), or with an identity that is not Drover's.
-# With digest credentials every znode under /drover carries exactly: all permissions for
-# Drover's identity, read for the operator's; never world. A tree written before (world
-# readable) is closed at droverd's start. While a job is in flight (its context, nodes, run
-# records, queue items and claims, the members all present) the whole tree is walked with each
-# identity: none and an intruder read nothing and list nothing, the operator reads everything
-# and writes nothing, Drover's own identity reads everything; `drover zk` reads with the
-# operator's credentials and is refused without them; the job then ends well.
+# keys, run records, members with hosts and pids), with an identity that is not Drover's, or
+# with another tenant's workers' identity. With digest credentials every znode under /drover
+# carries exactly: all permissions for Drover's identity, read for the operator's, and on a
+# tenant's queue, resources, job context, nodes and run records what that tenant's workers
+# need (the per-path table); never world. A tree written before (world readable) is closed at
+# droverd's start. The worker runs with tenant acme's own identity (drover key worker-zk).
+# While a job is in flight (its context, nodes, run records, queue items and claims, the
+# members all present) the whole tree is walked with each identity: none and an intruder read
+# nothing and list nothing, the operator reads everything and writes nothing, acme's workers
+# read exactly their tenant's part, Drover's own identity reads everything. A hostile worker
+# of tenant beta tries to take acme's queue item, read its context and run record, write its
+# run record: each NOAUTH, nothing changed; a beta worker set to serve acme's queue is refused
+# and logs it. `drover zk` reads with the operator's credentials and is refused without them;
+# the job then ends well.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../api/api_lib.sh"
 . "$(dirname "$0")/../engine/engine_lib.sh"
@@ -18,6 +24,13 @@
   echo "intruder:$(openssl rand -hex 16)" > "$T/intruder.digest")
 OPS_ID=$("$BIN/drover" key zk-id "$T/ops.digest")
 [[ $OPS_ID == ops:* ]] || fail "no digest id: $OPS_ID"
+# start_worker gives the workers their tenant's identity (engine_lib.sh).
+ZK_DROVERD_ID=$("$BIN/drover" key zk-id "$T/zk.digest")
+ZK_READERS=$OPS_ID
+ACME_ZK=$(worker_zk_file acme)
+BETA_ZK=$(worker_zk_file beta)
+grep -qx 'worker\.acme:[0-9a-f]\{64\}' "$ACME_ZK" || fail "drover key worker-zk: $(cat "$ACME_ZK")"
+[ "$(stat -c %a "$ACME_ZK")" = 600 ] || fail "the worker's credentials are not 0600"
 PY=/usr/bin/python3 # the system's, with python3-kazoo
 
 # What an older droverd left: world-readable znodes.
@@ -40,28 +53,43 @@ ACL_CONF=("zookeeper.digest_file = $T/zk.digest" "zookeeper.acl_readers = $OPS_I
 start_droverd 1 "${ACL_CONF[@]}"
 grep -q 'event=acl-fixup root=/drover znodes=4 changed=4' "$T/droverd-1.log" ||
   fail "the old tree was not closed: $(grep acl-fixup "$T/droverd-1.log")"
-start_worker worker-1 "${ACL_CONF[@]}"
+start_worker worker-1 # with acme's identity, before droverd lets acme in: it waits
 setup_tenant
+expect 201 "$(api POST /v1/tenants '{"name":"beta"}' "$SUPER")" '' "tenant beta"
 read -r _ JID <<< "$(create_cluster c1 2 '{"hold_on":{"task":"install","file":"'"$T/gate"'"}}')"
 export DROVER_ZK_DIGEST_FILE="$T/ops.digest" # for the zk helper: the operator reads
 claimed() { [ -n "$(zk ls /drover/queues/acme/default/claims 2> /dev/null)" ]; }
 wait_until 60 "the job to hold its installs" claimed
 
 # walk: every znode, by Drover's identity; each checked with each identity.
-"$PY" - "$DROVER_ZK" "$T" "$OPS_ID" "$JID" << 'PY' || fail "the walk found a znode that is not closed (above)"
-import sys
+"$PY" - "$DROVER_ZK" "$T" "$OPS_ID" "$JID" "$ACME_ZK" "$BETA_ZK" << 'PY' || fail "the walk found a znode that is not closed (above)"
+import re, sys
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_digest_acl_credential
-hosts, t, ops_id, jid = sys.argv[1:5]
+hosts, t, ops_id, jid, acme_file, beta_file = sys.argv[1:7]
 cred = {n: open(f"{t}/{n}.digest").read().strip() for n in ("zk", "ops", "intruder")}
+cred["acme"], cred["beta"] = open(acme_file).read().strip(), open(beta_file).read().strip()
 def client(c):
     zk = KazooClient(hosts=hosts, auth_data=[("digest", c)] if c else None)
     zk.start(timeout=30)
     return zk
-drover, ops, none, intruder = client(cred["zk"]), client(cred["ops"]), client(None), client(cred["intruder"])
-user, pw = cred["zk"].split(":", 1)
-want = sorted([("digest", make_digest_acl_credential(user, pw), 31), ("digest", ops_id, 1)])
+drover, ops, none, intruder, acme = (client(cred["zk"]), client(cred["ops"]), client(None),
+                                     client(cred["intruder"]), client(cred["acme"]))
+def ident(c):
+    return make_digest_acl_credential(*c.split(":", 1))
+D, A, B = ident(cred["zk"]), ident(cred["acme"]), ident(cred["beta"])
+R, W, C, X = 1, 2, 4, 8
+J = f"/drover/jobs/{jid}"
+# the per-path table of docs/zookeeper-tree.md, "ACLs": what acme's workers may do
+grants = [(r"/drover/queues/acme(/.*)?", R | W | C | X), (r"/drover/resources/acme", R),
+          (rf"{J}/(ctx|nodes)(/.*)?", R), (rf"{J}/runs", R | C), (rf"{J}/runs/[^/]+", R | W),
+          (r"/drover/members/worker/worker-1", R | W), (r"/drover/members/worker", R | C)]
+def grant(p):
+    for pat, perms in grants:
+        if re.fullmatch(pat, p):
+            return perms
+    return 0
 paths, todo = [], ["/drover"]
 while todo:
     p = todo.pop()
@@ -70,15 +98,22 @@ while todo:
         todo += [f"{p}/{k}" for k in drover.get_children(p)]
     except Exception:
         pass  # gone meanwhile
-bad = []
+bad, acme_read = [], 0
 for p in paths:
     try:
         acls, _ = drover.get_acls(p)
     except Exception:
         continue
     have = sorted((a.id.scheme, a.id.id, a.perms) for a in acls)
-    if have != want:
-        bad.append(f"{p}: acl {have}")
+    want = [("digest", D, 31), ("digest", ops_id, 1)]
+    if grant(p):
+        want.append(("digest", A, grant(p)))
+    if p == "/drover/members/worker":  # beta's workers may join too
+        want.append(("digest", B, R | C))
+    if p == "/drover/queues/beta":  # made for beta when it was created
+        want.append(("digest", B, R | W | C | X))
+    if have != sorted(want):
+        bad.append(f"{p}: acl {have}, want {sorted(want)}")
     for name, zk in (("none", none), ("intruder", intruder)):
         for what, f in (("read", zk.get), ("list", zk.get_children)):
             try:
@@ -103,20 +138,94 @@ for p in paths:
             pass
         except Exception:
             pass  # e.g. not empty: refused anyway
-must = [f"/drover/jobs/{jid}/ctx", f"/drover/jobs/{jid}/runs", "/drover/members/worker/worker-1",
+    # acme's workers: read exactly their part, and never change droverd's own znodes
+    try:
+        acme.get(p)
+        acme_read += 1
+        if not grant(p) & R:
+            bad.append(f"{p}: acme's workers may read")
+    except NoAuthError:
+        if grant(p) & R:
+            bad.append(f"{p}: acme's workers may not read")
+    except Exception:
+        pass
+    if not grant(p) & W:
+        try:
+            acme.set(p, b"{}")
+            bad.append(f"{p}: acme's workers may write")
+        except NoAuthError:
+            pass
+        except Exception:
+            pass
+must = [f"{J}/ctx", f"{J}/runs", f"{J}/state", "/drover/members/worker/worker-1",
         "/drover/members/droverd/droverd-1", "/drover/queues/acme/default", "/drover/legacy/world-read",
         "/drover/legacy/open"]
 missing = [m for m in must if m not in paths]
-runs = [p for p in paths if p.startswith(f"/drover/jobs/{jid}/runs/")]
+runs = [p for p in paths if p.startswith(f"{J}/runs/")]
 claims = [p for p in paths if p.startswith("/drover/queues/acme/default/claims/")]
 if missing or not runs or not claims:
     bad.append(f"the walk missed {missing} (runs {len(runs)}, claims {len(claims)})")
 for b in bad[:20]:
     print("FAIL:", b)
-print(f"walked {len(paths)} znodes, {len(bad)} problems")
+print(f"walked {len(paths)} znodes, acme's workers read {acme_read}, {len(bad)} problems")
 sys.exit(1 if bad else 0)
 PY
-pass "every znode: Drover all, the operator read only, no one else anything (legacy ones closed at start)"
+pass "every znode: Drover all, the operator read only, acme's workers their part, no one else anything"
+
+# A hostile worker of tenant beta, with beta's own identity, against acme's job.
+"$PY" - "$DROVER_ZK" "$T" "$JID" "$BETA_ZK" << 'PY' || fail "tenant beta's workers reached acme's (above)"
+import sys
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
+hosts, t, jid, beta_file = sys.argv[1:5]
+def client(c):
+    zk = KazooClient(hosts=hosts, auth_data=[("digest", c)])
+    zk.start(timeout=30)
+    return zk
+drover = client(open(f"{t}/zk.digest").read().strip())
+beta = client(open(beta_file).read().strip())
+J, Q = f"/drover/jobs/{jid}", "/drover/queues/acme/default"
+run = f"{J}/runs/" + sorted(drover.get_children(f"{J}/runs"))[0]
+shard = [s for s in sorted(drover.get_children(f"{Q}/items")) if drover.get_children(f"{Q}/items/{s}")][0]
+item = sorted(drover.get_children(f"{Q}/items/{shard}"))[0]
+before = {p: drover.get(p)[0] for p in (f"{J}/ctx", run, f"{Q}/items/{shard}/{item}")}
+claims = set(drover.get_children(f"{Q}/claims"))
+tries = [("read acme's context", lambda: beta.get(f"{J}/ctx")),
+         ("read acme's run record", lambda: beta.get(run)),
+         ("write acme's run record", lambda: beta.set(run, b'{"status":"ok"}')),
+         ("record a run of acme's job", lambda: beta.create(f"{J}/runs/f0.1.evil.1", b"{}")),
+         ("read acme's queue item", lambda: beta.get(f"{Q}/items/{shard}/{item}")),
+         ("list acme's queue", lambda: beta.get_children(f"{Q}/items/{shard}")),
+         ("claim acme's queue item", lambda: beta.create(f"{Q}/claims/{shard}-{item}", b"{}", ephemeral=True)),
+         ("delete acme's queue item", lambda: beta.delete(f"{Q}/items/{shard}/{item}")),
+         ("make a queue in acme's name", lambda: beta.create("/drover/queues/acme/evil", b"{}")),
+         ("read acme's resources", lambda: beta.get("/drover/resources/acme")),
+         ("read acme's worker", lambda: beta.get("/drover/members/worker/worker-1"))]
+bad = []
+for what, f in tries:
+    try:
+        f()
+        bad.append(f"beta may {what}")
+    except NoAuthError:
+        pass
+    except Exception as e:
+        if what != "read acme's resources":  # none pushed: no node, but never readable
+            bad.append(f"{what}: {type(e).__name__} instead of NOAUTH")
+after = {p: drover.get(p)[0] for p in before}
+if after != before or set(drover.get_children(f"{Q}/claims")) - claims:
+    bad.append("beta's attempts changed acme's znodes")
+for b in bad:
+    print("FAIL:", b)
+sys.exit(1 if bad else 0)
+PY
+pass "beta's workers: acme's context, run record, queue item: NOAUTH each, nothing changed"
+
+# A beta worker set to serve acme's queue: refused, and it says so.
+WORKER_TENANT=acme start_worker worker-evil "zookeeper.digest_file = $BETA_ZK" \
+  "zookeeper.acl_owner = $ZK_DROVERD_ID" "zookeeper.acl_readers = $ZK_READERS"
+refused() { grep -q 'event=queue-open-failed path=/drover/queues/acme/default zrc=-102' "$T/worker-evil.log"; }
+wait_until 60 "the beta worker to be refused acme's queue" refused
+kill "$(pid_of worker-evil)"
 
 # drover zk: refused without credentials, reads with the operator's.
 DROVER_ZK_DIGEST_FILE='' "$BIN/drover" zk get "/drover/jobs/$JID/ctx" --zk "$DROVER_ZK" > "$T/zk.out" 2>&1 &&
@@ -131,3 +240,9 @@ pass "drover zk: refused without credentials, reads with the operator's (option 
 touch "$T/gate"
 wait_job "$JID" succeeded 120
 pass "the job ran to the end with every znode closed"
+
+# A drain request reaches a worker that has its tenant's identity (control/worker/<id>).
+expect 202 "$(api POST /v1/workers/worker-1/drain '{}')" '' "acme drains its worker"
+drained() { grep -q 'event=draining' "$T/worker-1.log"; }
+wait_until 60 "worker-1 to read its drain request" drained
+pass "a drain request is read by the worker with its tenant's identity"

@@ -659,6 +659,7 @@ struct api *api_new(struct event_base *base, struct store *store, struct coord_s
         .per_tenant = o->max_requests_per_tenant > 0 ? o->max_requests_per_tenant : 128,
         .heavy_per_user = o->max_heavy_per_user > 0 ? o->max_heavy_per_user : 2,
         .heavy_per_tenant = o->max_heavy_per_tenant > 0 ? o->max_heavy_per_tenant : 4,
+        .heavy_max = (o->heavy_threads > 0 ? o->heavy_threads : 2) - 1,
         .heavy_wait_per_tenant =
             o->max_heavy_waiting_per_tenant > 0 ? o->max_heavy_waiting_per_tenant : 16,
     };

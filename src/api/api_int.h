@@ -24,6 +24,7 @@ struct api_principal {
     char tenant_id[24]; /* "" for a superadmin */
     char user[128];
     char tenant[128];
+    long heavy; /* the tenant's own heavy quota (tenants.quotas), 0: api.max_heavy_per_tenant */
 };
 
 struct api;

@@ -134,6 +134,7 @@ int api__token_check(PGconn *conn, const char *token, struct api_principal *who,
     snprintf(who->user, sizeof(who->user), "%s", json_string_value(json_object_get(row, "user")));
     snprintf(who->tenant, sizeof(who->tenant), "%s",
              json_string_value(json_object_get(row, "tenant")));
+    who->heavy = (long)json_integer_value(json_object_get(row, "heavy"));
     if (expires_ms)
         *expires_ms = (long long)json_integer_value(json_object_get(row, "expires_ms"));
     json_decref(row);

@@ -96,6 +96,7 @@ bool api__guard_token_get(struct api_guard *g, const char *token, struct api_pri
     snprintf(who->user, sizeof(who->user), "%s", json_string_value(json_object_get(e, "user")));
     snprintf(who->tenant, sizeof(who->tenant), "%s",
              json_string_value(json_object_get(e, "tenant")));
+    who->heavy = (long)json_integer_value(json_object_get(e, "heavy"));
     g->st.token_hits++;
     return true;
 }
@@ -133,10 +134,10 @@ void api__guard_token_put(struct api_guard *g, const char *token, const struct a
         sweep(g);
     sha_hex(token, h);
     json_object_set_new(g->tokens, id,
-                        json_pack("{s:s, s:I, s:i, s:s, s:s, s:s, s:s}", "h", h, "until",
+                        json_pack("{s:s, s:I, s:i, s:s, s:s, s:s, s:s, s:I}", "h", h, "until",
                                   (json_int_t)until, "role", (int)who->role, "user_id",
                                   who->user_id, "tenant_id", who->tenant_id, "user", who->user,
-                                  "tenant", who->tenant));
+                                  "tenant", who->tenant, "heavy", (json_int_t)who->heavy));
 }
 
 void api__guard_forget_token(struct api_guard *g, const char *token_id_hex)
@@ -194,8 +195,11 @@ static void add(struct api_guard *g, char kind, char who, const char *id, int de
 
 static bool heavy_free(struct api_guard *g, const struct api_principal *who)
 {
+    long tenant = who->heavy > 0 ? who->heavy : g->l.heavy_per_tenant;
+    if (g->l.heavy_max > 0 && tenant > g->l.heavy_max)
+        tenant = g->l.heavy_max;
     return get(g, 'h', 'u', who->user_id) < g->l.heavy_per_user &&
-           get(g, 'h', 't', who->tenant_id) < g->l.heavy_per_tenant;
+           get(g, 'h', 't', who->tenant_id) < tenant;
 }
 
 static void take(struct api_guard *g, const struct api_principal *who, bool heavy)

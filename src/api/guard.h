@@ -13,8 +13,9 @@
  * Admission: how many requests each user and each tenant has in progress
  * (from the moment its caller is known to its reply), all of them and the
  * heavy ones (solve, plan) apart. Beyond max_per_user or max_per_tenant a
- * request is refused (429); a heavy one beyond heavy_per_user or
- * heavy_per_tenant waits for a slot, at most heavy_wait_per_tenant of a
+ * request is refused (429); a heavy one beyond heavy_per_user or its
+ * tenant's heavy quota (who->heavy, set by the superadmin, else
+ * heavy_per_tenant; never above heavy_max) waits for a slot, at most heavy_wait_per_tenant of a
  * tenant at a time, and is refused beyond that. The caller keeps the queue
  * of waiting calls (api.c); the guard counts.
  *
@@ -38,6 +39,7 @@ struct api_guard_limits {
     long token_ttl_ms; /* 0: no cache (every request verifies its token in the database) */
     long per_user, per_tenant;
     long heavy_per_user, heavy_per_tenant, heavy_wait_per_tenant;
+    long heavy_max; /* a tenant's own heavy quota (who->heavy) is cut to this (heavy threads - 1) */
 };
 
 struct api_guard_stats {

@@ -11,9 +11,11 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "coord.h"
 #include "drover_version.h"
 #include "guard.h"
 #include "handlers.h"
+#include "log.h"
 #include "store.h"
 #include "xalloc.h"
 
@@ -80,6 +82,25 @@ int api__h_tenant_list(PGconn *conn, struct call *c, struct drv_err *err)
     return 0;
 }
 
+static void tenant_added(int rc, void *arg)
+{
+    struct call *c = arg;
+    if (rc) /* the tenant is recorded; its workers may join once a droverd restarts */
+        log_warn("api", "event=tenant-zk-grant-failed tenant=%s rc=%d",
+                 json_string_value(json_object_get(c->out, "name")), rc);
+    api__reply(c);
+}
+
+/* Its workers' ZooKeeper identity may join and open its queues (coord_acl_tenant_add). */
+static int tenant_add_on_loop(struct call *c)
+{
+    struct coord_session *zk = api__zk(c->api);
+    if (!zk)
+        return 0;
+    coord_acl_tenant_add(zk, json_string_value(json_object_get(c->out, "name")), tenant_added, c);
+    return 1;
+}
+
 int api__h_tenant_create(PGconn *conn, struct call *c, struct drv_err *err)
 {
     int rc = api__need_body(c);
@@ -102,6 +123,7 @@ int api__h_tenant_create(PGconn *conn, struct call *c, struct drv_err *err)
     }
     c->out = row;
     c->status = 201;
+    c->on_loop = tenant_add_on_loop;
     return 0;
 }
 

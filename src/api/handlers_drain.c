@@ -38,10 +38,14 @@
 struct control_write {
     struct call *c;
     char *path, *data;
+    struct coord_session *zk; /* for the tenant's binding (coord_acl_unbind) */
+    bool bound;
 };
 
 static void write_free(struct control_write *w)
 {
+    if (w->bound)
+        coord_acl_unbind(w->zk, w->path);
     free(w->path);
     free(w->data);
     free(w);
@@ -115,6 +119,7 @@ static int control_on_loop(struct call *c)
     }
     struct control_write *w = xcalloc(1, sizeof(*w));
     w->c = c;
+    w->zk = zk;
     w->path = zkpath_control(NULL, 0, group, id);
     json_t *d = json_pack("{s:s, s:s, s:I, s:s}", "want", want, "by", c->who.user, "at",
                           (json_int_t)time(NULL), "incarnation", inc);
@@ -123,6 +128,11 @@ static int control_on_loop(struct call *c)
     c->out = json_pack("{s:s, s:s, s:s, s:s}", "member", id, "group", group, "want", want,
                        "incarnation", inc);
     c->status = 202;
+    /* A worker's request is readable by its tenant's workers' identity (coord_acl_grant). */
+    if (!droverd && tenant) {
+        coord_acl_bind(zk, w->path, tenant);
+        w->bound = true;
+    }
     char parent[64];
     zkpath_control_group(parent, sizeof(parent), group);
     coord_ensure_path(zk, parent, parent_ready, w);

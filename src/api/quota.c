@@ -18,8 +18,15 @@
  * resources inserts first, prunes the versions beyond resource_versions that no
  * unfinished job pins, then checks what is left (api__quota_after_push).
  *
- * Heavy requests in flight are bounded per node by api.max_heavy_per_tenant, which
- * the configuration requires below api.heavy_threads (api_opts_check).
+ * Heavy requests (solving, planning) in flight of one tenant on one node: the quota
+ * "heavy", the tenant's own (tenants.quotas.heavy) or api.max_heavy_per_tenant, which
+ * the configuration requires below api.heavy_threads (api_opts_check). It is counted
+ * in memory by each node (guard.c), not here: the view has no "used". A tenant's own
+ * must be 1 to api.heavy_threads - 1 (422 naming the quota otherwise), so that one
+ * tenant never holds every heavy thread; a node with fewer threads cuts it to its own
+ * heavy_threads - 1. The guard reads it with the caller's token (auth.c), so a change
+ * applies on this node at once (its cached tokens of the tenant forgotten) and on the
+ * others within api.token_cache_ttl.
  *
  * Pool threads; no state of its own.
  */
@@ -29,6 +36,7 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "guard.h"
 #include "handlers.h"
 #include "log.h"
 #include "store.h"
@@ -134,9 +142,17 @@ int api__quota_after_push(PGconn *conn, struct call *c, long size, struct drv_er
 
 /* ---- GET and PUT /v1/tenants/{name}/quotas ---------------------------------------------- */
 
+#define HEAVY "heavy"
+
 static json_t *quota_view(const struct call *c, const char *tenant, const json_t *u)
 {
     json_t *qs = json_object();
+    const json_t *h = json_object_get(json_object_get(u, "quotas"), HEAVY);
+    json_object_set_new(qs, HEAVY,
+                        json_pack("{s:I, s:b}", "limit",
+                                  (json_int_t)(json_is_integer(h) ? json_integer_value(h)
+                                                                  : c->opts->max_heavy_per_tenant),
+                                  "default", !json_is_integer(h)));
     for (int q = 0; q < API_QUOTA_COUNT; q++) {
         bool own;
         long limit = limit_of(c, u, q, &own);
@@ -171,6 +187,13 @@ int api__h_quota_get(PGconn *conn, struct call *c, struct drv_err *err)
     return 0;
 }
 
+/* The tenant's cached tokens carry its heavy quota (auth.c): forget them on this node. */
+static int quota_forget_on_loop(struct call *c)
+{
+    api__guard_forget_tenant(api__guard(c->api), json_string_value(c->loop_data));
+    return 0;
+}
+
 int api__h_quota_put(PGconn *conn, struct call *c, struct drv_err *err)
 {
     int rc = api__need_body(c);
@@ -183,10 +206,32 @@ int api__h_quota_put(PGconn *conn, struct call *c, struct drv_err *err)
         int q = 0;
         while (q < API_QUOTA_COUNT && strcmp(quota_defs[q].name, k) != 0)
             q++;
+        if (q == API_QUOTA_COUNT && strcmp(k, HEAVY) == 0) {
+            long most = c->opts->heavy_threads - 1;
+            if (json_is_null(v))
+                continue;
+            if (!json_is_integer(v) || json_integer_value(v) < 1)
+                return call_fail(c, 400, "invalid", k,
+                                 "field \"%s\": expected a positive integer or null (the "
+                                 "default)",
+                                 k);
+            if (json_integer_value(v) > most) {
+                json_decref(c->err_detail);
+                c->err_detail =
+                    json_pack("{s:s, s:I, s:I}", "quota", HEAVY, "asked",
+                              (json_int_t)json_integer_value(v), "limit", (json_int_t)most);
+                return call_fail(c, 422, "invalid", k,
+                                 "quota \"heavy\": %lld heavy requests at once would let one "
+                                 "tenant hold every heavy thread of a node (api.heavy_threads = "
+                                 "%ld): at most %ld",
+                                 (long long)json_integer_value(v), c->opts->heavy_threads, most);
+            }
+            continue;
+        }
         if (q == API_QUOTA_COUNT)
             return call_fail(c, 400, "invalid", k,
                              "field \"%s\": not a quota (clusters, nodes, jobs, "
-                             "resource_versions, resource_bytes)",
+                             "resource_versions, resource_bytes, heavy)",
                              k);
         if (!json_is_null(v) && (!json_is_integer(v) || json_integer_value(v) < 0))
             return call_fail(c, 400, "invalid", k,
@@ -228,6 +273,9 @@ int api__h_quota_put(PGconn *conn, struct call *c, struct drv_err *err)
     if (rc == 0) {
         c->out = quota_view(c, c->seg[2], u);
         c->status = 200;
+        json_decref(c->loop_data);
+        c->loop_data = json_string(id);
+        c->on_loop = quota_forget_on_loop;
     }
     json_decref(u);
     return rc;

@@ -567,8 +567,11 @@ static int tenant_quota(const struct cli_opts *o, int argc, char **argv)
             char ls[32];
             snprintf(ls, sizeof(ls), "%lld%s", (long long)limit,
                      json_is_true(json_object_get(q, "default")) ? "*" : "");
-            printf("%-18s %12s %12lld\n", k, limit ? ls : "none",
-                   (long long)json_integer_value(json_object_get(q, "used")));
+            json_t *used = json_object_get(q, "used");
+            char us[32] = "-"; /* heavy: counted by each node, not shown */
+            if (used)
+                snprintf(us, sizeof(us), "%lld", (long long)json_integer_value(used));
+            printf("%-18s %12s %12s\n", k, limit ? ls : "none", us);
         }
         printf("(* droverd's default)\n");
     }

@@ -6,8 +6,13 @@
  * values"). Prints 64 hex digits and a newline on standard output; write it
  * to a file of mode 0600 (`umask 077`). Offline: reads the fleet key file
  * (droverd's secrets.key_file) and nothing else.
+ * `drover key worker-zk TENANT --key-file FLEET`: the ZooKeeper credentials
+ * "worker.TENANT:<64 hex>" of that tenant's workers (their zookeeper.digest_file,
+ * mode 0600), derived from the fleet key as droverd derives the id it grants
+ * (seal_worker_zk; docs/zookeeper-tree.md, "ACLs").
  */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,7 +31,10 @@ static int usage(void)
                     "  secrets.tenant_key_file; store it with mode 0600\n"
                     "       drover key zk-id DIGEST_FILE\n"
                     "  prints the ZooKeeper digest id (user:base64(sha1(user:password))) of the\n"
-                    "  credentials in DIGEST_FILE, for zookeeper.acl_readers\n");
+                    "  credentials in DIGEST_FILE, for zookeeper.acl_readers\n"
+                    "       drover key worker-zk TENANT --key-file FLEET_KEY_FILE\n"
+                    "  prints the ZooKeeper credentials (user:password) of the tenant's workers\n"
+                    "  for their zookeeper.digest_file; store it with mode 0600\n");
     return 2;
 }
 
@@ -67,13 +75,23 @@ int cli_key_main(int argc, char **argv)
             return usage();
         file = optarg;
     }
-    if (!file || argc - optind != 2 || strcmp(argv[optind], "derive") != 0 || !*argv[optind + 1])
+    bool zk = argc - optind == 2 && strcmp(argv[optind], "worker-zk") == 0;
+    if (!file || argc - optind != 2 || (!zk && strcmp(argv[optind], "derive") != 0) ||
+        !*argv[optind + 1])
         return usage();
     unsigned char fleet[32], tkey[32];
     struct drv_err err;
     if (seal_key_load("--key-file", file, fleet, &err) != 0) {
         fprintf(stderr, "drover key: %s\n", err.msg);
         return 1;
+    }
+    if (zk) {
+        char user[128], pw[65];
+        seal_worker_zk(fleet, argv[optind + 1], user, sizeof(user), pw);
+        printf("%s:%s\n", user, pw);
+        OPENSSL_cleanse(fleet, sizeof(fleet));
+        OPENSSL_cleanse(pw, sizeof(pw));
+        return fflush(stdout) == 0 ? 0 : 1;
     }
     seal_tenant_key(fleet, argv[optind + 1], tkey);
     char hex[65];

@@ -142,6 +142,9 @@ static const struct cli_cmd key_subs[] = {
     {"zk-id", "DIGEST_FILE",
      "the ZooKeeper digest id of the credentials in DIGEST_FILE, for zookeeper.acl_readers", NULL,
      NULL, 0},
+    {"worker-zk", "TENANT --key-file FLEET_KEY_FILE",
+     "the tenant's workers' ZooKeeper credentials (user:password) for their zookeeper.digest_file",
+     NULL, NULL, 0},
     {NULL, NULL, NULL, NULL, NULL, 0},
 };
 

@@ -117,6 +117,10 @@ static int run(struct node *w)
     struct drv_err err;
     drv_err_clear(&err);
     char q[600];
+    /* With its tenant's identity (zookeeper.acl_owner names droverd's), what the worker
+       creates grants droverd all and its tenant's workers what they need (docs/zookeeper-tree.md
+       "ACLs"). */
+    w->conf.prog.zk.session.acl_tenant = w->conf.worker.tenant;
     if (prog_zk_connect(w->base, &w->conf.prog, MODULE, &w->zk) != 0)
         return 1;
     char host[256] = "";

@@ -78,6 +78,9 @@ struct node {
     int stopping; /* a signal came: leave once drained or at the grace */
     time_t started;
     char host[256];
+    /* the fleet key, from which each tenant's workers' ZooKeeper id is derived (zk_worker_id) */
+    unsigned char zk_key[32];
+    bool zk_key_ok;
     /* what the member znode says now, to write it only when it changes */
     int pub_draining, pub_drained;
     size_t pub_owned;
@@ -344,19 +347,82 @@ static int start_schema(struct node *n, struct drv_err *err)
     return rc;
 }
 
+/* A tenant's workers' digest id, derived from the fleet key (seal_worker_zk; the same
+   credentials `drover key worker-zk` prints). Any thread: n->zk_key is set before the
+   session starts and never changes. */
+static int zk_worker_id(const char *tenant, char *id, size_t size, void *arg)
+{
+    struct node *n = arg;
+    char user[128], pw[65];
+    seal_worker_zk(n->zk_key, tenant, user, sizeof(user), pw);
+    int rc = coord_acl_digest_id(user, pw, id, size);
+    explicit_bzero(pw, sizeof(pw));
+    return rc;
+}
+
+/* With credentials and the fleet key: grant each tenant's workers their own identity. */
+static int zk_worker_ids(struct node *n, struct drv_err *err)
+{
+    char q[600];
+    if (!*n->conf.prog.zk.digest_file || !*n->conf.api.secrets_key)
+        return 0;
+    if (seal_key_load("secrets.key_file", n->conf.api.secrets_key, n->zk_key, err) != 0) {
+        log_error(MODULE, "event=config_failed error=%s", log_quote(err->msg, q, sizeof(q)));
+        return 1;
+    }
+    n->zk_key_ok = true;
+    n->conf.prog.zk.session.acl_tenant_id = zk_worker_id;
+    n->conf.prog.zk.session.acl_tenant_arg = n;
+    return 0;
+}
+
+/* The live tenants' names (NULL-terminated; free each and the array), or NULL. */
+static char **tenant_names(struct node *n, struct drv_err *err)
+{
+    PGconn *conn = PQconnectdb(n->conf.store.conninfo);
+    json_t *items = NULL;
+    char **names = NULL;
+    if (PQstatus(conn) != CONNECTION_OK)
+        drv_err_set(err, DRV_EAGAIN, 0, "postgres: %s", PQerrorMessage(conn));
+    else if (store_tenant_list(conn, &items, err) == 0) {
+        names = xcalloc(json_array_size(items) + 1, sizeof(*names));
+        size_t i, k = 0;
+        json_t *t;
+        json_array_foreach(items, i, t)
+        {
+            const char *name = json_string_value(json_object_get(t, "name"));
+            if (name)
+                names[k++] = xstrdup(name);
+        }
+        json_decref(items);
+    }
+    PQfinish(conn);
+    return names;
+}
+
 /* With credentials: close a tree written before (world-readable) to the ACL this node's
-   session creates (coord_acl_fixup; docs/zookeeper-tree.md "ACLs"). */
+   session creates, each tenant's workers' grants included (coord_acl_fixup;
+   docs/zookeeper-tree.md "ACLs"). */
 static int acl_fixup(struct node *n, struct drv_err *err)
 {
     char q[600];
     struct zk_digest d;
     int changed = 0;
+    char **tenants = NULL;
     int rc = zk_digest_read(n->conf.prog.zk.digest_file, &d, err);
+    if (rc == 0 && d.user[0] && n->zk_key_ok && !(tenants = tenant_names(n, err)))
+        rc = err->code ? err->code : DRV_EIO;
     if (rc == 0) {
         struct coord_session_opts o;
         prog_zk_opts(&n->conf.prog, &d, &o);
-        rc = coord_acl_fixup(&o, ZKPATH_ROOT, &changed, err);
+        rc = coord_acl_fixup(&o, ZKPATH_ROOT, (const char *const *)tenants, &changed, err);
     }
+    for (size_t i = 0; tenants && tenants[i]; i++) {
+        if (rc == 0)
+            coord_acl_tenant_add(n->zk, tenants[i], NULL, NULL); /* their queue directory */
+        free(tenants[i]);
+    }
+    free(tenants);
     zk_digest_clear(&d);
     if (rc)
         log_error(MODULE, "event=acl-fixup-failed error=%s", log_quote(err->msg, q, sizeof(q)));
@@ -410,7 +476,8 @@ static int run(struct node *n)
     n->store = store_new(n->base, n->conf.store.conninfo, n->conf.store.pool_size);
     store_start_health(n->store);
 
-    if (prog_zk_connect(n->base, &n->conf.prog, MODULE, &n->zk) != 0 || acl_fixup(n, &err) != 0)
+    if (zk_worker_ids(n, &err) != 0 ||
+        prog_zk_connect(n->base, &n->conf.prog, MODULE, &n->zk) != 0 || acl_fixup(n, &err) != 0)
         return 1;
     json_t *data = member_data(n, 0);
     char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);

@@ -24,6 +24,7 @@
 #define AAD_LABEL "drover-seal-v2"
 #define KDF_SALT "drover-seal"
 #define KDF_INFO "drover tenant key v2:"
+#define KDF_ZK_INFO "drover worker zookeeper v1:"
 
 int seal_key_load(const char *what, const char *path, unsigned char key[32], struct drv_err *err)
 {
@@ -41,12 +42,13 @@ int seal_key_load(const char *what, const char *path, unsigned char key[32], str
     return rc;
 }
 
-void seal_tenant_key(const unsigned char fleet[32], const char *tenant, unsigned char out[32])
+static void derive(const unsigned char fleet[32], const char *label, const char *tenant,
+                   unsigned char out[32])
 {
-    size_t tl = strlen(tenant), il = strlen(KDF_INFO) + tl;
+    size_t tl = strlen(tenant), il = strlen(label) + tl;
     unsigned char *info = xmalloc(il);
-    memcpy(info, KDF_INFO, strlen(KDF_INFO));
-    memcpy(info + strlen(KDF_INFO), tenant, tl);
+    memcpy(info, label, strlen(label));
+    memcpy(info + strlen(label), tenant, tl);
     EVP_PKEY_CTX *pc = EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, NULL);
     size_t outlen = 32;
     if (!pc || EVP_PKEY_derive_init(pc) <= 0 || EVP_PKEY_CTX_set_hkdf_md(pc, EVP_sha256()) <= 0 ||
@@ -57,6 +59,21 @@ void seal_tenant_key(const unsigned char fleet[32], const char *tenant, unsigned
         abort(); /* OpenSSL without HKDF: nothing can be sealed safely */
     EVP_PKEY_CTX_free(pc);
     free(info);
+}
+
+void seal_tenant_key(const unsigned char fleet[32], const char *tenant, unsigned char out[32])
+{
+    derive(fleet, KDF_INFO, tenant, out);
+}
+
+void seal_worker_zk(const unsigned char fleet[32], const char *tenant, char *user, size_t un,
+                    char password[65])
+{
+    unsigned char pw[32];
+    derive(fleet, KDF_ZK_INFO, tenant, pw);
+    hex_encode(pw, 32, password);
+    OPENSSL_cleanse(pw, sizeof(pw));
+    snprintf(user, un, "worker.%s", tenant);
 }
 
 bool seal_looks_sealed(const char *s)

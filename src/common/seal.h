@@ -63,6 +63,15 @@ int seal_key_load(const char *what, const char *path, unsigned char key[32], str
 /* The tenant's key from the fleet key (HKDF-SHA256, above). Never fails. */
 void seal_tenant_key(const unsigned char fleet[32], const char *tenant, unsigned char out[32]);
 
+/*
+ * The ZooKeeper digest credentials of the tenant's workers (docs/zookeeper-tree.md, "ACLs"):
+ * user "worker.<tenant>" (into user, un bytes) and as password 64 hex digits and a NUL of
+ * HKDF-SHA256(fleet key, salt "drover-seal", info "drover worker zookeeper v1:" + tenant).
+ * droverd grants with them; `drover key worker-zk` gives them to the operator. Never fails.
+ */
+void seal_worker_zk(const unsigned char fleet[32], const char *tenant, char *user, size_t un,
+                    char password[65]);
+
 /* Seal any JSON value at its place under the tenant's key: "enc:v2:..." (new string). */
 char *seal_value_at(const unsigned char tkey[32], const struct seal_place *at, const json_t *v);
 

@@ -3,16 +3,40 @@
  * "ACLs"; docs/security.md, "ZooKeeper ACLs").
  *
  * With digest credentials, every znode a session creates carries: all
- * permissions for the creating identity (scheme "auth"), and read for each
- * of the session's readers (coord_session_opts.acl_readers: the operator's
- * read-only identity that `drover zk` uses). Never world read. Without
- * credentials, nodes are open (tests and single-machine trials).
+ * permissions for the owner (the creating identity, scheme "auth", or
+ * coord_session_opts.acl_owner: a worker names droverd's id there), read for
+ * each of the session's readers (acl_readers: the operator's read-only
+ * identity that `drover zk` uses), and, where the path is a tenant's, what
+ * that tenant's workers need of it (coord_acl_grant, with the tenant's worker
+ * identity: droverd derives it from the fleet key through acl_tenant_id, a
+ * worker knows its own). Never world read. Without credentials, nodes are
+ * open (tests and single-machine trials).
  *
- * coord_acl_fixup brings an existing tree to that form at droverd's start,
- * so an upgrade from world-readable znodes closes them: a synchronous walk
- * on its own short-lived handle (start-up only, any thread but a callback's).
+ * The policy, one function for creates and for the fix-up (Z = ZOO_PERM_*):
+ *
+ *   queues/<t> and below            t: read, write, create, delete (claim, complete)
+ *   resources/<t>                   t: read
+ *   jobs/<id>/ctx[/..], nodes[/..]  the job's tenant: read
+ *   jobs/<id>/runs                  the job's tenant: read, create (its run records)
+ *   jobs/<id>/runs/<run>            the job's tenant: read, write (the outcome)
+ *   members/worker/<id>             the worker's tenant: read, write (its data)
+ *   control/worker/<id>             the worker's tenant: read (a drain request)
+ *   members/worker                  every tenant: read, create (coord_acl_tenant_add)
+ *   anything else                   no tenant: droverd's alone
+ *
+ * A job's tenant is bound by its owner (coord_acl_bind) before it writes the
+ * job's subtree; a worker's session has one tenant, its own. Built ACL
+ * vectors are kept per (tenant, perms) until the session is freed, because a
+ * multi-op points at them until it is sent.
+ *
+ * Threads: coord__acl_for and the binding under acl_mu (any thread);
+ * coord_acl_tenant_add on the loop thread. coord_acl_fixup brings an existing
+ * tree to that form at droverd's start, so an upgrade from world-readable
+ * znodes closes them: a synchronous walk on its own short-lived handle
+ * (start-up only, any thread but a callback's).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +44,15 @@
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
+#include <jansson.h>
 #include <zookeeper/zookeeper.h>
 
+#include "clock.h"
 #include "coord.h"
 #include "coord_int.h"
 #include "log.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MOD "coord"
 
@@ -42,12 +69,52 @@ int coord_acl_digest_id(const char *user, const char *password, char *out, size_
     return w < 0 || (size_t)w >= n ? DRV_EINVAL : 0;
 }
 
-int coord__acl_build(struct coord_session *s, const char *readers, struct drv_err *err)
+struct coord__acl_grant {
+    struct coord__acl_grant *next;
+    char *tenant;
+    int perms;
+    struct ACL_vector v;
+};
+
+struct coord__acl_bind {
+    struct coord__acl_bind *next;
+    char *path;
+    char *tenant;
+    int refs; /* binds less unbinds: two objects of one job may overlap (a lock lost, taken again)
+               */
+};
+
+int coord__acl_build(struct coord_session *s, const struct coord_session_opts *o,
+                     struct drv_err *err)
 {
     size_t n = 0;
-    char *list = xstrdup(readers ? readers : ""), *save = NULL;
+    char *list = xstrdup(o->acl_readers ? o->acl_readers : ""), *save = NULL;
+    pthread_mutex_init(&s->acl_mu, NULL);
     s->acl_own.data = xcalloc(1 + COORD_ACL_MAX_READERS, sizeof(struct ACL));
-    s->acl_own.data[n++] = (struct ACL){.perms = ZOO_PERM_ALL, .id = {.scheme = "auth", .id = ""}};
+    s->acl_own.count = 1;
+    if (o->acl_owner && *o->acl_owner) {
+        if (strlen(o->acl_owner) > COORD_ACL_MAX_ID || !strchr(o->acl_owner, ':')) {
+            free(list);
+            return drv_err_set(err, DRV_EINVAL, 0,
+                               "acl owner: \"%s\": expected a digest id user:hash of up to %d "
+                               "characters",
+                               o->acl_owner, COORD_ACL_MAX_ID);
+        }
+        s->acl_own.data[n++] = (struct ACL){
+            .perms = ZOO_PERM_ALL, .id = {.scheme = "digest", .id = xstrdup(o->acl_owner)}};
+        if (o->acl_tenant && *o->acl_tenant && o->digest_user) {
+            char self[COORD_ACL_MAX_GRANT_ID + 1];
+            if (coord_acl_digest_id(o->digest_user, o->digest_password, self, sizeof(self)) == 0) {
+                s->acl_self = xstrdup(self);
+                s->acl_tenant = xstrdup(o->acl_tenant);
+            }
+        }
+    } else {
+        s->acl_own.data[n++] =
+            (struct ACL){.perms = ZOO_PERM_ALL, .id = {.scheme = "auth", .id = xstrdup("")}};
+    }
+    s->acl_tenant_id = o->acl_tenant_id;
+    s->acl_tenant_arg = o->acl_tenant_arg;
     for (char *r = strtok_r(list, ",", &save); r; r = strtok_r(NULL, ",", &save)) {
         while (*r == ' ')
             r++;
@@ -58,6 +125,7 @@ int coord__acl_build(struct coord_session *s, const char *readers, struct drv_er
             continue;
         if (n > COORD_ACL_MAX_READERS || len > COORD_ACL_MAX_ID || !strchr(r, ':')) {
             free(list);
+            s->acl_own.count = (int32_t)n;
             return drv_err_set(err, DRV_EINVAL, 0,
                                "acl readers: \"%s\": expected at most %d digest ids user:hash of "
                                "up to %d characters",
@@ -72,20 +140,351 @@ int coord__acl_build(struct coord_session *s, const char *readers, struct drv_er
     return 0;
 }
 
+static void free_vector(struct ACL_vector *v)
+{
+    for (int32_t i = 0; i < v->count; i++)
+        free(v->data[i].id.id);
+    free(v->data);
+    v->data = NULL;
+    v->count = 0;
+}
+
 void coord__acl_free(struct coord_session *s)
 {
-    for (int32_t i = 1; i < s->acl_own.count; i++)
-        free(s->acl_own.data[i].id.id);
-    free(s->acl_own.data);
-    s->acl_own.data = NULL;
-    s->acl_own.count = 0;
+    if (!s->acl_own.data)
+        return;
+    free_vector(&s->acl_own);
+    while (s->acl_grants) {
+        struct coord__acl_grant *g = s->acl_grants;
+        s->acl_grants = g->next;
+        free(g->tenant);
+        free_vector(&g->v);
+        free(g);
+    }
+    while (s->acl_binds) {
+        struct coord__acl_bind *b = s->acl_binds;
+        s->acl_binds = b->next;
+        free(b->path);
+        free(b->tenant);
+        free(b);
+    }
+    free(s->acl_tenant);
+    free(s->acl_self);
+    s->acl_tenant = s->acl_self = NULL;
+    pthread_mutex_destroy(&s->acl_mu);
+}
+
+/* ---- the policy ---------------------------------------------------------------------- */
+
+/* The next segment of p (after a '/') into out; the rest after it, or NULL. */
+static const char *segment(const char *p, char *out, size_t n)
+{
+    if (*p != '/')
+        return NULL;
+    p++;
+    size_t len = strcspn(p, "/");
+    if (!len || len >= n)
+        return NULL;
+    memcpy(out, p, len);
+    out[len] = '\0';
+    return p + len;
+}
+
+static bool is(const char *rest, const char *name, bool below)
+{
+    size_t n = strlen(name);
+    if (strncmp(rest, name, n) != 0)
+        return false;
+    return rest[n] == '\0' || (below && rest[n] == '/');
+}
+
+static int grant_of(const char *tenant_in, char *tenant, size_t n, int perms)
+{
+    if (!tenant_in || !*tenant_in || strlen(tenant_in) >= n)
+        return 0;
+    snprintf(tenant, n, "%s", tenant_in);
+    return perms;
+}
+
+int coord_acl_grant(const char *path, const char *job_tenant, const char *member_tenant,
+                    char *tenant, size_t n)
+{
+    size_t rl = strlen(ZKPATH_ROOT);
+    char seg[128];
+    if (strncmp(path, ZKPATH_ROOT, rl) != 0 || path[rl] != '/')
+        return 0;
+    const char *rest = path + rl;
+    if (strncmp(rest, "/queues/", strlen("/queues/")) == 0) {
+        const char *after = segment(rest + strlen("/queues"), seg, sizeof(seg));
+        return after ? grant_of(seg, tenant, n,
+                                ZOO_PERM_READ | ZOO_PERM_WRITE | ZOO_PERM_CREATE | ZOO_PERM_DELETE)
+                     : 0;
+    }
+    if (strncmp(rest, "/resources/", strlen("/resources/")) == 0) {
+        const char *after = segment(rest + strlen("/resources"), seg, sizeof(seg));
+        return after && !*after ? grant_of(seg, tenant, n, ZOO_PERM_READ) : 0;
+    }
+    if (strncmp(rest, "/members/worker/", strlen("/members/worker/")) == 0) {
+        const char *after = segment(rest + strlen("/members/worker"), seg, sizeof(seg));
+        return after && !*after ? grant_of(member_tenant, tenant, n, ZOO_PERM_READ | ZOO_PERM_WRITE)
+                                : 0;
+    }
+    if (strncmp(rest, "/control/worker/", strlen("/control/worker/")) == 0) {
+        const char *after = segment(rest + strlen("/control/worker"), seg, sizeof(seg));
+        return after && !*after ? grant_of(member_tenant, tenant, n, ZOO_PERM_READ) : 0;
+    }
+    if (strncmp(rest, "/jobs/", strlen("/jobs/")) == 0) {
+        const char *after = segment(rest + strlen("/jobs"), seg, sizeof(seg));
+        if (!after || *after != '/')
+            return 0;
+        after++;
+        if (is(after, "ctx", true) || is(after, "nodes", true))
+            return grant_of(job_tenant, tenant, n, ZOO_PERM_READ);
+        if (is(after, "runs", false))
+            return grant_of(job_tenant, tenant, n, ZOO_PERM_READ | ZOO_PERM_CREATE);
+        if (strncmp(after, "runs/", 5) == 0 && after[5] && !strchr(after + 5, '/'))
+            return grant_of(job_tenant, tenant, n, ZOO_PERM_READ | ZOO_PERM_WRITE);
+    }
+    return 0;
+}
+
+/* The tenant bound to path's job or worker (coord_acl_bind), else the session's. acl_mu. */
+static const char *bound_tenant(struct coord_session *s, const char *path)
+{
+    for (struct coord__acl_bind *b = s->acl_binds; b; b = b->next) {
+        size_t n = strlen(b->path);
+        if (strncmp(path, b->path, n) == 0 && (path[n] == '/' || path[n] == '\0'))
+            return b->tenant;
+    }
+    return s->acl_tenant;
+}
+
+/* A tenant's worker digest id, or false (then no grant). acl_mu. */
+static bool tenant_id(struct coord_session *s, const char *tenant, char *id, size_t n)
+{
+    if (s->acl_tenant && s->acl_self && strcmp(tenant, s->acl_tenant) == 0) {
+        snprintf(id, n, "%s", s->acl_self);
+        return true;
+    }
+    if (!s->acl_tenant_id || s->acl_tenant_id(tenant, id, n, s->acl_tenant_arg) != 0) {
+        log_warn(MOD, "event=acl-no-tenant-id tenant=%s", tenant);
+        return false;
+    }
+    return strlen(id) <= COORD_ACL_MAX_GRANT_ID;
+}
+
+/* base with the grant (perms for id; none when id is NULL) in second place: a new vector,
+   strings copied. */
+static void with_grant(const struct ACL_vector *base, int perms, const char *id,
+                       struct ACL_vector *out)
+{
+    out->data = xcalloc((size_t)base->count + 1, sizeof(struct ACL));
+    int32_t k = 0;
+    for (int32_t i = 0; i < base->count; i++) {
+        out->data[k++] = (struct ACL){
+            .perms = base->data[i].perms,
+            .id = {.scheme = base->data[i].id.scheme, .id = xstrdup(base->data[i].id.id)}};
+        if (i == 0 && id)
+            out->data[k++] =
+                (struct ACL){.perms = perms, .id = {.scheme = "digest", .id = xstrdup(id)}};
+    }
+    out->count = k;
+}
+
+const struct ACL_vector *coord__acl_for(struct coord_session *s, const char *path)
+{
+    if (s->acl != &s->acl_own || (!s->acl_tenant_id && !s->acl_tenant))
+        return s->acl;
+    char tenant[128], id[COORD_ACL_MAX_GRANT_ID + 1];
+    const struct ACL_vector *v = s->acl;
+    pthread_mutex_lock(&s->acl_mu);
+    const char *t = bound_tenant(s, path);
+    int perms = coord_acl_grant(path, t, t, tenant, sizeof(tenant));
+    if (perms) {
+        struct coord__acl_grant *g = s->acl_grants;
+        while (g && (g->perms != perms || strcmp(g->tenant, tenant) != 0))
+            g = g->next;
+        if (!g && tenant_id(s, tenant, id, sizeof(id))) {
+            g = xcalloc(1, sizeof(*g));
+            g->tenant = xstrdup(tenant);
+            g->perms = perms;
+            with_grant(&s->acl_own, perms, id, &g->v);
+            g->next = s->acl_grants;
+            s->acl_grants = g;
+        }
+        if (g)
+            v = &g->v;
+    }
+    pthread_mutex_unlock(&s->acl_mu);
+    return v;
+}
+
+void coord_acl_bind(struct coord_session *s, const char *job_path, const char *tenant)
+{
+    if (s->acl != &s->acl_own || !s->acl_tenant_id || !tenant)
+        return;
+    pthread_mutex_lock(&s->acl_mu);
+    struct coord__acl_bind *b = s->acl_binds;
+    while (b && strcmp(b->path, job_path) != 0)
+        b = b->next;
+    if (!b) {
+        b = xcalloc(1, sizeof(*b));
+        b->path = xstrdup(job_path);
+        b->next = s->acl_binds;
+        s->acl_binds = b;
+    } else {
+        free(b->tenant);
+    }
+    b->refs++;
+    b->tenant = xstrdup(tenant);
+    pthread_mutex_unlock(&s->acl_mu);
+}
+
+void coord_acl_unbind(struct coord_session *s, const char *job_path)
+{
+    if (s->acl != &s->acl_own || !s->acl_tenant_id)
+        return;
+    pthread_mutex_lock(&s->acl_mu);
+    for (struct coord__acl_bind **pp = &s->acl_binds; *pp; pp = &(*pp)->next) {
+        if (strcmp((*pp)->path, job_path) == 0) {
+            struct coord__acl_bind *b = *pp;
+            if (--b->refs > 0)
+                break;
+            *pp = b->next;
+            free(b->path);
+            free(b->tenant);
+            free(b);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->acl_mu);
+}
+
+/* ---- a tenant's workers at home --------------------------------------------------------- */
+
+#define MEMBER_PERMS (ZOO_PERM_READ | ZOO_PERM_CREATE)
+
+struct tenant_add {
+    struct coord_session *s;
+    char *tenant;
+    char id[COORD_ACL_MAX_GRANT_ID + 1];
+    unsigned tries;
+    coord_done_cb done;
+    void *arg;
+};
+
+static void tenant_add_end(struct tenant_add *a, int rc)
+{
+    if (rc)
+        log_warn(MOD, "event=acl-tenant-add-failed tenant=%s rc=%d", a->tenant, rc);
+    else
+        log_info(MOD, "event=acl-tenant-added tenant=%s", a->tenant);
+    if (a->done)
+        a->done(rc, a->arg);
+    free(a->tenant);
+    free(a);
+}
+
+static void tenant_add_read(struct tenant_add *a);
+
+static void tenant_acl_set(struct coord__op *op)
+{
+    struct tenant_add *a = op->owner;
+    if (op->rc == ZBADVERSION && a->tries++ < 10) {
+        tenant_add_read(a); /* another node added one meanwhile */
+        return;
+    }
+    tenant_add_end(a, coord__zrc(op->rc));
+}
+
+static void tenant_acl_got(struct coord__op *op)
+{
+    struct tenant_add *a = op->owner;
+    if (op->rc != ZOK) {
+        tenant_add_end(a, coord__zrc(op->rc));
+        return;
+    }
+    struct ACL_vector v = {0, xcalloc((size_t)op->strc + 1, sizeof(struct ACL))};
+    bool have = false;
+    for (int i = 0; i < op->strc; i++) {
+        char *sp1 = strchr(op->strv[i], ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+        if (!sp2)
+            continue;
+        *sp1 = *sp2 = '\0';
+        v.data[v.count++] =
+            (struct ACL){.perms = atoi(op->strv[i]), .id = {.scheme = sp1 + 1, .id = sp2 + 1}};
+        have = have || (strcmp(sp1 + 1, "digest") == 0 && strcmp(sp2 + 1, a->id) == 0);
+    }
+    if (have) {
+        free(v.data);
+        tenant_add_end(a, 0);
+        return;
+    }
+    v.data[v.count++] =
+        (struct ACL){.perms = MEMBER_PERMS, .id = {.scheme = "digest", .id = a->id}};
+    coord__zk_set_acl(coord__op_new(a->s, tenant_acl_set, a), ZKPATH_MEMBERS_WORKER,
+                      op->stat.aversion, &v);
+    free(v.data); /* serialised by the call */
+}
+
+static void tenant_add_read(struct tenant_add *a)
+{
+    coord__zk_get_acl(coord__op_new(a->s, tenant_acl_got, a), ZKPATH_MEMBERS_WORKER);
+}
+
+static void tenant_members_ready(int rc, void *arg)
+{
+    struct tenant_add *a = arg;
+    if (rc) {
+        tenant_add_end(a, rc);
+        return;
+    }
+    tenant_add_read(a);
+}
+
+static void tenant_queues_ready(int rc, void *arg)
+{
+    struct tenant_add *a = arg;
+    if (rc) {
+        tenant_add_end(a, rc);
+        return;
+    }
+    coord_ensure_path(a->s, ZKPATH_MEMBERS_WORKER, tenant_members_ready, a);
+}
+
+void coord_acl_tenant_add(struct coord_session *s, const char *tenant, coord_done_cb done,
+                          void *arg)
+{
+    struct tenant_add *a = xcalloc(1, sizeof(*a));
+    a->s = s;
+    a->tenant = xstrdup(tenant);
+    a->done = done;
+    a->arg = arg;
+    bool ok = s->acl == &s->acl_own && s->acl_tenant_id;
+    if (ok) {
+        pthread_mutex_lock(&s->acl_mu);
+        ok = tenant_id(s, tenant, a->id, sizeof(a->id));
+        pthread_mutex_unlock(&s->acl_mu);
+    }
+    if (!ok) {
+        if (done)
+            done(0, arg);
+        free(a->tenant);
+        free(a);
+        return;
+    }
+    char *q = xasprintf("%s/%s", ZKPATH_QUEUES, tenant);
+    coord_ensure_path(s, q, tenant_queues_ready, a);
+    free(q);
 }
 
 /* ---- the start-up fix-up ------------------------------------------------------------ */
 
 struct fixup {
     zhandle_t *zh;
-    struct ACL_vector want;
+    const struct coord_session_opts *o;
+    const char *const *tenants;
+    struct ACL_vector base; /* the owner's all (the digest id), the readers' read */
     int changed, seen;
 };
 
@@ -105,9 +504,64 @@ static bool same_acl(const struct ACL_vector *a, const struct ACL_vector *b)
     return true;
 }
 
-static int fix(struct fixup *f, const char *path, struct drv_err *err)
+/* The "tenant" of the JSON at path, into out (n bytes), or "" (none, unreadable). */
+static void tenant_at(struct fixup *f, const char *path, char *out, size_t n)
 {
-    struct ACL_vector have = {0, NULL};
+    char buf[4096];
+    int len = (int)sizeof(buf) - 1;
+    out[0] = '\0';
+    if (zoo_get(f->zh, path, 0, buf, &len, NULL) != ZOK || len < 0)
+        return;
+    buf[len] = '\0';
+    json_t *j = json_loads(buf, 0, NULL);
+    const char *t = json_string_value(json_object_get(j, "tenant"));
+    if (t && strlen(t) < n)
+        snprintf(out, n, "%s", t);
+    json_decref(j);
+}
+
+/* The ACL path should have (into want: free_vector it). job_tenant: path's job's. */
+static bool want_of(struct fixup *f, const char *path, const char *job_tenant,
+                    struct ACL_vector *want)
+{
+    char member[128] = "", tenant[128], id[COORD_ACL_MAX_GRANT_ID + 1];
+    const char *mw = ZKPATH_MEMBERS_WORKER "/", *cw = ZKPATH_ROOT "/control/worker/";
+    if (strncmp(path, mw, strlen(mw)) == 0)
+        tenant_at(f, path, member, sizeof(member));
+    else if (strncmp(path, cw, strlen(cw)) == 0) {
+        char *m = xasprintf("%s%s", mw, path + strlen(cw));
+        tenant_at(f, m, member, sizeof(member));
+        free(m);
+    }
+    int perms = coord_acl_grant(path, job_tenant, member, tenant, sizeof(tenant));
+    if (perms && f->o->acl_tenant_id &&
+        f->o->acl_tenant_id(tenant, id, sizeof(id), f->o->acl_tenant_arg) == 0) {
+        with_grant(&f->base, perms, id, want);
+        return true;
+    }
+    if (strcmp(path, ZKPATH_MEMBERS_WORKER) == 0 && f->tenants && f->o->acl_tenant_id) {
+        size_t n = 0;
+        while (f->tenants[n])
+            n++;
+        struct ACL_vector b;
+        with_grant(&f->base, -1, NULL, &b);
+        want->data = xcalloc((size_t)b.count + n, sizeof(struct ACL));
+        memcpy(want->data, b.data, (size_t)b.count * sizeof(struct ACL));
+        want->count = b.count;
+        free(b.data);
+        for (size_t i = 0; i < n; i++)
+            if (f->o->acl_tenant_id(f->tenants[i], id, sizeof(id), f->o->acl_tenant_arg) == 0)
+                want->data[want->count++] = (struct ACL){
+                    .perms = MEMBER_PERMS, .id = {.scheme = "digest", .id = xstrdup(id)}};
+        return true;
+    }
+    with_grant(&f->base, -1, NULL, want); /* base alone */
+    return true;
+}
+
+static int fix(struct fixup *f, const char *path, const char *job_tenant, struct drv_err *err)
+{
+    struct ACL_vector have = {0, NULL}, want = {0, NULL};
     struct Stat st;
     int rc = zoo_get_acl(f->zh, path, &have, &st);
     if (rc == ZNONODE)
@@ -115,16 +569,26 @@ static int fix(struct fixup *f, const char *path, struct drv_err *err)
     if (rc != ZOK)
         return drv_err_set(err, DRV_EZK, rc, "get acl of \"%s\": %s", path, zerror(rc));
     f->seen++;
-    if (!same_acl(&have, &f->want)) {
-        rc = zoo_set_acl(f->zh, path, -1, &f->want);
+    /* Below jobs/<id>: the job's tenant, from its announcement. */
+    char jt[128] = "";
+    const char *jobs = ZKPATH_JOBS "/";
+    if (strncmp(path, jobs, strlen(jobs)) == 0 && !strchr(path + strlen(jobs), '/')) {
+        tenant_at(f, path, jt, sizeof(jt));
+        job_tenant = jt;
+    }
+    want_of(f, path, job_tenant, &want);
+    if (!same_acl(&have, &want)) {
+        rc = zoo_set_acl(f->zh, path, -1, &want);
         if (rc == ZOK)
             f->changed++;
         else if (rc != ZNONODE) {
             deallocate_ACL_vector(&have);
+            free_vector(&want);
             return drv_err_set(err, DRV_EZK, rc, "set acl of \"%s\": %s", path, zerror(rc));
         }
     }
     deallocate_ACL_vector(&have);
+    free_vector(&want);
     struct String_vector kids = {0, NULL};
     rc = zoo_get_children(f->zh, path, 0, &kids);
     if (rc == ZNONODE)
@@ -134,19 +598,20 @@ static int fix(struct fixup *f, const char *path, struct drv_err *err)
     int out = 0;
     for (int32_t i = 0; i < kids.count && out == 0; i++) {
         char *child = xasprintf("%s/%s", path, kids.data[i]);
-        out = fix(f, child, err);
+        out = fix(f, child, job_tenant, err);
         free(child);
     }
     deallocate_String_vector(&kids);
     return out;
 }
 
-int coord_acl_fixup(const struct coord_session_opts *o, const char *root, int *changed,
-                    struct drv_err *err)
+int coord_acl_fixup(const struct coord_session_opts *o, const char *root,
+                    const char *const *tenants, int *changed, struct drv_err *err)
 {
     *changed = 0;
     if (!o->digest_user)
         return 0; /* open tree: nothing to close */
+    int64_t t0 = clock_mono_ms();
     char *hosts = o->chroot ? xasprintf("%s%s", o->hosts, o->chroot) : xstrdup(o->hosts);
     zhandle_t *zh =
         zookeeper_init2(hosts, NULL, o->session_timeout_ms > 0 ? o->session_timeout_ms : 10000,
@@ -171,21 +636,26 @@ int coord_acl_fixup(const struct coord_session_opts *o, const char *root, int *c
     char self[COORD_ACL_MAX_ID + 1];
     struct coord_session tmp;
     memset(&tmp, 0, sizeof(tmp));
-    struct fixup f = {.zh = zh};
+    struct fixup f = {.zh = zh, .o = o, .tenants = tenants};
+    struct coord_session_opts mine = *o;
+    mine.acl_owner = NULL; /* droverd's own */
+    mine.acl_tenant = NULL;
     int out = coord_acl_digest_id(o->digest_user, o->digest_password, self, sizeof(self));
     if (out == 0)
-        out = coord__acl_build(&tmp, o->acl_readers, err);
+        out = coord__acl_build(&tmp, &mine, err);
     if (out == 0) {
-        f.want = tmp.acl_own;
-        f.want.data[0] =
-            (struct ACL){.perms = ZOO_PERM_ALL, .id = {.scheme = "digest", .id = self}};
-        out = fix(&f, root, err);
-        f.want.data[0].id.id = ""; /* not ours to free */
+        f.base = tmp.acl_own;
+        free(f.base.data[0].id.id);
+        f.base.data[0] =
+            (struct ACL){.perms = ZOO_PERM_ALL, .id = {.scheme = "digest", .id = xstrdup(self)}};
+        tmp.acl_own = f.base;
+        out = fix(&f, root, NULL, err);
     }
     coord__acl_free(&tmp);
     zookeeper_close(zh);
     *changed = f.changed;
     if (out == 0)
-        log_info(MOD, "event=acl-fixup root=%s znodes=%d changed=%d", root, f.seen, f.changed);
+        log_info(MOD, "event=acl-fixup root=%s znodes=%d changed=%d ms=%lld", root, f.seen,
+                 f.changed, (long long)(clock_mono_ms() - t0));
     return out;
 }

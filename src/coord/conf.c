@@ -19,6 +19,11 @@ const struct config_key coord_config_keys[] = {
                .help = "digest ids (user:base64(sha1(user:password)); drover key zk-id) that may "
                        "read every znode this process creates, comma-separated: the operator's "
                        "read-only identity; never world read"),
+    CONFIG_KEY("zookeeper.acl_owner", CONFIG_STRING, struct coord_conf, session.acl_owner,
+               .deflt = "",
+               .help = "a worker with its tenant's credentials (drover key worker-zk): droverd's "
+                       "digest id (drover key zk-id), given all permissions on every znode the "
+                       "worker creates; empty: the process's own identity"),
     CONFIG_KEY("zookeeper.session_timeout", CONFIG_DURATION, struct coord_conf,
                session.session_timeout_ms, .deflt = "10s", .min = 1000, .max = 60000,
                .help = "ZooKeeper session timeout"),

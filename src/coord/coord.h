@@ -99,6 +99,21 @@ struct coord_session_opts {
        characters (the
        operator's read-only identity). Never world read. NULL or "": the creator only. */
     const char *acl_readers;
+    /*
+     * Per-tenant worker identities (docs/zookeeper-tree.md, "ACLs"), with credentials only.
+     * acl_owner: NULL (this session's own identity) or the digest id given all permissions on
+     * every znode this session creates instead (a worker's: droverd's id, so that droverd
+     * keeps everything). acl_tenant: NULL, or the one tenant this session works for (a
+     * worker's): the tenant of the job paths it writes, granted with its own identity.
+     * acl_tenant_id: NULL, or gives a tenant's worker digest id into id (n bytes), 0 or a
+     * negative code (droverd's: derived from the fleet key). A znode of a tenant's queue,
+     * resources or job context then also grants that tenant's workers what they need of it
+     * (coord_acl_grant); without either, no tenant grants.
+     */
+    const char *acl_owner;
+    const char *acl_tenant;
+    int (*acl_tenant_id)(const char *tenant, char *id, size_t n, void *arg);
+    void *acl_tenant_arg;
     int session_timeout_ms;  /* 0 means 10000; the server clamps it to its limits */
     coord_state_cb on_state; /* NULL or called on every state change */
     void *arg;
@@ -139,14 +154,38 @@ int coord_acl_digest_id(const char *user, const char *password, char *out, size_
 /*
  * acl.c: give every znode at and under root (a path below o's chroot) the
  * ACL a session with o's credentials and readers creates (creator-all for
- * o's digest identity, the readers' read, no world), so that a tree written
- * before (world-readable) is closed. Blocking, its own handle: start-up
- * only. Nothing to do without credentials. *changed: znodes whose ACL was
+ * o's digest identity, the tenant's grant of coord_acl_grant with
+ * o->acl_tenant_id, the readers' read, no world), so that a tree written
+ * before (world-readable) is closed. A job's tenant is read from its
+ * announcement, a worker member's from its data; ZKPATH_MEMBERS_WORKER lets
+ * the workers of each tenant of tenants (NULL-terminated, or NULL) join, as
+ * coord_acl_tenant_add does. Workers' own znodes (members, claims, run
+ * records) are left as they are unless world-readable. Blocking, its own
+ * handle: start-up only. Nothing to do without credentials. *changed: znodes whose ACL was
  * changed. DRV_EZK (lib_code the ZooKeeper rc) naming the path on failure,
  * or DRV_EINVAL for bad readers.
  */
-int coord_acl_fixup(const struct coord_session_opts *o, const char *root, int *changed,
-                    struct drv_err *err);
+int coord_acl_fixup(const struct coord_session_opts *o, const char *root,
+                    const char *const *tenants, int *changed, struct drv_err *err);
+
+/*
+ * acl.c: what a tenant's workers may do at path (ZOO_PERM_* bits, 0: nothing), and
+ * which tenant: the path names it (queues/<t>/..., resources/<t>), or it is a job's
+ * (jobs/<id>/ctx, nodes, runs: job_tenant, NULL when unknown) or a worker's member
+ * (members/worker/<id>: member_tenant). tenant receives the name (n bytes). The one
+ * policy that creates and coord_acl_fixup apply (docs/zookeeper-tree.md, "ACLs").
+ */
+int coord_acl_grant(const char *path, const char *job_tenant, const char *member_tenant,
+                    char *tenant, size_t n);
+
+/*
+ * acl.c: the znodes under job_path (ZKPATH_JOBS "/<id>") this session creates from now
+ * on belong to tenant (its workers are granted what coord_acl_grant says); unbind when the
+ * job is no longer this session's (binds are counted: the last unbind forgets it). Any
+ * thread. Nothing to do without acl_tenant_id.
+ */
+void coord_acl_bind(struct coord_session *s, const char *job_path, const char *tenant);
+void coord_acl_unbind(struct coord_session *s, const char *job_path);
 
 /* Check what the table cannot: a chroot is "" or an absolute path below /. 0 or DRV_EINVAL. */
 int coord_conf_check(const struct coord_conf *c, struct drv_err *err);
@@ -244,6 +283,16 @@ typedef void (*coord_done_cb)(int rc, void *arg);
  * (one pipelined round trip). done may be NULL.
  */
 void coord_ensure_path(struct coord_session *s, const char *path, coord_done_cb done, void *arg);
+
+/*
+ * acl.c: make a tenant's workers at home (droverd, when a tenant is created): its queue
+ * directory ZKPATH_QUEUES "/<tenant>" exists with its grant, and ZKPATH_MEMBERS_WORKER
+ * lets its workers' identity create their member znode (read and create, no delete, so
+ * no tenant removes another's). done(rc) on the loop thread. Loop thread. Immediately
+ * done(0) without acl_tenant_id.
+ */
+void coord_acl_tenant_add(struct coord_session *s, const char *tenant, coord_done_cb done,
+                          void *arg);
 
 /* Read a znode: cb gets rc, its data (NUL-terminated, valid during the call) and version. */
 typedef void (*coord_get_cb)(int rc, const char *data, int version, void *arg);

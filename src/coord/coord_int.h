@@ -237,6 +237,14 @@ struct coord_session {
        the connection had dropped while it was in flight. */
     char *fault_read;
     unsigned fault_reads;
+    /* acl.c: tenants' grants (coord_acl_grant), guarded by acl_mu. */
+    pthread_mutex_t acl_mu;
+    char *acl_tenant; /* a worker's own tenant, or NULL */
+    char *acl_self;   /* this session's digest id, when it grants with it (acl_owner given) */
+    int (*acl_tenant_id)(const char *tenant, char *id, size_t n, void *arg);
+    void *acl_tenant_arg;
+    struct coord__acl_grant *acl_grants; /* built ACLs, (tenant, perms), kept until free */
+    struct coord__acl_bind *acl_binds;   /* job path -> tenant (coord_acl_bind) */
 };
 
 /* ---- zkops.c ----------------------------------------------------------------- */
@@ -256,8 +264,15 @@ void coord__op_bind(struct coord__op *op, unsigned gen);
 /* acl.c: s->acl from the readers (a comma-separated list of digest ids); free it. */
 #define COORD_ACL_MAX_READERS 2 /* each counts in every create's size budget (zkops.c) */
 #define COORD_ACL_MAX_ID 64     /* "user:" + 28 base64 characters */
-int coord__acl_build(struct coord_session *s, const char *readers, struct drv_err *err);
+/* A tenant's worker id: "worker." + a tenant name of up to 63 + ":" + 28 base64. */
+#define COORD_ACL_MAX_GRANT_ID 100
+/* s->acl (and the grants' settings) from o; free it with coord__acl_free. */
+int coord__acl_build(struct coord_session *s, const struct coord_session_opts *o,
+                     struct drv_err *err);
 void coord__acl_free(struct coord_session *s);
+/* The ACL of a znode s creates at path: s->acl, or it with the path's tenant grant. The
+   vector lives as long as s. Any thread. */
+const struct ACL_vector *coord__acl_for(struct coord_session *s, const char *path);
 
 /* Encoded sizes (jute) of ops, for the budget; ACLs counted at their largest. */
 size_t coord__size_create(const char *path, const char *data);
@@ -277,6 +292,9 @@ void coord__zk_get(struct coord__op *op, const char *path, bool watch);
 void coord__zk_set(struct coord__op *op, const char *path, const char *data, int version);
 void coord__zk_children(struct coord__op *op, const char *path, bool watch);
 void coord__zk_sync(struct coord__op *op, const char *path);
+/* ACL: read (op->strv: "<perms> <scheme> <id>" each), set at version (-1: any). */
+void coord__zk_get_acl(struct coord__op *op, const char *path);
+void coord__zk_set_acl(struct coord__op *op, const char *path, int version, struct ACL_vector *acl);
 
 /* Multi: reserve n ops, fill them with coord__mop_*, then coord__zk_multi. */
 void coord__multi_init(struct coord__op *op, int n);

@@ -13,10 +13,11 @@
  * session) starts one more refresh, coalesced while one is in flight.
  *
  * A refresh reports only a complete view. A child gone between the listing
- * and its read (ZNONODE) has left; any other failure (a connection lost in
- * the middle of the refresh) makes the whole refresh void: the callback
- * does not run, the last good view stands, and the refresh is retried with
- * backoff. So the ring never sees a member vanish that did not leave.
+ * and its read (ZNONODE) has left; one this session may not read (ZNOAUTH:
+ * another tenant's worker, docs/zookeeper-tree.md "ACLs") is not in its view; any other failure (a
+ * connection lost in the middle of the refresh) makes the whole refresh void: the callback does not
+ * run, the last good view stands, and the refresh is retried with backoff. So the ring never sees a
+ * member vanish that did not leave.
  *
  *   IDLE --event--> LISTING --listed--> READING --all read--> IDLE (callback)
  *                     |                    |
@@ -86,7 +87,9 @@ static void member_later(struct coord_member *m)
 static void member_deleted_old(struct coord__op *op)
 {
     struct coord_member *m = op->owner;
-    if (!m->dead)
+    if (!m->dead && op->rc == ZNOAUTH)
+        member_later(m); /* a worker may not delete: wait until the old session ends */
+    else if (!m->dead)
         member_create(m);
     member_unref(m);
 }
@@ -134,8 +137,12 @@ static void member_created(struct coord__op *op)
         /* The group vanished (an operator?): make it again. */
         coord_ensure_path(m->s, m->group, NULL, NULL);
         member_later(m);
-    } else if (coord__zrc(op->rc) == DRV_EAGAIN && op->rc != ZSESSIONEXPIRED &&
-               op->rc != ZCLOSING) {
+    } else if ((coord__zrc(op->rc) == DRV_EAGAIN && op->rc != ZSESSIONEXPIRED &&
+                op->rc != ZCLOSING) ||
+               op->rc == ZNOAUTH) {
+        /* NOAUTH: a worker whose tenant droverd has not let in yet (coord_acl_tenant_add). */
+        if (op->rc == ZNOAUTH && m->tries == 0)
+            log_warn(MOD, "event=member-join-refused path=%s zrc=%d", m->path, op->rc);
         member_later(m);
     } else if (op->rc == ZSESSIONEXPIRED || op->rc == ZCLOSING || op->rc == ZINVALIDSTATE) {
         /* The NEW_SESSION listener creates it again. */
@@ -317,8 +324,8 @@ static void group_got(struct coord__op *op)
     size_t i = (size_t)op->tag;
     if (op->rc == ZOK && i < g->n)
         g->data[i] = xstrdup(op->value);
-    else if (op->rc != ZNONODE)
-        g->failed = true;
+    else if (op->rc != ZNONODE && op->rc != ZNOAUTH)
+        g->failed = true; /* NOAUTH: another tenant's worker, not this reader's to see */
     if (--g->pending == 0)
         group_finish(g);
     group_unref(g);

@@ -373,7 +373,7 @@ struct coord_session *coord_session_new(struct event_base *base, const struct co
         s->digest = xasprintf("%s:%s", o->digest_user, o->digest_password);
         /* Creator (the digest identity) may do anything; the readers may read; the world
            nothing (acl.c). */
-        if (coord__acl_build(s, o->acl_readers, err) != 0) {
+        if (coord__acl_build(s, o, err) != 0) {
             coord__acl_free(s);
             free(s->digest);
             free(s->hosts);

@@ -379,8 +379,8 @@ void coord__zk_create(struct coord__op *op, const char *path, const char *data, 
     if (refused(op) || too_big(op, coord__size_create(path, data)))
         return;
     issued(op, COORD_REQ_CREATE,
-           zoo_acreate2(s->zh, path, data, data ? (int)strlen(data) : -1, s->acl, zmode(flags),
-                        c_string_stat, op));
+           zoo_acreate2(s->zh, path, data, data ? (int)strlen(data) : -1, coord__acl_for(s, path),
+                        zmode(flags), c_string_stat, op));
 }
 
 void coord__zk_delete(struct coord__op *op, const char *path, int version)
@@ -427,6 +427,44 @@ void coord__zk_children(struct coord__op *op, const char *path, bool watch)
     issued(op, COORD_REQ_CHILDREN, zoo_aget_children2(op->s->zh, path, watch, c_strings_stat, op));
 }
 
+/* An ACL read: each entry as a string "<perms> <scheme> <id>" in op->strv. */
+static void c_acl(int rc, struct ACL_vector *acl, struct Stat *stat, const void *data)
+{
+    struct coord__op *op = (struct coord__op *)data;
+    if (!completion_begin(op))
+        return;
+    op->rc = rc;
+    if (rc == ZOK && acl) {
+        op->strc = acl->count;
+        op->strv = xcalloc((size_t)(acl->count ? acl->count : 1), sizeof(char *));
+        for (int i = 0; i < acl->count; i++)
+            op->strv[i] = xasprintf("%d %s %s", (int)acl->data[i].perms, acl->data[i].id.scheme,
+                                    acl->data[i].id.id);
+    }
+    if (rc == ZOK && stat) {
+        op->stat = *stat;
+        op->has_stat = true;
+    }
+    completion_end(op);
+}
+
+void coord__zk_get_acl(struct coord__op *op, const char *path)
+{
+    op->path = xstrdup(path);
+    if (refused(op))
+        return;
+    issued(op, COORD_REQ_GET, zoo_aget_acl(op->s->zh, path, c_acl, op)); /* counted as a read */
+}
+
+void coord__zk_set_acl(struct coord__op *op, const char *path, int version, struct ACL_vector *acl)
+{
+    op->path = xstrdup(path);
+    if (refused(op))
+        return;
+    issued(op, COORD_REQ_SET,
+           zoo_aset_acl(op->s->zh, path, version, acl, c_void, op)); /* a write */
+}
+
 void coord__zk_sync(struct coord__op *op, const char *path)
 {
     op->path = xstrdup(path);
@@ -443,8 +481,11 @@ static size_t jstr(const char *s)
     return 4 + (s ? strlen(s) : 0);
 }
 
-/* The largest ACL list coord sends: creator-all plus COORD_ACL_MAX_READERS readers' read. */
-#define ACL_BYTES (4 + 16 + COORD_ACL_MAX_READERS * (4 + 4 + 6 + 4 + COORD_ACL_MAX_ID))
+/* The largest ACL list coord sends: the owner's all, a tenant's grant and
+   COORD_ACL_MAX_READERS readers' read (acl.c). */
+#define ACL_BYTES                                                                                  \
+    (4 + (COORD_ACL_MAX_READERS + 1) * (4 + 4 + 6 + 4 + COORD_ACL_MAX_ID) +                        \
+     (4 + 4 + 6 + 4 + COORD_ACL_MAX_GRANT_ID))
 #define MULTI_HEADER 9
 
 size_t coord__size_create(const char *path, const char *data)
@@ -483,8 +524,8 @@ void coord__mop_create(struct coord__op *op, int i, const char *path, const char
     size_t blen = strlen(path) + 16;
     op->bufs[i] = xcalloc(1, blen);
     const char *d = data ? keep(op, data) : NULL;
-    zoo_create_op_init(&op->ops[i], keep(op, path), d, d ? (int)strlen(d) : -1, op->s->acl,
-                       zmode(flags), op->bufs[i], (int)blen);
+    zoo_create_op_init(&op->ops[i], keep(op, path), d, d ? (int)strlen(d) : -1,
+                       coord__acl_for(op->s, path), zmode(flags), op->bufs[i], (int)blen);
     op->bytes += coord__size_create(path, data);
 }
 
@@ -608,9 +649,28 @@ struct ensure {
     void *arg;
 };
 
+static void ensure_done(struct coord__op *op);
+
+static void ensure_seen(struct coord__op *op)
+{
+    struct ensure *e = op->owner;
+    int rc = op->rc == ZOK ? 0 : coord__zrc(op->rc == ZNONODE ? ZNOAUTH : op->rc);
+    if (rc)
+        log_warn(MOD, "event=ensure-path-failed path=%s zrc=%d", op->path, op->rc);
+    if (e->done)
+        e->done(rc, e->arg);
+    free(e);
+}
+
 static void ensure_done(struct coord__op *op)
 {
     struct ensure *e = op->owner;
+    if (op->rc == ZNOAUTH) {
+        /* A worker may not create in droverd's directories, whose create is refused before
+           the server looks whether the znode exists: it is there if it exists. */
+        coord__zk_exists(coord__op_new(op->s, ensure_seen, e), op->path, false);
+        return;
+    }
     int rc = op->rc == ZOK || op->rc == ZNODEEXISTS ? 0 : coord__zrc(op->rc);
     if (rc)
         log_warn(MOD, "event=ensure-path-failed path=%s zrc=%d", op->path, op->rc);

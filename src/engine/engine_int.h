@@ -439,6 +439,7 @@ struct ejob {
     int64_t token;
     /* from PostgreSQL */
     char tenant_id[24], tenant[128], cluster_id[24], op[32];
+    bool acl_bound;  /* coord_acl_bind done for the job's path: job_free unbinds it */
     json_t *job;     /* the job row */
     json_t *cluster; /* the cluster row, with "nodes" */
     json_t *catalog; /* the catalogue rows, when the job has no pinned inputs yet */

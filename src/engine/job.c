@@ -112,6 +112,9 @@ void engine__job_ref(struct ejob *j)
 
 static void job_free(struct ejob *j)
 {
+    char jp[128];
+    if (j->acl_bound)
+        coord_acl_unbind(j->e->zk, zkpath_job(jp, sizeof(jp), j->id));
     engine__plan_clear(&j->fwd);
     engine__plan_clear(&j->rb);
     engine__plan_out_clear(&j->po);
@@ -381,6 +384,12 @@ static void loaded(int rc, const struct drv_err *err, void *arg)
     j->catalog = json_incref(l->catalog);
     snprintf(j->tenant_id, sizeof(j->tenant_id), "%s", engine__row_str(l->job, "tenant_id"));
     snprintf(j->tenant, sizeof(j->tenant), "%s", engine__row_str(l->job, "tenant"));
+    /* The job's context, nodes and run records grant its tenant's workers what they need
+       (coord_acl_grant; docs/zookeeper-tree.md "ACLs"), from its first write on. */
+    char jp[128];
+    if (!j->acl_bound)
+        coord_acl_bind(j->e->zk, zkpath_job(jp, sizeof(jp), j->id), j->tenant);
+    j->acl_bound = true;
     snprintf(j->cluster_id, sizeof(j->cluster_id), "%s", engine__row_str(l->job, "cluster_id"));
     snprintf(j->op, sizeof(j->op), "%s", engine__row_str(l->job, "operation"));
     j->age_at_load_ms = strtoll(engine__row_str(l->job, "age_ms"), NULL, 10);

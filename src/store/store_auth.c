@@ -25,6 +25,7 @@ int store_token_lookup(PGconn *conn, const char *token_id, json_t **row, struct 
         conn,
         "SELECT u.id::text AS user_id, u.role, u.tenant_id::text AS tenant_id, u.name AS user,"
         " coalesce(tn.name, '') AS tenant, encode(t.salt, 'hex') AS salt,"
+        " coalesce((tn.quotas->>'heavy')::bigint, 0) AS heavy,"
         " encode(t.hash, 'hex') AS hash,"
         " coalesce((extract(epoch FROM t.expires_at) * 1000)::bigint, 0) AS expires_ms"
         " FROM api_tokens t JOIN users u ON u.id = t.user_id"

@@ -10,6 +10,7 @@
 #include "api.h"
 #include "seal.h"
 #include "api_int.h"
+#include "guard.h"
 #include "handlers.h"
 #include "http.h"
 #include "xalloc.h"
@@ -245,6 +246,43 @@ static void test_scale_workers(void **state)
     assert_int_equal(api__scale_workers(-5, 0, -1, -1, 0, 0), 0);
 }
 
+/* The heavy quota: the tenant's own (who->heavy) over the default, never above heavy_max. */
+static void test_guard_heavy_quota(void **state)
+{
+    (void)state;
+    struct api_guard_limits l = {.per_user = 100,
+                                 .per_tenant = 100,
+                                 .heavy_per_user = 10,
+                                 .heavy_per_tenant = 1,
+                                 .heavy_wait_per_tenant = 5,
+                                 .heavy_max = 2};
+    struct api_guard *g = api__guard_new(&l);
+    struct api_principal a = {.role = ROLE_USER, .user_id = "1", .tenant_id = "10"};
+    struct api_principal b = {.role = ROLE_USER, .user_id = "2", .tenant_id = "20", .heavy = 2};
+    struct api_principal c = {.role = ROLE_USER, .user_id = "3", .tenant_id = "30", .heavy = 9};
+    /* a: the default, 1 */
+    assert_int_equal(api__guard_admit(g, &a, true), API_ADMIT_NOW);
+    assert_int_equal(api__guard_admit(g, &a, true), API_ADMIT_WAIT);
+    /* b: its own, 2 */
+    assert_int_equal(api__guard_admit(g, &b, true), API_ADMIT_NOW);
+    assert_int_equal(api__guard_admit(g, &b, true), API_ADMIT_NOW);
+    assert_int_equal(api__guard_admit(g, &b, true), API_ADMIT_WAIT);
+    /* c: asks 9, cut to heavy_max (the node's heavy threads - 1) */
+    assert_int_equal(api__guard_admit(g, &c, true), API_ADMIT_NOW);
+    assert_int_equal(api__guard_admit(g, &c, true), API_ADMIT_NOW);
+    assert_int_equal(api__guard_admit(g, &c, true), API_ADMIT_WAIT);
+    api__guard_free(g);
+    /* The quota travels with the cached token. */
+    l.token_ttl_ms = 60000;
+    g = api__guard_new(&l);
+    const char *tok = "drv_0123456789abcdef_0123456789abcdef0123456789abcdef";
+    struct api_principal got;
+    api__guard_token_put(g, tok, &b, 0);
+    assert_true(api__guard_token_get(g, tok, &got));
+    assert_int_equal(got.heavy, 2);
+    api__guard_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,7 +290,7 @@ int main(void)
         cmocka_unit_test(test_sensitive_names), cmocka_unit_test(test_redact),
         cmocka_unit_test(test_routes),          cmocka_unit_test(test_seal_any_value),
         cmocka_unit_test(test_seal_tree),       cmocka_unit_test(test_scale_workers),
-        cmocka_unit_test(test_refuse_sealed),
+        cmocka_unit_test(test_refuse_sealed),   cmocka_unit_test(test_guard_heavy_quota),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -239,10 +239,50 @@ static void test_sizes(void **state)
     memset(big, 'x', 100000);
     coord_txn_create(t, "/b", big, 0);
     assert_true(coord_txn_bytes(t) > before + 100000);
-    /* the ACL counted at its largest: creator-all and two readers (zkops.c) */
-    assert_true(coord_txn_bytes(t) < before + 100000 + 400);
+    /* the ACL counted at its largest: the owner's all, a tenant's grant and two readers
+       (zkops.c) */
+    assert_true(coord_txn_bytes(t) < before + 100000 + 500);
     coord_txn_free(t);
     free(big);
+}
+
+/* The per-path table of docs/zookeeper-tree.md, "ACLs": what a tenant's workers may do. */
+static void test_acl_grant(void **state)
+{
+    char t[128];
+    const int rwcd = ZOO_PERM_READ | ZOO_PERM_WRITE | ZOO_PERM_CREATE | ZOO_PERM_DELETE;
+    assert_int_equal(coord_acl_grant("/drover/queues/acme", NULL, NULL, t, sizeof(t)), rwcd);
+    assert_string_equal(t, "acme");
+    assert_int_equal(
+        coord_acl_grant("/drover/queues/acme/default/claims/s01-i4", NULL, NULL, t, sizeof(t)),
+        rwcd);
+    assert_int_equal(coord_acl_grant("/drover/queues", NULL, NULL, t, sizeof(t)), 0);
+    assert_int_equal(coord_acl_grant("/drover/resources/acme", NULL, NULL, t, sizeof(t)),
+                     ZOO_PERM_READ);
+    assert_int_equal(coord_acl_grant("/drover/jobs/42/ctx", "acme", NULL, t, sizeof(t)),
+                     ZOO_PERM_READ);
+    assert_int_equal(coord_acl_grant("/drover/jobs/42/ctx/p0", "acme", NULL, t, sizeof(t)),
+                     ZOO_PERM_READ);
+    assert_int_equal(coord_acl_grant("/drover/jobs/42/nodes/n0", "acme", NULL, t, sizeof(t)),
+                     ZOO_PERM_READ);
+    assert_int_equal(coord_acl_grant("/drover/jobs/42/runs", "acme", NULL, t, sizeof(t)),
+                     ZOO_PERM_READ | ZOO_PERM_CREATE);
+    assert_int_equal(coord_acl_grant("/drover/jobs/42/runs/f0.1.w.1", "acme", NULL, t, sizeof(t)),
+                     ZOO_PERM_READ | ZOO_PERM_WRITE);
+    assert_int_equal(coord_acl_grant("/drover/jobs/42/ctx", NULL, NULL, t, sizeof(t)), 0);
+    assert_int_equal(coord_acl_grant("/drover/jobs/42", "acme", NULL, t, sizeof(t)), 0);
+    assert_int_equal(coord_acl_grant("/drover/jobs/42/state", "acme", NULL, t, sizeof(t)), 0);
+    assert_int_equal(coord_acl_grant("/drover/jobs/42/log/f0", "acme", NULL, t, sizeof(t)), 0);
+    assert_int_equal(coord_acl_grant("/drover/jobs/42/control", "acme", NULL, t, sizeof(t)), 0);
+    assert_int_equal(coord_acl_grant("/drover/members/worker/w1", NULL, "acme", t, sizeof(t)),
+                     ZOO_PERM_READ | ZOO_PERM_WRITE);
+    assert_int_equal(coord_acl_grant("/drover/members/worker", NULL, "acme", t, sizeof(t)), 0);
+    assert_int_equal(coord_acl_grant("/drover/members/droverd/d1", "acme", "acme", t, sizeof(t)),
+                     0);
+    assert_int_equal(coord_acl_grant("/drover/control/worker/w1", NULL, "acme", t, sizeof(t)),
+                     ZOO_PERM_READ);
+    assert_int_equal(coord_acl_grant("/drover/locks/jobs/42", "acme", "acme", t, sizeof(t)), 0);
+    assert_int_equal(coord_acl_grant("/droverx/queues/acme", NULL, NULL, t, sizeof(t)), 0);
 }
 
 static void test_item_names(void **state)
@@ -269,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_backoff),
         cmocka_unit_test(test_prefixes),
         cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_acl_grant),
         cmocka_unit_test(test_item_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
