@@ -368,6 +368,9 @@ static bool pg_flush(struct ejob *j)
     engine__job_check_io(j, false); /* job.c invariant 4 */
     j->pg_busy = true;
     engine__job_ref(j);
+    j->e->stats.pg_txns++;
+    j->e->stats.pg_batches++;
+    j->e->stats.pg_batch_jobs++;
     store_submit(j->e->db, pg_work, pg_done, g);
     return true;
 }
@@ -710,6 +713,7 @@ static void zk_send(struct etxn *t)
     struct ejob *j = t->j;
     engine__job_check_io(j, false);
     engine__job_ref(j);
+    j->e->stats.zk_multis++;
     coord_txn_commit(j->e->zk, to_coord(t), j->lock, on_zk, t);
 }
 
@@ -849,6 +853,7 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
         j->pg_busy = true;
         struct engine__pg_final *f = engine__pg_final_new(j);
         engine__job_ref(j);
+        j->e->stats.pg_txns++;
         store_submit(j->e->db, engine__pg_final_work, final_done, f);
     }
     engine__job_idle(j);

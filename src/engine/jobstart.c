@@ -251,6 +251,7 @@ static void start_built(void *arg)
     /* PostgreSQL first: the plan and its inputs are what a new owner rebuilds from. */
     struct engine__pg_start *s = engine__pg_start_new(j);
     j->pg_busy = true;
+    j->e->stats.pg_txns++;
     store_submit(j->e->db, engine__pg_start_work, started_pg, s);
     /* (started_pg keeps the reference) */
 }
@@ -342,6 +343,7 @@ static void init_next(struct init *in)
     }
     j->zk_busy = true;
     engine__job_ref(j);
+    j->e->stats.zk_multis++;
     coord_txn_commit(j->e->zk, in->txns[in->pos++], j->lock, init_committed, in);
 }
 
