@@ -19,10 +19,29 @@
 
 K=${BATCH_K:-12}
 NODES=${BATCH_NODES:-3}
-LOG_LEVEL=warn
+LOG_LEVEL=${LOG_LEVEL:-warn}
 start_droverd 1
-WORKER_PLUGINS=noop,noop-provider CONCURRENCY=16 start_worker worker-1
 setup_tenant
+worker=0
+# workers_up: a fresh worker (the jobs' tasks run from now on)
+workers_up() {
+  worker=$((worker + 1))
+  WORKER_PLUGINS=noop,noop-provider CONCURRENCY=16 start_worker "worker-$worker"
+}
+# workers_down: no worker, so that jobs submitted now are all under way before any task runs
+# (an API request takes longer than a small job: submitted one by one, they would not overlap)
+workers_down() {
+  kill "$(pid_of "worker-$worker")"
+  wait_exit "worker-$worker" 30 > /dev/null
+}
+# dispatched JOB...: every job's first tasks are on the queue
+dispatched() {
+  local J
+  for J in "$@"; do
+    [ "$(psql_q "SELECT count(*) FROM tasks WHERE job_id = $J AND status = 'queued'")" -gt 0 ] || return 1
+  done
+}
+workers_up
 
 metric() { # SERIES: droverd-1's value
   curl -s "http://127.0.0.1:${DPORTS[1]}/metrics" | awk -v s="$1" '$1 == s { v = $2 } END { print v + 0 }'
@@ -67,16 +86,22 @@ rounds() {
 wait_job "$(submit warm-up)" succeeded 120
 
 # One job alone.
+workers_down
 s0=$(snap)
 JA=$(submit alone)
+wait_until 60 "job $JA to dispatch" dispatched "$JA"
+workers_up
 wait_job "$JA" succeeded 120
 wait_until 30 "droverd-1 to let go of its jobs" none_owned
 s1=$(snap)
 rounds alone 1 "$s0" "$s1"
 
 # K jobs at once.
+workers_down
 ids=()
 for ((i = 1; i <= K; i++)); do ids+=("$(submit "many-$i")"); done
+wait_until 120 "the $K jobs to dispatch" dispatched "${ids[@]}"
+workers_up
 for J in "${ids[@]}"; do WAIT_JOB_POLL=0.5 wait_job "$J" succeeded 300; done
 wait_until 30 "droverd-1 to let go of its jobs" none_owned
 s2=$(snap)
@@ -107,3 +132,9 @@ batches=$((bc - bb))
 [ "$((bjc - bjb))" -gt "$batches" ] ||
   fail "the rounds' batches carried $((bjc - bjb)) jobs in $batches transactions: no batching across jobs"
 pass "PostgreSQL transactions per job: $many / $K at once against $alone alone; $((bjc - bjb)) jobs in $batches batches"
+read -r _ za _ <<< "$s0"
+read -r _ zb _ <<< "$s1"
+read -r _ zc _ <<< "$s2"
+[ $(((zc - zb) * 10)) -le $(((zb - za) * K * 6)) ] ||
+  fail "ZooKeeper multi-ops: $((zc - zb)) for $K jobs at once, $((zb - za)) for one alone (want at most 60% per job)"
+pass "ZooKeeper multi-ops per job: $((zc - zb)) / $K at once against $((zb - za)) alone"

@@ -103,6 +103,7 @@ struct engine_stats {
     unsigned long zk_multis;
     unsigned long pg_batches;
     unsigned long pg_batch_jobs;
+    unsigned long zk_multi_jobs; /* the jobs the rounds' multi-ops carried */
 };
 void engine_get_stats(const struct engine *e, struct engine_stats *st);
 

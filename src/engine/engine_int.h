@@ -419,6 +419,16 @@ struct engine {
     bool have_workers;           /* the group has been read once */
     int64_t no_worker_ms, deadline_ms;
     size_t unserved; /* jobs owned here that no worker serves now */
+    /* commit.c: the jobs' PostgreSQL batches gathered into one transaction ("Batching
+     * across jobs" in docs/engine.md) */
+    struct pgb **gather; /* waiting for the next transaction */
+    size_t n_gather, cap_gather;
+    struct event *gather_ev;
+    int pg_multis;         /* such transactions in flight (at most ENGINE_PG_MULTIS) */
+    struct etxn **zgather; /* the jobs' multi-ops waiting for the next one */
+    size_t n_zgather, cap_zgather;
+    struct event *zgather_ev;
+    int zk_multis; /* such multi-ops in flight (at most ENGINE_ZK_MULTIS) */
 };
 
 enum ejob_own {
@@ -667,6 +677,8 @@ void engine__withdraw_retries(struct ejob *j);
  * flight (what comes meanwhile goes in the next round). */
 void engine__kick(struct ejob *j);
 void engine__commit_cancel(struct ejob *j);
+/* The engine stops (after store_quiesce): batches gathered and not sent end, unsent. */
+void engine__commit_free(struct engine *e);
 /* The rollback plan's task rows to PostgreSQL. */
 void engine__pg_rollback_tasks(struct ejob *j);
 

@@ -137,6 +137,9 @@ void engine_metrics(const struct engine *e, struct evbuffer *out, bool tenants, 
     prom_family(out, "drover_engine_pg_batch_jobs_total", "counter",
                 "Jobs carried by the rounds' PostgreSQL batches (one batch carries one or more).");
     evbuffer_add_printf(out, "drover_engine_pg_batch_jobs_total %lu\n", st.pg_batch_jobs);
+    prom_family(out, "drover_engine_zk_multi_jobs_total", "counter",
+                "Jobs carried by the rounds' ZooKeeper multi-ops (one carries one or more).");
+    evbuffer_add_printf(out, "drover_engine_zk_multi_jobs_total %lu\n", st.zk_multi_jobs);
     prom_family(out, "drover_engine_zk_multis_total", "counter",
                 "ZooKeeper multi-ops this node sent for its jobs (start, rounds, sweep).");
     evbuffer_add_printf(out, "drover_engine_zk_multis_total %lu\n", st.zk_multis);
