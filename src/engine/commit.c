@@ -171,9 +171,6 @@ void engine__kick(struct ejob *j)
 }
 
 static bool pg_flush(struct ejob *j);
-struct pgb;
-static void gather(struct engine *e, struct pgb *g);
-static void on_zk(const struct coord_txn_result *r, void *arg);
 
 /* After a failed PostgreSQL write: that write alone, again (see "PostgreSQL unreachable"). */
 static void pg_retry_cb(evutil_socket_t fd, short what, void *arg)
@@ -364,127 +361,8 @@ static bool pg_flush(struct ejob *j)
     engine__job_check_io(j, false); /* job.c invariant 4 */
     j->pg_busy = true;
     engine__job_ref(j);
-    gather(j->e, g);
+    engine__batch_pg(j->e, g);
     return true;
-}
-
-/* ---- PostgreSQL: the jobs' batches together ------------------------------------------------ */
-
-/* The batches the jobs made in one turn of the loop go in one transaction
- * (engine__pg_multi_work; one job's alone: its own fenced transaction, as before), at most
- * ENGINE_PG_MULTIS in flight: while they are, what the jobs write meanwhile gathers for the
- * next. */
-#define ENGINE_PG_MULTIS 1
-
-struct pgmulti {
-    struct engine *e;
-    struct pgb **g;
-    struct engine__pg_batch **b;
-    struct engine__pg_multi m;
-};
-
-static void gather_cb(evutil_socket_t fd, short what, void *arg);
-
-static void gather(struct engine *e, struct pgb *g)
-{
-    XGROW(e->gather, e->cap_gather, e->n_gather + 1);
-    e->gather[e->n_gather++] = g;
-    if (!e->gather_ev)
-        e->gather_ev = event_new(e->base, -1, 0, gather_cb, e);
-    /* At the end of this turn: what the other jobs write in it goes in too. */
-    if (e->pg_multis < ENGINE_PG_MULTIS)
-        event_active(e->gather_ev, EV_TIMEOUT, 0);
-}
-
-/* Job ids are bigints: shorter is smaller. */
-static int by_id(const void *a, const void *b)
-{
-    const struct engine__pg_batch *x = *(struct engine__pg_batch *const *)a,
-                                  *y = *(struct engine__pg_batch *const *)b;
-    size_t lx = strlen(x->id), ly = strlen(y->id);
-    return lx != ly ? (lx < ly ? -1 : 1) : strcmp(x->id, y->id);
-}
-
-static int multi_work(PGconn *conn, void *arg, struct drv_err *err)
-{
-    struct pgmulti *pm = arg;
-    if (pm->m.n > 1)
-        return engine__pg_multi_work(conn, &pm->m, err);
-    /* One job: its own fenced transaction, as before batching. */
-    pm->m.rc[0] = engine__pg_batch_work(conn, pm->b[0], &pm->m.err[0]);
-    return pm->m.rc[0];
-}
-
-static void multi_done(int rc, const struct drv_err *err, void *arg)
-{
-    struct pgmulti *pm = arg;
-    struct engine *e = pm->e;
-    e->pg_multis--;
-    for (size_t i = 0; i < pm->m.n; i++) {
-        if (pm->m.n > 1 && pm->m.rc[i] == DRV_ECONFLICT)
-            log_info(MOD, "event=job-fenced-in-batch job=%s batch=%zu store=pg", pm->b[i]->id,
-                     pm->m.n);
-        pg_done(pm->m.rc[i], &pm->m.err[i], pm->b[i]->back);
-    }
-    free(pm->g);
-    free(pm->b);
-    free(pm->m.rc);
-    free(pm->m.err);
-    free(pm);
-    if (e->n_gather && e->pg_multis < ENGINE_PG_MULTIS && e->gather_ev)
-        event_active(e->gather_ev, EV_TIMEOUT, 0);
-}
-
-static void gather_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct engine *e = arg;
-    if (!e->n_gather || e->pg_multis >= ENGINE_PG_MULTIS)
-        return;
-    size_t n = e->n_gather;
-    struct pgb **gs = e->gather;
-    e->gather = NULL;
-    e->n_gather = e->cap_gather = 0;
-    e->stats.pg_txns++;
-    e->stats.pg_batches++;
-    e->stats.pg_batch_jobs += n;
-    struct pgmulti *pm = xcalloc(1, sizeof(*pm));
-    pm->e = e;
-    pm->g = gs;
-    pm->b = xcalloc(n, sizeof(*pm->b));
-    for (size_t i = 0; i < n; i++) {
-        pm->b[i] = gs[i]->b;
-        pm->b[i]->back = gs[i]; /* the way back from the sorted batches */
-    }
-    qsort(pm->b, n, sizeof(*pm->b), by_id);
-    pm->m.b = pm->b;
-    pm->m.n = n;
-    pm->m.rc = xcalloc(n, sizeof(*pm->m.rc));
-    pm->m.err = xcalloc(n, sizeof(*pm->m.err));
-    e->pg_multis++;
-    store_submit(e->db, multi_work, multi_done, pm);
-}
-
-void engine__commit_free(struct engine *e)
-{
-    struct drv_err err;
-    drv_err_set(&err, DRV_EAGAIN, 0, "the engine stopped");
-    for (size_t i = 0; i < e->n_gather; i++)
-        pg_done(DRV_EAGAIN, &err, e->gather[i]);
-    free(e->gather);
-    e->gather = NULL;
-    e->n_gather = 0;
-    if (e->gather_ev)
-        event_free(e->gather_ev);
-    e->gather_ev = NULL;
-    struct coord_txn_result gone = {.rc = DRV_ECONFLICT, .failed_op = -1};
-    for (size_t i = 0; i < e->n_zgather; i++)
-        on_zk(&gone, e->zgather[i]); /* (their jobs are dead: only freed) */
-    free(e->zgather);
-    e->zgather = NULL;
-    e->n_zgather = 0;
-    if (e->zgather_ev)
-        event_free(e->zgather_ev);
-    e->zgather_ev = NULL;
 }
 
 static void pg_done(int rc, const struct drv_err *err, void *arg)
@@ -820,142 +698,13 @@ static void on_zk(const struct coord_txn_result *r, void *arg)
     engine__job_unref(j);
 }
 
-static void zk_gather(struct engine *e, struct etxn *t);
-
 /* (The job reference taken here is dropped by on_zk.) */
 static void zk_send(struct etxn *t)
 {
     struct ejob *j = t->j;
     engine__job_check_io(j, false);
     engine__job_ref(j);
-    zk_gather(j->e, t);
-}
-
-/* ---- ZooKeeper: the jobs' multi-ops together ------------------------------------------------ */
-
-/* The multi-ops the jobs made in one turn of the loop go in one (within the byte budget; over
- * it, in several), at most ENGINE_ZK_MULTIS in flight: while they are, the jobs' next ones
- * gather. One job's alone is fenced by its lock as before; several carry each job's fence as
- * a check of its lock's contender znode, followed by that job's ops (its state's versioned
- * set first). A multi-op applies whole or not at all: when one job's op fails (its lock gone,
- * its version moved, a run record already deleted), that job hears it as if it had been
- * alone, and the others are sent again without it at once (docs/engine.md "Batching across
- * jobs"). */
-#define ENGINE_ZK_MULTIS 1
-
-struct zmulti {
-    struct engine *e;
-    struct etxn **ts;
-    size_t *off; /* index in the multi-op of each job's fence check */
-    size_t n, cap;
-    size_t bytes;
-};
-
-static void zgather_cb(evutil_socket_t fd, short what, void *arg);
-
-static void zk_gather(struct engine *e, struct etxn *t)
-{
-    XGROW(e->zgather, e->cap_zgather, e->n_zgather + 1);
-    e->zgather[e->n_zgather++] = t;
-    if (!e->zgather_ev)
-        e->zgather_ev = event_new(e->base, -1, 0, zgather_cb, e);
-    if (e->zk_multis < ENGINE_ZK_MULTIS)
-        event_active(e->zgather_ev, EV_TIMEOUT, 0);
-}
-
-static void on_zmulti(const struct coord_txn_result *r, void *arg)
-{
-    struct zmulti *zm = arg;
-    struct engine *e = zm->e;
-    e->zk_multis--;
-    if (zm->n == 1) {
-        on_zk(r, zm->ts[0]);
-    } else if (r->rc == 0 || r->failed_op < 0) {
-        /* Applied, or not for a reason that is every job's (connection, budget): each job
-         * settles it as its own (an unknown outcome: each reads its state's version). */
-        struct coord_txn_result one = {.rc = r->rc, .failed_op = -1, .zrc = r->zrc};
-        for (size_t i = 0; i < zm->n; i++)
-            on_zk(&one, zm->ts[i]);
-    } else {
-        size_t bad = 0;
-        while (bad + 1 < zm->n && zm->off[bad + 1] <= (size_t)r->failed_op)
-            bad++;
-        for (size_t i = 0; i < zm->n; i++) {
-            if (i != bad) {
-                zk_gather(e, zm->ts[i]); /* nothing applied: again, without the one that failed */
-                continue;
-            }
-            size_t local = (size_t)r->failed_op - zm->off[i];
-            struct coord_txn_result one = {.rc = local == 0 ? DRV_ECONFLICT : r->rc,
-                                           .failed_op = local == 0 ? -1 : (int)local - 1,
-                                           .zrc = r->zrc};
-            log_info(MOD, "event=job-fenced-in-batch job=%s batch=%zu store=zk op=%zu",
-                     zm->ts[i]->j->id, zm->n, local);
-            on_zk(&one, zm->ts[i]);
-        }
-    }
-    free(zm->ts);
-    free(zm->off);
-    free(zm);
-    if (e->n_zgather && e->zk_multis < ENGINE_ZK_MULTIS && e->zgather_ev)
-        event_active(e->zgather_ev, EV_TIMEOUT, 0);
-}
-
-static void zmulti_send(struct zmulti *zm)
-{
-    struct engine *e = zm->e;
-    e->zk_multis++;
-    e->stats.zk_multis++;
-    e->stats.zk_multi_jobs += zm->n;
-    struct coord_txn *c = coord_txn_new();
-    if (zm->n == 1) {
-        add_to_coord(c, zm->ts[0]);
-        coord_txn_commit(e->zk, c, zm->ts[0]->j->lock, on_zmulti, zm);
-        return;
-    }
-    for (size_t i = 0; i < zm->n; i++) {
-        zm->off[i] = coord_txn_count(c);
-        coord_txn_check(c, coord_lock_node(zm->ts[i]->j->lock), -1);
-        add_to_coord(c, zm->ts[i]);
-    }
-    coord_txn_commit(e->zk, c, NULL, on_zmulti, zm);
-}
-
-static void zgather_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct engine *e = arg;
-    if (!e->n_zgather || e->zk_multis >= ENGINE_ZK_MULTIS)
-        return;
-    size_t n = e->n_zgather;
-    struct etxn **ts = e->zgather;
-    e->zgather = NULL;
-    e->n_zgather = e->cap_zgather = 0;
-    struct zmulti *zm = NULL;
-    for (size_t i = 0; i < n; i++) {
-        struct etxn *t = ts[i];
-        struct ejob *j = t->j;
-        if (!engine__job_alive(j) || !coord_lock_held(j->lock)) {
-            /* Settled alone: a dead job's is dropped, a lock not held is lost. */
-            struct coord_txn_result one = {.rc = DRV_ECONFLICT, .failed_op = -1};
-            on_zk(&one, t);
-            continue;
-        }
-        if (zm && zm->bytes + t->bytes + 128 > e->budget) {
-            zmulti_send(zm);
-            zm = NULL;
-        }
-        if (!zm) {
-            zm = xcalloc(1, sizeof(*zm));
-            zm->e = e;
-        }
-        XGROW(zm->ts, zm->cap, zm->n + 1);
-        zm->off = xrealloc(zm->off, zm->cap * sizeof(*zm->off));
-        zm->ts[zm->n++] = t;
-        zm->bytes += t->bytes + 128;
-    }
-    if (zm)
-        zmulti_send(zm);
-    free(ts);
+    engine__batch_zk(j->e, t);
 }
 
 /*
@@ -1098,4 +847,37 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
         store_submit(j->e->db, engine__pg_final_work, final_done, f);
     }
     engine__job_idle(j);
+}
+
+/* ---- what batch.c needs of a job's rounds ------------------------------------------------------
+ */
+
+struct engine__pg_batch *engine__pgb_batch(struct pgb *g)
+{
+    return g->b;
+}
+
+void engine__pgb_done(int rc, const struct drv_err *err, struct pgb *g)
+{
+    pg_done(rc, err, g);
+}
+
+struct ejob *engine__etxn_job(const struct etxn *t)
+{
+    return t->j;
+}
+
+size_t engine__etxn_bytes(const struct etxn *t)
+{
+    return t->bytes;
+}
+
+void engine__etxn_ops(struct coord_txn *c, struct etxn *t)
+{
+    add_to_coord(c, t);
+}
+
+void engine__etxn_done(const struct coord_txn_result *r, struct etxn *t)
+{
+    on_zk(r, t);
 }

@@ -406,10 +406,15 @@ static void zk_init(struct ejob *j)
         free(text);
         j->fwd.chunk_ver[k] = 0;
     }
-    XGROW(in->txns, cap, n_txns + 1);
-    in->txns[n_txns++] = t;
-    t = coord_txn_new();
+    /* The state last: in the creates' last multi-op when it fits (a small job's znodes are
+     * one round trip, and a multi-op applies whole, so the state is never there without
+     * the rest), else in a multi-op of its own after them. */
     char *st = engine__state_encode(&j->st, e->node_id, j->token);
+    if (coord_txn_bytes(t) + strlen(st) + 200 > e->budget) {
+        XGROW(in->txns, cap, n_txns + 1);
+        in->txns[n_txns++] = t;
+        t = coord_txn_new();
+    }
     zkpath_job_state(path, sizeof(path), j->id);
     coord_txn_create(t, path, st, 0);
     free(st);
