@@ -170,6 +170,7 @@ struct zmulti {
 };
 
 static void zgather_cb(evutil_socket_t fd, short what, void *arg);
+static void zmulti_send(struct zmulti *zm);
 
 void engine__batch_zk(struct engine *e, struct etxn *t)
 {
@@ -188,6 +189,17 @@ static void on_zmulti(const struct coord_txn_result *r, void *arg)
     e->zk_multis--;
     if (zm->n == 1) {
         engine__etxn_done(r, zm->ts[0]);
+    } else if (r->rc == DRV_ETOOBIG) {
+        /* Each part fits the budget by its estimate, the encoded whole did not fit the
+         * session's limit: each part alone, now (nothing was sent). */
+        for (size_t i = 0; i < zm->n; i++) {
+            struct zmulti *one = xcalloc(1, sizeof(*one));
+            one->e = e;
+            XGROW(one->ts, one->cap, 1);
+            one->off = xcalloc(one->cap, sizeof(*one->off));
+            one->ts[one->n++] = zm->ts[i];
+            zmulti_send(one);
+        }
     } else if (r->rc == 0 || r->failed_op < 0) {
         /* Applied, or not for a reason that is every job's (connection, budget): each job
          * settles it as its own (an unknown outcome: each reads its state's version). */
