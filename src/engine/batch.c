@@ -106,9 +106,12 @@ static void multi_done(int rc, const struct drv_err *err, void *arg)
         pm->m.err[i] = *err;
     }
     for (size_t i = 0; i < pm->m.n; i++) {
-        if (pm->m.n > 1 && pm->m.rc[i] == DRV_ECONFLICT)
+        if (pm->m.n > 1 && !rc && pm->m.rc[i] == DRV_ECONFLICT)
             log_info(MOD, "event=job-fenced-in-batch job=%s batch=%zu store=pg", pm->b[i]->id,
                      pm->m.n);
+        else if (pm->m.n > 1 && !rc && pm->m.rc[i])
+            log_info(MOD, "event=job-part-failed-in-batch job=%s batch=%zu error=\"%s\"",
+                     pm->b[i]->id, pm->m.n, pm->m.err[i].msg);
         engine__pgb_done(pm->m.rc[i], &pm->m.err[i], pm->b[i]->back);
     }
     free(pm->g);
