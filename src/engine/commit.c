@@ -129,9 +129,9 @@ static void add_op(struct etxn *t, enum op_kind kind, char *path, char *data, in
     t->bytes += (path ? strlen(path) : 0) + (data ? strlen(data) : 0) + 32;
 }
 
-static struct coord_txn *to_coord(struct etxn *t)
+/* t's ops appended to c. */
+static void add_to_coord(struct coord_txn *c, struct etxn *t)
 {
-    struct coord_txn *c = coord_txn_new();
     for (size_t i = 0; i < t->n; i++) {
         struct etxn_op *o = &t->ops[i];
         switch (o->kind) {
@@ -149,7 +149,6 @@ static struct coord_txn *to_coord(struct etxn *t)
             break;
         }
     }
-    return c;
 }
 
 void engine__commit_cancel(struct ejob *j)
@@ -281,12 +280,6 @@ static void attempt_row(struct strbuf *b, const struct ejob *j, const struct eru
 
 static void pg_done(int rc, const struct drv_err *err, void *arg);
 
-static int pg_work(PGconn *conn, void *arg, struct drv_err *err)
-{
-    struct pgb *g = arg;
-    return engine__pg_batch_work(conn, g->b, err);
-}
-
 /* Collect what PostgreSQL lacks; submit it. false when there is nothing. */
 static bool pg_flush(struct ejob *j)
 {
@@ -368,7 +361,7 @@ static bool pg_flush(struct ejob *j)
     engine__job_check_io(j, false); /* job.c invariant 4 */
     j->pg_busy = true;
     engine__job_ref(j);
-    store_submit(j->e->db, pg_work, pg_done, g);
+    engine__batch_pg(j->e, g);
     return true;
 }
 
@@ -705,12 +698,13 @@ static void on_zk(const struct coord_txn_result *r, void *arg)
     engine__job_unref(j);
 }
 
+/* (The job reference taken here is dropped by on_zk.) */
 static void zk_send(struct etxn *t)
 {
     struct ejob *j = t->j;
     engine__job_check_io(j, false);
     engine__job_ref(j);
-    coord_txn_commit(j->e->zk, to_coord(t), j->lock, on_zk, t);
+    engine__batch_zk(j->e, t);
 }
 
 /*
@@ -849,7 +843,41 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
         j->pg_busy = true;
         struct engine__pg_final *f = engine__pg_final_new(j);
         engine__job_ref(j);
+        j->e->stats.pg_txns++;
         store_submit(j->e->db, engine__pg_final_work, final_done, f);
     }
     engine__job_idle(j);
+}
+
+/* ---- what batch.c needs of a job's rounds ------------------------------------------------------
+ */
+
+struct engine__pg_batch *engine__pgb_batch(struct pgb *g)
+{
+    return g->b;
+}
+
+void engine__pgb_done(int rc, const struct drv_err *err, struct pgb *g)
+{
+    pg_done(rc, err, g);
+}
+
+struct ejob *engine__etxn_job(const struct etxn *t)
+{
+    return t->j;
+}
+
+size_t engine__etxn_bytes(const struct etxn *t)
+{
+    return t->bytes;
+}
+
+void engine__etxn_ops(struct coord_txn *c, struct etxn *t)
+{
+    add_to_coord(c, t);
+}
+
+void engine__etxn_done(const struct coord_txn_result *r, struct etxn *t)
+{
+    on_zk(r, t);
 }

@@ -25,6 +25,7 @@
  *     jobresume.c phase "start": a resume from the task log, with its reconciliation
  *     run.c       phase "run": the in-memory task log, run records, dispatch, results
  *     commit.c    phase "commit": the job's fenced writes (ZooKeeper multi-ops, PostgreSQL)
+ *     batch.c     the rounds of all the jobs together: one transaction, one multi-op
  *     sweep.c     phase "sweep": the ZooKeeper subtree removed, then the lock released
  *     nodes.c     the nodes map and macro expansion, for run.c's dispatch
  *     job_pg.c    the PostgreSQL work (pool threads; job_pg.h)
@@ -419,6 +420,16 @@ struct engine {
     bool have_workers;           /* the group has been read once */
     int64_t no_worker_ms, deadline_ms;
     size_t unserved; /* jobs owned here that no worker serves now */
+    /* commit.c: the jobs' PostgreSQL batches gathered into one transaction ("Batching
+     * across jobs" in docs/engine.md) */
+    struct pgb **gather; /* waiting for the next transaction */
+    size_t n_gather, cap_gather;
+    struct event *gather_ev;
+    int pg_multis;         /* such transactions in flight (at most ENGINE_PG_MULTIS) */
+    struct etxn **zgather; /* the jobs' multi-ops waiting for the next one */
+    size_t n_zgather, cap_zgather;
+    struct event *zgather_ev;
+    int zk_multis; /* such multi-ops in flight (at most ENGINE_ZK_MULTIS) */
 };
 
 enum ejob_own {
@@ -668,6 +679,30 @@ void engine__withdraw_retries(struct ejob *j);
  * flight (what comes meanwhile goes in the next round). */
 void engine__kick(struct ejob *j);
 void engine__commit_cancel(struct ejob *j);
+
+/* What batch.c needs of a job's rounds (a PostgreSQL batch, a ZooKeeper multi-op). */
+struct pgb;
+struct coord_txn_result;
+struct engine__pg_batch *engine__pgb_batch(struct pgb *g);
+/* The round's outcome, as for a round sent alone (the job's pipeline goes on). */
+void engine__pgb_done(int rc, const struct drv_err *err, struct pgb *g);
+struct ejob *engine__etxn_job(const struct etxn *t);
+size_t engine__etxn_bytes(const struct etxn *t);
+/* t's ops appended to c, in order. */
+void engine__etxn_ops(struct coord_txn *c, struct etxn *t);
+/* The multi-op's outcome for t (failed_op: in t's own ops), as for t sent alone. */
+void engine__etxn_done(const struct coord_txn_result *r, struct etxn *t);
+
+/* ---- batch.c: the jobs' rounds together ----------------------------------------------- */
+
+/* Hand a job's round to the next batch (sent at the end of this turn of the loop, or when
+ * the batch in flight is answered); its outcome comes back through engine__pgb_done /
+ * engine__etxn_done. */
+void engine__batch_pg(struct engine *e, struct pgb *g);
+void engine__batch_zk(struct engine *e, struct etxn *t);
+/* The engine stops (after store_quiesce): the rounds gathered and not sent are answered,
+ * unsent (their jobs are dead by then). */
+void engine__batch_free(struct engine *e);
 /* The rollback plan's task rows to PostgreSQL. */
 void engine__pg_rollback_tasks(struct ejob *j);
 

@@ -432,6 +432,7 @@ static void load(struct ejob *j)
     snprintf(l->node, sizeof(l->node), "%s", j->e->node_id);
     l->token = j->token;
     engine__job_ref(j);
+    j->e->stats.pg_txns++;
     store_submit(j->e->db, engine__pg_load_work, loaded, l);
 }
 

@@ -439,6 +439,82 @@ int engine__pg_batch_work(PGconn *conn, void *arg, struct drv_err *err)
     return fenced(conn, b->id, b->token, batch_writes, b, err);
 }
 
+/* Every job's row locked in id order (the batches come sorted), each token compared: rc[i]
+ * DRV_ECONFLICT for a job this owner is fenced out of. */
+static int fence_many(PGconn *conn, struct engine__pg_multi *m, struct drv_err *err)
+{
+    struct strbuf ids = STRBUF_INIT, toks = STRBUF_INIT;
+    for (size_t i = 0; i < m->n; i++) {
+        strbuf_addf(&ids, "%s%s", i ? "," : "{", m->b[i]->id);
+        strbuf_addf(&toks, "%s%lld", i ? "," : "{", (long long)m->b[i]->token);
+        m->rc[i] = drv_err_set(
+            &m->err[i], DRV_ECONFLICT, 0,
+            "job %s: a newer owner's token is recorded: this owner is fenced out", m->b[i]->id);
+    }
+    strbuf_addch(&ids, '}');
+    strbuf_addch(&toks, '}');
+    const char *p[] = {ids.buf, toks.buf};
+    PGresult *r;
+    int rc = store_execp(conn,
+                         "SELECT j.id::text, j.owner_token = u.tok FROM jobs j"
+                         " JOIN unnest($1::bigint[], $2::bigint[]) AS u(id, tok) ON j.id = u.id"
+                         " ORDER BY j.id FOR UPDATE OF j",
+                         2, p, &r, err);
+    strbuf_release(&ids);
+    strbuf_release(&toks);
+    if (rc)
+        return rc;
+    for (int t = 0; t < PQntuples(r); t++) {
+        if (PQgetvalue(r, t, 1)[0] != 't')
+            continue;
+        for (size_t i = 0; i < m->n; i++)
+            if (strcmp(m->b[i]->id, PQgetvalue(r, t, 0)) == 0)
+                m->rc[i] = 0;
+    }
+    PQclear(r);
+    return 0;
+}
+
+int engine__pg_multi_work(PGconn *conn, void *arg, struct drv_err *err)
+{
+    struct engine__pg_multi *m = arg;
+    int rc = store_begin(conn, err);
+    if (rc == 0)
+        rc = store_execp(conn,
+                         "SELECT set_config('statement_timeout', '300000', true),"
+                         " set_config('idle_in_transaction_session_timeout', '10000', true)",
+                         0, NULL, NULL, err);
+    if (rc == 0)
+        rc = fence_many(conn, m, err);
+    bool any = false;
+    for (size_t i = 0; rc == 0 && i < m->n; i++) {
+        if (m->rc[i])
+            continue; /* fenced out: its writes are not made, the others go on */
+        rc = store_exec(conn, "SAVEPOINT job", 0, NULL, NULL, err);
+        if (rc)
+            break;
+        m->rc[i] = batch_writes(conn, m->b[i], &m->err[i]);
+        if (m->rc[i] == DRV_EAGAIN) { /* the connection broke: nothing is written */
+            *err = m->err[i];
+            rc = DRV_EAGAIN;
+            break;
+        }
+        rc = store_exec(conn, m->rc[i] ? "ROLLBACK TO SAVEPOINT job" : "RELEASE SAVEPOINT job", 0,
+                        NULL, NULL, err);
+        any |= m->rc[i] == 0;
+    }
+    if (rc == 0 && any)
+        rc = store_commit(conn, err);
+    if (rc || !any)
+        store_rollback(conn);
+    if (rc)
+        for (size_t i = 0; i < m->n; i++) {
+            m->rc[i] = rc;
+            m->err[i] = *err;
+        }
+    return rc;
+}
+
 void engine__pg_batch_free(struct engine__pg_batch *b)
 {
     free(b->job_phase);

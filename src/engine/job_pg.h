@@ -74,8 +74,26 @@ struct engine__pg_batch {
     char *rb_tasks; /* JSON array of rollback task rows to insert, or NULL */
     char *rb_plan;  /* the rollback plan's text, or NULL */
     void *runs;     /* commit.c's list of the runs recorded by this batch */
+    void *back;     /* commit.c's round that made it (not freed here) */
 };
 int engine__pg_batch_work(PGconn *conn, void *arg, struct drv_err *err);
+
+/*
+ * The batches of several jobs in one transaction (commit.c gathers them per turn of the
+ * loop). One statement locks every job's row, in id order (so that two such transactions
+ * never deadlock), and compares each token: a job whose token is not the owner's is left
+ * out (rc[i] = DRV_ECONFLICT) and the others go on. Each job's writes run under their own
+ * SAVEPOINT: a job whose writes fail has them rolled back (rc[i] = their error) and the
+ * others commit. Returns 0 when the transaction committed (rc[] says what each job's part
+ * did), or the error that left nothing written (rc[] all set to it, err[] all to err).
+ */
+struct engine__pg_multi {
+    struct engine__pg_batch **b; /* borrowed */
+    size_t n;
+    int *rc;             /* n results */
+    struct drv_err *err; /* n errors */
+};
+int engine__pg_multi_work(PGconn *conn, void *arg, struct drv_err *err);
 void engine__pg_batch_free(struct engine__pg_batch *b);
 
 /* The end: final status, the cluster's new (or restored) state, snapshot, audit. */

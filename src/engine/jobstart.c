@@ -251,6 +251,7 @@ static void start_built(void *arg)
     /* PostgreSQL first: the plan and its inputs are what a new owner rebuilds from. */
     struct engine__pg_start *s = engine__pg_start_new(j);
     j->pg_busy = true;
+    j->e->stats.pg_txns++;
     store_submit(j->e->db, engine__pg_start_work, started_pg, s);
     /* (started_pg keeps the reference) */
 }
@@ -342,6 +343,7 @@ static void init_next(struct init *in)
     }
     j->zk_busy = true;
     engine__job_ref(j);
+    j->e->stats.zk_multis++;
     coord_txn_commit(j->e->zk, in->txns[in->pos++], j->lock, init_committed, in);
 }
 
@@ -404,10 +406,15 @@ static void zk_init(struct ejob *j)
         free(text);
         j->fwd.chunk_ver[k] = 0;
     }
-    XGROW(in->txns, cap, n_txns + 1);
-    in->txns[n_txns++] = t;
-    t = coord_txn_new();
+    /* The state last: in the creates' last multi-op when it fits (a small job's znodes are
+     * one round trip, and a multi-op applies whole, so the state is never there without
+     * the rest), else in a multi-op of its own after them. */
     char *st = engine__state_encode(&j->st, e->node_id, j->token);
+    if (coord_txn_bytes(t) + strlen(st) + 200 > e->budget) {
+        XGROW(in->txns, cap, n_txns + 1);
+        in->txns[n_txns++] = t;
+        t = coord_txn_new();
+    }
     zkpath_job_state(path, sizeof(path), j->id);
     coord_txn_create(t, path, st, 0);
     free(st);

@@ -128,6 +128,21 @@ void engine_metrics(const struct engine *e, struct evbuffer *out, bool tenants, 
     prom_family(out, "drover_engine_handover_duration_seconds", "histogram",
                 "From the ring moving a job away to its lock released.");
     prom_histo_write(&e->h_handover, out, "drover_engine_handover_duration_seconds", "");
+    prom_family(out, "drover_engine_pg_transactions_total", "counter",
+                "PostgreSQL transactions this node sent for its jobs (load, start, rounds, end).");
+    evbuffer_add_printf(out, "drover_engine_pg_transactions_total %lu\n", st.pg_txns);
+    prom_family(out, "drover_engine_pg_batches_total", "counter",
+                "The rounds' PostgreSQL batches (transactions) this node sent for its jobs.");
+    evbuffer_add_printf(out, "drover_engine_pg_batches_total %lu\n", st.pg_batches);
+    prom_family(out, "drover_engine_pg_batch_jobs_total", "counter",
+                "Jobs carried by the rounds' PostgreSQL batches (one batch carries one or more).");
+    evbuffer_add_printf(out, "drover_engine_pg_batch_jobs_total %lu\n", st.pg_batch_jobs);
+    prom_family(out, "drover_engine_zk_multi_jobs_total", "counter",
+                "Jobs carried by the rounds' ZooKeeper multi-ops (one carries one or more).");
+    evbuffer_add_printf(out, "drover_engine_zk_multi_jobs_total %lu\n", st.zk_multi_jobs);
+    prom_family(out, "drover_engine_zk_multis_total", "counter",
+                "ZooKeeper multi-ops this node sent for its jobs (start, rounds, sweep).");
+    evbuffer_add_printf(out, "drover_engine_zk_multis_total %lu\n", st.zk_multis);
     prom_family(out, "drover_engine_jobs_lost_total", "counter",
                 "Jobs whose lock this node lost (session expired, or fenced out).");
     evbuffer_add_printf(out, "drover_engine_jobs_lost_total %lu\n", st.lost);

@@ -109,6 +109,7 @@ static void sweep_next(struct sweep *s)
     struct coord_txn *t = coord_txn_new();
     while (s->pos < s->n_dels && (coord_txn_count(t) == 0 || coord_txn_bytes(t) < j->e->budget / 2))
         coord_txn_delete(t, s->dels[s->pos++], -1);
+    j->e->stats.zk_multis++;
     coord_txn_commit(j->e->zk, t, j->lock, on_deleted, s);
 }
 

@@ -1,0 +1,316 @@
+/*
+ * batch: the writes of all the jobs this node owns, together ("Batching across jobs" in
+ * docs/engine.md). commit.c makes each job's round as before (its PostgreSQL batch, its
+ * ZooKeeper multi-op, one of each in flight per job) and hands them here; the rounds the
+ * jobs made in one turn of the loop go out in one PostgreSQL transaction and one ZooKeeper
+ * multi-op (several when over the byte budget), at most one of each in flight per node:
+ * what the jobs write while one is in flight gathers for the next. Each job hears how its
+ * part went as if it had been sent alone (commit.c's pg_done and on_zk), so the job's own
+ * pipeline, its rules (docs/engine.md "One attempt of one task") and its fencing are
+ * unchanged. Loop thread only; the PostgreSQL work runs on a store thread.
+ *
+ * Fencing, per job, in a batch:
+ *   PostgreSQL (engine__pg_multi_work, job_pg.c): one statement locks the jobs' rows in id
+ *     order (two batches never deadlock: each takes its locks in the same order) and
+ *     compares each token; a job fenced out is left out (DRV_ECONFLICT: it is lost), each
+ *     other job's writes run under a SAVEPOINT, so a job whose writes fail has its part
+ *     rolled back and the others commit.
+ *   ZooKeeper: a multi-op applies whole or not at all, so each job's part begins with a check
+ *     of its lock's contender znode (what coord_txn_commit's fence checks for one), then its
+ *     ops (the state's versioned set first). When an op fails, the part it is in says whose:
+ *     that job hears the failure alone (lost for a fence or a version, its record delete
+ *     dropped, ...), and the other jobs' parts are sent again at once, without it. A job
+ *     whose lock is not held when the batch is made is not put in (lost at once).
+ *
+ * Invariants:
+ *   1. A job's round is in at most one batch, and a batch holds at most one round per job
+ *      (commit.c's pg_busy and zk_busy: one of each in flight per job).
+ *   2. Every round handed here is answered once, through pg_done or on_zk, also when the
+ *      engine stops (engine__batch_free).
+ *   3. A job's part of a ZooKeeper batch applies only with its lock's check in the same
+ *      multi-op; a job's part of a PostgreSQL batch only after its token is compared, under
+ *      its row's lock held to the commit.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "coord.h"
+#include "engine_int.h"
+#include "job_pg.h"
+#include "log.h"
+#include "store.h"
+#include "xalloc.h"
+
+#define MOD "engine"
+
+/* ---- PostgreSQL: the jobs' batches together ------------------------------------------------ */
+
+/* The batches the jobs made in one turn of the loop go in one transaction
+ * (engine__pg_multi_work; one job's alone: its own fenced transaction, as before), at most
+ * ENGINE_PG_MULTIS in flight: while they are, what the jobs write meanwhile gathers for the
+ * next. */
+#define ENGINE_PG_MULTIS 1
+
+struct pgmulti {
+    struct engine *e;
+    struct pgb **g;
+    struct engine__pg_batch **b;
+    struct engine__pg_multi m;
+};
+
+static void gather_cb(evutil_socket_t fd, short what, void *arg);
+
+void engine__batch_pg(struct engine *e, struct pgb *g)
+{
+    XGROW(e->gather, e->cap_gather, e->n_gather + 1);
+    e->gather[e->n_gather++] = g;
+    if (!e->gather_ev)
+        e->gather_ev = event_new(e->base, -1, 0, gather_cb, e);
+    /* At the end of this turn: what the other jobs write in it goes in too. */
+    if (e->pg_multis < ENGINE_PG_MULTIS)
+        event_active(e->gather_ev, EV_TIMEOUT, 0);
+}
+
+/* Job ids are bigints: shorter is smaller. */
+static int by_id(const void *a, const void *b)
+{
+    const struct engine__pg_batch *x = *(struct engine__pg_batch *const *)a,
+                                  *y = *(struct engine__pg_batch *const *)b;
+    size_t lx = strlen(x->id), ly = strlen(y->id);
+    return lx != ly ? (lx < ly ? -1 : 1) : strcmp(x->id, y->id);
+}
+
+static int multi_work(PGconn *conn, void *arg, struct drv_err *err)
+{
+    struct pgmulti *pm = arg;
+    if (pm->m.n > 1)
+        return engine__pg_multi_work(conn, &pm->m, err);
+    /* One job: its own fenced transaction, as before batching. */
+    pm->m.rc[0] = engine__pg_batch_work(conn, pm->b[0], err);
+    if (pm->m.rc[0])
+        pm->m.err[0] = *err;
+    return pm->m.rc[0];
+}
+
+static void multi_done(int rc, const struct drv_err *err, void *arg)
+{
+    struct pgmulti *pm = arg;
+    struct engine *e = pm->e;
+    e->pg_multis--;
+    /* Nothing was written (the work may not even have run: no connection): every job hears
+     * why, or a round never written would count as written. */
+    for (size_t i = 0; rc && i < pm->m.n; i++) {
+        pm->m.rc[i] = rc;
+        pm->m.err[i] = *err;
+    }
+    for (size_t i = 0; i < pm->m.n; i++) {
+        if (pm->m.n > 1 && !rc && pm->m.rc[i] == DRV_ECONFLICT)
+            log_info(MOD, "event=job-fenced-in-batch job=%s batch=%zu store=pg", pm->b[i]->id,
+                     pm->m.n);
+        else if (pm->m.n > 1 && !rc && pm->m.rc[i])
+            log_info(MOD, "event=job-part-failed-in-batch job=%s batch=%zu error=\"%s\"",
+                     pm->b[i]->id, pm->m.n, pm->m.err[i].msg);
+        engine__pgb_done(pm->m.rc[i], &pm->m.err[i], pm->b[i]->back);
+    }
+    free(pm->g);
+    free(pm->b);
+    free(pm->m.rc);
+    free(pm->m.err);
+    free(pm);
+    if (e->n_gather && e->pg_multis < ENGINE_PG_MULTIS && e->gather_ev)
+        event_active(e->gather_ev, EV_TIMEOUT, 0);
+}
+
+static void gather_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct engine *e = arg;
+    if (!e->n_gather || e->pg_multis >= ENGINE_PG_MULTIS)
+        return;
+    size_t n = e->n_gather;
+    struct pgb **gs = e->gather;
+    e->gather = NULL;
+    e->n_gather = e->cap_gather = 0;
+    e->stats.pg_txns++;
+    e->stats.pg_batches++;
+    e->stats.pg_batch_jobs += n;
+    struct pgmulti *pm = xcalloc(1, sizeof(*pm));
+    pm->e = e;
+    pm->g = gs;
+    pm->b = xcalloc(n, sizeof(*pm->b));
+    for (size_t i = 0; i < n; i++) {
+        pm->b[i] = engine__pgb_batch(gs[i]);
+        pm->b[i]->back = gs[i]; /* the way back from the sorted batches */
+    }
+    qsort(pm->b, n, sizeof(*pm->b), by_id);
+    pm->m.b = pm->b;
+    pm->m.n = n;
+    pm->m.rc = xcalloc(n, sizeof(*pm->m.rc));
+    pm->m.err = xcalloc(n, sizeof(*pm->m.err));
+    e->pg_multis++;
+    store_submit(e->db, multi_work, multi_done, pm);
+}
+
+/* ---- ZooKeeper: the jobs' multi-ops together ------------------------------------------------ */
+
+/* The multi-ops the jobs made in one turn of the loop go in one (within the byte budget; over
+ * it, in several), at most ENGINE_ZK_MULTIS in flight: while they are, the jobs' next ones
+ * gather. One job's alone is fenced by its lock as before; several carry each job's fence as
+ * a check of its lock's contender znode, followed by that job's ops (its state's versioned
+ * set first). A multi-op applies whole or not at all: when one job's op fails (its lock gone,
+ * its version moved, a run record already deleted), that job hears it as if it had been
+ * alone, and the others are sent again without it at once (docs/engine.md "Batching across
+ * jobs"). */
+#define ENGINE_ZK_MULTIS 1
+
+struct zmulti {
+    struct engine *e;
+    struct etxn **ts;
+    size_t *off; /* index in the multi-op of each job's fence check */
+    size_t n, cap;
+    size_t bytes;
+};
+
+static void zgather_cb(evutil_socket_t fd, short what, void *arg);
+static void zmulti_send(struct zmulti *zm);
+
+void engine__batch_zk(struct engine *e, struct etxn *t)
+{
+    XGROW(e->zgather, e->cap_zgather, e->n_zgather + 1);
+    e->zgather[e->n_zgather++] = t;
+    if (!e->zgather_ev)
+        e->zgather_ev = event_new(e->base, -1, 0, zgather_cb, e);
+    if (e->zk_multis < ENGINE_ZK_MULTIS)
+        event_active(e->zgather_ev, EV_TIMEOUT, 0);
+}
+
+static void on_zmulti(const struct coord_txn_result *r, void *arg)
+{
+    struct zmulti *zm = arg;
+    struct engine *e = zm->e;
+    e->zk_multis--;
+    if (zm->n == 1) {
+        engine__etxn_done(r, zm->ts[0]);
+    } else if (r->rc == DRV_ETOOBIG) {
+        /* Each part fits the budget by its estimate, the encoded whole did not fit the
+         * session's limit: each part alone, now (nothing was sent). */
+        for (size_t i = 0; i < zm->n; i++) {
+            struct zmulti *one = xcalloc(1, sizeof(*one));
+            one->e = e;
+            XGROW(one->ts, one->cap, 1);
+            one->off = xcalloc(one->cap, sizeof(*one->off));
+            one->ts[one->n++] = zm->ts[i];
+            zmulti_send(one);
+        }
+    } else if (r->rc == 0 || r->failed_op < 0) {
+        /* Applied, or not for a reason that is every job's (connection, budget): each job
+         * settles it as its own (an unknown outcome: each reads its state's version). */
+        struct coord_txn_result one = {.rc = r->rc, .failed_op = -1, .zrc = r->zrc};
+        for (size_t i = 0; i < zm->n; i++)
+            engine__etxn_done(&one, zm->ts[i]);
+    } else {
+        size_t bad = 0;
+        while (bad + 1 < zm->n && zm->off[bad + 1] <= (size_t)r->failed_op)
+            bad++;
+        for (size_t i = 0; i < zm->n; i++) {
+            if (i != bad) {
+                engine__batch_zk(
+                    e, zm->ts[i]); /* nothing applied: again, without the one that failed */
+                continue;
+            }
+            size_t local = (size_t)r->failed_op - zm->off[i];
+            struct coord_txn_result one = {.rc = local == 0 ? DRV_ECONFLICT : r->rc,
+                                           .failed_op = local == 0 ? -1 : (int)local - 1,
+                                           .zrc = r->zrc};
+            log_info(MOD, "event=job-fenced-in-batch job=%s batch=%zu store=zk op=%zu",
+                     engine__etxn_job(zm->ts[i])->id, zm->n, local);
+            engine__etxn_done(&one, zm->ts[i]);
+        }
+    }
+    free(zm->ts);
+    free(zm->off);
+    free(zm);
+    if (e->n_zgather && e->zk_multis < ENGINE_ZK_MULTIS && e->zgather_ev)
+        event_active(e->zgather_ev, EV_TIMEOUT, 0);
+}
+
+static void zmulti_send(struct zmulti *zm)
+{
+    struct engine *e = zm->e;
+    e->zk_multis++;
+    e->stats.zk_multis++;
+    e->stats.zk_multi_jobs += zm->n;
+    struct coord_txn *c = coord_txn_new();
+    if (zm->n == 1) {
+        engine__etxn_ops(c, zm->ts[0]);
+        coord_txn_commit(e->zk, c, engine__etxn_job(zm->ts[0])->lock, on_zmulti, zm);
+        return;
+    }
+    for (size_t i = 0; i < zm->n; i++) {
+        zm->off[i] = coord_txn_count(c);
+        coord_txn_check(c, coord_lock_node(engine__etxn_job(zm->ts[i])->lock), -1);
+        engine__etxn_ops(c, zm->ts[i]);
+    }
+    coord_txn_commit(e->zk, c, NULL, on_zmulti, zm);
+}
+
+static void zgather_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct engine *e = arg;
+    if (!e->n_zgather || e->zk_multis >= ENGINE_ZK_MULTIS)
+        return;
+    size_t n = e->n_zgather;
+    struct etxn **ts = e->zgather;
+    e->zgather = NULL;
+    e->n_zgather = e->cap_zgather = 0;
+    struct zmulti *zm = NULL;
+    for (size_t i = 0; i < n; i++) {
+        struct etxn *t = ts[i];
+        struct ejob *j = engine__etxn_job(t);
+        if (!engine__job_alive(j) || !coord_lock_held(j->lock)) {
+            /* Settled alone: a dead job's is dropped, a lock not held is lost. */
+            struct coord_txn_result one = {.rc = DRV_ECONFLICT, .failed_op = -1};
+            engine__etxn_done(&one, t);
+            continue;
+        }
+        if (zm && zm->bytes + engine__etxn_bytes(t) + 128 > e->budget) {
+            zmulti_send(zm);
+            zm = NULL;
+        }
+        if (!zm) {
+            zm = xcalloc(1, sizeof(*zm));
+            zm->e = e;
+        }
+        XGROW(zm->ts, zm->cap, zm->n + 1);
+        zm->off = xrealloc(zm->off, zm->cap * sizeof(*zm->off));
+        zm->ts[zm->n++] = t;
+        zm->bytes += engine__etxn_bytes(t) + 128;
+    }
+    if (zm)
+        zmulti_send(zm);
+    free(ts);
+}
+
+void engine__batch_free(struct engine *e)
+{
+    struct drv_err err;
+    drv_err_set(&err, DRV_EAGAIN, 0, "the engine stopped");
+    for (size_t i = 0; i < e->n_gather; i++)
+        engine__pgb_done(DRV_EAGAIN, &err, e->gather[i]);
+    free(e->gather);
+    e->gather = NULL;
+    e->n_gather = 0;
+    if (e->gather_ev)
+        event_free(e->gather_ev);
+    e->gather_ev = NULL;
+    struct coord_txn_result gone = {.rc = DRV_ECONFLICT, .failed_op = -1};
+    for (size_t i = 0; i < e->n_zgather; i++)
+        engine__etxn_done(&gone, e->zgather[i]); /* (their jobs are dead: only freed) */
+    free(e->zgather);
+    e->zgather = NULL;
+    e->n_zgather = 0;
+    if (e->zgather_ev)
+        event_free(e->zgather_ev);
+    e->zgather_ev = NULL;
+}
