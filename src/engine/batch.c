@@ -26,7 +26,8 @@
  *   1. A job's round is in at most one batch, and a batch holds at most one round per job
  *      (commit.c's pg_busy and zk_busy: one of each in flight per job).
  *   2. Every round handed here is answered once, through pg_done or on_zk, also when the
- *      engine stops (engine__batch_free).
+ *      engine stops (engine__batch_free), and also when coord answers a multi-op after the
+ *      engine is freed (an orphaned zmulti: its jobs are dead, their parts only freed).
  *   3. A job's part of a ZooKeeper batch applies only with its lock's check in the same
  *      multi-op; a job's part of a PostgreSQL batch only after its token is compared, under
  *      its row's lock held to the commit.
@@ -165,7 +166,7 @@ static void gather_cb(evutil_socket_t fd, short what, void *arg)
 #define ENGINE_ZK_MULTIS 1
 
 struct zmulti {
-    struct engine *e;
+    struct engine *e; /* NULL once the engine stopped with it in flight (orphaned) */
     struct etxn **ts;
     size_t *off; /* index in the multi-op of each job's fence check */
     size_t n, cap;
@@ -185,10 +186,31 @@ void engine__batch_zk(struct engine *e, struct etxn *t)
         event_active(e->zgather_ev, EV_TIMEOUT, 0);
 }
 
+static void zflying_del(struct engine *e, struct zmulti *zm)
+{
+    for (size_t i = 0; i < e->n_zflying; i++)
+        if (e->zflying[i] == zm) {
+            e->zflying[i] = e->zflying[--e->n_zflying];
+            return;
+        }
+}
+
 static void on_zmulti(const struct coord_txn_result *r, void *arg)
 {
     struct zmulti *zm = arg;
     struct engine *e = zm->e;
+    if (!e) {
+        /* Answered after the engine stopped (coord's session is freed after it): the jobs
+           are dead, their parts are only freed. */
+        struct coord_txn_result gone = {.rc = DRV_ECONFLICT, .failed_op = -1};
+        for (size_t i = 0; i < zm->n; i++)
+            engine__etxn_done(&gone, zm->ts[i]);
+        free(zm->ts);
+        free(zm->off);
+        free(zm);
+        return;
+    }
+    zflying_del(e, zm);
     e->zk_multis--;
     if (zm->n == 1) {
         engine__etxn_done(r, zm->ts[0]);
@@ -238,6 +260,8 @@ static void on_zmulti(const struct coord_txn_result *r, void *arg)
 static void zmulti_send(struct zmulti *zm)
 {
     struct engine *e = zm->e;
+    XGROW(e->zflying, e->cap_zflying, e->n_zflying + 1);
+    e->zflying[e->n_zflying++] = zm;
     e->zk_multis++;
     e->stats.zk_multis++;
     e->stats.zk_multi_jobs += zm->n;
@@ -313,4 +337,9 @@ void engine__batch_free(struct engine *e)
     if (e->zgather_ev)
         event_free(e->zgather_ev);
     e->zgather_ev = NULL;
+    for (size_t i = 0; i < e->n_zflying; i++)
+        ((struct zmulti *)e->zflying[i])->e = NULL; /* on_zmulti frees it, whenever */
+    free(e->zflying);
+    e->zflying = NULL;
+    e->n_zflying = e->cap_zflying = 0;
 }

@@ -224,6 +224,13 @@ static void reconcile_soon(evutil_socket_t fd, short what, void *arg)
 void engine__job_gone(struct engine *e, struct ejob *j)
 {
     engine__watchdog_forget(j);
+    if (j->acl_bound) {
+        /* Nothing more of it is created on this session: its znodes' tenant is forgotten
+           (counted: a new owner object of the same job binds again). */
+        char jp[128];
+        coord_acl_unbind(e->zk, zkpath_job(jp, sizeof(jp), j->id));
+        j->acl_bound = false;
+    }
     if (strmap_get(e->jobs, j->id) == j) {
         strmap_del(e->jobs, j->id);
         engine__job_unref(j);

@@ -430,6 +430,10 @@ struct engine {
     size_t n_zgather, cap_zgather;
     struct event *zgather_ev;
     int zk_multis; /* such multi-ops in flight (at most ENGINE_ZK_MULTIS) */
+    /* Those multi-ops (batch.c's struct zmulti): engine__batch_free orphans them, so that
+       an answer coord delivers after the engine is gone touches nothing of it. */
+    void **zflying;
+    size_t n_zflying, cap_zflying;
 };
 
 enum ejob_own {

@@ -112,9 +112,8 @@ void engine__job_ref(struct ejob *j)
 
 static void job_free(struct ejob *j)
 {
-    char jp[128];
-    if (j->acl_bound)
-        coord_acl_unbind(j->e->zk, zkpath_job(jp, sizeof(jp), j->id));
+    /* (Its ACL binding went with engine__job_gone: the last reference may go after the
+       engine, from coord's session being freed, and j->e is then gone.) */
     engine__plan_clear(&j->fwd);
     engine__plan_clear(&j->rb);
     engine__plan_out_clear(&j->po);
