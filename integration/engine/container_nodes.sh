@@ -70,10 +70,10 @@ installs_running() {
 CTS=()
 wait_until 300 "the three zookeeper-server installs to run in their nodes on worker-2" installs_running
 # waits_in ID: the pids of the plugin's "wait for the run" commands in node ID (sshrun.c's
-# wait_sh, whose script alone begins its work with H="$1"; n="$2"; ps shows its first line).
+# wait_sh, whose script alone begins its work with H="$1"; end=...; ps shows its first line).
 waits_in() {
   # shellcheck disable=SC2016 # the script's own text
-  ct_exec "$1" ps -e -o pid= -o args= 2> /dev/null | grep -F 'H="$1"; n="$2"; i=0' | awk '{print $1}' | sort
+  ct_exec "$1" ps -e -o pid= -o args= 2> /dev/null | grep -F 'H="$1"; end=$((' | awk '{print $1}' | sort
 }
 declare -A old_waits
 for id in "${CTS[@]}"; do old_waits[$id]=$(waits_in "$id"); done
