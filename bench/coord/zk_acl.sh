@@ -45,10 +45,9 @@ walk() { # NAME: start droverd-1 with credentials, print its walk, stop it
   line=$(grep -o 'event=acl-fixup root=/drover znodes=[0-9]* changed=[0-9]* ms=[0-9]*' "$T/droverd-1.log" | tail -n 1)
   kill "$(pid_of droverd-1)"
   wait_exit droverd-1 30 > /dev/null
-  local znodes changed ms
-  znodes=$(sed 's/.*znodes=\([0-9]*\).*/\1/' <<< "$line")
-  changed=$(sed 's/.*changed=\([0-9]*\).*/\1/' <<< "$line")
-  ms=$(sed 's/.*ms=\([0-9]*\).*/\1/' <<< "$line")
+  local znodes="" changed="" ms=""
+  [[ $line =~ znodes=([0-9]+)\ changed=([0-9]+)\ ms=([0-9]+) ]] &&
+    znodes=${BASH_REMATCH[1]} changed=${BASH_REMATCH[2]} ms=${BASH_REMATCH[3]}
   echo "zk-acl: $1: $znodes znodes walked, $changed changed, in $ms ms:" \
     "$(echo "scale=3; $ms / $znodes" | bc) ms a znode"
 }

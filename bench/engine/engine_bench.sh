@@ -213,7 +213,7 @@ PY
     read -r n secs rate <<< "$(throughput "$J" | tr '|' ' ')"
     owner=$(psql_q "SELECT owner FROM jobs WHERE id = $J")
     echo "big: $n noop tasks in $secs s: $rate tasks/s end to end (request to succeeded: $((t1 - t0)) ms)"
-    echo "big: peak RSS of the owner $owner: $(rss_of "$owner") kB; of the others: $(for n in 1 2 3; do echo -n "$(rss_of droverd-$n) "; done)kB"
+    echo "big: peak RSS of the owner $owner: $(rss_of "$owner") kB; of the others: $(for d in 1 2 3; do echo -n "$(rss_of droverd-$d) "; done)kB"
     api_node=$(rss_of droverd-1)
     bytes=$(curl -s -o /dev/null -w '%{size_download}' -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/v1/jobs/$J")
     echo "big: one GET /v1/jobs/$J with its $n tasks: $bytes bytes; peak RSS of the node serving it $api_node -> $(rss_of droverd-1) kB"
