@@ -36,8 +36,10 @@ ct_worker() {
     "worker.host_conf = $T/host.conf"
 }
 start_droverd 1
+# Only worker-1 at first, so that a create surely runs there (with both, a loaded CI machine
+# saw worker-2 take every create: the test waited 120 s for one on worker-1 and failed);
+# worker-2 comes once worker-1 runs one, before worker-1 is killed.
 ct_worker worker-1
-ct_worker worker-2
 expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant acme"
 TOKEN=$(body_of "$(api POST /v1/users '{"name":"alice","role":"admin","tenant":"acme"}' "$SUPER")" | jq -r .token)
 catalogue_json "$DROVER_SOURCE_DIR/conf/catalog" > "$T/catalog.json"
@@ -53,6 +55,7 @@ create_on_worker_1() {
 }
 victim=""
 wait_until 120 "a create to run on worker-1" create_on_worker_1
+ct_worker worker-2
 kill -9 "$(pid_of worker-1)"
 pass "worker-1 SIGKILLed while it ran $victim"
 
