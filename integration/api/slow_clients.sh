@@ -46,12 +46,14 @@ slow_result() {
 # 1. Slowloris beyond the connection limit, from one address.
 slow -H 20 loris -c 400 -r 200 -i 1 -x 10 -u "http://127.0.0.1:$PORT/v1/whoami"
 sleep 1.5 # the attack is under way: its connections are open
-n=0
+n=0 peak=0
 while kill -0 "$slow_pid" 2> /dev/null; do
   for p in /v1/whoami /healthz /readyz; do
     code=$(other "$p")
     [ "$code" = 200 ] || fail "slowloris: another client's GET $p got $code"
   done
+  open=$(metric "$PORT" drover_http_connections --interface "$OTHER")
+  [ "${open:-0}" -gt "$peak" ] && peak=$open
   n=$((n + 1))
   sleep 0.5
 done
@@ -62,8 +64,13 @@ read -r second status <<< "$(slow_result loris)"
   fail "slowloris: slowhttptest says \"$status\" on second $second (connections held to the end)"
 [ "$(metric "$PORT" drover_http_request_timeouts_total --interface "$OTHER")" -ge 50 ] ||
   fail "slow heads were not cut: timeouts $(metric "$PORT" drover_http_request_timeouts_total --interface "$OTHER")"
-[ "$(metric "$PORT" drover_http_connections_refused_total --interface "$OTHER")" -ge 100 ] ||
-  fail "the attacker's address was not limited: refused $(metric "$PORT" drover_http_connections_refused_total --interface "$OTHER")"
+# How many of the 400 the attacker got to open at once is the machine's
+# scheduling (beside two CPU hogs it refused 64, not 300); that the address
+# was held to its 100 is not: the open connections never passed it (the
+# other client's few requests are the few more), and some were refused.
+[ "$peak" -le 104 ] || fail "the attacker's address was not limited: $peak connections open at once"
+[ "$(metric "$PORT" drover_http_connections_refused_total --interface "$OTHER")" -ge 1 ] ||
+  fail "the attacker's address never reached its limit: refused $(metric "$PORT" drover_http_connections_refused_total --interface "$OTHER")"
 pass "slowloris, 400 connections: every head cut after http.header_timeout (slowhttptest: \"$status\" on second $second), another client served in all $n rounds"
 
 # 2. One address may take every slot: the probes still answer.
