@@ -35,6 +35,11 @@ look() {
 }
 look
 x0=$x y0=$y s0=$sum
+# Held while the test's gate exists: the task is running, its files already read.
+while [ -e "$GATE" ]; do
+  echo "$DROVER_JOB_ID" >> "$GATE.held"
+  sleep 0.05
+done
 ./sleep
 rc=$?
 look
@@ -43,7 +48,8 @@ exit $rc
 EOF
 # Plugins get an allow-listed environment (docs/security.md), never the test's: the log's
 # path is written into the recorder.
-sed -i "s|\"\$RES_LOG\"|\"$RES_LOG\"|" "$PDIR/sleep/record"
+GATE="$T/gate"
+sed -i "s|\"\$RES_LOG\"|\"$RES_LOG\"|; s|\"\$GATE|\"$GATE|g" "$PDIR/sleep/record"
 chmod +x "$PDIR/sleep/record"
 
 dirsum() { (cd "$1" && find . -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16); }
@@ -115,20 +121,20 @@ ann=$(zk get /drover/resources/acme | sed "s/^[^{]*//")
 echo "$ann" | jq -e '.version == 1 and (.sha256 | length == 64)' > /dev/null || fail "announcement: $ann"
 [ ${#ann} -lt 200 ] || fail "the announcement is large: $ann"
 for w in worker-1 worker-2; do
-  for _ in $(seq 100); do [ -d "$T/$w.state/resources/1" ] && break; sleep 0.1; done
-  [ -d "$T/$w.state/resources/1" ] || fail "$w did not fetch version 1"
+  wait_until 60 "$w to fetch version 1" test -d "$T/$w.state/resources/1"
   [ "$(dirsum "$T/$w.state/resources/1")" = "$SUM1" ] || fail "$w's version 1 differs"
   [ -x "$T/$w.state/resources/1/run.sh" ] || fail "$w: run.sh lost its executable bit"
 done
 pass "push 1: announced as {version, sha256} only, both workers fetched it in the background"
 
 # ---- a job runs while version 2 is pushed
+# Its first tasks are held at the gate, running, while the push is made; then it is paused
+# (what runs finishes), the workers that have version 1 are stopped, and it is resumed: the
+# rest of it can only go to a new worker with an empty state directory, which fetches version
+# 2 (announced) in the background and version 1 (pinned by job 1) when a task needs it.
+touch "$GATE"
 read -r _ J1 <<< "$(create_cluster c1 3 '{"duration_ms": 150}')"
-for _ in $(seq 300); do
-  [ "$(grep -c "^$J1 " "$RES_LOG" || true)" -ge 3 ] && break
-  sleep 0.1
-done
-[ "$(job_field "$J1" .status)" = running ] || fail "job $J1 is not running any more: push too late for the test"
+wait_until 120 "a task of job $J1 to be held at the gate" grep -qx "$J1" "$GATE.held"
 echo v2 > "$T/res/x"
 echo v2 > "$T/res/sub/y"
 echo extra > "$T/res/sub/z"
@@ -136,12 +142,14 @@ PUSH2_MS=$(now_ms)
 D resources push "$T/res" > "$T/push2.out" || fail "push 2: $(cat "$T/push2.out")"
 grep -q "resources version 2:" "$T/push2.out" || fail "push 2 said: $(cat "$T/push2.out")"
 SUM2=$(dirsum "$T/res")
-[ "$(job_field "$J1" .status)" = running ] || fail "job $J1 ended before the push: the test proves nothing"
-# The rest of job 1 goes to a new worker with an empty state directory: it fetches version 2
-# (announced) in the background and version 1 (pinned by job 1) when a task needs it.
+[ "$(job_field "$J1" .status)" = running ] || fail "job $J1 is not running during push 2: $(job_field "$J1" .status)"
+expect 202 "$(api POST "/v1/jobs/$J1/pause")" '.control == "pause"' "pause job $J1"
+rm -f "$GATE"
+wait_job "$J1" paused 120
 start_res_worker worker-3
 stop_worker worker-1
 stop_worker worker-2
+expect 202 "$(api POST "/v1/jobs/$J1/resume")" '.control == "resume"' "resume job $J1"
 wait_job "$J1" succeeded 120
 read -r _ J2 <<< "$(create_cluster c2 2)"
 wait_job "$J2" succeeded 90
@@ -168,8 +176,7 @@ r=$(curl -s -H "Authorization: Bearer $USER_TOKEN" "$URL/v1/resources/2")
 [ "$(printf '%s' "$r" | sha256sum | cut -c1-64)" = "$(body_of "$(api GET /v1/resources)" | jq -r '.items[0].sha256')" ] ||
   fail "the fetched body's digest is not the version's sha256"
 w=worker-3
-for _ in $(seq 150); do [ ! -e "$T/$w.state/resources/1" ] && break; sleep 0.1; done
-[ ! -e "$T/$w.state/resources/1" ] || fail "$w kept version 1: $(ls "$T/$w.state/resources")"
+poll_until 120 test ! -e "$T/$w.state/resources/1" || fail "$w kept version 1: $(ls "$T/$w.state/resources")"
 [ -d "$T/$w.state/resources/2" ] || fail "$w removed version 2"
 [ "$(psql_q "SELECT count(*) FROM audit_log WHERE action = 'resources.push'")" = 2 ] || fail "audit of pushes"
 pass "versions listed (who, when, sha256); the fetch is the checksummed body; version 1 removed once unused, 2 kept"
