@@ -1,15 +1,15 @@
 /*
  * run: one task from its job's context to its plugin's outcome, the part of the
- * take-run-complete loop (worker.c) between "recorded" and "completing":
+ * take-run-complete loop (take.c, attempt.c) between "recorded" and "completing":
  *
  *   RECORDING --recorded--> CONTEXT --the job's context (jobctx.c)--> [NODES: the nodes map]
  *     --> [RESOURCES: the pinned resources version (resources.c)] --> RUNNING: the plugin
  *     spawned under its guard (proc.c), with the task JSON on stdin and the environment
- *     below --plugin ended--> the run record's outcome --> COMPLETING (worker.c)
+ *     below --plugin ended--> the run record's outcome --> COMPLETING (attempt.c)
  *
  * Also here: the plugins' environment (an allow-list: sandbox.c), and the lease this loop renews
- * for every running plugin (proc.c, "The lease"). Loop thread only, like worker.c; the objects are
- * worker_int.h's, and worker.c's design note numbers their invariants (wtask_check).
+ * for every running plugin (proc.c, "The lease"). Loop thread only, like attempt.c; the objects are
+ * worker_int.h's, and attempt.c's design note numbers their invariants (wtask_check).
  */
 #include <stdio.h>
 #include <stdlib.h>
