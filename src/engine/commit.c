@@ -87,17 +87,23 @@ void engine__kick(struct ejob *j)
     event_active(j->kick_ev, EV_TIMEOUT, 0);
 }
 
-void engine__commit_retry_later(struct ejob *j)
+void engine__commit_backoff(struct ejob *j, struct event **ev,
+                            void (*cb)(evutil_socket_t, short, void *))
 {
     j->backoff_ms = j->backoff_ms ? j->backoff_ms * 2 : BACKOFF_MIN_MS;
     if (j->backoff_ms > BACKOFF_MAX_MS)
         j->backoff_ms = BACKOFF_MAX_MS;
     /* Jitter, so that many jobs of one node do not retry in step. */
     int ms = j->backoff_ms / 2 + rand() % (j->backoff_ms / 2 + 1);
-    if (!j->retry_ev)
-        j->retry_ev = evtimer_new(j->e->base, commit_cb, j);
+    if (!*ev)
+        *ev = evtimer_new(j->e->base, cb, j);
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-    evtimer_add(j->retry_ev, &tv);
+    evtimer_add(*ev, &tv);
+}
+
+void engine__commit_retry_later(struct ejob *j)
+{
+    engine__commit_backoff(j, &j->retry_ev, commit_cb);
 }
 
 /* ---- the end ------------------------------------------------------------------------------------

@@ -24,8 +24,6 @@
 #include "xalloc.h"
 
 #define MOD "engine"
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 5000
 
 /* After a failed PostgreSQL write: that write alone, again (see "PostgreSQL unreachable"). */
 static void pg_retry_cb(evutil_socket_t fd, short what, void *arg)
@@ -41,14 +39,7 @@ static void pg_retry_cb(evutil_socket_t fd, short what, void *arg)
 
 static void pg_retry_later(struct ejob *j)
 {
-    j->backoff_ms = j->backoff_ms ? j->backoff_ms * 2 : BACKOFF_MIN_MS;
-    if (j->backoff_ms > BACKOFF_MAX_MS)
-        j->backoff_ms = BACKOFF_MAX_MS;
-    int ms = j->backoff_ms / 2 + rand() % (j->backoff_ms / 2 + 1);
-    if (!j->pg_retry_ev)
-        j->pg_retry_ev = evtimer_new(j->e->base, pg_retry_cb, j);
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-    evtimer_add(j->pg_retry_ev, &tv);
+    engine__commit_backoff(j, &j->pg_retry_ev, pg_retry_cb);
 }
 
 /* ---- PostgreSQL --------------------------------------------------------------------------- */

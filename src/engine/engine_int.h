@@ -47,6 +47,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <event2/util.h>
+
 #include "engine.h"
 #include "error.h"
 #include "format.h"
@@ -685,7 +687,11 @@ void engine__withdraw_retries(struct ejob *j);
  * flight (what comes meanwhile goes in the next round). */
 void engine__kick(struct ejob *j);
 void engine__commit_cancel(struct ejob *j);
-/* The next round after a backoff (100 ms doubling to 5 s, jittered; reset by a write). */
+/* Arm *ev (made with cb and j on first use) after the job's backoff: 100 ms doubling to
+ * 5 s, jittered, one backoff per job (j->backoff_ms; a write that succeeds resets it). */
+void engine__commit_backoff(struct ejob *j, struct event **ev,
+                            void (*cb)(evutil_socket_t, short, void *));
+/* The next round after the backoff. */
 void engine__commit_retry_later(struct ejob *j);
 /* commit_pg.c: collect what PostgreSQL lacks and submit it (batch.c); false when there is
  * nothing. Only while no batch of the job's is in flight (j->pg_busy). */
