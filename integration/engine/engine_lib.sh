@@ -59,12 +59,16 @@ start_worker() {
 }
 
 # setup_tenant: tenant acme, its admin ($TOKEN), the test catalogue imported.
-setup_tenant() {
+setup_tenant() { setup_tenant_from "$CATALOG"; }
+
+# setup_tenant_from DIR: the same with the catalogue of DIR (the shipped one:
+# $DROVER_SOURCE_DIR/conf/catalog).
+setup_tenant_from() {
   expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant acme"
   # shellcheck disable=SC2034 # api's default token, for the tests that source this file
   TOKEN=$(body_of "$(api POST /v1/users '{"name":"alice","role":"admin","tenant":"acme"}' "$SUPER")" | jq -r .token)
-  catalogue_json "$CATALOG" > "$T/catalog.json"
-  expect 200 "$(api POST /v1/import "@$T/catalog.json")" '' "import the test catalogue"
+  catalogue_json "$1" > "$T/catalog.json"
+  expect 200 "$(api POST /v1/import "@$T/catalog.json")" '' "import the catalogue of $1"
 }
 
 # sleep_config [extra jq object]: the cluster config that points the sleep plugin at $RUNS.
