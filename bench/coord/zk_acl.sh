@@ -11,11 +11,7 @@
 # (event=acl-fixup ... ms=).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-export DROVER_SOURCE_DIR=${DROVER_SOURCE_DIR:-$(cd "$here/../.." && pwd)}
-export DROVER_BUILD_DIR=${DROVER_BUILD_DIR:-$DROVER_SOURCE_DIR/build-rel}
-. "$DROVER_SOURCE_DIR/integration/lib.sh"
-. "$DROVER_SOURCE_DIR/integration/api/api_lib.sh"
-. "$DROVER_SOURCE_DIR/integration/engine/engine_lib.sh"
+. "$here/../lib.sh"
 n=${1:-10000}
 PY=/usr/bin/python3 # the system's, with python3-kazoo
 

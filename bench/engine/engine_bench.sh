@@ -13,11 +13,7 @@
 # task's start), from the attempts recorded in PostgreSQL: queued to completed and recorded.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-export DROVER_SOURCE_DIR=${DROVER_SOURCE_DIR:-$(cd "$here/../.." && pwd)}
-export DROVER_BUILD_DIR=${DROVER_BUILD_DIR:-$DROVER_SOURCE_DIR/build-rel}
-. "$DROVER_SOURCE_DIR/integration/lib.sh"
-. "$DROVER_SOURCE_DIR/integration/api/api_lib.sh"
-. "$DROVER_SOURCE_DIR/integration/engine/engine_lib.sh"
+. "$here/../lib.sh"
 what=("$@")
 [ ${#what[@]} -gt 0 ] || what=(wide makespan)
 
@@ -52,27 +48,9 @@ workers() { # PLUGINS CONCURRENCY: four workers, replacing the earlier ones
   done
 }
 
-# ZooKeeper's count of requests received (its mntr four-letter word).
-zk_requests() {
-  local hp=${DROVER_ZK%%,*} out
-  hp=${hp%%/*}
-  exec 9<> "/dev/tcp/${hp%:*}/${hp#*:}"
-  printf 'mntr' >&9
-  out=$(cat <&9)
-  exec 9<&-
-  awk '$1 == "zk_packets_received" { print $2 }' <<< "$out"
-}
-
 # ZooKeeper's last zxid (its srvr four-letter word): transactions applied, within one epoch.
-zk_zxid() {
-  local hp=${DROVER_ZK%%,*} out
-  hp=${hp%%/*}
-  exec 9<> "/dev/tcp/${hp%:*}/${hp#*:}"
-  printf 'srvr' >&9
-  out=$(cat <&9)
-  exec 9<&-
-  printf '%d\n' "$(awk '$1 == "Zxid:" { print $2 }' <<< "$out")"
-}
+# (zk_requests, its requests received: engine_lib.sh.)
+zk_zxid() { printf '%d\n' "$(zk_4lw srvr | awk '$1 == "Zxid:" { print $2 }')"; }
 
 rss_of() { awk '/VmHWM/ { print $2 }' "/proc/$(pid_of "$1")/status"; }
 

@@ -19,11 +19,7 @@
 # (what each figure is: its header). Its lines start "lone:" and "small:".
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-export DROVER_SOURCE_DIR=${DROVER_SOURCE_DIR:-$(cd "$here/../.." && pwd)}
-export DROVER_BUILD_DIR=${DROVER_BUILD_DIR:-$DROVER_SOURCE_DIR/build-rel}
-. "$DROVER_SOURCE_DIR/integration/lib.sh"
-. "$DROVER_SOURCE_DIR/integration/api/api_lib.sh"
-. "$DROVER_SOURCE_DIR/integration/engine/engine_lib.sh"
+. "$here/../lib.sh"
 
 N=${N:-1000}
 IN_FLIGHT=${IN_FLIGHT:-100}

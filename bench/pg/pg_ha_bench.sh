@@ -17,11 +17,7 @@
 # with-stack was given --no-disk-sync.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-export DROVER_SOURCE_DIR=${DROVER_SOURCE_DIR:-$(cd "$here/../.." && pwd)}
-export DROVER_BUILD_DIR=${DROVER_BUILD_DIR:-$DROVER_SOURCE_DIR/build-rel}
-. "$DROVER_SOURCE_DIR/integration/lib.sh"
-. "$DROVER_SOURCE_DIR/integration/api/api_lib.sh"
-. "$DROVER_SOURCE_DIR/integration/engine/engine_lib.sh"
+. "$here/../lib.sh"
 what=("$@")
 [ ${#what[@]} -gt 0 ] || what=(throughput)
 mode=$([ "${DROVER_PG_HA:-0}" -gt 0 ] && echo "synchronous replication (${DROVER_PG_HA} servers under Patroni)" ||

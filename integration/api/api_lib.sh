@@ -84,6 +84,18 @@ catalogue_json() {
 FIXTURES="$DROVER_SOURCE_DIR/../shared/fixtures/coopr-templates"
 [ -d "$FIXTURES" ] || FIXTURES=/work/shared/fixtures/coopr-templates
 
+# setup_acme: tenant acme with its admin alice ($ADMIN, also the default $TOKEN) and user bob
+# ($USER), the Coopr catalogue ($FIXTURES) imported.
+setup_acme() {
+  expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant"
+  ADMIN=$(body_of "$(api POST /v1/users '{"name":"alice","role":"admin","tenant":"acme"}' "$SUPER")" | jq -r .token)
+  # shellcheck disable=SC2034 # for the tests that source this file
+  USER=$(body_of "$(api POST /v1/users '{"name":"bob","role":"user"}' "$ADMIN")" | jq -r .token)
+  TOKEN=$ADMIN
+  catalogue_json "$FIXTURES" > "$T/catalogue.json"
+  expect 200 "$(api POST /v1/import "@$T/catalogue.json")" '' "import"
+}
+
 # start_noop_worker NAME TENANT: a worker running every task at once (the noop plugins).
 start_noop_worker() {
   write_worker_conf "$1" "worker.tenant = $2" "worker.plugin_dir = $DROVER_BUILD_DIR/plugins" \

@@ -13,12 +13,7 @@ start_noop_worker worker-a acme
 start_noop_worker worker-b acme
 start_noop_worker worker-c acme # the 9,999-node create below is 139,993 tasks
 start_noop_worker worker-d acme
-expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant"
-ADMIN=$(body_of "$(api POST /v1/users '{"name":"alice","role":"admin","tenant":"acme"}' "$SUPER")" | jq -r .token)
-USER=$(body_of "$(api POST /v1/users '{"name":"bob","role":"user"}' "$ADMIN")" | jq -r .token)
-TOKEN=$ADMIN
-catalogue_json "$FIXTURES" > "$T/catalogue.json"
-expect 200 "$(api POST /v1/import "@$T/catalogue.json")" '' "import"
+setup_acme
 counts() { psql_q "SELECT (SELECT count(*) FROM clusters) || '/' || (SELECT count(*) FROM jobs) || '/' || (SELECT count(*) FROM entities)"; }
 
 # Item 8: the scheme is case-insensitive.

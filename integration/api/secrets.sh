@@ -11,12 +11,7 @@
 
 start_api_node droverd-a
 start_noop_worker worker-a acme
-expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant"
-ADMIN=$(body_of "$(api POST /v1/users '{"name":"alice","role":"admin","tenant":"acme"}' "$SUPER")" | jq -r .token)
-USER=$(body_of "$(api POST /v1/users '{"name":"bob","role":"user"}' "$ADMIN")" | jq -r .token)
-TOKEN=$ADMIN
-catalogue_json "$FIXTURES" > "$T/catalogue.json"
-expect 200 "$(api POST /v1/import "@$T/catalogue.json")" '' "import"
+setup_acme
 in_db() { psql_q "SELECT count(*) FROM ($1) q WHERE q::text LIKE '%$2%'"; }
 
 # A provider with sensitive values of every JSON type, nested, and one marked by path.

@@ -72,10 +72,7 @@ grep -E "event=job-fenced-in-batch job=($P|$Z) " "$log" || fail "no fenced job w
 pass "only jobs $P and $Z were fenced out, each in its own part of a batch; no other job lost or failed a write"
 
 tasks=$(psql_q "SELECT count(*) FROM tasks WHERE job_id = $P AND action <> 'anchor'")
-for J in "${ids[@]}"; do
-  [ "$(psql_q "SELECT count(*) FROM task_attempts WHERE job_id = $J AND status = 'succeeded'")" = "$tasks" ] ||
-    fail "job $J: attempt rows $(psql_q "SELECT status, count(*) FROM task_attempts WHERE job_id = $J GROUP BY 1")"
-done
+check_attempt_rows "$tasks" "${ids[@]}"
 check_attempts
 check_tree_clean
 pass "every job has its $tasks succeeded attempt rows, no task succeeded twice, the tree is clean"

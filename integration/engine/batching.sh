@@ -47,15 +47,6 @@ workers_up
 metric() { # SERIES: droverd-1's value
   curl -s "http://127.0.0.1:${DPORTS[1]}/metrics" | awk -v s="$1" '$1 == s { v = $2 } END { print v + 0 }'
 }
-zk_requests() {
-  local hp=${DROVER_ZK%%,*} out
-  hp=${hp%%/*}
-  exec 9<> "/dev/tcp/${hp%:*}/${hp#*:}"
-  printf 'mntr' >&9
-  out=$(cat <&9)
-  exec 9<&-
-  awk '$1 == "zk_packets_received" { print $2 }' <<< "$out"
-}
 none_owned() { [ "$(metric drover_engine_jobs_owned)" = 0 ]; }
 xacts() { psql_q "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
 # snap: owner's PostgreSQL transactions, its ZooKeeper multi-ops, its rounds' batches and the
@@ -110,10 +101,7 @@ rounds "at once" "$K" "$s1" "$s2"
 
 # Each job did all its work: every task succeeded with its attempt row.
 tasks=$(psql_q "SELECT count(*) FROM tasks WHERE job_id = $JA AND action <> 'anchor'")
-for J in "${ids[@]}"; do
-  [ "$(psql_q "SELECT count(*) FROM task_attempts WHERE job_id = $J AND status = 'succeeded'")" = "$tasks" ] ||
-    fail "job $J: attempt rows $(psql_q "SELECT status, count(*) FROM task_attempts WHERE job_id = $J GROUP BY 1")"
-done
+check_attempt_rows "$tasks" "${ids[@]}"
 check_attempts
 check_tree_clean
 pass "$K jobs at once: each succeeded with its $tasks attempt rows"

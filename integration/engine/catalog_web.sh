@@ -27,10 +27,7 @@ for w in worker-1 worker-2; do
   WORKER_PLUGINS=container,ssh CONCURRENCY=8 start_worker "$w" "worker.resources_dir = $RESOURCES" \
     "worker.host_conf = $T/host.conf"
 done
-expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant acme"
-TOKEN=$(body_of "$(api POST /v1/users '{"name":"alice","role":"admin","tenant":"acme"}' "$SUPER")" | jq -r .token)
-catalogue_json "$DROVER_SOURCE_DIR/conf/catalog" > "$T/catalog.json"
-expect 200 "$(api POST /v1/import "@$T/catalog.json")" '' "import the shipped catalogue"
+setup_tenant_from "$DROVER_SOURCE_DIR/conf/catalog"
 
 # op NAME BODY: the operation, accepted and run to success.
 op() {

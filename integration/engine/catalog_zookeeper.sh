@@ -33,10 +33,7 @@ ct_worker() {
 start_droverd 1
 ct_worker worker-1 "$RESOURCES"
 ct_worker worker-2 "$RESOURCES"
-expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant acme"
-TOKEN=$(body_of "$(api POST /v1/users '{"name":"alice","role":"admin","tenant":"acme"}' "$SUPER")" | jq -r .token)
-catalogue_json "$DROVER_SOURCE_DIR/conf/catalog" > "$T/catalog.json"
-expect 200 "$(api POST /v1/import "@$T/catalog.json")" '' "import the shipped catalogue"
+setup_tenant_from "$DROVER_SOURCE_DIR/conf/catalog"
 
 r=$(api POST /v1/clusters '{"name":"zk","template":"zookeeper-ensemble","nodes":3,"provider":"container"}')
 expect 202 "$r" '' "create a 3-node zookeeper-ensemble on containers"

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # engine_lib.sh: a fleet for the engine's integration tests (sourced after ../lib.sh and
 # ../api/api_lib.sh): droverd nodes, workers running the sleep plugin, a tenant with the
-# test catalogue (integration/engine/catalog), and waiting on jobs.
+# test catalogue (integration/engine/catalog), waiting on jobs, the checks of what jobs
+# left, and ZooKeeper's own counters (four-letter words).
 #
 # SESSION (default 4s) is every process's ZooKeeper session timeout: failover waits for it.
 
@@ -58,12 +59,16 @@ start_worker() {
 }
 
 # setup_tenant: tenant acme, its admin ($TOKEN), the test catalogue imported.
-setup_tenant() {
+setup_tenant() { setup_tenant_from "$CATALOG"; }
+
+# setup_tenant_from DIR: the same with the catalogue of DIR (the shipped one:
+# $DROVER_SOURCE_DIR/conf/catalog).
+setup_tenant_from() {
   expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant acme"
   # shellcheck disable=SC2034 # api's default token, for the tests that source this file
   TOKEN=$(body_of "$(api POST /v1/users '{"name":"alice","role":"admin","tenant":"acme"}' "$SUPER")" | jq -r .token)
-  catalogue_json "$CATALOG" > "$T/catalog.json"
-  expect 200 "$(api POST /v1/import "@$T/catalog.json")" '' "import the test catalogue"
+  catalogue_json "$1" > "$T/catalog.json"
+  expect 200 "$(api POST /v1/import "@$T/catalog.json")" '' "import the catalogue of $1"
 }
 
 # sleep_config [extra jq object]: the cluster config that points the sleep plugin at $RUNS.
@@ -144,3 +149,28 @@ check_runs() {
   dup=$(awk '$5 == "ok" { split($1, k, "."); print k[1] "." k[2] }' "$RUNS/runs.log" | sort | uniq -d | head -5)
   [ -z "$dup" ] || fail "tasks that ran to success twice: $dup"
 }
+
+# check_attempt_rows N JOB...: every job has N succeeded attempt rows in PostgreSQL (all its
+# tasks' work, one row a task when none was retried).
+check_attempt_rows() {
+  local n=$1 J
+  shift
+  for J in "$@"; do
+    [ "$(psql_q "SELECT count(*) FROM task_attempts WHERE job_id = $J AND status = 'succeeded'")" = "$n" ] ||
+      fail "job $J: attempt rows $(psql_q "SELECT status, count(*) FROM task_attempts WHERE job_id = $J GROUP BY 1")"
+  done
+}
+
+# zk_4lw WORD: the first server of $DROVER_ZK's answer to a four-letter word (mntr, srvr...).
+zk_4lw() {
+  local hp=${DROVER_ZK%%,*}
+  hp=${hp%%/*}
+  exec 9<> "/dev/tcp/${hp%:*}/${hp#*:}"
+  printf '%s' "$1" >&9
+  cat <&9
+  exec 9<&-
+}
+
+# zk_requests: ZooKeeper's count of requests received, from every client (mntr's
+# zk_packets_received).
+zk_requests() { zk_4lw mntr | awk '$1 == "zk_packets_received" { print $2 }'; }

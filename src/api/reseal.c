@@ -40,148 +40,87 @@
 #define RESEAL_LOCK_KEY "7301946287"
 #define LEGACY_LIKE(col) "(" col "::text LIKE '%enc:v1:%' OR " col "::text LIKE '%enc:j1:%')"
 
-/* Migrate j[k] (an object) in place at base; *n grows. */
-static int migrate_part(const unsigned char fleet[32], json_t *j, const char *k,
-                        const struct seal_place *base, int *n, struct drv_err *err)
+/*
+ * The documents that may hold legacy values, one table entry a column. Every select
+ * returns the same shape: the place (tenant name, kind, name, field; seal.h), the path of
+ * the part to migrate within the document (dotted, '' for the whole of it), the document,
+ * a label naming the row for errors, then the row's keys, which are update's $2 on ($1:
+ * the document migrated).
+ */
+enum { COL_TENANT, COL_KIND, COL_NAME, COL_FIELD, COL_PATH, COL_DOC, COL_LABEL, COL_KEYS };
+
+static const struct reseal_table {
+    const char *select;
+    const char *update;
+} tables[] = {
+    {"SELECT t.name, e.kind, e.name, "
+     "CASE e.kind WHEN 'provider' THEN 'provisioner' ELSE 'defaults.config' END, "
+     "CASE e.kind WHEN 'provider' THEN 'provisioner' ELSE 'defaults.config' END, e.body::text, "
+     "format('%s \"%s\" of tenant \"%s\"', e.kind, e.name, t.name), "
+     "e.tenant_id::text, e.kind, e.name, e.version::text "
+     "FROM entities e JOIN tenants t ON t.id = e.tenant_id "
+     "WHERE e.kind IN ('provider', 'clustertemplate', 'partialtemplate') AND " LEGACY_LIKE(
+         "e.body"),
+     "UPDATE entities SET body = $1::jsonb WHERE tenant_id = $2::bigint AND kind = $3 AND "
+     "name = $4 AND version = $5::integer"},
+    {"SELECT t.name, 'cluster', c.name, 'config', '', c.config::text, "
+     "format('cluster \"%s\" of tenant \"%s\"', c.name, t.name), c.id::text "
+     "FROM clusters c JOIN tenants t ON t.id = c.tenant_id WHERE " LEGACY_LIKE("c.config"),
+     "UPDATE clusters SET config = $1::jsonb WHERE id = $2::bigint"},
+    {"SELECT t.name, 'cluster', c.name, 'ssh', 'ssh', c.secrets::text, "
+     "format('cluster \"%s\" of tenant \"%s\"', c.name, t.name), c.id::text "
+     "FROM clusters c JOIN tenants t ON t.id = c.tenant_id WHERE " LEGACY_LIKE("c.secrets"),
+     "UPDATE clusters SET secrets = $1::jsonb WHERE id = $2::bigint"},
+    {"SELECT t.name, 'node', n.cluster_id::text || '/' || n.id, '', '', n.properties::text, "
+     "format('node \"%s/%s\"', n.cluster_id, n.id), n.cluster_id::text, n.id "
+     "FROM nodes n JOIN clusters c ON c.id = n.cluster_id JOIN tenants t ON t.id = c.tenant_id "
+     "WHERE " LEGACY_LIKE("n.properties"),
+     "UPDATE nodes SET properties = $1::jsonb WHERE cluster_id = $2::bigint AND id = $3"},
+    {"SELECT t.name, 'cluster', cl.name, 'config', 'config', j.request::text, "
+     "format('job %s', j.id), j.id::text "
+     "FROM jobs j JOIN tenants t ON t.id = j.tenant_id JOIN clusters cl ON cl.id = j.cluster_id "
+     "WHERE " LEGACY_LIKE("j.request"),
+     "UPDATE jobs SET request = $1::jsonb WHERE id = $2::bigint"},
+};
+
+/* The part of doc at a dotted path ("" : doc itself), or NULL. Borrowed. */
+static json_t *part_at(json_t *doc, const char *path)
 {
-    json_t *v = k ? json_object_get(j, k) : j;
-    if (!json_is_object(v) && !json_is_array(v))
-        return 0;
-    int got = 0;
-    int rc = seal_migrate_tree(fleet, base, v, &got, err);
-    *n += got;
-    return rc;
+    char buf[64];
+    snprintf(buf, sizeof(buf), "%s", path);
+    json_t *v = doc;
+    for (char *save = NULL, *k = strtok_r(buf, ".", &save); k && v; k = strtok_r(NULL, ".", &save))
+        v = json_object_get(v, k);
+    return v;
 }
 
-static int update(PGconn *c, const char *sql, json_t *doc, const char *const *keys, int nkeys,
-                  struct drv_err *err)
-{
-    char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
-    const char *params[6] = {text};
-    for (int i = 0; i < nkeys; i++)
-        params[i + 1] = keys[i];
-    int rc = store_exec(c, sql, nkeys + 1, params, NULL, err);
-    seal_wipe_free(text);
-    return rc;
-}
-
-static int entities(PGconn *c, const unsigned char fleet[32], int *n, struct drv_err *err)
+/* Every row of table t that holds a legacy value: migrated and written back; *n grows. */
+static int reseal_table(PGconn *c, const struct reseal_table *t, const unsigned char fleet[32],
+                        int *n, struct drv_err *err)
 {
     PGresult *res = NULL;
-    int rc = store_exec(
-        c,
-        "SELECT e.tenant_id::text, t.name, e.kind, e.name, e.version::text, "
-        "e.body::text FROM entities e JOIN tenants t ON t.id = e.tenant_id "
-        "WHERE e.kind IN ('provider', 'clustertemplate', 'partialtemplate') AND " LEGACY_LIKE(
-            "e.body"),
-        0, NULL, &res, err);
+    int rc = store_exec(c, t->select, 0, NULL, &res, err);
     for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
-        const char *tenant = PQgetvalue(res, i, 1), *kind = PQgetvalue(res, i, 2),
-                   *name = PQgetvalue(res, i, 3);
-        json_t *body = json_loads(PQgetvalue(res, i, 5), 0, NULL);
-        bool prov = strcmp(kind, "provider") == 0;
-        struct seal_place base = {tenant, kind, name, prov ? "provisioner" : "defaults.config"};
-        rc = prov ? migrate_part(fleet, body, "provisioner", &base, n, err)
-                  : migrate_part(fleet, json_object_get(body, "defaults"), "config", &base, n, err);
+        json_t *doc = json_loads(PQgetvalue(res, i, COL_DOC), 0, NULL);
+        struct seal_place place = {PQgetvalue(res, i, COL_TENANT), PQgetvalue(res, i, COL_KIND),
+                                   PQgetvalue(res, i, COL_NAME), PQgetvalue(res, i, COL_FIELD)};
+        json_t *v = part_at(doc, PQgetvalue(res, i, COL_PATH));
+        int got = 0;
+        if (json_is_object(v) || json_is_array(v))
+            rc = seal_migrate_tree(fleet, &place, v, &got, err);
+        *n += got;
         if (rc == 0) {
-            const char *keys[] = {PQgetvalue(res, i, 0), kind, name, PQgetvalue(res, i, 4)};
-            rc = update(c,
-                        "UPDATE entities SET body = $1::jsonb WHERE tenant_id = $2::bigint AND "
-                        "kind = $3 AND name = $4 AND version = $5::integer",
-                        body, keys, 4, err);
+            char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+            const char *params[8] = {text};
+            int np = 1;
+            for (int k = COL_KEYS; k < PQnfields(res) && np < 8; k++)
+                params[np++] = PQgetvalue(res, i, k);
+            rc = store_exec(c, t->update, np, params, NULL, err);
+            seal_wipe_free(text);
         } else {
-            drv_err_prefix(err, "%s \"%s\" of tenant \"%s\"", kind, name, tenant);
+            drv_err_prefix(err, "%s", PQgetvalue(res, i, COL_LABEL));
         }
-        json_decref(body);
-    }
-    PQclear(res);
-    return rc;
-}
-
-static int clusters(PGconn *c, const unsigned char fleet[32], int *n, struct drv_err *err)
-{
-    PGresult *res = NULL;
-    int rc = store_exec(c,
-                        "SELECT c.id::text, t.name, c.name, c.config::text, c.secrets::text "
-                        "FROM clusters c JOIN tenants t ON t.id = c.tenant_id WHERE " LEGACY_LIKE(
-                            "c.config") " OR " LEGACY_LIKE("c.secrets"),
-                        0, NULL, &res, err);
-    for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
-        const char *tenant = PQgetvalue(res, i, 1), *name = PQgetvalue(res, i, 2);
-        json_t *config = json_loads(PQgetvalue(res, i, 3), 0, NULL);
-        json_t *secrets = json_loads(PQgetvalue(res, i, 4), 0, NULL);
-        struct seal_place cfg = {tenant, "cluster", name, "config"};
-        struct seal_place ssh = {tenant, "cluster", name, "ssh"};
-        rc = migrate_part(fleet, config, NULL, &cfg, n, err);
-        if (rc == 0)
-            rc = migrate_part(fleet, secrets, "ssh", &ssh, n, err);
-        if (rc == 0) {
-            const char *keys[] = {PQgetvalue(res, i, 0)};
-            rc = update(c, "UPDATE clusters SET config = $1::jsonb WHERE id = $2::bigint", config,
-                        keys, 1, err);
-            if (rc == 0)
-                rc = update(c, "UPDATE clusters SET secrets = $1::jsonb WHERE id = $2::bigint",
-                            secrets, keys, 1, err);
-        } else {
-            drv_err_prefix(err, "cluster \"%s\" of tenant \"%s\"", name, tenant);
-        }
-        json_decref(config);
-        json_decref(secrets);
-    }
-    PQclear(res);
-    return rc;
-}
-
-static int nodes(PGconn *c, const unsigned char fleet[32], int *n, struct drv_err *err)
-{
-    PGresult *res = NULL;
-    int rc = store_exec(c,
-                        "SELECT n.cluster_id::text, n.id, t.name, n.properties::text FROM nodes n "
-                        "JOIN clusters c ON c.id = n.cluster_id JOIN tenants t ON t.id = "
-                        "c.tenant_id WHERE " LEGACY_LIKE("n.properties"),
-                        0, NULL, &res, err);
-    for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
-        char name[200];
-        snprintf(name, sizeof(name), "%s/%s", PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
-        json_t *props = json_loads(PQgetvalue(res, i, 3), 0, NULL);
-        struct seal_place base = {PQgetvalue(res, i, 2), "node", name, ""};
-        rc = migrate_part(fleet, props, NULL, &base, n, err);
-        if (rc == 0) {
-            const char *keys[] = {PQgetvalue(res, i, 0), PQgetvalue(res, i, 1)};
-            rc = update(c,
-                        "UPDATE nodes SET properties = $1::jsonb WHERE cluster_id = $2::bigint "
-                        "AND id = $3",
-                        props, keys, 2, err);
-        } else {
-            drv_err_prefix(err, "node \"%s\"", name);
-        }
-        json_decref(props);
-    }
-    PQclear(res);
-    return rc;
-}
-
-static int jobs(PGconn *c, const unsigned char fleet[32], int *n, struct drv_err *err)
-{
-    PGresult *res = NULL;
-    int rc = store_exec(c,
-                        "SELECT j.id::text, t.name, cl.name, j.request::text FROM jobs j "
-                        "JOIN tenants t ON t.id = j.tenant_id JOIN clusters cl ON cl.id = "
-                        "j.cluster_id WHERE " LEGACY_LIKE("j.request"),
-                        0, NULL, &res, err);
-    for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
-        json_t *req = json_loads(PQgetvalue(res, i, 3), 0, NULL);
-        struct seal_place base = {PQgetvalue(res, i, 1), "cluster", PQgetvalue(res, i, 2),
-                                  "config"};
-        rc = migrate_part(fleet, req, "config", &base, n, err);
-        if (rc == 0) {
-            const char *keys[] = {PQgetvalue(res, i, 0)};
-            rc = update(c, "UPDATE jobs SET request = $1::jsonb WHERE id = $2::bigint", req, keys,
-                        1, err);
-        } else {
-            drv_err_prefix(err, "job %s", PQgetvalue(res, i, 0));
-        }
-        json_decref(req);
+        json_decref(doc);
     }
     PQclear(res);
     return rc;
@@ -197,14 +136,8 @@ int api_reseal_legacy(const char *conninfo, const unsigned char fleet[32], int *
     int rc = store_begin(c, err);
     if (rc == 0)
         rc = store_exec(c, "SELECT pg_advisory_xact_lock(" RESEAL_LOCK_KEY ")", 0, NULL, NULL, err);
-    if (rc == 0)
-        rc = entities(c, fleet, n, err);
-    if (rc == 0)
-        rc = clusters(c, fleet, n, err);
-    if (rc == 0)
-        rc = nodes(c, fleet, n, err);
-    if (rc == 0)
-        rc = jobs(c, fleet, n, err);
+    for (size_t i = 0; rc == 0 && i < sizeof(tables) / sizeof(tables[0]); i++)
+        rc = reseal_table(c, &tables[i], fleet, n, err);
     if (rc == 0)
         rc = store_commit(c, err);
     if (rc) {

@@ -281,32 +281,22 @@ static json_t *cluster_body(int *argc, char **argv, int create)
                 json_object_set_new(b, *k, json_string(v));
         }
     }
-    if ((v = flag(argc, argv, "--nodes"))) {
+    /* The integer flags: flag, the body's key, what it expects (for the error). */
+    static const struct {
+        const char *flag, *key, *what;
+    } ints[] = {{"--nodes", "nodes", "a number"},
+                {"--to", "size", "a node count"},
+                {"--template-version", "template_version", "a number"}};
+    for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
         long n;
+        if (!(v = flag(argc, argv, ints[i].flag)))
+            continue;
         if (parse_int(v, &n) != 0) {
-            fprintf(stderr, "drover: --nodes: expected a number, got \"%s\"\n", v);
+            fprintf(stderr, "drover: %s: expected %s, got \"%s\"\n", ints[i].flag, ints[i].what, v);
             json_decref(b);
             return NULL;
         }
-        json_object_set_new(b, "nodes", json_integer(n));
-    }
-    if ((v = flag(argc, argv, "--to"))) {
-        long n;
-        if (parse_int(v, &n) != 0) {
-            fprintf(stderr, "drover: --to: expected a node count, got \"%s\"\n", v);
-            json_decref(b);
-            return NULL;
-        }
-        json_object_set_new(b, "size", json_integer(n));
-    }
-    if ((v = flag(argc, argv, "--template-version"))) {
-        long n;
-        if (parse_int(v, &n) != 0) {
-            fprintf(stderr, "drover: --template-version: expected a number\n");
-            json_decref(b);
-            return NULL;
-        }
-        json_object_set_new(b, "template_version", json_integer(n));
+        json_object_set_new(b, ints[i].key, json_integer(n));
     }
     if ((v = flag(argc, argv, "--services")))
         json_object_set_new(b, "services", csv_list(v));

@@ -268,13 +268,30 @@ int seal_open_legacy(const unsigned char fleet[32], const char *sealed, json_t *
 typedef int (*seal__visit_fn)(const char *s, const struct seal_place *at, json_t **out,
                               struct drv_err *err, void *arg);
 
+static int visit(json_t *j, const struct seal_place *base, char *path, size_t cap,
+                 seal__visit_fn fn, void *arg, struct drv_err *err);
+
+/* One member v of an object or array, at path: a sealed-looking string goes to fn (*nv: its
+ * replacement, or NULL), anything else is visited. */
+static int visit_member(json_t *v, const struct seal_place *base, char *path, size_t cap,
+                        seal__visit_fn fn, void *arg, json_t **nv, struct drv_err *err)
+{
+    *nv = NULL;
+    if (json_is_string(v) && seal_looks_sealed(json_string_value(v))) {
+        struct seal_place at = *base;
+        at.field = path;
+        return fn(json_string_value(v), &at, nv, err, arg);
+    }
+    return visit(v, base, path, cap, fn, arg, err);
+}
+
 /* Visit every sealed-looking string inside j; path holds base->field's path so far. */
 static int visit(json_t *j, const struct seal_place *base, char *path, size_t cap,
                  seal__visit_fn fn, void *arg, struct drv_err *err)
 {
     size_t len = strlen(path);
     const char *k;
-    json_t *v;
+    json_t *v, *nv;
     void *tmp;
     size_t i;
     int rc = 0;
@@ -282,36 +299,22 @@ static int visit(json_t *j, const struct seal_place *base, char *path, size_t ca
         json_object_foreach_safe(j, tmp, k, v)
         {
             snprintf(path + len, cap - len, "%s%s", len ? "." : "", k);
-            if (json_is_string(v) && seal_looks_sealed(json_string_value(v))) {
-                struct seal_place at = *base;
-                at.field = path;
-                json_t *nv = NULL;
-                rc = fn(json_string_value(v), &at, &nv, err, arg);
-                if (rc == 0 && nv)
-                    json_object_set_new(j, k, nv);
-            } else {
-                rc = visit(v, base, path, cap, fn, arg, err);
-            }
+            rc = visit_member(v, base, path, cap, fn, arg, &nv, err);
             if (rc)
                 return rc; /* path names the failing value for walk() */
+            if (nv)
+                json_object_set_new(j, k, nv);
             path[len] = '\0';
         }
     } else if (json_is_array(j)) {
         json_array_foreach(j, i, v)
         {
             snprintf(path + len, cap - len, "[%zu]", i);
-            if (json_is_string(v) && seal_looks_sealed(json_string_value(v))) {
-                struct seal_place at = *base;
-                at.field = path;
-                json_t *nv = NULL;
-                rc = fn(json_string_value(v), &at, &nv, err, arg);
-                if (rc == 0 && nv)
-                    json_array_set_new(j, i, nv);
-            } else {
-                rc = visit(v, base, path, cap, fn, arg, err);
-            }
+            rc = visit_member(v, base, path, cap, fn, arg, &nv, err);
             if (rc)
                 return rc;
+            if (nv)
+                json_array_set_new(j, i, nv);
             path[len] = '\0';
         }
     }

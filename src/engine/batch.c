@@ -5,8 +5,8 @@
  * jobs made in one turn of the loop go out in one PostgreSQL transaction and one ZooKeeper
  * multi-op (several when over the byte budget), at most one of each in flight per node:
  * what the jobs write while one is in flight gathers for the next. Each job hears how its
- * part went as if it had been sent alone (commit.c's pg_done and on_zk), so the job's own
- * pipeline, its rules (docs/engine.md "One attempt of one task") and its fencing are
+ * part went as if it had been sent alone (commit_pg.c's pg_done, commit_zk.c's on_zk), so
+ * the job's own pipeline, its rules (docs/engine.md "One attempt of one task") and its fencing are
  * unchanged. Loop thread only; the PostgreSQL work runs on a store thread.
  *
  * Fencing, per job, in a batch:

@@ -24,7 +24,9 @@
  *                 build, which a resume shares)
  *     jobresume.c phase "start": a resume from the task log, with its reconciliation
  *     run.c       phase "run": the in-memory task log, run records, dispatch, results
- *     commit.c    phase "commit": the job's fenced writes (ZooKeeper multi-ops, PostgreSQL)
+ *     commit.c    phase "commit": the job's fenced writes, the rounds and the final write
+ *     commit_pg.c a round's PostgreSQL batch
+ *     commit_zk.c a round's ZooKeeper multi-op
  *     batch.c     the rounds of all the jobs together: one transaction, one multi-op
  *     sweep.c     phase "sweep": the ZooKeeper subtree removed, then the lock released
  *     nodes.c     the nodes map and macro expansion, for run.c's dispatch
@@ -44,6 +46,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <event2/util.h>
 
 #include "engine.h"
 #include "error.h"
@@ -677,12 +681,24 @@ void engine__task_recon(struct ejob *j, struct eplan *p, uint32_t idx, enum engi
 /* Take back the retries not put yet (they have no item): pending again, the job looks again. */
 void engine__withdraw_retries(struct ejob *j);
 
-/* ---- commit.c: phase "commit" -------------------------------------------------------- */
+/* ---- commit.c, commit_pg.c, commit_zk.c: phase "commit" ------------------------------ */
 
 /* Write what is dirty: the next ZooKeeper multi-op and PostgreSQL batch, when none is in
  * flight (what comes meanwhile goes in the next round). */
 void engine__kick(struct ejob *j);
 void engine__commit_cancel(struct ejob *j);
+/* Arm *ev (made with cb and j on first use) after the job's backoff: 100 ms doubling to
+ * 5 s, jittered, one backoff per job (j->backoff_ms; a write that succeeds resets it). */
+void engine__commit_backoff(struct ejob *j, struct event **ev,
+                            void (*cb)(evutil_socket_t, short, void *));
+/* The next round after the backoff. */
+void engine__commit_retry_later(struct ejob *j);
+/* commit_pg.c: collect what PostgreSQL lacks and submit it (batch.c); false when there is
+ * nothing. Only while no batch of the job's is in flight (j->pg_busy). */
+bool engine__commit_pg_flush(struct ejob *j);
+/* commit_zk.c: build the next multi-op and send it (batch.c); nothing when there is
+ * nothing to write. Only while no multi-op of the job's is in flight (j->zk_busy). */
+void engine__commit_zk_flush(struct ejob *j);
 
 /* What batch.c needs of a job's rounds (a PostgreSQL batch, a ZooKeeper multi-op). */
 struct pgb;

@@ -230,7 +230,7 @@ static bool pipeline_idle(const struct ejob *j)
 }
 
 /* Does PostgreSQL lack something this owner decided while ACTIVE (rows, key-values)? (The
- * same as commit.c's pg_flush takes.) */
+ * same as commit_pg.c's engine__commit_pg_flush takes.) */
 static bool pg_dirty(const struct ejob *j)
 {
     return j->queue && (j->pg_job || (j->pg_rb && j->rb.plan) || json_object_size(j->pg_nodes) ||

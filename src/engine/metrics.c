@@ -13,6 +13,7 @@
  *   - handovers: from the ring moving a job away to its lock released.
  * Tenants' figures go to the authenticated /v1/metrics only (api.md).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -81,6 +82,54 @@ void engine__observe_handover(struct ejob *j)
         prom_histo_observe(&j->e->h_handover, (double)(clock_mono_ms() - j->t_handover) / 1000.0);
 }
 
+/*
+ * This node's unlabelled figures, in the order they are shown: a counter of struct
+ * engine_stats (off: the field's offset there) or a histogram of struct engine's (off:
+ * its offset in struct engine).
+ */
+struct node_metric {
+    const char *name;
+    const char *help;
+    bool histogram;
+    size_t off;
+};
+
+#define STAT(f) false, offsetof(struct engine_stats, f)
+#define HISTO(f) true, offsetof(struct engine, f)
+
+static const struct node_metric node_metrics[] = {
+    {"drover_engine_jobs_taken_total", "Jobs whose lock this node acquired.", STAT(taken)},
+    {"drover_engine_tasks_dispatched_total", "Task attempts this node put on the queues.",
+     STAT(dispatched)},
+    {"drover_engine_results_total", "Task outcomes this node consumed.", STAT(results)},
+    {"drover_engine_jobs_finished_total", "Jobs this node brought to a final status.",
+     STAT(finished)},
+    {"drover_engine_failovers_total", "Jobs this node resumed from another owner's task log.",
+     STAT(resumed)},
+    {"drover_engine_failover_duration_seconds",
+     "From contending for a job's lock to the job resumed here.", HISTO(h_takeover)},
+    {"drover_engine_handovers_total", "Jobs this node released because the ring moved them.",
+     STAT(handed_over)},
+    {"drover_engine_handover_duration_seconds",
+     "From the ring moving a job away to its lock released.", HISTO(h_handover)},
+    {"drover_engine_pg_transactions_total",
+     "PostgreSQL transactions this node sent for its jobs (load, start, rounds, end).",
+     STAT(pg_txns)},
+    {"drover_engine_pg_batches_total",
+     "The rounds' PostgreSQL batches (transactions) this node sent for its jobs.",
+     STAT(pg_batches)},
+    {"drover_engine_pg_batch_jobs_total",
+     "Jobs carried by the rounds' PostgreSQL batches (one batch carries one or more).",
+     STAT(pg_batch_jobs)},
+    {"drover_engine_zk_multi_jobs_total",
+     "Jobs carried by the rounds' ZooKeeper multi-ops (one carries one or more).",
+     STAT(zk_multi_jobs)},
+    {"drover_engine_zk_multis_total",
+     "ZooKeeper multi-ops this node sent for its jobs (start, rounds, sweep).", STAT(zk_multis)},
+    {"drover_engine_jobs_lost_total",
+     "Jobs whose lock this node lost (session expired, or fenced out).", STAT(lost)},
+};
+
 void engine_metrics(const struct engine *e, struct evbuffer *out, bool tenants, const char *tenant)
 {
     if (tenants) {
@@ -105,45 +154,14 @@ void engine_metrics(const struct engine *e, struct evbuffer *out, bool tenants, 
     prom_family(out, "drover_engine_jobs_unserved", "gauge",
                 "Jobs owned here with tasks queued and no live worker of their tenant and class.");
     evbuffer_add_printf(out, "drover_engine_jobs_unserved{node=\"%s\"} %zu\n", node, e->unserved);
-    prom_family(out, "drover_engine_jobs_taken_total", "counter",
-                "Jobs whose lock this node acquired.");
-    evbuffer_add_printf(out, "drover_engine_jobs_taken_total %lu\n", st.taken);
-    prom_family(out, "drover_engine_tasks_dispatched_total", "counter",
-                "Task attempts this node put on the queues.");
-    evbuffer_add_printf(out, "drover_engine_tasks_dispatched_total %lu\n", st.dispatched);
-    prom_family(out, "drover_engine_results_total", "counter", "Task outcomes this node consumed.");
-    evbuffer_add_printf(out, "drover_engine_results_total %lu\n", st.results);
-    prom_family(out, "drover_engine_jobs_finished_total", "counter",
-                "Jobs this node brought to a final status.");
-    evbuffer_add_printf(out, "drover_engine_jobs_finished_total %lu\n", st.finished);
-    prom_family(out, "drover_engine_failovers_total", "counter",
-                "Jobs this node resumed from another owner's task log.");
-    evbuffer_add_printf(out, "drover_engine_failovers_total %lu\n", st.resumed);
-    prom_family(out, "drover_engine_failover_duration_seconds", "histogram",
-                "From contending for a job's lock to the job resumed here.");
-    prom_histo_write(&e->h_takeover, out, "drover_engine_failover_duration_seconds", "");
-    prom_family(out, "drover_engine_handovers_total", "counter",
-                "Jobs this node released because the ring moved them.");
-    evbuffer_add_printf(out, "drover_engine_handovers_total %lu\n", st.handed_over);
-    prom_family(out, "drover_engine_handover_duration_seconds", "histogram",
-                "From the ring moving a job away to its lock released.");
-    prom_histo_write(&e->h_handover, out, "drover_engine_handover_duration_seconds", "");
-    prom_family(out, "drover_engine_pg_transactions_total", "counter",
-                "PostgreSQL transactions this node sent for its jobs (load, start, rounds, end).");
-    evbuffer_add_printf(out, "drover_engine_pg_transactions_total %lu\n", st.pg_txns);
-    prom_family(out, "drover_engine_pg_batches_total", "counter",
-                "The rounds' PostgreSQL batches (transactions) this node sent for its jobs.");
-    evbuffer_add_printf(out, "drover_engine_pg_batches_total %lu\n", st.pg_batches);
-    prom_family(out, "drover_engine_pg_batch_jobs_total", "counter",
-                "Jobs carried by the rounds' PostgreSQL batches (one batch carries one or more).");
-    evbuffer_add_printf(out, "drover_engine_pg_batch_jobs_total %lu\n", st.pg_batch_jobs);
-    prom_family(out, "drover_engine_zk_multi_jobs_total", "counter",
-                "Jobs carried by the rounds' ZooKeeper multi-ops (one carries one or more).");
-    evbuffer_add_printf(out, "drover_engine_zk_multi_jobs_total %lu\n", st.zk_multi_jobs);
-    prom_family(out, "drover_engine_zk_multis_total", "counter",
-                "ZooKeeper multi-ops this node sent for its jobs (start, rounds, sweep).");
-    evbuffer_add_printf(out, "drover_engine_zk_multis_total %lu\n", st.zk_multis);
-    prom_family(out, "drover_engine_jobs_lost_total", "counter",
-                "Jobs whose lock this node lost (session expired, or fenced out).");
-    evbuffer_add_printf(out, "drover_engine_jobs_lost_total %lu\n", st.lost);
+    for (size_t i = 0; i < sizeof(node_metrics) / sizeof(node_metrics[0]); i++) {
+        const struct node_metric *m = &node_metrics[i];
+        prom_family(out, m->name, m->histogram ? "histogram" : "counter", m->help);
+        if (m->histogram)
+            prom_histo_write((const struct prom_histo *)((const char *)e + m->off), out, m->name,
+                             "");
+        else
+            evbuffer_add_printf(out, "%s %lu\n", m->name,
+                                *(const unsigned long *)((const char *)&st + m->off));
+    }
 }

@@ -1,15 +1,15 @@
 /*
  * run: one task from its job's context to its plugin's outcome, the part of the
- * take-run-complete loop (worker.c) between "recorded" and "completing":
+ * take-run-complete loop (take.c, attempt.c) between "recorded" and "completing":
  *
  *   RECORDING --recorded--> CONTEXT --the job's context (jobctx.c)--> [NODES: the nodes map]
  *     --> [RESOURCES: the pinned resources version (resources.c)] --> RUNNING: the plugin
  *     spawned under its guard (proc.c), with the task JSON on stdin and the environment
- *     below --plugin ended--> the run record's outcome --> COMPLETING (worker.c)
+ *     below --plugin ended--> the run record's outcome --> COMPLETING (attempt.c)
  *
  * Also here: the plugins' environment (an allow-list: sandbox.c), and the lease this loop renews
- * for every running plugin (proc.c, "The lease"). Loop thread only, like worker.c; the objects are
- * worker_int.h's, and worker.c's design note numbers their invariants (wtask_check).
+ * for every running plugin (proc.c, "The lease"). Loop thread only, like attempt.c; the objects are
+ * worker_int.h's, and attempt.c's design note numbers their invariants (wtask_check).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,43 +333,39 @@ static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes
 
 /* ---- the job's context and nodes map (jobctx.c) ------------------------------------- */
 
-/* jobctx.c read the job's context (or failed to): run the tasks of the job that wait. */
-void worker__run_ctx_ready_cb(const char *job, void *arg)
+/*
+ * jobctx.c read the job's context or nodes map (or failed to): the tasks of the job that
+ * wait in state st (CONTEXT or NODES) go on, or fail when what they wait for is missing.
+ */
+static void job_read(struct worker *w, const char *job, enum wstate st)
 {
-    struct worker *w = arg;
     const json_t *ctx = worker__ctx_peek(w->ctxs, job);
+    const json_t *nodes = st == WT_NODES ? worker__ctx_nodes(w->ctxs, job) : NULL;
     for (struct wtask *t = w->tasks; t; t = t->next) {
-        if (t->st != WT_CONTEXT || strcmp(t->job, job) != 0)
+        if (t->st != st || strcmp(t->job, job) != 0)
             continue;
         if (t->lost)
             worker__task_finish(t);
         else if (!ctx)
             fail_now(t, "cannot read the job's context from ZooKeeper");
+        else if (st == WT_NODES && !nodes)
+            fail_now(t, "cannot read the job's nodes map from ZooKeeper");
+        else if (st == WT_NODES)
+            spawn_plugin(t, ctx, nodes);
         else
             run_plugin(t, ctx);
-        return worker__run_ctx_ready_cb(job, arg); /* the list changed */
+        return job_read(w, job, st); /* the list changed */
     }
 }
 
-/* jobctx.c read the job's nodes map (or failed to): run the tasks of the job that wait. */
+void worker__run_ctx_ready_cb(const char *job, void *arg)
+{
+    job_read(arg, job, WT_CONTEXT);
+}
+
 void worker__run_nodes_ready_cb(const char *job, void *arg)
 {
-    struct worker *w = arg;
-    const json_t *ctx = worker__ctx_peek(w->ctxs, job);
-    const json_t *nodes = worker__ctx_nodes(w->ctxs, job);
-    for (struct wtask *t = w->tasks; t; t = t->next) {
-        if (t->st != WT_NODES || strcmp(t->job, job) != 0)
-            continue;
-        if (t->lost)
-            worker__task_finish(t);
-        else if (!ctx)
-            fail_now(t, "cannot read the job's context from ZooKeeper");
-        else if (!nodes)
-            fail_now(t, "cannot read the job's nodes map from ZooKeeper");
-        else
-            spawn_plugin(t, ctx, nodes);
-        return worker__run_nodes_ready_cb(job, arg);
-    }
+    job_read(arg, job, WT_NODES);
 }
 
 void worker__need_context(struct wtask *t)

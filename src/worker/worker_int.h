@@ -6,8 +6,11 @@
  * descriptors and picks the plugin of a task; task.c turns a queue item into
  * the plugin's task JSON and the plugin's output into a run record; jobctx.c
  * caches the job contexts and nodes maps the tasks need; resources.c syncs
- * the tenant's resources; worker.c is the take-run-complete loop (worker.h),
- * and run.c its part from a task's context to its plugin's outcome.
+ * the tenant's resources. The take-run-complete loop (worker.h) is worker.c
+ * (the worker's life: new, stop, free), take.c (the claim loop: taking items,
+ * lost claims, avoidance), attempt.c (a task's attempt on the books: record,
+ * complete, hand back; its design note has the task's states) and run.c (from
+ * a task's context to its plugin's outcome).
  */
 #ifndef DROVER_WORKER_INT_H
 #define DROVER_WORKER_INT_H
@@ -205,7 +208,7 @@ int worker__task_outcome(const struct worker__proc_result *r, int timeout_ms,
                          const struct worker__plugin *p, const unsigned char *key,
                          const json_t *item, json_t *rec);
 
-/* ---- worker.c and run.c: the take-run-complete loop's objects (loop thread) ---------- */
+/* ---- worker.c, take.c, attempt.c, run.c: the take-run-complete loop's objects (loop) - */
 
 struct coord_queue;
 struct coord_group;
@@ -287,7 +290,7 @@ struct worker {
     unsigned nonce;
 };
 
-/* worker.c: a task's life (its invariants: worker.c's design note, checked in Debug). */
+/* attempt.c: a task's life (its invariants: attempt.c's design note, checked in Debug). */
 void worker__wtask_check(const struct wtask *t);
 /* The task is over (DONE): unlinked, its references let go, the loop takes more. */
 void worker__task_finish(struct wtask *t);
@@ -296,6 +299,26 @@ void worker__task_unref(struct wtask *t);
 void worker__complete_send(struct wtask *t);
 /* Release the item unrecorded: other workers take it at once. */
 void worker__hand_back(struct wtask *t);
+/* Complete an item whose job is gone (or that nothing can run) without running it. */
+void worker__drop_item(struct wtask *t, const char *why);
+/* RECORDING: create the run record under the claim, one multi-op (retried until settled). */
+void worker__record_send(struct wtask *t);
+
+/* take.c: the claim loop. */
+/* Take more on the next turn of the loop (up to the concurrency); no-op once freed. */
+void worker__pump(struct worker *w);
+/* w->pump_ev's and w->pump_retry_ev's callback: send the takes. */
+void worker__pump_cb(evutil_socket_t fd, short what, void *arg);
+/* coord's on_lost for the worker's queues: the task's plugin is killed, nothing more written. */
+void worker__claim_lost_cb(struct coord_queue *q, const char *item_id, void *arg);
+/* coord's skip filter: true for a task key passed over (avoided) until later. */
+bool worker__avoid_skip_cb(const char *key, void *arg);
+/* w->avoid_ev's callback: forget the avoidances that ran out, look at the queues again. */
+void worker__avoid_expire_cb(evutil_socket_t fd, short what, void *arg);
+
+/* worker.c: the worker's life. */
+/* Stopping, nothing running or being taken: worker_stop's done is called (once). */
+void worker__maybe_stopped(struct worker *w);
 
 /* ---- sandbox.c: what a plugin runs as and what it is given -------------------------- */
 

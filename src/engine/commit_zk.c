@@ -1,0 +1,489 @@
+/*
+ * commit_zk: a round's ZooKeeper multi-op (commit.c's note has the rounds, step
+ * 2, the byte budget and its three rules, and how an unknown outcome is settled):
+ * built from the job's dirty marks (zk_build), handed to batch.c, which sends
+ * many jobs' multi-ops as one, and settled when its outcome comes back (applied:
+ * versions move on; refused for a reason that is no one else's write: what it
+ * carried is marked to go again; another owner's write: the job is lost).
+ * Loop thread only.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "clock.h"
+#include "coord.h"
+#include "engine_int.h"
+#include "log.h"
+#include "planner.h"
+#include "strmap.h"
+#include "taskmsg.h"
+#include "xalloc.h"
+#include "zkpath.h"
+
+#define MOD "engine"
+
+/* ---- the ZooKeeper multi-op, kept until it is settled ------------------------------------ */
+
+enum op_kind { OP_CREATE, OP_SET, OP_DELETE, OP_PUT };
+
+struct etxn_op {
+    enum op_kind kind;
+    char *path;
+    char *data;
+    int version;
+    struct equeue *q;
+    char key[80];
+    int prio;
+};
+
+struct etxn {
+    struct ejob *j;
+    struct etxn_op *ops;
+    size_t n, cap;
+    size_t bytes;
+    struct {
+        struct eplan *p;
+        size_t k;
+    } * chunks;
+    size_t n_chunks, cap_chunks;
+    struct erun **dels;
+    size_t n_dels, cap_dels;
+    int32_t st_ver; /* the state version it expects */
+    size_t dispatched;
+};
+
+static void etxn_free(struct etxn *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        free(t->ops[i].path);
+        free(t->ops[i].data);
+    }
+    free(t->ops);
+    free(t->chunks);
+    free(t->dels);
+    free(t);
+}
+
+static void add_op(struct etxn *t, enum op_kind kind, char *path, char *data, int version)
+{
+    XGROW(t->ops, t->cap, t->n + 1);
+    struct etxn_op *o = &t->ops[t->n++];
+    memset(o, 0, sizeof(*o));
+    o->kind = kind;
+    o->path = path;
+    o->data = data;
+    o->version = version;
+    t->bytes += (path ? strlen(path) : 0) + (data ? strlen(data) : 0) + 32;
+}
+
+/* t's ops appended to c. */
+static void add_to_coord(struct coord_txn *c, struct etxn *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        struct etxn_op *o = &t->ops[i];
+        switch (o->kind) {
+        case OP_CREATE:
+            coord_txn_create(c, o->path, o->data, 0);
+            break;
+        case OP_SET:
+            coord_txn_set(c, o->path, o->data, o->version);
+            break;
+        case OP_DELETE:
+            coord_txn_delete(c, o->path, o->version);
+            break;
+        case OP_PUT:
+            coord_txn_queue_put(c, o->q->q, o->key, o->data, o->prio);
+            break;
+        }
+    }
+}
+
+/* ---- ZooKeeper ----------------------------------------------------------------------------- */
+
+static void zk_send(struct etxn *t);
+
+static void chunk_add(struct etxn *t, struct eplan *p, size_t k)
+{
+    struct ejob *j = t->j;
+    size_t first = k * ENGINE_LOG_CHUNK;
+    size_t cnt = p->n - first < ENGINE_LOG_CHUNK ? p->n - first : ENGINE_LOG_CHUNK;
+    char *path = zkpath_job_log_chunk(NULL, 0, j->id, p->phase, k);
+    add_op(t, p->chunk_ver[k] < 0 ? OP_CREATE : OP_SET, path,
+           engine__log_encode(p->recs, first, cnt, j->st.format), p->chunk_ver[k]);
+    XGROW(t->chunks, t->cap_chunks, t->n_chunks + 1);
+    t->chunks[t->n_chunks].p = p;
+    t->chunks[t->n_chunks++].k = k;
+    p->chunk_dirty[k] = 0;
+}
+
+/* What writing chunk k of p costs in a multi-op (its JSON, its path, the op). */
+static size_t chunk_cost(const struct eplan *p, size_t k)
+{
+    size_t first = k * ENGINE_LOG_CHUNK;
+    size_t cnt = p->n - first < ENGINE_LOG_CHUNK ? p->n - first : ENGINE_LOG_CHUNK;
+    return 3 * cnt + 160;
+}
+
+static int put_task(struct etxn *t, struct eplan *p, uint32_t idx, bool cleanup, const char *avoid,
+                    struct drv_err *err)
+{
+    struct ejob *j = t->j;
+    char *item;
+    int rc = engine__item_json(j, p, idx, cleanup, avoid, &item, err);
+    if (rc)
+        return rc;
+    /* Its chunk goes in this multi-op too: counted now, added after the puts. */
+    if (!p->chunk_dirty[idx / ENGINE_LOG_CHUNK])
+        t->bytes += chunk_cost(p, idx / ENGINE_LOG_CHUNK);
+    add_op(t, OP_PUT, NULL, item, 0);
+    struct etxn_op *o = &t->ops[t->n - 1];
+    o->q = j->queue;
+    o->prio = p->phase == 'r' ? 7 : 5;
+    taskmsg_key(o->key, sizeof(o->key), j->id, p->phase, idx, p->recs[idx].attempt);
+    t->dispatched++;
+    return 0;
+}
+
+/* A task that can never run (a macro that cannot be expanded): it fails for good. */
+static void cannot_run(struct ejob *j, struct eplan *p, uint32_t idx, const struct drv_err *err)
+{
+    struct drv_err e2;
+    p->recs[idx].state = ENGINE_TS_FAILED;
+    engine__task_touch(p, idx);
+    planner_exec_done(p->x, idx, 0, &e2);
+    p->gave_up = true;
+    if (!*j->st.error)
+        snprintf(j->st.error, sizeof(j->st.error), "task %s cannot run: %s", p->plan->tasks[idx].id,
+                 err->msg);
+    log_warn(MOD, "event=task-cannot-run job=%s task=%s error=\"%s\"", j->id,
+             p->plan->tasks[idx].id, err->msg);
+    engine__job_event(j, ENGINE_EV_GAVE_UP);
+}
+
+/* Build the next multi-op; NULL when there is nothing to write. */
+static struct etxn *zk_build(struct ejob *j)
+{
+    struct engine *e = j->e;
+    struct etxn *t = xcalloc(1, sizeof(*t));
+    t->j = j;
+    t->st_ver = j->st_ver;
+    /* 0: the sequencer (filled last, with the state as it will be). */
+    add_op(t, OP_SET, zkpath_job_state(NULL, 0, j->id), NULL, j->st_ver);
+    struct eplan *p = j->cur;
+    bool can_put =
+        p && j->own == EJ_ACTIVE && !j->finishing && j->queue && coord_queue_is_open(j->queue->q);
+    if (p && j->own == EJ_ACTIVE && !j->finishing && !can_put)
+        engine__commit_retry_later(
+            j); /* the queue is still opening (or coord retries a failed open) */
+    /* The nodes map's chunks that changed (plugins that want it read them), under the
+     * budget; while some wait, nothing is put (an item names the map's revision). */
+    if (j->nchunk_dirty && !j->nchunks_new)
+        for (size_t k = 0; k < j->n_nchunks; k++)
+            if (j->nchunk_dirty[k]) {
+                if (t->bytes > e->budget / 2) {
+                    can_put = false;
+                    break;
+                }
+                add_op(t, OP_SET, zkpath_job_nodes_chunk(NULL, 0, j->id, k),
+                       engine__nodes_chunk(j, k), -1);
+                j->nchunk_dirty[k] = 0;
+            }
+    /* The log chunks already changed go in too: counted before any put. */
+    struct eplan *plans[2] = {&j->fwd, &j->rb};
+    size_t reserved = 0;
+    for (int k = 0; k < 2; k++)
+        for (size_t c = 0; plans[k]->plan && c < plans[k]->n_chunks; c++)
+            if (plans[k]->chunk_dirty[c])
+                reserved += chunk_cost(plans[k], c);
+    t->bytes += reserved;
+    /* Retries first: a failed attempt's next one (its task is in flight already). */
+    size_t kept = 0;
+    struct drv_err err;
+    bool later = false;
+    for (size_t i = 0; i < j->n_retries; i++) {
+        uint32_t idx = j->retries[i];
+        if (!p || idx >= p->n || p->recs[idx].state != ENGINE_TS_QUEUED)
+            continue; /* superseded (the plan changed) */
+        const struct planner_task *task = &p->plan->tasks[idx];
+        /* A retry is a dispatch: only while the phase dispatches (fsm J1). */
+        int rc =
+            !can_put || !engine_phase_dispatches(j->st.phase) || t->bytes > e->budget * 3 / 4
+                ? DRV_EAGAIN
+                : put_task(t, p, idx, task->action == PLANNER_ACT_CREATE, p->worker[idx], &err);
+        if (rc == DRV_EAGAIN) {
+            j->retries[kept++] = idx;
+            later |= can_put && engine_phase_dispatches(j->st.phase);
+        } else if (rc) {
+            /* Give it up: it leaves the in-flight count through the planner's failure. */
+            p->in_flight--;
+            cannot_run(j, p, idx, &err);
+        }
+    }
+    j->n_retries = kept;
+    /* Newly ready tasks. One whose macros name a node not confirmed yet is held back
+     * this round (requeued after the loop, so the planner does not give it again). */
+    uint32_t held[64];
+    size_t n_held = 0;
+    if (can_put && engine_phase_dispatches(j->st.phase)) {
+        while (t->bytes < e->budget * 3 / 4 && n_held < 64 &&
+               (!e->max_in_flight || p->in_flight < e->max_in_flight)) {
+            uint32_t idx;
+            if (planner_exec_next(p->x, &idx, 1) == 0)
+                break;
+            const struct planner_task *task = &p->plan->tasks[idx];
+            struct engine_task_policy pol = {e->max_failures, task->action == PLANNER_ACT_CREATE};
+            struct engine_task_rec saved = p->recs[idx];
+            struct engine_task_out o = engine_task_step(&p->recs[idx], ENGINE_TEV_DISPATCH, &pol);
+            if (o.actions & ENGINE_TACT_GAVE_UP) {
+                engine__task_touch(p, idx);
+                planner_exec_done(p->x, idx, 0, &err);
+                p->gave_up = true;
+                continue;
+            }
+            size_t before = t->bytes;
+            int rc = put_task(t, p, idx, (o.actions & ENGINE_TACT_CLEANUP) != 0, NULL, &err);
+            if (t->bytes != before)
+                reserved +=
+                    chunk_cost(p, idx / ENGINE_LOG_CHUNK) * !p->chunk_dirty[idx / ENGINE_LOG_CHUNK];
+            if (rc == DRV_EAGAIN) {
+                p->recs[idx] = saved;
+                held[n_held++] = idx;
+                continue;
+            }
+            engine__task_touch(p, idx);
+            if (rc) {
+                cannot_run(j, p, idx, &err);
+                continue;
+            }
+            p->in_flight++;
+        }
+    }
+    for (size_t i = 0; i < n_held; i++)
+        planner_exec_requeue(p->x, held[i], &err);
+    if (n_held || later)
+        engine__commit_retry_later(j); /* a node they wait for is being confirmed */
+    /* The task log's changed chunks, after the puts so that they carry the attempts
+     * just dispatched. Every one a put needs is in (reserved above); with no put, a
+     * round of many results may leave some for the next multi-op. */
+    t->bytes -= reserved;
+    bool log_behind = false;
+    for (int k = 0; k < 2; k++) {
+        struct eplan *q = plans[k];
+        for (size_t c = 0; q->plan && c < q->n_chunks; c++)
+            if (q->chunk_dirty[c]) {
+                if (t->dispatched == 0 && t->bytes > e->budget) {
+                    log_behind = true;
+                    break;
+                }
+                chunk_add(t, q, c);
+            }
+    }
+    /* Run records whose rows are in PostgreSQL, once the log has their results. */
+    size_t pos = 0;
+    void *v;
+    while (!log_behind && strmap_next(j->runs, &pos, NULL, &v)) {
+        struct erun *run = v;
+        if (!run->recorded || run->deleting || run->deleted)
+            continue;
+        if (t->bytes > e->budget)
+            break;
+        add_op(t, OP_DELETE, xstrdup(run->path), NULL, -1);
+        run->deleting = true;
+        XGROW(t->dels, t->cap_dels, t->n_dels + 1);
+        t->dels[t->n_dels++] = run;
+    }
+    if (t->n == 1 && !j->state_dirty) {
+        etxn_free(t);
+        return NULL;
+    }
+    free(t->ops[0].data);
+    t->ops[0].data = engine__state_encode(&j->st, e->node_id, j->token);
+    j->state_dirty = false;
+    return t;
+}
+
+static void zk_settled(struct etxn *t, bool applied);
+
+static void on_state_version(int rc, const char *data, int version, void *arg)
+{
+    struct etxn *t = arg;
+    struct ejob *j = t->j;
+    if (!engine__job_alive(j)) {
+        j->zk_busy = false;
+        etxn_free(t);
+        engine__job_unref(j);
+        return;
+    }
+    if (rc == 0 && version == t->st_ver + 1) {
+        zk_settled(t, true);
+    } else if (rc == 0 && version == t->st_ver) {
+        zk_send(t); /* it did not apply: the very same multi-op again */
+    } else if (rc == 0) {
+        j->zk_busy = false;
+        engine__job_lost(j, "the job's state was written by someone else");
+        etxn_free(t);
+    } else {
+        /* Still cannot read: try the read again shortly. */
+        char *p = zkpath_job_state(NULL, 0, j->id);
+        engine__job_ref(j);
+        coord_sync(j->e->zk, p, NULL, NULL);
+        coord_get(j->e->zk, p, on_state_version, t);
+        free(p);
+    }
+    engine__job_unref(j);
+}
+
+static void on_zk(const struct coord_txn_result *r, void *arg)
+{
+    struct etxn *t = arg;
+    struct ejob *j = t->j;
+    if (!engine__job_alive(j)) {
+        j->zk_busy = false;
+        etxn_free(t);
+        engine__job_unref(j);
+        return;
+    }
+    if (r->rc == 0) {
+        zk_settled(t, true);
+    } else if (r->rc == DRV_EAGAIN) {
+        /* Outcome unknown: the state's version tells. */
+        char *p = zkpath_job_state(NULL, 0, j->id);
+        engine__job_ref(j);
+        coord_get(j->e->zk, p, on_state_version, t);
+        free(p);
+    } else if (r->rc == DRV_ECONFLICT && r->failed_op < 0) {
+        j->zk_busy = false;
+        engine__job_lost(j, "the lock is gone (fenced write refused)");
+        etxn_free(t);
+    } else if (r->failed_op >= 0 && (size_t)r->failed_op < t->n &&
+               t->ops[r->failed_op].kind == OP_DELETE) {
+        /* A run record already gone: forget that delete, send the rest. */
+        struct etxn_op *o = &t->ops[r->failed_op];
+        for (size_t i = 0; i < t->n_dels; i++)
+            if (strcmp(t->dels[i]->path, o->path) == 0)
+                t->dels[i]->deleted = true;
+        free(o->path);
+        memmove(o, o + 1, (t->n - r->failed_op - 1) * sizeof(*o));
+        t->n--;
+        zk_send(t);
+    } else if (r->failed_op == 0 ||
+               (r->failed_op > 0 && (size_t)r->failed_op < t->n &&
+                (t->ops[r->failed_op].kind == OP_SET || t->ops[r->failed_op].kind == OP_CREATE))) {
+        /* A version that moved, or a chunk that someone else created. */
+        j->zk_busy = false;
+        engine__job_lost(j, "a version of the job's znodes moved: another owner wrote");
+        etxn_free(t);
+    } else {
+        log_warn(MOD, "event=job-zk-write-failed job=%s error=%s op=%d", j->id, drv_strerror(r->rc),
+                 r->failed_op);
+        zk_settled(t, false);
+        engine__commit_retry_later(j); /* not at once: what failed may fail again */
+    }
+    engine__job_unref(j);
+}
+
+/* (The job reference taken here is dropped by on_zk.) */
+static void zk_send(struct etxn *t)
+{
+    struct ejob *j = t->j;
+    engine__job_check_io(j, false);
+    engine__job_ref(j);
+    engine__batch_zk(j->e, t);
+}
+
+/*
+ * The multi-op is settled: applied (versions move on) or refused for a reason
+ * that is no one else's write: what it carried must be carried again, which
+ * the in-memory state does by itself except for the puts (the tasks stay in
+ * flight with an item that does not exist): those go back to the retries.
+ */
+static void zk_settled(struct etxn *t, bool applied)
+{
+    struct ejob *j = t->j;
+    j->zk_busy = false;
+    if (applied) {
+        j->st_ver = t->st_ver + 1;
+        for (size_t i = 0; i < t->n_chunks; i++) {
+            int32_t *ver = &t->chunks[i].p->chunk_ver[t->chunks[i].k];
+            *ver = *ver < 0 ? 0 : *ver + 1; /* created, or set */
+        }
+        for (size_t i = 0; i < t->n_dels; i++) {
+            t->dels[i]->deleting = false;
+            t->dels[i]->deleted = true;
+        }
+        j->e->stats.dispatched += t->dispatched;
+        j->backoff_ms = 0;
+        if (t->dispatched && !j->dispatched_once) {
+            /* For failover and handover figures: the first dispatch of this owner. */
+            j->dispatched_once = true;
+            int64_t now = clock_wall_ms(); /* wall: compared with other nodes' at_ms */
+            log_info(MOD, "event=first-dispatch job=%s node=%s at_ms=%lld since_acquired_ms=%lld",
+                     j->id, j->e->node_id, (long long)now, (long long)(now - j->t_acquired));
+        }
+    } else {
+        for (size_t i = 0; i < t->n_chunks; i++)
+            t->chunks[i].p->chunk_dirty[t->chunks[i].k] = 1;
+        for (size_t i = 0; i < t->n_dels; i++)
+            t->dels[i]->deleting = false;
+        j->state_dirty = true;
+        for (size_t k = 0; k < j->n_nchunks && !j->nchunks_new; k++)
+            j->nchunk_dirty[k] = 1; /* whichever it carried: all again (a rare path) */
+        for (size_t i = 0; i < t->n; i++) {
+            if (t->ops[i].kind != OP_PUT)
+                continue;
+            char job[24], ph;
+            uint32_t idx;
+            unsigned att;
+            if (taskmsg_key_parse(t->ops[i].key, job, &ph, &idx, &att) == 0) {
+                XGROW(j->retries, j->cap_retries, j->n_retries + 1);
+                j->retries[j->n_retries++] = idx;
+            }
+        }
+    }
+    etxn_free(t);
+    /* Puts that did not go in while the job stopped dispatching (a pause, a drain came
+       meanwhile): taken back, or a draining job would wait for them forever. */
+    if (!applied && j->n_retries && !engine_phase_dispatches(j->st.phase))
+        engine__withdraw_retries(j);
+    if (applied)
+        engine__kick(j); /* what waited for this multi-op */
+    engine__job_idle(j);
+}
+
+void engine__commit_zk_flush(struct ejob *j)
+{
+    struct etxn *t = zk_build(j);
+    if (!t)
+        return;
+    bool puts = false;
+    for (size_t i = 0; i < t->n; i++)
+        puts |= t->ops[i].kind == OP_PUT;
+    engine__job_check_io(j, puts); /* job.c invariants 3, 4 */
+    j->zk_busy = true;
+    zk_send(t);
+}
+
+/* ---- what batch.c needs of a job's multi-ops ---------------------------------------- */
+
+struct ejob *engine__etxn_job(const struct etxn *t)
+{
+    return t->j;
+}
+
+size_t engine__etxn_bytes(const struct etxn *t)
+{
+    return t->bytes;
+}
+
+void engine__etxn_ops(struct coord_txn *c, struct etxn *t)
+{
+    add_to_coord(c, t);
+}
+
+void engine__etxn_done(const struct coord_txn_result *r, struct etxn *t)
+{
+    on_zk(r, t);
+}

@@ -1,0 +1,204 @@
+/*
+ * take: the claim loop. Keeps up to worker.concurrency takes and tasks going over
+ * the worker's queues (pump), turns a taken item into a task and sends the record
+ * of its attempt (start_task; attempt.c goes on from there), kills the plugin of a
+ * task whose claim coord reports lost, and passes over for a while the retries
+ * that asked to avoid this worker. The task's life and its invariants are
+ * attempt.c's note. Loop thread only: coord's callbacks arrive on it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "clock.h"
+#include "coord.h"
+#include "log.h"
+#include "strmap.h"
+#include "taskmsg.h"
+#include "worker.h"
+#include "worker_int.h"
+#include "xalloc.h"
+#include "zkpath.h"
+
+#define MOD "worker"
+#define TAKE_WAIT_MS 1000
+#define PUMP_RETRY_MS 250 /* while the session is not connected */
+#define AVOID_MS 5000     /* how long a retry that avoids this worker is left to the others */
+
+/* ---- claims ------------------------------------------------------------------------ */
+
+static struct wtask *task_by_item(struct worker *w, const char *item_id)
+{
+    for (struct wtask *t = w->tasks; t; t = t->next)
+        if (strcmp(t->item_id, item_id) == 0)
+            return t;
+    return NULL;
+}
+
+void worker__claim_lost_cb(struct coord_queue *q, const char *item_id, void *arg)
+{
+    struct worker *w = arg;
+    struct wtask *t = task_by_item(w, item_id);
+    if (!t || (t->lost && !t->lease_expired))
+        return;
+    log_warn(MOD, "event=claim-lost worker=%s task=%s state=%d", w->id, t->key, (int)t->st);
+    if (t->lost)
+        return; /* its lease ran out first (the same moment, seen by the guard): handled */
+    t->lost = true;
+    w->stats.lost++;
+    if (t->proc) {
+        worker__proc_kill(t->proc); /* invariant 3 of worker.h: before anyone else can run it */
+    } else if (t->st == WT_RESOURCES) {
+        worker__task_finish(
+            t); /* nothing started; no callback holds it (on_resources looks it up) */
+    } else if (t->st != WT_COMPLETING) {
+        /* Recording or reading the context: their callbacks see lost and stop. */
+    }
+}
+
+/*
+ * Avoidance: a retry after a failure here carries "avoid": this worker. It
+ * gives the item back at once and passes it over for AVOID_MS (the queues'
+ * skip filter), so that another worker takes it; after that, if nobody did,
+ * it runs it itself.
+ */
+bool worker__avoid_skip_cb(const char *key, void *arg)
+{
+    struct worker *w = arg;
+    int64_t *until = strmap_get(w->avoided, key);
+    return until && *until > clock_mono_ms();
+}
+
+void worker__avoid_expire_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    int64_t now = clock_mono_ms(), next = 0;
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (strmap_next(w->avoided, &pos, &k, &v)) {
+        int64_t until = *(int64_t *)v;
+        if (until <= now) {
+            free(strmap_del(w->avoided, k)); /* allowed during the iteration */
+        } else if (!next || until < next) {
+            next = until;
+        }
+    }
+    for (size_t i = 0; i < w->n_queues; i++)
+        coord_queue_rescan(w->queues[i].q);
+    if (next) {
+        struct timeval tv = {(next - now) / 1000, ((next - now) % 1000) * 1000};
+        event_add(w->avoid_ev, &tv);
+    }
+}
+
+static void avoid_add(struct worker *w, const char *key)
+{
+    int64_t *until = strmap_get(w->avoided, key);
+    if (!until) {
+        until = xmalloc(sizeof(*until));
+        strmap_put(w->avoided, key, until);
+    }
+    *until = clock_mono_ms() + AVOID_MS;
+    if (!evtimer_pending(w->avoid_ev, NULL)) {
+        struct timeval tv = {AVOID_MS / 1000, (AVOID_MS % 1000) * 1000 + 1000};
+        event_add(w->avoid_ev, &tv);
+    }
+}
+
+static void start_task(struct wqueue *wq, struct coord_queue_item *it)
+{
+    struct worker *w = wq->w;
+    struct wtask *t = xcalloc(1, sizeof(*t));
+    t->w = w;
+    t->wq = wq;
+    t->refs = 1;
+    t->item_id = xstrdup(it->id);
+    t->next = w->tasks;
+    w->tasks = t;
+    w->running++;
+    w->stats.taken++;
+    json_error_t je;
+    struct drv_err err;
+    t->item = json_loads(it->json, 0, &je);
+    if (taskmsg_item_check(t->item, &err) != 0) {
+        /* Nothing can run it, now or later: drop it loudly rather than loop. */
+        snprintf(t->key, sizeof(t->key), "%s", it->id);
+        log_error(MOD, "event=bad-task-item worker=%s item=%s error=\"%s\"", w->id, it->id,
+                  err.msg);
+        worker__drop_item(t, err.msg);
+        return;
+    }
+    const char *ph = json_string_value(json_object_get(t->item, "phase"));
+    uint32_t idx = (uint32_t)json_integer_value(json_object_get(t->item, "idx"));
+    unsigned att = (unsigned)json_integer_value(json_object_get(t->item, "attempt"));
+    snprintf(t->job, sizeof(t->job), "%s", json_string_value(json_object_get(t->item, "job")));
+    taskmsg_key(t->key, sizeof(t->key), t->job, ph[0], idx, att);
+    const char *avoid = json_string_value(json_object_get(t->item, "avoid"));
+    if (avoid && strcmp(avoid, w->id) == 0 && w->n_peers > 0 && !strmap_get(w->avoided, t->key)) {
+        /* A retry after a failure here: leave it to another worker for a while. */
+        log_info(MOD, "event=task-avoided worker=%s task=%s", w->id, t->key);
+        avoid_add(w, t->key);
+        worker__hand_back(t);
+        return;
+    }
+    char name[200];
+    taskmsg_run_name(name, sizeof(name), ph[0], idx, att, w->id, ++w->nonce ^ (unsigned)rand());
+    t->run_path = zkpath_job_run(NULL, 0, t->job, name);
+    char sess[32];
+    snprintf(sess, sizeof(sess), "0x%llx", (unsigned long long)coord_session_id(w->zk));
+    t->rec = json_pack("{s:i, s:s, s:s, s:s, s:I}", "v", TASKMSG_VERSION, "worker", w->id,
+                       "session", sess, "item", it->id, "start", (json_int_t)clock_wall_ms());
+    t->st = WT_RECORDING;
+    worker__record_send(t);
+}
+
+/* ---- taking ------------------------------------------------------------------------- */
+
+static void on_take(struct coord_queue_item *it, int rc, void *arg)
+{
+    struct wqueue *wq = arg;
+    struct worker *w = wq->w;
+    w->takes--;
+    if (w->freed) {
+        coord_queue_item_free(it);
+        return;
+    }
+    if (it) {
+        if (w->stopping) {
+            coord_queue_release(wq->q, it->id, NULL, NULL);
+        } else {
+            start_task(wq, it);
+        }
+        coord_queue_item_free(it);
+    }
+    worker__pump(w);
+    worker__maybe_stopped(w);
+}
+
+void worker__pump_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    while (!w->stopping && !w->freed && w->running + w->takes < w->concurrency &&
+           coord_session_state(w->zk) == COORD_CONNECTED) {
+        struct wqueue *wq = &w->queues[w->next_queue++ % w->n_queues];
+        w->takes++;
+        coord_queue_take(wq->q, TAKE_WAIT_MS, on_take, wq);
+    }
+    /* Not connected: look again soon. Nothing else would call worker__pump when the same session
+       comes back with no task running and no take waiting (no member change either). */
+    if (!w->stopping && !w->freed && w->running + w->takes < w->concurrency &&
+        coord_session_state(w->zk) != COORD_CONNECTED) {
+        struct timeval tv = {0, PUMP_RETRY_MS * 1000};
+        evtimer_add(w->pump_retry_ev, &tv);
+    }
+}
+
+void worker__pump(struct worker *w)
+{
+    if (!w->freed)
+        event_active(w->pump_ev, EV_TIMEOUT, 0);
+}
