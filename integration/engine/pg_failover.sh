@@ -224,7 +224,12 @@ has_all() { [ "$(pg_psql "$OLD" "SELECT count(*) FROM jobs" 2> /dev/null)" = "$w
 wait_until 60 "pg$OLD to hold the $want jobs of the primary" has_all
 pass "pg$OLD rejoined as a replica ($(grep -c 'pg_rewind\|rewind' "$T/pg$OLD/patroni.log" || true) rewind lines in its log) and holds all $want jobs"
 
-echo "ZooKeeper's epoch: $EPOCH0 at the start, $(zk_epoch) now (a change: a leader election in the ensemble)"
+EPOCH1=$(zk_epoch)
+if [ "$EPOCH1" = "$EPOCH0" ]; then
+  echo "ZooKeeper's epoch: $EPOCH0 at the start and now: no leader election"
+else
+  echo "ZooKeeper's epoch: $EPOCH0 at the start, $EPOCH1 now: a leader election in the ensemble (not the test's doing: it touches only Patroni's proxies)"
+fi
 [ "$FAULT" = kill ] || exit 0
 
 # 3. A planned switchover during running jobs, measured. The window: from patronictl's start
