@@ -131,7 +131,8 @@ wait_until() {
     fail "timed out after $wait__limit s waiting for $wait__what"
 }
 
-http_code() { curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1$2" || true; }
+# (-m: a stopped process accepts the connection and never answers.)
+http_code() { curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1$2" || true; }
 http_code_is() { [ "$(http_code "$1" "$2")" = "$3" ]; }
 
 # wait_http PORT PATH CODE [SECONDS]: until GET answers CODE; status 1 if it does not.

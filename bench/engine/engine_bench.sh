@@ -4,7 +4,9 @@
 #   DROVER_BUILD_DIR=build-rel scripts/with-stack -- bench/engine/engine_bench.sh [what...]
 #
 # what: wide (10,000 noop tasks), big (hadoop-distributed, 10,000 nodes, 140,007 tasks),
-# expand (one node onto a 9,999-node cluster), makespan (sleep tasks of random durations).
+# expand (one node onto a 9,999-node cluster), makespan (sleep tasks of random durations),
+# resume (that 140,007-task create's owner killed mid-job: the next owner's reconciliation;
+# BENCH_RESUME_NODES, default 10000, BENCH_RESUME_AT tasks done before the kill, default 10000).
 # Default: wide makespan (big and expand take minutes). BENCH_WARMUP and BENCH_PERF: below;
 # BENCH_ZK_ACL: digest ACLs and per-tenant worker identities on.
 # Failover and handover times come from integration/engine/failover.sh (bench/run engine).
@@ -17,8 +19,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 what=("$@")
 [ ${#what[@]} -gt 0 ] || what=(wide makespan)
 
+# resume reads the new owner's info lines (job-acquired, job-reconciled, job-resumed).
+for w in "${what[@]}"; do [ "$w" != resume ] || LOG_LEVEL=info; done
 echo "engine: durable $([ "${DROVER_DISK_SYNC:-1}" = 1 ] && echo yes || echo "no (--no-disk-sync)"), load $(cut -d' ' -f1-3 /proc/loadavg) at the start"
-LOG_LEVEL=warn
+LOG_LEVEL=${LOG_LEVEL:-warn}
 # BENCH_ZK_ACL=1: digest ACLs on, every worker with its tenant's own identity
 # (docs/zookeeper-tree.md "ACLs"), to compare with a run without (bench/run zk-acl).
 acl=()
@@ -203,6 +207,77 @@ PY
     J2=$(body_of "$(api POST "/v1/clusters/$CID/shrink" '{"nodes":1}')" | jq -r .job.id)
     WAIT_JOB_POLL=0.1 wait_job "$J2" succeeded 600
     echo "big: shrink of the 10,000-node cluster by one node ($(psql_q "SELECT count(*) FROM tasks WHERE job_id = $J2") tasks): $(($(now_ms) - t0)) ms from request to succeeded"
+    ;;
+  resume)
+    # Reconciliation on resume (docs/engine.md) of a large job: the owner of a running
+    # 140,007-task create is killed (-9) once BENCH_RESUME_AT tasks are done, its workers
+    # running on. Measured on the next owner: from its lock (job-acquired at_ms) to reconciled
+    # and resumed (its log lines), and to its first dispatch (its
+    # drover_engine_tasks_dispatched_total moving, polled every 50 ms: the results the workers
+    # recorded meanwhile step their tasks and the successors go out); the new owner's
+    # multi-ops and PostgreSQL transactions and ZooKeeper's requests (every client, the
+    # workers' too) from the kill to that dispatch; the new owner's peak RSS. Then the job to
+    # its end. BENCH_RESUME_QUIET=1: the workers stop before the kill and start again once the
+    # job is resumed, so that ZooKeeper's requests from the kill to resumed are the new
+    # owner's alone (and the idle sessions' pings); with no result to step, the first
+    # dispatch then waits for the workers and is not a figure of the resume.
+    nodes=${BENCH_RESUME_NODES:-10000}
+    workers noop,noop-provider 64
+    body=$(jq -cn --argjson k "$nodes" '{name: "resume", template: "hadoop-distributed", nodes: $k, provider: "rackspace"}')
+    t0=$(now_ms)
+    J=$(body_of "$(api POST /v1/clusters "$body")" | jq -r .job.id)
+    at=${BENCH_RESUME_AT:-10000}
+    poll_until -e 1 3600 done_at_least "$J" "$at" || fail "job $J: $at tasks not done in an hour"
+    quiet=${BENCH_RESUME_QUIET:-}
+    if [ -n "$quiet" ]; then
+      for k in 1 2 3 4; do kill "$(pid_of "bw-$k")"; done
+      for k in 1 2 3 4; do wait_exit "bw-$k" 120 > /dev/null || true; done
+    fi
+    old=$(owner_of "$J")
+    declare -A d0 m0 p0
+    for d in 1 2 3; do
+      [ "droverd-$d" != "$old" ] || continue
+      d0[$d]=$(metric "${DPORTS[d]}" drover_engine_tasks_dispatched_total)
+      m0[$d]=$(metric "${DPORTS[d]}" drover_engine_zk_multis_total)
+      p0[$d]=$(metric "${DPORTS[d]}" drover_engine_pg_transactions_total)
+    done
+    z0=$(zk_requests)
+    kill -9 "$(pid_of "$old")"
+    n_tasks=$(psql_q "SELECT count(*) FROM tasks WHERE job_id = $J")
+    q=$(psql_q "SELECT count(*) FROM tasks WHERE job_id = $J AND status IN ('queued', 'running')")
+    echo "resume: job $J, $n_tasks tasks, $(done_of "$J") done and $q queued or running when its owner $old was killed ($(($(now_ms) - t0)) ms after the request)"
+    acquired() { grep -h "event=job-acquired job=$J " "$T"/droverd-*.log | grep -v "node=$old " | tail -n 1; }
+    wait_until -e 0.05 600 "a new owner of job $J" acquired > /dev/null
+    new=$(acquired | sed 's/.* node=\([^ ]*\) .*/\1/')
+    t_lock=$(acquired | sed 's/.*at_ms=\([0-9]*\).*/\1/')
+    nd=${new#droverd-}
+    dispatched_new() { [ "$(metric "${DPORTS[nd]}" drover_engine_tasks_dispatched_total)" -gt "${d0[$nd]}" ]; }
+    resumed() { grep -q "event=job-resumed job=$J " "$T/$new.log"; }
+    t_disp=
+    if [ -n "$quiet" ]; then
+      wait_until -e 0.05 600 "$new to resume job $J" resumed
+    else
+      ! poll_until -e 0.05 600 dispatched_new || t_disp=$(now_ms)
+    fi
+    z1=$(zk_requests)
+    m1=$(metric "${DPORTS[nd]}" drover_engine_zk_multis_total)
+    p1=$(metric "${DPORTS[nd]}" drover_engine_pg_transactions_total)
+    log_ms() { # EVENT: the new owner's log time of its line for job J, in ms
+      date -d "$(grep -h "event=$1 job=$J " "$T/$new.log" | tail -n 1 | sed 's/^ts=\([^ ]*\) .*/\1/')" +%s%3N
+    }
+    echo "resume: $new took the lock $((t_lock - t0)) ms after the request; reconciled +$(($(log_ms job-reconciled) - t_lock)) ms, resumed +$(($(log_ms job-resumed) - t_lock)) ms, first dispatch +${t_disp:+$((t_disp - t_lock))} ms (polled)"
+    grep -h "event=job-reconciled job=$J " "$T/$new.log" | tail -n 1 | sed 's/^.*event=job-reconciled/resume: reconciled:/'
+    grep -h "event=job-resumed job=$J " "$T/$new.log" | tail -n 1 | sed 's/^.*event=job-resumed/resume: resumed:/'
+    if [ -n "$quiet" ]; then
+      echo "resume: from the kill to resumed (workers stopped): the new owner made $((m1 - m0[$nd])) multi-ops and $((p1 - p0[$nd])) PostgreSQL transactions; ZooKeeper received $((z1 - z0)) requests (the new owner's, and idle sessions' pings)"
+    else
+      echo "resume: from the kill to the first dispatch: the new owner made $((m1 - m0[$nd])) multi-ops and $((p1 - p0[$nd])) PostgreSQL transactions; ZooKeeper received $((z1 - z0)) requests (every client: the workers run on)"
+    fi
+    echo "resume: peak RSS of the new owner $new: $(rss_of "$new") kB (the third node: $(for d in 1 2 3; do [ "droverd-$d" = "$old" ] || [ "droverd-$d" = "$new" ] || echo -n "$(rss_of "droverd-$d") "; done)kB)"
+    [ -z "$quiet" ] || workers noop,noop-provider 64
+    WAIT_JOB_POLL=1 wait_job "$J" succeeded 3600
+    echo "resume: job $J succeeded $(($(now_ms) - t0)) ms after the request"
+    check_attempts
     ;;
   expand)
     # An expand by one node of a 9,999-node cluster: its start and end cost what the cluster's

@@ -31,6 +31,14 @@
  *   3. A job's part of a ZooKeeper batch applies only with its lock's check in the same
  *      multi-op; a job's part of a PostgreSQL batch only after its token is compared, under
  *      its row's lock held to the commit.
+ *
+ * Test hook (DROVER_FAULT=hold-batch-answer, docs/testing.md): the answer to the first
+ * multi-op of several jobs is held, unread: its jobs wait for it as if it were still in
+ * flight (and so does every later multi-op of the node, one being in flight), so a SIGTERM
+ * finds them mid-batch and the shutdown's grace runs out. engine__batch_free then orphans it
+ * like any other and asks coord for a read whose answer hands the held one on: coord
+ * delivers it while its session closes, after the engine is freed, which is when a real late
+ * answer comes (invariant 2). Test engine_batch_orphan.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +51,7 @@
 #include "log.h"
 #include "store.h"
 #include "xalloc.h"
+#include "zkpath.h"
 
 #define MOD "engine"
 
@@ -202,12 +211,18 @@ static void on_zmulti(const struct coord_txn_result *r, void *arg)
     if (!e) {
         /* Answered after the engine stopped (coord's session is freed after it): the jobs
            are dead, their parts are only freed. */
+        log_info(MOD, "event=batch-answer-orphaned jobs=%zu", zm->n);
         struct coord_txn_result gone = {.rc = DRV_ECONFLICT, .failed_op = -1};
         for (size_t i = 0; i < zm->n; i++)
             engine__etxn_done(&gone, zm->ts[i]);
         free(zm->ts);
         free(zm->off);
         free(zm);
+        return;
+    }
+    if (e->fault_hold_batch && zm->n > 1 && !e->held) {
+        log_warn(MOD, "event=fault-injected fault=hold-batch-answer jobs=%zu rc=%d", zm->n, r->rc);
+        e->held = zm; /* still flying: engine__batch_free orphans it */
         return;
     }
     zflying_del(e, zm);
@@ -316,6 +331,13 @@ static void zgather_cb(evutil_socket_t fd, short what, void *arg)
     free(ts);
 }
 
+/* The held answer (the test hook), handed on by coord after the engine is gone. */
+static void held_cb(int rc, const char *data, int version, void *arg)
+{
+    struct coord_txn_result r = {.rc = 0, .failed_op = -1};
+    on_zmulti(&r, arg);
+}
+
 void engine__batch_free(struct engine *e)
 {
     struct drv_err err;
@@ -339,6 +361,9 @@ void engine__batch_free(struct engine *e)
     e->zgather_ev = NULL;
     for (size_t i = 0; i < e->n_zflying; i++)
         ((struct zmulti *)e->zflying[i])->e = NULL; /* on_zmulti frees it, whenever */
+    if (e->held)
+        coord_get(e->zk, ZKPATH_JOBS, held_cb, e->held);
+    e->held = NULL;
     free(e->zflying);
     e->zflying = NULL;
     e->n_zflying = e->cap_zflying = 0;

@@ -390,6 +390,7 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     /* Fault injection for the tests (docs/testing.md): die where a crash is hardest to get. */
     const char *fault = getenv("DROVER_FAULT");
     e->fault_final = fault && strcmp(fault, "crash-before-final-write") == 0;
+    e->fault_hold_batch = fault && strcmp(fault, "hold-batch-answer") == 0;
     e->no_rollback = o->no_rollback;
     e->write_format = DROVER_FORMAT_MIN_READ;
     e->budget = o->txn_budget ? o->txn_budget : TXN_BUDGET;

@@ -438,6 +438,11 @@ struct engine {
        an answer coord delivers after the engine is gone touches nothing of it. */
     void **zflying;
     size_t n_zflying, cap_zflying;
+    /* Test hook (DROVER_FAULT=hold-batch-answer, batch.c): the answer to the first multi-op
+       of several jobs is held, its jobs waiting as if it were in flight, until the engine is
+       freed; then coord delivers it to the orphan. */
+    bool fault_hold_batch;
+    void *held; /* that multi-op (one of zflying), NULL until then */
 };
 
 enum ejob_own {

@@ -23,6 +23,7 @@
  * (docs/engine.md "Resuming after a failover", "Reconciliation on resume".)
  * Loop thread, but for the plan's build; linear in the job's size.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -481,6 +482,18 @@ static void recon_item_read(int rc, const char *data, int version, void *arg)
         return;
     }
     log_warn(MOD, "event=stale-queue-key job=%s key=%s item=%s", j->id, x->key_path, x->item_path);
+    /* Test hook (DROVER_FAULT=stop-before-stale-delete, docs/testing.md): the process stops
+       itself once, here, between the read and the delete, so that a test can move the lock
+       to another owner meanwhile; continued, it sends the delete as it would have
+       (engine_stale_key_race: fenced by the lock it no longer holds, it must fail). */
+    static bool stopped_once;
+    const char *fault = getenv("DROVER_FAULT");
+    if (fault && strcmp(fault, "stop-before-stale-delete") == 0 && !stopped_once) {
+        stopped_once = true;
+        log_warn(MOD, "event=fault-injected fault=stop-before-stale-delete job=%s key=%s", j->id,
+                 x->key_path);
+        raise(SIGSTOP);
+    }
     struct coord_txn *t = coord_txn_new();
     coord_txn_delete(t, x->key_path, x->version);
     coord_txn_commit(j->e->zk, t, j->lock, stale_key_deleted, x);
