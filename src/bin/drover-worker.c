@@ -166,6 +166,8 @@ static int run(struct node *w)
     wo.key = has_key ? key : NULL;
     wo.zk_hosts = w->conf.prog.zk.session.hosts;
     wo.zk_digest_file = w->conf.prog.zk.digest_file;
+    wo.zk_acl_owner = w->conf.prog.zk.session.acl_owner;
+    wo.zk_acl_readers = w->conf.prog.zk.session.acl_readers;
     wo.version = DROVER_VERSION;
     w->worker = worker_new(w->base, w->zk, &wo, &err);
     explicit_bzero(key, sizeof(key));

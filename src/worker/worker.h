@@ -61,6 +61,8 @@ struct worker_opts {
     const char *resources_dir;  /* DROVER_RESOURCES for plugins, NULL: none */
     const char *zk_hosts;       /* DROVER_ZK_HOSTS for plugins (ssh-pool) */
     const char *zk_digest_file; /* DROVER_ZK_DIGEST_FILE for plugins */
+    const char *zk_acl_owner;   /* zookeeper.acl_owner, zookeeper.acl_readers: the ACL of */
+    const char *zk_acl_readers; /*   what a plugin that wants zookeeper creates (ssh-pool) */
     const char *host_conf;      /* DROVER_HOST_CONF for plugins (the container provider's
                                    host settings), NULL or "": none */
     const char *version;        /* shown in the member znode */
@@ -82,7 +84,8 @@ struct worker_opts {
 /*
  * The worker.* keys (and secrets.tenant_key_file) of drover-worker's config file:
  * they fill a struct worker_opts (src/worker/conf.c; docs/configuration.md).
- * The program sets id, key, zk_hosts, zk_digest_file and version.
+ * The program sets id, key, zk_hosts, zk_digest_file, zk_acl_owner, zk_acl_readers and
+ * version.
  */
 extern const struct config_key worker_config_keys[];
 

@@ -283,6 +283,15 @@ static void test_acl_grant(void **state)
                      ZOO_PERM_READ);
     assert_int_equal(coord_acl_grant("/drover/locks/jobs/42", "acme", "acme", t, sizeof(t)), 0);
     assert_int_equal(coord_acl_grant("/droverx/queues/acme", NULL, NULL, t, sizeof(t)), 0);
+    /* ssh-pool: a tenant's own pools; an operator's pool is the fix-up's (acl_pool_grants) */
+    assert_int_equal(coord_acl_grant("/drover/pools/acme", NULL, NULL, t, sizeof(t)), rwcd);
+    assert_string_equal(t, "acme");
+    assert_int_equal(
+        coord_acl_grant("/drover/pools/acme/rack-a/claims/10.0.0.5:22", NULL, NULL, t, sizeof(t)),
+        rwcd);
+    assert_int_equal(coord_acl_grant("/drover/pools", NULL, NULL, t, sizeof(t)), 0);
+    assert_int_equal(
+        coord_acl_grant("/drover/pools/_operator/rack-s/claims", NULL, NULL, t, sizeof(t)), 0);
 }
 
 static void test_item_names(void **state)
