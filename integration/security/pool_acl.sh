@@ -171,4 +171,22 @@ start_droverd 1 "zookeeper.digest_file = $T/zk.digest" "zookeeper.acl_readers = 
 ptask create s-2 "$ACME_ZK" "$shared" | pool && fail "a revoked grant still claims"
 [ -z "$(claims $S)" ] || fail "a revoked grant claimed: $(claims $S)"
 pass "a grant taken out of zookeeper.pool_grants is revoked at droverd's next start"
+# Hosts claimed under the former layout (pools/<tenant>.<pool>, droverd's credentials) stay
+# claimed: acme's identity cannot read them, but sees that they exist.
+/usr/bin/python3 - "$DROVER_ZK" "$T/zk.digest" "$hosts" << 'PY'
+import json, sys
+from kazoo.client import KazooClient
+from kazoo.security import make_digest_acl
+user, pw = open(sys.argv[2]).read().strip().split(":", 1)
+zk = KazooClient(hosts=sys.argv[1], auth_data=[("digest", f"{user}:{pw}")])
+zk.start(timeout=30)
+for h in json.loads(sys.argv[3]):
+    zk.create(f"/drover/pools/acme.rack-a/claims/{h['address']}:{h['port']}", b'{"tenant":"acme"}',
+              acl=[make_digest_acl(user, pw, all=True)], makepath=True)
+zk.stop()
+PY
+ptask create p-2 "$ACME_ZK" | pool && fail "a host claimed under the former layout was claimed again"
+last .message | grep -q 'no free host in pool "rack-a"' || fail "former layout: $(last .message)"
+[ -z "$(claims $A)" ] || fail "claimed: $(claims $A)"
+pass "hosts claimed under the former layout stay claimed"
 pass "ssh-pool with tenant identities"

@@ -209,7 +209,21 @@ int poolzk_ensure(struct poolzk *z, const char *pool, struct drv_err *err)
 int poolzk_claim(struct poolzk *z, const char *pool, const char *host, json_t *data,
                  struct drv_err *err)
 {
-    char path[600];
+    char path[600], legacy[300];
+    /* A host claimed under the former layout, pools/<tenant>.<pool> (before the claims moved
+       under pools/<tenant>/), stays claimed: exists needs no permission, so any identity sees
+       it. The operator deletes such a znode once its node is gone (docs/zookeeper-tree.md). */
+    snprintf(legacy, sizeof(legacy), "%s", pool);
+    char *sl = strchr(legacy, '/');
+    if (sl) {
+        *sl = '.';
+        zkpath_pool_claim(path, sizeof(path), legacy, host);
+        int rc = zoo_exists(z->zh, path, 0, NULL);
+        if (rc == ZOK)
+            return DRV_EEXIST;
+        if (rc != ZNONODE)
+            return zerr(err, rc, "exists", path);
+    }
     zkpath_pool_claim(path, sizeof(path), pool, host);
     char *s = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
     int rc = zoo_create(z->zh, path, s, (int)strlen(s), &z->acl, 0, NULL, 0);
