@@ -48,7 +48,7 @@ ptask() {
   CLUSTER_ID=c9 task "$1" "$2" "${3:-1}" 1 ".config.provider = $(pool_provider) | ${4:-.}"
 }
 # Claims of tenant acme's pool rack-a (a tenant's own namespace: docs/security.md).
-claims() { "$BIN/drover" zk ls /drover/pools/acme.rack-a/claims --zk "$DROVER_ZK" 2>/dev/null | sort; }
+claims() { "$BIN/drover" zk ls /drover/pools/acme/rack-a/claims --zk "$DROVER_ZK" 2>/dev/null | sort; }
 
 # --- five concurrent creates for three hosts ---
 nodes=(p-1 p-2 p-3 p-4 p-5)
@@ -154,7 +154,7 @@ pass "every host wiped and free again"
 # --- a pool the operator declares and grants to two tenants ("shared": true comes only from
 # worker.provider_settings, docs/security.md): one namespace, each host to one node at a time.
 shared='.config.provider.shared = true | .config.provider.pool = "rack-s"'
-scl() { "$BIN/drover" zk ls /drover/pools/_operator.rack-s/claims --zk "$DROVER_ZK" 2>/dev/null | sort; }
+scl() { "$BIN/drover" zk ls /drover/pools/_operator/rack-s/claims --zk "$DROVER_ZK" 2>/dev/null | sort; }
 ptask create s-1 1 "$shared" | run "$POOL" || fail "acme in the shared pool: $(last .message)"
 merge s-1
 ptask create s-2 1 "$shared | .tenant = \"globex\"" | run "$POOL" || fail "globex in the shared pool: $(last .message)"
@@ -172,7 +172,7 @@ printf '#!/bin/sh\necho "cannot wipe: disk busy" >&2\nexit 7\n' > "$R/pool/wipe.
 ptask delete p-1 | run "$POOL" && fail "a failed wipe succeeded"
 last .message | grep -q "exited with 7 (the host stays claimed)" || fail "failed wipe: $(last .message)"
 [ "$(claims | wc -l)" = 1 ] || fail "a failed wipe released the host"
-"$BIN/drover" zk get "/drover/pools/acme.rack-a/claims/$(claims)" --zk "$DROVER_ZK" | grep -q '"wiping"' ||
+"$BIN/drover" zk get "/drover/pools/acme/rack-a/claims/$(claims)" --zk "$DROVER_ZK" | grep -q '"wiping"' ||
   fail "the claim does not say wiping"
 pass "a failed wipe keeps the host claimed (state wiping)"
 
@@ -184,7 +184,7 @@ before=$(claims)
 ptask create g-1 1 ".tenant = \"globex\" | .config.provider.private_key = $(jq -Rs . < "$T/evil_key")" |
   expect_fail "$POOL" "another tenant's hosts" "."
 [ "$(claims)" = "$before" ] || fail "globex changed acme's claims: $(claims)"
-"$BIN/drover" zk get "/drover/pools/acme.rack-a/claims/$(claims)" --zk "$DROVER_ZK" | grep -q '"tenant":"acme"' ||
+"$BIN/drover" zk get "/drover/pools/acme/rack-a/claims/$(claims)" --zk "$DROVER_ZK" | grep -q '"tenant":"acme"' ||
   fail "acme's claim changed hands"
 pass "another tenant naming the same pool and hosts claims nothing of acme's"
 

@@ -83,6 +83,7 @@ R, W, C, X = 1, 2, 4, 8
 J = f"/drover/jobs/{jid}"
 # the per-path table of docs/zookeeper-tree.md, "ACLs": what acme's workers may do
 grants = [(r"/drover/queues/acme(/.*)?", R | W | C | X), (r"/drover/resources/acme", R),
+          (r"/drover/pools/acme(/.*)?", R | W | C | X),
           (rf"{J}/(ctx|nodes)(/.*)?", R), (rf"{J}/runs", R | C), (rf"{J}/runs/[^/]+", R | W),
           (r"/drover/members/worker/worker-1", R | W), (r"/drover/members/worker", R | C)]
 def grant(p):
@@ -110,7 +111,7 @@ for p in paths:
         want.append(("digest", A, grant(p)))
     if p == "/drover/members/worker":  # beta's workers may join too
         want.append(("digest", B, R | C))
-    if p == "/drover/queues/beta":  # made for beta when it was created
+    if p in ("/drover/queues/beta", "/drover/pools/beta"):  # made for beta when it was created
         want.append(("digest", B, R | W | C | X))
     if have != sorted(want):
         bad.append(f"{p}: acl {have}, want {sorted(want)}")
@@ -158,7 +159,8 @@ for p in paths:
         except Exception:
             pass
 must = [f"{J}/ctx", f"{J}/runs", f"{J}/state", "/drover/members/worker/worker-1",
-        "/drover/members/droverd/droverd-1", "/drover/queues/acme/default", "/drover/legacy/world-read",
+        "/drover/members/droverd/droverd-1", "/drover/queues/acme/default", "/drover/pools/acme",
+        "/drover/legacy/world-read",
         "/drover/legacy/open"]
 missing = [m for m in must if m not in paths]
 runs = [p for p in paths if p.startswith(f"{J}/runs/")]

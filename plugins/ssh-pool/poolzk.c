@@ -5,6 +5,7 @@
 #include "poolzk.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,16 +21,69 @@
 #include "xalloc.h"
 #include "zkpath.h"
 
+#define MAX_ACL 4 /* the owner, the creator, two readers */
+
 struct poolzk {
     zhandle_t *zh;
-    struct ACL_vector *acl;
-    struct ACL digest_acl[2];
-    struct ACL_vector digest_vec;
+    struct ACL acl_data[MAX_ACL];
+    char ids[MAX_ACL][128];
+    struct ACL_vector acl; /* every znode the plugin creates */
 };
 
 static int zerr(struct drv_err *err, int rc, const char *what, const char *path)
 {
+    if (rc == ZNOAUTH)
+        return drv_err_set(err, DRV_EZK, rc,
+                           "zookeeper %s \"%s\": not authenticated (this tenant's workers "
+                           "reach their own pools/<tenant>, which droverd makes when it lets the "
+                           "tenant in, and an operator's pool only when droverd's "
+                           "zookeeper.pool_grants grants it to the tenant)",
+                           what, path);
     return drv_err_set(err, DRV_EZK, rc, "zookeeper %s \"%s\": %s", what, path, zerror(rc));
+}
+
+/* The ACL of every znode the plugin creates, as coord gives a tenant's pools
+   (docs/zookeeper-tree.md "ACLs"): all for owner (droverd's digest id) when given, read,
+   write, create and delete for the creating identity (all when no owner), read for each
+   reader. ZooKeeper hides digest hashes from a reader without admin rights, so the plugin
+   cannot copy a parent's ACL: the worker hands it the ids. */
+static int build_acl(struct poolzk *z, const char *owner, const char *readers, struct drv_err *err)
+{
+    int n = 0;
+    const int rwcd = ZOO_PERM_READ | ZOO_PERM_WRITE | ZOO_PERM_CREATE | ZOO_PERM_DELETE;
+    bool has_owner = owner && *owner;
+    if (has_owner) {
+        if (strlen(owner) >= sizeof(z->ids[0]) || !strchr(owner, ':'))
+            return drv_err_set(err, DRV_EINVAL, 0,
+                               "the task's zookeeper.acl_owner: expected a digest id user:hash");
+        snprintf(z->ids[n], sizeof(z->ids[n]), "%s", owner);
+        z->acl_data[n++] =
+            (struct ACL){.perms = ZOO_PERM_ALL, .id = {.scheme = "digest", .id = z->ids[0]}};
+    }
+    z->acl_data[n++] = (struct ACL){.perms = has_owner ? rwcd : ZOO_PERM_ALL, .id = ZOO_AUTH_IDS};
+    const char *r = readers ? readers : "";
+    while (*r) {
+        while (*r == ' ' || *r == ',')
+            r++;
+        size_t len = strcspn(r, ",");
+        while (len && r[len - 1] == ' ')
+            len--;
+        if (!len)
+            break;
+        if (n >= MAX_ACL || len >= sizeof(z->ids[0]) || !memchr(r, ':', len))
+            return drv_err_set(err, DRV_EINVAL, 0,
+                               "the task's zookeeper.acl_readers: expected at most %d digest ids "
+                               "user:hash",
+                               MAX_ACL - 2);
+        snprintf(z->ids[n], sizeof(z->ids[n]), "%.*s", (int)len, r);
+        z->acl_data[n] =
+            (struct ACL){.perms = ZOO_PERM_READ, .id = {.scheme = "digest", .id = z->ids[n]}};
+        n++;
+        r += len;
+        r += strcspn(r, ",");
+    }
+    z->acl = (struct ACL_vector){.count = n, .data = z->acl_data};
+    return 0;
 }
 
 static int read_digest(const char *path, char *out, size_t n, struct drv_err *err)
@@ -61,7 +115,8 @@ static int read_digest(const char *path, char *out, size_t n, struct drv_err *er
 }
 
 struct poolzk *poolzk_open(const char *hosts, const char *digest, const char *digest_file,
-                           int64_t deadline_ms, struct drv_err *err)
+                           const char *acl_owner, const char *acl_readers, int64_t deadline_ms,
+                           struct drv_err *err)
 {
     if (!hosts || !*hosts) {
         drv_err_set(err, DRV_EINVAL, 0,
@@ -70,7 +125,7 @@ struct poolzk *poolzk_open(const char *hosts, const char *digest, const char *di
     }
     zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
     struct poolzk *z = xcalloc(1, sizeof(*z));
-    z->acl = &ZOO_OPEN_ACL_UNSAFE;
+    z->acl = ZOO_OPEN_ACL_UNSAFE;
     z->zh = zookeeper_init2(hosts, NULL, 15000, NULL, NULL, 0, log_zk_callback);
     if (!z->zh) {
         drv_err_set(err, DRV_EZK, errno, "zookeeper \"%s\": %s", hosts, strerror(errno));
@@ -109,11 +164,10 @@ struct poolzk *poolzk_open(const char *hosts, const char *digest, const char *di
             poolzk_close(z);
             return NULL;
         }
-        /* All for the digest identity that creates; never world read (docs/zookeeper-tree.md
-           "ACLs"; droverd's start-up fix-up gives the operator's read back). */
-        z->digest_acl[0] = (struct ACL){.perms = ZOO_PERM_ALL, .id = ZOO_AUTH_IDS};
-        z->digest_vec = (struct ACL_vector){.count = 1, .data = z->digest_acl};
-        z->acl = &z->digest_vec;
+        if (build_acl(z, acl_owner, acl_readers, err) != 0) {
+            poolzk_close(z);
+            return NULL;
+        }
     }
     return z;
 }
@@ -132,13 +186,20 @@ int poolzk_ensure(struct poolzk *z, const char *pool, struct drv_err *err)
     char dir[512], path[512];
     if (!zkpath_pool_claims(dir, sizeof(dir), pool))
         return drv_err_set(err, DRV_EINVAL, 0, "pool name \"%.60s...\" is too long", pool);
-    /* Each ancestor first: /drover, /drover/pools, /drover/pools/<pool>, then claims. */
+    /* Each ancestor that is missing: /drover, /drover/pools, /drover/pools/<tenant>, <pool>,
+       then claims. Exists first: a create where this identity may not create is refused
+       even when the znode is there (droverd makes pools/<tenant> and the operator's pools). */
     for (const char *sl = strchr(dir + 1, '/');; sl = strchr(sl + 1, '/')) {
         size_t len = sl ? (size_t)(sl - dir) : strlen(dir);
         memcpy(path, dir, len);
         path[len] = '\0';
-        int rc = zoo_create(z->zh, path, "{}", 2, z->acl, 0, NULL, 0);
-        if (rc != ZOK && rc != ZNODEEXISTS)
+        int rc = zoo_exists(z->zh, path, 0, NULL);
+        if (rc == ZNONODE) {
+            rc = zoo_create(z->zh, path, "{}", 2, &z->acl, 0, NULL, 0);
+            if (rc == ZNODEEXISTS)
+                rc = ZOK;
+        }
+        if (rc != ZOK)
             return zerr(err, rc, "create", path);
         if (!sl)
             return 0;
@@ -148,10 +209,24 @@ int poolzk_ensure(struct poolzk *z, const char *pool, struct drv_err *err)
 int poolzk_claim(struct poolzk *z, const char *pool, const char *host, json_t *data,
                  struct drv_err *err)
 {
-    char path[600];
+    char path[600], legacy[300];
+    /* A host claimed under the former layout, pools/<tenant>.<pool> (before the claims moved
+       under pools/<tenant>/), stays claimed: exists needs no permission, so any identity sees
+       it. The operator deletes such a znode once its node is gone (docs/zookeeper-tree.md). */
+    snprintf(legacy, sizeof(legacy), "%s", pool);
+    char *sl = strchr(legacy, '/');
+    if (sl) {
+        *sl = '.';
+        zkpath_pool_claim(path, sizeof(path), legacy, host);
+        int rc = zoo_exists(z->zh, path, 0, NULL);
+        if (rc == ZOK)
+            return DRV_EEXIST;
+        if (rc != ZNONODE)
+            return zerr(err, rc, "exists", path);
+    }
     zkpath_pool_claim(path, sizeof(path), pool, host);
     char *s = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
-    int rc = zoo_create(z->zh, path, s, (int)strlen(s), z->acl, 0, NULL, 0);
+    int rc = zoo_create(z->zh, path, s, (int)strlen(s), &z->acl, 0, NULL, 0);
     free(s);
     if (rc == ZNODEEXISTS)
         return DRV_EEXIST;

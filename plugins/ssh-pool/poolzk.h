@@ -9,8 +9,12 @@
  * exactly one of several concurrent creators succeed, so a host is never given
  * to two nodes, whichever workers ask at once. It is persistent because the
  * host stays the node's long after this plugin has exited; delete removes it
- * after wiping the host. With digest credentials the znodes are created with
- * the identity's ACL (all for it, read for the world), as coord does.
+ * after wiping the host. <pool> is "<tenant>/<name>" or "_operator/<name>". With
+ * digest credentials every znode the plugin creates carries what coord gives a
+ * tenant's pools (docs/zookeeper-tree.md "ACLs"): all for droverd (acl_owner),
+ * read, write, create and delete for the creating identity, read for the readers.
+ * With a tenant's worker identity the plugin reaches its tenant's pools and the
+ * operator's pools granted to the tenant, nothing else.
  *
  * The client is the ZooKeeper C library's synchronous API (a plugin is a
  * short-lived program with nothing else to do while it waits).
@@ -29,13 +33,18 @@ struct poolzk;
  * Connect to hosts (a ZooKeeper connection string, chroot suffix allowed) with
  * the digest credentials digest ("user:password", as the worker gives them on
  * standard input) or else those in digest_file (mode 0600; NULL or "" for none),
- * waiting until connected or deadline_ms (clock_mono_ms clock).
+ * waiting until connected or deadline_ms (clock_mono_ms clock). With credentials,
+ * acl_owner (droverd's digest id, or NULL: the identity itself has all) and
+ * acl_readers (comma-separated digest ids, at most 2, or NULL) make the ACL of
+ * every znode created (the worker's zookeeper.acl_owner and acl_readers).
  */
 struct poolzk *poolzk_open(const char *hosts, const char *digest, const char *digest_file,
-                           int64_t deadline_ms, struct drv_err *err);
+                           const char *acl_owner, const char *acl_readers, int64_t deadline_ms,
+                           struct drv_err *err);
 void poolzk_close(struct poolzk *z);
 
-/* Create /drover/pools/<pool>/claims and its parents when missing. */
+/* Create /drover/pools/<pool>/claims and its parents when missing. Refused (NOAUTH),
+   here and in every call below: DRV_EZK with a message naming the grant. */
 int poolzk_ensure(struct poolzk *z, const char *pool, struct drv_err *err);
 
 /*

@@ -57,7 +57,7 @@ struct pool_host {
 
 struct pool {
     char name[129];
-    char claims[260]; /* the claims' znode name: "<tenant>.<name>" (a tenant's own namespace) */
+    char claims[260]; /* the claims' place: "<tenant>/<name>" (a tenant's own namespace) */
     struct pool_host *hosts;
     size_t n;
     const char *key, *pubkey; /* the pool's own key pair */
@@ -471,15 +471,16 @@ static int check(struct plugin_task *t, void *ctx, struct plugin_result *r)
     }
     /* Claims live in the tenant's own namespace (issue 20): a tenant naming another's pool
      * and hosts claims nothing of the other's, and leaves none of its hosts in wiping.
-     * Tenant names have no '.', so "<tenant>.<pool>" is one tenant's pool only. A pool the
-     * operator declares ("shared": true, a host field: only worker.provider_settings sets
-     * it, for the workers of the tenants it grants the pool to) is one namespace for all of
-     * them, "_operator.<pool>" (no tenant name starts with '_'): a host goes to one node of
-     * one tenant at a time. */
+     * "<tenant>/<pool>" is under pools/<tenant>, which droverd makes and only the tenant's
+     * workers reach (docs/zookeeper-tree.md "ACLs"). A pool the operator declares
+     * ("shared": true, a host field: only worker.provider_settings sets it) is one
+     * namespace for the tenants droverd's zookeeper.pool_grants grants it to,
+     * "_operator/<pool>" (no tenant name starts with '_'): a host goes to one node of one
+     * tenant at a time, and a tenant not granted it is refused by ZooKeeper. */
     if (json_is_true(json_object_get(prov, "shared")))
-        snprintf(x->p.claims, sizeof(x->p.claims), "_operator.%s", x->p.name);
+        snprintf(x->p.claims, sizeof(x->p.claims), "_operator/%s", x->p.name);
     else
-        snprintf(x->p.claims, sizeof(x->p.claims), "%s.%s", t->tenant, x->p.name);
+        snprintf(x->p.claims, sizeof(x->p.claims), "%s/%s", t->tenant, x->p.name);
     return 0;
 }
 
@@ -495,7 +496,9 @@ static int open_zk(struct plugin_task *t, void *ctx, struct plugin_result *r)
     const char *hosts = json_string_value(json_object_get(zk, "hosts"));
     x->z = poolzk_open(hosts && *hosts ? hosts : getenv("DROVER_ZK_HOSTS"),
                        json_string_value(json_object_get(zk, "digest")),
-                       getenv("DROVER_ZK_DIGEST_FILE"), x->deadline, &err);
+                       getenv("DROVER_ZK_DIGEST_FILE"),
+                       json_string_value(json_object_get(zk, "acl_owner")),
+                       json_string_value(json_object_get(zk, "acl_readers")), x->deadline, &err);
     if (!x->z || poolzk_ensure(x->z, x->p.claims, &err) != 0) {
         plugin_result_fail(r, "%s", err.msg);
         return -1;

@@ -47,8 +47,17 @@ struct node {
     struct worker *worker;
     struct event *sig_term, *sig_int;
     json_t *member_data; /* what the member znode says; "draining" is added on the way out */
+    struct worker_rejoin rejoin; /* worker.session_file (src/worker/rejoin.c) */
     bool stopping;
 };
+
+/* Each new session goes into worker.session_file, for the next start after a crash. */
+static void on_zk_state(struct coord_session *s, enum coord_state st, void *arg)
+{
+    struct node *w = arg;
+    if (st == COORD_CONNECTED)
+        worker_rejoin_record(&w->rejoin, s);
+}
 
 static void leave(struct node *w)
 {
@@ -121,8 +130,17 @@ static int run(struct node *w)
        creates grants droverd all and its tenant's workers what they need (docs/zookeeper-tree.md
        "ACLs"). */
     w->conf.prog.zk.session.acl_tenant = w->conf.worker.tenant;
+    /* A restart after a crash: end the dead one's session first (rejoin.c). */
+    if (worker_rejoin_open(w->conf.worker.session_file, &w->conf.prog.zk.session, &w->rejoin,
+                           &err) != 0) {
+        log_error(MODULE, "event=config_failed error=%s", log_quote(err.msg, q, sizeof(q)));
+        return 1;
+    }
+    w->conf.prog.zk.session.on_state = on_zk_state;
+    w->conf.prog.zk.session.arg = w;
     if (prog_zk_connect(w->base, &w->conf.prog, MODULE, &w->zk) != 0)
         return 1;
+    worker_rejoin_record(&w->rejoin, w->zk);
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
     json_t *classes = json_array();
@@ -166,7 +184,10 @@ static int run(struct node *w)
     wo.key = has_key ? key : NULL;
     wo.zk_hosts = w->conf.prog.zk.session.hosts;
     wo.zk_digest_file = w->conf.prog.zk.digest_file;
+    wo.zk_acl_owner = w->conf.prog.zk.session.acl_owner;
+    wo.zk_acl_readers = w->conf.prog.zk.session.acl_readers;
     wo.version = DROVER_VERSION;
+    wo.hold_fd = w->rejoin.fd;
     w->worker = worker_new(w->base, w->zk, &wo, &err);
     explicit_bzero(key, sizeof(key));
     if (!w->worker) {
@@ -207,6 +228,7 @@ int main(int argc, char **argv)
     coord_member_leave(w.member);
     json_decref(w.member_data);
     coord_session_free(w.zk);
+    worker_rejoin_close(&w.rejoin);
     loopwatch_free(watch);
     event_base_free(w.base);
     config_free(worker_conf_keys(), &w.conf);

@@ -32,6 +32,8 @@
 #define ZKPATH_MEMBERS_WORKER ZKPATH_ROOT "/members/worker"
 /* The parent of every tenant's queues. */
 #define ZKPATH_QUEUES ZKPATH_ROOT "/queues"
+/* The parent of the ssh-pool claims: pools/<tenant>/<pool>, pools/_operator/<pool>. */
+#define ZKPATH_POOLS ZKPATH_ROOT "/pools"
 /* The parent of every job's subtree; every engine watches its children. */
 #define ZKPATH_JOBS ZKPATH_ROOT "/jobs"
 
@@ -54,7 +56,8 @@ char *zkpath_tenant_queues(char *buf, size_t n, const char *tenant);
 char *zkpath_queue(char *buf, size_t n, const char *tenant, const char *cls);
 /* /drover/resources/<tenant>: the announcement of the tenant's newest resources. */
 char *zkpath_resources(char *buf, size_t n, const char *tenant);
-/* /drover/pools/<pool>/claims: the hosts of an ssh-pool provider that nodes hold. */
+/* /drover/pools/<pool>/claims: the hosts of an ssh-pool provider that nodes hold; pool is
+   "<tenant>/<name>" (a tenant's own pool) or "_operator/<name>" (an operator's, granted). */
 char *zkpath_pool_claims(char *buf, size_t n, const char *pool);
 /* /drover/pools/<pool>/claims/<host>: one claimed host, host "<address>:<port>". */
 char *zkpath_pool_claim(char *buf, size_t n, const char *pool, const char *host);

@@ -22,6 +22,10 @@
  *   members/worker/<id>             the worker's tenant: read, write (its data)
  *   control/worker/<id>             the worker's tenant: read (a drain request)
  *   members/worker                  every tenant: read, create (coord_acl_tenant_add)
+ *   pools/<t> and below             t: read, write, create, delete (ssh-pool's claims)
+ *   pools/_operator/<pool>, below   each tenant acl_pool_grants names for the pool: read,
+ *                                   write, create, delete (an operator's shared pool; the
+ *                                   fix-up alone writes it, droverd never creates there)
  *   anything else                   no tenant: droverd's alone
  *
  * A job's tenant is bound by its owner (coord_acl_bind) before it writes the
@@ -198,6 +202,8 @@ static bool is(const char *rest, const char *name, bool below)
     return rest[n] == '\0' || (below && rest[n] == '/');
 }
 
+#define POOL_PERMS (ZOO_PERM_READ | ZOO_PERM_WRITE | ZOO_PERM_CREATE | ZOO_PERM_DELETE)
+
 static int grant_of(const char *tenant_in, char *tenant, size_t n, int perms)
 {
     if (!tenant_in || !*tenant_in || strlen(tenant_in) >= n)
@@ -219,6 +225,11 @@ int coord_acl_grant(const char *path, const char *job_tenant, const char *member
         return after ? grant_of(seg, tenant, n,
                                 ZOO_PERM_READ | ZOO_PERM_WRITE | ZOO_PERM_CREATE | ZOO_PERM_DELETE)
                      : 0;
+    }
+    if (strncmp(rest, "/pools/", strlen("/pools/")) == 0) {
+        /* pools/_operator/...: an operator's pool, granted by coord_acl_fixup alone. */
+        const char *after = segment(rest + strlen("/pools"), seg, sizeof(seg));
+        return after && seg[0] != '_' ? grant_of(seg, tenant, n, POOL_PERMS) : 0;
     }
     if (strncmp(rest, "/resources/", strlen("/resources/")) == 0) {
         const char *after = segment(rest + strlen("/resources"), seg, sizeof(seg));
@@ -442,7 +453,7 @@ static void tenant_members_ready(int rc, void *arg)
     tenant_add_read(a);
 }
 
-static void tenant_queues_ready(int rc, void *arg)
+static void tenant_pools_ready(int rc, void *arg)
 {
     struct tenant_add *a = arg;
     if (rc) {
@@ -450,6 +461,20 @@ static void tenant_queues_ready(int rc, void *arg)
         return;
     }
     coord_ensure_path(a->s, ZKPATH_MEMBERS_WORKER, tenant_members_ready, a);
+}
+
+/* Then pools/<t>: where its workers' ssh-pool plugin makes its pools (no tenant may create
+   in pools/ itself, so none takes another's name first). */
+static void tenant_queues_ready(int rc, void *arg)
+{
+    struct tenant_add *a = arg;
+    if (rc) {
+        tenant_add_end(a, rc);
+        return;
+    }
+    char *p = xasprintf("%s/%s", ZKPATH_POOLS, a->tenant);
+    coord_ensure_path(a->s, p, tenant_pools_ready, a);
+    free(p);
 }
 
 void coord_acl_tenant_add(struct coord_session *s, const char *tenant, coord_done_cb done,
@@ -539,6 +564,36 @@ static bool want_of(struct fixup *f, const char *path, const char *job_tenant,
         with_grant(&f->base, perms, id, want);
         return true;
     }
+    const char *op = ZKPATH_POOLS "/_operator/";
+    if (strncmp(path, op, strlen(op)) == 0 && f->o->acl_tenant_id) {
+        /* An operator's pool: the tenants granted it (acl_pool_grants), read, write, create
+           and delete on it and its claims directory; a claim: its own tenant's, if granted
+           (as the ssh-pool plugin creates it), so one granted tenant reads no other's. */
+        char pool[COORD__POOL_NAME + 1], who[COORD__POOL_MAX][COORD__POOL_NAME + 1];
+        const char *name = path + strlen(op);
+        size_t len = strcspn(name, "/");
+        snprintf(pool, sizeof(pool), "%.*s", (int)(len > COORD__POOL_NAME ? 0 : len), name);
+        int k = coord__pool_grantees(f->o->acl_pool_grants, pool, who, COORD__POOL_MAX);
+        if (strncmp(name + len, "/claims/", 8) == 0) {
+            tenant_at(f, path, member, sizeof(member));
+            int keep = 0;
+            for (int i = 0; i < k; i++)
+                if (strcmp(who[i], member) == 0)
+                    memmove(who[keep++], who[i], sizeof(who[i]));
+            k = keep;
+        }
+        struct ACL_vector b;
+        with_grant(&f->base, -1, NULL, &b);
+        want->data = xcalloc((size_t)b.count + (size_t)k, sizeof(struct ACL));
+        memcpy(want->data, b.data, (size_t)b.count * sizeof(struct ACL));
+        want->count = b.count;
+        free(b.data);
+        for (int i = 0; i < k; i++)
+            if (f->o->acl_tenant_id(who[i], id, sizeof(id), f->o->acl_tenant_arg) == 0)
+                want->data[want->count++] = (struct ACL){
+                    .perms = POOL_PERMS, .id = {.scheme = "digest", .id = xstrdup(id)}};
+        return true;
+    }
     if (strcmp(path, ZKPATH_MEMBERS_WORKER) == 0 && f->tenants && f->o->acl_tenant_id) {
         size_t n = 0;
         while (f->tenants[n])
@@ -605,6 +660,38 @@ static int fix(struct fixup *f, const char *path, const char *job_tenant, struct
     return out;
 }
 
+/* The operator's granted pools' claims directories, made when missing (the walk then gives
+   each its grant). */
+static int make_shared_pools(struct fixup *f, struct drv_err *err)
+{
+    char pools[COORD__POOL_MAX][COORD__POOL_NAME + 1];
+    int k = coord__pool_names(f->o->acl_pool_grants, pools, COORD__POOL_MAX);
+    for (int i = 0; i < k; i++) {
+        char *claims = xasprintf("%s/_operator/%s/claims", ZKPATH_POOLS, pools[i]);
+        int rc = ZOK;
+        for (char *sl = strchr(claims + 1, '/'); rc == ZOK || rc == ZNODEEXISTS;
+             sl = strchr(sl + 1, '/')) {
+            if (sl)
+                *sl = '\0';
+            struct ACL_vector want = {0, NULL};
+            want_of(f, claims, NULL, &want);
+            rc = zoo_create(f->zh, claims, "{}", 2, &want, 0, NULL, 0);
+            free_vector(&want);
+            if (!sl)
+                break;
+            *sl = '/';
+        }
+        if (rc != ZOK && rc != ZNODEEXISTS) {
+            drv_err_set(err, DRV_EZK, rc, "create \"%s\": %s", claims, zerror(rc));
+            free(claims);
+            return err->code;
+        }
+        log_info(MOD, "event=acl-pool-granted pool=_operator/%s", pools[i]);
+        free(claims);
+    }
+    return 0;
+}
+
 int coord_acl_fixup(const struct coord_session_opts *o, const char *root,
                     const char *const *tenants, int *changed, struct drv_err *err)
 {
@@ -649,7 +736,10 @@ int coord_acl_fixup(const struct coord_session_opts *o, const char *root,
         f.base.data[0] =
             (struct ACL){.perms = ZOO_PERM_ALL, .id = {.scheme = "digest", .id = xstrdup(self)}};
         tmp.acl_own = f.base;
-        out = fix(&f, root, NULL, err);
+        if (strcmp(root, ZKPATH_ROOT) == 0)
+            out = make_shared_pools(&f, err);
+        if (out == 0)
+            out = fix(&f, root, NULL, err);
     }
     coord__acl_free(&tmp);
     zookeeper_close(zh);

@@ -24,6 +24,11 @@ const struct config_key coord_config_keys[] = {
                .help = "a worker with its tenant's credentials (drover key worker-zk): droverd's "
                        "digest id (drover key zk-id), given all permissions on every znode the "
                        "worker creates; empty: the process's own identity"),
+    CONFIG_KEY("zookeeper.pool_grants", CONFIG_STRING, struct coord_conf, session.acl_pool_grants,
+               .deflt = "",
+               .help = "droverd: the operator's ssh-pool pools (\"shared\": true) and the "
+                       "tenants granted each, POOL:TENANT+TENANT,...; only their workers reach "
+                       "pools/_operator/POOL"),
     CONFIG_KEY("zookeeper.session_timeout", CONFIG_DURATION, struct coord_conf,
                session.session_timeout_ms, .deflt = "10s", .min = 1000, .max = 60000,
                .help = "ZooKeeper session timeout"),
@@ -37,5 +42,7 @@ int coord_conf_check(const struct coord_conf *c, struct drv_err *err)
         return drv_err_set(err, DRV_EINVAL, 0,
                            "key \"zookeeper.chroot\": \"%s\" must be an absolute path below /",
                            chroot);
+    if (coord_acl_pool_grants_check(c->session.acl_pool_grants, err) != 0)
+        return err->code;
     return 0;
 }

@@ -114,6 +114,13 @@ struct coord_session_opts {
     const char *acl_tenant;
     int (*acl_tenant_id)(const char *tenant, char *id, size_t n, void *arg);
     void *acl_tenant_arg;
+    /*
+     * droverd's, with acl_tenant_id: the operator's ssh-pool pools and the tenants each is
+     * granted to, "POOL:TENANT+TENANT,POOL:TENANT" (coord_acl_pool_grants_check). The
+     * fix-up makes pools/_operator/<POOL>/claims and grants those tenants' workers read,
+     * write, create and delete on it and below; no other tenant reaches it. NULL or "": none.
+     */
+    const char *acl_pool_grants;
     int session_timeout_ms;  /* 0 means 10000; the server clamps it to its limits */
     coord_state_cb on_state; /* NULL or called on every state change */
     void *arg;
@@ -159,7 +166,8 @@ int coord_acl_digest_id(const char *user, const char *password, char *out, size_
  * before (world-readable) is closed. A job's tenant is read from its
  * announcement, a worker member's from its data; ZKPATH_MEMBERS_WORKER lets
  * the workers of each tenant of tenants (NULL-terminated, or NULL) join, as
- * coord_acl_tenant_add does. Workers' own znodes (members, claims, run
+ * coord_acl_tenant_add does; the operator's pools of o->acl_pool_grants are made
+ * (pools/_operator/<pool>/claims) and granted. Workers' own znodes (members, claims, run
  * records) are left as they are unless world-readable. Blocking, its own
  * handle: start-up only. Nothing to do without credentials. *changed: znodes whose ACL was
  * changed. DRV_EZK (lib_code the ZooKeeper rc) naming the path on failure,
@@ -169,8 +177,15 @@ int coord_acl_fixup(const struct coord_session_opts *o, const char *root,
                     const char *const *tenants, int *changed, struct drv_err *err);
 
 /*
+ * acl.c: check an acl_pool_grants value: comma-separated POOL:TENANT[+TENANT...], pool
+ * and tenant names [A-Za-z0-9_.-] of up to 100 characters, a tenant not starting with
+ * '_'. 0, or DRV_EINVAL naming the bad entry.
+ */
+int coord_acl_pool_grants_check(const char *grants, struct drv_err *err);
+
+/*
  * acl.c: what a tenant's workers may do at path (ZOO_PERM_* bits, 0: nothing), and
- * which tenant: the path names it (queues/<t>/..., resources/<t>), or it is a job's
+ * which tenant: the path names it (queues/<t>/..., resources/<t>, pools/<t>/...), or it is a job's
  * (jobs/<id>/ctx, nodes, runs: job_tenant, NULL when unknown) or a worker's member
  * (members/worker/<id>: member_tenant). tenant receives the name (n bytes). The one
  * policy that creates and coord_acl_fixup apply (docs/zookeeper-tree.md, "ACLs").
@@ -187,7 +202,8 @@ int coord_acl_grant(const char *path, const char *job_tenant, const char *member
 void coord_acl_bind(struct coord_session *s, const char *job_path, const char *tenant);
 void coord_acl_unbind(struct coord_session *s, const char *job_path);
 
-/* Check what the table cannot: a chroot is "" or an absolute path below /. 0 or DRV_EINVAL. */
+/* Check what the table cannot: a chroot is "" or an absolute path below /, pool grants
+   well formed. 0 or DRV_EINVAL. */
 int coord_conf_check(const struct coord_conf *c, struct drv_err *err);
 
 /*

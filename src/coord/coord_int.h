@@ -274,6 +274,15 @@ void coord__acl_free(struct coord_session *s);
    vector lives as long as s. Any thread. */
 const struct ACL_vector *coord__acl_for(struct coord_session *s, const char *path);
 
+/* acl_pool.c: the operator's pools (acl_pool_grants). Names of up to COORD__POOL_NAME. */
+#define COORD__POOL_NAME 128
+#define COORD__POOL_MAX 64 /* pools, and tenants of one pool, taken from the list */
+/* The tenants granted pool, into out (at most max, each once): their count. */
+int coord__pool_grantees(const char *grants, const char *pool, char (*out)[COORD__POOL_NAME + 1],
+                         int max);
+/* The pools of grants, each once, into out (at most max): their count. */
+int coord__pool_names(const char *grants, char (*out)[COORD__POOL_NAME + 1], int max);
+
 /* Encoded sizes (jute) of ops, for the budget; ACLs counted at their largest. */
 size_t coord__size_create(const char *path, const char *data);
 size_t coord__size_path_op(const char *path); /* delete, check */

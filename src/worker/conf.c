@@ -60,5 +60,9 @@ const struct config_key worker_config_keys[] = {
                .deflt = "",
                .help = "JSON file of providertype to provider fields the operator sets (host "
                        "programs, paths, address ranges), written over every provider task's"),
+    CONFIG_KEY("worker.session_file", CONFIG_STRING, struct worker_opts, session_file, .deflt = "",
+               .help = "a file (0600) the worker locks while it runs and where it keeps its "
+                       "ZooKeeper session, so that a restart after a crash ends the dead one's "
+                       "session and rejoins at once (empty: wait for it to expire)"),
     CONFIG_END,
 };

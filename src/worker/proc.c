@@ -353,8 +353,11 @@ guard_main(pid_t worker, const struct worker__proc_opts *o, int in_r, int out_w,
            int status_w, int lease_r)
 {
     reset_signals();
-    int keep[] = {in_r, out_w, err_w, status_w, lease_r};
-    close_others(keep, lease_r >= 0 ? 5 : 4);
+    int keep[] = {in_r, out_w, err_w, status_w, lease_r, o->hold_fd};
+    int n = lease_r >= 0 ? 5 : 4;
+    if (o->hold_fd > 2)
+        keep[n++] = o->hold_fd; /* close-on-exec: held by the guard, never by the plugin */
+    close_others(keep, n);
     setpgid(0, 0);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));

@@ -313,6 +313,7 @@ static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes
         .stderr_tail = 4096,
         .timeout_ms = t->timeout_ms,
         .lease_until_ms = lease_until(w),
+        .hold_fd = w->hold_fd,
     };
     worker__sandbox_proc(w->sandbox, t->plugin, &po);
     t->refs++;

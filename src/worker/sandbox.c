@@ -28,8 +28,10 @@
  *      refuses them in a tenant's entity in the first place (src/api/hostfields.c).
  *   4. ZooKeeper. A plugin whose descriptor "wants" "zookeeper" (ssh-pool: its
  *      claims) gets the worker's connection string and login on standard input, as
- *      "zookeeper": {"hosts", "digest"}: in its memory only, never in a file it could
- *      leave behind or an environment another process could read.
+ *      "zookeeper": {"hosts", "digest", "acl_owner", "acl_readers"}: in its memory
+ *      only, never in a file it could leave behind or an environment another process
+ *      could read. The ACL ids (droverd's, the operator's: public digest ids) let it
+ *      give what it creates the ACL coord gives its tenant's pools.
  *
  * Threads: set up in worker_new, read on the loop thread; nothing changes after.
  */
@@ -58,7 +60,8 @@ struct worker__sandbox {
     char *privileged; /* ",a,b," or NULL */
     json_t *settings; /* providertype -> fields (never NULL) */
     char *zk_hosts;
-    char *zk_digest; /* "user:password" or NULL */
+    char *zk_digest;                     /* "user:password" or NULL */
+    char *zk_acl_owner, *zk_acl_readers; /* digest ids, or NULL */
 };
 
 /* Create the system user name with useradd (concurrent workers: the loser finds it). */
@@ -180,6 +183,8 @@ int worker__sandbox_new(struct worker *w, const struct worker_opts *o, struct dr
     if (rc == 0 && o->zk_digest_file && *o->zk_digest_file)
         rc = read_digest(s, o->zk_digest_file, err);
     s->zk_hosts = xstrdup(o->zk_hosts ? o->zk_hosts : "");
+    s->zk_acl_owner = o->zk_acl_owner && *o->zk_acl_owner ? xstrdup(o->zk_acl_owner) : NULL;
+    s->zk_acl_readers = o->zk_acl_readers && *o->zk_acl_readers ? xstrdup(o->zk_acl_readers) : NULL;
     return rc;
 }
 
@@ -190,6 +195,8 @@ void worker__sandbox_free(struct worker__sandbox *s)
     free(s->privileged);
     json_decref(s->settings);
     free(s->zk_hosts);
+    free(s->zk_acl_owner);
+    free(s->zk_acl_readers);
     if (s->zk_digest)
         seal_wipe_free(s->zk_digest);
     free(s);
@@ -241,7 +248,9 @@ void worker__sandbox_task(const struct worker__sandbox *s, const struct worker__
     }
     if (p->wants_zookeeper)
         json_object_set_new(task, "zookeeper",
-                            json_pack("{s:s, s:s?}", "hosts", s->zk_hosts, "digest", s->zk_digest));
+                            json_pack("{s:s, s:s?, s:s?, s:s?}", "hosts", s->zk_hosts, "digest",
+                                      s->zk_digest, "acl_owner", s->zk_acl_owner, "acl_readers",
+                                      s->zk_acl_readers));
 }
 
 bool worker__sandbox_env_ok(const char *kv)

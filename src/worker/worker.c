@@ -125,6 +125,7 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
     w->host_conf = o->host_conf && *o->host_conf ? xstrdup(o->host_conf) : NULL;
     w->concurrency = o->concurrency;
     w->grace_ms = o->grace_ms;
+    w->hold_fd = o->hold_fd;
     if (o->key) {
         memcpy(w->key, o->key, 32);
         w->has_key = true;

@@ -41,9 +41,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "error.h"
+
+struct coord_session;
+struct coord_session_opts;
 
 struct event_base;
 struct coord_session;
@@ -61,6 +65,8 @@ struct worker_opts {
     const char *resources_dir;  /* DROVER_RESOURCES for plugins, NULL: none */
     const char *zk_hosts;       /* DROVER_ZK_HOSTS for plugins (ssh-pool) */
     const char *zk_digest_file; /* DROVER_ZK_DIGEST_FILE for plugins */
+    const char *zk_acl_owner;   /* zookeeper.acl_owner, zookeeper.acl_readers: the ACL of */
+    const char *zk_acl_readers; /*   what a plugin that wants zookeeper creates (ssh-pool) */
     const char *host_conf;      /* DROVER_HOST_CONF for plugins (the container provider's
                                    host settings), NULL or "": none */
     const char *version;        /* shown in the member znode */
@@ -77,12 +83,18 @@ struct worker_opts {
                                        missing); "": as itself */
     const char *privileged_plugins; /* comma-separated plugins that keep the worker's root */
     const char *provider_settings;  /* JSON file: providertype -> fields over config.provider */
+    /* Restarts (rejoin.c): worker.session_file, and the program's lock on it (> 2, set by the
+       program from worker_rejoin_open; 0: none), which every plugin's guard keeps open until
+       its plugin's group is dead. */
+    const char *session_file;
+    int hold_fd;
 };
 
 /*
  * The worker.* keys (and secrets.tenant_key_file) of drover-worker's config file:
  * they fill a struct worker_opts (src/worker/conf.c; docs/configuration.md).
- * The program sets id, key, zk_hosts, zk_digest_file and version.
+ * The program sets id, key, zk_hosts, zk_digest_file, zk_acl_owner, zk_acl_readers and
+ * version.
  */
 extern const struct config_key worker_config_keys[];
 
@@ -112,5 +124,32 @@ void worker_get_stats(const struct worker *w, struct worker_stats *st);
 
 /* Kill every plugin at once and free (no waiting: use worker_stop first to drain). */
 void worker_free(struct worker *w);
+
+/*
+ * rejoin.c: restarts without waiting for the dead one's session (docs/worker.md
+ * "Restarts"). The program holds one struct worker_rejoin for its life.
+ */
+struct worker_rejoin {
+    int fd;           /* > 2: the session file, locked by this process; 0: none */
+    int64_t recorded; /* the session id the file holds now */
+};
+
+/*
+ * Before the worker's own session: with path (worker.session_file; NULL or "": nothing
+ * to do), open it (created 0600; refused when not a regular file of this user with mode
+ * 0600) and lock it. Locked: close the session it names (re-attached on a handle of its
+ * own with o's hosts and timeout, blocking up to that timeout), whose holders the lock
+ * proves dead; r->fd is the locked descriptor, to give the worker as worker_opts.hold_fd.
+ * Held by a live process: log event=session-file-busy and go on without it (r->fd 0).
+ * 0, or DRV_EIO / DRV_EINVAL naming the file.
+ */
+int worker_rejoin_open(const char *path, const struct coord_session_opts *o,
+                       struct worker_rejoin *r, struct drv_err *err);
+
+/* Write s's id and password into the file when they changed (call on every CONNECTED). */
+void worker_rejoin_record(struct worker_rejoin *r, const struct coord_session *s);
+
+/* Close the file (the lock stays while a plugin's guard still has it). */
+void worker_rejoin_close(struct worker_rejoin *r);
 
 #endif

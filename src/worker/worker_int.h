@@ -55,6 +55,12 @@ struct worker__proc_opts {
     bool run_as;
     uid_t uid;
     gid_t gid;
+    /*
+     * > 2: a descriptor the guard keeps open (close-on-exec, so the plugin never has it)
+     * until it has killed its group: the worker's session-file lock (rejoin.c), so that a
+     * free lock proves every plugin of a dead worker dead too. 0: none.
+     */
+    int hold_fd;
 };
 
 struct worker__proc_result {
@@ -263,6 +269,7 @@ struct worker {
     char *host_conf; /* DROVER_HOST_CONF, NULL: none */
     unsigned concurrency;
     int grace_ms;
+    int hold_fd; /* worker_opts.hold_fd: every plugin's guard keeps it */
     unsigned char key[32];
     bool has_key;
     struct worker__plugins *plugins;

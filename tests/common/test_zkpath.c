@@ -61,9 +61,9 @@ static void test_paths(void **state)
     check(zkpath_queue(b, n, "acme", "ssh"), "/drover/queues/acme/ssh", 1, doc);
     check(zkpath_resources(b, n, "<tenant>"), "/drover/resources/<tenant>", 1, doc);
     check(zkpath_pool_claims(b, n, "lab"), "/drover/pools/lab/claims", 0, doc);
-    /* ssh-pool names a tenant's pool "<tenant>.<pool>" (issue 20) */
-    check(zkpath_pool_claim(b, n, "<tenant>.<pool>", "<address>:<port>"),
-          "/drover/pools/<tenant>.<pool>/claims/<address>:<port>", 1, doc);
+    /* ssh-pool names a tenant's pool "<tenant>/<pool>" (issue 20) */
+    check(zkpath_pool_claim(b, n, "<tenant>/<pool>", "<address>:<port>"),
+          "/drover/pools/<tenant>/<pool>/claims/<address>:<port>", 1, doc);
 
     check(zkpath_job(b, n, "<job id>"), "/drover/jobs/<job id>", 1, doc);
     check(zkpath_job_sub(b, n, "42", "runs", NULL), "/drover/jobs/42/runs", 1, doc);

@@ -283,6 +283,40 @@ static void test_acl_grant(void **state)
                      ZOO_PERM_READ);
     assert_int_equal(coord_acl_grant("/drover/locks/jobs/42", "acme", "acme", t, sizeof(t)), 0);
     assert_int_equal(coord_acl_grant("/droverx/queues/acme", NULL, NULL, t, sizeof(t)), 0);
+    /* ssh-pool: a tenant's own pools; an operator's pool is the fix-up's (acl_pool_grants) */
+    assert_int_equal(coord_acl_grant("/drover/pools/acme", NULL, NULL, t, sizeof(t)), rwcd);
+    assert_string_equal(t, "acme");
+    assert_int_equal(
+        coord_acl_grant("/drover/pools/acme/rack-a/claims/10.0.0.5:22", NULL, NULL, t, sizeof(t)),
+        rwcd);
+    assert_int_equal(coord_acl_grant("/drover/pools", NULL, NULL, t, sizeof(t)), 0);
+    assert_int_equal(
+        coord_acl_grant("/drover/pools/_operator/rack-s/claims", NULL, NULL, t, sizeof(t)), 0);
+}
+
+static void test_pool_grants(void **state)
+{
+    (void)state;
+    struct drv_err err;
+    char who[COORD__POOL_MAX][COORD__POOL_NAME + 1];
+    const char *g = "rack-s:acme+globex, rack-t:acme,rack-s:acme";
+    assert_int_equal(coord_acl_pool_grants_check(g, &err), 0);
+    assert_int_equal(coord_acl_pool_grants_check("", &err), 0);
+    assert_int_equal(coord_acl_pool_grants_check(NULL, &err), 0);
+    assert_int_equal(coord__pool_grantees(g, "rack-s", who, COORD__POOL_MAX), 2);
+    assert_string_equal(who[0], "acme");
+    assert_string_equal(who[1], "globex");
+    assert_int_equal(coord__pool_grantees(g, "rack-t", who, COORD__POOL_MAX), 1);
+    assert_int_equal(coord__pool_grantees(g, "rack", who, COORD__POOL_MAX), 0);
+    assert_int_equal(coord__pool_names(g, who, COORD__POOL_MAX), 2);
+    assert_string_equal(who[1], "rack-t");
+    /* bad: no tenant, a tenant of the operator's namespace, a path, no colon */
+    const char *bad[] = {"rack-s:",   "rack-s:acme+", "rack-s:_operator", "rack-s:a/b", "rack-s",
+                         "../x:acme", ":acme"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(coord_acl_pool_grants_check(bad[i], &err), DRV_EINVAL);
+        assert_non_null(strstr(err.msg, "zookeeper.pool_grants"));
+    }
 }
 
 static void test_item_names(void **state)
@@ -310,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_prefixes),
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_acl_grant),
+        cmocka_unit_test(test_pool_grants),
         cmocka_unit_test(test_item_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
