@@ -40,6 +40,13 @@ l=$(line '^small: ZooKeeper: ')
 m=("${BASH_REMATCH[@]}")
 pos "${m[1]}" && pos "${m[2]}" || bad "ZooKeeper figures not positive: $l"
 
+# CPU per job: the stack's parts add up to it, each one measured (the workers run plugins).
+l=$(line '^small: CPU per job ')
+[[ "$l" =~ CPU\ per\ job\ ([0-9.]+)\ ms\ \(droverd\ ([0-9.]+),\ workers\ and\ plugins\ ([0-9.]+),\ ZooKeeper\ ([0-9.]+),\ PostgreSQL\ ([0-9.]+)\) ]] ||
+  bad "no CPU per job: ${l:-missing}"
+m=("${BASH_REMATCH[@]}")
+for k in 1 2 3 4 5; do pos "${m[k]}" || bad "a CPU figure is not positive: $l"; done
+
 # The lone job's timeline: request, job row, first dispatch, last task's end, succeeded, in
 # that order, and the parts add up to the whole.
 l=$(line '^lone: job ')
