@@ -931,3 +931,100 @@ int t_queue_skip(void)
     printf("queue-skip: ok\n");
     return 0;
 }
+
+/* ---- queue-idle-wake ------------------------------------------------------------------ */
+
+/* Run until s's listings stop (none for 500 ms): the consumer is idle. Its listings so far. */
+static uint64_t settled(struct event_base *base, struct coord_session *s)
+{
+    uint64_t v = coord_session_requests(s, COORD_REQ_CHILDREN), w;
+    for (int i = 0; i < 60; i++) {
+        it_run_for(base, 500);
+        w = coord_session_requests(s, COORD_REQ_CHILDREN);
+        if (w == v)
+            return w;
+        v = w;
+    }
+    CHECK(0, "the consumer never went idle");
+    return v;
+}
+
+/*
+ * An idle consumer that still waits for items (a worker's free slots) is woken by one put,
+ * and again by that item's completion. Each costs a listing of the shard that changed, not a
+ * round over the whole queue (16 shards: 32 listings, before). Then items put to other shards
+ * are still taken (their watches stayed set), and an item passed over as claimed is taken
+ * once its claim is released (the claims' watch, listed alone).
+ */
+int t_queue_idle_wake(void)
+{
+    struct event_base *base = event_base_new();
+    struct coord_session *s = it_session(base, 20000), *b = it_session(base, 20000);
+    const char *qp = "/drover/queues/itest/idle-wake";
+    struct coord_queue *qa = open_q(base, s, qp, 16, "a", NULL, NULL);
+    struct coord_queue *qb = open_q(base, b, qp, 16, "b", NULL, NULL);
+    struct take_out tb[4] = {{0}};
+    for (int i = 0; i < 4; i++)
+        coord_queue_take(qb, 120000, on_take, &tb[i]);
+    uint64_t c0 = settled(base, b);
+
+    struct coord_txn *t = coord_txn_new();
+    CHECK(coord_txn_queue_put(t, qa, "w1.f0.1", "{\"task\":0}", 5) == 0, "put");
+    struct txn_out to = {0};
+    coord_txn_commit(s, t, NULL, on_txn, &to);
+    CHECK(wait_txn(base, &to).rc == 0, "put rc %d", to.rc);
+    CHECK(it_run_until(base, &tb[0].done, 30000) && tb[0].rc == 0, "b never took the item");
+    uint64_t c1 = settled(base, b);
+    CHECK(c1 - c0 <= 8, "a put cost the idle consumer %llu listings",
+          (unsigned long long)(c1 - c0));
+
+    struct rc_out cd = {0};
+    coord_queue_complete(qb, tb[0].id, on_rc, &cd);
+    CHECK(wait_rc(base, &cd) == 0, "complete rc %d", cd.rc);
+    uint64_t c2 = settled(base, b);
+    CHECK(c2 - c1 <= 6, "a completion cost the idle consumer %llu listings",
+          (unsigned long long)(c2 - c1));
+
+    /* Other shards' watches are still set: items there are taken. */
+    t = coord_txn_new();
+    coord_txn_queue_put(t, qa, "w2.f0.1", "{\"task\":1}", 5);
+    coord_txn_queue_put(t, qa, "w3.f0.1", "{\"task\":2}", 5);
+    memset(&to, 0, sizeof(to));
+    coord_txn_commit(s, t, NULL, on_txn, &to);
+    CHECK(wait_txn(base, &to).rc == 0, "puts rc %d", to.rc);
+    CHECK(it_run_until(base, &tb[1].done, 30000) && it_run_until(base, &tb[2].done, 30000),
+          "b did not take the items of other shards");
+    settled(base, b);
+
+    /* a holds an item that b, idle, passes over; a releases it: b takes it. */
+    t = coord_txn_new();
+    coord_txn_queue_put(t, qa, "w4.f0.1", "{\"task\":3}", 5);
+    memset(&to, 0, sizeof(to));
+    coord_txn_commit(s, t, NULL, on_txn, &to);
+    CHECK(wait_txn(base, &to).rc == 0, "put rc %d", to.rc);
+    CHECK(it_run_until(base, &tb[3].done, 30000) && tb[3].rc == 0, "b never took the last item");
+    struct rc_out rr = {0};
+    coord_queue_release(qb, tb[3].id, on_rc, &rr);
+    CHECK(wait_rc(base, &rr) == 0, "b's release");
+    struct take_out ta = take1(base, qa, 30000);
+    CHECK(ta.rc == 0 && strcmp(ta.id, tb[3].id) == 0, "a took %s rc %d", ta.id, ta.rc);
+    struct take_out tw = {0};
+    coord_queue_take(qb, 60000, on_take, &tw);
+    settled(base, b);
+    CHECK(!tw.done, "b took %s while a held it", tw.id);
+    memset(&rr, 0, sizeof(rr));
+    coord_queue_release(qa, ta.id, on_rc, &rr);
+    CHECK(wait_rc(base, &rr) == 0, "a's release");
+    CHECK(it_run_until(base, &tw.done, 30000), "b never took the released item");
+    CHECK(tw.rc == 0 && strcmp(tw.id, ta.id) == 0, "b took %s rc %d", tw.id, tw.rc);
+
+    printf("queue-idle-wake: a put cost %llu listings, its completion %llu\n",
+           (unsigned long long)(c1 - c0), (unsigned long long)(c2 - c1));
+    coord_queue_close(qa);
+    coord_queue_close(qb);
+    coord_session_free(b);
+    coord_session_free(s);
+    event_base_free(base);
+    printf("queue-idle-wake: ok\n");
+    return 0;
+}
