@@ -127,6 +127,6 @@ awk -v n="$N" -v hz="$hz" -v d=$((d1 - d0)) -v w=$((w1 - w0)) -v z=$((z1 - z0)) 
   -v b=$((b1 - b0)) -v cores="$(nproc)" 'BEGIN {
     t = d + w + z + p; ms = 1000 / hz / n
     printf "small: CPU per job %.1f ms (droverd %.1f, workers and plugins %.1f, ZooKeeper %.1f, PostgreSQL %.1f); the machine busy %.1f ms per job (others too); %d cores at this CPU per job: %.0f jobs/s at most\n",
-      t * ms, d * ms, w * ms, z * ms, p * ms, b * ms, cores, t > 0 ? cores * 1000 / (t * ms) : 0
+      t * ms, d * ms, w * ms, z * ms, p * ms, b * ms, cores, (t > 0 ? cores * 1000 / (t * ms) : 0)
   }'
 echo "small: load $(cut -d' ' -f1-3 /proc/loadavg) at the end"
