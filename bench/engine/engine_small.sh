@@ -11,7 +11,8 @@
 # at most 100: a fresh ZooKeeper's JIT compiler, docs/benchmarks.md), API_HEAVY creates of
 # the tenant solving at once on each droverd (default: droverd's own default, 1: the API's
 # fair use, docs/api.md; API_HEAVY=K sets api.max_heavy_per_tenant and _per_user to K and
-# api.heavy_threads to K + 1, to see the engine's bound past the API's).
+# api.heavy_threads to K + 1, to see the engine's bound past the API's), POOL database
+# connections of each droverd, the API's and the engine's (default 4, droverd's default).
 #
 # One ZooKeeper, PostgreSQL, three droverd and four workers (noop plugins, concurrency 64),
 # as engine_bench.sh. Order: the warm-up, then the lone jobs one after the other with
@@ -39,7 +40,7 @@ if [ -n "${API_HEAVY:-}" ]; then
 fi
 # droverd at info: the lone job's split reads its owner's event=first-dispatch (a few lines
 # per job, none per task); the workers at warn.
-for n in 1 2 3; do LOG_LEVEL=info start_droverd "$n" "postgres.pool_size = 4" "${heavy[@]}"; done
+for n in 1 2 3; do LOG_LEVEL=info start_droverd "$n" "postgres.pool_size = ${POOL:-4}" "${heavy[@]}"; done
 setup_tenant
 catalogue_json "$FIXTURES" > "$T/coopr.json"
 expect 200 "$(api POST /v1/import "@$T/coopr.json")" '' "import the Coopr catalogue"
