@@ -58,7 +58,6 @@ ITEST("queue-gather", t_queue_gather)
 ITEST("queue-pipelined", t_queue_pipelined)
 ITEST("claim-lost", t_claim_lost)
 ITEST("queue-skip", t_queue_skip)
-ITEST("queue-idle-wake", t_queue_idle_wake)
 
 /* The restart test against a three-server ensemble, whose leader it kills. */
 ITEST_VARIANT("restart-ensemble", "restart", "--ensemble")

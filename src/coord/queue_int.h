@@ -84,15 +84,9 @@ struct coord_queue {
     unsigned shard;   /* the shard to list next */
     unsigned scanned; /* empty shards seen in a row */
     bool refilling;
-    bool idle;           /* a whole round was empty: waiting for a watch */
-    bool poked;          /* a watch fired during the round */
-    bool quick;          /* woken from idle: list only where watches fired, then idle again */
-    unsigned list_shard; /* the listing in flight: its shard, and which replies it awaits */
-    bool list_items_pending, list_claims_pending;
-    bool claims_poked;     /* quick: the claims' watch fired after the last claims listing */
-    uint64_t quick_due[2]; /* quick: shards (< 128) whose watch fired, not listed since */
-    char **round_claimed;  /* "sNN-<name>" of claimed items passed over in this round (and,
-                              while idle or quick, since: what the claims watch is for) */
+    bool idle;            /* a whole round was empty: waiting for a watch */
+    bool poked;           /* a watch fired during the round */
+    char **round_claimed; /* "sNN-<name>" of claimed items passed over in this round */
     size_t n_round_claimed, cap_round_claimed;
     coord_skip_cb skip; /* the consumer's own filter (coord_queue_opts) */
     void *skip_arg;

@@ -23,37 +23,14 @@
  *      round are checked against the last listing's claims: one whose claim
  *      is gone sends the consumer back to its shard instead of idle;
  *   6. a consumer's skip filter (coord_queue_opts.skip) passes items over as
- *      if they were claimed; coord_queue_rescan starts a round again;
- *   7. woken from idle (quick): a shard's watch lists that shard only, and
- *      the claims' watch lists the claims only (nothing when no item was
- *      passed over as claimed); then idle again, unless a claim seen earlier
- *      is gone or another watch fired meanwhile (those are listed first).
+ *      if they were claimed; coord_queue_rescan starts a round again.
  * No consumer re-lists the queue on every change (no herd); consumers start
  * at different shards (a hash of consumer, session and a random draw).
- *
- * Invariants of an idle consumer (what makes 7 safe):
- *   Q1. every shard's child watch is set and has not fired since that shard's
- *       last listing, which found no item it could take (each one was claimed
- *       or skipped): a new item wakes it;
- *   Q2. round_claimed holds every item a listing passed over as claimed since
- *       (Q1's listings), and when it is not empty the claims' watch is set and
- *       has not fired since the claims were last listed, which still held each
- *       of them: a released one wakes it.
- * A whole round establishes both; a quick wake-up lists where they broke and
- * idles again only once every shard whose watch fired meanwhile is listed
- * since (quick_due) and the claims too when their watch fired (claims_poked).
- * A failed claim lists the same shard again. A watch that
- * fires while a quick listing of the same znode is still to be answered is
- * not a poke: ZooKeeper sends a client the event before the reply of a later
- * read, so that reply already shows the change (a completion deletes an item
- * and its claim at once: both watches fire, and one listing answers both).
  *
  *   cache empty --refill--> LISTING --names--> CLAIMING --claimed--> deliver
  *        ^                    |  empty round                 |  taken by another
  *        |                    v                              v
  *        +---- watch fired -- IDLE                  drop cache, other shard
- *          (a shard: list it; the claims: list them;   (whole rounds again)
- *           nothing new and no other watch: IDLE)
  *
  * Cost: per item 1 read and 1/64 of a multi-op (the claim batch), plus one
  * listing of a shard per cache refill.
@@ -70,8 +47,6 @@
 
 #define MOD "coord"
 #define CLAIM_BATCH 64
-
-static void round_reset(struct coord_queue *q);
 
 static struct take *take_pop(struct coord_queue *q)
 {
@@ -221,9 +196,8 @@ static void attempt_part(struct attempt *a)
          * claimed stay in the queue for the next listing.
          */
         cache_clear(q);
+        q->shard = (a->shard + 1 + (unsigned)(coord__rand(q->s) % q->shards)) % q->shards;
         q->scanned = 0;
-        if (!q->quick) /* quick: the few names left there are listed again, here */
-            q->shard = (a->shard + 1 + (unsigned)(coord__rand(q->s) % q->shards)) % q->shards;
     }
     if (!q->dead && current)
         coord__q_pump(q);
@@ -310,7 +284,6 @@ struct listing {
     int n_items;
     char **claims;
     int n_claims;
-    bool claims_only; /* a quick wake-up of the claims' watch: no shard listed */
 };
 
 static void listing_free(struct listing *l)
@@ -339,25 +312,6 @@ static void round_reset(struct coord_queue *q)
     q->n_round_claimed = 0;
 }
 
-/* Forget round_claimed[0, upto) of shard: a fresh listing of it stands for them. */
-static size_t round_forget_shard(struct coord_queue *q, unsigned shard, size_t upto)
-{
-    char prefix[8];
-    snprintf(prefix, sizeof(prefix), "s%02u-", shard);
-    size_t w = 0, i = 0;
-    for (; i < upto; i++) {
-        if (strncmp(q->round_claimed[i], prefix, strlen(prefix)) == 0)
-            FREE_NULL(q->round_claimed[i]);
-        else
-            q->round_claimed[w++] = q->round_claimed[i];
-    }
-    size_t kept = w;
-    for (; i < q->n_round_claimed; i++)
-        q->round_claimed[w++] = q->round_claimed[i];
-    q->n_round_claimed = w;
-    return kept;
-}
-
 /* The shard of a round_claimed name whose claim is not in the (sorted) claims: -1 if none. */
 static int released_shard(const struct coord_queue *q, char **claims, int n_claims)
 {
@@ -378,48 +332,6 @@ static bool skipped(const struct coord_queue *q, const char *name)
     return k && k[1] == 'k' && q->skip(k + 2, q->skip_arg);
 }
 
-/*
- * The end of a quick wake-up's listing l (a shard's, or the claims' alone) that left nothing
- * to take: idle again when no other watch fired meanwhile and no claim passed over is gone
- * (Q1 and Q2 hold again), else the shard of a released claim (still quick), else a whole round
- * from where the watch fired.
- */
-static void list_claims(struct coord_queue *q);
-
-/* A shard whose watch fired during a quick wake-up and that is not listed since, or -1. */
-static int due_shard(const struct coord_queue *q)
-{
-    for (unsigned k = 0; k < q->shards && k < 128; k++)
-        if (q->quick_due[k / 64] & (UINT64_C(1) << (k % 64)))
-            return (int)k;
-    return -1;
-}
-
-static void idle_or_next(struct coord_queue *q, const struct listing *l)
-{
-    int back = released_shard(q, l->claims, l->n_claims), due = due_shard(q);
-    if (q->poked) {
-        q->quick = false;
-        q->poked = false;
-        q->claims_poked = false;
-        q->shard = q->poke_shard;
-        q->scanned = 0;
-        round_reset(q);
-    } else if (back >= 0 && (l->claims_only || (unsigned)back != l->shard)) {
-        q->shard = (unsigned)back % q->shards;
-    } else if (due >= 0) {
-        /* Another shard's watch fired meanwhile: list it too. */
-        q->shard = (unsigned)due;
-    } else if (q->claims_poked) {
-        /* The claims changed after this listing's: list them again (Q2). */
-        q->claims_poked = false;
-        list_claims(q);
-    } else {
-        q->idle = true;
-        q->scanned = 0;
-    }
-}
-
 static void listing_part(struct listing *l)
 {
     if (--l->parts > 0)
@@ -430,14 +342,8 @@ static void listing_part(struct listing *l)
     if (q->dead || l->epoch != q->epoch) {
         /* void */
     } else if (l->rc != ZOK) {
-        q->quick = false; /* whole rounds again: what it missed is unknown */
         q->refs++;
         coord__timer(q->s, coord__backoff_ms(q->s, q->refill_tries++), refill_later, q);
-    } else if (l->claims_only) {
-        q->refill_tries = 0;
-        qsort(l->claims, (size_t)l->n_claims, sizeof(char *), coord__q_cmp_item);
-        idle_or_next(q, l);
-        coord__q_pump(q);
     } else {
         q->refill_tries = 0;
         qsort(l->claims, (size_t)l->n_claims, sizeof(char *), coord__q_cmp_item);
@@ -464,34 +370,29 @@ static void listing_part(struct listing *l)
         }
         qsort(q->cache, q->cache_n, sizeof(char *), coord__q_cmp_item);
         q->cache_shard = l->shard;
-        if (q->quick) /* this listing stands for the shard's names passed over before (Q2) */
-            passed = round_forget_shard(q, l->shard, passed);
         if (q->cache_n) {
             q->scanned = 0;
-            if (!q->quick)
-                round_reset(q);
-        } else if (q->quick) {
-            idle_or_next(q, l);
+            round_reset(q);
         } else {
             q->scanned++;
             q->shard = (l->shard + 1) % q->shards;
             if (q->scanned >= q->shards) {
                 q->scanned = 0;
-                /* This listing's own passed-over names are in its claims: only earlier
-                   listings' can be released. */
+                /* This listing's own passed-over names are as fresh as its claims. */
+                for (size_t i = passed; i < q->n_round_claimed; i++)
+                    free(q->round_claimed[i]);
+                q->n_round_claimed = passed;
                 int back = released_shard(q, l->claims, l->n_claims);
+                round_reset(q);
                 if (q->poked) {
                     /* Something changed during the round: look there again. */
-                    round_reset(q);
                     q->poked = false;
                     q->shard = q->poke_shard;
                 } else if (back >= 0) {
                     /* A claim seen earlier in the round is gone: its item is free. */
-                    round_reset(q);
                     q->shard = (unsigned)back % q->shards;
                 } else {
-                    /* A whole round was empty: wait for a watch (set by the listings),
-                       keeping the names passed over for the claims' watch (Q1, Q2). */
+                    /* A whole round was empty: wait for a watch (set by the listings). */
                     q->idle = true;
                 }
             }
@@ -505,8 +406,6 @@ static void listing_part(struct listing *l)
 static void listed_items(struct coord__op *op)
 {
     struct listing *l = op->owner;
-    if (l->epoch == l->q->epoch)
-        l->q->list_items_pending = false;
     if (op->rc != ZOK) {
         l->rc = op->rc;
     } else {
@@ -521,8 +420,6 @@ static void listed_items(struct coord__op *op)
 static void listed_claims(struct coord__op *op)
 {
     struct listing *l = op->owner;
-    if (l->epoch == l->q->epoch)
-        l->q->list_claims_pending = false;
     if (op->rc != ZOK) {
         l->rc = op->rc;
     } else {
@@ -541,54 +438,19 @@ static void on_queue_event(void *owner, int type, const char *path)
         return;
     unsigned k = q->shard;
     size_t plen = strlen(q->path);
-    bool is_shard = strncmp(path, q->path, plen) == 0 && strncmp(path + plen, "/items/s", 8) == 0;
-    if (is_shard)
+    if (strncmp(path, q->path, plen) == 0 && strncmp(path + plen, "/items/s", 8) == 0)
         k = (unsigned)atoi(path + plen + 8) % q->shards;
-    if (!q->idle && q->quick) {
-        if (is_shard ? q->list_items_pending && k == q->list_shard : q->list_claims_pending)
-            return; /* the listing's reply still to come is newer: ZooKeeper sends this first */
-        if (!is_shard) {
-            q->claims_poked = true; /* the claims alone are listed again at the end */
-            return;
-        }
-        if (k < 128) {
-            q->quick_due[k / 64] |= UINT64_C(1) << (k % 64); /* listed before idle again */
-            return;
-        }
-    }
     if (!q->idle) {
         /* The watch is spent: remember it, so that the round does not end idle. */
         q->poked = true;
         q->poke_shard = k;
         return;
     }
-    /* Something changed while idle: look there only (Q1, Q2 held until this watch). */
+    /* Something changed while idle: look there first. */
+    q->shard = k;
     q->idle = false;
     q->scanned = 0;
-    if (q->claiming >= q->n_takes) {
-        /* Nobody waits: the next take starts a whole round. */
-        q->quick = false;
-        round_reset(q);
-        return;
-    }
-    q->quick = true;
-    q->claims_poked = false;
-    q->quick_due[0] = q->quick_due[1] = 0;
-    /* What the listing to come covers (sent at the end of this turn of the loop). */
-    q->list_shard = k;
-    q->list_items_pending = is_shard;
-    q->list_claims_pending = true;
-    if (!is_shard) {
-        /* The claims: only a name passed over as claimed can have come free. */
-        if (q->n_round_claimed == 0) {
-            q->idle = true;
-            q->list_claims_pending = false;
-            return;
-        }
-        list_claims(q);
-        return;
-    }
-    q->shard = k;
+    round_reset(q);
     coord__q_pump(q);
 }
 
@@ -602,8 +464,6 @@ void coord_queue_rescan(struct coord_queue *q)
         return;
     }
     q->idle = false;
-    q->quick = false;
-    q->claims_poked = false;
     q->scanned = 0;
     round_reset(q);
     coord__q_pump(q);
@@ -618,10 +478,6 @@ static void refill(struct coord_queue *q)
     l->epoch = q->epoch;
     l->parts = 2;
     l->rc = ZOK;
-    q->list_shard = q->shard;
-    q->list_items_pending = q->list_claims_pending = true;
-    if (q->shard < 128)
-        q->quick_due[q->shard / 64] &= ~(UINT64_C(1) << (q->shard % 64));
     q->refs++;
     char *sp = coord__q_shard_path(q, q->shard);
     coord__reg_watch_add(&q->s->reg, sp, COORD__WM_ANY, q, on_queue_event);
@@ -629,30 +485,10 @@ static void refill(struct coord_queue *q)
     free(sp);
     char *cp = xasprintf("%s/claims", q->path);
     /* Idle consumers also watch the claims: a dead consumer's items come back. */
-    bool watch_claims = q->quick || q->scanned + 1 >= q->shards;
+    bool watch_claims = q->scanned + 1 >= q->shards;
     if (watch_claims)
         coord__reg_watch_add(&q->s->reg, cp, COORD__WM_ANY, q, on_queue_event);
     coord__zk_children(coord__op_new(q->s, listed_claims, l), cp, watch_claims);
-    free(cp);
-}
-
-/* A quick wake-up of the claims' watch: list the claims alone, with the watch (Q2). */
-static void list_claims(struct coord_queue *q)
-{
-    q->refilling = true;
-    struct listing *l = xcalloc(1, sizeof(*l));
-    l->q = q;
-    l->shard = q->shard;
-    l->epoch = q->epoch;
-    l->parts = 1;
-    l->rc = ZOK;
-    l->claims_only = true;
-    q->list_items_pending = false;
-    q->list_claims_pending = true;
-    q->refs++;
-    char *cp = xasprintf("%s/claims", q->path);
-    coord__reg_watch_add(&q->s->reg, cp, COORD__WM_ANY, q, on_queue_event);
-    coord__zk_children(coord__op_new(q->s, listed_claims, l), cp, true);
     free(cp);
 }
 
@@ -749,9 +585,6 @@ void coord__q_take_lost(struct coord_queue *q)
     q->refilling = false;
     q->idle = false;
     q->poked = false;
-    q->quick = false;
-    q->claims_poked = false;
-    q->list_items_pending = q->list_claims_pending = false;
     cache_clear(q);
     round_reset(q);
 }
