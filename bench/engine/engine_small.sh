@@ -11,7 +11,8 @@
 # at most 100: a fresh ZooKeeper's JIT compiler, docs/benchmarks.md), API_HEAVY creates of
 # the tenant solving at once on each droverd (default: droverd's own default, 1: the API's
 # fair use, docs/api.md; API_HEAVY=K sets api.max_heavy_per_tenant and _per_user to K and
-# api.heavy_threads to K + 1, to see the engine's bound past the API's).
+# api.heavy_threads to K + 1, to see the engine's bound past the API's), POOL database
+# connections of each droverd, the API's and the engine's (default 4, droverd's default).
 #
 # One ZooKeeper, PostgreSQL, three droverd and four workers (noop plugins, concurrency 64),
 # as engine_bench.sh. Order: the warm-up, then the lone jobs one after the other with
@@ -35,7 +36,7 @@ if [ -n "${API_HEAVY:-}" ]; then
 fi
 # droverd at info: the lone job's split reads its owner's event=first-dispatch (a few lines
 # per job, none per task); the workers at warn.
-for n in 1 2 3; do LOG_LEVEL=info start_droverd "$n" "postgres.pool_size = 4" "${heavy[@]}"; done
+for n in 1 2 3; do LOG_LEVEL=info start_droverd "$n" "postgres.pool_size = ${POOL:-4}" "${heavy[@]}"; done
 setup_tenant
 catalogue_json "$FIXTURES" > "$T/coopr.json"
 expect 200 "$(api POST /v1/import "@$T/coopr.json")" '' "import the Coopr catalogue"
@@ -44,6 +45,58 @@ expect 200 "$(api PUT /v1/tenants/acme/quotas '{"clusters": 0, "jobs": 0}' "$SUP
 for w in 1 2 3 4; do
   WORKER_PLUGINS=noop,noop-provider CONCURRENCY=64 LOG_LEVEL=warn start_worker "sw-$w"
 done
+
+# cpu_ticks: CPU clock ticks so far of the stack's parts, "droverd workers zk pg busy": the
+# three droverd, the four workers with their plugins (reaped children), ZooKeeper, PostgreSQL
+# (the postmaster with its reaped backends, and the live backends), and the whole machine's
+# busy time (others' processes too: /proc/stat).
+cpu_ticks() {
+  local f pid d=0 w=0 z=0 p=0 pg
+  for f in "$T"/pids/*.pid; do
+    pid=$(cat "$f")
+    [ -r "/proc/$pid/stat" ] || continue
+    case $(basename "$f" .pid) in
+      droverd-*) d=$((d + $(proc_ticks "$pid" 4))) ;;
+      sw-*) w=$((w + $(proc_ticks "$pid" 4))) ;;
+      zk*) z=$((z + $(proc_ticks "$pid" 2))) ;;
+    esac
+  done
+  pg=$(cat "$T/pids/pg.pid")
+  p=$(proc_ticks "$pg" 4)
+  for f in /proc/[0-9]*/stat; do
+    pid=${f#/proc/}
+    pid=${pid%/stat}
+    [ "$(sed 's/.*) //' "$f" 2> /dev/null | cut -d' ' -f2)" = "$pg" ] && p=$((p + $(proc_ticks "$pid" 2)))
+  done
+  echo "$d $w $z $p $(awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat)"
+}
+# proc_ticks PID K: the sum of the first K of utime, stime, cutime, cstime (0 when gone).
+proc_ticks() {
+  sed 's/.*) //' "/proc/$1/stat" 2> /dev/null | awk -v k="$2" '{s = 0; for (i = 12; i < 12 + k; i++) s += $i; print s + 0}' || echo 0
+}
+
+# zk_by_client: requests each kind of ZooKeeper client has sent so far, "droverd workers
+# other": the server's per-connection counters (4lw cons) mapped to processes by port (ss).
+zk_by_client() {
+  local hp=${DROVER_ZK%%,*} out
+  exec 3<> "/dev/tcp/${hp%:*}/${hp##*:}"
+  printf cons >&3
+  out=$(cat <&3)
+  exec 3<&-
+  awk -v ss="$(ss -tnpH 2> /dev/null)" 'BEGIN {
+      n = split(ss, l, "\n")
+      for (i = 1; i <= n; i++) {
+        split(l[i], f, " "); p = f[4]; sub(/.*:/, "", p)
+        who[p] = l[i] ~ /"droverd"/ ? "d" : l[i] ~ /"drover-worker"/ ? "w" : "o"
+      }
+    }
+    match($0, /:[0-9]+\[/) && match($0, /recved=[0-9]+/) {
+      port = $0; sub(/^[^:]*:/, "", port); sub(/\[.*/, "", port)
+      r = substr($0, RSTART + 7, RLENGTH - 7)
+      k = (port in who) ? who[port] : "o"; c[k] += r
+    }
+    END { printf "%d %d %d\n", c["d"], c["w"], c["o"] }' <<< "$out"
+}
 
 load() { # PREFIX JOBS
   /usr/bin/python3 "$here/small_load.py" load --ports "${DPORTS[1]},${DPORTS[2]},${DPORTS[3]}" \
@@ -57,5 +110,20 @@ if [ "$warm" -gt 0 ]; then
 fi
 /usr/bin/python3 "$here/small_load.py" lone --ports "${DPORTS[1]}" --token "$TOKEN" --pg "$DROVER_PG" \
   --logs "$T/droverd-*.log" --runs "$LONE" --prefix lone || fail "lone jobs"
+read -r zd0 zw0 zo0 < <(zk_by_client)
+read -r d0 w0 z0 p0 b0 < <(cpu_ticks)
 load small "$N" || fail "small jobs"
+read -r d1 w1 z1 p1 b1 < <(cpu_ticks)
+read -r zd1 zw1 zo1 < <(zk_by_client)
+# Whose ZooKeeper requests (live connections only: one that closed meanwhile is missed).
+awk -v n="$N" -v d=$((zd1 - zd0)) -v w=$((zw1 - zw0)) -v o=$((zo1 - zo0)) 'BEGIN {
+  printf "small: ZooKeeper requests per job by client: droverd %.1f, workers %.1f, others %.1f\n", d / n, w / n, o / n }'
+hz=$(getconf CLK_TCK)
+# CPU per job: what bounds the rate on a machine of this many cores, whatever else runs.
+awk -v n="$N" -v hz="$hz" -v d=$((d1 - d0)) -v w=$((w1 - w0)) -v z=$((z1 - z0)) -v p=$((p1 - p0)) \
+  -v b=$((b1 - b0)) -v cores="$(nproc)" 'BEGIN {
+    t = d + w + z + p; ms = 1000 / hz / n
+    printf "small: CPU per job %.1f ms (droverd %.1f, workers and plugins %.1f, ZooKeeper %.1f, PostgreSQL %.1f); the machine busy %.1f ms per job (others too); %d cores at this CPU per job: %.0f jobs/s at most\n",
+      t * ms, d * ms, w * ms, z * ms, p * ms, b * ms, cores, (t > 0 ? cores * 1000 / (t * ms) : 0)
+  }'
 echo "small: load $(cut -d' ' -f1-3 /proc/loadavg) at the end"

@@ -23,7 +23,9 @@ counted and taken out of the transaction figures. Figures:
     xact_commit, after a wait of 11 s: a backend flushes its counters when idle, within
     10 s), each per job;
   - ZooKeeper: requests received (mntr zk_packets_received, every client's, idle pings too)
-    and transactions (growth of the zxid, srvr), each per job and per task.
+    and transactions (growth of the zxid, srvr), each per job and per task;
+  - under load, the parts of request to succeeded of every tenth job, as lone's below (without
+    the owner's log: its start is jobs.started_at), median and p90.
 
 lone: K jobs of 3 nodes of `single`, one after the other, nothing else running; each one's
 request to succeeded split in four: request to job row (jobs.created_at), job row to the
@@ -237,6 +239,26 @@ def cmd_load(a):
           " %.2f transactions per job (%.3f per task)"
           % ((z1[0] - z0[0]) / n, (z1[0] - z0[0]) / max(tasks, 1), (z1[1] - z0[1]) / n,
              (z1[1] - z0[1]) / max(tasks, 1)))
+    # Where a job's time goes under this load: the parts of request to succeeded, as the lone
+    # jobs' (below), for every tenth job (read after the counters: not counted in them).
+    parts = {"row": [], "start": [], "first": [], "hops": [], "end": []}
+    for jid in sorted(state["done"])[::10]:
+        if jid in bad:
+            continue
+        sp = lone_split(pg, jid, state["t_req"][jid])
+        parts["row"].append(sp["created"] - sp["t_req"])
+        parts["start"].append(sp["started"] - sp["created"])
+        parts["first"].append(sp["first_task"] - sp["started"])
+        parts["hops"].extend(sp["hops"])
+        parts["end"].append(sp["ended"] - sp["last_end"])
+    if parts["row"]:
+        print("small: under load, median (p90) of %d jobs: request to job row %.0f (%.0f) ms, job row"
+              " to owner's start %.0f (%.0f), owner's start to first task's start %.0f (%.0f), each"
+              " dependent step's hop %.0f (%.0f), last task's end to succeeded %.0f (%.0f)"
+              % (len(parts["row"]), median(parts["row"]), pct(parts["row"], 0.9),
+                 median(parts["start"]), pct(parts["start"], 0.9), median(parts["first"]),
+                 pct(parts["first"], 0.9), median(parts["hops"]), pct(parts["hops"], 0.9),
+                 median(parts["end"]), pct(parts["end"], 0.9)))
     return 1 if bad else 0
 
 

@@ -40,6 +40,18 @@ l=$(line '^small: ZooKeeper: ')
 m=("${BASH_REMATCH[@]}")
 pos "${m[1]}" && pos "${m[2]}" || bad "ZooKeeper figures not positive: $l"
 
+# Under load, the parts of a job's time: printed, each a number of milliseconds.
+l=$(line '^small: under load, median ')
+[[ "$l" =~ request\ to\ job\ row\ -?[0-9]+\ \(-?[0-9]+\)\ ms.*hop\ -?[0-9]+\ \(-?[0-9]+\).*succeeded\ -?[0-9]+\ \(-?[0-9]+\)$ ]] ||
+  bad "no split of the jobs' time under load: ${l:-missing}"
+
+# CPU per job: the stack's parts add up to it, each one measured (the workers run plugins).
+l=$(line '^small: CPU per job ')
+[[ "$l" =~ CPU\ per\ job\ ([0-9.]+)\ ms\ \(droverd\ ([0-9.]+),\ workers\ and\ plugins\ ([0-9.]+),\ ZooKeeper\ ([0-9.]+),\ PostgreSQL\ ([0-9.]+)\) ]] ||
+  bad "no CPU per job: ${l:-missing}"
+m=("${BASH_REMATCH[@]}")
+for k in 1 2 3 4 5; do pos "${m[k]}" || bad "a CPU figure is not positive: $l"; done
+
 # The lone job's timeline: request, job row, first dispatch, last task's end, succeeded, in
 # that order, and the parts add up to the whole.
 l=$(line '^lone: job ')

@@ -283,6 +283,15 @@ static void heavy_done(void *arg, bool cancelled)
         api__reply(c);
         return;
     }
+    /* Solved (or planned): the heavy slot goes to the next waiting call now, not after this
+       call's write and reply (a create's transaction, its announcement), so that a tenant's
+       creates on one node overlap their writes with the next one's solve (docs/api.md "Fair
+       use"). The request slot stays until the reply. */
+    if (c->admitted && c->is_heavy) {
+        api__guard_release_heavy(c->api->guard, &c->who);
+        c->is_heavy = false;
+        admit_waiting(c->api);
+    }
     call_done(c->heavy_rc, &c->heavy_err, c);
 }
 

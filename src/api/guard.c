@@ -249,13 +249,17 @@ void api__guard_wait_abandon(struct api_guard *g, const struct api_principal *wh
     g->st.heavy_waiting--;
 }
 
+void api__guard_release_heavy(struct api_guard *g, const struct api_principal *who)
+{
+    add(g, 'h', 'u', who->user_id, -1);
+    add(g, 'h', 't', who->tenant_id, -1);
+    g->st.heavy_running--;
+}
+
 void api__guard_release(struct api_guard *g, const struct api_principal *who, bool heavy)
 {
     add(g, 'r', 'u', who->user_id, -1);
     add(g, 'r', 't', who->tenant_id, -1);
-    if (heavy) {
-        add(g, 'h', 'u', who->user_id, -1);
-        add(g, 'h', 't', who->tenant_id, -1);
-        g->st.heavy_running--;
-    }
+    if (heavy)
+        api__guard_release_heavy(g, who);
 }

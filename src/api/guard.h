@@ -12,7 +12,9 @@
  *
  * Admission: how many requests each user and each tenant has in progress
  * (from the moment its caller is known to its reply), all of them and the
- * heavy ones (solve, plan) apart. Beyond max_per_user or max_per_tenant a
+ * heavy ones (solve, plan) apart: a heavy slot is held from admission to
+ * the end of the solving or planning, not through the write that follows
+ * (api__guard_release_heavy). Beyond max_per_user or max_per_tenant a
  * request is refused (429); a heavy one beyond heavy_per_user or its
  * tenant's heavy quota (who->heavy, set by the superadmin, else
  * heavy_per_tenant; never above heavy_max) waits for a slot, at most heavy_wait_per_tenant of a
@@ -74,6 +76,12 @@ enum api_admit api__guard_admit(struct api_guard *g, const struct api_principal 
 bool api__guard_admit_waiting(struct api_guard *g, const struct api_principal *who);
 /* Give back the slot api__guard_admit (or _admit_waiting) took. */
 void api__guard_release(struct api_guard *g, const struct api_principal *who, bool heavy);
+/*
+ * A heavy call's solving or planning is over (its write, if any, is still to come): give
+ * back its heavy slot only; it keeps its request slot, released by api__guard_release(g,
+ * who, false) at its reply.
+ */
+void api__guard_release_heavy(struct api_guard *g, const struct api_principal *who);
 /* A waiting call leaves without its slot (it is answered some other way). */
 void api__guard_wait_abandon(struct api_guard *g, const struct api_principal *who);
 
