@@ -174,3 +174,31 @@ zk_4lw() {
 # zk_requests: ZooKeeper's count of requests received, from every client (mntr's
 # zk_packets_received).
 zk_requests() { zk_4lw mntr | awk '$1 == "zk_packets_received" { print $2 }'; }
+
+# queued_job_orphaned NAME: droverd-1 started, the tenant set up, a 2-node cluster NAME asked
+# for, and droverd-1 stopped (SIGTERM) once the job's first tasks are queued: the job (JID)
+# then has items on acme's default queue (Q) and nobody owns it. queue_items and queue_keys
+# then list the queue's item and key record paths (in items and keys).
+queued_job_orphaned() {
+  Q=/drover/queues/acme/default
+  start_droverd 1
+  setup_tenant
+  read -r _ JID <<< "$(create_cluster "$1" 2)"
+  wait_until 60 "job $JID's first tasks to be queued" job_has_queued "$JID" 2
+  kill -TERM "$(pid_of droverd-1)"
+  wait_exit droverd-1 60 > /dev/null || fail "droverd-1 did not stop"
+}
+# job_has_queued JID N: the job has N or more tasks queued (PostgreSQL).
+job_has_queued() { [ "$(psql_q "SELECT count(*) FROM tasks WHERE job_id = $1 AND status = 'queued'")" -ge "$2" ]; }
+queue_items() {
+  local s i
+  items=()
+  for s in $(zk ls "$Q/items"); do
+    for i in $(zk ls "$Q/items/$s"); do items+=("$Q/items/$s/$i"); done
+  done
+}
+queue_keys() {
+  local k
+  keys=()
+  for k in $(zk ls "$Q/keys"); do keys+=("$Q/keys/$k"); done
+}

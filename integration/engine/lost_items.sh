@@ -15,25 +15,13 @@
 . "$(dirname "$0")/engine_lib.sh"
 
 ZKCLI=/usr/share/zookeeper/bin/zkCli.sh
-Q=/drover/queues/acme/default
 
-start_droverd 1
-setup_tenant
-read -r _ JID <<< "$(create_cluster lost 2)"
-queued() { [ "$(psql_q "SELECT count(*) FROM tasks WHERE job_id = $JID AND status = 'queued'")" -ge 2 ]; }
-wait_until 60 "job $JID's first tasks to be queued" queued
-
-kill -TERM "$(pid_of droverd-1)"
-wait_exit droverd-1 60 > /dev/null || fail "droverd-1 did not stop"
+queued_job_orphaned lost
 
 # Every item of the queue and its key record, deleted in one zkCli session (a JVM each).
-items=()
-for s in $(zk ls "$Q/items"); do
-  for i in $(zk ls "$Q/items/$s"); do items+=("$Q/items/$s/$i"); done
-done
+queue_items
 [ ${#items[@]} -ge 2 ] || fail "expected at least 2 queue items of job $JID, found ${#items[@]}"
-keys=()
-for k in $(zk ls "$Q/keys"); do keys+=("$Q/keys/$k"); done
+queue_keys
 [ ${#keys[@]} -ge 2 ] || fail "expected at least 2 key records, found ${#keys[@]}"
 stale=${keys[0]}
 keys=("${keys[@]:1}")

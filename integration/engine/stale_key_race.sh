@@ -18,25 +18,14 @@
 . "$(dirname "$0")/engine_lib.sh"
 
 ZKCLI=/usr/share/zookeeper/bin/zkCli.sh
-Q=/drover/queues/acme/default
 W1=
 trap '[ -z "$W1" ] || kill -CONT "$W1" 2> /dev/null || true' EXIT
 
-start_droverd 1
-setup_tenant
-read -r _ JID <<< "$(create_cluster race 2)"
-queued() { [ "$(psql_q "SELECT count(*) FROM tasks WHERE job_id = $JID AND status = 'queued'")" -ge 2 ]; }
-wait_until 60 "job $JID's first tasks to be queued" queued
-kill -TERM "$(pid_of droverd-1)"
-wait_exit droverd-1 60 > /dev/null || fail "droverd-1 did not stop"
+queued_job_orphaned race
 
 # Every item of the queue and all but one key record, deleted in one zkCli session.
-items=()
-for s in $(zk ls "$Q/items"); do
-  for i in $(zk ls "$Q/items/$s"); do items+=("$Q/items/$s/$i"); done
-done
-keys=()
-for k in $(zk ls "$Q/keys"); do keys+=("$Q/keys/$k"); done
+queue_items
+queue_keys
 [ ${#items[@]} -ge 2 ] && [ ${#keys[@]} -ge 2 ] || fail "expected 2 items and key records, found ${#items[@]} and ${#keys[@]}"
 stale=${keys[0]}
 printf 'delete %s\n' "${items[@]}" "${keys[@]:1}" | timeout 120 "$ZKCLI" -server "$DROVER_ZK" > "$T/zkcli.out" 2>&1 || true

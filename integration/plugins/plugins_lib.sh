@@ -245,3 +245,18 @@ cleanup_nodes() {
   return $rc
 }
 trap cleanup_nodes EXIT
+
+# pool_hosts HOST...: loopback nodes for an ssh-pool, whose only authorised key is a new
+# pool key ($T/pool_key); the cluster key ($T/cluster_key, CLUSTER_PUB) is left as it was.
+pool_hosts() {
+  "$KEYGEN" "$T/pool_key" "pool-key" || fail "keygen"
+  cp "$T/cluster_key" "$T/cluster_key.saved"
+  cp "$T/cluster_key.pub" "$T/cluster_key.pub.saved"
+  cp "$T/pool_key" "$T/cluster_key"
+  cp "$T/pool_key.pub" "$T/cluster_key.pub"
+  CLUSTER_PUB=$(cat "$T/cluster_key.pub")
+  CLUSTER_ID=hosts lb_create "$@"
+  mv "$T/cluster_key.saved" "$T/cluster_key"
+  mv "$T/cluster_key.pub.saved" "$T/cluster_key.pub"
+  CLUSTER_PUB=$(cat "$T/cluster_key.pub")
+}

@@ -22,16 +22,7 @@ EOF
 chmod +x "$R/pool/wipe.sh"
 
 # --- the pool's hosts: loopback nodes whose only authorised key is the pool's ---
-"$KEYGEN" "$T/pool_key" "pool-key"
-cp "$T/cluster_key" "$T/cluster_key.saved"
-cp "$T/cluster_key.pub" "$T/cluster_key.pub.saved"
-cp "$T/pool_key" "$T/cluster_key"
-cp "$T/pool_key.pub" "$T/cluster_key.pub"
-CLUSTER_PUB=$(cat "$T/cluster_key.pub")
-CLUSTER_ID=hosts lb_create h1 h2 h3
-mv "$T/cluster_key.saved" "$T/cluster_key"
-mv "$T/cluster_key.pub.saved" "$T/cluster_key.pub"
-CLUSTER_PUB=$(cat "$T/cluster_key.pub")
+pool_hosts h1 h2 h3
 
 hosts=$(for h in h1 h2 h3; do
   jq -c --arg hk "$(cut -d' ' -f1-2 "$(node_dir "$h")/ssh/host_ed25519_key.pub")" \

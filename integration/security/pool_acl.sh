@@ -26,16 +26,7 @@ SH
 chmod +x "$R/pool/wipe.sh"
 
 # --- two pool hosts: loopback nodes whose only authorised key is the pool's ---
-"$KEYGEN" "$T/pool_key" "pool-key"
-cp "$T/cluster_key" "$T/cluster_key.saved"
-cp "$T/cluster_key.pub" "$T/cluster_key.pub.saved"
-cp "$T/pool_key" "$T/cluster_key"
-cp "$T/pool_key.pub" "$T/cluster_key.pub"
-CLUSTER_PUB=$(cat "$T/cluster_key.pub")
-CLUSTER_ID=hosts lb_create h1 h2
-mv "$T/cluster_key.saved" "$T/cluster_key"
-mv "$T/cluster_key.pub.saved" "$T/cluster_key.pub"
-CLUSTER_PUB=$(cat "$T/cluster_key.pub")
+pool_hosts h1 h2
 hosts=$(for h in h1 h2; do
   jq -c --arg hk "$(cut -d' ' -f1-2 "$(node_dir "$h")/ssh/host_ed25519_key.pub")" \
     '{address: .ipaddresses.access_v4, port: 22, user: "root", host_key: $hk}' "$KV/$h.json"
