@@ -307,16 +307,25 @@ static struct etxn *zk_build(struct ejob *j)
 
 static void zk_settled(struct etxn *t, bool applied);
 
+/* An answer for a job that has gone (lost or freed) meanwhile: drop the multi-op and the
+ * answer's reference. True when it did. */
+static bool job_gone(struct etxn *t)
+{
+    struct ejob *j = t->j;
+    if (engine__job_alive(j))
+        return false;
+    j->zk_busy = false;
+    etxn_free(t);
+    engine__job_unref(j);
+    return true;
+}
+
 static void on_state_version(int rc, const char *data, int version, void *arg)
 {
     struct etxn *t = arg;
     struct ejob *j = t->j;
-    if (!engine__job_alive(j)) {
-        j->zk_busy = false;
-        etxn_free(t);
-        engine__job_unref(j);
+    if (job_gone(t))
         return;
-    }
     if (rc == 0 && version == t->st_ver + 1) {
         zk_settled(t, true);
     } else if (rc == 0 && version == t->st_ver) {
@@ -340,12 +349,8 @@ static void on_zk(const struct coord_txn_result *r, void *arg)
 {
     struct etxn *t = arg;
     struct ejob *j = t->j;
-    if (!engine__job_alive(j)) {
-        j->zk_busy = false;
-        etxn_free(t);
-        engine__job_unref(j);
+    if (job_gone(t))
         return;
-    }
     if (r->rc == 0) {
         zk_settled(t, true);
     } else if (r->rc == DRV_EAGAIN) {
