@@ -4,10 +4,16 @@
 #   DROVER_BUILD_DIR=build-rel scripts/with-stack -- bench/engine/engine_bench.sh [what...]
 #
 # what: wide (10,000 noop tasks), big (hadoop-distributed, 10,000 nodes, 140,007 tasks),
-# expand (one node onto a 9,999-node cluster), makespan (sleep tasks of random durations).
+# expand (one node onto a 9,999-node cluster), makespan (sleep tasks of random durations),
+# taskflow (the wide DAG's shape run by TaskFlow 5.0 with its ZooKeeper persistence on this
+# stack's ZooKeeper: bench/peers/taskflow_wide.py; BENCH_TASKFLOW_CHAINS chains of five,
+# default 2,000), failover (kill -9, then SIGTERM, of a running job's owner among this
+# bench's three droverd: the new owner's first dispatch and the handover's lock, as
+# integration/engine/failover.sh measures them; it restarts the droverd at log level info
+# first, for their timestamps, so it goes last). A word may repeat: `wide taskflow wide
+# taskflow failover` is bench/run peers, every figure from one stack in one run.
 # Default: wide makespan (big and expand take minutes). BENCH_WARMUP and BENCH_PERF: below;
 # BENCH_ZK_ACL: digest ACLs and per-tenant worker identities on.
-# Failover and handover times come from integration/engine/failover.sh (bench/run engine).
 #
 # One ZooKeeper, three droverd, four workers. Throughput is tasks / (last task's end - first
 # task's start), from the attempts recorded in PostgreSQL: queued to completed and recorded.
@@ -148,13 +154,60 @@ perf_stop() { # LABEL
   fi
 }
 
+# failover_and_handover: the two figures of integration/engine/failover.sh, on this bench's
+# stack and load: kill -9 of a running job's owner to the new owner's first dispatch (target:
+# the session timeout + 1 s), then SIGTERM of an owner to the lock taken by the next (issue
+# 25: under 200 ms). Six-node `simple` jobs of 250 ms sleep tasks, so that the jobs run long
+# enough to be caught.
+log_ms() { # FILE EVENT JOB: the at_ms of the first line with event=EVENT job=JOB
+  grep "event=$2 job=$3 " "$1" | head -n 1 | sed 's/.*at_ms=\([0-9]*\).*/\1/'
+}
+failover_and_handover() {
+  local n old new jid first acq t_kill t_term
+  # The droverd again, at level info: the events timed below are logged at info.
+  unset PORT
+  for n in 1 2 3; do
+    kill -TERM "$(pid_of "droverd-$n")"
+    wait_exit "droverd-$n" 30 > /dev/null || fail "droverd-$n did not stop"
+    LOG_LEVEL=info start_droverd "$n" "postgres.pool_size = 4" "${acl[@]}"
+  done
+  workers sleep,sleep-provider 16
+  read -r _ jid <<< "$(create_cluster f1 6 '{"duration_ms": 250}')"
+  progressing "$jid" 12
+  old=$(owner_of "$jid")
+  for n in 1 2 3; do [ "droverd-$n" = "$old" ] || PORT=${DPORTS[$n]}; done
+  t_kill=$(now_ms)
+  kill -9 "$(pid_of "$old")"
+  wait_job "$jid" succeeded 120
+  new=$(owner_of "$jid")
+  [ "$new" != "$old" ] || fail "failover: the owner did not change"
+  first=$(log_ms "$T/$new.log" first-dispatch "$jid")
+  [ -n "$first" ] || fail "failover: no first dispatch of $new for job $jid"
+  echo "failover: kill -9 of the owner $old, first dispatch by $new after $((first - t_kill)) ms (session timeout $SESSION; load $(cut -d' ' -f1 /proc/loadavg))"
+  LOG_LEVEL=info start_droverd "${old#droverd-}" "postgres.pool_size = 4" "${acl[@]}"
+  read -r _ jid <<< "$(create_cluster f2 6 '{"duration_ms": 250}')"
+  progressing "$jid" 12
+  old=$(owner_of "$jid")
+  for n in 1 2 3; do [ "droverd-$n" = "$old" ] || PORT=${DPORTS[$n]}; done
+  t_term=$(now_ms)
+  kill -TERM "$(pid_of "$old")"
+  wait_job "$jid" succeeded 120
+  new=$(owner_of "$jid")
+  [ "$new" != "$old" ] || fail "handover: the owner did not change"
+  acq=$(log_ms "$T/$new.log" job-acquired "$jid")
+  [ -n "$acq" ] || fail "handover: no job-acquired of $new for job $jid"
+  echo "handover: SIGTERM of the owner $old, $new acquired the job after $((acq - t_term)) ms (load $(cut -d' ' -f1 /proc/loadavg))"
+}
+
+wides=0
 for w in "${what[@]}"; do
   case $w in
   wide)
     workers noop,noop-provider 64
     warm_up
     nodes=2000 # x 5 tasks (create, confirm, bootstrap, base install and configure) = 10,000
-    body=$(jq -cn --argjson k $nodes '{name: "wide", template: "single", nodes: $k}')
+    wides=$((wides + 1))
+    body=$(jq -cn --argjson k $nodes --arg n "wide-$wides" '{name: $n, template: "single", nodes: $k}')
     t0=$(now_ms)
     z0=$(zk_requests)
     x0=$(zk_zxid)
@@ -302,6 +355,12 @@ if hops:
           % (hops[len(hops) // 2], hops[int(len(hops) * 0.9)], hops[-1], len(hops)))
 PY
     ;;
+  taskflow)
+    /usr/bin/python3 -c 'import taskflow' 2> /dev/null ||
+      fail "taskflow needs python3-taskflow (bench/run peers installs it)"
+    /usr/bin/python3 "$here/../peers/taskflow_wide.py" --zk "${DROVER_ZK%%/*}" \
+      --chains "${BENCH_TASKFLOW_CHAINS:-2000}" ;;
+  failover) failover_and_handover ;;
   *) echo "engine_bench: unknown \"$w\"" >&2; exit 2 ;;
   esac
 done
