@@ -80,6 +80,34 @@ zk_zxid() {
   printf '%d\n' "$(awk '$1 == "Zxid:" { print $2 }' <<< "$out")"
 }
 
+# cpu_of NAME...: CPU time (user + system, clock ticks) of the processes whose pids the stack
+# recorded under these names, with their live children and the children they reaped (the
+# postmaster's backends). Sampled around a job, it says what each part of the stack costs per
+# task whatever else the machine runs.
+cpu_of() {
+  local n p c t=0
+  for n in "$@"; do
+    p=$(cat "$T/pids/$n.pid" 2> /dev/null) || continue
+    t=$((t + $(awk '{ print $14 + $15 + $16 + $17 }' "/proc/$p/stat" 2> /dev/null || echo 0)))
+    for c in $(pgrep -P "$p" || true); do
+      t=$((t + $(awk '{ print $14 + $15 }' "/proc/$c/stat" 2> /dev/null || echo 0)))
+    done
+  done
+  echo "$t"
+}
+cpu_all() { # the stack's parts, in the order cpu_line prints them
+  echo "$(cpu_of droverd-1 droverd-2 droverd-3) $(cpu_of bw-1 bw-2 bw-3 bw-4) $(cpu_of zk1) $(cpu_of pg)"
+}
+cpu_line() { # BEFORE AFTER TASKS
+  local hz
+  hz=$(getconf CLK_TCK)
+  awk -v b="$1" -v a="$2" -v n="$3" -v hz="$hz" 'BEGIN {
+    split(b, x, " "); split(a, y, " "); split("droverd workers zookeeper postgres", name, " ")
+    for (i = 1; i <= 4; i++) { d = (y[i] - x[i]) / hz; tot += d; line = line sprintf(" %s %.2f s,", name[i], d) }
+    printf "wide: CPU during the job:%s total %.2f s: %.3f ms per task (%.0f tasks/s if the job had both cores alone)\n",
+      line, tot, tot * 1000 / n, tot ? n * 2 / tot : 0 }'
+}
+
 rss_of() { awk '/VmHWM/ { print $2 }' "/proc/$(pid_of "$1")/status"; }
 
 # Throughput of one job from its recorded attempts.
@@ -124,8 +152,9 @@ warm_up() {
 }
 
 # BENCH_PERF=all: perf record -a around the measured job, then each process's share of the
-# samples; BENCH_PERF=droverd: call graphs of the droverd processes, then the functions with
-# the largest inclusive share. (perf must be installed; the bench does not install it.)
+# samples; BENCH_PERF=droverd (or worker): call graphs of the droverd (or drover-worker)
+# processes, then the functions with the largest inclusive share. (perf must be installed;
+# the bench does not install it. DROVER_KEEP_STACK=1 keeps $T/perf.data.)
 perf_pid=
 perf_start() {
   [ -n "${BENCH_PERF:-}" ] || return 0
@@ -133,6 +162,9 @@ perf_start() {
   if [ "$BENCH_PERF" = droverd ]; then
     perf record -F 49 --call-graph dwarf,32768 -o "$T/perf.data" \
       -p "$(pid_of droverd-1),$(pid_of droverd-2),$(pid_of droverd-3)" > "$T/perf.out" 2>&1 &
+  elif [ "$BENCH_PERF" = worker ]; then
+    perf record -F 49 --call-graph dwarf,32768 -o "$T/perf.data" \
+      -p "$(pid_of bw-1),$(pid_of bw-2),$(pid_of bw-3),$(pid_of bw-4)" > "$T/perf.out" 2>&1 &
   else
     perf record -a -F 199 -o "$T/perf.data" > "$T/perf.out" 2>&1 &
   fi
@@ -145,7 +177,7 @@ perf_stop() { # LABEL
   wait "$perf_pid" || true
   perf_pid=
   echo "$1: perf, share of the samples (BENCH_PERF=$BENCH_PERF):"
-  if [ "$BENCH_PERF" = droverd ]; then
+  if [ "$BENCH_PERF" != all ]; then
     perf report -i "$T/perf.data" --children --sort sym --stdio -g none 2> /dev/null |
       awk '$1 ~ /%$/ && $4 !~ /^0x/ { print "  " $1, $4 }' | head -40
   else
@@ -211,12 +243,14 @@ for w in "${what[@]}"; do
     t0=$(now_ms)
     z0=$(zk_requests)
     x0=$(zk_zxid)
+    c0=$(cpu_all)
     perf_start
     J=$(body_of "$(api POST /v1/clusters "$body")" | jq -r .job.id)
     WAIT_JOB_POLL=1 wait_job "$J" succeeded 600
     t1=$(now_ms)
     z1=$(zk_requests)
     x1=$(zk_zxid)
+    c1=$(cpu_all)
     perf_stop wide
     read -r n secs rate <<< "$(throughput "$J" | tr '|' ' ')"
     echo "wide: $n noop tasks in $secs s: $rate tasks/s end to end (request to succeeded: $((t1 - t0)) ms; load $(cut -d' ' -f1 /proc/loadavg))"
@@ -249,6 +283,7 @@ PY
     fi
     echo "wide: ZooKeeper received $((z1 - z0)) requests: $(echo "scale=2; ($z1 - $z0) / $n" | bc) per task (every client, idle ones too)"
     echo "wide: ZooKeeper applied $((x1 - x0)) transactions: $(echo "scale=3; ($x1 - $x0) / $n" | bc) per task (zxid, one epoch)"
+    cpu_line "$c0" "$c1" "$n"
     psql_q "SELECT t.action, a.status, count(*) FROM tasks t LEFT JOIN task_attempts a ON a.job_id = t.job_id AND a.task_id = t.id WHERE t.job_id = $J GROUP BY 1, 2 ORDER BY 1" | paste -sd" " >&2
     ;;
   big)
