@@ -18,9 +18,10 @@ forceSync on, those writes are durable.
 TaskFlow saves a flow's atoms in one ZooKeeper transaction when the engine is prepared; a
 flow of 2,000 tasks exceeds ZooKeeper's 1 MB request limit (jute.maxbuffer: the server drops
 the connection, kazoo's ConnectionLoss), 500 fit. So the wide DAG is cut into flows of
-FLOW_CHAINS chains (default 100: 500 tasks), all prepared first, then run at once, each engine
-in a thread of its own, their tasks on one shared pool of WORKERS threads: as parallel as
-TaskFlow goes in one process. Preparing (compile, save every atom) is not in the rate.
+FLOW_CHAINS chains (default 100: 500 tasks), each in a logbook of its own (a flow's save
+writes its whole logbook in one transaction too), all prepared first, then run at once, each
+engine in a thread of its own, their tasks on one shared pool of WORKERS threads: as parallel
+as TaskFlow goes in one process. Preparing (compile, save every atom) is not in the rate.
 
 Each task is a no-op Python function that notes the time it ran. Drover's wide DAG runs the
 `noop` plugin, which is built into the worker ("builtin:noop": no process is spawned), so
@@ -115,13 +116,16 @@ def main():
     backend = backends.fetch(conf, client=client)
     with contextlib.closing(backend.get_connection()) as conn:
         conn.upgrade()
-    book = models.LogBook("wide-%s" % uuid.uuid4().hex[:8])
+    books = []
     pool = futures.ThreadPoolExecutor(max_workers=a.workers)
     t0 = time.monotonic()
     runs = []
     for first in range(0, a.chains, a.flow_chains):
         flow = wide_flow("wide-%d" % first, first, min(a.flow_chains, a.chains - first), a.steps)
-        engine = engines.load(flow, backend=backend, book=book, engine="parallel",
+        # A logbook of its own per flow: saving a flow's detail saves its whole logbook in
+        # one transaction, so one shared book would outgrow the request limit in turn.
+        books.append(models.LogBook("wide-%d-%s" % (first, uuid.uuid4().hex[:8])))
+        engine = engines.load(flow, backend=backend, book=books[-1], engine="parallel",
                               executor=pool)
         engine.compile()
         engine.prepare()
@@ -149,12 +153,15 @@ def main():
     first = STARTS[0] if STARTS else t1
     secs = t2 - first
     with contextlib.closing(backend.get_connection()) as conn:
-        saved = conn.get_logbook(book.uuid)
-        done = sum(1 for fd in saved for ad in fd if ad.state == "SUCCESS")
-        try:  # the stack's ZooKeeper stays small for the next run
-            conn.destroy_logbook(book.uuid)
-        except Exception as e:
-            print("taskflow: logbook %s left in ZooKeeper (%s)" % (book.uuid, e), file=sys.stderr)
+        done = 0
+        for book in books:
+            saved = conn.get_logbook(book.uuid)
+            done += sum(1 for fd in saved for ad in fd if ad.state == "SUCCESS")
+            try:  # the stack's ZooKeeper stays small for the next run
+                conn.destroy_logbook(book.uuid)
+            except Exception as e:
+                print("taskflow: logbook %s left in ZooKeeper (%s)" % (book.uuid, e),
+                      file=sys.stderr)
     backend.close()
     if client is not None:
         client.stop()
