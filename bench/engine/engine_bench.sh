@@ -394,7 +394,7 @@ PY
     /usr/bin/python3 -c 'import taskflow' 2> /dev/null ||
       fail "taskflow needs python3-taskflow (bench/run peers installs it)"
     /usr/bin/python3 "$here/../peers/taskflow_wide.py" --zk "${DROVER_ZK%%/*}" \
-      --chains "${BENCH_TASKFLOW_CHAINS:-2000}" ;;
+      --chains "${BENCH_TASKFLOW_CHAINS:-2000}" --zk-pid "$(cat "$T/pids/zk1.pid")" ;;
   failover) failover_and_handover ;;
   *) echo "engine_bench: unknown \"$w\"" >&2; exit 2 ;;
   esac
