@@ -6,10 +6,16 @@
 # what: wide (10,000 noop tasks), big (hadoop-distributed, 10,000 nodes, 140,007 tasks),
 # expand (one node onto a 9,999-node cluster), makespan (sleep tasks of random durations),
 # resume (that 140,007-task create's owner killed mid-job: the next owner's reconciliation;
-# BENCH_RESUME_NODES, default 10000, BENCH_RESUME_AT tasks done before the kill, default 10000).
+# BENCH_RESUME_NODES, default 10000, BENCH_RESUME_AT tasks done before the kill, default 10000),
+# taskflow (the wide DAG's shape run by TaskFlow 5.0 with its ZooKeeper persistence on this
+# stack's ZooKeeper: bench/peers/taskflow_wide.py; BENCH_TASKFLOW_CHAINS chains of five,
+# default 2,000), failover (kill -9, then SIGTERM, of a running job's owner among this
+# bench's three droverd: the new owner's first dispatch and the handover's lock, as
+# integration/engine/failover.sh measures them; it restarts the droverd at log level info
+# first, for their timestamps, so it goes last). A word may repeat: `wide taskflow wide
+# taskflow failover` is bench/run peers, every figure from one stack in one run.
 # Default: wide makespan (big and expand take minutes). BENCH_WARMUP and BENCH_PERF: below;
 # BENCH_ZK_ACL: digest ACLs and per-tenant worker identities on.
-# Failover and handover times come from integration/engine/failover.sh (bench/run engine).
 #
 # One ZooKeeper, three droverd, four workers. Throughput is tasks / (last task's end - first
 # task's start), from the attempts recorded in PostgreSQL: queued to completed and recorded.
@@ -56,6 +62,34 @@ workers() { # PLUGINS CONCURRENCY: four workers, replacing the earlier ones
 # (zk_requests, its requests received: engine_lib.sh.)
 zk_zxid() { printf '%d\n' "$(zk_4lw srvr | awk '$1 == "Zxid:" { print $2 }')"; }
 
+# cpu_of NAME...: CPU time (user + system, clock ticks) of the processes whose pids the stack
+# recorded under these names, with their live children and the children they reaped (the
+# postmaster's backends). Sampled around a job, it says what each part of the stack costs per
+# task whatever else the machine runs.
+cpu_of() {
+  local n p c t=0
+  for n in "$@"; do
+    p=$(cat "$T/pids/$n.pid" 2> /dev/null) || continue
+    t=$((t + $(awk '{ print $14 + $15 + $16 + $17 }' "/proc/$p/stat" 2> /dev/null || echo 0)))
+    for c in $(pgrep -P "$p" || true); do
+      t=$((t + $(awk '{ print $14 + $15 }' "/proc/$c/stat" 2> /dev/null || echo 0)))
+    done
+  done
+  echo "$t"
+}
+cpu_all() { # the stack's parts, in the order cpu_line prints them
+  echo "$(cpu_of droverd-1 droverd-2 droverd-3) $(cpu_of bw-1 bw-2 bw-3 bw-4) $(cpu_of zk1) $(cpu_of pg)"
+}
+cpu_line() { # BEFORE AFTER TASKS
+  local hz
+  hz=$(getconf CLK_TCK)
+  awk -v b="$1" -v a="$2" -v n="$3" -v hz="$hz" 'BEGIN {
+    split(b, x, " "); split(a, y, " "); split("droverd workers zookeeper postgres", name, " ")
+    for (i = 1; i <= 4; i++) { d = (y[i] - x[i]) / hz; tot += d; line = line sprintf(" %s %.2f s,", name[i], d) }
+    printf "wide: CPU during the job:%s total %.2f s: %.3f ms per task (%.0f tasks/s if the job had both cores alone)\n",
+      line, tot, tot * 1000 / n, tot ? n * 2 / tot : 0 }'
+}
+
 rss_of() { awk '/VmHWM/ { print $2 }' "/proc/$(pid_of "$1")/status"; }
 
 # Throughput of one job from its recorded attempts.
@@ -100,8 +134,9 @@ warm_up() {
 }
 
 # BENCH_PERF=all: perf record -a around the measured job, then each process's share of the
-# samples; BENCH_PERF=droverd: call graphs of the droverd processes, then the functions with
-# the largest inclusive share. (perf must be installed; the bench does not install it.)
+# samples; BENCH_PERF=droverd (or worker): call graphs of the droverd (or drover-worker)
+# processes, then the functions with the largest inclusive share. (perf must be installed;
+# the bench does not install it. DROVER_KEEP_STACK=1 keeps $T/perf.data.)
 perf_pid=
 perf_start() {
   [ -n "${BENCH_PERF:-}" ] || return 0
@@ -109,6 +144,9 @@ perf_start() {
   if [ "$BENCH_PERF" = droverd ]; then
     perf record -F 49 --call-graph dwarf,32768 -o "$T/perf.data" \
       -p "$(pid_of droverd-1),$(pid_of droverd-2),$(pid_of droverd-3)" > "$T/perf.out" 2>&1 &
+  elif [ "$BENCH_PERF" = worker ]; then
+    perf record -F 49 --call-graph dwarf,32768 -o "$T/perf.data" \
+      -p "$(pid_of bw-1),$(pid_of bw-2),$(pid_of bw-3),$(pid_of bw-4)" > "$T/perf.out" 2>&1 &
   else
     perf record -a -F 199 -o "$T/perf.data" > "$T/perf.out" 2>&1 &
   fi
@@ -121,7 +159,7 @@ perf_stop() { # LABEL
   wait "$perf_pid" || true
   perf_pid=
   echo "$1: perf, share of the samples (BENCH_PERF=$BENCH_PERF):"
-  if [ "$BENCH_PERF" = droverd ]; then
+  if [ "$BENCH_PERF" != all ]; then
     perf report -i "$T/perf.data" --children --sort sym --stdio -g none 2> /dev/null |
       awk '$1 ~ /%$/ && $4 !~ /^0x/ { print "  " $1, $4 }' | head -40
   else
@@ -130,22 +168,71 @@ perf_stop() { # LABEL
   fi
 }
 
+# failover_and_handover: the two figures of integration/engine/failover.sh, on this bench's
+# stack and load: kill -9 of a running job's owner to the new owner's first dispatch (target:
+# the session timeout + 1 s), then SIGTERM of an owner to the lock taken by the next (issue
+# 25: under 200 ms). Six-node `simple` jobs of 250 ms sleep tasks, so that the jobs run long
+# enough to be caught.
+log_ms() { # FILE EVENT JOB: the at_ms of the first line with event=EVENT job=JOB
+  grep "event=$2 job=$3 " "$1" | head -n 1 | sed 's/.*at_ms=\([0-9]*\).*/\1/'
+}
+failover_and_handover() {
+  local n old new jid first acq t_kill t_term
+  # The droverd again, at level info: the events timed below are logged at info.
+  unset PORT
+  for n in 1 2 3; do
+    kill -TERM "$(pid_of "droverd-$n")"
+    wait_exit "droverd-$n" 30 > /dev/null || fail "droverd-$n did not stop"
+    LOG_LEVEL=info start_droverd "$n" "postgres.pool_size = 4" "${acl[@]}"
+  done
+  workers sleep,sleep-provider 16
+  read -r _ jid <<< "$(create_cluster f1 6 '{"duration_ms": 250}')"
+  progressing "$jid" 12
+  old=$(owner_of "$jid")
+  for n in 1 2 3; do [ "droverd-$n" = "$old" ] || PORT=${DPORTS[$n]}; done
+  t_kill=$(now_ms)
+  kill -9 "$(pid_of "$old")"
+  wait_job "$jid" succeeded 120
+  new=$(owner_of "$jid")
+  [ "$new" != "$old" ] || fail "failover: the owner did not change"
+  first=$(log_ms "$T/$new.log" first-dispatch "$jid")
+  [ -n "$first" ] || fail "failover: no first dispatch of $new for job $jid"
+  echo "failover: kill -9 of the owner $old, first dispatch by $new after $((first - t_kill)) ms (session timeout $SESSION; load $(cut -d' ' -f1 /proc/loadavg))"
+  LOG_LEVEL=info start_droverd "${old#droverd-}" "postgres.pool_size = 4" "${acl[@]}"
+  read -r _ jid <<< "$(create_cluster f2 6 '{"duration_ms": 250}')"
+  progressing "$jid" 12
+  old=$(owner_of "$jid")
+  for n in 1 2 3; do [ "droverd-$n" = "$old" ] || PORT=${DPORTS[$n]}; done
+  t_term=$(now_ms)
+  kill -TERM "$(pid_of "$old")"
+  wait_job "$jid" succeeded 120
+  new=$(owner_of "$jid")
+  [ "$new" != "$old" ] || fail "handover: the owner did not change"
+  acq=$(log_ms "$T/$new.log" job-acquired "$jid")
+  [ -n "$acq" ] || fail "handover: no job-acquired of $new for job $jid"
+  echo "handover: SIGTERM of the owner $old, $new acquired the job after $((acq - t_term)) ms (load $(cut -d' ' -f1 /proc/loadavg))"
+}
+
+wides=0
 for w in "${what[@]}"; do
   case $w in
   wide)
     workers noop,noop-provider 64
     warm_up
     nodes=2000 # x 5 tasks (create, confirm, bootstrap, base install and configure) = 10,000
-    body=$(jq -cn --argjson k $nodes '{name: "wide", template: "single", nodes: $k}')
+    wides=$((wides + 1))
+    body=$(jq -cn --argjson k $nodes --arg n "wide-$wides" '{name: $n, template: "single", nodes: $k}')
     t0=$(now_ms)
     z0=$(zk_requests)
     x0=$(zk_zxid)
+    c0=$(cpu_all)
     perf_start
     J=$(body_of "$(api POST /v1/clusters "$body")" | jq -r .job.id)
     WAIT_JOB_POLL=1 wait_job "$J" succeeded 600
     t1=$(now_ms)
     z1=$(zk_requests)
     x1=$(zk_zxid)
+    c1=$(cpu_all)
     perf_stop wide
     read -r n secs rate <<< "$(throughput "$J" | tr '|' ' ')"
     echo "wide: $n noop tasks in $secs s: $rate tasks/s end to end (request to succeeded: $((t1 - t0)) ms; load $(cut -d' ' -f1 /proc/loadavg))"
@@ -178,6 +265,7 @@ PY
     fi
     echo "wide: ZooKeeper received $((z1 - z0)) requests: $(echo "scale=2; ($z1 - $z0) / $n" | bc) per task (every client, idle ones too)"
     echo "wide: ZooKeeper applied $((x1 - x0)) transactions: $(echo "scale=3; ($x1 - $x0) / $n" | bc) per task (zxid, one epoch)"
+    cpu_line "$c0" "$c1" "$n"
     psql_q "SELECT t.action, a.status, count(*) FROM tasks t LEFT JOIN task_attempts a ON a.job_id = t.job_id AND a.task_id = t.id WHERE t.job_id = $J GROUP BY 1, 2 ORDER BY 1" | paste -sd" " >&2
     ;;
   big)
@@ -355,6 +443,12 @@ if hops:
           % (hops[len(hops) // 2], hops[int(len(hops) * 0.9)], hops[-1], len(hops)))
 PY
     ;;
+  taskflow)
+    /usr/bin/python3 -c 'import taskflow' 2> /dev/null ||
+      fail "taskflow needs python3-taskflow (bench/run peers installs it)"
+    /usr/bin/python3 "$here/../peers/taskflow_wide.py" --zk "${DROVER_ZK%%/*}" \
+      --chains "${BENCH_TASKFLOW_CHAINS:-2000}" --zk-pid "$(cat "$T/pids/zk1.pid")" ;;
+  failover) failover_and_handover ;;
   *) echo "engine_bench: unknown \"$w\"" >&2; exit 2 ;;
   esac
 done
