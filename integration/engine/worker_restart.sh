@@ -29,8 +29,8 @@ wait_until 60 "worker-1 to hold both installs" held
 [ "$(stat -c %a "$SF")" = 600 ] || fail "the session file is $(stat -c %a "$SF")"
 old=$(awk '{print $1}' "$SF")
 mine() { zk get "$Q/claims/$1" 2> /dev/null | grep -o '"session":"0x[0-9a-f]*"' | cut -d'"' -f4; }
-items=$(zk ls "$Q/claims")
-for c in $items; do
+held=$(zk ls "$Q/claims")
+for c in $held; do
   [ "$(($(mine "$c")))" = "$((old))" ] || fail "claim $c is not worker-1's session $old: $(mine "$c")"
 done
 
@@ -50,7 +50,7 @@ start_worker worker-1 "worker.session_file = $SF"
 # taken_again: one of the dead session's items is claimed by worker-1's new session.
 taken_again() {
   local c s
-  for c in $items; do
+  for c in $held; do
     s=$(mine "$c")
     [ -n "$s" ] && [ "$((s))" != "$((old))" ] && return 0
   done
