@@ -94,6 +94,9 @@ sample() {
     alive=0 serving=0
     for a in "${ADDRS[@]}"; do
       out=$(zk_four "$a" srvr)
+      # One unanswered srvr (3 s) is asked again before the server counts as down: CI saw one
+      # sample of 216 with two servers silent at once, one more than a rolling restart stops.
+      [ -n "$out" ] || out=$(zk_four "$a" srvr)
       [ -n "$out" ] && alive=$((alive + 1))
       case $out in *Mode:*) serving=$((serving + 1)) ;; esac
     done
