@@ -94,8 +94,11 @@ sample() {
     alive=0 serving=0
     for a in "${ADDRS[@]}"; do
       out=$(zk_four "$a" srvr)
-      # One unanswered srvr (3 s) is asked again before the server counts as down: CI saw one
-      # sample of 216 with two servers silent at once, one more than a rolling restart stops.
+      # One unanswered srvr (3 s) is asked again before the server counts as down: a follower
+      # whose leader stops closes every client connection, a four-letter word in flight too
+      # (Learner.shutdown: closeAllConnections), while its process runs on into an election.
+      # Asked once, the leader's stop and such a follower made one sample of 216 in CI show
+      # two servers silent at once; asked again, the follower says "not currently serving".
       [ -n "$out" ] || out=$(zk_four "$a" srvr)
       [ -n "$out" ] && alive=$((alive + 1))
       case $out in *Mode:*) serving=$((serving + 1)) ;; esac
