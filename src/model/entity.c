@@ -160,14 +160,62 @@ static const struct model_providermap_entry *pmap_find(const struct model_provid
     return n ? bsearch(&key, m, n, sizeof(*m), pmap_cmp) : NULL;
 }
 
+/*
+ * Hardware and image types have the same fields (model.h): each public function below is
+ * one call of these, given the fields of its own struct.
+ */
+struct ptype {
+    char **name, **description;
+    struct model_providermap_entry **providermap;
+    size_t *n_providermap;
+    json_t **extra;
+};
+
+#define PTYPE(e)                                                                                   \
+    {                                                                                              \
+        &(e)->name, &(e)->description, &(e)->providermap, &(e)->n_providermap, &(e)->extra         \
+    }
+
+static void ptype_clear(const struct ptype *t)
+{
+    free(*t->name);
+    free(*t->description);
+    pmap_free(*t->providermap, *t->n_providermap);
+    json_decref(*t->extra);
+}
+
+static int ptype_parse(const struct ptype *t, const char *kind, const json_t *j,
+                       struct drv_err *err)
+{
+    static const char *const known[] = {"name", "description", "providermap", NULL};
+    struct model__pctx p;
+    int rc;
+    CHECK(begin(&p, kind, j, t->name, err));
+    CHECK(model__str(&p, j, "description", "description", false, "", t->description));
+    CHECK(pmap_parse(&p, j, t->providermap, t->n_providermap));
+    *t->extra = model__extra(j, known);
+    return 0;
+fail:
+    return rc;
+}
+
+static json_t *ptype_json(const char *name, const char *description,
+                          const struct model_providermap_entry *providermap, size_t n,
+                          const json_t *extra)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(name));
+    json_object_set_new(o, "description", json_string(description));
+    json_object_set_new(o, "providermap", pmap_json(providermap, n));
+    model__put_extra(o, extra);
+    return o;
+}
+
 void model_hardwaretype_free(struct model_hardwaretype *h)
 {
     if (!h)
         return;
-    free(h->name);
-    free(h->description);
-    pmap_free(h->providermap, h->n_providermap);
-    json_decref(h->extra);
+    ptype_clear(&(struct ptype)PTYPE(h));
     free(h);
 }
 
@@ -175,68 +223,43 @@ void model_imagetype_free(struct model_imagetype *i)
 {
     if (!i)
         return;
-    free(i->name);
-    free(i->description);
-    pmap_free(i->providermap, i->n_providermap);
-    json_decref(i->extra);
+    ptype_clear(&(struct ptype)PTYPE(i));
     free(i);
 }
-
-static const char *const type_known[] = {"name", "description", "providermap", NULL};
 
 int model_hardwaretype_from_json(const json_t *j, struct model_hardwaretype **out,
                                  struct drv_err *err)
 {
-    struct model__pctx p;
     struct model_hardwaretype *e = xcalloc(1, sizeof(*e));
-    int rc;
-    *out = NULL;
-    CHECK(begin(&p, "hardwaretype", j, &e->name, err));
-    CHECK(model__str(&p, j, "description", "description", false, "", &e->description));
-    CHECK(pmap_parse(&p, j, &e->providermap, &e->n_providermap));
-    e->extra = model__extra(j, type_known);
+    int rc = ptype_parse(&(struct ptype)PTYPE(e), "hardwaretype", j, err);
+    if (rc < 0) {
+        model_hardwaretype_free(e);
+        e = NULL;
+    }
     *out = e;
-    return 0;
-fail:
-    model_hardwaretype_free(e);
-    return rc;
+    return rc < 0 ? rc : 0;
 }
 
 int model_imagetype_from_json(const json_t *j, struct model_imagetype **out, struct drv_err *err)
 {
-    struct model__pctx p;
     struct model_imagetype *e = xcalloc(1, sizeof(*e));
-    int rc;
-    *out = NULL;
-    CHECK(begin(&p, "imagetype", j, &e->name, err));
-    CHECK(model__str(&p, j, "description", "description", false, "", &e->description));
-    CHECK(pmap_parse(&p, j, &e->providermap, &e->n_providermap));
-    e->extra = model__extra(j, type_known);
+    int rc = ptype_parse(&(struct ptype)PTYPE(e), "imagetype", j, err);
+    if (rc < 0) {
+        model_imagetype_free(e);
+        e = NULL;
+    }
     *out = e;
-    return 0;
-fail:
-    model_imagetype_free(e);
-    return rc;
+    return rc < 0 ? rc : 0;
 }
 
 json_t *model_hardwaretype_to_json(const struct model_hardwaretype *e)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "name", json_string(e->name));
-    json_object_set_new(o, "description", json_string(e->description));
-    json_object_set_new(o, "providermap", pmap_json(e->providermap, e->n_providermap));
-    model__put_extra(o, e->extra);
-    return o;
+    return ptype_json(e->name, e->description, e->providermap, e->n_providermap, e->extra);
 }
 
 json_t *model_imagetype_to_json(const struct model_imagetype *e)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "name", json_string(e->name));
-    json_object_set_new(o, "description", json_string(e->description));
-    json_object_set_new(o, "providermap", pmap_json(e->providermap, e->n_providermap));
-    model__put_extra(o, e->extra);
-    return o;
+    return ptype_json(e->name, e->description, e->providermap, e->n_providermap, e->extra);
 }
 
 const struct model_providermap_entry *
