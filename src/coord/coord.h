@@ -184,6 +184,34 @@ int coord_acl_fixup(const struct coord_session_opts *o, const char *root,
 int coord_acl_pool_grants_check(const char *grants, struct drv_err *err);
 
 /*
+ * pool_free.c: droverd's pool janitor, which deletes the released claims of the operator's
+ * shared pools (docs/security.md "Pools of existing hosts"). No tenant may delete a claim
+ * there (ZooKeeper checks a delete against the parent, so that right would reach every
+ * tenant's claims): the ssh-pool plugin sets its claim's "state" to "released" and, in the
+ * same multi-op, creates pools/_operator/<pool>/released/<address>:<port>-<sequence>.
+ * For each pool of grants (acl_pool_grants' form) the janitor watches that directory
+ * (listing it at once: markers left while no droverd ran are handled at start) and, for
+ * each marker, deletes the claim it names only when the claim's own data says "released"
+ * (its owner's write: only it and droverd may set it), at the version it read, with the
+ * marker, in one multi-op; a marker whose claim is not released (forged by another
+ * tenant) is deleted and logged (event=pool-release-forged) and the claim left as it is;
+ * a marker whose claim is gone is deleted. Idempotent: any number of droverd may run it.
+ * Never blocks the loop. Returns NULL when grants names no pool (nothing to watch). Loop
+ * thread; free before the session.
+ */
+struct coord_pool_janitor;
+struct coord_pool_janitor *coord_pool_janitor_new(struct coord_session *s, const char *grants);
+void coord_pool_janitor_free(struct coord_pool_janitor *j);
+/* What this janitor did so far (zero for NULL). */
+struct coord_pool_janitor_stats {
+    uint64_t freed;  /* released claims deleted */
+    uint64_t forged; /* markers of claims that were not released, deleted */
+    uint64_t bad;    /* markers with a malformed name, deleted */
+};
+void coord_pool_janitor_stats(const struct coord_pool_janitor *j,
+                              struct coord_pool_janitor_stats *out);
+
+/*
  * acl.c: what a tenant's workers may do at path (ZOO_PERM_* bits, 0: nothing), and
  * which tenant: the path names it (queues/<t>/..., resources/<t>, pools/<t>/...), or it is a job's
  * (jobs/<id>/ctx, nodes, runs: job_tenant, NULL when unknown) or a worker's member
