@@ -374,7 +374,7 @@ int poolzk_release(struct poolzk *z, const char *pool, const char *host, struct 
     zkpath_pool_claim(path, sizeof(path), pool, host);
     if (shared(pool)) {
         char released[600];
-        snprintf(released, sizeof(released), "%s/pools/%s/released", ZKPATH_ROOT, pool);
+        zkpath_pool_released(released, sizeof(released), pool);
         int rc = zoo_exists(z->zh, released, 0, NULL);
         if (rc == ZOK)
             return release_shared(z, pool, path, released, host, err);

@@ -117,8 +117,10 @@ struct coord_session_opts {
     /*
      * droverd's, with acl_tenant_id: the operator's ssh-pool pools and the tenants each is
      * granted to, "POOL:TENANT+TENANT,POOL:TENANT" (coord_acl_pool_grants_check). The
-     * fix-up makes pools/_operator/<POOL>/claims and grants those tenants' workers read,
-     * write, create and delete on it and below; no other tenant reaches it. NULL or "": none.
+     * fix-up makes pools/_operator/<POOL>/claims and released and grants those tenants'
+     * workers read on the pool, read and create on claims, create on released, read and
+     * write on their own claims, delete nowhere (droverd's pool janitor deletes released
+     * claims: coord_pool_janitor_new); no other tenant reaches it. NULL or "": none.
      */
     const char *acl_pool_grants;
     int session_timeout_ms;  /* 0 means 10000; the server clamps it to its limits */
@@ -167,11 +169,10 @@ int coord_acl_digest_id(const char *user, const char *password, char *out, size_
  * announcement, a worker member's from its data; ZKPATH_MEMBERS_WORKER lets
  * the workers of each tenant of tenants (NULL-terminated, or NULL) join, as
  * coord_acl_tenant_add does; the operator's pools of o->acl_pool_grants are made
- * (pools/_operator/<pool>/claims) and granted. Workers' own znodes (members, claims, run
- * records) are left as they are unless world-readable. Blocking, its own
- * handle: start-up only. Nothing to do without credentials. *changed: znodes whose ACL was
- * changed. DRV_EZK (lib_code the ZooKeeper rc) naming the path on failure,
- * or DRV_EINVAL for bad readers.
+ * (pools/_operator/<pool>/claims and released) and granted. Workers' own znodes (members, claims,
+ * run records) are left as they are unless world-readable. Blocking, its own handle: start-up only.
+ * Nothing to do without credentials. *changed: znodes whose ACL was changed. DRV_EZK (lib_code the
+ * ZooKeeper rc) naming the path on failure, or DRV_EINVAL for bad readers.
  */
 int coord_acl_fixup(const struct coord_session_opts *o, const char *root,
                     const char *const *tenants, int *changed, struct drv_err *err);

@@ -454,8 +454,10 @@ struct coord_pool_janitor *coord_pool_janitor_new(struct coord_session *s, const
         struct pf_pool *p = &j->pools[i];
         p->j = j;
         snprintf(p->name, sizeof(p->name), "%s", pools[i]);
-        p->released = xasprintf("%s/_operator/%s/released", ZKPATH_POOLS, pools[i]);
-        p->claims = xasprintf("%s/_operator/%s/claims", ZKPATH_POOLS, pools[i]);
+        char buf[512], *pool = xasprintf("_operator/%s", pools[i]);
+        p->released = xstrdup(zkpath_pool_released(buf, sizeof(buf), pool));
+        p->claims = xstrdup(zkpath_pool_claims(buf, sizeof(buf), pool));
+        free(pool);
         p->w = coord_watch_children(s, p->released, pf_listed, p);
     }
     log_info(MOD, "event=pool-janitor-started pools=%d", k);
