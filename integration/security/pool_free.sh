@@ -12,6 +12,8 @@
 #      droverd delete the claim, and beta can then claim the host;
 #   4. a claim released while no droverd runs counts as taken (a create gets no host) and is
 #      deleted when droverd starts.
+# Two droverd nodes run, each with its pool janitor: every marker is handled by exactly one of
+# them (the other finds it gone), never twice.
 . "$DROVER_SOURCE_DIR/integration/plugins/plugins_lib.sh"
 . "$DROVER_SOURCE_DIR/integration/api/api_lib.sh"
 . "$DROVER_SOURCE_DIR/integration/engine/engine_lib.sh"
@@ -35,6 +37,7 @@ DROVERD_ID=$("$BIN/drover" key zk-id "$T/zk.digest")
 DCONF=("zookeeper.digest_file = $T/zk.digest" "zookeeper.acl_readers = $OPS_ID"
   "zookeeper.pool_grants = rack-s:acme+beta")
 start_droverd 1 "${DCONF[@]}"
+start_droverd 2 "${DCONF[@]}"
 expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant acme"
 expect 201 "$(api POST /v1/tenants '{"name":"beta"}' "$SUPER")" '' "tenant beta"
 ACME_ZK=$(worker_zk_file acme)
@@ -59,6 +62,8 @@ REL=/drover/pools/_operator/rack-s/released
 claims() { zk ls "$S" 2> /dev/null | sort; }
 markers() { zk ls "$REL" 2> /dev/null; }
 claim_of() { zk get "$S/$1" 2> /dev/null; }
+# logged EVENT HOST: how many times the droverd nodes logged EVENT for HOST, both together.
+logged() { cat "$T"/droverd-[12].log | grep -c "event=$1 pool=_operator/rack-s host=$2 "; }
 host_of() { last .result.\"provider-id\" | sed 's/^pool:rack-s://'; }
 
 stask create a-1 acme | pool || fail "acme: create: $(last .message)"
@@ -108,8 +113,8 @@ pass "no tenant deletes a claim of the shared pool, its own included, nor sets a
 marker_gone() { ! markers | grep -qx "${MARK##*/}"; }
 wait_until 60 "droverd to remove beta's forged marker $MARK" marker_gone
 [ "$(claim_of "$HA")" = "$A_BEFORE" ] || fail "acme's claim changed: $(claim_of "$HA")"
-grep -q "event=pool-release-forged pool=_operator/rack-s host=$HA" "$T/droverd-1.log" ||
-  fail "no pool-release-forged in droverd's log"
+[ "$(logged pool-release-forged "$HA")" = 1 ] ||
+  fail "pool-release-forged logged $(logged pool-release-forged "$HA") times, not once"
 pass "a release beta forges for acme's claim is removed and logged; acme's claim stays"
 
 # 3. acme's own release, through the plugin: droverd deletes the claim, beta may claim it.
@@ -117,8 +122,10 @@ stask delete a-1 acme | pool || fail "acme: delete: $(last .message)"
 last .message | grep -q "released it to pool rack-s" || fail "acme: delete: $(last .message)"
 claim_gone() { ! claims | grep -qx "$1"; }
 wait_until 60 "droverd to free acme's released claim" claim_gone "$HA"
-grep -q "event=pool-claim-freed pool=_operator/rack-s host=$HA tenant=acme" "$T/droverd-1.log" ||
-  fail "no pool-claim-freed in droverd's log"
+[ "$(logged pool-claim-freed "$HA")" = 1 ] ||
+  fail "pool-claim-freed logged $(logged pool-claim-freed "$HA") times, not once"
+grep -q "event=pool-claim-freed pool=_operator/rack-s host=$HA tenant=acme" "$T"/droverd-[12].log ||
+  fail "pool-claim-freed does not name acme"
 stask create b-2 beta | pool || fail "beta: create after acme's release: $(last .message)"
 [ "$(host_of)" = "$HA" ] || fail "beta got $(host_of), not the host acme released ($HA)"
 [ -z "$(markers)" ] || fail "markers left: $(markers)"
@@ -126,16 +133,21 @@ pass "acme's release through the plugin frees its host (droverd deletes the clai
 
 # 4. A release while no droverd runs: the claim stays "released", its host taken, until
 # droverd starts.
-kill "$(pid_of droverd-1)"
+kill "$(pid_of droverd-1)" "$(pid_of droverd-2)"
 wait_exit droverd-1 > /dev/null
+wait_exit droverd-2 > /dev/null
 stask delete b-1 beta | pool || fail "beta: delete without droverd: $(last .message)"
 claim_of "$HB" | grep -q '"state":"released"' || fail "beta's claim: $(claim_of "$HB")"
 [ "$(markers | wc -l)" = 1 ] || fail "markers: $(markers)"
 stask create a-2 acme | pool && fail "a released claim not yet deleted was claimed again"
 last .message | grep -q 'no free host in pool "rack-s"' || fail "acme: create: $(last .message)"
 start_droverd 1 "${DCONF[@]}"
+start_droverd 2 "${DCONF[@]}"
 wait_until 60 "droverd's start to free the claim released while it was down" claim_gone "$HB"
 [ -z "$(markers)" ] || fail "markers left: $(markers)"
+[ "$(logged pool-claim-freed "$HB")" = 1 ] ||
+  fail "pool-claim-freed logged $(logged pool-claim-freed "$HB") times, not once"
+! grep -q "event=pool-release-stuck" "$T"/droverd-[12].log || fail "a release got stuck"
 stask create a-3 acme | pool || fail "acme: create after droverd's start: $(last .message)"
 [ "$(host_of)" = "$HB" ] || fail "acme got $(host_of), not $HB"
 pass "a claim released while droverd was down counts as taken, and droverd's start frees it"
