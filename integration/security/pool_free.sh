@@ -126,6 +126,10 @@ wait_until 60 "droverd to free acme's released claim" claim_gone "$HA"
   fail "pool-claim-freed logged $(logged pool-claim-freed "$HA") times, not once"
 grep -q "event=pool-claim-freed pool=_operator/rack-s host=$HA tenant=acme" "$T"/droverd-[12].log ||
   fail "pool-claim-freed does not name acme"
+# (Not asserted: the latency from the plugin's multi-op to droverd's delete, from the logs.)
+ts_ms() { date -d "$(sed -n "s/^ts=\([^ ]*\) .*$1.*/\1/p" "${@:2}" | head -1)" +%s%3N; }
+echo "measured: release to freed $(($(ts_ms "event=pool-claim-freed.*host=$HA " "$T"/droverd-[12].log) -
+  $(ts_ms "event=claim-released.*host=$HA " "$T/plugins.log"))) ms"
 stask create b-2 beta | pool || fail "beta: create after acme's release: $(last .message)"
 [ "$(host_of)" = "$HA" ] || fail "beta got $(host_of), not the host acme released ($HA)"
 [ -z "$(markers)" ] || fail "markers left: $(markers)"
