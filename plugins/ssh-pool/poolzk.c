@@ -353,6 +353,7 @@ static int release_shared(struct poolzk *z, const char *pool, const char *claim,
     snprintf(marker, sizeof(marker), "%s/%s-", released, host);
     zoo_op_t ops[2];
     zoo_op_result_t res[2];
+    memset(res, 0, sizeof(res)); /* a lost connection fills in nothing */
     zoo_set_op_init(&ops[0], claim, s, (int)strlen(s), version, NULL);
     zoo_create_op_init(&ops[1], marker, "{}", 2, &z->marker_acl, ZOO_SEQUENCE, made, sizeof(made));
     rc = zoo_multi(z->zh, 2, ops, res);
