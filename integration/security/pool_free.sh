@@ -7,7 +7,8 @@
 # plugin runs with its own workers' login only. What must hold:
 #   1. no tenant deletes a claim there, another's or its own (NOAUTH), nor sets another's;
 #   2. a release marker beta forges for acme's claim is removed by droverd
-#      (event=pool-release-forged) and acme's claim stays as it was;
+#      (event=pool-release-forged) and acme's claim stays as it was; so is a marker whose name
+#      names no claim (event=pool-marker-bad);
 #   3. acme's real release (the plugin's delete: wipe, then "released" and a marker) makes
 #      droverd delete the claim, and beta can then claim the host;
 #   4. a claim released while no droverd runs counts as taken (a create gets no host) and is
@@ -102,7 +103,9 @@ for b in bad:
     print("FAIL:", b, file=sys.stderr)
 if bad:
     sys.exit(1)
-# beta may create in released (so that its own releases reach droverd): a forged marker
+# beta may create in released (so that its own releases reach droverd): a forged marker, and
+# one whose name names no claim
+beta.create(f"{REL}/evil", b"{}")
 print(beta.create(f"{REL}/{ha}-", b"{}", sequence=True))
 PY
 MARK=$(/usr/bin/python3 "$T/tries.py" "$DROVER_ZK" "$ACME_ZK" "$BETA_ZK" "$S" "$REL" "$HA" "$HB") ||
@@ -113,9 +116,14 @@ pass "no tenant deletes a claim of the shared pool, its own included, nor sets a
 marker_gone() { ! markers | grep -qx "${MARK##*/}"; }
 wait_until 60 "droverd to remove beta's forged marker $MARK" marker_gone
 [ "$(claim_of "$HA")" = "$A_BEFORE" ] || fail "acme's claim changed: $(claim_of "$HA")"
+no_markers() { [ -z "$(markers)" ]; }
+wait_until 60 "droverd to remove beta's marker that names no claim" no_markers
+[ "$(cat "$T"/droverd-[12].log | grep -c 'event=pool-marker-bad pool=_operator/rack-s marker=evil')" = 1 ] ||
+  fail "no pool-marker-bad for the marker that names no claim"
+[ "$(claims | wc -l)" = 2 ] || fail "claims changed: $(claims)"
 [ "$(logged pool-release-forged "$HA")" = 1 ] ||
   fail "pool-release-forged logged $(logged pool-release-forged "$HA") times, not once"
-pass "a release beta forges for acme's claim is removed and logged; acme's claim stays"
+pass "a release beta forges for acme's claim, and a marker naming no claim, are removed and logged; acme's claim stays"
 
 # 3. acme's own release, through the plugin: droverd deletes the claim, beta may claim it.
 stask delete a-1 acme | pool || fail "acme: delete: $(last .message)"
