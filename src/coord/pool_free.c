@@ -241,20 +241,24 @@ static void item_deleted(struct coord__op *op)
             zrc = op->results[i].err;
     }
     struct coord_pool_janitor_stats *s = &p->j->stats;
+    /* The claim's tenant and state and the marker's name are a tenant's writing: quoted. */
+    char qm[300], qt[300], qs[100];
     if (zrc == ZOK) {
         if (it->kind == PF_FREED) {
             s->freed++;
             log_info(MOD, "event=pool-claim-freed pool=_operator/%s host=%s tenant=%s", p->name,
-                     it->host, it->tenant);
+                     it->host, log_quote(it->tenant, qt, sizeof(qt)));
         } else if (it->kind == PF_FORGED) {
             s->forged++;
             log_warn(MOD,
                      "event=pool-release-forged pool=_operator/%s host=%s marker=%s "
-                     "claim_tenant=%s claim_state=%s (the claim is not released: left as it is)",
-                     p->name, it->host, it->marker, it->tenant, it->state);
+                     "claim_tenant=%s claim_state=%s",
+                     p->name, it->host, log_quote(it->marker, qm, sizeof(qm)),
+                     log_quote(it->tenant, qt, sizeof(qt)), log_quote(it->state, qs, sizeof(qs)));
         } else if (it->kind == PF_BAD) {
             s->bad++;
-            log_warn(MOD, "event=pool-marker-bad pool=_operator/%s marker=%s", p->name, it->marker);
+            log_warn(MOD, "event=pool-marker-bad pool=_operator/%s marker=%s", p->name,
+                     log_quote(it->marker, qm, sizeof(qm)));
         }
         item_end(it, false);
         return;
@@ -265,7 +269,7 @@ static void item_deleted(struct coord__op *op)
         return;
     }
     log_warn(MOD, "event=pool-release-retry pool=_operator/%s marker=%s zrc=%d", p->name,
-             it->marker, zrc);
+             log_quote(it->marker, qm, sizeof(qm)), zrc);
     item_end(it, true);
 }
 
@@ -306,8 +310,9 @@ static void item_got(struct coord__op *op)
         it->kind = rel ? PF_FREED : PF_FORGED;
         item_delete(it, op->stat.version);
     } else {
+        char qm[300];
         log_warn(MOD, "event=pool-release-retry pool=_operator/%s marker=%s zrc=%d", it->p->name,
-                 it->marker, op->rc);
+                 log_quote(it->marker, qm, sizeof(qm)), op->rc);
         item_end(it, true);
     }
 }
