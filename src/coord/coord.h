@@ -196,21 +196,16 @@ int coord_acl_pool_grants_check(const char *grants, struct drv_err *err);
  * (its owner's write: only it and droverd may set it), at the version it read, with the
  * marker, in one multi-op; a marker whose claim is not released (forged by another
  * tenant) is deleted and logged (event=pool-release-forged) and the claim left as it is;
- * a marker whose claim is gone is deleted. Idempotent: any number of droverd may run it.
- * Never blocks the loop. Returns NULL when grants names no pool (nothing to watch). Loop
- * thread; free before the session.
+ * a marker whose claim is gone is deleted, and so is one whose name is not
+ * "<host>-<10 digits>" (event=pool-marker-bad). Idempotent: any number of droverd may run
+ * it (NONODE or BADVERSION from a racing node end or retry a marker harmlessly). Never
+ * blocks the loop. Returns the caller's object, or NULL when grants names no pool
+ * (nothing to watch; _free takes NULL). Loop thread; free before the session: requests
+ * still in flight then finish without effect.
  */
 struct coord_pool_janitor;
 struct coord_pool_janitor *coord_pool_janitor_new(struct coord_session *s, const char *grants);
 void coord_pool_janitor_free(struct coord_pool_janitor *j);
-/* What this janitor did so far (zero for NULL). */
-struct coord_pool_janitor_stats {
-    uint64_t freed;  /* released claims deleted */
-    uint64_t forged; /* markers of claims that were not released, deleted */
-    uint64_t bad;    /* markers with a malformed name, deleted */
-};
-void coord_pool_janitor_stats(const struct coord_pool_janitor *j,
-                              struct coord_pool_janitor_stats *out);
 
 /*
  * acl.c: what a tenant's workers may do at path (ZOO_PERM_* bits, 0: nothing), and

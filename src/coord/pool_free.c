@@ -104,7 +104,6 @@ struct coord_pool_janitor {
     int n;
     int ops;
     bool dead;
-    struct coord_pool_janitor_stats stats;
 };
 
 enum pf_kind { PF_GONE, PF_FREED, PF_FORGED, PF_BAD };
@@ -240,23 +239,19 @@ static void item_deleted(struct coord__op *op)
         if (i >= 0)
             zrc = op->results[i].err;
     }
-    struct coord_pool_janitor_stats *s = &p->j->stats;
     /* The claim's tenant and state and the marker's name are a tenant's writing: quoted. */
     char qm[300], qt[300], qs[100];
     if (zrc == ZOK) {
         if (it->kind == PF_FREED) {
-            s->freed++;
             log_info(MOD, "event=pool-claim-freed pool=_operator/%s host=%s tenant=%s", p->name,
                      it->host, log_quote(it->tenant, qt, sizeof(qt)));
         } else if (it->kind == PF_FORGED) {
-            s->forged++;
             log_warn(MOD,
                      "event=pool-release-forged pool=_operator/%s host=%s marker=%s "
                      "claim_tenant=%s claim_state=%s",
                      p->name, it->host, log_quote(it->marker, qm, sizeof(qm)),
                      log_quote(it->tenant, qt, sizeof(qt)), log_quote(it->state, qs, sizeof(qs)));
         } else if (it->kind == PF_BAD) {
-            s->bad++;
             log_warn(MOD, "event=pool-marker-bad pool=_operator/%s marker=%s", p->name,
                      log_quote(it->marker, qm, sizeof(qm)));
         }
@@ -467,14 +462,6 @@ struct coord_pool_janitor *coord_pool_janitor_new(struct coord_session *s, const
     }
     log_info(MOD, "event=pool-janitor-started pools=%d", k);
     return j;
-}
-
-void coord_pool_janitor_stats(const struct coord_pool_janitor *j,
-                              struct coord_pool_janitor_stats *out)
-{
-    memset(out, 0, sizeof(*out));
-    if (j)
-        *out = j->stats;
 }
 
 void coord_pool_janitor_free(struct coord_pool_janitor *j)
