@@ -36,18 +36,21 @@
  *
  * Pool states (one machine per pool, loop thread only):
  *
- *   IDLE --listing from the watcher--> WORKING --all items done--> IDLE
- *                                        |  ^
- *                  items done, one to    |  | listed
- *                  retry                 v  |
- *                                      WAITING --timer--> LISTING
- *   WORKING, WAITING, LISTING: a listing from the watcher is kept (pending) and worked
- *   when the pass ends (WORKING) or at once (WAITING, LISTING's answer replaces nothing:
- *   the pending one follows).
+ *   IDLE --listing from the watcher--> WORKING --all items done, none to retry--> IDLE
+ *                                      ^  |  ^
+ *             a pending listing (when  |  |  | listed (or a pending listing)
+ *             the pass ends, at once   |  |  |
+ *             while WAITING)           |  v  |
+ *                                    WAITING --timer--> LISTING --listing failed--> WAITING
+ *                 (an item to retry: backoff; after PF_MAX_TRIES, IDLE, event=pool-release-stuck)
  *
- * Transitions: pf_listed (watcher) IDLE -> WORKING, or keeps pending; pass_end WORKING
- * -> IDLE / WORKING (pending) / WAITING; pf_timer WAITING -> LISTING; pf_relisted LISTING
- * -> WORKING / WAITING / IDLE.
+ *   A listing the watcher gives while the pool is not IDLE is kept as pending (the newest
+ *   one replaces an older one) and worked next: when the pass ends (WORKING), at once
+ *   (WAITING: the timer is cancelled), or after the listing in flight (LISTING).
+ *
+ * Transitions: pf_listed (the watcher's callback) IDLE -> WORKING, WAITING -> WORKING,
+ * else keeps pending; pass_end WORKING -> WORKING (pending) / WAITING / IDLE; pf_timer
+ * WAITING -> LISTING; pf_relisted LISTING -> WORKING / WAITING / IDLE.
  *
  * Invariants (pf_check, under DROVER_CHECKS):
  *   1. names != NULL exactly in WORKING, and next <= n;
