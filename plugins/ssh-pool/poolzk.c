@@ -27,8 +27,28 @@ struct poolzk {
     zhandle_t *zh;
     struct ACL acl_data[MAX_ACL];
     char ids[MAX_ACL][128];
-    struct ACL_vector acl; /* every znode the plugin creates */
+    struct ACL_vector acl; /* every znode the plugin creates, but in a shared pool: */
+    struct ACL claim_data[MAX_ACL], marker_data[MAX_ACL];
+    struct ACL_vector claim_acl;  /* a claim: the creator reads and writes (no children) */
+    struct ACL_vector marker_acl; /* a release marker: the creator reads */
 };
+
+/* An operator's shared pool ("_operator/<name>"): claims are given back through droverd. */
+static bool shared(const char *pool)
+{
+    return strncmp(pool, "_operator/", 10) == 0;
+}
+
+/* v: z->acl with the creator's entry (ZOO_AUTH_IDS) given perms, into data. */
+static void acl_variant(struct poolzk *z, struct ACL *data, int perms, struct ACL_vector *v)
+{
+    for (int i = 0; i < z->acl.count; i++) {
+        data[i] = z->acl.data[i];
+        if (strcmp(data[i].id.scheme, "auth") == 0 && data[i].perms != ZOO_PERM_ALL)
+            data[i].perms = perms;
+    }
+    *v = (struct ACL_vector){.count = z->acl.count, .data = data};
+}
 
 static int zerr(struct drv_err *err, int rc, const char *what, const char *path)
 {
@@ -83,6 +103,8 @@ static int build_acl(struct poolzk *z, const char *owner, const char *readers, s
         r += strcspn(r, ",");
     }
     z->acl = (struct ACL_vector){.count = n, .data = z->acl_data};
+    acl_variant(z, z->claim_data, ZOO_PERM_READ | ZOO_PERM_WRITE, &z->claim_acl);
+    acl_variant(z, z->marker_data, ZOO_PERM_READ, &z->marker_acl);
     return 0;
 }
 
@@ -125,7 +147,7 @@ struct poolzk *poolzk_open(const char *hosts, const char *digest, const char *di
     }
     zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
     struct poolzk *z = xcalloc(1, sizeof(*z));
-    z->acl = ZOO_OPEN_ACL_UNSAFE;
+    z->acl = z->claim_acl = z->marker_acl = ZOO_OPEN_ACL_UNSAFE;
     z->zh = zookeeper_init2(hosts, NULL, 15000, NULL, NULL, 0, log_zk_callback);
     if (!z->zh) {
         drv_err_set(err, DRV_EZK, errno, "zookeeper \"%s\": %s", hosts, strerror(errno));
@@ -226,7 +248,8 @@ int poolzk_claim(struct poolzk *z, const char *pool, const char *host, json_t *d
     }
     zkpath_pool_claim(path, sizeof(path), pool, host);
     char *s = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
-    int rc = zoo_create(z->zh, path, s, (int)strlen(s), &z->acl, 0, NULL, 0);
+    int rc = zoo_create(z->zh, path, s, (int)strlen(s), shared(pool) ? &z->claim_acl : &z->acl, 0,
+                        NULL, 0);
     free(s);
     if (rc == ZNODEEXISTS)
         return DRV_EEXIST;
@@ -291,8 +314,9 @@ int poolzk_find(struct poolzk *z, const char *pool, const char *tenant, const ch
         const char *t = json_string_value(json_object_get(d, "tenant"));
         const char *c = json_string_value(json_object_get(d, "cluster"));
         const char *n = json_string_value(json_object_get(d, "node"));
+        const char *st = json_string_value(json_object_get(d, "state"));
         if (t && c && n && strcmp(t, tenant) == 0 && strcmp(c, cluster) == 0 &&
-            strcmp(n, node) == 0) {
+            strcmp(n, node) == 0 && !(st && strcmp(st, "released") == 0)) {
             snprintf(host, len, "%s", kids.data[i]);
             found = 0;
         }
@@ -302,10 +326,64 @@ int poolzk_find(struct poolzk *z, const char *pool, const char *tenant, const ch
     return found;
 }
 
+/*
+ * A claim of an operator's shared pool: "state": "released" at the version read, and the
+ * marker released/<host>-<sequence> that tells droverd, in one multi-op (both or neither).
+ * Sequential, so that no marker another tenant made first holds the name.
+ */
+static int release_shared(struct poolzk *z, const char *pool, const char *claim,
+                          const char *released, const char *host, struct drv_err *err)
+{
+    json_t *data = NULL;
+    int version = 0;
+    int rc = poolzk_get(z, pool, host, &data, &version, err);
+    if (rc == DRV_ENOENT)
+        return 0;
+    if (rc != 0)
+        return rc;
+    const char *st = json_string_value(json_object_get(data, "state"));
+    if (st && strcmp(st, "released") == 0) {
+        json_decref(data); /* released before: droverd deletes it (its marker was made then) */
+        return 0;
+    }
+    json_object_set_new(data, "state", json_string("released"));
+    char *s = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(data);
+    char marker[700], made[700];
+    snprintf(marker, sizeof(marker), "%s/%s-", released, host);
+    zoo_op_t ops[2];
+    zoo_op_result_t res[2];
+    memset(res, 0, sizeof(res)); /* a lost connection fills in nothing */
+    zoo_set_op_init(&ops[0], claim, s, (int)strlen(s), version, NULL);
+    zoo_create_op_init(&ops[1], marker, "{}", 2, &z->marker_acl, ZOO_SEQUENCE, made, sizeof(made));
+    rc = zoo_multi(z->zh, 2, ops, res);
+    free(s);
+    if (rc == ZOK) {
+        log_info("ssh-pool", "event=claim-released pool=%s host=%s marker=%s", pool, host, made);
+        return 0;
+    }
+    if (rc == ZNONODE && res[0].err == ZNONODE)
+        return 0; /* gone meanwhile */
+    int op = res[0].err != ZOK && res[0].err != ZRUNTIMEINCONSISTENCY ? 0 : 1;
+    return zerr(err, res[op].err != ZOK ? res[op].err : rc, op ? "create" : "set",
+                op ? marker : claim);
+}
+
 int poolzk_release(struct poolzk *z, const char *pool, const char *host, struct drv_err *err)
 {
     char path[600];
     zkpath_pool_claim(path, sizeof(path), pool, host);
+    if (shared(pool)) {
+        char released[600];
+        zkpath_pool_released(released, sizeof(released), pool);
+        int rc = zoo_exists(z->zh, released, 0, NULL);
+        if (rc == ZOK)
+            return release_shared(z, pool, path, released, host, err);
+        if (rc != ZNONODE)
+            return zerr(err, rc, "exists", released);
+        /* No released directory: no droverd grants this pool (an open tree, tests without
+           credentials), so no janitor watches it; the delete below is the release. */
+    }
     int rc = zoo_delete(z->zh, path, -1);
     if (rc != ZOK && rc != ZNONODE)
         return zerr(err, rc, "delete", path);

@@ -9,7 +9,12 @@
  * exactly one of several concurrent creators succeed, so a host is never given
  * to two nodes, whichever workers ask at once. It is persistent because the
  * host stays the node's long after this plugin has exited; delete removes it
- * after wiping the host. <pool> is "<tenant>/<name>" or "_operator/<name>". With
+ * after wiping the host. <pool> is "<tenant>/<name>" or "_operator/<name>". In an
+ * operator's shared pool no tenant may delete a claim (ZooKeeper checks a delete against
+ * the parent, so the right would reach every tenant's claims): release sets the claim's
+ * "state" to "released" and creates released/<host>-<sequence> in one multi-op, and
+ * droverd deletes the claim (src/coord/pool_free.c); there a claim gives its creator read
+ * and write only, a marker read only. With
  * digest credentials every znode the plugin creates carries what coord gives a
  * tenant's pools (docs/zookeeper-tree.md "ACLs"): all for droverd (acl_owner),
  * read, write, create and delete for the creating identity, read for the readers.
@@ -56,7 +61,7 @@ int poolzk_claim(struct poolzk *z, const char *pool, const char *host, json_t *d
 
 /*
  * The claim held by the node (tenant, cluster, node), if any: host gets the
- * claim's name (size len); DRV_ENOENT when none.
+ * claim's name (size len); DRV_ENOENT when none. A claim in "released" is no node's.
  */
 int poolzk_find(struct poolzk *z, const char *pool, const char *tenant, const char *cluster,
                 const char *node, char *host, size_t len, struct drv_err *err);
@@ -69,7 +74,10 @@ int poolzk_get(struct poolzk *z, const char *pool, const char *host, json_t **da
 int poolzk_set(struct poolzk *z, const char *pool, const char *host, json_t *data, int version,
                struct drv_err *err);
 
-/* Release a claim; a missing one is fine. */
+/* Release a claim; a missing one is fine. A tenant's own pool: delete it. An operator's
+   shared pool whose released directory exists (droverd made it: it deletes released
+   claims): "state": "released" at the version read, with a marker, in one multi-op (a
+   claim released before: nothing to do); without that directory, delete it. */
 int poolzk_release(struct poolzk *z, const char *pool, const char *host, struct drv_err *err);
 
 #endif

@@ -69,6 +69,7 @@ struct node {
     struct store *store;
     struct coord_session *zk;
     struct coord_member *member;
+    struct coord_pool_janitor *pools; /* frees released claims of shared pools */
     struct coord_control *control;
     struct engine *engine;
     struct loopwatch *watch; /* the loop's lateness: loop-stalled, drover_loop_lag_seconds */
@@ -511,6 +512,9 @@ static int run(struct node *n)
     coord_control_incarnation(inc, sizeof(inc), n->host, (long long)getpid(),
                               (long long)n->started);
     n->control = coord_control_watch(n->zk, "droverd", n->conf.prog.node_id, inc, on_control, n);
+    /* The operator's shared ssh-pool pools: no tenant may delete a claim there, so this
+     * node deletes the ones their owners released (docs/security.md). */
+    n->pools = coord_pool_janitor_new(n->zk, n->conf.prog.zk.session.acl_pool_grants);
     n->publish = event_new(n->base, -1, EV_PERSIST, on_publish, n);
     struct timeval one = {1, 0};
     event_add(n->publish, &one);
@@ -531,6 +535,7 @@ static void node_release(struct node *n)
      * are still there. */
     store_quiesce(n->store);
     coord_control_free(n->control);
+    coord_pool_janitor_free(n->pools);
     if (n->publish)
         event_free(n->publish);
     engine_free(n->engine);

@@ -75,6 +75,11 @@ char *zkpath_pool_claim(char *buf, size_t n, const char *pool, const char *host)
     return path_fmt(buf, n, ZKPATH_ROOT "/pools/%s/claims/%s", pool, host);
 }
 
+char *zkpath_pool_released(char *buf, size_t n, const char *pool)
+{
+    return path_fmt(buf, n, ZKPATH_ROOT "/pools/%s/released", pool);
+}
+
 char *zkpath_job(char *buf, size_t n, const char *job)
 {
     return path_fmt(buf, n, ZKPATH_JOBS "/%s", job);

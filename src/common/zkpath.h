@@ -61,6 +61,9 @@ char *zkpath_resources(char *buf, size_t n, const char *tenant);
 char *zkpath_pool_claims(char *buf, size_t n, const char *pool);
 /* /drover/pools/<pool>/claims/<host>: one claimed host, host "<address>:<port>". */
 char *zkpath_pool_claim(char *buf, size_t n, const char *pool, const char *host);
+/* /drover/pools/<pool>/released: an operator's shared pool's release markers (pool
+   "_operator/<name>"; the ssh-pool plugin makes them, droverd's pool janitor deletes them). */
+char *zkpath_pool_released(char *buf, size_t n, const char *pool);
 
 /* ---- a job's subtree ---- */
 

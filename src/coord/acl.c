@@ -23,8 +23,10 @@
  *   control/worker/<id>             the worker's tenant: read (a drain request)
  *   members/worker                  every tenant: read, create (coord_acl_tenant_add)
  *   pools/<t> and below             t: read, write, create, delete (ssh-pool's claims)
- *   pools/_operator/<pool>, below   each tenant acl_pool_grants names for the pool: read,
- *                                   write, create, delete (an operator's shared pool; the
+ *   pools/_operator/<pool>, below   each tenant acl_pool_grants names for the pool: read
+ *                                   the pool, read and create its claims, create in its
+ *                                   released, read and write its own claims; no delete
+ *                                   (shared_pool_perms: an operator's shared pool; the
  *                                   fix-up alone writes it, droverd never creates there)
  *   anything else                   no tenant: droverd's alone
  *
@@ -545,6 +547,32 @@ static void tenant_at(struct fixup *f, const char *path, char *out, size_t n)
     json_decref(j);
 }
 
+/*
+ * What a granted tenant's workers may do in an operator's shared pool, at rest (the path
+ * after pools/_operator/<pool>; coord_pool_janitor_new in pool_free.c says why):
+ *
+ *   ""                     read           (the pool's directory)
+ *   /claims                read, create   (claim a free host; never delete: ZooKeeper checks
+ *                                          a delete against the parent, so it would reach
+ *                                          every tenant's claims)
+ *   /claims/<host>         read, write    (the claim's own tenant only: its state, and
+ *                                          "released" to give it back)
+ *   /released              create         (the marker that tells droverd)
+ *   anything else          nothing        (markers: droverd deletes them)
+ */
+static int shared_pool_perms(const char *rest)
+{
+    if (!*rest)
+        return ZOO_PERM_READ;
+    if (strcmp(rest, "/claims") == 0)
+        return ZOO_PERM_READ | ZOO_PERM_CREATE;
+    if (strncmp(rest, "/claims/", 8) == 0 && rest[8] && !strchr(rest + 8, '/'))
+        return ZOO_PERM_READ | ZOO_PERM_WRITE;
+    if (strcmp(rest, "/released") == 0)
+        return ZOO_PERM_CREATE;
+    return 0;
+}
+
 /* The ACL path should have (into want: free_vector it). job_tenant: path's job's. */
 static bool want_of(struct fixup *f, const char *path, const char *job_tenant,
                     struct ACL_vector *want)
@@ -566,14 +594,15 @@ static bool want_of(struct fixup *f, const char *path, const char *job_tenant,
     }
     const char *op = ZKPATH_POOLS "/_operator/";
     if (strncmp(path, op, strlen(op)) == 0 && f->o->acl_tenant_id) {
-        /* An operator's pool: the tenants granted it (acl_pool_grants), read, write, create
-           and delete on it and its claims directory; a claim: its own tenant's, if granted
-           (as the ssh-pool plugin creates it), so one granted tenant reads no other's. */
+        /* An operator's pool: the tenants granted it (acl_pool_grants) by shared_pool_perms;
+           a claim: its own tenant's alone, if granted (as the ssh-pool plugin creates it),
+           so one granted tenant reads and writes no other's. */
         char pool[COORD__POOL_NAME + 1], who[COORD__POOL_MAX][COORD__POOL_NAME + 1];
         const char *name = path + strlen(op);
         size_t len = strcspn(name, "/");
         snprintf(pool, sizeof(pool), "%.*s", (int)(len > COORD__POOL_NAME ? 0 : len), name);
         int k = coord__pool_grantees(f->o->acl_pool_grants, pool, who, COORD__POOL_MAX);
+        int sp = shared_pool_perms(name + len);
         if (strncmp(name + len, "/claims/", 8) == 0) {
             tenant_at(f, path, member, sizeof(member));
             int keep = 0;
@@ -582,6 +611,8 @@ static bool want_of(struct fixup *f, const char *path, const char *job_tenant,
                     memmove(who[keep++], who[i], sizeof(who[i]));
             k = keep;
         }
+        if (!sp)
+            k = 0;
         struct ACL_vector b;
         with_grant(&f->base, -1, NULL, &b);
         want->data = xcalloc((size_t)b.count + (size_t)k, sizeof(struct ACL));
@@ -590,8 +621,8 @@ static bool want_of(struct fixup *f, const char *path, const char *job_tenant,
         free(b.data);
         for (int i = 0; i < k; i++)
             if (f->o->acl_tenant_id(who[i], id, sizeof(id), f->o->acl_tenant_arg) == 0)
-                want->data[want->count++] = (struct ACL){
-                    .perms = POOL_PERMS, .id = {.scheme = "digest", .id = xstrdup(id)}};
+                want->data[want->count++] =
+                    (struct ACL){.perms = sp, .id = {.scheme = "digest", .id = xstrdup(id)}};
         return true;
     }
     if (strcmp(path, ZKPATH_MEMBERS_WORKER) == 0 && f->tenants && f->o->acl_tenant_id) {
@@ -666,8 +697,10 @@ static int make_shared_pools(struct fixup *f, struct drv_err *err)
 {
     char pools[COORD__POOL_MAX][COORD__POOL_NAME + 1];
     int k = coord__pool_names(f->o->acl_pool_grants, pools, COORD__POOL_MAX);
-    for (int i = 0; i < k; i++) {
-        char *claims = xasprintf("%s/_operator/%s/claims", ZKPATH_POOLS, pools[i]);
+    for (int i = 0; i < 2 * k; i++) {
+        /* claims, then released (the ssh-pool plugin's release markers: pool_free.c) */
+        char *claims = xasprintf("%s/_operator/%s/%s", ZKPATH_POOLS, pools[i / 2],
+                                 i % 2 ? "released" : "claims");
         int rc = ZOK;
         for (char *sl = strchr(claims + 1, '/'); rc == ZOK || rc == ZNODEEXISTS;
              sl = strchr(sl + 1, '/')) {
@@ -686,7 +719,8 @@ static int make_shared_pools(struct fixup *f, struct drv_err *err)
             free(claims);
             return err->code;
         }
-        log_info(MOD, "event=acl-pool-granted pool=_operator/%s", pools[i]);
+        if (i % 2)
+            log_info(MOD, "event=acl-pool-granted pool=_operator/%s", pools[i / 2]);
         free(claims);
     }
     return 0;

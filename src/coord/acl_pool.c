@@ -8,8 +8,9 @@
  * operator declares ("shared": true, a host field of worker.provider_settings) is one
  * namespace for several tenants, pools/_operator/<pool>: no path names its tenants, so the
  * grant is droverd's configuration, "POOL:TENANT+TENANT,POOL:TENANT", and the start-up
- * fix-up (coord_acl_fixup) makes each granted pool's claims directory and gives exactly
- * those tenants' workers read, write, create and delete on it and below. A pool left out
+ * fix-up (coord_acl_fixup) makes each granted pool's claims and released directories and
+ * gives exactly those tenants' workers what they need there, and no delete (acl.c,
+ * shared_pool_perms; pool_free.c says why). A pool left out
  * of the list (or a tenant left out of a pool) loses its grant at the next start: a
  * tenant can never claim a host outside its grant, whatever its workers' configuration
  * says.

@@ -117,8 +117,10 @@ struct coord_session_opts {
     /*
      * droverd's, with acl_tenant_id: the operator's ssh-pool pools and the tenants each is
      * granted to, "POOL:TENANT+TENANT,POOL:TENANT" (coord_acl_pool_grants_check). The
-     * fix-up makes pools/_operator/<POOL>/claims and grants those tenants' workers read,
-     * write, create and delete on it and below; no other tenant reaches it. NULL or "": none.
+     * fix-up makes pools/_operator/<POOL>/claims and released and grants those tenants'
+     * workers read on the pool, read and create on claims, create on released, read and
+     * write on their own claims, delete nowhere (droverd's pool janitor deletes released
+     * claims: coord_pool_janitor_new); no other tenant reaches it. NULL or "": none.
      */
     const char *acl_pool_grants;
     int session_timeout_ms;  /* 0 means 10000; the server clamps it to its limits */
@@ -167,11 +169,10 @@ int coord_acl_digest_id(const char *user, const char *password, char *out, size_
  * announcement, a worker member's from its data; ZKPATH_MEMBERS_WORKER lets
  * the workers of each tenant of tenants (NULL-terminated, or NULL) join, as
  * coord_acl_tenant_add does; the operator's pools of o->acl_pool_grants are made
- * (pools/_operator/<pool>/claims) and granted. Workers' own znodes (members, claims, run
- * records) are left as they are unless world-readable. Blocking, its own
- * handle: start-up only. Nothing to do without credentials. *changed: znodes whose ACL was
- * changed. DRV_EZK (lib_code the ZooKeeper rc) naming the path on failure,
- * or DRV_EINVAL for bad readers.
+ * (pools/_operator/<pool>/claims and released) and granted. Workers' own znodes (members, claims,
+ * run records) are left as they are unless world-readable. Blocking, its own handle: start-up only.
+ * Nothing to do without credentials. *changed: znodes whose ACL was changed. DRV_EZK (lib_code the
+ * ZooKeeper rc) naming the path on failure, or DRV_EINVAL for bad readers.
  */
 int coord_acl_fixup(const struct coord_session_opts *o, const char *root,
                     const char *const *tenants, int *changed, struct drv_err *err);
@@ -182,6 +183,29 @@ int coord_acl_fixup(const struct coord_session_opts *o, const char *root,
  * '_'. 0, or DRV_EINVAL naming the bad entry.
  */
 int coord_acl_pool_grants_check(const char *grants, struct drv_err *err);
+
+/*
+ * pool_free.c: droverd's pool janitor, which deletes the released claims of the operator's
+ * shared pools (docs/security.md "Pools of existing hosts"). No tenant may delete a claim
+ * there (ZooKeeper checks a delete against the parent, so that right would reach every
+ * tenant's claims): the ssh-pool plugin sets its claim's "state" to "released" and, in the
+ * same multi-op, creates pools/_operator/<pool>/released/<address>:<port>-<sequence>.
+ * For each pool of grants (acl_pool_grants' form) the janitor watches that directory
+ * (listing it at once: markers left while no droverd ran are handled at start) and, for
+ * each marker, deletes the claim it names only when the claim's own data says "released"
+ * (its owner's write: only it and droverd may set it), at the version it read, with the
+ * marker, in one multi-op; a marker whose claim is not released (forged by another
+ * tenant) is deleted and logged (event=pool-release-forged) and the claim left as it is;
+ * a marker whose claim is gone is deleted, and so is one whose name is not
+ * "<host>-<10 digits>" (event=pool-marker-bad). Idempotent: any number of droverd may run
+ * it (NONODE or BADVERSION from a racing node end or retry a marker harmlessly). Never
+ * blocks the loop. Returns the caller's object, or NULL when grants names no pool
+ * (nothing to watch; _free takes NULL). Loop thread; free before the session: requests
+ * still in flight then finish without effect.
+ */
+struct coord_pool_janitor;
+struct coord_pool_janitor *coord_pool_janitor_new(struct coord_session *s, const char *grants);
+void coord_pool_janitor_free(struct coord_pool_janitor *j);
 
 /*
  * acl.c: what a tenant's workers may do at path (ZOO_PERM_* bits, 0: nothing), and

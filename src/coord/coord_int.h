@@ -283,6 +283,14 @@ int coord__pool_grantees(const char *grants, const char *pool, char (*out)[COORD
 /* The pools of grants, each once, into out (at most max): their count. */
 int coord__pool_names(const char *grants, char (*out)[COORD__POOL_NAME + 1], int max);
 
+/* pool_free.c: the host a release marker names ("<address>:<port>-<10 digits>", the
+   sequential marker the ssh-pool plugin makes) into host (n bytes): 0, or DRV_EINVAL for
+   any other name (a '/' or a character outside [A-Za-z0-9_.:-] included). Pure. */
+int coord__pool_marker_host(const char *marker, char *host, size_t n);
+/* pool_free.c: does a claim's data (JSON text, NULL or malformed: no) say "state":
+   "released"? Its "tenant" and "state" into tenant and state ("" when absent). Pure. */
+bool coord__pool_claim_released(const char *data, char *tenant, size_t tn, char *state, size_t sn);
+
 /* Encoded sizes (jute) of ops, for the budget; ACLs counted at their largest. */
 size_t coord__size_create(const char *path, const char *data);
 size_t coord__size_path_op(const char *path); /* delete, check */

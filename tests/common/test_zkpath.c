@@ -64,6 +64,8 @@ static void test_paths(void **state)
     /* ssh-pool names a tenant's pool "<tenant>/<pool>" (issue 20) */
     check(zkpath_pool_claim(b, n, "<tenant>/<pool>", "<address>:<port>"),
           "/drover/pools/<tenant>/<pool>/claims/<address>:<port>", 1, doc);
+    check(zkpath_pool_released(b, n, "_operator/<pool>"), "/drover/pools/_operator/<pool>/released",
+          1, doc);
 
     check(zkpath_job(b, n, "<job id>"), "/drover/jobs/<job id>", 1, doc);
     check(zkpath_job_sub(b, n, "42", "runs", NULL), "/drover/jobs/42/runs", 1, doc);

@@ -319,6 +319,38 @@ static void test_pool_grants(void **state)
     }
 }
 
+/* pool_free.c: which markers name a host, and which claims say they are released. */
+static void test_pool_release_marker(void **state)
+{
+    (void)state;
+    char host[64], t[32], st[32];
+    assert_int_equal(coord__pool_marker_host("10.0.0.5:22-0000000007", host, sizeof(host)), 0);
+    assert_string_equal(host, "10.0.0.5:22");
+    assert_int_equal(coord__pool_marker_host("db-1.rack:2222-0000000000", host, sizeof(host)), 0);
+    assert_string_equal(host, "db-1.rack:2222");
+    /* not "<host>-<10 digits>", a host that would leave the claims directory, too long */
+    const char *bad[] = {"10.0.0.5:22",    "10.0.0.5:22-000000007",  "10.0.0.5:22x0000000007",
+                         "-0000000007",    "..-0000000001",          "a/b-0000000001",
+                         "a b-0000000001", "10.0.0.5:22-00000000x7", ""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(coord__pool_marker_host(bad[i], host, sizeof(host)), DRV_EINVAL);
+    assert_int_equal(coord__pool_marker_host("10.0.0.5:22-0000000007", host, 11), DRV_EINVAL);
+    assert_true(coord__pool_claim_released("{\"tenant\":\"acme\",\"state\":\"released\"}", t,
+                                           sizeof(t), st, sizeof(st)));
+    assert_string_equal(t, "acme");
+    assert_string_equal(st, "released");
+    assert_false(coord__pool_claim_released("{\"tenant\":\"acme\",\"state\":\"claimed\"}", t,
+                                            sizeof(t), st, sizeof(st)));
+    assert_string_equal(st, "claimed");
+    assert_false(
+        coord__pool_claim_released("{\"state\":\"wiping\"}", t, sizeof(t), st, sizeof(st)));
+    assert_false(coord__pool_claim_released("{}", t, sizeof(t), st, sizeof(st)));
+    assert_false(coord__pool_claim_released("released", t, sizeof(t), st, sizeof(st)));
+    assert_false(coord__pool_claim_released(NULL, NULL, 0, NULL, 0));
+    assert_false(
+        coord__pool_claim_released("{\"state\":[\"released\"]}", t, sizeof(t), st, sizeof(st)));
+}
+
 static void test_item_names(void **state)
 {
     assert_true(coord__q_name_ok("i4-18c2f3a4b5c-kj1.2.3"));
@@ -345,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_acl_grant),
         cmocka_unit_test(test_pool_grants),
+        cmocka_unit_test(test_pool_release_marker),
         cmocka_unit_test(test_item_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
