@@ -129,7 +129,7 @@ zk_by_path > "$T/zkpath1"
 # droverd's requests per job by kind and path class, the largest first (ids written {}).
 echo "small: droverd's ZooKeeper requests per job by kind and path:"
 awk -v n="$N" 'NR == FNR { b[$1 " " $2] = $3; next } { d = $3 - b[$1 " " $2]; if (d > 0) printf "%.2f %s %s\n", d / n, $1, $2 }' \
-  "$T/zkpath0" "$T/zkpath1" | sort -rn | head -20 | sed 's/^/small:   /'
+  "$T/zkpath0" "$T/zkpath1" | sort -rn | head -40 | sed 's/^/small:   /'
 
 # Whose ZooKeeper requests (live connections only: one that closed meanwhile is missed).
 awk -v n="$N" -v d=$((zd1 - zd0)) -v w=$((zw1 - zw0)) -v o=$((zo1 - zo0)) 'BEGIN {

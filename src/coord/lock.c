@@ -531,6 +531,16 @@ static void dir_ready(int rc, void *arg)
     lock_unref(l);
 }
 
+/* The lock's directory alone made (or there): create again; else make its parents too. */
+static void dir_made(struct coord__op *op)
+{
+    struct dir_wait *d = op->owner;
+    if (op->rc == ZOK || op->rc == ZNODEEXISTS)
+        dir_ready(0, d);
+    else
+        coord__ensure_path(d->l->s, d->l->dir, COORD__CONTAINER, dir_ready, d);
+}
+
 static void created(struct coord__op *op)
 {
     struct coord_lock *l = op->owner;
@@ -558,8 +568,9 @@ static void created(struct coord__op *op)
         struct dir_wait *d = xcalloc(1, sizeof(*d));
         d->l = l;
         d->attempt = l->attempt;
-        /* A container: the server deletes it once its last contender is gone. */
-        coord__ensure_path(l->s, l->dir, COORD__CONTAINER, dir_ready, d);
+        /* A container: the server deletes it once its last contender is gone. Its
+           parents are there but for the first lock of all: the directory alone first. */
+        coord__zk_create(coord__op_new(l->s, dir_made, d), l->dir, "{}", COORD__CONTAINER);
     } else if (coord__zrc_unknown(op->rc)) {
         log_info(MOD, "event=lock-create-unknown want=%s zrc=%d", l->want, op->rc);
         l->st = L_RECOVERING;

@@ -515,6 +515,9 @@ struct ejob {
     bool final_sent;           /* the final PostgreSQL write is in flight or done */
     bool dispatched_once;      /* this owner has put a task (logged once) */
     int sweeps;                /* attempts at removing the subtree */
+    bool subtree_made;         /* this owner created the subtree (jobstart.c): the sweep
+                                  knows its names without listing them (sweep.c) */
+    size_t ctx_parts;          /* ctx/p<k> it created (0: the context in ctx alone) */
     bool building;             /* a plan is being built on a thread */
     struct recon *recon;       /* the reconciliation on resume, while the rollback log is read */
     int64_t t_acquired;        /* when the lock was acquired (ms) */
