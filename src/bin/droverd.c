@@ -141,8 +141,8 @@ static void publish(struct node *n, int force)
        each write makes every droverd list and read the whole group again (coord's group
        watch), 12 requests, once a second on a busy node: 5 of a small job's. */
     int64_t now = clock_mono_ms();
-    if (!force && n->draining == n->pub_draining && n->drained == n->pub_drained &&
-        !n->draining && owned != 0 && n->pub_owned != 0 && now - n->pub_ms < OWNED_EVERY_MS)
+    if (!force && n->draining == n->pub_draining && n->drained == n->pub_drained && !n->draining &&
+        owned != 0 && n->pub_owned != 0 && now - n->pub_ms < OWNED_EVERY_MS)
         return;
     n->pub_ms = now;
     n->pub_owned = owned;

@@ -295,8 +295,8 @@ void coord_path_class(const char *path, char out[COORD_PATH_CLASS_MAX]);
  * "" (other). *cls points into the session: valid until the next request.
  * For benchmarks: droverd's /metrics (drover_zk_requests_total). Loop thread.
  */
-bool coord_session_requests_by_path(const struct coord_session *s, size_t i,
-                                    enum coord_req *kind, const char **cls, uint64_t *n);
+bool coord_session_requests_by_path(const struct coord_session *s, size_t i, enum coord_req *kind,
+                                    const char **cls, uint64_t *n);
 
 /*
  * Close the session: pending requests are sent first (so a member's leave or a
@@ -413,6 +413,11 @@ void coord_watch_cancel(struct coord_watch *w);
 struct coord_watcher;
 struct coord_watcher *coord_watch_data(struct coord_session *s, const char *path, coord_data_cb cb,
                                        void *arg);
+/* The same for a znode that is usually absent (a job's control znode): the first look is
+ * an exists-watch, one request where coord_watch_data's get and exists are two; cb hears
+ * DRV_ENOENT from it, or the data read once it exists. */
+struct coord_watcher *coord_watch_data_absent(struct coord_session *s, const char *path,
+                                              coord_data_cb cb, void *arg);
 struct coord_watcher *coord_watch_children(struct coord_session *s, const char *path,
                                            coord_list_cb cb, void *arg);
 void coord_watcher_free(struct coord_watcher *w);

@@ -213,11 +213,11 @@ struct coord_session {
 
     /* Loop thread only. */
     struct coord__registry reg;
-    uint64_t nonce;                /* random, per session object: in every name prefix */
-    uint64_t rng;                  /* xorshift state, seeded from the nonce */
-    uint64_t uniq;                 /* counter for unique name prefixes */
-    long inflight;                 /* requests issued and not yet done */
-    uint64_t sent[COORD_REQ_N];    /* requests issued, by kind (coord_session_requests) */
+    uint64_t nonce;             /* random, per session object: in every name prefix */
+    uint64_t rng;               /* xorshift state, seeded from the nonce */
+    uint64_t uniq;              /* counter for unique name prefixes */
+    long inflight;              /* requests issued and not yet done */
+    uint64_t sent[COORD_REQ_N]; /* requests issued, by kind (coord_session_requests) */
     struct coord__by_path {
         char cls[COORD_PATH_CLASS_MAX]; /* coord_path_class of the path ("" for the rest) */
         enum coord_req kind;

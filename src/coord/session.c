@@ -537,8 +537,8 @@ void coord__count_path(struct coord_session *s, enum coord_req kind, const char 
     s->by_path[i].n++;
 }
 
-bool coord_session_requests_by_path(const struct coord_session *s, size_t i,
-                                    enum coord_req *kind, const char **cls, uint64_t *n)
+bool coord_session_requests_by_path(const struct coord_session *s, size_t i, enum coord_req *kind,
+                                    const char **cls, uint64_t *n)
 {
     if (i >= s->n_by_path)
         return false;
