@@ -182,6 +182,10 @@ char engine_task_letter(enum engine_task_state s);
 /* The task log's and the state's format is the job's (format.h): DROVER_FORMAT_MIN_READ up to
    DROVER_FORMAT_VERSION are read, a job's own written. */
 #define ENGINE_LOG_CHUNK 512 /* tasks per task-log znode (~1.6 KB of JSON) */
+/* Run records whose rows are in PostgreSQL kept in runs/ before they are deleted, all at
+   once (commit_zk.c): a small job's go with its subtree, and no delete makes the owner's
+   own runs/ watch fire and list again. */
+#define ENGINE_RUNS_KEEP 64
 
 /* Encode tasks [first, first + n) of recs as one chunk's JSON text (new string). */
 char *engine__log_encode(const struct engine_task_rec *recs, size_t first, size_t n, int format);
