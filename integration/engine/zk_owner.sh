@@ -105,3 +105,35 @@ grep -q "event=job-sweep-listing job=$JP" "$T/droverd-1.log" ||
 grep -q "event=job-swept job=$JP" "$T/droverd-1.log" || fail "job $JP was not swept"
 check_tree_clean
 pass "a job with a control znode: the sweep listed, and the tree is clean"
+
+# A rolling upgrade: a member of an older build (its data without "keeps_runs", which merges
+# the records it finds on resume in the listing's order) makes every owner delete each record
+# once its row is written, as before; kept again once it has left. The member is a stand-in
+# (draining: the ring steps over it, it takes no job).
+member() { # create|delete
+  /usr/bin/python3 - "$DROVER_ZK" "$1" << 'PY'
+import json, sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1])
+zk.start(timeout=30)
+path = "/drover/members/droverd/old-build"
+if sys.argv[2] == "create":
+    d = json.loads(zk.get("/drover/members/droverd/droverd-1")[0])
+    d.pop("keeps_runs", None)
+    d.update(id="old-build", draining=True, owned=0)
+    zk.create(path, json.dumps(d).encode())
+else:
+    zk.delete(path)
+zk.stop()
+PY
+}
+kept_is() { [ "$(grep -c "event=run-records-kept node=droverd-1 kept=$1" "$T/droverd-1.log")" -ge "$2" ]; }
+kept_is 1 1 || fail "droverd-1 never said it keeps run records"
+member create
+wait_until 30 "droverd-1 to see the older member" kept_is 0 1
+wait_job "$(submit mixed)" succeeded 120
+wait_until 30 "droverd-1 to let go of the mixed job" none_owned
+member delete
+wait_until 30 "droverd-1 to keep records again" kept_is 1 2
+check_tree_clean
+pass "an older member in the group: records deleted at once, the job succeeded, the tree is clean"

@@ -121,11 +121,14 @@ static size_t owned_now(const struct node *n)
 
 static json_t *member_data(const struct node *n, size_t owned)
 {
-    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:i, s:b, s:b, s:I}", "id",
+    /* keeps_runs: this build keeps run records after their rows and merges them in the
+       order they ended on resume (docs/engine.md): records are kept when every member says so. */
+    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:i, s:b, s:b, s:I, s:b}", "id",
                      n->conf.prog.node_id, "kind", "droverd", "http", n->conf.api.listen, "pid",
                      (json_int_t)getpid(), "started", (json_int_t)n->started, "host", n->host,
                      "schema", store_schema_version(), "format", DROVER_FORMAT_VERSION, "draining",
-                     n->draining, "drained", n->drained, "owned", (json_int_t)owned);
+                     n->draining, "drained", n->drained, "owned", (json_int_t)owned, "keeps_runs",
+                     1);
 }
 
 /* Write the member znode when what it says changed (force: always). */

@@ -282,7 +282,8 @@ static struct etxn *zk_build(struct ejob *j)
             }
     }
     /* Run records whose rows are in PostgreSQL, once the log has their results: kept
-     * until more than ENGINE_RUNS_KEEP are, then all deleted (the sweep takes the rest). */
+     * until more than ENGINE_RUNS_KEEP are, then all deleted (the sweep takes the rest);
+     * each at once while a member of an older build may resume the job (engine.c). */
     size_t pos = 0, n_kept = 0;
     void *v;
     while (strmap_next(j->runs, &pos, NULL, &v)) {
@@ -290,7 +291,8 @@ static struct etxn *zk_build(struct ejob *j)
         n_kept += run->recorded && !run->deleting && !run->deleted;
     }
     pos = 0;
-    while (!log_behind && n_kept > ENGINE_RUNS_KEEP && strmap_next(j->runs, &pos, NULL, &v)) {
+    size_t keep = e->keep_runs ? ENGINE_RUNS_KEEP : 0; /* an older member: each at once */
+    while (!log_behind && n_kept > keep && strmap_next(j->runs, &pos, NULL, &v)) {
         struct erun *run = v;
         if (!run->recorded || run->deleting || run->deleted)
             continue;

@@ -405,6 +405,7 @@ struct engine {
     struct loopq *lq;
     bool stopping;
     int write_format; /* format of the jobs this node starts: the lowest of the members' */
+    bool keep_runs;   /* every member says "keeps_runs": records kept (ENGINE_RUNS_KEEP) */
     void (*stop_done)(void *);
     void *stop_arg;
     struct event *tick;
