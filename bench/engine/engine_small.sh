@@ -98,6 +98,15 @@ zk_by_client() {
     END { printf "%d %d %d\n", c["d"], c["w"], c["o"] }' <<< "$out"
 }
 
+# zk_by_path: the three droverd's ZooKeeper requests so far by kind and path class, one
+# "kind path count" a line (their /metrics, drover_zk_requests_total, summed).
+zk_by_path() {
+  local n
+  for n in 1 2 3; do curl -s "http://127.0.0.1:${DPORTS[$n]}/metrics"; done |
+    sed -n 's/^drover_zk_requests_total{kind="\([^"]*\)",path="\([^"]*\)"} \([0-9]*\)$/\1 \2 \3/p' |
+    awk '{ c[$1 " " $2] += $3 } END { for (k in c) print k, c[k] }'
+}
+
 load() { # PREFIX JOBS
   /usr/bin/python3 "$here/small_load.py" load --ports "${DPORTS[1]},${DPORTS[2]},${DPORTS[3]}" \
     --token "$TOKEN" --pg "$DROVER_PG" --zk "${DROVER_ZK%%,*}" --jobs "$2" \
@@ -110,11 +119,18 @@ if [ "$warm" -gt 0 ]; then
 fi
 /usr/bin/python3 "$here/small_load.py" lone --ports "${DPORTS[1]}" --token "$TOKEN" --pg "$DROVER_PG" \
   --logs "$T/droverd-*.log" --runs "$LONE" --prefix lone || fail "lone jobs"
+zk_by_path > "$T/zkpath0"
 read -r zd0 zw0 zo0 < <(zk_by_client)
 read -r d0 w0 z0 p0 b0 < <(cpu_ticks)
 load small "$N" || fail "small jobs"
 read -r d1 w1 z1 p1 b1 < <(cpu_ticks)
 read -r zd1 zw1 zo1 < <(zk_by_client)
+zk_by_path > "$T/zkpath1"
+# droverd's requests per job by kind and path class, the largest first (ids written {}).
+echo "small: droverd's ZooKeeper requests per job by kind and path:"
+awk -v n="$N" 'NR == FNR { b[$1 " " $2] = $3; next } { d = $3 - b[$1 " " $2]; if (d > 0) printf "%.2f %s %s\n", d / n, $1, $2 }' \
+  "$T/zkpath0" "$T/zkpath1" | sort -rn | head -40 | sed 's/^/small:   /'
+
 # Whose ZooKeeper requests (live connections only: one that closed meanwhile is missed).
 awk -v n="$N" -v d=$((zd1 - zd0)) -v w=$((zw1 - zw0)) -v o=$((zo1 - zo0)) 'BEGIN {
   printf "small: ZooKeeper requests per job by client: droverd %.1f, workers %.1f, others %.1f\n", d / n, w / n, o / n }'

@@ -15,7 +15,11 @@
 . "$(dirname "$0")/engine_lib.sh"
 
 ZKCLI=/usr/share/zookeeper/bin/zkCli.sh
-K=6
+# Ten jobs: whether a fenced job's first write meets others' in a batch is the scheduling's
+# (one multi-op and one transaction in flight per node: the less the owner writes, the fewer
+# gather behind it). With six, after the owner stopped deleting each run record in a round of
+# its own (fewer writes), 3 runs in 10 found both fenced jobs alone; with ten, none in 6.
+K=${BATCH_FENCE_K:-10}
 start_droverd 1
 setup_tenant
 

@@ -28,7 +28,8 @@
  *   stopping --a second SIGTERM/SIGINT--> leaving at once
  *
  * The member znode carries "draining", "drained" and "owned" (jobs whose lock
- * this node holds), refreshed once a second when they change, so that
+ * this node holds), refreshed once a second when they change (a count that
+ * only moved, neither to nor from 0 and not draining: every 10 s), so that
  * `drover members` shows them and an operator knows when a drained node may
  * be stopped.
  *
@@ -61,6 +62,8 @@
 #include "zkpath.h"
 
 #define MODULE "droverd"
+/* How often at most a member znode is written for its owned count alone (publish). */
+#define OWNED_EVERY_MS 10000
 
 struct node {
     struct droverd_conf conf;
@@ -85,6 +88,7 @@ struct node {
     /* what the member znode says now, to write it only when it changes */
     int pub_draining, pub_drained;
     size_t pub_owned;
+    int64_t pub_ms; /* when it was last written (monotonic) */
 };
 
 static int on_healthz(json_t **body, void *arg)
@@ -118,11 +122,14 @@ static size_t owned_now(const struct node *n)
 
 static json_t *member_data(const struct node *n, size_t owned)
 {
-    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:i, s:b, s:b, s:I}", "id",
+    /* keeps_runs: this build keeps run records after their rows and merges them in the
+       order they ended on resume (docs/engine.md): records are kept when every member says so. */
+    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:i, s:b, s:b, s:I, s:b}", "id",
                      n->conf.prog.node_id, "kind", "droverd", "http", n->conf.api.listen, "pid",
                      (json_int_t)getpid(), "started", (json_int_t)n->started, "host", n->host,
                      "schema", store_schema_version(), "format", DROVER_FORMAT_VERSION, "draining",
-                     n->draining, "drained", n->drained, "owned", (json_int_t)owned);
+                     n->draining, "drained", n->drained, "owned", (json_int_t)owned, "keeps_runs",
+                     1);
 }
 
 /* Write the member znode when what it says changed (force: always). */
@@ -134,6 +141,14 @@ static void publish(struct node *n, int force)
     if (!force && owned == n->pub_owned && n->draining == n->pub_draining &&
         n->drained == n->pub_drained)
         return;
+    /* A count that only moved (not to or from 0, not draining) waits up to OWNED_EVERY_MS:
+       each write makes every droverd list and read the whole group again (coord's group
+       watch), 12 requests, once a second on a busy node: 5 of a small job's. */
+    int64_t now = clock_mono_ms();
+    if (!force && n->draining == n->pub_draining && n->drained == n->pub_drained && !n->draining &&
+        owned != 0 && n->pub_owned != 0 && now - n->pub_ms < OWNED_EVERY_MS)
+        return;
+    n->pub_ms = now;
     n->pub_owned = owned;
     n->pub_draining = n->draining;
     n->pub_drained = n->drained;

@@ -302,6 +302,27 @@ uint64_t coord_session_requests(const struct coord_session *s, enum coord_req ki
 const char *coord_req_name(enum coord_req kind);
 
 /*
+ * A path's class, for counting requests by what they are about: the path with
+ * each component past the second that names an instance (it has a digit, a
+ * '.', a '-', or is over 12 characters) written as "{}":
+ * "/drover/jobs/j-12/runs/f3.1.w.9" -> "/drover/jobs/{}/runs/{}". At most
+ * COORD_PATH_CLASS_MAX - 1 characters (cut there). NULL or "" gives "-". Pure.
+ */
+#define COORD_PATH_CLASS_MAX 64
+void coord_path_class(const char *path, char out[COORD_PATH_CLASS_MAX]);
+
+/*
+ * The i-th (from 0) counter of requests by kind and path class (a multi-op's
+ * class is its first op's path's) this session object issued, as
+ * coord_session_requests counts them: returns false past the last. The first
+ * 47 classes seen get their own counter, the rest share one whose class is
+ * "" (other). *cls points into the session: valid until the next request.
+ * For benchmarks: droverd's /metrics (drover_zk_requests_total). Loop thread.
+ */
+bool coord_session_requests_by_path(const struct coord_session *s, size_t i, enum coord_req *kind,
+                                    const char **cls, uint64_t *n);
+
+/*
  * Close the session: pending requests are sent first (so a member's leave or a
  * lock's release reaches the server), then the session is closed, so every
  * ephemeral znode disappears at once, not after the timeout. Blocks the loop
@@ -416,6 +437,11 @@ void coord_watch_cancel(struct coord_watch *w);
 struct coord_watcher;
 struct coord_watcher *coord_watch_data(struct coord_session *s, const char *path, coord_data_cb cb,
                                        void *arg);
+/* The same for a znode that is usually absent (a job's control znode): the first look is
+ * an exists-watch, one request where coord_watch_data's get and exists are two; cb hears
+ * DRV_ENOENT from it, or the data read once it exists. */
+struct coord_watcher *coord_watch_data_absent(struct coord_session *s, const char *path,
+                                              coord_data_cb cb, void *arg);
 struct coord_watcher *coord_watch_children(struct coord_session *s, const char *path,
                                            coord_list_cb cb, void *arg);
 void coord_watcher_free(struct coord_watcher *w);

@@ -34,6 +34,9 @@
 #include "check.h"
 #include "coord.h"
 
+/* Path classes counted per session (coord_session_requests_by_path); the rest go in "". */
+#define COORD__BY_PATH_MAX 48
+
 struct event;
 struct timer_closure;
 
@@ -210,11 +213,17 @@ struct coord_session {
 
     /* Loop thread only. */
     struct coord__registry reg;
-    uint64_t nonce;                /* random, per session object: in every name prefix */
-    uint64_t rng;                  /* xorshift state, seeded from the nonce */
-    uint64_t uniq;                 /* counter for unique name prefixes */
-    long inflight;                 /* requests issued and not yet done */
-    uint64_t sent[COORD_REQ_N];    /* requests issued, by kind (coord_session_requests) */
+    uint64_t nonce;             /* random, per session object: in every name prefix */
+    uint64_t rng;               /* xorshift state, seeded from the nonce */
+    uint64_t uniq;              /* counter for unique name prefixes */
+    long inflight;              /* requests issued and not yet done */
+    uint64_t sent[COORD_REQ_N]; /* requests issued, by kind (coord_session_requests) */
+    struct coord__by_path {
+        char cls[COORD_PATH_CLASS_MAX]; /* coord_path_class of the path ("" for the rest) */
+        enum coord_req kind;
+        uint64_t n;
+    } by_path[COORD__BY_PATH_MAX]; /* requests issued, by kind and path class */
+    size_t n_by_path;
     struct event *suspect_timer;   /* runs while SUSPENDED */
     struct timer_closure *timers;  /* pending coord__timer closures */
     struct coord__commit **gather; /* guarded commits of this turn, sent together (txn.c) */
@@ -321,6 +330,8 @@ void coord__mop_set(struct coord__op *op, int i, const char *path, const char *d
 void coord__mop_check(struct coord__op *op, int i, const char *path, int version);
 /* Sent only when within the session's budget, else it fails with COORD__ZTOOBIG. */
 void coord__zk_multi(struct coord__op *op);
+/* Count one request issued by kind and path class (session.c). Loop thread. */
+void coord__count_path(struct coord_session *s, enum coord_req kind, const char *path);
 /* The index of the first failing op of a failed multi, or -1. */
 int coord__multi_failed(const struct coord__op *op);
 

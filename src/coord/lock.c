@@ -9,7 +9,8 @@
  *      connection loss in the middle of the create the contender lists <dir>
  *      and looks for it before creating again; a node found with it that
  *      belongs to an older session of ours is deleted and created again.
- *   2. list <dir> (no watch) and sort the contenders by sequence number.
+ *   2. list <dir> (no watch) and sort the contenders by sequence number
+ *      (skipped for sequence 0: the directory's first child ever is first).
  *   3. first: held. The fencing token is the contender's creation zxid, which
  *      grows with the sequence, so it strictly increases from holder to holder.
  *      An exists-watch on its own znode reports a delete (COORD_LOCK_LOST).
@@ -39,9 +40,11 @@
  * was lost, and done waits for that.
  *
  * Cost: an uncontended acquire is 3 requests (create, list, exists) and 1
- * write; a waiter costs one exists-watch on its predecessor, woken once; a
- * release is 1 delete. The session routes events and session changes to
- * locks through hashed registries: O(1) per event with thousands of locks.
+ * write; a new lock's, 3 and 2 writes (its directory's create sent ahead of the
+ * contender's, in the same round trip, and no list: a contender of sequence 0
+ * is the first the directory ever had, so it holds the lock at once); a waiter costs one
+ * exists-watch on its predecessor, woken once; a release is 1 delete. The session routes events and
+ * session changes to locks through hashed registries: O(1) per event with thousands of locks.
  *
  * Invariants (lock_check, Debug builds):
  *   1. node != NULL exactly in LISTING, WAITING and HELD, and then token != 0;
@@ -81,6 +84,7 @@ struct coord_lock {
     unsigned node_gen; /* the handle generation that created node */
     unsigned tries;    /* failures in a row of the current step: backoff */
     struct rel *rels;  /* release_done calls waiting for a create in flight */
+    bool dir_sent;     /* the directory's create was sent ahead of the first contender */
 };
 
 /* A coord_lock_release_done waiting for the create of one attempt. */
@@ -384,6 +388,19 @@ static int cmp_contender(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* Step 3: first among the contenders. */
+static void held(struct coord_lock *l)
+{
+    l->st = L_HELD;
+    l->tries = 0;
+    cancel_deadline(l);
+    coord__reg_watch_remove(&l->s->reg, l);
+    coord__reg_watch_add(&l->s->reg, l->node, COORD__WM_ANY, l, on_node_event);
+    coord__zk_exists(lock_op(l, held_watch_set), l->node, true);
+    log_info(MOD, "event=lock-acquired node=%s token=%lld", l->node, (long long)l->token);
+    l->cb(l, COORD_LOCK_ACQUIRED, l->arg);
+}
+
 static void listed(struct coord__op *op)
 {
     struct coord_lock *l = op->owner;
@@ -418,14 +435,7 @@ static void listed(struct coord__op *op)
         FREE_NULL(l->node);
         start_create(l);
     } else if (idx == 0) {
-        l->st = L_HELD;
-        l->tries = 0;
-        cancel_deadline(l);
-        coord__reg_watch_remove(&l->s->reg, l);
-        coord__reg_watch_add(&l->s->reg, l->node, COORD__WM_ANY, l, on_node_event);
-        coord__zk_exists(lock_op(l, held_watch_set), l->node, true);
-        log_info(MOD, "event=lock-acquired node=%s token=%lld", l->node, (long long)l->token);
-        l->cb(l, COORD_LOCK_ACQUIRED, l->arg);
+        held(l);
     } else if (l->try_only) {
         finish(l, COORD_LOCK_BUSY);
     } else {
@@ -451,6 +461,13 @@ static void created(struct coord__op *op);
 static void issue_create(struct coord_lock *l)
 {
     l->st = L_CREATING;
+    if (!l->dir_sent) {
+        /* A new lock's directory is usually not there yet (a job's): its create goes
+           ahead of the contender's in the same round trip (the server takes a session's
+           requests in order); an answer that it exists, or has no parent, is dropped. */
+        l->dir_sent = true;
+        coord__zk_create(coord__op_new(l->s, NULL, NULL), l->dir, "{}", COORD__CONTAINER);
+    }
     coord__zk_create(lock_op(l, created), l->want, l->json, COORD_EPHEMERAL | COORD_SEQUENTIAL);
 }
 
@@ -531,6 +548,16 @@ static void dir_ready(int rc, void *arg)
     lock_unref(l);
 }
 
+/* The lock's directory alone made (or there): create again; else make its parents too. */
+static void dir_made(struct coord__op *op)
+{
+    struct dir_wait *d = op->owner;
+    if (op->rc == ZOK || op->rc == ZNODEEXISTS)
+        dir_ready(0, d);
+    else
+        coord__ensure_path(d->l->s, d->l->dir, COORD__CONTAINER, dir_ready, d);
+}
+
 static void created(struct coord__op *op)
 {
     struct coord_lock *l = op->owner;
@@ -552,14 +579,20 @@ static void created(struct coord__op *op)
         l->node = xstrdup(op->value);
         l->token = op->stat.czxid;
         l->node_gen = op->gen;
-        list(l);
+        /* Sequence 0: the first child this directory ever had (its children's counter
+           starts at 0 and only grows while it exists), so no contender is before it. */
+        if (coord__seq_of(l->node) == 0)
+            held(l);
+        else
+            list(l);
     } else if (op->rc == ZNONODE) {
         l->refs++;
         struct dir_wait *d = xcalloc(1, sizeof(*d));
         d->l = l;
         d->attempt = l->attempt;
-        /* A container: the server deletes it once its last contender is gone. */
-        coord__ensure_path(l->s, l->dir, COORD__CONTAINER, dir_ready, d);
+        /* A container: the server deletes it once its last contender is gone. Its
+           parents are there but for the first lock of all: the directory alone first. */
+        coord__zk_create(coord__op_new(l->s, dir_made, d), l->dir, "{}", COORD__CONTAINER);
     } else if (coord__zrc_unknown(op->rc)) {
         log_info(MOD, "event=lock-create-unknown want=%s zrc=%d", l->want, op->rc);
         l->st = L_RECOVERING;

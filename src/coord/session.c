@@ -489,6 +489,65 @@ const char *coord_req_name(enum coord_req kind)
     return (unsigned)kind < COORD_REQ_N ? names[kind] : "?";
 }
 
+void coord_path_class(const char *path, char out[COORD_PATH_CLASS_MAX])
+{
+    size_t o = 0, comp = 0;
+    const char *p = path ? path : "";
+    if (!*p) {
+        snprintf(out, COORD_PATH_CLASS_MAX, "-");
+        return;
+    }
+    while (*p && o + 1 < COORD_PATH_CLASS_MAX) {
+        if (*p == '/') {
+            out[o++] = *p++;
+            continue;
+        }
+        size_t len = strcspn(p, "/");
+        bool inst = ++comp > 2 && (len > 12 || strcspn(p, "0123456789.-") < len);
+        const char *w = inst ? "{}" : p;
+        size_t wl = inst ? 2 : len;
+        for (size_t k = 0; k < wl && o + 1 < COORD_PATH_CLASS_MAX; k++)
+            out[o++] = w[k];
+        p += len;
+    }
+    out[o] = 0;
+}
+
+void coord__count_path(struct coord_session *s, enum coord_req kind, const char *path)
+{
+    char cls[COORD_PATH_CLASS_MAX];
+    coord_path_class(path, cls);
+    size_t i;
+    for (i = 0; i < s->n_by_path; i++)
+        if (s->by_path[i].kind == kind && strcmp(s->by_path[i].cls, cls) == 0)
+            break;
+    if (i == s->n_by_path) {
+        if (s->n_by_path + 1 < COORD__BY_PATH_MAX)
+            memcpy(s->by_path[s->n_by_path].cls, cls, sizeof(cls));
+        else {
+            /* Full: the last counter is "other", of any kind. */
+            i = COORD__BY_PATH_MAX - 1;
+            kind = COORD_REQ_N;
+            s->by_path[i].cls[0] = 0;
+            s->n_by_path = COORD__BY_PATH_MAX - 1;
+        }
+        s->by_path[i].kind = kind;
+        s->n_by_path++;
+    }
+    s->by_path[i].n++;
+}
+
+bool coord_session_requests_by_path(const struct coord_session *s, size_t i, enum coord_req *kind,
+                                    const char **cls, uint64_t *n)
+{
+    if (i >= s->n_by_path)
+        return false;
+    *kind = s->by_path[i].kind;
+    *cls = s->by_path[i].cls;
+    *n = s->by_path[i].n;
+    return true;
+}
+
 void coord_session_free(struct coord_session *s)
 {
     if (!s || s->closing || s->free_pending)

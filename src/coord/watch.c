@@ -27,7 +27,8 @@
  * again on every event of its path (one read in flight at most; events
  * during it set `again`), on NEW_SESSION, and with backoff after errors.
  *
- * Cost: one read per one-shot watch (two when absent); an event is routed in
+ * Cost: one read per one-shot watch (two when absent; a watcher made for a
+ * znode that is usually absent looks with an exists first: one); an event is routed in
  * O(1) (hash of the path). Objects are reference counted by their requests.
  */
 #include <stdlib.h>
@@ -450,8 +451,19 @@ static void watcher_session(void *owner, enum coord__session_event ev)
     }
 }
 
+/* The first look of a watcher of a znode that is usually absent: an exists-watch, which
+   answers "absent" and waits for the creation in one request (a get would fail and set
+   no watch, then the exists). */
+static void watcher_look(struct coord_watcher *w)
+{
+    w->busy = true;
+    w->again = false;
+    w->refs++;
+    coord__zk_exists(coord__op_new(w->s, watcher_exists, w), w->path, true);
+}
+
 static struct coord_watcher *watcher_new(struct coord_session *s, const char *path, bool children,
-                                         const struct read_cb *r)
+                                         const struct read_cb *r, bool absent)
 {
     struct coord_watcher *w = xcalloc(1, sizeof(*w));
     w->s = s;
@@ -460,7 +472,10 @@ static struct coord_watcher *watcher_new(struct coord_session *s, const char *pa
     w->r = *r;
     w->refs = 1;
     coord__reg_listener_add(&s->reg, w, watcher_session);
-    watcher_read(w);
+    if (absent)
+        watcher_look(w);
+    else
+        watcher_read(w);
     return w;
 }
 
@@ -468,14 +483,21 @@ struct coord_watcher *coord_watch_data(struct coord_session *s, const char *path
                                        void *arg)
 {
     struct read_cb r = {.data = cb, .arg = arg};
-    return watcher_new(s, path, false, &r);
+    return watcher_new(s, path, false, &r, false);
+}
+
+struct coord_watcher *coord_watch_data_absent(struct coord_session *s, const char *path,
+                                              coord_data_cb cb, void *arg)
+{
+    struct read_cb r = {.data = cb, .arg = arg};
+    return watcher_new(s, path, false, &r, true);
 }
 
 struct coord_watcher *coord_watch_children(struct coord_session *s, const char *path,
                                            coord_list_cb cb, void *arg)
 {
     struct read_cb r = {.list = cb, .arg = arg};
-    return watcher_new(s, path, true, &r);
+    return watcher_new(s, path, true, &r, false);
 }
 
 void coord_watcher_free(struct coord_watcher *w)

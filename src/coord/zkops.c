@@ -39,6 +39,8 @@
 #include "log.h"
 #include "xalloc.h"
 
+#include <zookeeper/proto.h>
+
 #define MOD "coord"
 
 /* ---- the hand-off queue ------------------------------------------------ */
@@ -325,6 +327,26 @@ static bool refused(struct coord__op *op)
     return true;
 }
 
+/* A multi-op's first op's path, for counting (coord_session_requests_by_path). */
+static const char *multi_path(const struct coord__op *op)
+{
+    if (op->nops < 1)
+        return NULL;
+    const zoo_op_t *o = &op->ops[0];
+    switch (o->type) {
+    case ZOO_CREATE_OP:
+        return o->create_op.path;
+    case ZOO_DELETE_OP:
+        return o->delete_op.path;
+    case ZOO_SETDATA_OP:
+        return o->set_op.path;
+    case ZOO_CHECK_OP:
+        return o->check_op.path;
+    default:
+        return NULL;
+    }
+}
+
 static void issued(struct coord__op *op, enum coord_req kind, int zrc)
 {
     struct coord_session *s = op->s;
@@ -333,6 +355,7 @@ static void issued(struct coord__op *op, enum coord_req kind, int zrc)
     s->inflight++;
     if (zrc == ZOK) {
         s->sent[kind]++;
+        coord__count_path(s, kind, kind == COORD_REQ_MULTI ? multi_path(op) : op->path);
         return;
     }
     /*

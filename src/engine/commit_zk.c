@@ -281,10 +281,18 @@ static struct etxn *zk_build(struct ejob *j)
                 chunk_add(t, q, c);
             }
     }
-    /* Run records whose rows are in PostgreSQL, once the log has their results. */
-    size_t pos = 0;
+    /* Run records whose rows are in PostgreSQL, once the log has their results: kept
+     * until more than ENGINE_RUNS_KEEP are, then all deleted (the sweep takes the rest);
+     * each at once while a member of an older build may resume the job (engine.c). */
+    size_t pos = 0, n_kept = 0;
     void *v;
-    while (!log_behind && strmap_next(j->runs, &pos, NULL, &v)) {
+    while (strmap_next(j->runs, &pos, NULL, &v)) {
+        const struct erun *run = v;
+        n_kept += run->recorded && !run->deleting && !run->deleted;
+    }
+    pos = 0;
+    size_t keep = e->keep_runs ? ENGINE_RUNS_KEEP : 0; /* an older member: each at once */
+    while (!log_behind && n_kept > keep && strmap_next(j->runs, &pos, NULL, &v)) {
         struct erun *run = v;
         if (!run->recorded || run->deleting || run->deleted)
             continue;

@@ -290,9 +290,28 @@ static char *ring_signature(const struct coord_member_info *m, size_t n)
     return s;
 }
 
+/* Do all members keep run records after their rows (ENGINE_RUNS_KEEP)? A build before
+   that merges the records it finds on resume in the listing's order, so records are kept
+   only when every member that may resume the job merges them in the order they ended. */
+static bool fleet_keeps_runs(const struct coord_member_info *m, size_t n)
+{
+    bool all = true;
+    for (size_t i = 0; i < n && all; i++) {
+        json_error_t je;
+        json_t *d = m[i].json && *m[i].json ? json_loads(m[i].json, 0, &je) : NULL;
+        all = json_is_true(json_object_get(d, "keeps_runs"));
+        json_decref(d);
+    }
+    return all;
+}
+
 static void on_members(const struct coord_member_info *m, size_t n, void *arg)
 {
     struct engine *e = arg;
+    bool keep = fleet_keeps_runs(m, n);
+    if (keep != e->keep_runs)
+        log_info(MOD, "event=run-records-kept node=%s kept=%d", e->node_id, (int)keep);
+    e->keep_runs = keep;
     int f = fleet_format(m, n);
     if (f != e->write_format)
         log_info(MOD, "event=format-chosen node=%s format=%d builds_up_to=%d", e->node_id, f,

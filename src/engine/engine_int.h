@@ -182,6 +182,10 @@ char engine_task_letter(enum engine_task_state s);
 /* The task log's and the state's format is the job's (format.h): DROVER_FORMAT_MIN_READ up to
    DROVER_FORMAT_VERSION are read, a job's own written. */
 #define ENGINE_LOG_CHUNK 512 /* tasks per task-log znode (~1.6 KB of JSON) */
+/* Run records whose rows are in PostgreSQL kept in runs/ before they are deleted, all at
+   once (commit_zk.c): a small job's go with its subtree, and no delete makes the owner's
+   own runs/ watch fire and list again. */
+#define ENGINE_RUNS_KEEP 64
 
 /* Encode tasks [first, first + n) of recs as one chunk's JSON text (new string). */
 char *engine__log_encode(const struct engine_task_rec *recs, size_t first, size_t n, int format);
@@ -401,6 +405,7 @@ struct engine {
     struct loopq *lq;
     bool stopping;
     int write_format; /* format of the jobs this node starts: the lowest of the members' */
+    bool keep_runs;   /* every member says "keeps_runs": records kept (ENGINE_RUNS_KEEP) */
     void (*stop_done)(void *);
     void *stop_arg;
     struct event *tick;
@@ -515,6 +520,9 @@ struct ejob {
     bool final_sent;           /* the final PostgreSQL write is in flight or done */
     bool dispatched_once;      /* this owner has put a task (logged once) */
     int sweeps;                /* attempts at removing the subtree */
+    bool subtree_made;         /* this owner created the subtree (jobstart.c): the sweep
+                                  knows its names without listing them (sweep.c) */
+    size_t ctx_parts;          /* ctx/p<k> it created (0: the context in ctx alone) */
     bool building;             /* a plan is being built on a thread */
     struct recon *recon;       /* the reconciliation on resume, while the rollback log is read */
     int64_t t_acquired;        /* when the lock was acquired (ms) */

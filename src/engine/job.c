@@ -595,7 +595,7 @@ void engine__control_watch(struct ejob *j)
 {
     char path[256];
     zkpath_job_control(path, sizeof(path), j->id);
-    j->control_w = coord_watch_data(j->e->zk, path, on_control, j);
+    j->control_w = coord_watch_data_absent(j->e->zk, path, on_control, j); /* rarely there */
 }
 
 /* ---- the job's state machine --------------------------------------------------------------- */

@@ -254,13 +254,37 @@ static struct eplan *recon_plan(struct ejob *j, char phase)
     return phase == 'r' && j->rb.plan ? &j->rb : NULL;
 }
 
-/* Step 1: the results of p's done tasks merged again where recon.c says so. */
-static void recon_merge(struct recon *r, struct eplan *p)
-{
+struct merge_ref {
     const char *name;
     json_t *d;
-    json_object_foreach(r->runs, name, d)
+    int64_t end_ms;
+};
+
+static int by_end(const void *a, const void *b)
+{
+    const struct merge_ref *x = a, *y = b;
+    return x->end_ms < y->end_ms ? -1 : x->end_ms > y->end_ms ? 1 : strcmp(x->name, y->name);
+}
+
+/* Step 1: the results of p's done tasks merged again where recon.c says so, in the order
+   they ended: records are kept after their rows (ENGINE_RUNS_KEEP), so two tasks of one
+   node may both be here, and the later one's key-values must win, as they did. */
+static void recon_merge(struct recon *r, struct eplan *p)
+{
+    size_t n = 0;
+    struct merge_ref *refs = xcalloc(json_object_size(r->runs) + 1, sizeof(*refs));
+    const char *key;
+    json_t *val;
+    json_object_foreach(r->runs, key, val)
     {
+        refs[n].name = key;
+        refs[n].d = val;
+        refs[n++].end_ms = json_integer_value(json_object_get(val, "end"));
+    }
+    qsort(refs, n, sizeof(*refs), by_end);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = refs[i].name;
+        json_t *d = refs[i].d;
         char ph;
         uint32_t idx;
         unsigned att;
@@ -283,6 +307,7 @@ static void recon_merge(struct recon *r, struct eplan *p)
         }
         taskmsg_run_clear(&run);
     }
+    free(refs);
 }
 
 /* A task row to write again from the log (not its chunk: ZooKeeper has it). */

@@ -374,6 +374,8 @@ static void zk_init(struct ejob *j)
         }
     }
     free(ctx);
+    j->subtree_made = true; /* the sweep deletes what it knows (sweep.c) */
+    j->ctx_parts = len <= CTX_PART ? 0 : (len + CTX_PART - 1) / CTX_PART;
     zkpath_job_runs(path, sizeof(path), j->id);
     coord_txn_create(t, path, "{}", 0);
     zkpath_job_nodes(path, sizeof(path), j->id);

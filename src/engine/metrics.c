@@ -164,4 +164,18 @@ void engine_metrics(const struct engine *e, struct evbuffer *out, bool tenants, 
             evbuffer_add_printf(out, "%s %lu\n", m->name,
                                 *(const unsigned long *)((const char *)&st + m->off));
     }
+    /* What this node's session cost ZooKeeper, by kind and path class (benchmarks). */
+    prom_family(out, "drover_zk_requests_total", "counter",
+                "ZooKeeper requests this node's session issued, by kind and path class (ids as "
+                "{}; a multi-op's class is its first op's path's).");
+    enum coord_req kind;
+    const char *cls;
+    uint64_t n;
+    for (size_t i = 0; coord_session_requests_by_path(e->zk, i, &kind, &cls, &n); i++) {
+        char lc[COORD_PATH_CLASS_MAX * 2];
+        evbuffer_add_printf(out, "drover_zk_requests_total{kind=\"%s\",path=\"%s\"} %llu\n",
+                            kind == COORD_REQ_N ? "other" : coord_req_name(kind),
+                            prom_label(*cls ? cls : "other", lc, sizeof(lc)),
+                            (unsigned long long)n);
+    }
 }

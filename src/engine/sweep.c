@@ -15,6 +15,16 @@
  * With keep_root (a start that failed half-way: its leftovers go, so the
  * next attempt starts clean) the announcement and the API's control znode
  * stay.
+ *
+ * Known names first: an owner that created the subtree itself (jobstart.c,
+ * subtree_made) knows every name in it: the context's parts, the nodes'
+ * chunks, the log chunks it wrote, the run records it has listed and not
+ * deleted. It sends their deletes, the root's last, without listing (the
+ * listings were 7 of a small job's requests). A name it does not know (a
+ * worker's late record, a user's control znode) makes the multi-op fail
+ * whole (the parent is not empty), one it knows wrongly too (no node): then
+ * the sweep lists, as above. The multi-op is fenced like the listing
+ * sweep's, so nothing else changes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +33,7 @@
 #include "coord.h"
 #include "engine_int.h"
 #include "log.h"
+#include "strmap.h"
 #include "xalloc.h"
 #include "zkpath.h"
 
@@ -32,6 +43,7 @@
 struct sweep {
     struct ejob *j;
     bool keep_root;
+    bool known; /* the names are the owner's own, not listed: on failure, list */
     int listing;
     char **children;
     size_t n_children;
@@ -92,6 +104,13 @@ static void on_deleted(const struct coord_txn_result *r, void *arg)
     if (r->rc == DRV_ECONFLICT && r->failed_op < 0) {
         engine__job_lost(j, "lock lost while removing the job's znodes");
         sweep_end(s, DRV_ECONFLICT);
+    } else if (r->rc && s->known) {
+        /* A name not known or known wrongly: list, as an owner that did not make it. */
+        log_info(MOD, "event=job-sweep-listing job=%s error=%s", j->id, drv_strerror(r->rc));
+        bool keep = s->keep_root;
+        sweep_free(s);
+        sweep_start(j, keep);
+        engine__job_unref(j);
     } else if (r->rc) {
         sweep_end(s, r->rc); /* a child came or went: list again */
     } else {
@@ -184,8 +203,43 @@ static void sweep_start(struct ejob *j, bool keep_root)
     free(p);
 }
 
+/* The subtree by the names this owner made and saw, grandchildren first, the root last. */
+static void sweep_known(struct ejob *j)
+{
+    struct sweep *s = xcalloc(1, sizeof(*s));
+    s->j = j;
+    s->known = true;
+    j->sweeps++;
+    engine__job_ref(j);
+    for (size_t k = 0; k < j->ctx_parts; k++)
+        add_del(s, zkpath_job_ctx_part(NULL, 0, j->id, k));
+    for (size_t k = 0; !j->nchunks_new && k < j->n_nchunks; k++)
+        add_del(s, zkpath_job_nodes_chunk(NULL, 0, j->id, k));
+    const struct eplan *plans[] = {&j->fwd, &j->rb};
+    for (size_t i = 0; i < 2; i++)
+        for (size_t k = 0; plans[i]->chunk_ver && k < plans[i]->n_chunks; k++)
+            if (plans[i]->chunk_ver[k] >= 0)
+                add_del(s, zkpath_job_log_chunk(NULL, 0, j->id, plans[i]->phase, k));
+    size_t pos = 0;
+    const char *name;
+    void *v;
+    while (j->runs && strmap_next(j->runs, &pos, &name, &v))
+        if (!((struct erun *)v)->deleted)
+            add_del(s, zkpath_job_run(NULL, 0, j->id, name));
+    add_del(s, zkpath_job_ctx(NULL, 0, j->id));
+    add_del(s, zkpath_job_nodes(NULL, 0, j->id));
+    add_del(s, zkpath_job_log(NULL, 0, j->id));
+    add_del(s, zkpath_job_runs(NULL, 0, j->id));
+    add_del(s, zkpath_job_state(NULL, 0, j->id));
+    add_del(s, zkpath_job(NULL, 0, j->id));
+    sweep_next(s);
+}
+
 void engine__job_sweep(struct ejob *j, bool keep_root)
 {
     j->sweeps = 0;
-    sweep_start(j, keep_root);
+    if (j->subtree_made && !keep_root && j->st_ver >= 0)
+        sweep_known(j);
+    else
+        sweep_start(j, keep_root);
 }

@@ -365,6 +365,38 @@ static void test_item_names(void **state)
     assert_string_equal(names[2], "i5-18c2f3a4b5d-ka");
 }
 
+/* coord_path_class: instances (a digit, '.', '-', or over 12 characters) past the second
+   component written "{}", the rest kept, cut at COORD_PATH_CLASS_MAX - 1. */
+static void test_path_class(void **state)
+{
+    (void)state;
+    char c[COORD_PATH_CLASS_MAX];
+    coord_path_class("/drover/jobs/42/runs/f3.1.worker-1.9a", c);
+    assert_string_equal(c, "/drover/jobs/{}/runs/{}");
+    coord_path_class("/drover/locks/jobs/7/c-0100-aa-1-0000000000", c);
+    assert_string_equal(c, "/drover/locks/jobs/{}/{}");
+    coord_path_class("/drover/members/droverd/droverd-1", c);
+    assert_string_equal(c, "/drover/members/droverd/{}");
+    coord_path_class("/drover/queues/acme/default/items/s03", c);
+    assert_string_equal(c, "/drover/queues/acme/default/items/{}");
+    coord_path_class("/drover-1/x", c); /* the first two components are kept as they are */
+    assert_string_equal(c, "/drover-1/x");
+    coord_path_class("/drover/jobs/averyveryverylongname", c);
+    assert_string_equal(c, "/drover/jobs/{}");
+    coord_path_class("/", c);
+    assert_string_equal(c, "/");
+    coord_path_class(NULL, c);
+    assert_string_equal(c, "-");
+    coord_path_class("", c);
+    assert_string_equal(c, "-");
+    char long_path[200];
+    memset(long_path, 'a', sizeof(long_path) - 1);
+    long_path[0] = '/';
+    long_path[sizeof(long_path) - 1] = 0;
+    coord_path_class(long_path, c);
+    assert_int_equal(strlen(c), COORD_PATH_CLASS_MAX - 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -379,6 +411,7 @@ int main(void)
         cmocka_unit_test(test_pool_grants),
         cmocka_unit_test(test_pool_release_marker),
         cmocka_unit_test(test_item_names),
+        cmocka_unit_test(test_path_class),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
