@@ -95,6 +95,7 @@ struct coord_queue {
     unsigned poke_shard;
     unsigned epoch; /* bumped when the session expires: older claim results are void */
     unsigned refill_tries;
+    struct coord_queue_counters counters; /* coord_queue_counters */
     /* held claims (queue_hold.c) */
     coord_lost_cb on_lost;
     void *lost_arg;

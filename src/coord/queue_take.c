@@ -144,6 +144,7 @@ static void deliver(struct coord_queue *q, struct attempt *a, int i)
     it->priority = COORD_QUEUE_MAX_PRIORITY - (a->names[i][1] - '0');
     it->ctime_ms = a->ctime[i];
     coord__q_hold_add(q, id, a->gen);
+    q->counters.delivered++;
     t->cb(it, 0, t->arg);
     free(t);
 }
@@ -209,6 +210,8 @@ static void claim_done(struct coord__op *op)
 {
     struct attempt *a = op->owner;
     a->claim_rc = op->rc;
+    if (op->rc != ZOK)
+        a->q->counters.claims_failed++;
     attempt_part(a);
 }
 
@@ -241,6 +244,7 @@ static void claim(struct coord_queue *q, unsigned shard, char **names, int n)
     a->get_rc = xcalloc((size_t)n, sizeof(int));
     q->refs++;
     q->claiming += (size_t)n;
+    q->counters.claims++;
     char data[256];
     char cq[128];
     snprintf(cq, sizeof(cq), "%s", q->consumer);
@@ -374,6 +378,7 @@ static void listing_part(struct listing *l)
             q->scanned = 0;
             round_reset(q);
         } else {
+            q->counters.listings_empty++;
             q->scanned++;
             q->shard = (l->shard + 1) % q->shards;
             if (q->scanned >= q->shards) {
@@ -394,6 +399,7 @@ static void listing_part(struct listing *l)
                 } else {
                     /* A whole round was empty: wait for a watch (set by the listings). */
                     q->idle = true;
+                    q->counters.idles++;
                 }
             }
         }
@@ -447,6 +453,7 @@ static void on_queue_event(void *owner, int type, const char *path)
         return;
     }
     /* Something changed while idle: look there first. */
+    q->counters.wakes++;
     q->shard = k;
     q->idle = false;
     q->scanned = 0;
@@ -479,6 +486,7 @@ static void refill(struct coord_queue *q)
     l->parts = 2;
     l->rc = ZOK;
     q->refs++;
+    q->counters.listings++;
     char *sp = coord__q_shard_path(q, q->shard);
     coord__reg_watch_add(&q->s->reg, sp, COORD__WM_ANY, q, on_queue_event);
     coord__zk_children(coord__op_new(q->s, listed_items, l), sp, true);
@@ -566,6 +574,11 @@ void coord_queue_take(struct coord_queue *q, int timeout_ms, coord_take_cb cb, v
         t->timer = coord__timer(q->s, timeout_ms, take_timeout, t);
     }
     coord__q_pump(q);
+}
+
+void coord_queue_counters(const struct coord_queue *q, struct coord_queue_counters *out)
+{
+    *out = q->counters;
 }
 
 void coord_queue_item_free(struct coord_queue_item *it)
