@@ -133,6 +133,8 @@ void coord__q_hold_add(struct coord_queue *q, const char *id, unsigned gen);
 void coord__q_hold_session(struct coord_queue *q, enum coord__session_event ev);
 void coord__q_hold_close(struct coord_queue *q);
 void coord__q_hold_free(struct coord_queue *q);
+/* Whether this consumer holds the item id "sNN/<name>" (delivered, not completed or released). */
+bool coord__q_holds(struct coord_queue *q, const char *id);
 /* Delete a claim this session made that nobody was given (not delivered). */
 void coord__q_drop_claim(struct coord_queue *q, const char *id, unsigned gen);
 

@@ -321,7 +321,8 @@ static int released_shard(const struct coord_queue *q, char **claims, int n_clai
 {
     for (size_t i = 0; i < q->n_round_claimed; i++) {
         const char *k = q->round_claimed[i];
-        if (!bsearch(&k, claims, (size_t)n_claims, sizeof(char *), coord__q_cmp_item))
+        if (n_claims == 0 ||
+            !bsearch(&k, claims, (size_t)n_claims, sizeof(char *), coord__q_cmp_item))
             return atoi(q->round_claimed[i] + 1);
     }
     return -1;
@@ -334,6 +335,14 @@ static bool skipped(const struct coord_queue *q, const char *name)
     const char *k = strchr(name + 1, '-');
     k = k ? strchr(k + 1, '-') : NULL;
     return k && k[1] == 'k' && q->skip(k + 2, q->skip_arg);
+}
+
+/* Whether this consumer holds name of shard: claimed, by itself. */
+static bool held_here(struct coord_queue *q, unsigned shard, const char *name)
+{
+    char id[512];
+    snprintf(id, sizeof(id), "s%02u/%s", shard, name);
+    return coord__q_holds(q, id);
 }
 
 static void listing_part(struct listing *l)
@@ -350,7 +359,8 @@ static void listing_part(struct listing *l)
         coord__timer(q->s, coord__backoff_ms(q->s, q->refill_tries++), refill_later, q);
     } else {
         q->refill_tries = 0;
-        qsort(l->claims, (size_t)l->n_claims, sizeof(char *), coord__q_cmp_item);
+        if (l->n_claims > 0)
+            qsort(l->claims, (size_t)l->n_claims, sizeof(char *), coord__q_cmp_item);
         char prefix[8];
         snprintf(prefix, sizeof(prefix), "s%02u-", l->shard);
         cache_clear(q);
@@ -362,7 +372,9 @@ static void listing_part(struct listing *l)
             char key[512];
             snprintf(key, sizeof(key), "%s%s", prefix, l->items[i]);
             const char *k = key;
-            if (bsearch(&k, l->claims, (size_t)l->n_claims, sizeof(char *), coord__q_cmp_item)) {
+            if ((l->n_claims > 0 &&
+                 bsearch(&k, l->claims, (size_t)l->n_claims, sizeof(char *), coord__q_cmp_item)) ||
+                held_here(q, l->shard, l->items[i])) {
                 XGROW(q->round_claimed, q->cap_round_claimed, q->n_round_claimed + 1);
                 q->round_claimed[q->n_round_claimed++] = xstrdup(key);
                 continue;
@@ -409,9 +421,33 @@ static void listing_part(struct listing *l)
     coord__q_unref(q);
 }
 
+static void listed_claims(struct coord__op *op);
+static void on_queue_event(void *owner, int type, const char *path);
+
+/* The claims are listed only when the shard's names need them (step 1). */
+static bool claims_needed(struct coord_queue *q, const struct listing *l)
+{
+    bool last = q->scanned + 1 >= q->shards;
+    if (last && q->n_round_claimed > 0)
+        return true; /* the round's end checks them, and idle watches them */
+    for (int i = 0; i < l->n_items; i++) {
+        if (!coord__q_name_ok(l->items[i]))
+            continue;
+        if (held_here(q, l->shard, l->items[i])) {
+            if (last)
+                return true; /* passed over as claimed: as above */
+            continue;
+        }
+        if (!skipped(q, l->items[i]))
+            return true; /* one it may take: is it claimed? */
+    }
+    return false;
+}
+
 static void listed_items(struct coord__op *op)
 {
     struct listing *l = op->owner;
+    struct coord_queue *q = l->q;
     if (op->rc != ZOK) {
         l->rc = op->rc;
     } else {
@@ -419,6 +455,18 @@ static void listed_items(struct coord__op *op)
         l->n_items = op->strc;
         op->strv = NULL;
         op->strc = 0;
+        if (!q->dead && l->epoch == q->epoch && claims_needed(q, l)) {
+            l->parts++;
+            q->counters.claims_listings++;
+            char *cp = xasprintf("%s/claims", q->path);
+            /* The round's last listing also watches the claims: while idle, a dead
+               consumer's items come back. */
+            bool watch_claims = q->scanned + 1 >= q->shards;
+            if (watch_claims)
+                coord__reg_watch_add(&q->s->reg, cp, COORD__WM_ANY, q, on_queue_event);
+            coord__zk_children(coord__op_new(q->s, listed_claims, l), cp, watch_claims);
+            free(cp);
+        }
     }
     listing_part(l);
 }
@@ -483,7 +531,7 @@ static void refill(struct coord_queue *q)
     l->q = q;
     l->shard = q->shard;
     l->epoch = q->epoch;
-    l->parts = 2;
+    l->parts = 1; /* the claims' listing adds one when it is needed (listed_items) */
     l->rc = ZOK;
     q->refs++;
     q->counters.listings++;
@@ -491,13 +539,6 @@ static void refill(struct coord_queue *q)
     coord__reg_watch_add(&q->s->reg, sp, COORD__WM_ANY, q, on_queue_event);
     coord__zk_children(coord__op_new(q->s, listed_items, l), sp, true);
     free(sp);
-    char *cp = xasprintf("%s/claims", q->path);
-    /* Idle consumers also watch the claims: a dead consumer's items come back. */
-    bool watch_claims = q->scanned + 1 >= q->shards;
-    if (watch_claims)
-        coord__reg_watch_add(&q->s->reg, cp, COORD__WM_ANY, q, on_queue_event);
-    coord__zk_children(coord__op_new(q->s, listed_claims, l), cp, watch_claims);
-    free(cp);
 }
 
 static void pump_now(struct coord_queue *q)
