@@ -84,9 +84,12 @@ struct coord_queue {
     unsigned shard;   /* the shard to list next */
     unsigned scanned; /* empty shards seen in a row */
     bool refilling;
-    bool idle;            /* a whole round was empty: waiting for a watch */
-    bool poked;           /* a watch fired during the round */
-    char **round_claimed; /* "sNN-<name>" of claimed items passed over in this round */
+    bool idle;             /* a whole round was empty: waiting for a watch */
+    bool poked;            /* a watch fired during the round */
+    bool redirect;         /* the round's next listing goes to poke_shard */
+    bool pacing;           /* waiting SCAN_PACE_MS before the round's next listing */
+    struct event *pace_ev; /* its timer */
+    char **round_claimed;  /* "sNN-<name>" of claimed items passed over in this round */
     size_t n_round_claimed, cap_round_claimed;
     coord_skip_cb skip; /* the consumer's own filter (coord_queue_opts) */
     void *skip_arg;

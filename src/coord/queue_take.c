@@ -2,8 +2,11 @@
  * queue_take: taking items from a queue (see queue_int.h for the tree).
  *
  * Recipe:
- *   1. list one shard (with a child watch) and the claims; keep the unclaimed
- *      names, in queue order (priority, then age), as the cache;
+ *   1. list one shard (with a child watch); then, only when it has a name
+ *      this consumer may take (not its own, not skipped) or when this is the
+ *      round's last listing and something was passed over as claimed (5),
+ *      list the claims; keep the unclaimed names, in queue order (priority,
+ *      then age), as the cache. Names this consumer holds count as claimed;
  *   2. claim the head of the cache for the waiting takes: one multi-op of
  *      (check item, create ephemeral claim) pairs, up to 64, sent on the
  *      current session and remembered with its generation, the items read
@@ -15,25 +18,39 @@
  *   4. a multi-op that fails because another consumer claimed one name: leave
  *      the shard to it (drop the cache, jump to a random other shard); the
  *      other names stay in the queue;
- *   5. only when the cache is empty list again: the next shard; after a round
- *      of empty shards wait for a child watch on a shard or on the claims (a
- *      dead consumer's claims vanish). The claims watch is set by the round's
+ *   5. only when the cache is empty list again: the next shard, SCAN_PACE_MS
+ *      after a listing that found nothing (the pace); after a round of empty
+ *      shards wait for a child watch on a shard or on the claims (a dead
+ *      consumer's claims vanish). The claims watch is set by the round's
  *      last listing; a claim released between an earlier listing and that
  *      one would be missed, so the items passed over as claimed during the
  *      round are checked against the last listing's claims: one whose claim
- *      is gone sends the consumer back to its shard instead of idle;
+ *      is gone sends the consumer back to its shard instead of idle. A watch
+ *      that fires during a round sends its next listing to that shard, and
+ *      the round does not end idle (it starts again there);
  *   6. a consumer's skip filter (coord_queue_opts.skip) passes items over as
  *      if they were claimed; coord_queue_rescan starts a round again.
  * No consumer re-lists the queue on every change (no herd); consumers start
  * at different shards (a hash of consumer, session and a random draw).
  *
+ * Why the pace: a consumer with takes waiting (a worker with free slots)
+ * lists shard after shard until a round is empty and no watch fired during
+ * it. Under a steady flow of small tasks a watch fires in every round, so it
+ * never rests: its listings were bound by the round trip, not by the work
+ * (bench/run engine-small, four workers: 2.7-5.9 listings per task, two
+ * thirds of the workers' requests). 5 ms between the empty listings of a
+ * round cut them to about 1.3-2 per task; a new item still waits at most
+ * the pace, since a watch that fires sends the round's next listing to it.
+ *
  *   cache empty --refill--> LISTING --names--> CLAIMING --claimed--> deliver
- *        ^                    |  empty round                 |  taken by another
- *        |                    v                              v
- *        +---- watch fired -- IDLE                  drop cache, other shard
+ *        ^   ^ pace (5 ms)    |  empty round                 |  taken by another
+ *        |   +---- empty -----+                              v
+ *        |                    v                     drop cache, other shard
+ *        +---- watch fired -- IDLE
  *
  * Cost: per item 1 read and 1/64 of a multi-op (the claim batch), plus one
- * listing of a shard per cache refill.
+ * listing of a shard per cache refill (and of the claims when step 1 needs
+ * them); at most one listing per SCAN_PACE_MS while a round finds nothing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +64,7 @@
 
 #define MOD "coord"
 #define CLAIM_BATCH 64
+#define SCAN_PACE_MS 5 /* between a listing that found nothing and the round's next one */
 
 static struct take *take_pop(struct coord_queue *q)
 {
@@ -345,6 +363,24 @@ static bool held_here(struct coord_queue *q, unsigned shard, const char *name)
     return coord__q_holds(q, id);
 }
 
+static void pace_end(void *owner)
+{
+    struct coord_queue *q = owner;
+    q->pacing = false;
+    q->pace_ev = NULL;
+    if (!q->dead)
+        coord__q_pump(q);
+    coord__q_unref(q);
+}
+
+/* Step 5's pace: the next listing of this round waits SCAN_PACE_MS. */
+static void pace(struct coord_queue *q)
+{
+    q->pacing = true;
+    q->refs++;
+    q->pace_ev = coord__timer(q->s, SCAN_PACE_MS, pace_end, q);
+}
+
 static void listing_part(struct listing *l)
 {
     if (--l->parts > 0)
@@ -393,6 +429,8 @@ static void listing_part(struct listing *l)
             q->counters.listings_empty++;
             q->scanned++;
             q->shard = (l->shard + 1) % q->shards;
+            if (q->scanned < q->shards)
+                pace(q);
             if (q->scanned >= q->shards) {
                 q->scanned = 0;
                 /* This listing's own passed-over names are as fresh as its claims. */
@@ -498,6 +536,7 @@ static void on_queue_event(void *owner, int type, const char *path)
         /* The watch is spent: remember it, so that the round does not end idle. */
         q->poked = true;
         q->poke_shard = k;
+        q->redirect = true; /* and the round's next listing goes there */
         return;
     }
     /* Something changed while idle: look there first. */
@@ -526,6 +565,10 @@ void coord_queue_rescan(struct coord_queue *q)
 
 static void refill(struct coord_queue *q)
 {
+    if (q->redirect) {
+        q->redirect = false;
+        q->shard = q->poke_shard;
+    }
     q->refilling = true;
     struct listing *l = xcalloc(1, sizeof(*l));
     l->q = q;
@@ -557,7 +600,7 @@ static void pump_now(struct coord_queue *q)
         q->cache_pos += n;
     }
     if (q->claiming < q->n_takes && q->cache_pos >= q->cache_n && !q->refilling && !q->idle &&
-        coord_session_state(q->s) != COORD_EXPIRED)
+        !q->pacing && coord_session_state(q->s) != COORD_EXPIRED)
         refill(q);
 }
 
@@ -639,6 +682,7 @@ void coord__q_take_lost(struct coord_queue *q)
     q->refilling = false;
     q->idle = false;
     q->poked = false;
+    q->redirect = false;
     cache_clear(q);
     round_reset(q);
 }
@@ -655,6 +699,12 @@ void coord__q_take_close(struct coord_queue *q)
         coord__timer_cancel(q->pump_ev);
         q->pump_ev = NULL;
         q->pump_scheduled = false;
+        q->refs--;
+    }
+    if (q->pace_ev) {
+        coord__timer_cancel(q->pace_ev);
+        q->pace_ev = NULL;
+        q->pacing = false;
         q->refs--;
     }
 }
