@@ -827,13 +827,14 @@ void coord_queue_rescan(struct coord_queue *q);
 /*
  * What this consumer's takes have cost so far, for benchmarks and logs
  * (bench/engine BENCH_DEBUG): listings of a shard, those that left nothing to
- * claim, listings of the claims, claim multi-ops and those that failed (another
+ * claim, shards passed over without a listing (empty, their watch not fired
+ * since), listings of the claims, claim multi-ops and those that failed (another
  * consumer was first), items delivered, rounds that ended idle and wake-ups from
  * idle. Loop thread; q not NULL.
  */
 struct coord_queue_counters {
-    uint64_t listings, listings_empty, claims_listings, claims, claims_failed, delivered, idles,
-        wakes;
+    uint64_t listings, listings_empty, skipped, claims_listings, claims, claims_failed, delivered,
+        idles, wakes;
 };
 void coord_queue_counters(const struct coord_queue *q, struct coord_queue_counters *out);
 

@@ -86,7 +86,8 @@ struct coord_queue {
     bool refilling;
     bool idle;             /* a whole round was empty: waiting for a watch */
     bool poked;            /* a watch fired during the round */
-    bool redirect;         /* the round's next listing goes to poke_shard */
+    bool fired[100];       /* per shard: its watch fired during the round, not listed since */
+    bool clean[100];       /* per shard: listed with no item, its watch not fired since */
     bool pacing;           /* waiting SCAN_PACE_MS before the round's next listing */
     struct event *pace_ev; /* its timer */
     char **round_claimed;  /* "sNN-<name>" of claimed items passed over in this round */

@@ -25,9 +25,12 @@
  *      last listing; a claim released between an earlier listing and that
  *      one would be missed, so the items passed over as claimed during the
  *      round are checked against the last listing's claims: one whose claim
- *      is gone sends the consumer back to its shard instead of idle. A watch
- *      that fires during a round sends its next listing to that shard, and
- *      the round does not end idle (it starts again there);
+ *      is gone sends the consumer back to its shard instead of idle. A
+ *      shard's watch that fires during a round marks it fired: fired shards
+ *      are listed first, out of the round's order (the round's cursor stays),
+ *      and the round does not end idle (it starts again). A clean shard (its
+ *      last listing held no item and its watch has not fired since) is passed
+ *      over without a request, unless it would be the round's last listing;
  *   6. a consumer's skip filter (coord_queue_opts.skip) passes items over as
  *      if they were claimed; coord_queue_rescan starts a round again.
  * No consumer re-lists the queue on every change (no herd); consumers start
@@ -39,13 +42,26 @@
  * never rests: its listings were bound by the round trip, not by the work
  * (bench/run engine-small, four workers: 2.7-5.9 listings per task, two
  * thirds of the workers' requests). 5 ms between the empty listings of a
- * round cut them to about 1.3-2 per task; a new item still waits at most
- * the pace, since a watch that fires sends the round's next listing to it.
+ * round cut them to about 1.3-2 per task. Why fired and clean shards: paced,
+ * a round takes 16 paces, and a consumer whose watch on a shard fired sees
+ * nothing more there until it lists it again; a new item put there waited
+ * for the round to come round (hops of 200-350 ms at rest). Listed first, a
+ * fired shard is seen a pace after its change; passed over, a clean one
+ * costs neither a request nor a pace.
+ *
+ * Invariants of an idle consumer (what makes the skipping safe):
+ *   Q1. every shard is listed since its watch last fired, and each listing
+ *       set the watch again: a new item wakes it (a round ends idle only
+ *       when no watch fired during it, and a clean shard's watch is set by
+ *       its last listing and has not fired since);
+ *   Q2. the items passed over as claimed in the round were checked against
+ *       the claims of its last listing, which set the claims' watch: a
+ *       release wakes it (a clean shard held no item to pass over).
  *
  *   cache empty --refill--> LISTING --names--> CLAIMING --claimed--> deliver
- *        ^   ^ pace (5 ms)    |  empty round                 |  taken by another
- *        |   +---- empty -----+                              v
- *        |                    v                     drop cache, other shard
+ *        ^   ^ pace (5 ms)    |  (a fired shard first,       |  taken by another
+ *        |   +---- empty -----+   a clean one passed over)   v
+ *        |                    v empty round         drop cache, other shard
  *        +---- watch fired -- IDLE
  *
  * Cost: per item 1 read and 1/64 of a multi-op (the claim batch), plus one
@@ -306,6 +322,7 @@ struct listing {
     int n_items;
     char **claims;
     int n_claims;
+    bool extra; /* a fired shard listed out of the round's order (the cursor stays) */
 };
 
 static void listing_free(struct listing *l)
@@ -395,6 +412,11 @@ static void listing_part(struct listing *l)
         coord__timer(q->s, coord__backoff_ms(q->s, q->refill_tries++), refill_later, q);
     } else {
         q->refill_tries = 0;
+        /* Clean: its watch is set and it held no item (step 5 skips it until the watch fires). */
+        bool none = true;
+        for (int i = 0; i < l->n_items && none; i++)
+            none = !coord__q_name_ok(l->items[i]);
+        q->clean[l->shard] = none;
         if (l->n_claims > 0)
             qsort(l->claims, (size_t)l->n_claims, sizeof(char *), coord__q_cmp_item);
         char prefix[8];
@@ -425,6 +447,9 @@ static void listing_part(struct listing *l)
         if (q->cache_n) {
             q->scanned = 0;
             round_reset(q);
+        } else if (l->extra) {
+            q->counters.listings_empty++;
+            pace(q);
         } else {
             q->counters.listings_empty++;
             q->scanned++;
@@ -465,7 +490,7 @@ static void on_queue_event(void *owner, int type, const char *path);
 /* The claims are listed only when the shard's names need them (step 1). */
 static bool claims_needed(struct coord_queue *q, const struct listing *l)
 {
-    bool last = q->scanned + 1 >= q->shards;
+    bool last = !l->extra && q->scanned + 1 >= q->shards;
     if (last && q->n_round_claimed > 0)
         return true; /* the round's end checks them, and idle watches them */
     for (int i = 0; i < l->n_items; i++) {
@@ -499,7 +524,7 @@ static void listed_items(struct coord__op *op)
             char *cp = xasprintf("%s/claims", q->path);
             /* The round's last listing also watches the claims: while idle, a dead
                consumer's items come back. */
-            bool watch_claims = q->scanned + 1 >= q->shards;
+            bool watch_claims = !l->extra && q->scanned + 1 >= q->shards;
             if (watch_claims)
                 coord__reg_watch_add(&q->s->reg, cp, COORD__WM_ANY, q, on_queue_event);
             coord__zk_children(coord__op_new(q->s, listed_claims, l), cp, watch_claims);
@@ -530,13 +555,18 @@ static void on_queue_event(void *owner, int type, const char *path)
         return;
     unsigned k = q->shard;
     size_t plen = strlen(q->path);
-    if (strncmp(path, q->path, plen) == 0 && strncmp(path + plen, "/items/s", 8) == 0)
+    bool shard_event =
+        strncmp(path, q->path, plen) == 0 && strncmp(path + plen, "/items/s", 8) == 0;
+    if (shard_event) {
         k = (unsigned)atoi(path + plen + 8) % q->shards;
+        q->clean[k] = false; /* its watch is spent: list it again */
+    }
     if (!q->idle) {
         /* The watch is spent: remember it, so that the round does not end idle. */
         q->poked = true;
         q->poke_shard = k;
-        q->redirect = true; /* and the round's next listing goes there */
+        if (shard_event)
+            q->fired[k] = true; /* and the round lists it next (refill) */
         return;
     }
     /* Something changed while idle: look there first. */
@@ -565,20 +595,34 @@ void coord_queue_rescan(struct coord_queue *q)
 
 static void refill(struct coord_queue *q)
 {
-    if (q->redirect) {
-        q->redirect = false;
-        q->shard = q->poke_shard;
+    /* A shard whose watch fired during the round comes first, out of the round's order: a
+       new item waits at most the pace (and the listings of the other fired ones). */
+    int target = -1;
+    for (unsigned i = 0; i < q->shards && target < 0; i++)
+        if (q->fired[(q->shard + i) % q->shards])
+            target = (int)((q->shard + i) % q->shards);
+    if (target < 0) {
+        /* Clean shards are passed over without a request, except as the round's last listing
+           (whose claims the round's end checks, and which sets the claims' watch). */
+        while (q->clean[q->shard] && q->scanned + 1 < q->shards) {
+            q->scanned++;
+            q->shard = (q->shard + 1) % q->shards;
+            q->counters.skipped++;
+        }
+        target = (int)q->shard;
     }
+    q->fired[target] = false;
     q->refilling = true;
     struct listing *l = xcalloc(1, sizeof(*l));
     l->q = q;
-    l->shard = q->shard;
+    l->shard = (unsigned)target;
+    l->extra = (unsigned)target != q->shard;
     l->epoch = q->epoch;
     l->parts = 1; /* the claims' listing adds one when it is needed (listed_items) */
     l->rc = ZOK;
     q->refs++;
     q->counters.listings++;
-    char *sp = coord__q_shard_path(q, q->shard);
+    char *sp = coord__q_shard_path(q, l->shard);
     coord__reg_watch_add(&q->s->reg, sp, COORD__WM_ANY, q, on_queue_event);
     coord__zk_children(coord__op_new(q->s, listed_items, l), sp, true);
     free(sp);
@@ -682,7 +726,8 @@ void coord__q_take_lost(struct coord_queue *q)
     q->refilling = false;
     q->idle = false;
     q->poked = false;
-    q->redirect = false;
+    memset(q->fired, 0, sizeof(q->fired));
+    memset(q->clean, 0, sizeof(q->clean)); /* the watches went with the session */
     cache_clear(q);
     round_reset(q);
 }

@@ -49,6 +49,7 @@ void worker__maybe_stopped(struct worker *w)
             c.listings += one.listings;
             c.listings_empty += one.listings_empty;
             c.claims_listings += one.claims_listings;
+            c.skipped += one.skipped;
             c.claims += one.claims;
             c.claims_failed += one.claims_failed;
             c.delivered += one.delivered;
@@ -57,13 +58,14 @@ void worker__maybe_stopped(struct worker *w)
         }
         log_info(MOD,
                  "event=worker-stopped worker=%s taken=%lu%s q_listings=%llu q_listings_empty=%llu "
-                 "q_claims_listings=%llu q_claims=%llu q_claims_failed=%llu q_delivered=%llu "
+                 "q_skipped=%llu q_claims_listings=%llu q_claims=%llu q_claims_failed=%llu "
+                 "q_delivered=%llu "
                  "q_idles=%llu q_wakes=%llu",
                  w->id, w->stats.taken, zk, (unsigned long long)c.listings,
-                 (unsigned long long)c.listings_empty, (unsigned long long)c.claims_listings,
-                 (unsigned long long)c.claims, (unsigned long long)c.claims_failed,
-                 (unsigned long long)c.delivered, (unsigned long long)c.idles,
-                 (unsigned long long)c.wakes);
+                 (unsigned long long)c.listings_empty, (unsigned long long)c.skipped,
+                 (unsigned long long)c.claims_listings, (unsigned long long)c.claims,
+                 (unsigned long long)c.claims_failed, (unsigned long long)c.delivered,
+                 (unsigned long long)c.idles, (unsigned long long)c.wakes);
         done(w->stop_arg);
     }
 }
