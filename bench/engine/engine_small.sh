@@ -12,7 +12,9 @@
 # the tenant solving at once on each droverd (default: droverd's own default, 1: the API's
 # fair use, docs/api.md; API_HEAVY=K sets api.max_heavy_per_tenant and _per_user to K and
 # api.heavy_threads to K + 1, to see the engine's bound past the API's), POOL database
-# connections of each droverd, the API's and the engine's (default 4, droverd's default).
+# connections of each droverd, the API's and the engine's (default 4, droverd's default),
+# BENCH_DEBUG=1 the workers' requests by kind and their queue counters at the end (the workers
+# at info, stopped after the N jobs).
 #
 # One ZooKeeper, PostgreSQL, three droverd and four workers (noop plugins, concurrency 64),
 # as engine_bench.sh. Order: the warm-up, then the lone jobs one after the other with
