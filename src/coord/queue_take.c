@@ -80,7 +80,20 @@
 
 #define MOD "coord"
 #define CLAIM_BATCH 64
-#define SCAN_PACE_MS 5 /* between a listing that found nothing and the round's next one */
+#define SCAN_PACE_MS 2 /* between a listing that found nothing and the round's next one */
+
+/* The round's state (DROVER_CHECKS): a fired shard is not clean; an idle consumer has no
+   fired shard, no listing in flight and no pace running; the cursor is within the round. */
+static void take_check(const struct coord_queue *q)
+{
+    COORD__ASSERT(q->shards >= 1 && q->shards <= 100 && q->shard < q->shards);
+    COORD__ASSERT(q->scanned < q->shards);
+    for (unsigned k = 0; k < q->shards; k++) {
+        COORD__ASSERT(!(q->fired[k] && q->clean[k]));
+        COORD__ASSERT(!(q->idle && q->fired[k]));
+    }
+    COORD__ASSERT(!q->idle || (!q->refilling && !q->pacing));
+}
 
 static struct take *take_pop(struct coord_queue *q)
 {
@@ -478,6 +491,7 @@ static void listing_part(struct listing *l)
                 }
             }
         }
+        COORD__CHECK(take_check, q);
         coord__q_pump(q);
     }
     listing_free(l);
@@ -595,6 +609,9 @@ void coord_queue_rescan(struct coord_queue *q)
 
 static void refill(struct coord_queue *q)
 {
+    q->shard %= q->shards; /* drawn before the open read the queue's own count */
+    if (q->scanned >= q->shards)
+        q->scanned = 0;
     /* A shard whose watch fired during the round comes first, out of the round's order: a
        new item waits at most the pace (and the listings of the other fired ones). */
     int target = -1;
@@ -622,6 +639,7 @@ static void refill(struct coord_queue *q)
     l->rc = ZOK;
     q->refs++;
     q->counters.listings++;
+    COORD__CHECK(take_check, q);
     char *sp = coord__q_shard_path(q, l->shard);
     coord__reg_watch_add(&q->s->reg, sp, COORD__WM_ANY, q, on_queue_event);
     coord__zk_children(coord__op_new(q->s, listed_items, l), sp, true);
