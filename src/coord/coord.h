@@ -814,10 +814,11 @@ typedef void (*coord_take_cb)(struct coord_queue_item *item, int rc, void *arg);
  * claimed by someone else is never delivered). Cost per item: one read
  * request (ZooKeeper 3.8's C client has no multi-read) and a share of the
  * multi-op (coord_queue-pipelined). While takes wait and the shards it lists
- * hold nothing for it, a consumer lists at most one shard per 5 ms (a shard
- * whose watch fired first; one that was empty and whose watch has not fired
- * is not listed), lists the claims only when a shard has a name it may take,
- * and sends nothing once a whole round is empty (coord_queue-paced).
+ * hold nothing for it, a consumer waits 5 ms after each empty listing but a
+ * round's last before the next (a shard whose watch fired is listed first;
+ * one that was empty and whose watch has not fired is not listed), lists
+ * the claims only when a shard has a name it may take, and sends nothing
+ * once a round is empty with no watch fired during it (coord_queue-paced).
  */
 void coord_queue_take(struct coord_queue *q, int timeout_ms, coord_take_cb cb, void *arg);
 
