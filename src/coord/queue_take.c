@@ -80,7 +80,7 @@
 
 #define MOD "coord"
 #define CLAIM_BATCH 64
-#define SCAN_PACE_MS 2 /* between a listing that found nothing and the round's next one */
+#define SCAN_PACE_MS 5 /* between a listing that found nothing and the round's next one */
 
 /* The round's state (DROVER_CHECKS): a fired shard is not clean; an idle consumer has no
    fired shard, no listing in flight and no pace running; the cursor is within the round. */
