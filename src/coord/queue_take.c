@@ -429,7 +429,7 @@ static void listing_part(struct listing *l)
         bool none = true;
         for (int i = 0; i < l->n_items && none; i++)
             none = !coord__q_name_ok(l->items[i]);
-        q->clean[l->shard] = none;
+        q->clean[l->shard] = none && !q->fired[l->shard]; /* fired meanwhile: list it again */
         if (l->n_claims > 0)
             qsort(l->claims, (size_t)l->n_claims, sizeof(char *), coord__q_cmp_item);
         char prefix[8];
