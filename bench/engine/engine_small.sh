@@ -12,7 +12,9 @@
 # the tenant solving at once on each droverd (default: droverd's own default, 1: the API's
 # fair use, docs/api.md; API_HEAVY=K sets api.max_heavy_per_tenant and _per_user to K and
 # api.heavy_threads to K + 1, to see the engine's bound past the API's), POOL database
-# connections of each droverd, the API's and the engine's (default 4, droverd's default).
+# connections of each droverd, the API's and the engine's (default 4, droverd's default),
+# BENCH_DEBUG=1 the workers' requests by kind and their queue counters at the end (the workers
+# at info, stopped after the N jobs).
 #
 # One ZooKeeper, PostgreSQL, three droverd and four workers (noop plugins, concurrency 64),
 # as engine_bench.sh. Order: the warm-up, then the lone jobs one after the other with
@@ -42,8 +44,12 @@ catalogue_json "$FIXTURES" > "$T/coopr.json"
 expect 200 "$(api POST /v1/import "@$T/coopr.json")" '' "import the Coopr catalogue"
 # One cluster per job, and as many unfinished jobs as the bench asks.
 expect 200 "$(api PUT /v1/tenants/acme/quotas '{"clusters": 0, "jobs": 0}' "$SUPER")" '' "lift acme's quotas"
+# BENCH_DEBUG=1: the workers at info, stopped at the end, so that their event=worker-stopped
+# says what they cost ZooKeeper by kind of request and what their queue takes did (below).
+wlvl=warn
+[ -z "${BENCH_DEBUG:-}" ] || wlvl=info
 for w in 1 2 3 4; do
-  WORKER_PLUGINS=noop,noop-provider CONCURRENCY=64 LOG_LEVEL=warn start_worker "sw-$w"
+  WORKER_PLUGINS=noop,noop-provider CONCURRENCY=64 LOG_LEVEL=$wlvl start_worker "sw-$w"
 done
 
 # cpu_ticks: CPU clock ticks so far of the stack's parts, "droverd workers zk pg busy": the
@@ -143,3 +149,17 @@ awk -v n="$N" -v hz="$hz" -v d=$((d1 - d0)) -v w=$((w1 - w0)) -v z=$((z1 - z0)) 
       t * ms, d * ms, w * ms, z * ms, p * ms, b * ms, cores, (t > 0 ? cores * 1000 / (t * ms) : 0)
   }'
 echo "small: load $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+if [ -n "${BENCH_DEBUG:-}" ]; then
+  # The workers' requests by kind and their takes' counters, per task taken and per job of 10
+  # tasks (the warm-up and lone jobs included: the counters start with the worker).
+  for w in 1 2 3 4; do
+    kill "$(pid_of "sw-$w")" 2> /dev/null || true
+    wait_exit "sw-$w" 60 > /dev/null || true
+  done
+  grep -h 'event=worker-stopped' "$T"/sw-*.log | awk '{
+      for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "taken" || kv[1] ~ /^(zk|q)_/) v[kv[1]] += kv[2] }
+    } END {
+      printf "small: workers by kind, per task taken (%d tasks) and per 10 tasks:", v["taken"]
+      for (k in v) if (k != "taken" && v["taken"] > 0) printf " %s=%.2f/%.1f", k, v[k] / v["taken"], 10 * v[k] / v["taken"]
+      printf "\n" }'
+fi

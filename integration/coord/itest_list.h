@@ -58,6 +58,7 @@ ITEST("queue-gather", t_queue_gather)
 ITEST("queue-pipelined", t_queue_pipelined)
 ITEST("claim-lost", t_claim_lost)
 ITEST("queue-skip", t_queue_skip)
+ITEST("queue-paced", t_queue_paced)
 
 /* The restart test against a three-server ensemble, whose leader it kills. */
 ITEST_VARIANT("restart-ensemble", "restart", "--ensemble")

@@ -931,3 +931,82 @@ int t_queue_skip(void)
     printf("queue-skip: ok\n");
     return 0;
 }
+
+/*
+ * A consumer with takes waiting, in a queue whose shard changes all the time with nothing
+ * it can take (names that are not items): it paces its listings (SCAN_PACE_MS, 5 ms, between
+ * the empty listings of a round) and lists the claims only when a shard has a name it may
+ * take. Counted by the session's getChildren requests: at most one listing per 5 ms of the
+ * churn, plus one for each round's start and each wake-up. Before, it listed shard and claims one
+ * round trip after the other (thousands in the same time on a local server). Then an item put into
+ * a shard is still taken, and once the churn stops the consumer rests: no request.
+ */
+int t_queue_paced(void)
+{
+    struct event_base *base = event_base_new();
+    struct coord_session *s = it_session(base, 20000), *b = it_session(base, 20000);
+    const char *qp = "/drover/queues/itest/paced";
+    struct coord_queue *qa = open_q(base, s, qp, 16, "a", NULL, NULL);
+    struct take_out tk[8] = {{0}};
+    for (int i = 0; i < 8; i++)
+        coord_queue_take(qa, 60000, on_take, &tk[i]);
+    it_run_for(base, 300); /* a round of empty shards: idle */
+
+    uint64_t c0 = coord_session_requests(s, COORD_REQ_CHILDREN);
+    long t0 = it_now_ms();
+    int churns = 0;
+    while (it_now_ms() - t0 < 1500) {
+        char p[128];
+        snprintf(p, sizeof(p), "%s/items/s%02d/x-%d", qp, churns % 16, churns);
+        struct txn_out o = {0};
+        struct coord_txn *t = coord_txn_new();
+        coord_txn_create(t, p, "{}", 0);
+        coord_txn_commit(b, t, NULL, on_txn, &o);
+        CHECK(wait_txn(base, &o).rc == 0, "create %s rc %d", p, o.rc);
+        struct txn_out d = {0};
+        t = coord_txn_new();
+        coord_txn_delete(t, p, -1);
+        coord_txn_commit(b, t, NULL, on_txn, &d);
+        CHECK(wait_txn(base, &d).rc == 0, "delete %s rc %d", p, d.rc);
+        churns++;
+    }
+    long ms = it_now_ms() - t0;
+    uint64_t lists = coord_session_requests(s, COORD_REQ_CHILDREN) - c0;
+    struct coord_queue_counters qc;
+    coord_queue_counters(qa, &qc);
+    printf("queue-paced: %d churns in %ld ms: %llu listings (%llu of the claims)\n", churns, ms,
+           (unsigned long long)lists, (unsigned long long)qc.claims_listings);
+    CHECK(churns >= 20, "only %d churns", churns);
+    /* 5 ms before each listing but a round's first (after 15 paced ones, or a wake-up). */
+    CHECK(lists <= (uint64_t)(ms / 5 + ms / 30 + 4),
+          "%llu listings in %ld ms: more than one per 5 ms", (unsigned long long)lists, ms);
+    CHECK(qc.claims_listings == 0, "the claims listed %llu times with nothing to take",
+          (unsigned long long)qc.claims_listings);
+
+    /* An item put now is taken by one of the waiting takes. */
+    struct coord_txn *t = coord_txn_new();
+    CHECK(coord_txn_queue_put(t, qa, "j1.f0.1", "{\"task\":0}", 5) == 0, "put");
+    struct txn_out to = {0};
+    coord_txn_commit(b, t, NULL, on_txn, &to);
+    CHECK(wait_txn(base, &to).rc == 0, "put rc %d", to.rc);
+    bool any = false;
+    for (long w0 = it_now_ms(); !any && it_now_ms() - w0 < 30000;) {
+        it_run_for(base, 20);
+        for (int i = 0; i < 8; i++)
+            any = any || tk[i].done;
+    }
+    CHECK(any, "the item put after the churn was never taken");
+
+    /* The churn is over: the consumer rests (a round, then idle: no listing). */
+    it_run_for(base, 1000);
+    uint64_t c1 = coord_session_requests(s, COORD_REQ_CHILDREN);
+    it_run_for(base, 1000);
+    CHECK(coord_session_requests(s, COORD_REQ_CHILDREN) == c1, "listings while nothing changes");
+
+    coord_queue_close(qa);
+    coord_session_free(b);
+    coord_session_free(s);
+    event_base_free(base);
+    printf("queue-paced: ok\n");
+    return 0;
+}

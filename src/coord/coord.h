@@ -863,7 +863,12 @@ typedef void (*coord_take_cb)(struct coord_queue_item *item, int rc, void *arg);
  * multi-op, before the answer, and discarded when the claim fails (an item
  * claimed by someone else is never delivered). Cost per item: one read
  * request (ZooKeeper 3.8's C client has no multi-read) and a share of the
- * multi-op (coord_queue-pipelined).
+ * multi-op (coord_queue-pipelined). While takes wait and the shards it lists
+ * hold nothing for it, a consumer waits 5 ms after each empty listing but a
+ * round's last before the next (a shard whose watch fired is listed first;
+ * one that was empty and whose watch has not fired is not listed), lists
+ * the claims only when a shard has a name it may take, and sends nothing
+ * once a round is empty with no watch fired during it (coord_queue-paced).
  */
 void coord_queue_take(struct coord_queue *q, int timeout_ms, coord_take_cb cb, void *arg);
 
@@ -873,6 +878,20 @@ void coord_queue_take(struct coord_queue *q, int timeout_ms, coord_take_cb cb, v
  * waits; a no-op on a closed queue.
  */
 void coord_queue_rescan(struct coord_queue *q);
+
+/*
+ * What this consumer's takes have cost so far, for benchmarks and logs
+ * (bench/engine BENCH_DEBUG): listings of a shard, those that left nothing to
+ * claim, shards passed over without a listing (empty, their watch not fired
+ * since), listings of the claims, claim multi-ops and those that failed (another
+ * consumer was first), items delivered, rounds that ended idle and wake-ups from
+ * idle. Loop thread; q not NULL.
+ */
+struct coord_queue_counters {
+    uint64_t listings, listings_empty, skipped, claims_listings, claims, claims_failed, delivered,
+        idles, wakes;
+};
+void coord_queue_counters(const struct coord_queue *q, struct coord_queue_counters *out);
 
 /*
  * Done with an item: delete claim and item (and its key record) in one

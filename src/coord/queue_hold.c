@@ -85,6 +85,11 @@ static struct held *held_find(struct coord_queue *q, const char *id)
     return NULL;
 }
 
+bool coord__q_holds(struct coord_queue *q, const char *id)
+{
+    return held_find(q, id) != NULL;
+}
+
 static void fifo_unlink(struct coord_queue *q, struct held *h)
 {
     if (!h->in_fifo)

@@ -84,9 +84,13 @@ struct coord_queue {
     unsigned shard;   /* the shard to list next */
     unsigned scanned; /* empty shards seen in a row */
     bool refilling;
-    bool idle;            /* a whole round was empty: waiting for a watch */
-    bool poked;           /* a watch fired during the round */
-    char **round_claimed; /* "sNN-<name>" of claimed items passed over in this round */
+    bool idle;             /* a whole round was empty: waiting for a watch */
+    bool poked;            /* a watch fired during the round */
+    bool fired[100];       /* per shard: its watch fired during the round, not listed since */
+    bool clean[100];       /* per shard: listed with no item, its watch not fired since */
+    bool pacing;           /* waiting SCAN_PACE_MS before the round's next listing */
+    struct event *pace_ev; /* its timer */
+    char **round_claimed;  /* "sNN-<name>" of claimed items passed over in this round */
     size_t n_round_claimed, cap_round_claimed;
     coord_skip_cb skip; /* the consumer's own filter (coord_queue_opts) */
     void *skip_arg;
@@ -95,6 +99,7 @@ struct coord_queue {
     unsigned poke_shard;
     unsigned epoch; /* bumped when the session expires: older claim results are void */
     unsigned refill_tries;
+    struct coord_queue_counters counters; /* coord_queue_counters */
     /* held claims (queue_hold.c) */
     coord_lost_cb on_lost;
     void *lost_arg;
@@ -132,6 +137,8 @@ void coord__q_hold_add(struct coord_queue *q, const char *id, unsigned gen);
 void coord__q_hold_session(struct coord_queue *q, enum coord__session_event ev);
 void coord__q_hold_close(struct coord_queue *q);
 void coord__q_hold_free(struct coord_queue *q);
+/* Whether this consumer holds the item id "sNN/<name>" (delivered, not completed or released). */
+bool coord__q_holds(struct coord_queue *q, const char *id);
 /* Delete a claim this session made that nobody was given (not delivered). */
 void coord__q_drop_claim(struct coord_queue *q, const char *id, unsigned gen);
 

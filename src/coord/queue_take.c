@@ -2,8 +2,11 @@
  * queue_take: taking items from a queue (see queue_int.h for the tree).
  *
  * Recipe:
- *   1. list one shard (with a child watch) and the claims; keep the unclaimed
- *      names, in queue order (priority, then age), as the cache;
+ *   1. list one shard (with a child watch); then, only when it has a name
+ *      this consumer may take (not its own, not skipped) or when this is the
+ *      round's last listing and something was passed over as claimed (5),
+ *      list the claims; keep the unclaimed names, in queue order (priority,
+ *      then age), as the cache. Names this consumer holds count as claimed;
  *   2. claim the head of the cache for the waiting takes: one multi-op of
  *      (check item, create ephemeral claim) pairs, up to 64, sent on the
  *      current session and remembered with its generation, the items read
@@ -15,25 +18,55 @@
  *   4. a multi-op that fails because another consumer claimed one name: leave
  *      the shard to it (drop the cache, jump to a random other shard); the
  *      other names stay in the queue;
- *   5. only when the cache is empty list again: the next shard; after a round
- *      of empty shards wait for a child watch on a shard or on the claims (a
- *      dead consumer's claims vanish). The claims watch is set by the round's
+ *   5. only when the cache is empty list again: the next shard, SCAN_PACE_MS
+ *      after a listing that found nothing (the pace); after a round of empty
+ *      shards wait for a child watch on a shard or on the claims (a dead
+ *      consumer's claims vanish). The claims watch is set by the round's
  *      last listing; a claim released between an earlier listing and that
  *      one would be missed, so the items passed over as claimed during the
  *      round are checked against the last listing's claims: one whose claim
- *      is gone sends the consumer back to its shard instead of idle;
+ *      is gone sends the consumer back to its shard instead of idle. A
+ *      shard's watch that fires during a round marks it fired: fired shards
+ *      are listed first, out of the round's order (the round's cursor stays),
+ *      and the round does not end idle (it starts again). A clean shard (its
+ *      last listing held no item and its watch has not fired since) is passed
+ *      over without a request, unless it would be the round's last listing;
  *   6. a consumer's skip filter (coord_queue_opts.skip) passes items over as
  *      if they were claimed; coord_queue_rescan starts a round again.
  * No consumer re-lists the queue on every change (no herd); consumers start
  * at different shards (a hash of consumer, session and a random draw).
  *
+ * Why the pace: a consumer with takes waiting (a worker with free slots)
+ * lists shard after shard until a round is empty and no watch fired during
+ * it. Under a steady flow of small tasks a watch fires in every round, so it
+ * never rests: its listings were bound by the round trip, not by the work
+ * (bench/run engine-small, four workers: 2.7-5.9 listings per task, two
+ * thirds of the workers' requests). 5 ms between the empty listings of a
+ * round cut them to about 1.3-2 per task. Why fired and clean shards: paced,
+ * a round takes 16 paces, and a consumer whose watch on a shard fired sees
+ * nothing more there until it lists it again; a new item put there waited
+ * for the round to come round (hops of 200-350 ms at rest). Listed first, a
+ * fired shard is seen a pace after its change; passed over, a clean one
+ * costs neither a request nor a pace.
+ *
+ * Invariants of an idle consumer (what makes the skipping safe):
+ *   Q1. every shard is listed since its watch last fired, and each listing
+ *       set the watch again: a new item wakes it (a round ends idle only
+ *       when no watch fired during it, and a clean shard's watch is set by
+ *       its last listing and has not fired since);
+ *   Q2. the items passed over as claimed in the round were checked against
+ *       the claims of its last listing, which set the claims' watch: a
+ *       release wakes it (a clean shard held no item to pass over).
+ *
  *   cache empty --refill--> LISTING --names--> CLAIMING --claimed--> deliver
- *        ^                    |  empty round                 |  taken by another
- *        |                    v                              v
- *        +---- watch fired -- IDLE                  drop cache, other shard
+ *        ^   ^ pace (5 ms)    |  (a fired shard first,       |  taken by another
+ *        |   +---- empty -----+   a clean one passed over)   v
+ *        |                    v empty round         drop cache, other shard
+ *        +---- watch fired -- IDLE
  *
  * Cost: per item 1 read and 1/64 of a multi-op (the claim batch), plus one
- * listing of a shard per cache refill.
+ * listing of a shard per cache refill (and of the claims when step 1 needs
+ * them); at most one listing per SCAN_PACE_MS while a round finds nothing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +80,20 @@
 
 #define MOD "coord"
 #define CLAIM_BATCH 64
+#define SCAN_PACE_MS 5 /* between a listing that found nothing and the round's next one */
+
+/* The round's state (DROVER_CHECKS): a fired shard is not clean; an idle consumer has no
+   fired shard, no listing in flight and no pace running; the cursor is within the round. */
+static void take_check(const struct coord_queue *q)
+{
+    COORD__ASSERT(q->shards >= 1 && q->shards <= 100 && q->shard < q->shards);
+    COORD__ASSERT(q->scanned < q->shards);
+    for (unsigned k = 0; k < q->shards; k++) {
+        COORD__ASSERT(!(q->fired[k] && q->clean[k]));
+        COORD__ASSERT(!(q->idle && q->fired[k]));
+    }
+    COORD__ASSERT(!q->idle || (!q->refilling && !q->pacing));
+}
 
 static struct take *take_pop(struct coord_queue *q)
 {
@@ -144,6 +191,7 @@ static void deliver(struct coord_queue *q, struct attempt *a, int i)
     it->priority = COORD_QUEUE_MAX_PRIORITY - (a->names[i][1] - '0');
     it->ctime_ms = a->ctime[i];
     coord__q_hold_add(q, id, a->gen);
+    q->counters.delivered++;
     t->cb(it, 0, t->arg);
     free(t);
 }
@@ -209,6 +257,8 @@ static void claim_done(struct coord__op *op)
 {
     struct attempt *a = op->owner;
     a->claim_rc = op->rc;
+    if (op->rc != ZOK)
+        a->q->counters.claims_failed++;
     attempt_part(a);
 }
 
@@ -241,6 +291,7 @@ static void claim(struct coord_queue *q, unsigned shard, char **names, int n)
     a->get_rc = xcalloc((size_t)n, sizeof(int));
     q->refs++;
     q->claiming += (size_t)n;
+    q->counters.claims++;
     char data[256];
     char cq[128];
     snprintf(cq, sizeof(cq), "%s", q->consumer);
@@ -284,6 +335,7 @@ struct listing {
     int n_items;
     char **claims;
     int n_claims;
+    bool extra; /* a fired shard listed out of the round's order (the cursor stays) */
 };
 
 static void listing_free(struct listing *l)
@@ -317,7 +369,8 @@ static int released_shard(const struct coord_queue *q, char **claims, int n_clai
 {
     for (size_t i = 0; i < q->n_round_claimed; i++) {
         const char *k = q->round_claimed[i];
-        if (!bsearch(&k, claims, (size_t)n_claims, sizeof(char *), coord__q_cmp_item))
+        if (n_claims == 0 ||
+            !bsearch(&k, claims, (size_t)n_claims, sizeof(char *), coord__q_cmp_item))
             return atoi(q->round_claimed[i] + 1);
     }
     return -1;
@@ -330,6 +383,32 @@ static bool skipped(const struct coord_queue *q, const char *name)
     const char *k = strchr(name + 1, '-');
     k = k ? strchr(k + 1, '-') : NULL;
     return k && k[1] == 'k' && q->skip(k + 2, q->skip_arg);
+}
+
+/* Whether this consumer holds name of shard: claimed, by itself. */
+static bool held_here(struct coord_queue *q, unsigned shard, const char *name)
+{
+    char id[512];
+    snprintf(id, sizeof(id), "s%02u/%s", shard, name);
+    return coord__q_holds(q, id);
+}
+
+static void pace_end(void *owner)
+{
+    struct coord_queue *q = owner;
+    q->pacing = false;
+    q->pace_ev = NULL;
+    if (!q->dead)
+        coord__q_pump(q);
+    coord__q_unref(q);
+}
+
+/* Step 5's pace: the next listing of this round waits SCAN_PACE_MS. */
+static void pace(struct coord_queue *q)
+{
+    q->pacing = true;
+    q->refs++;
+    q->pace_ev = coord__timer(q->s, SCAN_PACE_MS, pace_end, q);
 }
 
 static void listing_part(struct listing *l)
@@ -346,7 +425,13 @@ static void listing_part(struct listing *l)
         coord__timer(q->s, coord__backoff_ms(q->s, q->refill_tries++), refill_later, q);
     } else {
         q->refill_tries = 0;
-        qsort(l->claims, (size_t)l->n_claims, sizeof(char *), coord__q_cmp_item);
+        /* Clean: its watch is set and it held no item (step 5 skips it until the watch fires). */
+        bool none = true;
+        for (int i = 0; i < l->n_items && none; i++)
+            none = !coord__q_name_ok(l->items[i]);
+        q->clean[l->shard] = none && !q->fired[l->shard]; /* fired meanwhile: list it again */
+        if (l->n_claims > 0)
+            qsort(l->claims, (size_t)l->n_claims, sizeof(char *), coord__q_cmp_item);
         char prefix[8];
         snprintf(prefix, sizeof(prefix), "s%02u-", l->shard);
         cache_clear(q);
@@ -358,7 +443,9 @@ static void listing_part(struct listing *l)
             char key[512];
             snprintf(key, sizeof(key), "%s%s", prefix, l->items[i]);
             const char *k = key;
-            if (bsearch(&k, l->claims, (size_t)l->n_claims, sizeof(char *), coord__q_cmp_item)) {
+            if ((l->n_claims > 0 &&
+                 bsearch(&k, l->claims, (size_t)l->n_claims, sizeof(char *), coord__q_cmp_item)) ||
+                held_here(q, l->shard, l->items[i])) {
                 XGROW(q->round_claimed, q->cap_round_claimed, q->n_round_claimed + 1);
                 q->round_claimed[q->n_round_claimed++] = xstrdup(key);
                 continue;
@@ -373,9 +460,15 @@ static void listing_part(struct listing *l)
         if (q->cache_n) {
             q->scanned = 0;
             round_reset(q);
+        } else if (l->extra) {
+            q->counters.listings_empty++;
+            pace(q);
         } else {
+            q->counters.listings_empty++;
             q->scanned++;
             q->shard = (l->shard + 1) % q->shards;
+            if (q->scanned < q->shards)
+                pace(q);
             if (q->scanned >= q->shards) {
                 q->scanned = 0;
                 /* This listing's own passed-over names are as fresh as its claims. */
@@ -394,18 +487,44 @@ static void listing_part(struct listing *l)
                 } else {
                     /* A whole round was empty: wait for a watch (set by the listings). */
                     q->idle = true;
+                    q->counters.idles++;
                 }
             }
         }
+        COORD__CHECK(take_check, q);
         coord__q_pump(q);
     }
     listing_free(l);
     coord__q_unref(q);
 }
 
+static void listed_claims(struct coord__op *op);
+static void on_queue_event(void *owner, int type, const char *path);
+
+/* The claims are listed only when the shard's names need them (step 1). */
+static bool claims_needed(struct coord_queue *q, const struct listing *l)
+{
+    bool last = !l->extra && q->scanned + 1 >= q->shards;
+    if (last && q->n_round_claimed > 0)
+        return true; /* the round's end checks them, and idle watches them */
+    for (int i = 0; i < l->n_items; i++) {
+        if (!coord__q_name_ok(l->items[i]))
+            continue;
+        if (held_here(q, l->shard, l->items[i])) {
+            if (last)
+                return true; /* passed over as claimed: as above */
+            continue;
+        }
+        if (!skipped(q, l->items[i]))
+            return true; /* one it may take: is it claimed? */
+    }
+    return false;
+}
+
 static void listed_items(struct coord__op *op)
 {
     struct listing *l = op->owner;
+    struct coord_queue *q = l->q;
     if (op->rc != ZOK) {
         l->rc = op->rc;
     } else {
@@ -413,6 +532,18 @@ static void listed_items(struct coord__op *op)
         l->n_items = op->strc;
         op->strv = NULL;
         op->strc = 0;
+        if (!q->dead && l->epoch == q->epoch && claims_needed(q, l)) {
+            l->parts++;
+            q->counters.claims_listings++;
+            char *cp = xasprintf("%s/claims", q->path);
+            /* The round's last listing also watches the claims: while idle, a dead
+               consumer's items come back. */
+            bool watch_claims = !l->extra && q->scanned + 1 >= q->shards;
+            if (watch_claims)
+                coord__reg_watch_add(&q->s->reg, cp, COORD__WM_ANY, q, on_queue_event);
+            coord__zk_children(coord__op_new(q->s, listed_claims, l), cp, watch_claims);
+            free(cp);
+        }
     }
     listing_part(l);
 }
@@ -438,15 +569,22 @@ static void on_queue_event(void *owner, int type, const char *path)
         return;
     unsigned k = q->shard;
     size_t plen = strlen(q->path);
-    if (strncmp(path, q->path, plen) == 0 && strncmp(path + plen, "/items/s", 8) == 0)
+    bool shard_event =
+        strncmp(path, q->path, plen) == 0 && strncmp(path + plen, "/items/s", 8) == 0;
+    if (shard_event) {
         k = (unsigned)atoi(path + plen + 8) % q->shards;
+        q->clean[k] = false; /* its watch is spent: list it again */
+    }
     if (!q->idle) {
         /* The watch is spent: remember it, so that the round does not end idle. */
         q->poked = true;
         q->poke_shard = k;
+        if (shard_event)
+            q->fired[k] = true; /* and the round lists it next (refill) */
         return;
     }
     /* Something changed while idle: look there first. */
+    q->counters.wakes++;
     q->shard = k;
     q->idle = false;
     q->scanned = 0;
@@ -471,25 +609,41 @@ void coord_queue_rescan(struct coord_queue *q)
 
 static void refill(struct coord_queue *q)
 {
+    q->shard %= q->shards; /* drawn before the open read the queue's own count */
+    if (q->scanned >= q->shards)
+        q->scanned = 0;
+    /* A shard whose watch fired during the round comes first, out of the round's order: a
+       new item waits at most the pace (and the listings of the other fired ones). */
+    int target = -1;
+    for (unsigned i = 0; i < q->shards && target < 0; i++)
+        if (q->fired[(q->shard + i) % q->shards])
+            target = (int)((q->shard + i) % q->shards);
+    if (target < 0) {
+        /* Clean shards are passed over without a request, except as the round's last listing
+           (whose claims the round's end checks, and which sets the claims' watch). */
+        while (q->clean[q->shard] && q->scanned + 1 < q->shards) {
+            q->scanned++;
+            q->shard = (q->shard + 1) % q->shards;
+            q->counters.skipped++;
+        }
+        target = (int)q->shard;
+    }
+    q->fired[target] = false;
     q->refilling = true;
     struct listing *l = xcalloc(1, sizeof(*l));
     l->q = q;
-    l->shard = q->shard;
+    l->shard = (unsigned)target;
+    l->extra = (unsigned)target != q->shard;
     l->epoch = q->epoch;
-    l->parts = 2;
+    l->parts = 1; /* the claims' listing adds one when it is needed (listed_items) */
     l->rc = ZOK;
     q->refs++;
-    char *sp = coord__q_shard_path(q, q->shard);
+    q->counters.listings++;
+    COORD__CHECK(take_check, q);
+    char *sp = coord__q_shard_path(q, l->shard);
     coord__reg_watch_add(&q->s->reg, sp, COORD__WM_ANY, q, on_queue_event);
     coord__zk_children(coord__op_new(q->s, listed_items, l), sp, true);
     free(sp);
-    char *cp = xasprintf("%s/claims", q->path);
-    /* Idle consumers also watch the claims: a dead consumer's items come back. */
-    bool watch_claims = q->scanned + 1 >= q->shards;
-    if (watch_claims)
-        coord__reg_watch_add(&q->s->reg, cp, COORD__WM_ANY, q, on_queue_event);
-    coord__zk_children(coord__op_new(q->s, listed_claims, l), cp, watch_claims);
-    free(cp);
 }
 
 static void pump_now(struct coord_queue *q)
@@ -508,7 +662,7 @@ static void pump_now(struct coord_queue *q)
         q->cache_pos += n;
     }
     if (q->claiming < q->n_takes && q->cache_pos >= q->cache_n && !q->refilling && !q->idle &&
-        coord_session_state(q->s) != COORD_EXPIRED)
+        !q->pacing && coord_session_state(q->s) != COORD_EXPIRED)
         refill(q);
 }
 
@@ -568,6 +722,11 @@ void coord_queue_take(struct coord_queue *q, int timeout_ms, coord_take_cb cb, v
     coord__q_pump(q);
 }
 
+void coord_queue_counters(const struct coord_queue *q, struct coord_queue_counters *out)
+{
+    *out = q->counters;
+}
+
 void coord_queue_item_free(struct coord_queue_item *it)
 {
     if (!it)
@@ -585,6 +744,8 @@ void coord__q_take_lost(struct coord_queue *q)
     q->refilling = false;
     q->idle = false;
     q->poked = false;
+    memset(q->fired, 0, sizeof(q->fired));
+    memset(q->clean, 0, sizeof(q->clean)); /* the watches went with the session */
     cache_clear(q);
     round_reset(q);
 }
@@ -601,6 +762,12 @@ void coord__q_take_close(struct coord_queue *q)
         coord__timer_cancel(q->pump_ev);
         q->pump_ev = NULL;
         q->pump_scheduled = false;
+        q->refs--;
+    }
+    if (q->pace_ev) {
+        coord__timer_cancel(q->pace_ev);
+        q->pace_ev = NULL;
+        q->pacing = false;
         q->refs--;
     }
 }

@@ -41,7 +41,31 @@ void worker__maybe_stopped(struct worker *w)
         for (int k = 0; k < COORD_REQ_N && o < sizeof(zk); k++)
             o += (size_t)snprintf(zk + o, sizeof(zk) - o, " zk_%s=%llu", coord_req_name(k),
                                   (unsigned long long)coord_session_requests(w->zk, k));
-        log_info(MOD, "event=worker-stopped worker=%s taken=%lu%s", w->id, w->stats.taken, zk);
+        /* And what its takes cost, summed over its queues (coord_queue_counters). */
+        struct coord_queue_counters c = {0};
+        for (size_t i = 0; i < w->n_queues; i++) {
+            struct coord_queue_counters one;
+            coord_queue_counters(w->queues[i].q, &one);
+            c.listings += one.listings;
+            c.listings_empty += one.listings_empty;
+            c.claims_listings += one.claims_listings;
+            c.skipped += one.skipped;
+            c.claims += one.claims;
+            c.claims_failed += one.claims_failed;
+            c.delivered += one.delivered;
+            c.idles += one.idles;
+            c.wakes += one.wakes;
+        }
+        log_info(MOD,
+                 "event=worker-stopped worker=%s taken=%lu%s q_listings=%llu q_listings_empty=%llu "
+                 "q_skipped=%llu q_claims_listings=%llu q_claims=%llu q_claims_failed=%llu "
+                 "q_delivered=%llu "
+                 "q_idles=%llu q_wakes=%llu",
+                 w->id, w->stats.taken, zk, (unsigned long long)c.listings,
+                 (unsigned long long)c.listings_empty, (unsigned long long)c.skipped,
+                 (unsigned long long)c.claims_listings, (unsigned long long)c.claims,
+                 (unsigned long long)c.claims_failed, (unsigned long long)c.delivered,
+                 (unsigned long long)c.idles, (unsigned long long)c.wakes);
         done(w->stop_arg);
     }
 }
