@@ -55,27 +55,55 @@
 
 #define MOD "engine"
 
-/* ---- PostgreSQL: the jobs' batches together ------------------------------------------------ */
+/* ---- PostgreSQL: the jobs' parts together ------------------------------------------------- */
 
-/* The batches the jobs made in one turn of the loop go in one transaction
- * (engine__pg_multi_work; one job's alone: its own fenced transaction, as before), at most
- * ENGINE_PG_MULTIS in flight: while they are, what the jobs write meanwhile gathers for the
- * next. */
+/* The parts the jobs made in one turn of the loop (their loads, starts, rounds and final
+ * writes) go in one transaction (engine__pg_multi_work; one part alone: its own work, as
+ * before), at most ENGINE_PG_MULTIS in flight: while they are, what the jobs write meanwhile
+ * gathers for the next. */
 #define ENGINE_PG_MULTIS 1
 
 struct pgmulti {
     struct engine *e;
-    struct pgb **g;
-    struct engine__pg_batch **b;
+    struct engine__pgq *q; /* sorted by job id, as m.p */
     struct engine__pg_multi m;
 };
 
 static void gather_cb(evutil_socket_t fd, short what, void *arg);
 
-void engine__batch_pg(struct engine *e, struct pgb *g)
+static const char *part_id(const struct engine__pgq *q, int64_t *token)
+{
+    switch ((enum engine__pg_kind)q->kind) {
+    case ENGINE__PG_LOAD: {
+        struct engine__pg_load *l = q->arg;
+        *token = l->token;
+        return l->id;
+    }
+    case ENGINE__PG_START: {
+        struct engine__pg_start *s = q->arg;
+        *token = s->token;
+        return s->id;
+    }
+    case ENGINE__PG_ROUND: {
+        struct engine__pg_batch *b = engine__pgb_batch(q->arg);
+        *token = b->token;
+        return b->id;
+    }
+    case ENGINE__PG_FINAL: {
+        struct engine__pg_final *f = q->arg;
+        *token = f->token;
+        return f->id;
+    }
+    }
+    *token = 0;
+    return "";
+}
+
+void engine__batch_pg_part(struct engine *e, int kind, void *arg,
+                           void (*done)(int rc, const struct drv_err *err, void *arg))
 {
     XGROW(e->gather, e->cap_gather, e->n_gather + 1);
-    e->gather[e->n_gather++] = g;
+    e->gather[e->n_gather++] = (struct engine__pgq){.kind = kind, .arg = arg, .done = done};
     if (!e->gather_ev)
         e->gather_ev = event_new(e->base, -1, 0, gather_cb, e);
     /* At the end of this turn: what the other jobs write in it goes in too. */
@@ -83,13 +111,21 @@ void engine__batch_pg(struct engine *e, struct pgb *g)
         event_active(e->gather_ev, EV_TIMEOUT, 0);
 }
 
-/* Job ids are bigints: shorter is smaller. */
+static void round_done(int rc, const struct drv_err *err, void *arg)
+{
+    engine__pgb_done(rc, err, arg);
+}
+
+void engine__batch_pg(struct engine *e, struct pgb *g)
+{
+    engine__batch_pg_part(e, ENGINE__PG_ROUND, g, round_done);
+}
+
 static int by_id(const void *a, const void *b)
 {
-    const struct engine__pg_batch *x = *(struct engine__pg_batch *const *)a,
-                                  *y = *(struct engine__pg_batch *const *)b;
-    size_t lx = strlen(x->id), ly = strlen(y->id);
-    return lx != ly ? (lx < ly ? -1 : 1) : strcmp(x->id, y->id);
+    int64_t t;
+    const char *x = part_id(a, &t), *y = part_id(b, &t);
+    return engine__pg_id_cmp(x, y);
 }
 
 static int multi_work(PGconn *conn, void *arg, struct drv_err *err)
@@ -97,8 +133,8 @@ static int multi_work(PGconn *conn, void *arg, struct drv_err *err)
     struct pgmulti *pm = arg;
     if (pm->m.n > 1)
         return engine__pg_multi_work(conn, &pm->m, err);
-    /* One job: its own fenced transaction, as before batching. */
-    pm->m.rc[0] = engine__pg_batch_work(conn, pm->b[0], err);
+    /* One part: its own work, as before batching. */
+    pm->m.rc[0] = engine__pg_part_work(conn, &pm->m.p[0], err);
     if (pm->m.rc[0])
         pm->m.err[0] = *err;
     return pm->m.rc[0];
@@ -109,23 +145,25 @@ static void multi_done(int rc, const struct drv_err *err, void *arg)
     struct pgmulti *pm = arg;
     struct engine *e = pm->e;
     e->pg_multis--;
-    /* Nothing was written (the work may not even have run: no connection): every job hears
+    /* Nothing was written (the work may not even have run: no connection): every part hears
      * why, or a round never written would count as written. */
     for (size_t i = 0; rc && i < pm->m.n; i++) {
         pm->m.rc[i] = rc;
         pm->m.err[i] = *err;
     }
     for (size_t i = 0; i < pm->m.n; i++) {
+        const struct engine__pg_part *p = &pm->m.p[i];
+        const char *part = engine__pg_kind_name(p->kind);
         if (pm->m.n > 1 && !rc && pm->m.rc[i] == DRV_ECONFLICT)
-            log_info(MOD, "event=job-fenced-in-batch job=%s batch=%zu store=pg", pm->b[i]->id,
-                     pm->m.n);
+            log_info(MOD, "event=job-fenced-in-batch job=%s batch=%zu store=pg part=%s", p->id,
+                     pm->m.n, part);
         else if (pm->m.n > 1 && !rc && pm->m.rc[i])
-            log_info(MOD, "event=job-part-failed-in-batch job=%s batch=%zu error=\"%s\"",
-                     pm->b[i]->id, pm->m.n, pm->m.err[i].msg);
-        engine__pgb_done(pm->m.rc[i], &pm->m.err[i], pm->b[i]->back);
+            log_info(MOD, "event=job-part-failed-in-batch job=%s batch=%zu part=%s error=\"%s\"",
+                     p->id, pm->m.n, part, pm->m.err[i].msg);
+        pm->q[i].done(pm->m.rc[i], &pm->m.err[i], pm->q[i].arg);
     }
-    free(pm->g);
-    free(pm->b);
+    free(pm->q);
+    free(pm->m.p);
     free(pm->m.rc);
     free(pm->m.err);
     free(pm);
@@ -139,22 +177,41 @@ static void gather_cb(evutil_socket_t fd, short what, void *arg)
     if (!e->n_gather || e->pg_multis >= ENGINE_PG_MULTIS)
         return;
     size_t n = e->n_gather;
-    struct pgb **gs = e->gather;
+    struct engine__pgq *qs = e->gather;
     e->gather = NULL;
     e->n_gather = e->cap_gather = 0;
+    qsort(qs, n, sizeof(*qs), by_id);
+    /* One part per job in a transaction (job_pg.h): a second one of the same job (a job
+     * lost and taken again: the old object's round and the new one's load) waits for the
+     * next, so that each is checked against what the other wrote. */
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t t;
+        if (kept && strcmp(part_id(&qs[kept - 1], &t), part_id(&qs[i], &t)) == 0) {
+            XGROW(e->gather, e->cap_gather, e->n_gather + 1);
+            e->gather[e->n_gather++] = qs[i];
+            continue;
+        }
+        qs[kept++] = qs[i];
+    }
+    n = kept;
     e->stats.pg_txns++;
     e->stats.pg_batches++;
     e->stats.pg_batch_jobs += n;
     struct pgmulti *pm = xcalloc(1, sizeof(*pm));
     pm->e = e;
-    pm->g = gs;
-    pm->b = xcalloc(n, sizeof(*pm->b));
+    pm->q = qs;
+    pm->m.p = xcalloc(n, sizeof(*pm->m.p));
     for (size_t i = 0; i < n; i++) {
-        pm->b[i] = engine__pgb_batch(gs[i]);
-        pm->b[i]->back = gs[i]; /* the way back from the sorted batches */
+        struct engine__pg_part *p = &pm->m.p[i];
+        p->kind = (enum engine__pg_kind)qs[i].kind;
+        p->arg = p->kind == ENGINE__PG_ROUND ? (void *)engine__pgb_batch(qs[i].arg) : qs[i].arg;
+        p->id = part_id(&qs[i], &p->token);
+        if (n > 1 && (p->kind == ENGINE__PG_LOAD || p->kind == ENGINE__PG_START))
+            e->stats.pg_shared_starts++;
+        else if (n > 1 && p->kind == ENGINE__PG_FINAL)
+            e->stats.pg_shared_ends++;
     }
-    qsort(pm->b, n, sizeof(*pm->b), by_id);
-    pm->m.b = pm->b;
     pm->m.n = n;
     pm->m.rc = xcalloc(n, sizeof(*pm->m.rc));
     pm->m.err = xcalloc(n, sizeof(*pm->m.err));
@@ -343,7 +400,7 @@ void engine__batch_free(struct engine *e)
     struct drv_err err;
     drv_err_set(&err, DRV_EAGAIN, 0, "the engine stopped");
     for (size_t i = 0; i < e->n_gather; i++)
-        engine__pgb_done(DRV_EAGAIN, &err, e->gather[i]);
+        e->gather[i].done(DRV_EAGAIN, &err, e->gather[i].arg);
     free(e->gather);
     e->gather = NULL;
     e->n_gather = 0;

@@ -431,8 +431,8 @@ static void load(struct ejob *j)
     snprintf(l->node, sizeof(l->node), "%s", j->e->node_id);
     l->token = j->token;
     engine__job_ref(j);
-    j->e->stats.pg_txns++;
-    store_submit(j->e->db, engine__pg_load_work, loaded, l);
+    /* With the other jobs' parts of this turn (batch.c): one transaction for all. */
+    engine__batch_pg_part(j->e, ENGINE__PG_LOAD, l, loaded);
 }
 
 static void on_state(int rc, const char *data, int version, void *arg)

@@ -439,37 +439,101 @@ int engine__pg_batch_work(PGconn *conn, void *arg, struct drv_err *err)
     return fenced(conn, b->id, b->token, batch_writes, b, err);
 }
 
-/* Every job's row locked in id order (the batches come sorted), each token compared: rc[i]
- * DRV_ECONFLICT for a job this owner is fenced out of. */
+static int final_writes(PGconn *conn, void *arg, struct drv_err *err);
+
+int engine__pg_id_cmp(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    return la != lb ? (la < lb ? -1 : 1) : strcmp(a, b);
+}
+
+const char *engine__pg_kind_name(enum engine__pg_kind k)
+{
+    switch (k) {
+    case ENGINE__PG_LOAD:
+        return "load";
+    case ENGINE__PG_START:
+        return "start";
+    case ENGINE__PG_ROUND:
+        return "round";
+    case ENGINE__PG_FINAL:
+        return "final";
+    }
+    return "?";
+}
+
+/* A part's statements, after its check (the load's UPDATE claims what the check saw
+ * claimable: the row is locked). */
+static int part_writes(PGconn *conn, struct engine__pg_part *p, struct drv_err *err)
+{
+    switch (p->kind) {
+    case ENGINE__PG_LOAD:
+        return engine__pg_load_work(conn, p->arg, err);
+    case ENGINE__PG_START:
+        return start_writes(conn, p->arg, err);
+    case ENGINE__PG_ROUND:
+        return batch_writes(conn, p->arg, err);
+    case ENGINE__PG_FINAL:
+        return final_writes(conn, p->arg, err);
+    }
+    return drv_err_set(err, DRV_EINVAL, 0, "unknown part");
+}
+
+int engine__pg_part_work(PGconn *conn, struct engine__pg_part *p, struct drv_err *err)
+{
+    switch (p->kind) {
+    case ENGINE__PG_LOAD:
+        return engine__pg_load_work(conn, p->arg, err);
+    case ENGINE__PG_START:
+        return engine__pg_start_work(conn, p->arg, err);
+    case ENGINE__PG_ROUND:
+        return engine__pg_batch_work(conn, p->arg, err);
+    case ENGINE__PG_FINAL:
+        return engine__pg_final_work(conn, p->arg, err);
+    }
+    return drv_err_set(err, DRV_EINVAL, 0, "unknown part");
+}
+
+/* Every part's job row locked in id order (the parts come sorted), each token checked: a
+ * load's must be higher than the one recorded, any other's equal to it. rc[i]
+ * DRV_ECONFLICT for a part whose owner is fenced out. */
 static int fence_many(PGconn *conn, struct engine__pg_multi *m, struct drv_err *err)
 {
-    struct strbuf ids = STRBUF_INIT, toks = STRBUF_INIT;
+    struct strbuf ids = STRBUF_INIT, toks = STRBUF_INIT, claims = STRBUF_INIT;
     for (size_t i = 0; i < m->n; i++) {
-        strbuf_addf(&ids, "%s%s", i ? "," : "{", m->b[i]->id);
-        strbuf_addf(&toks, "%s%lld", i ? "," : "{", (long long)m->b[i]->token);
-        m->rc[i] = drv_err_set(
-            &m->err[i], DRV_ECONFLICT, 0,
-            "job %s: a newer owner's token is recorded: this owner is fenced out", m->b[i]->id);
+        const struct engine__pg_part *p = &m->p[i];
+        strbuf_addf(&ids, "%s%s", i ? "," : "{", p->id);
+        strbuf_addf(&toks, "%s%lld", i ? "," : "{", (long long)p->token);
+        strbuf_addf(&claims, "%s%s", i ? "," : "{", p->kind == ENGINE__PG_LOAD ? "t" : "f");
+        if (p->kind == ENGINE__PG_LOAD)
+            m->rc[i] = drv_err_set(&m->err[i], DRV_ECONFLICT, 0,
+                                   "job %s: a newer owner's token is recorded", p->id);
+        else
+            m->rc[i] = drv_err_set(
+                &m->err[i], DRV_ECONFLICT, 0,
+                "job %s: a newer owner's token is recorded: this owner is fenced out", p->id);
     }
     strbuf_addch(&ids, '}');
     strbuf_addch(&toks, '}');
-    const char *p[] = {ids.buf, toks.buf};
+    strbuf_addch(&claims, '}');
+    const char *q[] = {ids.buf, toks.buf, claims.buf};
     PGresult *r;
     int rc = store_execp(conn,
-                         "SELECT j.id::text, j.owner_token = u.tok FROM jobs j"
-                         " JOIN unnest($1::bigint[], $2::bigint[]) AS u(id, tok) ON j.id = u.id"
+                         "SELECT u.k, CASE WHEN u.claim THEN j.owner_token < u.tok"
+                         "   ELSE j.owner_token = u.tok END FROM jobs j"
+                         " JOIN unnest($1::bigint[], $2::bigint[], $3::bool[]) WITH ORDINALITY"
+                         "   AS u(id, tok, claim, k) ON j.id = u.id"
                          " ORDER BY j.id FOR UPDATE OF j",
-                         2, p, &r, err);
+                         3, q, &r, err);
     strbuf_release(&ids);
     strbuf_release(&toks);
+    strbuf_release(&claims);
     if (rc)
         return rc;
     for (int t = 0; t < PQntuples(r); t++) {
-        if (PQgetvalue(r, t, 1)[0] != 't')
-            continue;
-        for (size_t i = 0; i < m->n; i++)
-            if (strcmp(m->b[i]->id, PQgetvalue(r, t, 0)) == 0)
-                m->rc[i] = 0;
+        long k = strtol(PQgetvalue(r, t, 0), NULL, 10);
+        if (PQgetvalue(r, t, 1)[0] == 't' && k >= 1 && (size_t)k <= m->n)
+            m->rc[k - 1] = 0;
     }
     PQclear(r);
     return 0;
@@ -489,11 +553,11 @@ int engine__pg_multi_work(PGconn *conn, void *arg, struct drv_err *err)
     bool any = false;
     for (size_t i = 0; rc == 0 && i < m->n; i++) {
         if (m->rc[i])
-            continue; /* fenced out: its writes are not made, the others go on */
+            continue; /* fenced out: its statements are not run, the others go on */
         rc = store_exec(conn, "SAVEPOINT job", 0, NULL, NULL, err);
         if (rc)
             break;
-        m->rc[i] = batch_writes(conn, m->b[i], &m->err[i]);
+        m->rc[i] = part_writes(conn, &m->p[i], &m->err[i]);
         if (m->rc[i] == DRV_EAGAIN) { /* the connection broke: nothing is written */
             *err = m->err[i];
             rc = DRV_EAGAIN;
