@@ -1,20 +1,24 @@
 /*
  * batch: the writes of all the jobs this node owns, together ("Batching across jobs" in
  * docs/engine.md). commit.c makes each job's round as before (its PostgreSQL batch, its
- * ZooKeeper multi-op, one of each in flight per job) and hands them here; the rounds the
- * jobs made in one turn of the loop go out in one PostgreSQL transaction and one ZooKeeper
- * multi-op (several when over the byte budget), at most one of each in flight per node:
- * what the jobs write while one is in flight gathers for the next. Each job hears how its
- * part went as if it had been sent alone (commit_pg.c's pg_done, commit_zk.c's on_zk), so
- * the job's own pipeline, its rules (docs/engine.md "One attempt of one task") and its fencing are
- * unchanged. Loop thread only; the PostgreSQL work runs on a store thread.
+ * ZooKeeper multi-op, one of each in flight per job) and hands them here, and job.c,
+ * jobstart.c and commit.c hand their loads, starts and final writes here too (PostgreSQL
+ * parts, engine__batch_pg_part); the parts and rounds the jobs made in one turn of the loop
+ * go out in one PostgreSQL transaction and one ZooKeeper multi-op (several when over the
+ * byte budget), at most one of each in flight per node: what the jobs write while one is in
+ * flight gathers for the next. Each job hears how its part went as if it had been sent alone
+ * (commit_pg.c's pg_done, job.c's loaded, jobstart.c's started_pg, commit.c's final_done,
+ * commit_zk.c's on_zk), so the job's own pipeline, its rules (docs/engine.md "One attempt of
+ * one task") and its fencing are unchanged. Loop thread only; the PostgreSQL work runs on a
+ * store thread.
  *
  * Fencing, per job, in a batch:
- *   PostgreSQL (engine__pg_multi_work, job_pg.c): one statement locks the jobs' rows in id
- *     order (two batches never deadlock: each takes its locks in the same order) and
- *     compares each token; a job fenced out is left out (DRV_ECONFLICT: it is lost), each
- *     other job's writes run under a SAVEPOINT, so a job whose writes fail has its part
- *     rolled back and the others commit.
+ *   PostgreSQL (engine__pg_multi_work, job_pg.c): one statement locks the parts' job rows in
+ *     id order (two batches never deadlock: each takes its locks in the same order) and
+ *     checks each token (a load's higher than the one recorded, any other's equal); a part
+ *     fenced out is left out before its statements (DRV_ECONFLICT: its job is lost), each
+ *     other part's statements run under a SAVEPOINT, so a part whose statements fail is
+ *     rolled back alone and the others commit.
  *   ZooKeeper: a multi-op applies whole or not at all, so each job's part begins with a check
  *     of its lock's contender znode (what coord_txn_commit's fence checks for one), then its
  *     ops (the state's versioned set first). When an op fails, the part it is in says whose:
@@ -23,11 +27,13 @@
  *     whose lock is not held when the batch is made is not put in (lost at once).
  *
  * Invariants:
- *   1. A job's round is in at most one batch, and a batch holds at most one round per job
- *      (commit.c's pg_busy and zk_busy: one of each in flight per job).
- *   2. Every round handed here is answered once, through pg_done or on_zk, also when the
- *      engine stops (engine__batch_free), and also when coord answers a multi-op after the
- *      engine is freed (an orphaned zmulti: its jobs are dead, their parts only freed).
+ *   1. A job's round or part is in at most one batch, and a PostgreSQL batch holds at most
+ *      one part per job (gather_cb keeps a second for the next; commit.c's pg_busy and
+ *      zk_busy: one round of each in flight per job).
+ *   2. Every round and part handed here is answered once, through its done callback or
+ *      on_zk, also when the engine stops (engine__batch_free: DRV_EAGAIN), and also when
+ *      coord answers a multi-op after the engine is freed (an orphaned zmulti: its jobs are
+ *      dead, their parts only freed).
  *   3. A job's part of a ZooKeeper batch applies only with its lock's check in the same
  *      multi-op; a job's part of a PostgreSQL batch only after its token is compared, under
  *      its row's lock held to the commit.
@@ -45,6 +51,7 @@
 
 #include <event2/event.h>
 
+#include "check.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "job_pg.h"
@@ -126,6 +133,24 @@ static int by_id(const void *a, const void *b)
     int64_t t;
     const char *x = part_id(a, &t), *y = part_id(b, &t);
     return engine__pg_id_cmp(x, y);
+}
+
+/* Invariant 1 of a PostgreSQL batch about to be sent: its parts in strictly increasing job
+ * id order (the row locks' order; one part per job). */
+static void pgmulti_check(const struct pgmulti *pm)
+{
+#if DRV_CHECKS
+    for (size_t i = 0; i < pm->m.n; i++) {
+        int64_t t;
+        if (strcmp(pm->m.p[i].id, part_id(&pm->q[i], &t)) != 0 ||
+            (i && engine__pg_id_cmp(pm->m.p[i - 1].id, pm->m.p[i].id) >= 0)) {
+            log_error(MOD, "event=check-failed what=pg-batch part=%zu job=%s", i, pm->m.p[i].id);
+            abort();
+        }
+    }
+#else
+    (void)pm;
+#endif
 }
 
 static int multi_work(PGconn *conn, void *arg, struct drv_err *err)
@@ -215,6 +240,7 @@ static void gather_cb(evutil_socket_t fd, short what, void *arg)
     pm->m.n = n;
     pm->m.rc = xcalloc(n, sizeof(*pm->m.rc));
     pm->m.err = xcalloc(n, sizeof(*pm->m.err));
+    pgmulti_check(pm);
     e->pg_multis++;
     store_submit(e->db, multi_work, multi_done, pm);
 }
