@@ -550,22 +550,32 @@ int engine__pg_multi_work(PGconn *conn, void *arg, struct drv_err *err)
                          0, NULL, NULL, err);
     if (rc == 0)
         rc = fence_many(conn, m, err);
-    bool any = false;
+    /* One round trip per part around its statements: the savepoint is made before the
+     * first part; after a part that wrote, it is released and made again in one script;
+     * after one that failed, rolled back to (it stays, for the next part). */
+    bool any = false, saved = false;
     for (size_t i = 0; rc == 0 && i < m->n; i++) {
         if (m->rc[i])
             continue; /* fenced out: its statements are not run, the others go on */
-        rc = store_exec(conn, "SAVEPOINT job", 0, NULL, NULL, err);
+        if (!saved)
+            rc = store_exec(conn, "SAVEPOINT job", 0, NULL, NULL, err);
         if (rc)
             break;
+        saved = true;
         m->rc[i] = part_writes(conn, &m->p[i], &m->err[i]);
         if (m->rc[i] == DRV_EAGAIN) { /* the connection broke: nothing is written */
             *err = m->err[i];
             rc = DRV_EAGAIN;
             break;
         }
-        rc = store_exec(conn, m->rc[i] ? "ROLLBACK TO SAVEPOINT job" : "RELEASE SAVEPOINT job", 0,
-                        NULL, NULL, err);
         any |= m->rc[i] == 0;
+        bool more = false;
+        for (size_t k = i + 1; k < m->n && !more; k++)
+            more = m->rc[k] == 0;
+        if (m->rc[i])
+            rc = store_exec(conn, "ROLLBACK TO SAVEPOINT job", 0, NULL, NULL, err);
+        else if (more)
+            rc = store_exec_script(conn, "RELEASE SAVEPOINT job; SAVEPOINT job", err);
     }
     if (rc == 0 && any)
         rc = store_commit(conn, err);
