@@ -4,8 +4,9 @@
  * ZooKeeper multi-op, one of each in flight per job) and hands them here, and job.c,
  * jobstart.c and commit.c hand their loads, starts and final writes here too (PostgreSQL
  * parts, engine__batch_pg_part); the parts and rounds the jobs made in one turn of the loop
- * go out in one PostgreSQL transaction and one ZooKeeper multi-op (several when over the
- * byte budget), at most one of each in flight per node: what the jobs write while one is in
+ * go out in one PostgreSQL transaction per lane (the loads and starts in one, the rounds and
+ * final writes in the other) and one ZooKeeper multi-op (several when over the byte budget),
+ * at most one of each in flight per lane and node: what the jobs write while one is in
  * flight gathers for the next. Each job hears how its part went as if it had been sent alone
  * (commit_pg.c's pg_done, job.c's loaded, jobstart.c's started_pg, commit.c's final_done,
  * commit_zk.c's on_zk), so the job's own pipeline, its rules (docs/engine.md "One attempt of
@@ -64,14 +65,19 @@
 
 /* ---- PostgreSQL: the jobs' parts together ------------------------------------------------- */
 
-/* The parts the jobs made in one turn of the loop (their loads, starts, rounds and final
- * writes) go in one transaction (engine__pg_multi_work; one part alone: its own work, as
- * before), at most ENGINE_PG_MULTIS in flight: while they are, what the jobs write meanwhile
- * gathers for the next. */
+/* The parts the jobs made in one turn of the loop go in one transaction per lane
+ * (engine__pg_multi_work; one part alone: its own work, as before): lane 0 carries the loads
+ * and starts, lane 1 the rounds and final writes, so that a job's start never waits behind
+ * a batch of other jobs' rounds. At most ENGINE_PG_MULTIS transactions in flight per lane:
+ * while they are, what the jobs write meanwhile gathers for the lane's next. A job has one
+ * PostgreSQL part in flight at a time whatever the lane (a load before anything else, then
+ * pg_busy), so the two lanes' transactions never carry the same job's live parts. */
 #define ENGINE_PG_MULTIS 1
+#define LANE_STARTS 0
+#define LANE_ROUNDS 1
 
 struct pgmulti {
-    struct engine *e;
+    struct engine__pglane *lane;
     struct engine__pgq *q; /* sorted by job id, as m.p */
     struct engine__pg_multi m;
 };
@@ -109,13 +115,16 @@ static const char *part_id(const struct engine__pgq *q, int64_t *token)
 void engine__batch_pg_part(struct engine *e, int kind, void *arg,
                            void (*done)(int rc, const struct drv_err *err, void *arg))
 {
-    XGROW(e->gather, e->cap_gather, e->n_gather + 1);
-    e->gather[e->n_gather++] = (struct engine__pgq){.kind = kind, .arg = arg, .done = done};
-    if (!e->gather_ev)
-        e->gather_ev = event_new(e->base, -1, 0, gather_cb, e);
+    struct engine__pglane *l =
+        &e->pglane[kind == ENGINE__PG_LOAD || kind == ENGINE__PG_START ? LANE_STARTS : LANE_ROUNDS];
+    XGROW(l->gather, l->cap_gather, l->n_gather + 1);
+    l->gather[l->n_gather++] = (struct engine__pgq){.kind = kind, .arg = arg, .done = done};
+    l->e = e;
+    if (!l->gather_ev)
+        l->gather_ev = event_new(e->base, -1, 0, gather_cb, l);
     /* At the end of this turn: what the other jobs write in it goes in too. */
-    if (e->pg_multis < ENGINE_PG_MULTIS)
-        event_active(e->gather_ev, EV_TIMEOUT, 0);
+    if (l->pg_multis < ENGINE_PG_MULTIS)
+        event_active(l->gather_ev, EV_TIMEOUT, 0);
 }
 
 static void round_done(int rc, const struct drv_err *err, void *arg)
@@ -168,8 +177,8 @@ static int multi_work(PGconn *conn, void *arg, struct drv_err *err)
 static void multi_done(int rc, const struct drv_err *err, void *arg)
 {
     struct pgmulti *pm = arg;
-    struct engine *e = pm->e;
-    e->pg_multis--;
+    struct engine__pglane *l = pm->lane;
+    l->pg_multis--;
     /* Nothing was written (the work may not even have run: no connection): every part hears
      * why, or a round never written would count as written. */
     for (size_t i = 0; rc && i < pm->m.n; i++) {
@@ -192,19 +201,20 @@ static void multi_done(int rc, const struct drv_err *err, void *arg)
     free(pm->m.rc);
     free(pm->m.err);
     free(pm);
-    if (e->n_gather && e->pg_multis < ENGINE_PG_MULTIS && e->gather_ev)
-        event_active(e->gather_ev, EV_TIMEOUT, 0);
+    if (l->n_gather && l->pg_multis < ENGINE_PG_MULTIS && l->gather_ev)
+        event_active(l->gather_ev, EV_TIMEOUT, 0);
 }
 
 static void gather_cb(evutil_socket_t fd, short what, void *arg)
 {
-    struct engine *e = arg;
-    if (!e->n_gather || e->pg_multis >= ENGINE_PG_MULTIS)
+    struct engine__pglane *l = arg;
+    struct engine *e = l->e;
+    if (!l->n_gather || l->pg_multis >= ENGINE_PG_MULTIS)
         return;
-    size_t n = e->n_gather;
-    struct engine__pgq *qs = e->gather;
-    e->gather = NULL;
-    e->n_gather = e->cap_gather = 0;
+    size_t n = l->n_gather;
+    struct engine__pgq *qs = l->gather;
+    l->gather = NULL;
+    l->n_gather = l->cap_gather = 0;
     qsort(qs, n, sizeof(*qs), by_id);
     /* One part per job in a transaction (job_pg.h): a second one of the same job (a job
      * lost and taken again: the old object's round and the new one's load) waits for the
@@ -213,8 +223,8 @@ static void gather_cb(evutil_socket_t fd, short what, void *arg)
     for (size_t i = 0; i < n; i++) {
         int64_t t;
         if (kept && strcmp(part_id(&qs[kept - 1], &t), part_id(&qs[i], &t)) == 0) {
-            XGROW(e->gather, e->cap_gather, e->n_gather + 1);
-            e->gather[e->n_gather++] = qs[i];
+            XGROW(l->gather, l->cap_gather, l->n_gather + 1);
+            l->gather[l->n_gather++] = qs[i];
             continue;
         }
         qs[kept++] = qs[i];
@@ -224,7 +234,7 @@ static void gather_cb(evutil_socket_t fd, short what, void *arg)
     e->stats.pg_batches++;
     e->stats.pg_batch_jobs += n;
     struct pgmulti *pm = xcalloc(1, sizeof(*pm));
-    pm->e = e;
+    pm->lane = l;
     pm->q = qs;
     pm->m.p = xcalloc(n, sizeof(*pm->m.p));
     for (size_t i = 0; i < n; i++) {
@@ -241,7 +251,7 @@ static void gather_cb(evutil_socket_t fd, short what, void *arg)
     pm->m.rc = xcalloc(n, sizeof(*pm->m.rc));
     pm->m.err = xcalloc(n, sizeof(*pm->m.err));
     pgmulti_check(pm);
-    e->pg_multis++;
+    l->pg_multis++;
     store_submit(e->db, multi_work, multi_done, pm);
 }
 
@@ -425,14 +435,17 @@ void engine__batch_free(struct engine *e)
 {
     struct drv_err err;
     drv_err_set(&err, DRV_EAGAIN, 0, "the engine stopped");
-    for (size_t i = 0; i < e->n_gather; i++)
-        e->gather[i].done(DRV_EAGAIN, &err, e->gather[i].arg);
-    free(e->gather);
-    e->gather = NULL;
-    e->n_gather = 0;
-    if (e->gather_ev)
-        event_free(e->gather_ev);
-    e->gather_ev = NULL;
+    for (int k = 0; k < 2; k++) {
+        struct engine__pglane *l = &e->pglane[k];
+        for (size_t i = 0; i < l->n_gather; i++)
+            l->gather[i].done(DRV_EAGAIN, &err, l->gather[i].arg);
+        free(l->gather);
+        l->gather = NULL;
+        l->n_gather = 0;
+        if (l->gather_ev)
+            event_free(l->gather_ev);
+        l->gather_ev = NULL;
+    }
     struct coord_txn_result gone = {.rc = DRV_ECONFLICT, .failed_op = -1};
     for (size_t i = 0; i < e->n_zgather; i++)
         engine__etxn_done(&gone, e->zgather[i]); /* (their jobs are dead: only freed) */

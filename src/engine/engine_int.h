@@ -424,12 +424,16 @@ struct engine {
     bool have_workers;           /* the group has been read once */
     int64_t no_worker_ms, deadline_ms;
     size_t unserved; /* jobs owned here that no worker serves now */
-    /* batch.c: the jobs' PostgreSQL parts (loads, starts, rounds, final writes) gathered
-     * into one transaction ("Batching across jobs" in docs/engine.md) */
-    struct engine__pgq *gather; /* waiting for the next transaction */
-    size_t n_gather, cap_gather;
-    struct event *gather_ev;
-    int pg_multis;         /* such transactions in flight (at most ENGINE_PG_MULTIS) */
+    /* batch.c: the jobs' PostgreSQL parts gathered into one transaction per lane
+     * ("Batching across jobs" in docs/engine.md): lane 0 the loads and starts, lane 1 the
+     * rounds and final writes, each with at most one transaction in flight */
+    struct engine__pglane {
+        struct engine *e;
+        struct engine__pgq *gather; /* waiting for the lane's next transaction */
+        size_t n_gather, cap_gather;
+        struct event *gather_ev;
+        int pg_multis; /* the lane's transactions in flight (at most ENGINE_PG_MULTIS) */
+    } pglane[2];
     struct etxn **zgather; /* the jobs' multi-ops waiting for the next one */
     size_t n_zgather, cap_zgather;
     struct event *zgather_ev;
