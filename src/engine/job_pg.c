@@ -112,7 +112,7 @@ static int audit(PGconn *conn, const char *tenant_id, const char *node, const ch
 
 /* ---- load --------------------------------------------------------------------------------- */
 
-int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err)
+int engine__pg_claim_work(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_load *l = arg;
     char tok[24];
@@ -127,29 +127,35 @@ int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err)
         return rc;
     int claimed = PQntuples(r);
     PQclear(r);
+    if (!claimed)
+        return drv_err_set(err, DRV_ECONFLICT, 0, "job %s: a newer owner's token is recorded",
+                           l->id);
+    return 0;
+}
+
+int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err)
+{
+    struct engine__pg_load *l = arg;
     const char *q[] = {l->id};
-    rc = store_query_row(conn,
-                         "SELECT j.id::text AS id, j.tenant_id::text AS tenant_id,"
-                         " t.name AS tenant, j.cluster_id::text AS cluster_id, j.operation,"
-                         " j.status, j.phase, j.request, j.inputs, j.plan_sha, j.control,"
-                         " j.error, j.snapshot, j.format_version, j.owner_token,"
-                         " (extract(epoch FROM now() - j.created_at) * 1000)::bigint::text"
-                         "  AS age_ms,"
-                         " (SELECT count(*) FROM tasks x WHERE x.job_id = j.id"
-                         "  AND x.status NOT IN ('waiting', 'skipped'))::text AS tasks_begun,"
-                         " (SELECT json_build_object('version', r.version, 'sha256', r.sha256)"
-                         "  FROM resources r WHERE r.tenant_id = j.tenant_id"
-                         "  ORDER BY r.version DESC LIMIT 1) AS resources"
-                         " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
-                         " WHERE j.id = $1::bigint",
-                         1, q, &l->job, err);
+    int rc = store_query_row(conn,
+                             "SELECT j.id::text AS id, j.tenant_id::text AS tenant_id,"
+                             " t.name AS tenant, j.cluster_id::text AS cluster_id, j.operation,"
+                             " j.status, j.phase, j.request, j.inputs, j.plan_sha, j.control,"
+                             " j.error, j.snapshot, j.format_version, j.owner_token,"
+                             " (extract(epoch FROM now() - j.created_at) * 1000)::bigint::text"
+                             "  AS age_ms,"
+                             " (SELECT count(*) FROM tasks x WHERE x.job_id = j.id"
+                             "  AND x.status NOT IN ('waiting', 'skipped'))::text AS tasks_begun,"
+                             " (SELECT json_build_object('version', r.version, 'sha256', r.sha256)"
+                             "  FROM resources r WHERE r.tenant_id = j.tenant_id"
+                             "  ORDER BY r.version DESC LIMIT 1) AS resources"
+                             " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
+                             " WHERE j.id = $1::bigint",
+                             1, q, &l->job, err);
     if (rc == DRV_ENOENT)
         return drv_err_set(err, DRV_ENOENT, 0, "no job %s", l->id);
     if (rc)
         return rc;
-    if (!claimed)
-        return drv_err_set(err, DRV_ECONFLICT, 0, "job %s: a newer owner's token is recorded",
-                           l->id);
     const char *c[] = {json_string_value(json_object_get(l->job, "cluster_id"))};
     if (!c[0])
         return drv_err_set(err, DRV_ENOENT, 0, "job %s has no cluster", l->id);
@@ -468,7 +474,7 @@ static int part_writes(PGconn *conn, struct engine__pg_part *p, struct drv_err *
 {
     switch (p->kind) {
     case ENGINE__PG_LOAD:
-        return engine__pg_load_work(conn, p->arg, err);
+        return engine__pg_claim_work(conn, p->arg, err);
     case ENGINE__PG_START:
         return start_writes(conn, p->arg, err);
     case ENGINE__PG_ROUND:
@@ -483,7 +489,7 @@ int engine__pg_part_work(PGconn *conn, struct engine__pg_part *p, struct drv_err
 {
     switch (p->kind) {
     case ENGINE__PG_LOAD:
-        return engine__pg_load_work(conn, p->arg, err);
+        return engine__pg_claim_work(conn, p->arg, err);
     case ENGINE__PG_START:
         return engine__pg_start_work(conn, p->arg, err);
     case ENGINE__PG_ROUND:

@@ -28,7 +28,10 @@ struct planner_plan;
  * null. */
 void engine__pg_jstr(struct strbuf *b, const char *s);
 
-/* Load: claim the job with the token (recorded when higher than the one there), read it. */
+/* Load, in two steps: claim the job with the token (recorded when higher than the one
+ * there; DRV_ECONFLICT when not: a part of a batch, job.c), then read it (its own work on
+ * the pool: reads need no durable commit and run in parallel). The reads come after the
+ * claim, so an older owner's write can no longer land after them. */
 struct engine__pg_load {
     struct ejob *j;
     char id[24], node[128];
@@ -37,6 +40,7 @@ struct engine__pg_load {
     json_t *cluster; /* cluster row with "nodes" */
     json_t *catalog; /* [{kind, name, body}] when the job has no pinned inputs, else NULL */
 };
+int engine__pg_claim_work(PGconn *conn, void *arg, struct drv_err *err);
 int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err);
 void engine__pg_load_free(struct engine__pg_load *l);
 
@@ -85,14 +89,15 @@ int engine__pg_batch_work(PGconn *conn, void *arg, struct drv_err *err);
  * and checks each part's token: a load's must be higher than the one recorded (it records
  * it), any other's must equal it. A part whose check fails is left out (rc[i] =
  * DRV_ECONFLICT: its owner is fenced out) before any of its statements, and the others go
- * on. Each part's statements run under their own SAVEPOINT: a part whose statements fail
+ * on (a load's statement is its claim, engine__pg_claim_work). Each part's statements run
+ * under their own SAVEPOINT: a part whose statements fail
  * has them rolled back (rc[i] = their error) and the others commit. Returns 0 when the
  * transaction committed (or had nothing to commit: rc[] says what each part did), or the
  * error that left nothing written (rc[] all set to it, err[] all to err). The parts must
  * come sorted by job id (engine__pg_id_cmp); a job may have at most one part.
  */
 enum engine__pg_kind {
-    ENGINE__PG_LOAD,  /* struct engine__pg_load: the token recorded, the job read */
+    ENGINE__PG_LOAD,  /* struct engine__pg_load: the token recorded (the reads follow alone) */
     ENGINE__PG_START, /* struct engine__pg_start */
     ENGINE__PG_ROUND, /* struct engine__pg_batch */
     ENGINE__PG_FINAL, /* struct engine__pg_final */
