@@ -21,7 +21,8 @@ counted and taken out of the transaction figures. Figures:
   - PostgreSQL: write transactions (growth of the transaction id counter: every
     transaction that wrote, read-only ones not) and all commits (pg_stat_database
     xact_commit, after a wait of 11 s: a backend flushes its counters when idle, within
-    10 s), each per job;
+    10 s), each per job; and the server's WAL syncs and writes per job (pg_stat_wal: the
+    durable flushes; a sync carries every commit that waits for it);
   - ZooKeeper: requests received (mntr zk_packets_received, every client's, idle pings too)
     and transactions (growth of the zxid, srvr), each per job and per task;
   - under load, the parts of request to succeeded of every tenth job, as lone's below (without
@@ -94,6 +95,12 @@ def pg_counters(pg):
     """(xid counter, xact_commit of the database): the first call itself takes one xid."""
     r = pg.q("SELECT pg_current_xact_id()::text::bigint,"
              " (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())")
+    return int(r[0][0]), int(r[0][1])
+
+
+def pg_wal(pg):
+    """(WAL syncs, WAL writes) of the server (pg_stat_wal): the durable flushes."""
+    r = pg.q("SELECT wal_sync, wal_write FROM pg_stat_wal")
     return int(r[0][0]), int(r[0][1])
 
 
@@ -177,6 +184,7 @@ def cmd_load(a):
 
     t_first = now_ms()
     z0 = zk_counters(a.zk)
+    w0 = pg_wal(pg)
     x0, c0 = pg_counters(pg)
     s0 = pg.statements
     threads = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(a.clients)]
@@ -212,6 +220,7 @@ def cmd_load(a):
     time.sleep(11)
     _, c1 = pg_counters(pg)
     bench_stmts = pg.statements - s0  # the bench's own statements: each one a transaction
+    w1 = pg_wal(pg)
     bad = {j: d[0] for j, d in state["done"].items() if d[0] != "succeeded"}
     lat = [state["done"][j][1] - state["t_req"][j] for j in state["done"]]
     t_last = max(d[1] for d in state["done"].values())
@@ -235,6 +244,9 @@ def cmd_load(a):
     print("small: PostgreSQL: %.1f write transactions per job, %.1f commits per job"
           " (pg_stat_database xact_commit; every client, less the bench's own %d statements)"
           % ((x1 - x0 - 1) / n, (c1 - c0 - bench_stmts) / n, bench_stmts))
+    print("small: PostgreSQL WAL: %.1f syncs per job, %.1f writes per job (pg_stat_wal: the"
+          " server's durable flushes, every client's; one sync carries every commit waiting)"
+          % ((w1[0] - w0[0]) / n, (w1[1] - w0[1]) / n))
     print("small: ZooKeeper: %.1f requests per job (%.2f per task; every client, idle ones too),"
           " %.2f transactions per job (%.3f per task)"
           % ((z1[0] - z0[0]) / n, (z1[0] - z0[0]) / max(tasks, 1), (z1[1] - z0[1]) / n,

@@ -4,7 +4,9 @@
 # cluster, job 2 expands it to 3, job 3 shrinks it back to 2; then job 2's final write is
 # replayed (final_replay, fenced with job 2's own token as the engine's is). The cluster,
 # its nodes, the snapshots and the audit log must be as job 3 left them (before the guard
-# the replay made the cluster 3 nodes again, the removed node's row active).
+# the replay made the cluster 3 nodes again, the removed node's row active). Then again in
+# a batch with job 1's final write, as the engine sends the final writes of jobs that end
+# together (engine__pg_multi_work): the same.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../api/api_lib.sh"
 . "$(dirname "$0")/engine_lib.sh"
@@ -43,3 +45,10 @@ before: $before
 after:  $after"
 expect 200 "$(api GET "/v1/clusters/$CID")" '.size == 2 and ([.nodes[] | select(.status == "active")] | length == 2)' "the cluster as job $J3 left it"
 pass "a replayed final write changed nothing: job $J3's cluster, nodes, snapshots and audit stand"
+
+"$REPLAY" "$DROVER_PG" "$J1" "$J2" || fail "the replayed final writes in one batch failed"
+after=$(cluster_state)
+[ "$before" = "$after" ] || fail "job $J2's final write replayed in a batch changed what job $J3 left:
+before: $before
+after:  $after"
+pass "replayed in a batch with job $J1's, job $J2's final write changed nothing either"

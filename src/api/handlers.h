@@ -56,13 +56,19 @@ enum api_quota {
     API_QUOTA_COUNT
 };
 /*
- * Inside the caller's transaction, before its writes: lock the caller's tenant row for
- * update and check that its use plus asked[q] stays within each quota q. 0, or call_fail
- * 422/429 "quota-exceeded" with {"quota", "limit", "used", "asked"} in the error (the
+ * Inside the caller's transaction, before its writes: lock the caller's tenant row
+ * (store_tenant_lock_quota) and check that its use plus asked[q] stays within each quota q. 0, or
+ * call_fail 422/429 "quota-exceeded" with {"quota", "limit", "used", "asked"} in the error (the
  * caller returns it and its transaction rolls back).
  */
 int api__quota_check(PGconn *conn, struct call *c, const long asked[API_QUOTA_COUNT],
                      struct drv_err *err);
+/* The same, after the caller's writes instead of before: its own rows (asked[q] of quota
+ * q) are counted already, so its use stays within each quota q. The lock is then held
+ * only from here to the caller's commit; writes before it hold no tenant lock (their
+ * foreign keys' FOR KEY SHARE does not conflict with it). */
+int api__quota_check_after(PGconn *conn, struct call *c, const long asked[API_QUOTA_COUNT],
+                           struct drv_err *err);
 /* The same lock alone, for a write checked after it (a resources push). */
 int api__quota_lock(PGconn *conn, struct call *c, struct drv_err *err);
 /* After a resources version of size bytes was inserted (under api__quota_lock): prune the

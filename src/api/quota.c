@@ -90,8 +90,9 @@ static int over(struct call *c, int q, long limit, long used, long asked)
                      quota_defs[q].name, c->who.tenant, used, asked, limit);
 }
 
-int api__quota_check(PGconn *conn, struct call *c, const long asked[API_QUOTA_COUNT],
-                     struct drv_err *err)
+/* Lock, count, compare; counted_already: the caller's own rows are in the count. */
+static int quota_check(PGconn *conn, struct call *c, const long asked[API_QUOTA_COUNT],
+                       bool counted_already, struct drv_err *err)
 {
     int rc = store_tenant_lock_quota(conn, c->who.tenant_id, err);
     json_t *u = NULL;
@@ -100,11 +101,25 @@ int api__quota_check(PGconn *conn, struct call *c, const long asked[API_QUOTA_CO
     for (int q = 0; rc == 0 && q < API_QUOTA_COUNT; q++) {
         bool own;
         long limit = limit_of(c, u, q, &own), used = used_of(u, q);
+        if (counted_already)
+            used -= asked[q] > 0 ? asked[q] : 0;
         if (asked[q] > 0 && limit > 0 && used + asked[q] > limit)
             rc = over(c, q, limit, used, asked[q]);
     }
     json_decref(u);
     return rc;
+}
+
+int api__quota_check(PGconn *conn, struct call *c, const long asked[API_QUOTA_COUNT],
+                     struct drv_err *err)
+{
+    return quota_check(conn, c, asked, false, err);
+}
+
+int api__quota_check_after(PGconn *conn, struct call *c, const long asked[API_QUOTA_COUNT],
+                           struct drv_err *err)
+{
+    return quota_check(conn, c, asked, true, err);
 }
 
 int api__quota_lock(PGconn *conn, struct call *c, struct drv_err *err)

@@ -1,20 +1,25 @@
 /*
  * batch: the writes of all the jobs this node owns, together ("Batching across jobs" in
  * docs/engine.md). commit.c makes each job's round as before (its PostgreSQL batch, its
- * ZooKeeper multi-op, one of each in flight per job) and hands them here; the rounds the
- * jobs made in one turn of the loop go out in one PostgreSQL transaction and one ZooKeeper
- * multi-op (several when over the byte budget), at most one of each in flight per node:
- * what the jobs write while one is in flight gathers for the next. Each job hears how its
- * part went as if it had been sent alone (commit_pg.c's pg_done, commit_zk.c's on_zk), so
- * the job's own pipeline, its rules (docs/engine.md "One attempt of one task") and its fencing are
- * unchanged. Loop thread only; the PostgreSQL work runs on a store thread.
+ * ZooKeeper multi-op, one of each in flight per job) and hands them here, and job.c,
+ * jobstart.c and commit.c hand their loads, starts and final writes here too (PostgreSQL
+ * parts, engine__batch_pg_part); the parts and rounds the jobs made in one turn of the loop
+ * go out in one PostgreSQL transaction per lane (the loads and starts in one, the rounds and
+ * final writes in the other) and one ZooKeeper multi-op (several when over the byte budget),
+ * at most one of each in flight per lane and node: what the jobs write while one is in
+ * flight gathers for the next. Each job hears how its part went as if it had been sent alone
+ * (commit_pg.c's pg_done, job.c's loaded, jobstart.c's started_pg, commit.c's final_done,
+ * commit_zk.c's on_zk), so the job's own pipeline, its rules (docs/engine.md "One attempt of
+ * one task") and its fencing are unchanged. Loop thread only; the PostgreSQL work runs on a
+ * store thread.
  *
  * Fencing, per job, in a batch:
- *   PostgreSQL (engine__pg_multi_work, job_pg.c): one statement locks the jobs' rows in id
- *     order (two batches never deadlock: each takes its locks in the same order) and
- *     compares each token; a job fenced out is left out (DRV_ECONFLICT: it is lost), each
- *     other job's writes run under a SAVEPOINT, so a job whose writes fail has its part
- *     rolled back and the others commit.
+ *   PostgreSQL (engine__pg_multi_work, job_pg.c): one statement locks the parts' job rows in
+ *     id order (two batches never deadlock: each takes its locks in the same order) and
+ *     checks each token (a load's higher than the one recorded, any other's equal); a part
+ *     fenced out is left out before its statements (DRV_ECONFLICT: its job is lost), each
+ *     other part's statements run under a SAVEPOINT, so a part whose statements fail is
+ *     rolled back alone and the others commit.
  *   ZooKeeper: a multi-op applies whole or not at all, so each job's part begins with a check
  *     of its lock's contender znode (what coord_txn_commit's fence checks for one), then its
  *     ops (the state's versioned set first). When an op fails, the part it is in says whose:
@@ -23,11 +28,13 @@
  *     whose lock is not held when the batch is made is not put in (lost at once).
  *
  * Invariants:
- *   1. A job's round is in at most one batch, and a batch holds at most one round per job
- *      (commit.c's pg_busy and zk_busy: one of each in flight per job).
- *   2. Every round handed here is answered once, through pg_done or on_zk, also when the
- *      engine stops (engine__batch_free), and also when coord answers a multi-op after the
- *      engine is freed (an orphaned zmulti: its jobs are dead, their parts only freed).
+ *   1. A job's round or part is in at most one batch, and a PostgreSQL batch holds at most
+ *      one part per job (gather_cb keeps a second for the next; commit.c's pg_busy and
+ *      zk_busy: one round of each in flight per job).
+ *   2. Every round and part handed here is answered once, through its done callback or
+ *      on_zk, also when the engine stops (engine__batch_free: DRV_EAGAIN), and also when
+ *      coord answers a multi-op after the engine is freed (an orphaned zmulti: its jobs are
+ *      dead, their parts only freed).
  *   3. A job's part of a ZooKeeper batch applies only with its lock's check in the same
  *      multi-op; a job's part of a PostgreSQL batch only after its token is compared, under
  *      its row's lock held to the commit.
@@ -45,6 +52,7 @@
 
 #include <event2/event.h>
 
+#include "check.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "job_pg.h"
@@ -55,41 +63,103 @@
 
 #define MOD "engine"
 
-/* ---- PostgreSQL: the jobs' batches together ------------------------------------------------ */
+/* ---- PostgreSQL: the jobs' parts together ------------------------------------------------- */
 
-/* The batches the jobs made in one turn of the loop go in one transaction
- * (engine__pg_multi_work; one job's alone: its own fenced transaction, as before), at most
- * ENGINE_PG_MULTIS in flight: while they are, what the jobs write meanwhile gathers for the
- * next. */
+/* The parts the jobs made in one turn of the loop go in one transaction per lane
+ * (engine__pg_multi_work; one part alone: its own work, as before): lane 0 carries the loads
+ * and starts, lane 1 the rounds and final writes, so that a job's start never waits behind
+ * a batch of other jobs' rounds. At most ENGINE_PG_MULTIS transactions in flight per lane:
+ * while they are, what the jobs write meanwhile gathers for the lane's next. A job has one
+ * PostgreSQL part in flight at a time whatever the lane (a load before anything else, then
+ * pg_busy), so the two lanes' transactions never carry the same job's live parts. */
 #define ENGINE_PG_MULTIS 1
+#define LANE_STARTS 0
+#define LANE_ROUNDS 1
 
 struct pgmulti {
-    struct engine *e;
-    struct pgb **g;
-    struct engine__pg_batch **b;
+    struct engine__pglane *lane;
+    struct engine__pgq *q; /* sorted by job id, as m.p */
     struct engine__pg_multi m;
 };
 
 static void gather_cb(evutil_socket_t fd, short what, void *arg);
 
-void engine__batch_pg(struct engine *e, struct pgb *g)
+static const char *part_id(const struct engine__pgq *q, int64_t *token)
 {
-    XGROW(e->gather, e->cap_gather, e->n_gather + 1);
-    e->gather[e->n_gather++] = g;
-    if (!e->gather_ev)
-        e->gather_ev = event_new(e->base, -1, 0, gather_cb, e);
-    /* At the end of this turn: what the other jobs write in it goes in too. */
-    if (e->pg_multis < ENGINE_PG_MULTIS)
-        event_active(e->gather_ev, EV_TIMEOUT, 0);
+    switch ((enum engine__pg_kind)q->kind) {
+    case ENGINE__PG_LOAD: {
+        struct engine__pg_load *l = q->arg;
+        *token = l->token;
+        return l->id;
+    }
+    case ENGINE__PG_START: {
+        struct engine__pg_start *s = q->arg;
+        *token = s->token;
+        return s->id;
+    }
+    case ENGINE__PG_ROUND: {
+        struct engine__pg_batch *b = engine__pgb_batch(q->arg);
+        *token = b->token;
+        return b->id;
+    }
+    case ENGINE__PG_FINAL: {
+        struct engine__pg_final *f = q->arg;
+        *token = f->token;
+        return f->id;
+    }
+    }
+    *token = 0;
+    return "";
 }
 
-/* Job ids are bigints: shorter is smaller. */
+void engine__batch_pg_part(struct engine *e, int kind, void *arg,
+                           void (*done)(int rc, const struct drv_err *err, void *arg))
+{
+    struct engine__pglane *l =
+        &e->pglane[kind == ENGINE__PG_LOAD || kind == ENGINE__PG_START ? LANE_STARTS : LANE_ROUNDS];
+    XGROW(l->gather, l->cap_gather, l->n_gather + 1);
+    l->gather[l->n_gather++] = (struct engine__pgq){.kind = kind, .arg = arg, .done = done};
+    l->e = e;
+    if (!l->gather_ev)
+        l->gather_ev = event_new(e->base, -1, 0, gather_cb, l);
+    /* At the end of this turn: what the other jobs write in it goes in too. */
+    if (l->pg_multis < ENGINE_PG_MULTIS)
+        event_active(l->gather_ev, EV_TIMEOUT, 0);
+}
+
+static void round_done(int rc, const struct drv_err *err, void *arg)
+{
+    engine__pgb_done(rc, err, arg);
+}
+
+void engine__batch_pg(struct engine *e, struct pgb *g)
+{
+    engine__batch_pg_part(e, ENGINE__PG_ROUND, g, round_done);
+}
+
 static int by_id(const void *a, const void *b)
 {
-    const struct engine__pg_batch *x = *(struct engine__pg_batch *const *)a,
-                                  *y = *(struct engine__pg_batch *const *)b;
-    size_t lx = strlen(x->id), ly = strlen(y->id);
-    return lx != ly ? (lx < ly ? -1 : 1) : strcmp(x->id, y->id);
+    int64_t t;
+    const char *x = part_id(a, &t), *y = part_id(b, &t);
+    return engine__pg_id_cmp(x, y);
+}
+
+/* Invariant 1 of a PostgreSQL batch about to be sent: its parts in strictly increasing job
+ * id order (the row locks' order; one part per job). */
+static void pgmulti_check(const struct pgmulti *pm)
+{
+#if DRV_CHECKS
+    for (size_t i = 0; i < pm->m.n; i++) {
+        int64_t t;
+        if (strcmp(pm->m.p[i].id, part_id(&pm->q[i], &t)) != 0 ||
+            (i && engine__pg_id_cmp(pm->m.p[i - 1].id, pm->m.p[i].id) >= 0)) {
+            log_error(MOD, "event=check-failed what=pg-batch part=%zu job=%s", i, pm->m.p[i].id);
+            abort();
+        }
+    }
+#else
+    (void)pm;
+#endif
 }
 
 static int multi_work(PGconn *conn, void *arg, struct drv_err *err)
@@ -97,8 +167,8 @@ static int multi_work(PGconn *conn, void *arg, struct drv_err *err)
     struct pgmulti *pm = arg;
     if (pm->m.n > 1)
         return engine__pg_multi_work(conn, &pm->m, err);
-    /* One job: its own fenced transaction, as before batching. */
-    pm->m.rc[0] = engine__pg_batch_work(conn, pm->b[0], err);
+    /* One part: its own work, as before batching. */
+    pm->m.rc[0] = engine__pg_part_work(conn, &pm->m.p[0], err);
     if (pm->m.rc[0])
         pm->m.err[0] = *err;
     return pm->m.rc[0];
@@ -107,58 +177,81 @@ static int multi_work(PGconn *conn, void *arg, struct drv_err *err)
 static void multi_done(int rc, const struct drv_err *err, void *arg)
 {
     struct pgmulti *pm = arg;
-    struct engine *e = pm->e;
-    e->pg_multis--;
-    /* Nothing was written (the work may not even have run: no connection): every job hears
+    struct engine__pglane *l = pm->lane;
+    l->pg_multis--;
+    /* Nothing was written (the work may not even have run: no connection): every part hears
      * why, or a round never written would count as written. */
     for (size_t i = 0; rc && i < pm->m.n; i++) {
         pm->m.rc[i] = rc;
         pm->m.err[i] = *err;
     }
     for (size_t i = 0; i < pm->m.n; i++) {
+        const struct engine__pg_part *p = &pm->m.p[i];
+        const char *part = engine__pg_kind_name(p->kind);
         if (pm->m.n > 1 && !rc && pm->m.rc[i] == DRV_ECONFLICT)
-            log_info(MOD, "event=job-fenced-in-batch job=%s batch=%zu store=pg", pm->b[i]->id,
-                     pm->m.n);
+            log_info(MOD, "event=job-fenced-in-batch job=%s batch=%zu store=pg part=%s", p->id,
+                     pm->m.n, part);
         else if (pm->m.n > 1 && !rc && pm->m.rc[i])
-            log_info(MOD, "event=job-part-failed-in-batch job=%s batch=%zu error=\"%s\"",
-                     pm->b[i]->id, pm->m.n, pm->m.err[i].msg);
-        engine__pgb_done(pm->m.rc[i], &pm->m.err[i], pm->b[i]->back);
+            log_info(MOD, "event=job-part-failed-in-batch job=%s batch=%zu part=%s error=\"%s\"",
+                     p->id, pm->m.n, part, pm->m.err[i].msg);
+        pm->q[i].done(pm->m.rc[i], &pm->m.err[i], pm->q[i].arg);
     }
-    free(pm->g);
-    free(pm->b);
+    free(pm->q);
+    free(pm->m.p);
     free(pm->m.rc);
     free(pm->m.err);
     free(pm);
-    if (e->n_gather && e->pg_multis < ENGINE_PG_MULTIS && e->gather_ev)
-        event_active(e->gather_ev, EV_TIMEOUT, 0);
+    if (l->n_gather && l->pg_multis < ENGINE_PG_MULTIS && l->gather_ev)
+        event_active(l->gather_ev, EV_TIMEOUT, 0);
 }
 
 static void gather_cb(evutil_socket_t fd, short what, void *arg)
 {
-    struct engine *e = arg;
-    if (!e->n_gather || e->pg_multis >= ENGINE_PG_MULTIS)
+    struct engine__pglane *l = arg;
+    struct engine *e = l->e;
+    if (!l->n_gather || l->pg_multis >= ENGINE_PG_MULTIS)
         return;
-    size_t n = e->n_gather;
-    struct pgb **gs = e->gather;
-    e->gather = NULL;
-    e->n_gather = e->cap_gather = 0;
+    size_t n = l->n_gather;
+    struct engine__pgq *qs = l->gather;
+    l->gather = NULL;
+    l->n_gather = l->cap_gather = 0;
+    qsort(qs, n, sizeof(*qs), by_id);
+    /* One part per job in a transaction (job_pg.h): a second one of the same job (a job
+     * lost and taken again: the old object's round and the new one's load) waits for the
+     * next, so that each is checked against what the other wrote. */
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t t;
+        if (kept && strcmp(part_id(&qs[kept - 1], &t), part_id(&qs[i], &t)) == 0) {
+            XGROW(l->gather, l->cap_gather, l->n_gather + 1);
+            l->gather[l->n_gather++] = qs[i];
+            continue;
+        }
+        qs[kept++] = qs[i];
+    }
+    n = kept;
     e->stats.pg_txns++;
     e->stats.pg_batches++;
     e->stats.pg_batch_jobs += n;
     struct pgmulti *pm = xcalloc(1, sizeof(*pm));
-    pm->e = e;
-    pm->g = gs;
-    pm->b = xcalloc(n, sizeof(*pm->b));
+    pm->lane = l;
+    pm->q = qs;
+    pm->m.p = xcalloc(n, sizeof(*pm->m.p));
     for (size_t i = 0; i < n; i++) {
-        pm->b[i] = engine__pgb_batch(gs[i]);
-        pm->b[i]->back = gs[i]; /* the way back from the sorted batches */
+        struct engine__pg_part *p = &pm->m.p[i];
+        p->kind = (enum engine__pg_kind)qs[i].kind;
+        p->arg = p->kind == ENGINE__PG_ROUND ? (void *)engine__pgb_batch(qs[i].arg) : qs[i].arg;
+        p->id = part_id(&qs[i], &p->token);
+        if (n > 1 && (p->kind == ENGINE__PG_LOAD || p->kind == ENGINE__PG_START))
+            e->stats.pg_shared_starts++;
+        else if (n > 1 && p->kind == ENGINE__PG_FINAL)
+            e->stats.pg_shared_ends++;
     }
-    qsort(pm->b, n, sizeof(*pm->b), by_id);
-    pm->m.b = pm->b;
     pm->m.n = n;
     pm->m.rc = xcalloc(n, sizeof(*pm->m.rc));
     pm->m.err = xcalloc(n, sizeof(*pm->m.err));
-    e->pg_multis++;
+    pgmulti_check(pm);
+    l->pg_multis++;
     store_submit(e->db, multi_work, multi_done, pm);
 }
 
@@ -342,14 +435,17 @@ void engine__batch_free(struct engine *e)
 {
     struct drv_err err;
     drv_err_set(&err, DRV_EAGAIN, 0, "the engine stopped");
-    for (size_t i = 0; i < e->n_gather; i++)
-        engine__pgb_done(DRV_EAGAIN, &err, e->gather[i]);
-    free(e->gather);
-    e->gather = NULL;
-    e->n_gather = 0;
-    if (e->gather_ev)
-        event_free(e->gather_ev);
-    e->gather_ev = NULL;
+    for (int k = 0; k < 2; k++) {
+        struct engine__pglane *l = &e->pglane[k];
+        for (size_t i = 0; i < l->n_gather; i++)
+            l->gather[i].done(DRV_EAGAIN, &err, l->gather[i].arg);
+        free(l->gather);
+        l->gather = NULL;
+        l->n_gather = 0;
+        if (l->gather_ev)
+            event_free(l->gather_ev);
+        l->gather_ev = NULL;
+    }
     struct coord_txn_result gone = {.rc = DRV_ECONFLICT, .failed_op = -1};
     for (size_t i = 0; i < e->n_zgather; i++)
         engine__etxn_done(&gone, e->zgather[i]); /* (their jobs are dead: only freed) */

@@ -134,7 +134,9 @@ static void final_done(int rc, const struct drv_err *err, void *arg)
                      engine_phase_status(j->st.phase, j->st.cancel), j->e->node_id);
             engine__job_wind_up(j, false);
         } else if (rc == DRV_ECONFLICT) {
-            engine__job_lost(j, err->msg);
+            char why[320];
+            snprintf(why, sizeof(why), "at its final write: %s", err->msg);
+            engine__job_lost(j, why);
         } else {
             log_warn(MOD, "event=job-final-write-failed job=%s error=\"%s\"", j->id, err->msg);
             j->final_sent = false;
@@ -170,8 +172,8 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
         j->pg_busy = true;
         struct engine__pg_final *f = engine__pg_final_new(j);
         engine__job_ref(j);
-        j->e->stats.pg_txns++;
-        store_submit(j->e->db, engine__pg_final_work, final_done, f);
+        /* With the other jobs' parts of this turn (batch.c): one transaction for all. */
+        engine__batch_pg_part(j->e, ENGINE__PG_FINAL, f, final_done);
     }
     engine__job_idle(j);
 }

@@ -95,15 +95,19 @@ struct engine_stats {
     unsigned long lost;        /* jobs whose lock was lost */
     unsigned long resumed;     /* jobs resumed from another owner's task log (failovers) */
     /* The cost of the jobs in round trips (docs/engine.md "What a job costs"): PostgreSQL
-     * transactions the jobs' owner sent (load, start, the rounds' batches, final write) and
-     * ZooKeeper multi-ops (the start's creates, the rounds', the sweep's). A batch of the
-     * rounds carries one or more jobs: pg_batches counts the rounds' batches, pg_batch_jobs
-     * the jobs they carried. */
+     * transactions the jobs' owner sent (one per batch of loads, starts, rounds and final
+     * writes) and ZooKeeper multi-ops (the start's creates, the rounds', the sweep's). A
+     * PostgreSQL batch carries one or more jobs' parts: pg_batches counts the batches,
+     * pg_batch_jobs the parts they carried. */
     unsigned long pg_txns;
     unsigned long zk_multis;
     unsigned long pg_batches;
     unsigned long pg_batch_jobs;
     unsigned long zk_multi_jobs; /* the jobs the rounds' multi-ops carried */
+    /* Jobs' loads and starts (pg_shared_starts) and final writes (pg_shared_ends) that went
+     * in a transaction carrying other jobs' parts too (batch.c). */
+    unsigned long pg_shared_starts;
+    unsigned long pg_shared_ends;
 };
 void engine_get_stats(const struct engine *e, struct engine_stats *st);
 

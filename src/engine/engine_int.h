@@ -429,12 +429,16 @@ struct engine {
     bool have_workers;           /* the group has been read once */
     int64_t no_worker_ms, deadline_ms;
     size_t unserved; /* jobs owned here that no worker serves now */
-    /* commit.c: the jobs' PostgreSQL batches gathered into one transaction ("Batching
-     * across jobs" in docs/engine.md) */
-    struct pgb **gather; /* waiting for the next transaction */
-    size_t n_gather, cap_gather;
-    struct event *gather_ev;
-    int pg_multis;         /* such transactions in flight (at most ENGINE_PG_MULTIS) */
+    /* batch.c: the jobs' PostgreSQL parts gathered into one transaction per lane
+     * ("Batching across jobs" in docs/engine.md): lane 0 the loads and starts, lane 1 the
+     * rounds and final writes, each with at most one transaction in flight */
+    struct engine__pglane {
+        struct engine *e;
+        struct engine__pgq *gather; /* waiting for the lane's next transaction */
+        size_t n_gather, cap_gather;
+        struct event *gather_ev;
+        int pg_multis; /* the lane's transactions in flight (at most ENGINE_PG_MULTIS) */
+    } pglane[2];
     struct etxn **zgather; /* the jobs' multi-ops waiting for the next one */
     size_t n_zgather, cap_zgather;
     struct event *zgather_ev;
@@ -732,6 +736,18 @@ void engine__etxn_done(const struct coord_txn_result *r, struct etxn *t);
  * the batch in flight is answered); its outcome comes back through engine__pgb_done /
  * engine__etxn_done. */
 void engine__batch_pg(struct engine *e, struct pgb *g);
+/* A job's PostgreSQL part waiting for the next transaction: its kind (job_pg.h), its work's
+ * struct (arg: an engine__pg_load, _start, _batch or _final, whose id and token it
+ * carries) and the callback that hears its outcome, on the loop, exactly once (also when
+ * the engine stops: DRV_EAGAIN). */
+struct engine__pgq {
+    int kind; /* enum engine__pg_kind */
+    void *arg;
+    void (*done)(int rc, const struct drv_err *err, void *arg);
+};
+/* Hand a job's load, start or final write to the next batch, as engine__batch_pg a round. */
+void engine__batch_pg_part(struct engine *e, int kind, void *arg,
+                           void (*done)(int rc, const struct drv_err *err, void *arg));
 void engine__batch_zk(struct engine *e, struct etxn *t);
 /* The engine stops (after store_quiesce): the rounds gathered and not sent are answered,
  * unsent (their jobs are dead by then). */

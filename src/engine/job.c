@@ -349,6 +349,20 @@ static bool status_final(const char *s)
 
 static void on_state(int rc, const char *data, int version, void *arg);
 
+static void loaded(int rc, const struct drv_err *err, void *arg);
+
+/* The claim is back (a part of a batch): read the job, on the pool, with no batch. */
+static void claimed(int rc, const struct drv_err *err, void *arg)
+{
+    struct engine__pg_load *l = arg;
+    struct ejob *j = l->j;
+    if (rc || j->own != EJ_LOADING) {
+        loaded(rc, err, l);
+        return;
+    }
+    store_submit(j->e->db, engine__pg_load_work, loaded, l);
+}
+
 static void loaded(int rc, const struct drv_err *err, void *arg)
 {
     struct engine__pg_load *l = arg;
@@ -431,8 +445,8 @@ static void load(struct ejob *j)
     snprintf(l->node, sizeof(l->node), "%s", j->e->node_id);
     l->token = j->token;
     engine__job_ref(j);
-    j->e->stats.pg_txns++;
-    store_submit(j->e->db, engine__pg_load_work, loaded, l);
+    /* With the other jobs' parts of this turn (batch.c): one transaction for all. */
+    engine__batch_pg_part(j->e, ENGINE__PG_LOAD, l, claimed);
 }
 
 static void on_state(int rc, const char *data, int version, void *arg)

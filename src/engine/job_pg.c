@@ -112,7 +112,7 @@ static int audit(PGconn *conn, const char *tenant_id, const char *node, const ch
 
 /* ---- load --------------------------------------------------------------------------------- */
 
-int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err)
+int engine__pg_claim_work(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_load *l = arg;
     char tok[24];
@@ -127,29 +127,35 @@ int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err)
         return rc;
     int claimed = PQntuples(r);
     PQclear(r);
+    if (!claimed)
+        return drv_err_set(err, DRV_ECONFLICT, 0, "job %s: a newer owner's token is recorded",
+                           l->id);
+    return 0;
+}
+
+int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err)
+{
+    struct engine__pg_load *l = arg;
     const char *q[] = {l->id};
-    rc = store_query_row(conn,
-                         "SELECT j.id::text AS id, j.tenant_id::text AS tenant_id,"
-                         " t.name AS tenant, j.cluster_id::text AS cluster_id, j.operation,"
-                         " j.status, j.phase, j.request, j.inputs, j.plan_sha, j.control,"
-                         " j.error, j.snapshot, j.format_version, j.owner_token,"
-                         " (extract(epoch FROM now() - j.created_at) * 1000)::bigint::text"
-                         "  AS age_ms,"
-                         " (SELECT count(*) FROM tasks x WHERE x.job_id = j.id"
-                         "  AND x.status NOT IN ('waiting', 'skipped'))::text AS tasks_begun,"
-                         " (SELECT json_build_object('version', r.version, 'sha256', r.sha256)"
-                         "  FROM resources r WHERE r.tenant_id = j.tenant_id"
-                         "  ORDER BY r.version DESC LIMIT 1) AS resources"
-                         " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
-                         " WHERE j.id = $1::bigint",
-                         1, q, &l->job, err);
+    int rc = store_query_row(conn,
+                             "SELECT j.id::text AS id, j.tenant_id::text AS tenant_id,"
+                             " t.name AS tenant, j.cluster_id::text AS cluster_id, j.operation,"
+                             " j.status, j.phase, j.request, j.inputs, j.plan_sha, j.control,"
+                             " j.error, j.snapshot, j.format_version, j.owner_token,"
+                             " (extract(epoch FROM now() - j.created_at) * 1000)::bigint::text"
+                             "  AS age_ms,"
+                             " (SELECT count(*) FROM tasks x WHERE x.job_id = j.id"
+                             "  AND x.status NOT IN ('waiting', 'skipped'))::text AS tasks_begun,"
+                             " (SELECT json_build_object('version', r.version, 'sha256', r.sha256)"
+                             "  FROM resources r WHERE r.tenant_id = j.tenant_id"
+                             "  ORDER BY r.version DESC LIMIT 1) AS resources"
+                             " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
+                             " WHERE j.id = $1::bigint",
+                             1, q, &l->job, err);
     if (rc == DRV_ENOENT)
         return drv_err_set(err, DRV_ENOENT, 0, "no job %s", l->id);
     if (rc)
         return rc;
-    if (!claimed)
-        return drv_err_set(err, DRV_ECONFLICT, 0, "job %s: a newer owner's token is recorded",
-                           l->id);
     const char *c[] = {json_string_value(json_object_get(l->job, "cluster_id"))};
     if (!c[0])
         return drv_err_set(err, DRV_ENOENT, 0, "job %s has no cluster", l->id);
@@ -439,37 +445,101 @@ int engine__pg_batch_work(PGconn *conn, void *arg, struct drv_err *err)
     return fenced(conn, b->id, b->token, batch_writes, b, err);
 }
 
-/* Every job's row locked in id order (the batches come sorted), each token compared: rc[i]
- * DRV_ECONFLICT for a job this owner is fenced out of. */
+static int final_writes(PGconn *conn, void *arg, struct drv_err *err);
+
+int engine__pg_id_cmp(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    return la != lb ? (la < lb ? -1 : 1) : strcmp(a, b);
+}
+
+const char *engine__pg_kind_name(enum engine__pg_kind k)
+{
+    switch (k) {
+    case ENGINE__PG_LOAD:
+        return "load";
+    case ENGINE__PG_START:
+        return "start";
+    case ENGINE__PG_ROUND:
+        return "round";
+    case ENGINE__PG_FINAL:
+        return "final";
+    }
+    return "?";
+}
+
+/* A part's statements, after its check (the load's UPDATE claims what the check saw
+ * claimable: the row is locked). */
+static int part_writes(PGconn *conn, struct engine__pg_part *p, struct drv_err *err)
+{
+    switch (p->kind) {
+    case ENGINE__PG_LOAD:
+        return engine__pg_claim_work(conn, p->arg, err);
+    case ENGINE__PG_START:
+        return start_writes(conn, p->arg, err);
+    case ENGINE__PG_ROUND:
+        return batch_writes(conn, p->arg, err);
+    case ENGINE__PG_FINAL:
+        return final_writes(conn, p->arg, err);
+    }
+    return drv_err_set(err, DRV_EINVAL, 0, "unknown part");
+}
+
+int engine__pg_part_work(PGconn *conn, struct engine__pg_part *p, struct drv_err *err)
+{
+    switch (p->kind) {
+    case ENGINE__PG_LOAD:
+        return engine__pg_claim_work(conn, p->arg, err);
+    case ENGINE__PG_START:
+        return engine__pg_start_work(conn, p->arg, err);
+    case ENGINE__PG_ROUND:
+        return engine__pg_batch_work(conn, p->arg, err);
+    case ENGINE__PG_FINAL:
+        return engine__pg_final_work(conn, p->arg, err);
+    }
+    return drv_err_set(err, DRV_EINVAL, 0, "unknown part");
+}
+
+/* Every part's job row locked in id order (the parts come sorted), each token checked: a
+ * load's must be higher than the one recorded, any other's equal to it. rc[i]
+ * DRV_ECONFLICT for a part whose owner is fenced out. */
 static int fence_many(PGconn *conn, struct engine__pg_multi *m, struct drv_err *err)
 {
-    struct strbuf ids = STRBUF_INIT, toks = STRBUF_INIT;
+    struct strbuf ids = STRBUF_INIT, toks = STRBUF_INIT, claims = STRBUF_INIT;
     for (size_t i = 0; i < m->n; i++) {
-        strbuf_addf(&ids, "%s%s", i ? "," : "{", m->b[i]->id);
-        strbuf_addf(&toks, "%s%lld", i ? "," : "{", (long long)m->b[i]->token);
-        m->rc[i] = drv_err_set(
-            &m->err[i], DRV_ECONFLICT, 0,
-            "job %s: a newer owner's token is recorded: this owner is fenced out", m->b[i]->id);
+        const struct engine__pg_part *p = &m->p[i];
+        strbuf_addf(&ids, "%s%s", i ? "," : "{", p->id);
+        strbuf_addf(&toks, "%s%lld", i ? "," : "{", (long long)p->token);
+        strbuf_addf(&claims, "%s%s", i ? "," : "{", p->kind == ENGINE__PG_LOAD ? "t" : "f");
+        if (p->kind == ENGINE__PG_LOAD)
+            m->rc[i] = drv_err_set(&m->err[i], DRV_ECONFLICT, 0,
+                                   "job %s: a newer owner's token is recorded", p->id);
+        else
+            m->rc[i] = drv_err_set(
+                &m->err[i], DRV_ECONFLICT, 0,
+                "job %s: a newer owner's token is recorded: this owner is fenced out", p->id);
     }
     strbuf_addch(&ids, '}');
     strbuf_addch(&toks, '}');
-    const char *p[] = {ids.buf, toks.buf};
+    strbuf_addch(&claims, '}');
+    const char *q[] = {ids.buf, toks.buf, claims.buf};
     PGresult *r;
     int rc = store_execp(conn,
-                         "SELECT j.id::text, j.owner_token = u.tok FROM jobs j"
-                         " JOIN unnest($1::bigint[], $2::bigint[]) AS u(id, tok) ON j.id = u.id"
+                         "SELECT u.k, CASE WHEN u.claim THEN j.owner_token < u.tok"
+                         "   ELSE j.owner_token = u.tok END FROM jobs j"
+                         " JOIN unnest($1::bigint[], $2::bigint[], $3::bool[]) WITH ORDINALITY"
+                         "   AS u(id, tok, claim, k) ON j.id = u.id"
                          " ORDER BY j.id FOR UPDATE OF j",
-                         2, p, &r, err);
+                         3, q, &r, err);
     strbuf_release(&ids);
     strbuf_release(&toks);
+    strbuf_release(&claims);
     if (rc)
         return rc;
     for (int t = 0; t < PQntuples(r); t++) {
-        if (PQgetvalue(r, t, 1)[0] != 't')
-            continue;
-        for (size_t i = 0; i < m->n; i++)
-            if (strcmp(m->b[i]->id, PQgetvalue(r, t, 0)) == 0)
-                m->rc[i] = 0;
+        long k = strtol(PQgetvalue(r, t, 0), NULL, 10);
+        if (PQgetvalue(r, t, 1)[0] == 't' && k >= 1 && (size_t)k <= m->n)
+            m->rc[k - 1] = 0;
     }
     PQclear(r);
     return 0;
@@ -486,22 +556,32 @@ int engine__pg_multi_work(PGconn *conn, void *arg, struct drv_err *err)
                          0, NULL, NULL, err);
     if (rc == 0)
         rc = fence_many(conn, m, err);
-    bool any = false;
+    /* One round trip per part around its statements: the savepoint is made before the
+     * first part; after a part that wrote, it is released and made again in one script;
+     * after one that failed, rolled back to (it stays, for the next part). */
+    bool any = false, saved = false;
     for (size_t i = 0; rc == 0 && i < m->n; i++) {
         if (m->rc[i])
-            continue; /* fenced out: its writes are not made, the others go on */
-        rc = store_exec(conn, "SAVEPOINT job", 0, NULL, NULL, err);
+            continue; /* fenced out: its statements are not run, the others go on */
+        if (!saved)
+            rc = store_exec(conn, "SAVEPOINT job", 0, NULL, NULL, err);
         if (rc)
             break;
-        m->rc[i] = batch_writes(conn, m->b[i], &m->err[i]);
+        saved = true;
+        m->rc[i] = part_writes(conn, &m->p[i], &m->err[i]);
         if (m->rc[i] == DRV_EAGAIN) { /* the connection broke: nothing is written */
             *err = m->err[i];
             rc = DRV_EAGAIN;
             break;
         }
-        rc = store_exec(conn, m->rc[i] ? "ROLLBACK TO SAVEPOINT job" : "RELEASE SAVEPOINT job", 0,
-                        NULL, NULL, err);
         any |= m->rc[i] == 0;
+        bool more = false;
+        for (size_t k = i + 1; k < m->n && !more; k++)
+            more = m->rc[k] == 0;
+        if (m->rc[i])
+            rc = store_exec(conn, "ROLLBACK TO SAVEPOINT job", 0, NULL, NULL, err);
+        else if (more)
+            rc = store_exec_script(conn, "RELEASE SAVEPOINT job; SAVEPOINT job", err);
     }
     if (rc == 0 && any)
         rc = store_commit(conn, err);

@@ -28,7 +28,10 @@ struct planner_plan;
  * null. */
 void engine__pg_jstr(struct strbuf *b, const char *s);
 
-/* Load: claim the job with the token (recorded when higher than the one there), read it. */
+/* Load, in two steps: claim the job with the token (recorded when higher than the one
+ * there; DRV_ECONFLICT when not: a part of a batch, job.c), then read it (its own work on
+ * the pool: reads need no durable commit and run in parallel). The reads come after the
+ * claim, so an older owner's write can no longer land after them. */
 struct engine__pg_load {
     struct ejob *j;
     char id[24], node[128];
@@ -37,6 +40,7 @@ struct engine__pg_load {
     json_t *cluster; /* cluster row with "nodes" */
     json_t *catalog; /* [{kind, name, body}] when the job has no pinned inputs, else NULL */
 };
+int engine__pg_claim_work(PGconn *conn, void *arg, struct drv_err *err);
 int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err);
 void engine__pg_load_free(struct engine__pg_load *l);
 
@@ -79,21 +83,44 @@ struct engine__pg_batch {
 int engine__pg_batch_work(PGconn *conn, void *arg, struct drv_err *err);
 
 /*
- * The batches of several jobs in one transaction (commit.c gathers them per turn of the
- * loop). One statement locks every job's row, in id order (so that two such transactions
- * never deadlock), and compares each token: a job whose token is not the owner's is left
- * out (rc[i] = DRV_ECONFLICT) and the others go on. Each job's writes run under their own
- * SAVEPOINT: a job whose writes fail has them rolled back (rc[i] = their error) and the
- * others commit. Returns 0 when the transaction committed (rc[] says what each job's part
- * did), or the error that left nothing written (rc[] all set to it, err[] all to err).
+ * The writes of several jobs in one transaction (batch.c gathers them per turn of the loop):
+ * each job's part is its load, its start, a round's batch or its final write. One statement
+ * locks every part's job row, in id order (so that two such transactions never deadlock),
+ * and checks each part's token: a load's must be higher than the one recorded (it records
+ * it), any other's must equal it. A part whose check fails is left out (rc[i] =
+ * DRV_ECONFLICT: its owner is fenced out) before any of its statements, and the others go
+ * on (a load's statement is its claim, engine__pg_claim_work). Each part's statements run
+ * under their own SAVEPOINT: a part whose statements fail
+ * has them rolled back (rc[i] = their error) and the others commit. Returns 0 when the
+ * transaction committed (or had nothing to commit: rc[] says what each part did), or the
+ * error that left nothing written (rc[] all set to it, err[] all to err). The parts must
+ * come sorted by job id (engine__pg_id_cmp); a job may have at most one part.
  */
+enum engine__pg_kind {
+    ENGINE__PG_LOAD,  /* struct engine__pg_load: the token recorded (the reads follow alone) */
+    ENGINE__PG_START, /* struct engine__pg_start */
+    ENGINE__PG_ROUND, /* struct engine__pg_batch */
+    ENGINE__PG_FINAL, /* struct engine__pg_final */
+};
+struct engine__pg_part {
+    enum engine__pg_kind kind;
+    const char *id; /* the job's (borrowed from arg) */
+    int64_t token;
+    void *arg; /* borrowed */
+};
 struct engine__pg_multi {
-    struct engine__pg_batch **b; /* borrowed */
+    struct engine__pg_part *p; /* sorted by job id */
     size_t n;
     int *rc;             /* n results */
     struct drv_err *err; /* n errors */
 };
 int engine__pg_multi_work(PGconn *conn, void *arg, struct drv_err *err);
+/* One part alone, as its own work (the load unfenced, the others fenced), for a batch of
+ * one. */
+int engine__pg_part_work(PGconn *conn, struct engine__pg_part *p, struct drv_err *err);
+/* Job ids (bigints as text) in numeric order: shorter is smaller. */
+int engine__pg_id_cmp(const char *a, const char *b);
+const char *engine__pg_kind_name(enum engine__pg_kind k);
 void engine__pg_batch_free(struct engine__pg_batch *b);
 
 /* The end: final status, the cluster's new (or restored) state, snapshot, audit. */

@@ -134,7 +134,7 @@ static void started_pg(int rc, const struct drv_err *err, void *arg)
         if (rc == 0)
             zk_init(j);
         else if (rc == DRV_ECONFLICT)
-            engine__job_lost(j, "fenced out in PostgreSQL");
+            engine__job_lost(j, "fenced out in PostgreSQL at its start");
         else {
             log_warn(MOD, "event=job-start-failed job=%s error=\"%s\"", j->id, err->msg);
             engine__job_release(j);
@@ -251,8 +251,8 @@ static void start_built(void *arg)
     /* PostgreSQL first: the plan and its inputs are what a new owner rebuilds from. */
     struct engine__pg_start *s = engine__pg_start_new(j);
     j->pg_busy = true;
-    j->e->stats.pg_txns++;
-    store_submit(j->e->db, engine__pg_start_work, started_pg, s);
+    /* With the other jobs' parts of this turn (batch.c): one transaction for all. */
+    engine__batch_pg_part(j->e, ENGINE__PG_START, s, started_pg);
     /* (started_pg keeps the reference) */
 }
 

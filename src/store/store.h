@@ -246,8 +246,9 @@ int store_entity_delete(PGconn *conn, const char *tenant_id, const char *kind, c
 
 /* ---- quotas (store_quotas.c) ---- */
 
-/* Lock the live tenant row for update (DRV_ECONFLICT when deleted): the quota checks of
-   one tenant's writes serialise on it, inside the caller's transaction. */
+/* Lock the live tenant row FOR NO KEY UPDATE (DRV_ECONFLICT when deleted): the quota
+   checks of one tenant's writes (and its deletion) serialise on it, inside the caller's
+   transaction; inserts naming the tenant (their foreign key's FOR KEY SHARE) do not. */
 int store_tenant_lock_quota(PGconn *conn, const char *tenant_id, struct drv_err *err);
 /* *row {quotas (the tenant's own limits, an object), clusters, nodes (sum of live clusters'
    sizes), jobs (not ended), resource_versions, resource_bytes}. */

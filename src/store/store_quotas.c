@@ -6,7 +6,11 @@
  * quota it does not name takes droverd's default (quota.* keys). Usage is counted
  * from the rows themselves inside the caller's transaction, after the tenant row is
  * locked (store_tenant_lock_quota), so two concurrent writes of one tenant see each
- * other's rows and a quota is never passed by a race. Pool threads; no state.
+ * other's rows and a quota is never passed by a race. The lock is FOR NO KEY UPDATE: it
+ * serialises the quota checks (and a tenant's deletion) but not the foreign-key checks
+ * of inserts that name the tenant (FOR KEY SHARE: entities, users, another create's
+ * rows), so a create may insert its rows first and take the lock last without a deadlock.
+ * Pool threads; no state.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +24,7 @@ int store_tenant_lock_quota(PGconn *conn, const char *tenant_id, struct drv_err 
     json_t *row;
     int rc = store_query_row(conn,
                              "SELECT id FROM tenants WHERE id = $1::bigint AND deleted_at IS NULL"
-                             " FOR UPDATE",
+                             " FOR NO KEY UPDATE",
                              1, p, &row, err);
     if (rc == DRV_ENOENT)
         return drv_err_set(err, DRV_ECONFLICT, 0, "the tenant has been deleted");
