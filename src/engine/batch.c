@@ -17,9 +17,12 @@
  *   PostgreSQL (engine__pg_multi_work, job_pg.c): one statement locks the parts' job rows in
  *     id order (two batches never deadlock: each takes its locks in the same order) and
  *     checks each token (a load's higher than the one recorded, any other's equal); a part
- *     fenced out is left out before its statements (DRV_ECONFLICT: its job is lost), each
- *     other part's statements run under a SAVEPOINT, so a part whose statements fail is
- *     rolled back alone and the others commit.
+ *     fenced out is left out before its statements (DRV_ECONFLICT: its job is lost), and so
+ *     is a part whose row another transaction holds (SKIP LOCKED, DRV_EAGAIN: an older owner
+ *     frozen mid-transaction delays only its own job, which tries again as after any write
+ *     that did not happen; engine_batch_locked_row); each other part's statements run under
+ *     a SAVEPOINT, so a part whose statements fail is rolled back alone and the others
+ *     commit.
  *   ZooKeeper: a multi-op applies whole or not at all, so each job's part begins with a check
  *     of its lock's contender znode (what coord_txn_commit's fence checks for one), then its
  *     ops (the state's versioned set first). When an op fails, the part it is in says whose:

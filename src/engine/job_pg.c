@@ -502,7 +502,10 @@ int engine__pg_part_work(PGconn *conn, struct engine__pg_part *p, struct drv_err
 
 /* Every part's job row locked in id order (the parts come sorted), each token checked: a
  * load's must be higher than the one recorded, any other's equal to it. rc[i]
- * DRV_ECONFLICT for a part whose owner is fenced out. */
+ * DRV_ECONFLICT for a part whose owner is fenced out; DRV_EAGAIN for one whose row another
+ * transaction holds (SKIP LOCKED: an older owner frozen in its own transaction, until
+ * idle_in_transaction_session_timeout ends it, must not hold the batch's other jobs with it;
+ * that part's job tries again as after any write that did not happen). */
 static int fence_many(PGconn *conn, struct engine__pg_multi *m, struct drv_err *err)
 {
     struct strbuf ids = STRBUF_INIT, toks = STRBUF_INIT, claims = STRBUF_INIT;
@@ -511,13 +514,8 @@ static int fence_many(PGconn *conn, struct engine__pg_multi *m, struct drv_err *
         strbuf_addf(&ids, "%s%s", i ? "," : "{", p->id);
         strbuf_addf(&toks, "%s%lld", i ? "," : "{", (long long)p->token);
         strbuf_addf(&claims, "%s%s", i ? "," : "{", p->kind == ENGINE__PG_LOAD ? "t" : "f");
-        if (p->kind == ENGINE__PG_LOAD)
-            m->rc[i] = drv_err_set(&m->err[i], DRV_ECONFLICT, 0,
-                                   "job %s: a newer owner's token is recorded", p->id);
-        else
-            m->rc[i] = drv_err_set(
-                &m->err[i], DRV_ECONFLICT, 0,
-                "job %s: a newer owner's token is recorded: this owner is fenced out", p->id);
+        m->rc[i] = drv_err_set(&m->err[i], DRV_EAGAIN, 0,
+                               "job %s: its row is locked by another transaction", p->id);
     }
     strbuf_addch(&ids, '}');
     strbuf_addch(&toks, '}');
@@ -529,7 +527,7 @@ static int fence_many(PGconn *conn, struct engine__pg_multi *m, struct drv_err *
                          "   ELSE j.owner_token = u.tok END FROM jobs j"
                          " JOIN unnest($1::bigint[], $2::bigint[], $3::bool[]) WITH ORDINALITY"
                          "   AS u(id, tok, claim, k) ON j.id = u.id"
-                         " ORDER BY j.id FOR UPDATE OF j",
+                         " ORDER BY j.id FOR UPDATE OF j SKIP LOCKED",
                          3, q, &r, err);
     strbuf_release(&ids);
     strbuf_release(&toks);
@@ -538,8 +536,18 @@ static int fence_many(PGconn *conn, struct engine__pg_multi *m, struct drv_err *
         return rc;
     for (int t = 0; t < PQntuples(r); t++) {
         long k = strtol(PQgetvalue(r, t, 0), NULL, 10);
-        if (PQgetvalue(r, t, 1)[0] == 't' && k >= 1 && (size_t)k <= m->n)
+        if (k < 1 || (size_t)k > m->n)
+            continue;
+        const struct engine__pg_part *p = &m->p[k - 1];
+        if (PQgetvalue(r, t, 1)[0] == 't')
             m->rc[k - 1] = 0;
+        else if (p->kind == ENGINE__PG_LOAD)
+            m->rc[k - 1] = drv_err_set(&m->err[k - 1], DRV_ECONFLICT, 0,
+                                       "job %s: a newer owner's token is recorded", p->id);
+        else
+            m->rc[k - 1] = drv_err_set(
+                &m->err[k - 1], DRV_ECONFLICT, 0,
+                "job %s: a newer owner's token is recorded: this owner is fenced out", p->id);
     }
     PQclear(r);
     return 0;
