@@ -42,6 +42,10 @@
  *      multi-op; a job's part of a PostgreSQL batch only after its token is compared, under
  *      its row's lock held to the commit.
  *
+ * Test hook (DROVER_FAULT=gather-progress=K, gather_held): the first rounds carrying a
+ * worker's progress wait in the gather until K jobs have a part there, then go as one
+ * transaction.
+ *
  * Test hook (DROVER_FAULT=hold-batch-answer, docs/testing.md): the answer to the first
  * multi-op of several jobs is held, unread: its jobs wait for it as if it were still in
  * flight (and so does every later multi-op of the node, one being in flight), so a SIGTERM
@@ -208,11 +212,43 @@ static void multi_done(int rc, const struct drv_err *err, void *arg)
         event_active(l->gather_ev, EV_TIMEOUT, 0);
 }
 
+/* A round that carries a worker's progress: a task marked running, or an attempt ended. */
+static bool round_progress(const struct engine__pgq *q)
+{
+    if (q->kind != ENGINE__PG_ROUND)
+        return false;
+    const struct engine__pg_batch *b = engine__pgb_batch(q->arg);
+    return b->attempts || (b->tasks && strstr(b->tasks, "\"st\":\"running\""));
+}
+
+/* Test hook (DROVER_FAULT=gather-progress=K): while the rounds gathered carry a worker's
+ * progress and fewer than K jobs have a part, they wait for more (each part handed here
+ * looks again); the first time K have one, they go, and the hook is done. So a test knows
+ * that the jobs' first writes after a worker came meet in one transaction, and their
+ * ZooKeeper parts in one multi-op after it (engine_batch_fence). */
+static bool gather_held(struct engine__pglane *l)
+{
+    struct engine *e = l->e;
+    if (!e->fault_gather_progress || l != &e->pglane[LANE_ROUNDS])
+        return false;
+    size_t progress = 0;
+    for (size_t i = 0; i < l->n_gather; i++)
+        progress += round_progress(&l->gather[i]);
+    if (!progress)
+        return false;
+    if (l->n_gather < e->fault_gather_progress)
+        return true;
+    log_warn(MOD, "event=fault-injected fault=gather-progress parts=%zu progress=%zu", l->n_gather,
+             progress);
+    e->fault_gather_progress = 0;
+    return false;
+}
+
 static void gather_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct engine__pglane *l = arg;
     struct engine *e = l->e;
-    if (!l->n_gather || l->pg_multis >= ENGINE_PG_MULTIS)
+    if (!l->n_gather || l->pg_multis >= ENGINE_PG_MULTIS || gather_held(l))
         return;
     size_t n = l->n_gather;
     struct engine__pgq *qs = l->gather;

@@ -452,6 +452,10 @@ struct engine {
        freed; then coord delivers it to the orphan. */
     bool fault_hold_batch;
     void *held; /* that multi-op (one of zflying), NULL until then */
+    /* Test hook (DROVER_FAULT=gather-progress=K, batch.c): the first PostgreSQL rounds
+       carrying a worker's progress (a task running or ended) gather until K jobs have a
+       part, then go as one transaction; 0 once done (or without the hook). */
+    size_t fault_gather_progress;
 };
 
 enum ejob_own {
