@@ -31,6 +31,20 @@ start_droverd() {
   SUPER=$(cat "$TOKFILE")
 }
 
+# zk_logins [NAME...]: new ZooKeeper logins (mode 0600): droverd's ($T/zk.digest, its id in
+# DROVERD_ID), the operator's read-only one ($T/ops.digest, OPS_ID), and $T/NAME.digest for
+# each NAME. A test that wants start_worker to log workers in as their tenant sets
+# ZK_DROVERD_ID=$DROVERD_ID.
+# shellcheck disable=SC2120 # the NAMEs are optional
+zk_logins() {
+  local n
+  (umask 077 && echo "drover:$(openssl rand -hex 16)" > "$T/zk.digest" &&
+    for n in ops "$@"; do echo "$n:$(openssl rand -hex 16)" > "$T/$n.digest"; done)
+  DROVERD_ID=$("$BIN/drover" key zk-id "$T/zk.digest")
+  OPS_ID=$("$BIN/drover" key zk-id "$T/ops.digest")
+  [[ $DROVERD_ID == drover:* && $OPS_ID == ops:* ]] || fail "no digest ids: $DROVERD_ID $OPS_ID"
+}
+
 # worker_zk_file TENANT: prints the path of TENANT's workers' ZooKeeper credentials (derived
 # once from $KEYFILE with `drover key worker-zk`, mode 0600), for their zookeeper.digest_file.
 worker_zk_file() {

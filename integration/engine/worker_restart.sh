@@ -15,8 +15,8 @@ PY=/usr/bin/python3 # the system's, with python3-kazoo
 SESSION=20s # long: an expiry cannot hide inside the test's own steps
 . "$(dirname "$0")/engine_lib.sh"
 
-(umask 077 && echo "drover:$(openssl rand -hex 16)" > "$T/zk.digest")
-ZK_DROVERD_ID=$("$BIN/drover" key zk-id "$T/zk.digest") # workers: tenant acme's identity
+zk_logins
+ZK_DROVERD_ID=$DROVERD_ID # workers: tenant acme's identity
 start_droverd 1 "zookeeper.digest_file = $T/zk.digest"
 setup_tenant
 SF="$T/worker-1.session"

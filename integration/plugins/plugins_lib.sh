@@ -260,3 +260,13 @@ pool_hosts() {
   mv "$T/cluster_key.pub.saved" "$T/cluster_key.pub"
   CLUSTER_PUB=$(cat "$T/cluster_key.pub")
 }
+
+# pool_hosts_json HOST...: those of pool_hosts' nodes as an ssh-pool provider lists its hosts
+# (address, port, user, host key), a JSON array on one line.
+pool_hosts_json() {
+  local h
+  for h in "$@"; do
+    jq -c --arg hk "$(cut -d' ' -f1-2 "$(node_dir "$h")/ssh/host_ed25519_key.pub")" \
+      '{address: .ipaddresses.access_v4, port: 22, user: "root", host_key: $hk}' "$KV/$h.json"
+  done | jq -cs .
+}

@@ -24,11 +24,7 @@ chmod +x "$R/pool/wipe.sh"
 # --- the pool's hosts: loopback nodes whose only authorised key is the pool's ---
 pool_hosts h1 h2 h3
 
-hosts=$(for h in h1 h2 h3; do
-  jq -c --arg hk "$(cut -d' ' -f1-2 "$(node_dir "$h")/ssh/host_ed25519_key.pub")" \
-    '{address: .ipaddresses.access_v4, port: 22, user: "root", host_key: $hk,
-      hostname: ("pool-" + .ipaddresses.access_v4)}' "$KV/$h.json"
-done | jq -cs .)
+hosts=$(pool_hosts_json h1 h2 h3 | jq -c 'map(. + {hostname: ("pool-" + .address)})')
 pool_provider() {
   jq -cn --argjson hosts "$hosts" --rawfile key "$T/pool_key" --arg pub "$(cat "$T/pool_key.pub")" \
     '{name: "rack-a", providertype: "ssh-pool", hosts: $hosts, private_key: $key,

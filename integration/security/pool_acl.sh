@@ -27,16 +27,10 @@ chmod +x "$R/pool/wipe.sh"
 
 # --- two pool hosts: loopback nodes whose only authorised key is the pool's ---
 pool_hosts h1 h2
-hosts=$(for h in h1 h2; do
-  jq -c --arg hk "$(cut -d' ' -f1-2 "$(node_dir "$h")/ssh/host_ed25519_key.pub")" \
-    '{address: .ipaddresses.access_v4, port: 22, user: "root", host_key: $hk}' "$KV/$h.json"
-done | jq -cs .)
+hosts=$(pool_hosts_json h1 h2)
 
 # --- droverd with credentials; tenants acme and beta let in ---
-(umask 077 && echo "drover:$(openssl rand -hex 16)" > "$T/zk.digest" &&
-  echo "ops:$(openssl rand -hex 16)" > "$T/ops.digest")
-OPS_ID=$("$BIN/drover" key zk-id "$T/ops.digest")
-DROVERD_ID=$("$BIN/drover" key zk-id "$T/zk.digest")
+zk_logins
 start_droverd 1 "zookeeper.digest_file = $T/zk.digest" "zookeeper.acl_readers = $OPS_ID" \
   "zookeeper.pool_grants = rack-s:acme"
 grep -q 'event=acl-pool-granted pool=_operator/rack-s' "$T/droverd-1.log" ||

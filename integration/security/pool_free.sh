@@ -26,15 +26,9 @@ printf '#!/bin/sh\n: wiped\n' > "$R/pool/wipe.sh"
 chmod +x "$R/pool/wipe.sh"
 
 pool_hosts h1 h2
-hosts=$(for h in h1 h2; do
-  jq -c --arg hk "$(cut -d' ' -f1-2 "$(node_dir "$h")/ssh/host_ed25519_key.pub")" \
-    '{address: .ipaddresses.access_v4, port: 22, user: "root", host_key: $hk}' "$KV/$h.json"
-done | jq -cs .)
+hosts=$(pool_hosts_json h1 h2)
 
-(umask 077 && echo "drover:$(openssl rand -hex 16)" > "$T/zk.digest" &&
-  echo "ops:$(openssl rand -hex 16)" > "$T/ops.digest")
-OPS_ID=$("$BIN/drover" key zk-id "$T/ops.digest")
-DROVERD_ID=$("$BIN/drover" key zk-id "$T/zk.digest")
+zk_logins
 DCONF=("zookeeper.digest_file = $T/zk.digest" "zookeeper.acl_readers = $OPS_ID"
   "zookeeper.pool_grants = rack-s:acme+beta")
 start_droverd 1 "${DCONF[@]}"

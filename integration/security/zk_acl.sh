@@ -19,13 +19,9 @@
 . "$(dirname "$0")/../api/api_lib.sh"
 . "$(dirname "$0")/../engine/engine_lib.sh"
 
-(umask 077 && echo "drover:$(openssl rand -hex 16)" > "$T/zk.digest" &&
-  echo "ops:$(openssl rand -hex 16)" > "$T/ops.digest" &&
-  echo "intruder:$(openssl rand -hex 16)" > "$T/intruder.digest")
-OPS_ID=$("$BIN/drover" key zk-id "$T/ops.digest")
-[[ $OPS_ID == ops:* ]] || fail "no digest id: $OPS_ID"
+zk_logins intruder
 # start_worker gives the workers their tenant's identity (engine_lib.sh).
-ZK_DROVERD_ID=$("$BIN/drover" key zk-id "$T/zk.digest")
+ZK_DROVERD_ID=$DROVERD_ID
 ZK_READERS=$OPS_ID
 ACME_ZK=$(worker_zk_file acme)
 BETA_ZK=$(worker_zk_file beta)
