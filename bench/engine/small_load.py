@@ -18,8 +18,9 @@ counted and taken out of the transaction figures. Figures:
     the same machine), median and p99;
   - the POST's own time (request to 202), median and p99, and the mean number of jobs in
     flight (when it stays well below F, the clients' submissions bound the rate, not F);
-  - PostgreSQL: write transactions (growth of the transaction id counter: every
-    transaction that wrote, read-only ones not) and all commits (pg_stat_database
+  - PostgreSQL: transaction ids (growth of the transaction id counter: every transaction
+    that wrote, and every savepoint that wrote in one, since a batch of several jobs' parts
+    runs each under a savepoint; read-only ones not) and all commits (pg_stat_database
     xact_commit, after a wait of 11 s: a backend flushes its counters when idle, within
     10 s), each per job; and the server's WAL syncs and writes per job (pg_stat_wal: the
     durable flushes; a sync carries every commit that waits for it);
@@ -241,7 +242,8 @@ def cmd_load(a):
     if state["refused"]:
         print("small: %d POSTs refused with 429 and sent again" % state["refused"])
     # Write transactions: the xid counter's growth, less the one this bench's counter read takes.
-    print("small: PostgreSQL: %.1f write transactions per job, %.1f commits per job"
+    print("small: PostgreSQL: %.1f transaction ids per job (writing transactions and their"
+          " savepoints), %.1f commits per job"
           " (pg_stat_database xact_commit; every client, less the bench's own %d statements)"
           % ((x1 - x0 - 1) / n, (c1 - c0 - bench_stmts) / n, bench_stmts))
     print("small: PostgreSQL WAL: %.1f syncs per job, %.1f writes per job (pg_stat_wal: the"
