@@ -770,7 +770,12 @@ static void sure_done(struct coord__op *op)
 {
     struct sure *d = op->owner;
     struct coord_session *s = op->s;
-    if (coord__zrc_unknown(op->rc) && !s->closing && (!d->gen || d->gen == s->gen)) {
+    /* ZCLOSING while the session is not closing: the library closed the handle because its
+     * session expired (coord replaces it), answering what was pending. A delete bound to
+     * that session's generation is done (its ephemeral went with the session); an unbound
+     * one is asked again on the new handle. */
+    bool replaced = op->rc == ZCLOSING && !s->closing;
+    if ((coord__zrc_unknown(op->rc) || replaced) && !s->closing && (!d->gen || d->gen == s->gen)) {
         /* Unknown: ask again (the same path and version) once reconnected. */
         struct sure_retry *r = xcalloc(1, sizeof(*r));
         r->s = s;
@@ -779,10 +784,10 @@ static void sure_done(struct coord__op *op)
         return;
     }
     int rc = 0;
-    if (op->rc == ZCLOSING || (s->closing && coord__zrc_unknown(op->rc)))
+    if (s->closing && (op->rc == ZCLOSING || coord__zrc_unknown(op->rc)))
         rc = DRV_EAGAIN;
     else if (op->rc != ZOK && op->rc != ZNONODE && op->rc != ZSESSIONEXPIRED &&
-             op->rc != ZINVALIDSTATE && !coord__zrc_unknown(op->rc)) {
+             op->rc != ZINVALIDSTATE && !replaced && !coord__zrc_unknown(op->rc)) {
         log_warn(MOD, "event=delete-failed path=%s zrc=%d", d->path, op->rc);
         rc = coord__zrc(op->rc);
     }
