@@ -42,9 +42,9 @@
  *      multi-op; a job's part of a PostgreSQL batch only after its token is compared, under
  *      its row's lock held to the commit.
  *
- * Test hook (DROVER_FAULT=gather-progress=K, gather_held): the first rounds carrying a
- * worker's progress wait in the gather until K jobs have a part there, then go as one
- * transaction.
+ * Test hooks (DROVER_FAULT=gather-starts=K, gather-progress=K, gather-ends=K; gather_held):
+ * the first starts, rounds carrying a worker's progress, or final writes wait in their lane's
+ * gather until K jobs have a part there, then go as one transaction.
  *
  * Test hook (DROVER_FAULT=hold-batch-answer, docs/testing.md): the answer to the first
  * multi-op of several jobs is held, unread: its jobs wait for it as if it were still in
@@ -212,35 +212,50 @@ static void multi_done(int rc, const struct drv_err *err, void *arg)
         event_active(l->gather_ev, EV_TIMEOUT, 0);
 }
 
-/* A round that carries a worker's progress: a task marked running, or an attempt ended. */
-static bool round_progress(const struct engine__pgq *q)
+/* What the test hooks below wait for (enum engine__gather_hook): a job's start, a round
+ * that carries a worker's progress (a task marked running, or an attempt ended), a job's
+ * final write. */
+static bool gather_counts(int hook, const struct engine__pgq *q)
 {
-    if (q->kind != ENGINE__PG_ROUND)
-        return false;
-    const struct engine__pg_batch *b = engine__pgb_batch(q->arg);
-    return b->attempts || (b->tasks && strstr(b->tasks, "\"st\":\"running\""));
+    switch (hook) {
+    case ENGINE__GATHER_STARTS:
+        return q->kind == ENGINE__PG_START;
+    case ENGINE__GATHER_ENDS:
+        return q->kind == ENGINE__PG_FINAL;
+    default:
+        if (q->kind != ENGINE__PG_ROUND)
+            return false;
+        const struct engine__pg_batch *b = engine__pgb_batch(q->arg);
+        return b->attempts || (b->tasks && strstr(b->tasks, "\"st\":\"running\""));
+    }
 }
 
-/* Test hook (DROVER_FAULT=gather-progress=K): while the rounds gathered carry a worker's
- * progress and fewer than K jobs have a part, they wait for more (each part handed here
- * looks again); the first time K have one, they go, and the hook is done. So a test knows
- * that the jobs' first writes after a worker came meet in one transaction, and their
- * ZooKeeper parts in one multi-op after it (engine_batch_fence). */
+/* Test hooks (DROVER_FAULT=gather-starts=K, gather-progress=K, gather-ends=K, comma
+ * separated): while a lane's gathered parts include one a hook counts (gather_counts) and
+ * fewer than K jobs have a part, they wait for more (each part handed here looks again);
+ * the first time K have one, they go, and that hook is done. So a test knows that the
+ * jobs' starts (engine_batch_start_fence), their first writes after a worker came
+ * (engine_batch_fence) or their ends meet in one transaction whatever the scheduling. */
 static bool gather_held(struct engine__pglane *l)
 {
+    static const char *const names[] = {"starts", "progress", "ends"};
     struct engine *e = l->e;
-    if (!e->fault_gather_progress || l != &e->pglane[LANE_ROUNDS])
-        return false;
-    size_t progress = 0;
-    for (size_t i = 0; i < l->n_gather; i++)
-        progress += round_progress(&l->gather[i]);
-    if (!progress)
-        return false;
-    if (l->n_gather < e->fault_gather_progress)
-        return true;
-    log_warn(MOD, "event=fault-injected fault=gather-progress parts=%zu progress=%zu", l->n_gather,
-             progress);
-    e->fault_gather_progress = 0;
+    bool starts = l == &e->pglane[LANE_STARTS];
+    for (int h = starts ? ENGINE__GATHER_STARTS : ENGINE__GATHER_PROGRESS;
+         h <= (starts ? ENGINE__GATHER_STARTS : ENGINE__GATHER_ENDS); h++) {
+        if (!e->fault_gather[h])
+            continue;
+        size_t counted = 0;
+        for (size_t i = 0; i < l->n_gather; i++)
+            counted += gather_counts(h, &l->gather[i]);
+        if (!counted)
+            continue;
+        if (l->n_gather < e->fault_gather[h])
+            return true;
+        log_warn(MOD, "event=fault-injected fault=gather-%s parts=%zu counted=%zu", names[h],
+                 l->n_gather, counted);
+        e->fault_gather[h] = 0;
+    }
     return false;
 }
 

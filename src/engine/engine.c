@@ -410,8 +410,13 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     const char *fault = getenv("DROVER_FAULT");
     e->fault_final = fault && strcmp(fault, "crash-before-final-write") == 0;
     e->fault_hold_batch = fault && strcmp(fault, "hold-batch-answer") == 0;
-    if (fault && strncmp(fault, "gather-progress=", 16) == 0)
-        e->fault_gather_progress = strtoul(fault + 16, NULL, 10);
+    static const char *const gathers[ENGINE__GATHER_HOOKS] = {
+        "gather-starts=", "gather-progress=", "gather-ends="};
+    for (int h = 0; fault && h < ENGINE__GATHER_HOOKS; h++) {
+        const char *at = strstr(fault, gathers[h]);
+        if (at)
+            e->fault_gather[h] = strtoul(at + strlen(gathers[h]), NULL, 10);
+    }
     e->no_rollback = o->no_rollback;
     e->write_format = DROVER_FORMAT_MIN_READ;
     e->budget = o->txn_budget ? o->txn_budget : TXN_BUDGET;

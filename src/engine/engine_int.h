@@ -380,6 +380,14 @@ struct etxn;
 struct macro_cluster;
 struct recon;
 
+/* The test hooks that gather PostgreSQL parts (batch.c gather_held). */
+enum engine__gather_hook {
+    ENGINE__GATHER_STARTS,
+    ENGINE__GATHER_PROGRESS,
+    ENGINE__GATHER_ENDS,
+    ENGINE__GATHER_HOOKS
+};
+
 struct engine {
     struct event_base *base;
     struct coord_session *zk;
@@ -452,10 +460,11 @@ struct engine {
        freed; then coord delivers it to the orphan. */
     bool fault_hold_batch;
     void *held; /* that multi-op (one of zflying), NULL until then */
-    /* Test hook (DROVER_FAULT=gather-progress=K, batch.c): the first PostgreSQL rounds
-       carrying a worker's progress (a task running or ended) gather until K jobs have a
-       part, then go as one transaction; 0 once done (or without the hook). */
-    size_t fault_gather_progress;
+    /* Test hooks (DROVER_FAULT=gather-starts=K,gather-progress=K,gather-ends=K; batch.c):
+       the first starts, rounds carrying a worker's progress (a task running or ended), or
+       final writes gather until K jobs have a part in their lane, then go as one
+       transaction; each 0 once done (or without the hook). */
+    size_t fault_gather[ENGINE__GATHER_HOOKS];
 };
 
 enum ejob_own {
