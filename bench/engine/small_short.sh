@@ -31,7 +31,7 @@ m=("${BASH_REMATCH[@]}")
 pos "${m[1]}" && [ "${m[1]}" -le "${m[2]}" ] && [ "${m[2]}" -le "${m[3]}" ] || bad "latencies out of order: $l"
 
 l=$(line '^small: PostgreSQL: ')
-[[ "$l" =~ ([0-9.]+)\ write\ transactions\ per\ job,\ ([0-9.]+)\ commits\ per\ job ]] || bad "no PostgreSQL figures: ${l:-missing}"
+[[ "$l" =~ ([0-9.]+)\ transaction\ ids\ per\ job\ \(writing\ transactions\ and\ their\ savepoints\),\ ([0-9.]+)\ commits\ per\ job ]] || bad "no PostgreSQL figures: ${l:-missing}"
 m=("${BASH_REMATCH[@]}")
 pos "${m[1]}" && pos "${m[2]}" || bad "PostgreSQL figures not positive: $l"
 
