@@ -167,7 +167,8 @@ struct coord__op {
     /* results, copied from ZooKeeper's buffers */
     int rc;
     bool has_stat;
-    bool fault_point; /* a read the test hook may fail (zkops.c fault_read_lost) */
+    bool fault_point;  /* a read the test hook may fail (zkops.c fault_read_lost) */
+    bool fault_answer; /* a write whose answer the test hook may lose (zkops.c answer_lost) */
     struct Stat stat;
     char *value; /* get: data (NUL-terminated); create: the created path */
     int value_len;
@@ -246,6 +247,16 @@ struct coord_session {
        the connection had dropped while it was in flight. */
     char *fault_read;
     unsigned fault_reads;
+    /* Test hook (DROVER_FAULT=zk-answer-lost:KIND:SUBSTRING[:N], docs/testing.md): the
+       first request of KIND (create, set, delete, multi, or any of them) whose path (a
+       multi: any of its ops' paths) holds SUBSTRING and that the server applied, and every
+       N-th such after it (N 2 when not given), has its answer replaced by a connection loss
+       before the caller sees it: the server's state is as the request made it, the caller
+       hears ZCONNECTIONLOSS, as when the connection drops between apply and reply. */
+    char *fault_answer;    /* SUBSTRING, or NULL */
+    int fault_answer_kind; /* enum coord_req, or COORD_REQ_N for any write */
+    unsigned fault_answer_every;
+    unsigned fault_answers; /* applied matching answers seen (guarded by mu) */
     /* acl.c: tenants' grants (coord_acl_grant), guarded by acl_mu. */
     pthread_mutex_t acl_mu;
     char *acl_tenant; /* a worker's own tenant, or NULL */
