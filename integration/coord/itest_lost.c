@@ -207,8 +207,8 @@ int t_queue_txn_lost(void)
     coord_queue_txn_commit(q, x.id, t, on_txn, &o);
     CHECK(it_run_until(base, &o.done, 30000), "resend never answered");
     CHECK(o.rc == DRV_ECONFLICT && o.failed_op == 0 && o.zrc == ZNODEEXISTS,
-          "the resend: rc %d op %d zrc %d (want op 0 ZNODEEXISTS: the caller's to resolve)",
-          o.rc, o.failed_op, o.zrc);
+          "the resend: rc %d op %d zrc %d (want op 0 ZNODEEXISTS: the caller's to resolve)", o.rc,
+          o.failed_op, o.zrc);
 
     /* The claim is still ours: a complete goes through (its answer lost too, resolved). */
     e = (struct rc_out){0};

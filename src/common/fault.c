@@ -14,8 +14,7 @@ char *fault_arg_in(const char *spec, const char *name)
     const char *p = spec;
     while (p && *p) {
         size_t len = strcspn(p, ",");
-        if (len >= nl && strncmp(p, name, nl) == 0 &&
-            (len == nl || p[nl] == ':' || p[nl] == '=')) {
+        if (len >= nl && strncmp(p, name, nl) == 0 && (len == nl || p[nl] == ':' || p[nl] == '=')) {
             size_t off = len == nl ? nl : nl + 1;
             return xstrndup(p + off, len - off);
         }

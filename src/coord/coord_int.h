@@ -163,7 +163,7 @@ struct coord__op {
     bool counted;      /* a request counted in s->inflight */
     bool queued;       /* handed to the loop already (guarded by s->mu) */
     bool zombie;       /* refused at once: kept until its handle is closed */
-    long issued_ms;    /* monotonic time it was handed to the client library */
+    long issued_ms;    /* CLOCK_BOOTTIME moment it was handed to the client library */
     /* results, copied from ZooKeeper's buffers */
     int rc;
     bool has_stat;
@@ -233,7 +233,7 @@ struct coord_session {
     bool suspected;              /* SUSPECT was told during this suspension or silence */
     bool silent;                 /* SUSPENDED because no answer came, not by the client */
     bool draining;               /* coord_session_free waits on cond for results (guarded by mu) */
-    long last_ok_ms;             /* issue time of the latest request the server answered */
+    long last_ok_ms;             /* issue time (boot clock) of the latest request answered */
     bool probing;                /* a liveness probe is in flight */
     struct event *tick;          /* silence detector, every timeout/10 */
     struct event *restart_timer; /* a new handle could not start: retry */

@@ -181,7 +181,7 @@ static void suspect(struct coord_session *s, const char *why)
     if (s->suspected)
         return;
     log_warn(MOD, "event=session-suspect reason=%s session=0x%llx silent_ms=%ld timeout_ms=%d", why,
-             (unsigned long long)coord_session_id(s), (long)(clock_mono_ms() - s->last_ok_ms),
+             (unsigned long long)coord_session_id(s), (long)(clock_boot_ms() - s->last_ok_ms),
              timeout_of(s));
     s->suspected = true;
     tell(s, COORD__SUSPECT);
@@ -208,7 +208,7 @@ void coord__answered(struct coord_session *s, const struct coord__op *op)
     if (op->issued_ms > s->last_ok_ms)
         s->last_ok_ms = op->issued_ms;
     if (s->silent && s->zh && zoo_state(s->zh) == ZOO_CONNECTED_STATE &&
-        clock_mono_ms() - s->last_ok_ms < timeout_of(s) / 2) {
+        clock_boot_ms() - s->last_ok_ms < timeout_of(s) / 2) {
         log_info(MOD, "event=session-heard-again session=0x%llx",
                  (unsigned long long)coord_session_id(s));
         cancel_suspect(s);
@@ -236,7 +236,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         return;
     s->cb_depth++;
     int t = timeout_of(s);
-    long quiet = clock_mono_ms() - s->last_ok_ms;
+    long quiet = clock_boot_ms() - s->last_ok_ms;
     if (s->state == COORD_CONNECTED && quiet >= t / 2) {
         s->silent = true;
         report(s, COORD_SUSPENDED);
@@ -297,7 +297,7 @@ void coord__session_event(struct coord_session *s, int state)
             s->state == COORD_EXPIRED || (s->state == COORD_CONNECTING && s->ever_connected);
         s->ever_connected = true;
         cancel_suspect(s);
-        s->last_ok_ms = clock_mono_ms();
+        s->last_ok_ms = clock_boot_ms();
         arm_tick(s);
         if (renew)
             tell(s, COORD__NEW_SESSION);
@@ -308,7 +308,7 @@ void coord__session_event(struct coord_session *s, int state)
             cancel_suspect(s);
             /* A third of the timeout from now, or half of it from the last answer. */
             int t = timeout_of(s);
-            long ms = s->last_ok_ms + t / 2 - clock_mono_ms();
+            long ms = s->last_ok_ms + t / 2 - clock_boot_ms();
             if (ms > t / 3)
                 ms = t / 3;
             s->suspect_timer = coord__timer(s, ms > 0 ? (int)ms : 0, on_suspect, s);

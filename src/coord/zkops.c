@@ -394,7 +394,7 @@ static void issued(struct coord__op *op, enum coord_req kind, int zrc)
 {
     struct coord_session *s = op->s;
     op->counted = true;
-    op->issued_ms = clock_mono_ms();
+    op->issued_ms = clock_boot_ms();
 
     s->inflight++;
     if (zrc == ZOK) {
