@@ -123,6 +123,9 @@ void worker__proc_lease(struct worker__proc *p, int64_t until_ms);
  * worker__lease_renewed: the lease after a renewal to v arrived: the later of the two.
  */
 int worker__lease_wait_ms(int64_t until_ms, int64_t now_ms);
+/* The lease to send (run.c): half a session timeout after coord last heard the server,
+   both on CLOCK_BOOTTIME (coord_session_heard_ms), so a host suspend counts. */
+int64_t worker__lease_until(int64_t heard_boot_ms, int timeout_ms);
 int64_t worker__lease_renewed(int64_t until_ms, int64_t v);
 
 /* The process group id (the plugin's pid), for tests and logs. */
