@@ -229,13 +229,14 @@ struct coord_session {
     struct timer_closure *timers;  /* pending coord__timer closures */
     struct coord__commit **gather; /* guarded commits of this turn, sent together (txn.c) */
     size_t n_gather, cap_gather;
-    struct coord__op *zombies;   /* see issued() in zkops.c */
-    bool suspected;              /* SUSPECT was told during this suspension or silence */
-    bool silent;                 /* SUSPENDED because no answer came, not by the client */
-    bool draining;               /* coord_session_free waits on cond for results (guarded by mu) */
-    long last_ok_ms;             /* issue time (boot clock) of the latest request answered */
-    bool probing;                /* a liveness probe is in flight */
-    struct event *tick;          /* silence detector, every timeout/10 */
+    struct coord__op *zombies; /* see issued() in zkops.c */
+    bool suspected;            /* SUSPECT was told during this suspension or silence */
+    bool silent;               /* SUSPENDED because no answer came, not by the client */
+    bool draining;             /* coord_session_free waits on cond for results (guarded by mu) */
+    long last_ok_ms;           /* issue time (boot clock) of the latest request answered */
+    bool probing;              /* a liveness probe is in flight */
+    int stakes;         /* locks held and queues holding claims: what suspicion protects (probes) */
+    struct event *tick; /* silence detector, every timeout/10 */
     struct event *restart_timer; /* a new handle could not start: retry */
     unsigned restart_tries;
     int cb_depth;      /* > 0 while coord runs callbacks: a free is deferred */
