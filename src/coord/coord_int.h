@@ -5,7 +5,7 @@
  * listener registries), zkops.c (issuing requests and the hand-off queue from
  * ZooKeeper's threads), session.c (states, handles, silence, free), watch.c
  * (reads, watches, watchers, sync), member.c, ring.c, lock.c, txn.c,
- * queue.c / queue_take.c / queue_hold.c (queue_int.h).
+ * queue.c / queue_take.c / queue_home.c / queue_hold.c / queue_find.c (queue_int.h).
  *
  * Every ZooKeeper call goes through a struct coord__op: the loop thread fills
  * one, issues it with one of the coord__zk_* functions, and gets op->done(op)
