@@ -215,8 +215,8 @@ static const char *const doc_description[] = {
     "attempt, runs the plugin the task names (a provider that makes machines, an automator that "
     "installs and runs services on them) as a child process with the task on its standard "
     "input, and completes the task with the plugin's result. Plugins are directories under "
-    "worker.plugin_dir, each with its plugin.json; they run as the unprivileged "
-    "worker.plugin_user.",
+    "worker.plugin_dir, each with its plugin.json; they run as their tenant's own "
+    "unprivileged uid (worker.plugin_uids).",
     "Workers join and leave freely: one that dies loses its claims with its ZooKeeper session "
     "and its tasks run again elsewhere. Under systemd (drover-worker.service) it runs as the "
     "user drover, Type=notify: READY=1 once it has joined, STOPPING=1 when SIGTERM starts its "

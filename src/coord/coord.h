@@ -265,13 +265,14 @@ int coord_session_credentials(const struct coord_session *s, int64_t *id, char p
 int coord_session_timeout_ms(const struct coord_session *s);
 
 /*
- * When the server last showed the session alive, on the monotonic clock
- * (clock_mono_ms): the issue time of the latest request it answered, or the
- * moment of the latest connection. The server heard from this client after
- * it, so it cannot expire the session before heard + timeout: a process that
- * must stop before its session can expire (the worker's plugin lease,
- * docs/worker.md) counts from here. coord probes a quiet session every tenth
- * of the timeout, so on a healthy session this trails now by about that much.
+ * When the server last showed the session alive, on the boot clock
+ * (clock_boot_ms, CLOCK_BOOTTIME: it goes on while the host is suspended, as
+ * the server's own clock does, so a host that slept finds this moment far
+ * behind and its session's expiry near or past): the issue time of the latest request it answered,
+ * or the moment of the latest connection. The server heard from this client after it, so it cannot
+ * expire the session before heard + timeout: a process that must stop before its session can expire
+ * (the worker's plugin lease, docs/worker.md) counts from here. coord probes a quiet session every
+ * tenth of the timeout, so on a healthy session this trails now by about that much.
  */
 int64_t coord_session_heard_ms(const struct coord_session *s);
 

@@ -33,6 +33,7 @@
 
 #include <event2/event.h>
 
+#include "batch.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "log.h"
@@ -409,14 +410,6 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     /* Fault injection for the tests (docs/testing.md): die where a crash is hardest to get. */
     const char *fault = getenv("DROVER_FAULT");
     e->fault_final = fault && strcmp(fault, "crash-before-final-write") == 0;
-    e->fault_hold_batch = fault && strcmp(fault, "hold-batch-answer") == 0;
-    static const char *const gathers[ENGINE__GATHER_HOOKS] = {
-        "gather-starts=", "gather-progress=", "gather-ends="};
-    for (int h = 0; fault && h < ENGINE__GATHER_HOOKS; h++) {
-        const char *at = strstr(fault, gathers[h]);
-        if (at)
-            e->fault_gather[h] = strtoul(at + strlen(gathers[h]), NULL, 10);
-    }
     e->no_rollback = o->no_rollback;
     e->write_format = DROVER_FORMAT_MIN_READ;
     e->budget = o->txn_budget ? o->txn_budget : TXN_BUDGET;
@@ -429,6 +422,7 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     }
     e->jobs = strmap_new();
     e->queues = strmap_new();
+    engine__batch_init(e);
     engine__metrics_init(e);
     e->lq = loopq_new(base);
     engine__offload_init(e, o->plan_threads);
