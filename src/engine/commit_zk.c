@@ -76,12 +76,63 @@ static size_t chunk_cost(const struct eplan *p, size_t k)
     return 3 * cnt + 160;
 }
 
+/* The queue item of task idx of p into *out (new string, taskmsg_item_encode). DRV_EAGAIN:
+ * its macros name a node not confirmed yet (dispatch it later); another error: it can never
+ * run (err says). */
+static int item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup, const char *avoid,
+                     char **out, struct drv_err *err)
+{
+    *out = NULL;
+    const struct planner_task *t = &p->plan->tasks[idx];
+    bool previous = t->restore && strcmp(t->restore, "previous-config") == 0;
+    json_t *fields = NULL, *config = NULL;
+    if (!previous) {
+        int rc = engine__macros_expand(j, t, &fields, &config, err);
+        if (rc)
+            return rc;
+    }
+    /* Bootstrap is served by the automator that serves "bootstrap" (ssh), or a "*" one. */
+    const char *plugin = t->action == PLANNER_ACT_BOOTSTRAP ? "bootstrap" : t->type ? t->type : "";
+    json_int_t tmo = json_integer_value(json_object_get(t->fields, "timeout_ms"));
+    if (tmo <= 0)
+        tmo = j->e->task_timeout_ms;
+    /* A restore runs with the config the snapshot kept. */
+    json_t *prev = previous ? json_object_get(j->snapshot, "config") : NULL;
+    if (!json_is_object(prev))
+        prev = NULL;
+    struct taskmsg_item it = {
+        .job = j->id,
+        .phase = p->phase,
+        .idx = idx,
+        .attempt = p->recs[idx].attempt,
+        .task = t->id,
+        .name = planner_action_name(t->action),
+        .tenant = j->tenant,
+        .cluster = j->cluster_id,
+        .plugin = plugin,
+        .cleanup = cleanup,
+        .nodes_rev = j->st.nodes_rev,
+        .node = t->node,
+        .service = t->service,
+        .fields = fields ? fields : t->fields,
+        .config_override = config ? config : prev,
+        .props = t->node ? json_object_get(j->props, t->node) : NULL,
+        .nodeinfo = t->node ? json_object_get(j->po.nodeinfo, t->node) : NULL,
+        .avoid = avoid,
+        .timeout_ms = tmo,
+    };
+    *out = taskmsg_item_encode(&it);
+    json_decref(fields);
+    json_decref(config);
+    return 0;
+}
+
 static int put_task(struct etxn *t, struct eplan *p, uint32_t idx, bool cleanup, const char *avoid,
                     struct drv_err *err)
 {
     struct ejob *j = t->z.j;
     char *item;
-    int rc = engine__item_json(j, p, idx, cleanup, avoid, &item, err);
+    int rc = item_json(j, p, idx, cleanup, avoid, &item, err);
     if (rc)
         return rc;
     /* Its chunk goes in this multi-op too: counted now, added after the puts. */

@@ -654,7 +654,7 @@ json_t *engine__job_ctx_make(struct ejob *j);
  * PostgreSQL and the queue with it (recon.c decides), go on. */
 void engine__job_resume(struct ejob *j);
 
-/* ---- run.c: phase "run" -------------------------------------------------------------- */
+/* ---- tasks.c: the in-memory task log ------------------------------------------------- */
 
 int engine__plan_init(struct eplan *p, char phase, struct planner_plan *plan,
                       const struct engine_task_rec *recs, struct drv_err *err);
@@ -663,15 +663,16 @@ int engine__plan_exec(struct eplan *p, struct drv_err *err);
 void engine__plan_clear(struct eplan *p);
 /* The task changed: its chunk and its PostgreSQL row are to be written. */
 void engine__task_touch(struct eplan *p, uint32_t idx);
-/* Would dispatch move the task: the planner's next ready tasks. */
+/* Its PostgreSQL row alone (a resume writes the rows again from the log). */
+void engine__task_pg_touch(struct eplan *p, uint32_t idx);
+/* Is run not of its task's current attempt in flight (a retry dispatched, the task ended,
+ * another plan)? Its outcome then steps nothing: its row is written, then it is deleted. */
 bool engine__run_superseded(const struct ejob *j, const struct erun *run);
+
+/* ---- run.c: phase "run" -------------------------------------------------------------- */
+
 /* Watch the job's run records (jobs/<id>/runs): called by engine__job_activate. */
 void engine__runs_watch(struct ejob *j);
-/* The queue item of task idx of p into *out (new string, taskmsg_item_encode). DRV_EAGAIN:
- * its macros name a node not confirmed yet (dispatch it later); another error: it can never
- * run (err says). */
-int engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup,
-                      const char *avoid, char **out, struct drv_err *err);
 /* Take the job's queued items back (cancel, pause, give-up), retries not put yet included. */
 void engine__withdraw(struct ejob *j);
 /* Reconciliation on resume (jobresume.c): a run record's result merged into its node's

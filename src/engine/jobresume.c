@@ -310,16 +310,6 @@ static void recon_merge(struct recon *r, struct eplan *p)
     free(refs);
 }
 
-/* A task row to write again from the log (not its chunk: ZooKeeper has it). */
-static void pg_touch(struct eplan *p, uint32_t idx)
-{
-    if (!p->pg_dirty[idx]) {
-        p->pg_dirty[idx] = 1;
-        XGROW(p->pg_list, p->cap_pg, p->n_pg + 1);
-        p->pg_list[p->n_pg++] = idx;
-    }
-}
-
 /* Step 4, ACTIVE: records handed over, decisions carried out, PostgreSQL rewritten. */
 static void recon_apply(struct recon *r)
 {
@@ -417,7 +407,7 @@ static void recon_apply(struct recon *r)
         for (uint32_t i = 0; plans[k]->plan && i < plans[k]->n; i++)
             if (plans[k]->recs[i].state != ENGINE_TS_WAITING &&
                 plans[k]->plan->tasks[i].action != PLANNER_ACT_ANCHOR) {
-                pg_touch(plans[k], i);
+                engine__task_pg_touch(plans[k], i); /* not its chunk: ZooKeeper has it */
                 rows++;
             }
     if (j->rb.plan)
