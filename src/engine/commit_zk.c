@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "coord.h"
 #include "batch.h"
+#include "commit.h"
 #include "engine_int.h"
 #include "log.h"
 #include "planner.h"
@@ -172,9 +173,9 @@ static struct etxn *zk_build(struct ejob *j)
     /* 0: the sequencer (filled last, with the state as it will be). */
     engine__zpart_add(&t->z, ENGINE__ZOP_SET, zkpath_job_state(NULL, 0, j->id), NULL, j->st_ver);
     struct eplan *p = j->cur;
-    bool can_put =
-        p && j->own == EJ_ACTIVE && !j->finishing && j->queue && coord_queue_is_open(j->queue->q);
-    if (p && j->own == EJ_ACTIVE && !j->finishing && !can_put)
+    bool can_put = p && j->own == EJ_ACTIVE && !j->commit->finishing && j->queue &&
+                   coord_queue_is_open(j->queue->q);
+    if (p && j->own == EJ_ACTIVE && !j->commit->finishing && !can_put)
         engine__commit_retry_later(
             j); /* the queue is still opening (or coord retries a failed open) */
     /* The nodes map's chunks that changed (plugins that want it read them), under the
@@ -202,8 +203,8 @@ static struct etxn *zk_build(struct ejob *j)
     size_t kept = 0;
     struct drv_err err;
     bool later = false;
-    for (size_t i = 0; i < j->n_retries; i++) {
-        uint32_t idx = j->retries[i];
+    for (size_t i = 0; i < j->commit->n_retries; i++) {
+        uint32_t idx = j->commit->retries[i];
         if (!p || idx >= p->n || p->recs[idx].state != ENGINE_TS_QUEUED)
             continue; /* superseded (the plan changed) */
         const struct planner_task *task = &p->plan->tasks[idx];
@@ -213,7 +214,7 @@ static struct etxn *zk_build(struct ejob *j)
                 ? DRV_EAGAIN
                 : put_task(t, p, idx, task->action == PLANNER_ACT_CREATE, p->worker[idx], &err);
         if (rc == DRV_EAGAIN) {
-            j->retries[kept++] = idx;
+            j->commit->retries[kept++] = idx;
             later |= can_put && engine_phase_dispatches(j->st.phase);
         } else if (rc) {
             /* Give it up: it leaves the in-flight count through the planner's failure. */
@@ -221,7 +222,7 @@ static struct etxn *zk_build(struct ejob *j)
             cannot_run(j, p, idx, &err);
         }
     }
-    j->n_retries = kept;
+    j->commit->n_retries = kept;
     /* Newly ready tasks. One whose macros name a node not confirmed yet is held back
      * this round (requeued after the loop, so the planner does not give it again). */
     uint32_t held[64];
@@ -321,7 +322,7 @@ static bool job_gone(struct etxn *t)
     struct ejob *j = t->z.j;
     if (engine__job_alive(j))
         return false;
-    j->zk_busy = false;
+    j->commit->zk_busy = false;
     etxn_free(t);
     engine__job_unref(j);
     return true;
@@ -338,7 +339,7 @@ static void on_state_version(int rc, const char *data, int version, void *arg)
     } else if (rc == 0 && version == t->st_ver) {
         zk_send(t); /* it did not apply: the very same multi-op again */
     } else if (rc == 0) {
-        j->zk_busy = false;
+        j->commit->zk_busy = false;
         engine__job_lost(j, "the job's state was written by someone else");
         etxn_free(t);
     } else {
@@ -368,7 +369,7 @@ static void on_zk(const struct coord_txn_result *r, struct engine__zpart *z)
         coord_get(j->e->zk, p, on_state_version, t);
         free(p);
     } else if (r->rc == DRV_ECONFLICT && r->failed_op < 0) {
-        j->zk_busy = false;
+        j->commit->zk_busy = false;
         engine__job_lost(j, "the lock is gone (fenced write refused)");
         etxn_free(t);
     } else if (r->failed_op >= 0 && (size_t)r->failed_op < t->z.n &&
@@ -384,7 +385,7 @@ static void on_zk(const struct coord_txn_result *r, struct engine__zpart *z)
                                      (t->z.ops[r->failed_op].kind == ENGINE__ZOP_SET ||
                                       t->z.ops[r->failed_op].kind == ENGINE__ZOP_CREATE))) {
         /* A version that moved, or a chunk that someone else created. */
-        j->zk_busy = false;
+        j->commit->zk_busy = false;
         engine__job_lost(j, "a version of the job's znodes moved: another owner wrote");
         etxn_free(t);
     } else {
@@ -415,7 +416,7 @@ static void zk_send(struct etxn *t)
 static void zk_settled(struct etxn *t, bool applied)
 {
     struct ejob *j = t->z.j;
-    j->zk_busy = false;
+    j->commit->zk_busy = false;
     if (applied) {
         j->st_ver = t->st_ver + 1;
         for (size_t i = 0; i < t->n_chunks; i++) {
@@ -427,10 +428,10 @@ static void zk_settled(struct etxn *t, bool applied)
             t->dels[i]->deleted = true;
         }
         j->e->stats.dispatched += t->dispatched;
-        j->backoff_ms = 0;
-        if (t->dispatched && !j->dispatched_once) {
+        j->commit->backoff_ms = 0;
+        if (t->dispatched && !j->commit->dispatched_once) {
             /* For failover and handover figures: the first dispatch of this owner. */
-            j->dispatched_once = true;
+            j->commit->dispatched_once = true;
             int64_t now = clock_wall_ms(); /* wall: compared with other nodes' at_ms */
             log_info(MOD, "event=first-dispatch job=%s node=%s at_ms=%lld since_acquired_ms=%lld",
                      j->id, j->e->node_id, (long long)now, (long long)(now - j->t_acquired));
@@ -450,16 +451,16 @@ static void zk_settled(struct etxn *t, bool applied)
             uint32_t idx;
             unsigned att;
             if (taskmsg_key_parse(t->z.ops[i].key, job, &ph, &idx, &att) == 0) {
-                XGROW(j->retries, j->cap_retries, j->n_retries + 1);
-                j->retries[j->n_retries++] = idx;
+                XGROW(j->commit->retries, j->commit->cap_retries, j->commit->n_retries + 1);
+                j->commit->retries[j->commit->n_retries++] = idx;
             }
         }
     }
     etxn_free(t);
     /* Puts that did not go in while the job stopped dispatching (a pause, a drain came
        meanwhile): taken back, or a draining job would wait for them forever. */
-    if (!applied && j->n_retries && !engine_phase_dispatches(j->st.phase))
-        engine__withdraw_retries(j);
+    if (!applied && j->commit->n_retries && !engine_phase_dispatches(j->st.phase))
+        engine__commit_retries_withdraw(j);
     if (applied)
         engine__kick(j); /* what waited for this multi-op */
     engine__job_idle(j);
@@ -474,6 +475,6 @@ void engine__commit_zk_flush(struct ejob *j)
     for (size_t i = 0; i < t->z.n; i++)
         puts |= t->z.ops[i].kind == ENGINE__ZOP_PUT;
     engine__job_check_io(j, puts); /* job.c invariants 3, 4 */
-    j->zk_busy = true;
+    j->commit->zk_busy = true;
     zk_send(t);
 }

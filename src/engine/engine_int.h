@@ -380,6 +380,7 @@ struct strmap;
 struct macro_cluster;
 struct recon;
 struct ebatch;
+struct ecommit;
 
 struct engine {
     struct event_base *base;
@@ -482,25 +483,11 @@ struct ejob {
     char cls[64];     /* worker class of the job's tasks */
     struct equeue *queue;
     struct coord_watcher *runs_w, *control_w;
-    struct strmap *runs; /* run record name -> struct erun */
-    /* the commit pipeline (commit.c) */
-    uint32_t *retries; /* tasks of cur to put again (a failed attempt retried) */
-    size_t n_retries, cap_retries;
-    bool zk_busy, pg_busy;
-    bool pg_job;      /* the job row's phase and status to write */
-    json_t *pg_nodes; /* node id -> key-values to write */
-    struct event *kick_ev, *retry_ev;
-    struct event *pg_retry_ev; /* the PostgreSQL write tried again after a failure */
-    bool pg_down;              /* the last PostgreSQL write failed: no ZooKeeper round (no
-                                  dispatch) until one succeeds (commit.c) */
-    int backoff_ms;
+    struct strmap *runs;       /* run record name -> struct erun */
+    struct ecommit *commit;    /* the commit pipeline (commit.h) */
     size_t withdrawing;        /* queue items being taken back */
     size_t wd_items, wd_taken; /* of the withdrawal in progress (logged when it ends) */
     int64_t wd_start;          /* when it began (ms, monotonic) */
-    bool finishing;            /* FINISH asked: flush, then the final write */
-    bool pg_rb;                /* the rollback plan's rows to write */
-    bool final_sent;           /* the final PostgreSQL write is in flight or done */
-    bool dispatched_once;      /* this owner has put a task (logged once) */
     int sweeps;                /* attempts at removing the subtree */
     bool subtree_made;         /* this owner created the subtree (jobstart.c): the sweep
                                   knows its names without listing them (sweep.c) */
@@ -679,30 +666,6 @@ void engine__withdraw(struct ejob *j);
  * key-values again; a task stepped by ev (WITHDRAWN, FAIL) with no run record to go by. */
 void engine__result_merge(struct ejob *j, const char *node, json_t *result);
 void engine__task_recon(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev);
-/* Take back the retries not put yet (they have no item): pending again, the job looks again. */
-void engine__withdraw_retries(struct ejob *j);
-
-/* ---- commit.c, commit_pg.c, commit_zk.c: phase "commit" ------------------------------ */
-
-/* Write what is dirty: the next ZooKeeper multi-op and PostgreSQL batch, when none is in
- * flight (what comes meanwhile goes in the next round). */
-void engine__kick(struct ejob *j);
-void engine__commit_cancel(struct ejob *j);
-/* Arm *ev (made with cb and j on first use) after the job's backoff: 100 ms doubling to
- * 5 s, jittered, one backoff per job (j->backoff_ms; a write that succeeds resets it). */
-void engine__commit_backoff(struct ejob *j, struct event **ev,
-                            void (*cb)(evutil_socket_t, short, void *));
-/* The next round after the backoff. */
-void engine__commit_retry_later(struct ejob *j);
-/* commit_pg.c: collect what PostgreSQL lacks and submit it (batch.c); false when there is
- * nothing. Only while no batch of the job's is in flight (j->pg_busy). */
-bool engine__commit_pg_flush(struct ejob *j);
-/* commit_zk.c: build the next multi-op and send it (batch.c); nothing when there is
- * nothing to write. Only while no multi-op of the job's is in flight (j->zk_busy). */
-void engine__commit_zk_flush(struct ejob *j);
-
-/* The rollback plan's task rows to PostgreSQL. */
-void engine__pg_rollback_tasks(struct ejob *j);
 
 /* ---- sweep.c: phase "sweep" ---------------------------------------------------------- */
 

@@ -55,6 +55,7 @@
 #include "check.h"
 #include "coord.h"
 #include "batch.h"
+#include "commit.h"
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
@@ -120,7 +121,6 @@ static void job_free(struct ejob *j)
     json_decref(j->props);
     json_decref(j->snapshot);
     json_decref(j->ctx);
-    json_decref(j->pg_nodes);
     json_decref(j->mnodes);
     macro_cluster_free(j->mcluster);
     json_decref(j->mnodes_old);
@@ -141,13 +141,7 @@ static void job_free(struct ejob *j)
         }
         strmap_free(j->runs);
     }
-    free(j->retries);
-    if (j->kick_ev)
-        event_free(j->kick_ev);
-    if (j->retry_ev)
-        event_free(j->retry_ev);
-    if (j->pg_retry_ev)
-        event_free(j->pg_retry_ev);
+    engine__commit_free(j);
     free(j);
 }
 
@@ -222,15 +216,7 @@ void engine__job_release(struct ejob *j)
 
 static bool pipeline_idle(const struct ejob *j)
 {
-    return !j->zk_busy && !j->pg_busy && !j->building && j->withdrawing == 0;
-}
-
-/* Does PostgreSQL lack something this owner decided while ACTIVE (rows, key-values)? (The
- * same as commit_pg.c's engine__commit_pg_flush takes.) */
-static bool pg_dirty(const struct ejob *j)
-{
-    return j->queue && (j->pg_job || (j->pg_rb && j->rb.plan) || json_object_size(j->pg_nodes) ||
-                        j->fwd.n_pg || j->rb.n_pg);
+    return engine__commit_idle(j) && !j->building;
 }
 
 /* Called whenever the pipeline goes idle: a handover waiting for it goes on. What
@@ -240,7 +226,7 @@ static bool pg_dirty(const struct ejob *j)
 void engine__job_idle(struct ejob *j)
 {
     if (j->own == EJ_HANDING_OVER && pipeline_idle(j)) {
-        if (pg_dirty(j) && !j->pg_down) {
+        if (engine__commit_pg_owed(j)) {
             engine__kick(j); /* pg_done calls here again */
             return;
         }
@@ -309,7 +295,7 @@ struct ejob *engine__job_new(struct engine *e, const char *id)
     j->st_ver = -1;
     j->runs = strmap_new();
     j->props = json_object();
-    j->pg_nodes = json_object();
+    engine__commit_new(j);
     snprintf(j->cls, sizeof(j->cls), "default");
     char *dir = zkpath_job_lock(NULL, 0, id);
     char *holder = xasprintf("{\"node\":\"%s\",\"job\":\"%s\"}", e->node_id, id);
@@ -648,11 +634,11 @@ void engine__job_event(struct ejob *j, enum engine_job_event ev)
                  engine_phase_name(o.phase));
         j->st.phase = o.phase;
         j->state_dirty = true;
-        j->pg_job = true;
+        engine__commit_job_row(j);
     }
     if (o.actions & ENGINE_ACT_RECORD) {
         j->state_dirty = true;
-        j->pg_job = true;
+        engine__commit_job_row(j);
     }
     if (o.actions & ENGINE_ACT_WITHDRAW)
         engine__withdraw(j);
@@ -681,7 +667,7 @@ static void rollback_built(struct ejob *j)
     snprintf(j->st.rb_sha, sizeof(j->st.rb_sha), "%s", j->rb.sha);
     j->cur = &j->rb;
     log_info(MOD, "event=rollback-planned job=%s tasks=%u", j->id, j->rb.n);
-    engine__pg_rollback_tasks(j);
+    engine__commit_rollback_rows(j);
     if (j->rb.n == 0)
         engine__job_event(j, ENGINE_EV_PROGRESS);
 }
@@ -691,11 +677,10 @@ static void rollback_built(struct ejob *j)
 
 void engine__job_finish(struct ejob *j)
 {
-    if (j->finishing)
+    if (engine__commit_finishing(j))
         return;
-    j->finishing = true;
     j->e->stats.finished++;
     log_info(MOD, "event=job-finishing job=%s status=%s error=\"%s\"", j->id,
              engine_phase_status(j->st.phase, j->st.cancel), j->st.error);
-    engine__kick(j); /* commit.c flushes, then writes the end (engine__job_final) */
+    engine__commit_finish(j); /* commit.c flushes, then writes the end */
 }

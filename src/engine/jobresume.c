@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commit.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "job_pg.h"
@@ -380,8 +381,7 @@ static void recon_apply(struct recon *r)
         case ENGINE_RECON_PUT:
             /* The same attempt again: its key is free; the put goes with its chunk. */
             engine__task_touch(p, i);
-            XGROW(j->retries, j->cap_retries, j->n_retries + 1);
-            j->retries[j->n_retries++] = i;
+            engine__commit_retry(j, i);
             n_put++;
             break;
         case ENGINE_RECON_WITHDRAWN:
@@ -411,7 +411,7 @@ static void recon_apply(struct recon *r)
                 rows++;
             }
     if (j->rb.plan)
-        engine__pg_rollback_tasks(j);
+        engine__commit_rollback_rows(j);
     log_info(MOD,
              "event=job-reconciled job=%s phase=%s rows=%zu runs=%zu handed=%zu merged=%zu "
              "put=%zu withdrawn=%zu lost=%zu",

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "commit.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "job_pg.h"
@@ -128,7 +129,7 @@ static void started_pg(int rc, const struct drv_err *err, void *arg)
     struct engine__pg_start *s = arg;
     struct ejob *j = s->j;
     engine__pg_start_free(s);
-    j->pg_busy = false;
+    engine__commit_unhold(j);
     if (j->own == EJ_HANDING_OVER)
         engine__job_idle(j);
     if (j->own == EJ_LOADING) {
@@ -306,7 +307,7 @@ static void start_built(void *arg)
     j->ctx = engine__job_ctx_make(j);
     /* PostgreSQL first: the plan and its inputs are what a new owner rebuilds from. */
     struct engine__pg_start *s = start_part_new(j);
-    j->pg_busy = true;
+    engine__commit_hold(j);
     /* With the other jobs' parts of this turn (batch.c): one transaction for all. */
     engine__batch_pg_part(j->e, ENGINE__PG_START, s, started_pg);
     /* (started_pg keeps the reference) */
@@ -343,7 +344,7 @@ static void init_committed(const struct coord_txn_result *r, void *arg)
 {
     struct init *in = arg;
     struct ejob *j = in->j;
-    j->zk_busy = false;
+    engine__commit_unhold(j);
     if (j->own == EJ_HANDING_OVER)
         engine__job_idle(j);
     if (j->own != EJ_LOADING) {
@@ -397,7 +398,7 @@ static void init_next(struct init *in)
         engine__job_event(j, ENGINE_EV_START);
         return;
     }
-    j->zk_busy = true;
+    engine__commit_hold(j);
     engine__job_ref(j);
     j->e->stats.zk_multis++;
     coord_txn_commit(j->e->zk, in->txns[in->pos++], j->lock, init_committed, in);

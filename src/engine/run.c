@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "commit.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "log.h"
@@ -65,7 +66,7 @@ static void merge_props(struct ejob *j, const char *node, json_t *result)
         else
             json_object_set(props, k, v);
     }
-    json_object_set(j->pg_nodes, node, props);
+    engine__commit_node(j, node, props);
     engine__nodes_touch(j, node);
 }
 
@@ -118,8 +119,7 @@ static void task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engin
                  j->id, t->id, p->recs[idx].attempt, p->recs[idx].failures,
                  !engine_phase_dispatches(j->st.phase), r ? r->message : "");
         if (engine_phase_dispatches(j->st.phase)) {
-            XGROW(j->retries, j->cap_retries, j->n_retries + 1);
-            j->retries[j->n_retries++] = idx;
+            engine__commit_retry(j, idx);
         } else {
             /* Paused or draining (fsm J1): the retry is a dispatch like any other, so it
              * is taken back at once, as a queued item would be: pending again, dispatched
@@ -314,6 +314,7 @@ static void withdrawn(int rc, void *arg)
     struct withdraw *w = arg;
     struct ejob *j = w->j;
     j->withdrawing--;
+    engine__commit_unhold(j);
     j->wd_taken += rc == 0;
     if (j->withdrawing == 0 && j->wd_items) {
         log_info(MOD, "event=job-withdrawn job=%s items=%zu taken=%zu ms=%lld", j->id, j->wd_items,
@@ -346,41 +347,13 @@ static void keyed(int rc, const char *item_id, void *arg)
     withdrawn(rc ? rc : DRV_ECONFLICT, w);
 }
 
-/*
- * Retries not put yet (commit.c's list) have no queue item: nothing to find. They are
- * taken back here and now, like an unclaimed item, so that no attempt starts while the
- * phase does not dispatch (fsm J1) and a draining job does not wait for them.
- */
-void engine__withdraw_retries(struct ejob *j)
-{
-    struct eplan *p = j->cur;
-    size_t n = j->n_retries;
-    j->n_retries = 0;
-    bool any = false;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t idx = j->retries[i];
-        if (!p || idx >= p->n || p->recs[idx].state != ENGINE_TS_QUEUED)
-            continue; /* superseded */
-        struct engine_task_policy pol = {j->e->max_failures, false};
-        engine_task_step(&p->recs[idx], ENGINE_TEV_WITHDRAWN, &pol);
-        engine__task_touch(p, idx);
-        struct drv_err err;
-        planner_exec_requeue(p->x, idx, &err);
-        p->in_flight--;
-        any = true;
-        log_info(MOD, "event=task-withdrawn job=%s task=%s retry=1", j->id, p->plan->tasks[idx].id);
-    }
-    if (any)
-        engine__job_event(j, ENGINE_EV_PROGRESS);
-}
-
 void engine__withdraw(struct ejob *j)
 {
     struct eplan *p = j->cur;
     if (!j->queue)
         return;
-    engine__job_check_io(j, false); /* job.c invariant 4 */
-    engine__withdraw_retries(j);    /* first: they have no item to look for */
+    engine__job_check_io(j, false);     /* job.c invariant 4 */
+    engine__commit_retries_withdraw(j); /* first: they have no item to look for */
     for (uint32_t i = 0; i < p->n; i++) {
         /* RUNNING too: an item whose worker died is unclaimed again, and with no other
            worker nothing would take it back (a job no worker serves stalls: watchdog.c).
@@ -398,6 +371,7 @@ void engine__withdraw(struct ejob *j)
         if (j->withdrawing == 0 && j->wd_items == 0)
             j->wd_start = clock_mono_ms();
         j->withdrawing++;
+        engine__commit_hold(j);
         j->wd_items++;
         engine__job_ref(j);
         /* By its key record: constant work per item (a find per item read the whole

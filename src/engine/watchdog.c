@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "commit.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "log.h"
@@ -115,7 +116,7 @@ static void stall(struct ejob *j, const char *why)
 void engine__watchdog(struct ejob *j)
 {
     struct engine *e = j->e;
-    if (j->own != EJ_ACTIVE || j->finishing || !j->cur)
+    if (j->own != EJ_ACTIVE || engine__commit_finishing(j) || !j->cur)
         return;
     int64_t now = clock_mono_ms();
     struct engine_watch_facts f = {
