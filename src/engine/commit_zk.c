@@ -13,10 +13,10 @@
 
 #include <event2/event.h>
 
-#include "clock.h"
-#include "coord.h"
 #include "batch.h"
+#include "clock.h"
 #include "commit.h"
+#include "coord.h"
 #include "engine_int.h"
 #include "log.h"
 #include "planner.h"

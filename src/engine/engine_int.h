@@ -381,6 +381,7 @@ struct macro_cluster;
 struct recon;
 struct ebatch;
 struct ecommit;
+struct ewithdraw;
 
 struct engine {
     struct event_base *base;
@@ -483,21 +484,19 @@ struct ejob {
     char cls[64];     /* worker class of the job's tasks */
     struct equeue *queue;
     struct coord_watcher *runs_w, *control_w;
-    struct strmap *runs;       /* run record name -> struct erun */
-    struct ecommit *commit;    /* the commit pipeline (commit.h) */
-    size_t withdrawing;        /* queue items being taken back */
-    size_t wd_items, wd_taken; /* of the withdrawal in progress (logged when it ends) */
-    int64_t wd_start;          /* when it began (ms, monotonic) */
-    int sweeps;                /* attempts at removing the subtree */
-    bool subtree_made;         /* this owner created the subtree (jobstart.c): the sweep
-                                  knows its names without listing them (sweep.c) */
-    size_t ctx_parts;          /* ctx/p<k> it created (0: the context in ctx alone) */
-    bool building;             /* a plan is being built on a thread */
-    struct recon *recon;       /* the reconciliation on resume, while the rollback log is read */
-    int64_t t_acquired;        /* when the lock was acquired (ms) */
-    int64_t t_contend;         /* when this node began to contend for it (ms, monotonic) */
-    int64_t t_handover;        /* when the ring moved it away (ms, monotonic), 0: not moving */
-    int64_t control_ms;        /* when a control znode's request was last read (ms, monotonic) */
+    struct strmap *runs;        /* run record name -> struct erun */
+    struct ecommit *commit;     /* the commit pipeline (commit.h) */
+    struct ewithdraw *withdraw; /* the withdrawal's counts (withdraw.h) */
+    int sweeps;                 /* attempts at removing the subtree */
+    bool subtree_made;          /* this owner created the subtree (jobstart.c): the sweep
+                                   knows its names without listing them (sweep.c) */
+    size_t ctx_parts;           /* ctx/p<k> it created (0: the context in ctx alone) */
+    bool building;              /* a plan is being built on a thread */
+    struct recon *recon;        /* the reconciliation on resume, while the rollback log is read */
+    int64_t t_acquired;         /* when the lock was acquired (ms) */
+    int64_t t_contend;          /* when this node began to contend for it (ms, monotonic) */
+    int64_t t_handover;         /* when the ring moved it away (ms, monotonic), 0: not moving */
+    int64_t control_ms;         /* when a control znode's request was last read (ms, monotonic) */
     /* watchdog.c */
     int64_t unserved_since; /* when this owner saw no worker serve it (ms, monotonic), 0: served */
     int64_t age_at_load_ms; /* PostgreSQL's now() - created_at when loaded */
@@ -660,12 +659,11 @@ bool engine__run_superseded(const struct ejob *j, const struct erun *run);
 
 /* Watch the job's run records (jobs/<id>/runs): called by engine__job_activate. */
 void engine__runs_watch(struct ejob *j);
-/* Take the job's queued items back (cancel, pause, give-up), retries not put yet included. */
-void engine__withdraw(struct ejob *j);
-/* Reconciliation on resume (jobresume.c): a run record's result merged into its node's
- * key-values again; a task stepped by ev (WITHDRAWN, FAIL) with no run record to go by. */
+/* A run record's result merged into its node's key-values again (the reconciliation on
+ * resume, jobresume.c); a task stepped by ev (WITHDRAWN, FAIL) with no run record to go by
+ * (the reconciliation, the withdrawal: withdraw.c). */
 void engine__result_merge(struct ejob *j, const char *node, json_t *result);
-void engine__task_recon(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev);
+void engine__task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev);
 
 /* ---- sweep.c: phase "sweep" ---------------------------------------------------------- */
 

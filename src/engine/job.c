@@ -51,11 +51,11 @@
 
 #include <event2/event.h>
 
-#include "clock.h"
-#include "check.h"
-#include "coord.h"
 #include "batch.h"
+#include "check.h"
+#include "clock.h"
 #include "commit.h"
+#include "coord.h"
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
@@ -63,6 +63,7 @@
 #include "planner_model.h"
 #include "store.h"
 #include "strmap.h"
+#include "withdraw.h"
 #include "xalloc.h"
 #include "zkpath.h"
 
@@ -142,6 +143,7 @@ static void job_free(struct ejob *j)
         strmap_free(j->runs);
     }
     engine__commit_free(j);
+    engine__withdraw_free(j);
     free(j);
 }
 

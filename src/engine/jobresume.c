@@ -385,11 +385,11 @@ static void recon_apply(struct recon *r)
             n_put++;
             break;
         case ENGINE_RECON_WITHDRAWN:
-            engine__task_recon(j, p, i, ENGINE_TEV_WITHDRAWN);
+            engine__task_event(j, p, i, ENGINE_TEV_WITHDRAWN);
             n_wd++;
             break;
         case ENGINE_RECON_LOST:
-            engine__task_recon(j, p, i, ENGINE_TEV_FAIL);
+            engine__task_event(j, p, i, ENGINE_TEV_FAIL);
             n_lost++;
             break;
         default:

@@ -181,13 +181,13 @@ static void run_seen(struct ejob *j, struct erun *run)
     taskmsg_run_clear(&r);
 }
 
-/* For the reconciliation on resume (jobresume.c). */
+/* For the reconciliation on resume (jobresume.c) and the withdrawal (withdraw.c). */
 void engine__result_merge(struct ejob *j, const char *node, json_t *result)
 {
     merge_props(j, node, result);
 }
 
-void engine__task_recon(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev)
+void engine__task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev)
 {
     task_event(j, p, idx, ev, NULL);
 }
@@ -297,85 +297,4 @@ void engine__runs_watch(struct ejob *j)
     zkpath_job_runs(path, sizeof(path), j->id);
     j->runs_w = coord_watch_children(j->e->zk, path, on_runs, j);
     engine__control_watch(j);
-}
-
-/* ---- taking queued items back (pause, cancel, failure) ------------------------------------ */
-
-struct withdraw {
-    struct ejob *j;
-    struct eplan *p;
-    uint32_t idx;
-    unsigned attempt;
-    struct equeue *q;
-};
-
-static void withdrawn(int rc, void *arg)
-{
-    struct withdraw *w = arg;
-    struct ejob *j = w->j;
-    j->withdrawing--;
-    engine__commit_unhold(j);
-    j->wd_taken += rc == 0;
-    if (j->withdrawing == 0 && j->wd_items) {
-        log_info(MOD, "event=job-withdrawn job=%s items=%zu taken=%zu ms=%lld", j->id, j->wd_items,
-                 j->wd_taken, (long long)(clock_mono_ms() - j->wd_start));
-        j->wd_items = j->wd_taken = 0;
-    }
-    if (engine__job_alive(j) && w->p == j->cur && w->p->recs[w->idx].attempt == w->attempt) {
-        if (rc == 0) {
-            log_info(MOD, "event=task-withdrawn job=%s task=%s", j->id,
-                     w->p->plan->tasks[w->idx].id);
-            task_event(j, w->p, w->idx, ENGINE_TEV_WITHDRAWN, NULL);
-        }
-        /* Claimed (running) or gone (completed): its run record tells the rest. */
-    }
-    if (j->own == EJ_HANDING_OVER)
-        engine__job_idle(j);
-    engine__kick(j);
-    free(w);
-    engine__job_unref(j);
-}
-
-/* The item's id is known: cancel it, unless the job is no longer ours (claimed: running). */
-static void keyed(int rc, const char *item_id, void *arg)
-{
-    struct withdraw *w = arg;
-    if (rc == 0 && engine__job_alive(w->j)) {
-        coord_queue_cancel(w->q->q, item_id, withdrawn, w);
-        return;
-    }
-    withdrawn(rc ? rc : DRV_ECONFLICT, w);
-}
-
-void engine__withdraw(struct ejob *j)
-{
-    struct eplan *p = j->cur;
-    if (!j->queue)
-        return;
-    engine__job_check_io(j, false);     /* job.c invariant 4 */
-    engine__commit_retries_withdraw(j); /* first: they have no item to look for */
-    for (uint32_t i = 0; i < p->n; i++) {
-        /* RUNNING too: an item whose worker died is unclaimed again, and with no other
-           worker nothing would take it back (a job no worker serves stalls: watchdog.c).
-           One a live worker holds is claimed: the cancel refuses it and it runs on. */
-        if (p->recs[i].state != ENGINE_TS_QUEUED && p->recs[i].state != ENGINE_TS_RUNNING)
-            continue;
-        struct withdraw *w = xcalloc(1, sizeof(*w));
-        w->j = j;
-        w->p = p;
-        w->idx = i;
-        w->attempt = p->recs[i].attempt;
-        w->q = j->queue;
-        char key[80];
-        taskmsg_key(key, sizeof(key), j->id, p->phase, i, p->recs[i].attempt);
-        if (j->withdrawing == 0 && j->wd_items == 0)
-            j->wd_start = clock_mono_ms();
-        j->withdrawing++;
-        engine__commit_hold(j);
-        j->wd_items++;
-        engine__job_ref(j);
-        /* By its key record: constant work per item (a find per item read the whole
-           queue each time: quadratic, long enough on the loop to lose the session). */
-        coord_queue_key_item(j->queue->q, key, keyed, w);
-    }
 }
