@@ -65,6 +65,7 @@
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
+#include "nodes.h"
 #include "planner.h"
 #include "store.h"
 #include "strmap.h"
@@ -265,7 +266,7 @@ static struct engine__pg_final *final_part_new(struct ejob *j)
     json_t *svcs =
         json_object_get(json_object_get(json_object_get(j->job, "request"), "target"), "services");
     f->services = json_is_array(svcs) ? json_dumps(svcs, JSON_COMPACT) : NULL;
-    json_t *config = strcmp(j->op, "configure") == 0 ? engine__job_config(j) : NULL;
+    json_t *config = strcmp(j->op, "configure") == 0 ? engine__cluster_config(j) : NULL;
     f->config = config ? json_dumps(config, JSON_COMPACT) : NULL;
     json_t *tv = json_object_get(json_object_get(json_object_get(j->job, "request"), "target"),
                                  "template_version");

@@ -19,6 +19,7 @@
 #include "coord.h"
 #include "engine_int.h"
 #include "log.h"
+#include "nodes.h"
 #include "planner.h"
 #include "strmap.h"
 #include "taskmsg.h"
@@ -117,7 +118,7 @@ static int item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup
         .service = t->service,
         .fields = fields ? fields : t->fields,
         .config_override = config ? config : prev,
-        .props = t->node ? json_object_get(j->props, t->node) : NULL,
+        .props = engine__nodes_props(j, t->node),
         .nodeinfo = t->node ? json_object_get(j->po.nodeinfo, t->node) : NULL,
         .avoid = avoid,
         .timeout_ms = tmo,
@@ -180,17 +181,16 @@ static struct etxn *zk_build(struct ejob *j)
             j); /* the queue is still opening (or coord retries a failed open) */
     /* The nodes map's chunks that changed (plugins that want it read them), under the
      * budget; while some wait, nothing is put (an item names the map's revision). */
-    if (j->nchunk_dirty && !j->nchunks_new)
-        for (size_t k = 0; k < j->n_nchunks; k++)
-            if (j->nchunk_dirty[k]) {
-                if (t->z.bytes > e->budget / 2) {
-                    can_put = false;
-                    break;
-                }
-                engine__zpart_add(&t->z, ENGINE__ZOP_SET, zkpath_job_nodes_chunk(NULL, 0, j->id, k),
-                                  engine__nodes_chunk(j, k), -1);
-                j->nchunk_dirty[k] = 0;
+    for (size_t k = 0; k < engine__nodes_chunks(j); k++)
+        if (engine__nodes_dirty(j, k)) {
+            if (t->z.bytes > e->budget / 2) {
+                can_put = false;
+                break;
             }
+            engine__zpart_add(&t->z, ENGINE__ZOP_SET, zkpath_job_nodes_chunk(NULL, 0, j->id, k),
+                              engine__nodes_chunk(j, k), -1);
+            engine__nodes_clean(j, k);
+        }
     /* The log chunks already changed go in too: counted before any put. */
     struct eplan *plans[2] = {&j->fwd, &j->rb};
     size_t reserved = 0;
@@ -442,8 +442,7 @@ static void zk_settled(struct etxn *t, bool applied)
         for (size_t i = 0; i < t->n_dels; i++)
             t->dels[i]->deleting = false;
         j->state_dirty = true;
-        for (size_t k = 0; k < j->n_nchunks && !j->nchunks_new; k++)
-            j->nchunk_dirty[k] = 1; /* whichever it carried: all again (a rare path) */
+        engine__nodes_dirty_all(j); /* whichever it carried: all again (a rare path) */
         for (size_t i = 0; i < t->z.n; i++) {
             if (t->z.ops[i].kind != ENGINE__ZOP_PUT)
                 continue;

@@ -382,6 +382,7 @@ struct recon;
 struct ebatch;
 struct ecommit;
 struct ewithdraw;
+struct enodes;
 
 struct engine {
     struct event_base *base;
@@ -464,24 +465,11 @@ struct ejob {
     struct engine_state st;
     int32_t st_ver; /* the state znode's version, -1 before it exists */
     bool state_dirty;
-    json_t *props;  /* node id -> key-values of that node (result key-values merged) */
-    json_t *mnodes; /* the nodes map of plugins and macros (nodes.c) */
-    struct macro_cluster *mcluster; /* mnodes sorted and indexed once, for the macros */
-    /* The cluster as it was (start layout), when the job changes the layout: the macros of
-       tasks that act on what leaves (a node, a service) see it, the rest see mnodes. */
-    json_t *mnodes_old;
-    struct macro_cluster *mcluster_old;
-    struct strmap *node_index; /* node id -> 1 + its index in the target layout */
-    uint32_t *node_confirm;    /* per target node: 1 + its confirm task's index, or 0 */
-    size_t n_nchunks;          /* jobs/<id>/nodes/n<k> */
-    uint8_t *nchunk_dirty;
-    bool nchunks_new;   /* not created in ZooKeeper yet */
-    bool config_macros; /* the cluster's config has macros */
-    char cluster_owner[128];
-    json_t *ssh_new;  /* a cluster key made by this job's start: {public_key, private_key} */
-    json_t *snapshot; /* the cluster before the job */
-    json_t *ctx;      /* jobs/<id>/ctx */
-    char cls[64];     /* worker class of the job's tasks */
+    struct enodes *nodes; /* the cluster as the job sees it: key-values, maps (nodes.h) */
+    json_t *ssh_new;      /* a cluster key made by this job's start: {public_key, private_key} */
+    json_t *snapshot;     /* the cluster before the job */
+    json_t *ctx;          /* jobs/<id>/ctx */
+    char cls[64];         /* worker class of the job's tasks */
     struct equeue *queue;
     struct coord_watcher *runs_w, *control_w;
     struct strmap *runs;        /* run record name -> struct erun */
@@ -502,6 +490,13 @@ struct ejob {
     int64_t age_at_load_ms; /* PostgreSQL's now() - created_at when loaded */
     int64_t t_loaded;       /* when that was (ms, monotonic) */
 };
+
+/* A row's string column, "" when absent or null. */
+static inline const char *engine__row_str(const json_t *row, const char *k)
+{
+    const char *s = json_string_value(json_object_get(row, k));
+    return s ? s : "";
+}
 
 /* Is the job still this node's to act on (not DEAD)? Every callback asks before it touches
  * the job, and the batch before it sends a job's part (its lock fences the part). */
@@ -585,10 +580,6 @@ void engine__job_lost(struct ejob *j, const char *why);
 void engine__job_release(struct ejob *j);
 /* The commit pipeline went idle: a handover waiting for it continues. */
 void engine__job_idle(struct ejob *j);
-/* A row's string column, "" when absent or null. */
-const char *engine__row_str(const json_t *row, const char *k);
-/* The cluster's config for this job (a configure's new one), borrowed, or NULL. */
-json_t *engine__job_config(const struct ejob *j);
 /* LOADING -> ACTIVE: the plan is in memory, or the end is decided. With follow, the job's
  * queue is opened and its run records watched (run.c): the run phase begins. */
 void engine__job_activate(struct ejob *j, bool follow);
@@ -670,22 +661,5 @@ void engine__task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engi
 /* Remove the job's znodes (keep_root: the announcement and control stay), then release.
  * Entered through engine__job_wind_up. */
 void engine__job_sweep(struct ejob *j, bool keep_root);
-
-/* ---- nodes.c ------------------------------------------------------------------------- */
-
-void engine__nodes_init(struct ejob *j);
-/* The node's key-values changed: its entry in the map, its chunk, the map's revision. */
-void engine__nodes_touch(struct ejob *j, const char *node);
-/* Every entry again (after a resume read the task log: which nodes are confirmed). */
-void engine__nodes_refresh(struct ejob *j);
-/* The JSON of chunk k (16 nodes) of the map (new string). */
-char *engine__nodes_chunk(struct ejob *j, size_t k);
-/* Plan time: every macro of the config and the actions' fields parses and is known. */
-int engine__macros_check(struct ejob *j, struct drv_err *err);
-/* Dispatch: task t's fields and the cluster's config expanded for its node (new references,
- * NULL when there is nothing to expand). DRV_EAGAIN: a node they name is not confirmed yet. */
-struct planner_task;
-int engine__macros_expand(struct ejob *j, const struct planner_task *t, json_t **fields,
-                          json_t **config, struct drv_err *err);
 
 #endif

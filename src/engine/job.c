@@ -59,7 +59,7 @@
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
-#include "macro.h"
+#include "nodes.h"
 #include "planner_model.h"
 #include "store.h"
 #include "strmap.h"
@@ -119,17 +119,9 @@ static void job_free(struct ejob *j)
     json_decref(j->cluster);
     json_decref(j->catalog);
     json_decref(j->inputs);
-    json_decref(j->props);
     json_decref(j->snapshot);
     json_decref(j->ctx);
-    json_decref(j->mnodes);
-    macro_cluster_free(j->mcluster);
-    json_decref(j->mnodes_old);
-    macro_cluster_free(j->mcluster_old);
     json_decref(j->ssh_new);
-    strmap_free(j->node_index);
-    free(j->node_confirm);
-    free(j->nchunk_dirty);
     if (j->runs) {
         size_t pos = 0;
         void *v;
@@ -143,6 +135,7 @@ static void job_free(struct ejob *j)
         strmap_free(j->runs);
     }
     engine__commit_free(j);
+    engine__nodes_free(j);
     engine__withdraw_free(j);
     free(j);
 }
@@ -296,7 +289,7 @@ struct ejob *engine__job_new(struct engine *e, const char *id)
     j->t_contend = clock_mono_ms();
     j->st_ver = -1;
     j->runs = strmap_new();
-    j->props = json_object();
+    engine__nodes_new(j);
     engine__commit_new(j);
     snprintf(j->cls, sizeof(j->cls), "default");
     char *dir = zkpath_job_lock(NULL, 0, id);
@@ -306,22 +299,6 @@ struct ejob *engine__job_new(struct engine *e, const char *id)
     free(holder);
     coord_lock_acquire(j->lock, -1);
     return j;
-}
-
-/* The cluster's config for this job: a configure brings its new one. */
-json_t *engine__job_config(const struct ejob *j)
-{
-    json_t *asked = json_object_get(json_object_get(j->job, "request"), "config");
-    if (strcmp(j->op, "configure") == 0 && json_is_object(asked))
-        return asked;
-    json_t *c = json_object_get(j->cluster, "config");
-    return json_is_object(c) ? c : NULL;
-}
-
-const char *engine__row_str(const json_t *row, const char *k)
-{
-    const char *s = json_string_value(json_object_get(row, k));
-    return s ? s : "";
 }
 
 static bool status_final(const char *s)
@@ -395,19 +372,7 @@ static void loaded(int rc, const struct drv_err *err, void *arg)
     if (json_is_object(inputs))
         j->inputs = json_incref(inputs);
     engine__pg_load_free(l);
-    /* Node key-values as recorded. */
-    size_t i;
-    json_t *n;
-    json_array_foreach(json_object_get(j->cluster, "nodes"), i, n)
-    {
-        /* A deleted node's key-values are of a machine that is gone (a failed create made
-           again reuses its id). */
-        if (strcmp(engine__row_str(n, "status"), "deleted") == 0)
-            continue;
-        json_t *p = json_object_get(n, "properties");
-        json_object_set_new(j->props, engine__row_str(n, "id"),
-                            json_is_object(p) ? json_deep_copy(p) : json_object());
-    }
+    engine__nodes_load(j, json_object_get(j->cluster, "nodes")); /* key-values as recorded */
     const char *status = engine__row_str(j->job, "status");
     if (status_final(status)) {
         /* It ended; only the ZooKeeper subtree may be left. */
@@ -525,7 +490,7 @@ int engine__job_rollback_plan(struct ejob *j, struct drv_err *err)
          * its delete belongs in the rollback. */
         const struct planner_task *t = &f->plan->tasks[i];
         if (states[i] == PLANNER_TS_ERROR && t->action == PLANNER_ACT_CREATE && t->node &&
-            json_object_get(json_object_get(j->props, t->node), "provider-id"))
+            json_object_get(engine__nodes_props(j, t->node), "provider-id"))
             states[i] = PLANNER_TS_SUCCESS;
     }
     struct planner_plan *rb = NULL;

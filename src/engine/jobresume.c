@@ -33,6 +33,7 @@
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
+#include "nodes.h"
 #include "planner.h"
 #include "planner_model.h"
 #include "store.h"
@@ -686,10 +687,7 @@ static void resume_built(void *arg)
     }
     json_t *snap = json_object_get(j->job, "snapshot");
     j->snapshot = json_is_object(snap) ? json_incref(snap) : json_deep_copy(j->cluster);
-    snprintf(j->cluster_owner, sizeof(j->cluster_owner), "%s",
-             engine__row_str(j->cluster, "owner"));
     engine__nodes_init(j);
-    j->nchunks_new = false; /* made by the start */
     j->ctx = engine__job_ctx_make(j);
     read_chunks(j, &j->fwd, fwd_chunks_read);
     engine__job_unref(j);

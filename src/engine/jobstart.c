@@ -26,7 +26,7 @@
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
-#include "macro.h"
+#include "nodes.h"
 #include "planner.h"
 #include "planner_model.h"
 #include "seal.h"
@@ -147,12 +147,12 @@ static void started_pg(int rc, const struct drv_err *err, void *arg)
 
 json_t *engine__job_ctx_make(struct ejob *j)
 {
-    json_t *config = engine__job_config(j);
+    json_t *config = engine__cluster_config(j);
     json_t *ctx = json_pack(
         "{s:i, s:s, s:s, s:o, s:O, s:s, s:s, s:I}", "v", 1, "clustername",
         engine__row_str(j->cluster, "name"), "template", engine__row_str(j->cluster, "template"),
         "cluster", config ? json_incref(config) : json_object(), "provider", j->po.provider,
-        "tenant", j->tenant, "job", j->id, "nodes_chunks", (json_int_t)j->n_nchunks);
+        "tenant", j->tenant, "job", j->id, "nodes_chunks", (json_int_t)engine__nodes_chunks(j));
     /* The cluster's SSH key (its private part sealed): made by this job's start or an
      * earlier job's. */
     json_t *ssh =
@@ -295,8 +295,6 @@ static void start_built(void *arg)
     j->st.paused = strcmp(engine__row_str(j->job, "control"), "pause") == 0;
     j->snapshot = json_deep_copy(j->cluster);
     json_object_del(j->snapshot, "secrets");
-    snprintf(j->cluster_owner, sizeof(j->cluster_owner), "%s",
-             engine__row_str(j->cluster, "owner"));
     engine__nodes_init(j);
     if (engine__macros_check(j, &err) != 0) {
         fail_unplanned(j, err.msg);
@@ -383,7 +381,6 @@ static void init_next(struct init *in)
         free(in->txns);
         free(in);
         j->st_ver = 0;
-        j->nchunks_new = false;
         engine__job_activate(j, true);
         log_info(MOD, "event=job-started job=%s op=%s tasks=%u node=%s", j->id, j->op, j->fwd.n,
                  j->e->node_id);
@@ -437,7 +434,7 @@ static void zk_init(struct ejob *j)
     coord_txn_create(t, path, "{}", 0);
     zkpath_job_nodes(path, sizeof(path), j->id);
     coord_txn_create(t, path, "{}", 0);
-    for (size_t k = 0; k < j->n_nchunks; k++) {
+    for (size_t k = 0; k < engine__nodes_chunks(j); k++) {
         char *text = engine__nodes_chunk(j, k);
         if (coord_txn_bytes(t) + strlen(text) + 200 > e->budget) {
             XGROW(in->txns, cap, n_txns + 1);
@@ -447,7 +444,7 @@ static void zk_init(struct ejob *j)
         zkpath_job_nodes_chunk(path, sizeof(path), j->id, k);
         coord_txn_create(t, path, text, 0);
         free(text);
-        j->nchunk_dirty[k] = 0;
+        engine__nodes_clean(j, k);
     }
     zkpath_job_log(path, sizeof(path), j->id);
     coord_txn_create(t, path, "{}", 0);

@@ -37,6 +37,7 @@
 #include "coord.h"
 #include "engine_int.h"
 #include "log.h"
+#include "nodes.h"
 #include "planner.h"
 #include "strmap.h"
 #include "taskmsg.h"
@@ -47,27 +48,12 @@
 
 /* ---- outcomes ----------------------------------------------------------------------------- */
 
-/* Merge a result's key-values into the node's (null deletes a key). */
+/* Merge a result's key-values into the node's (null deletes a key), for PostgreSQL too. */
 static void merge_props(struct ejob *j, const char *node, json_t *result)
 {
-    if (!node || !json_is_object(result) || json_object_size(result) == 0)
-        return;
-    json_t *props = json_object_get(j->props, node);
-    if (!props) {
-        props = json_object();
-        json_object_set_new(j->props, node, props);
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach(result, k, v)
-    {
-        if (json_is_null(v))
-            json_object_del(props, k);
-        else
-            json_object_set(props, k, v);
-    }
-    engine__commit_node(j, node, props);
-    engine__nodes_touch(j, node);
+    json_t *props = engine__nodes_merge(j, node, result);
+    if (props)
+        engine__commit_node(j, node, props);
 }
 
 static struct eplan *plan_of(struct ejob *j, char phase)
