@@ -39,6 +39,7 @@
 #include "log.h"
 #include "loopq.h"
 #include "strmap.h"
+#include "watchdog.h"
 #include "workpool.h"
 #include "xalloc.h"
 #include "zkpath.h"
@@ -414,8 +415,6 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     e->write_format = DROVER_FORMAT_MIN_READ;
     e->budget = o->txn_budget ? o->txn_budget : TXN_BUDGET;
     e->task_timeout_ms = o->task_timeout_ms;
-    e->no_worker_ms = o->no_worker_timeout_ms;
-    e->deadline_ms = o->job_deadline_ms;
     if (o->key) {
         memcpy(e->key, o->key, 32);
         e->has_key = true;
@@ -423,6 +422,7 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     e->jobs = strmap_new();
     e->queues = strmap_new();
     engine__batch_init(e);
+    engine__watchdog_init(e, o->no_worker_timeout_ms, o->job_deadline_ms);
     engine__metrics_init(e);
     e->lq = loopq_new(base);
     engine__offload_init(e, o->plan_threads);
@@ -500,7 +500,6 @@ void engine_free(struct engine *e)
     coord_watcher_free(e->jobs_w);
     coord_group_free(e->members);
     coord_group_free(e->workers);
-    strmap_free(e->served);
     size_t pos = 0;
     void *v;
     while (strmap_next(e->jobs, &pos, NULL, &v)) {
@@ -521,6 +520,7 @@ void engine_free(struct engine *e)
     }
     strmap_free(e->queues);
     engine__metrics_free(e);
+    engine__watchdog_free(e);
     free(e->ring_sig);
     coord_ring_free(e->ring);
     for (size_t i = 0; i < e->n_ids; i++)

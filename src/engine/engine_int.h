@@ -383,6 +383,8 @@ struct ebatch;
 struct ecommit;
 struct ewithdraw;
 struct enodes;
+struct ewatchdog;
+struct ewatch;
 
 struct engine {
     struct event_base *base;
@@ -426,14 +428,10 @@ struct engine {
     _Atomic int plan_busy_max; /* the most that ever ran at once */
     struct event *soon;
     bool reconcile_pending;
-    bool scanning; /* the janitor's query is in flight */
-    /* watchdog.c */
-    struct coord_group *workers; /* /drover/members/worker */
-    struct strmap *served;       /* "<tenant>/<class>" -> live workers (a count, not a pointer) */
-    bool have_workers;           /* the group has been read once */
-    int64_t no_worker_ms, deadline_ms;
-    size_t unserved;      /* jobs owned here that no worker serves now */
-    struct ebatch *batch; /* batch.c's: the jobs' writes gathered (batch.h) */
+    bool scanning;               /* the janitor's query is in flight */
+    struct coord_group *workers; /* /drover/members/worker (the watchdog reads it) */
+    struct ewatchdog *watchdog;  /* watchdog.c's (watchdog.h) */
+    struct ebatch *batch;        /* batch.c's: the jobs' writes gathered (batch.h) */
 };
 
 enum ejob_own {
@@ -485,10 +483,7 @@ struct ejob {
     int64_t t_contend;          /* when this node began to contend for it (ms, monotonic) */
     int64_t t_handover;         /* when the ring moved it away (ms, monotonic), 0: not moving */
     int64_t control_ms;         /* when a control znode's request was last read (ms, monotonic) */
-    /* watchdog.c */
-    int64_t unserved_since; /* when this owner saw no worker serve it (ms, monotonic), 0: served */
-    int64_t age_at_load_ms; /* PostgreSQL's now() - created_at when loaded */
-    int64_t t_loaded;       /* when that was (ms, monotonic) */
+    struct ewatch *watch;       /* the watchdog's clocks of the job (watchdog.h) */
 };
 
 /* A row's string column, "" when absent or null. */
@@ -514,37 +509,6 @@ bool engine__ring_mine(struct engine *e, const char *id);
 bool engine__announced(const struct engine *e, const char *id);
 /* A job is gone from this node (lost, released, finished): forget it. */
 void engine__job_gone(struct engine *e, struct ejob *j);
-
-/* ---- watchdog.c: a job that cannot go on says so, then gives up ---------------------- */
-
-enum engine_watch {
-    ENGINE_WATCH_FINE,      /* served, or not waiting for a worker */
-    ENGINE_WATCH_UNSERVED,  /* tasks in flight and no live worker serves the job's queue */
-    ENGINE_WATCH_NO_WORKER, /* unserved for engine.no_worker_timeout: stall */
-    ENGINE_WATCH_DEADLINE,  /* the forward plan ran past engine.job_deadline: stall */
-};
-
-struct engine_watch_facts {
-    enum engine_phase phase;
-    size_t in_flight;          /* tasks queued or running */
-    bool workers_known;        /* the worker group has been read */
-    unsigned serving;          /* live workers of the job's tenant and class */
-    int64_t now_ms;            /* monotonic */
-    int64_t unserved_since_ms; /* 0: served when last looked at */
-    int64_t no_worker_ms;      /* 0: wait for ever */
-    int64_t age_ms;            /* since the job was created */
-    int64_t deadline_ms;       /* 0: none */
-};
-
-/* Pure: what the watchdog makes of a job (rules and invariants in watchdog.c). */
-enum engine_watch engine_watch_step(const struct engine_watch_facts *f);
-struct coord_member_info;
-/* The worker group changed: count who serves which "<tenant>/<class>". Loop thread. */
-void engine__workers_seen(struct engine *e, const struct coord_member_info *m, size_t n);
-/* Look at one owned job (the tick): log, count, stall. */
-void engine__watchdog(struct ejob *j);
-/* The job is served again or leaves this node: stop counting it as unserved. */
-void engine__watchdog_forget(struct ejob *j);
 
 /* ---- janitor.c ----------------------------------------------------------------------- */
 

@@ -63,6 +63,7 @@
 #include "planner_model.h"
 #include "store.h"
 #include "strmap.h"
+#include "watchdog.h"
 #include "withdraw.h"
 #include "xalloc.h"
 #include "zkpath.h"
@@ -137,6 +138,7 @@ static void job_free(struct ejob *j)
     engine__commit_free(j);
     engine__nodes_free(j);
     engine__withdraw_free(j);
+    engine__watchdog_job_free(j);
     free(j);
 }
 
@@ -366,8 +368,7 @@ static void loaded(int rc, const struct drv_err *err, void *arg)
     j->acl_bound = true;
     snprintf(j->cluster_id, sizeof(j->cluster_id), "%s", engine__row_str(l->job, "cluster_id"));
     snprintf(j->op, sizeof(j->op), "%s", engine__row_str(l->job, "operation"));
-    j->age_at_load_ms = strtoll(engine__row_str(l->job, "age_ms"), NULL, 10);
-    j->t_loaded = clock_mono_ms();
+    engine__watchdog_loaded(j, strtoll(engine__row_str(l->job, "age_ms"), NULL, 10));
     json_t *inputs = json_object_get(l->job, "inputs");
     if (json_is_object(inputs))
         j->inputs = json_incref(inputs);

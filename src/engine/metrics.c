@@ -24,6 +24,7 @@
 #include "engine_int.h"
 #include "promtext.h"
 #include "strmap.h"
+#include "watchdog.h"
 
 void engine__metrics_init(struct engine *e)
 {
@@ -158,7 +159,8 @@ void engine_metrics(const struct engine *e, struct evbuffer *out, bool tenants, 
     evbuffer_add_printf(out, "drover_engine_jobs_owned{node=\"%s\"} %zu\n", node, st.owned);
     prom_family(out, "drover_engine_jobs_unserved", "gauge",
                 "Jobs owned here with tasks queued and no live worker of their tenant and class.");
-    evbuffer_add_printf(out, "drover_engine_jobs_unserved{node=\"%s\"} %zu\n", node, e->unserved);
+    evbuffer_add_printf(out, "drover_engine_jobs_unserved{node=\"%s\"} %zu\n", node,
+                        engine__watchdog_unserved(e));
     for (size_t i = 0; i < sizeof(node_metrics) / sizeof(node_metrics[0]); i++) {
         const struct node_metric *m = &node_metrics[i];
         prom_family(out, m->name, m->histogram ? "histogram" : "counter", m->help);
