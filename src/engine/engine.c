@@ -469,17 +469,6 @@ void engine_resume(struct engine *e)
     engine__reconcile(e);
 }
 
-void engine_get_stats(const struct engine *e, struct engine_stats *st)
-{
-    *st = e->stats;
-    st->owned = 0;
-    size_t pos = 0;
-    void *v;
-    while (strmap_next(e->jobs, &pos, NULL, &v))
-        st->owned +=
-            ((struct ejob *)v)->own >= EJ_LOADING && ((struct ejob *)v)->own <= EJ_FINISHING;
-}
-
 json_t *engine_owned(const struct engine *e)
 {
     json_t *a = json_array();

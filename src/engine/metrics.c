@@ -83,6 +83,17 @@ void engine__observe_handover(struct ejob *j)
         prom_histo_observe(&j->e->h_handover, (double)(clock_mono_ms() - j->t_handover) / 1000.0);
 }
 
+void engine_get_stats(const struct engine *e, struct engine_stats *st)
+{
+    *st = e->stats;
+    st->owned = 0;
+    size_t pos = 0;
+    void *v;
+    while (strmap_next(e->jobs, &pos, NULL, &v))
+        st->owned +=
+            ((struct ejob *)v)->own >= EJ_LOADING && ((struct ejob *)v)->own <= EJ_FINISHING;
+}
+
 /*
  * This node's unlabelled figures, in the order they are shown: a counter of struct
  * engine_stats (off: the field's offset there) or a histogram of struct engine's (off:
