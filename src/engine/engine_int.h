@@ -10,7 +10,6 @@
  *     fsm.c       the job's and the task's state machines, as step functions
  *     tasklog.c   the task log's and the job state's znode codecs
  *     plan.c      a job's plan from its pinned inputs (runs on a thread)
- *     macro.c     the catalogue's %...% macros (drover_macro, macro.h)
  *     recon.c     what a resuming owner does about each task and run record it finds
  *   the node:
  *     engine.c    which jobs this node owns: members, ring, the job list, queues
