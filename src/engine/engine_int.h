@@ -1,8 +1,19 @@
 /*
- * engine_int: what the files of src/engine share. Not a public header (tests
- * include it to drive the pure parts alone). Sectioned by file, in the order
- * below; job_pg.h is the PostgreSQL work's own header, batch.h the batch's, macro.h the
- * macros'.
+ * engine_int: what the files of src/engine share: the job's and the task's state machines,
+ * the task log's codecs, the plan's build, and the runtime's types (struct engine, struct
+ * ejob, the plans and run records being followed) with the functions of the node and of the
+ * job core that every phase calls. Not a public header (tests include it to drive the pure
+ * parts alone). Each group of fields that one file owns has that file's header instead,
+ * and struct engine / struct ejob hold only a pointer to it, opaque elsewhere:
+ *
+ *   batch.h     batch.c's: the jobs' parts gathered into shared transactions and multi-ops
+ *   commit.h    the commit pipeline's (commit.c, commit_pg.c, commit_zk.c): busy flags,
+ *               retries to put, PostgreSQL marks, timers, backoff, the final write
+ *   nodes.h     nodes.c's: the cluster as the job sees it, key-values, maps, macros
+ *   withdraw.h  withdraw.c's: the withdrawal's counts
+ *   watchdog.h  watchdog.c's: who serves which queue, each job's clocks
+ *   recon.h     recon.c's pure decisions on resume
+ *   job_pg.h    the PostgreSQL work (job_pg.c, on the store's threads)
  *
  * The files:
  *
@@ -11,9 +22,12 @@
  *     tasklog.c   the task log's and the job state's znode codecs
  *     plan.c      a job's plan from its pinned inputs (runs on a thread)
  *     recon.c     what a resuming owner does about each task and run record it finds
+ *     tasks.c     the in-memory task log of the plans being run, and what is to be written
  *   the node:
- *     engine.c    which jobs this node owns: members, ring, the job list, queues
+ *     engine.c    which jobs this node owns: members, ring, the job list, queues, the
+ *                 plan pool
  *     janitor.c   periodic duties of this node's share of the ring
+ *     watchdog.c  a job that cannot go on says so, then gives up
  *     metrics.c   what the engine shows on /metrics
  *     conf.c      the engine's configuration keys (engine.h)
  *   one job (struct ejob):
@@ -23,22 +37,28 @@
  *     jobstart.c  phase "start": a first start, from the rows to ACTIVE (and the plan's
  *                 build, which a resume shares)
  *     jobresume.c phase "start": a resume from the task log, with its reconciliation
- *     run.c       phase "run": the in-memory task log, run records, dispatch, results
+ *     run.c       phase "run": run records, results, the tasks' events
+ *     withdraw.c  taking the job's queued items back (pause, cancel, give-up)
+ *     nodes.c     the cluster as the job sees it: key-values, the nodes map, macros
  *     commit.c    phase "commit": the job's fenced writes, the rounds and the final write
  *     commit_pg.c a round's PostgreSQL batch
- *     commit_zk.c a round's ZooKeeper multi-op
- *     batch.c     the rounds of all the jobs together: one transaction, one multi-op
+ *     commit_zk.c a round's ZooKeeper multi-op, with the dispatch
  *     sweep.c     phase "sweep": the ZooKeeper subtree removed, then the lock released
- *     nodes.c     the nodes map and macro expansion, for run.c's dispatch
- *     job_pg.c    the PostgreSQL work (pool threads; job_pg.h)
+ *   below the jobs:
+ *     batch.c     the rounds and parts of all the jobs together: one transaction, one
+ *                 multi-op; calls the store's work and coord, and of the jobs only the
+ *                 callbacks their parts came with
+ *     job_pg.c    the PostgreSQL work (pool threads)
  *
- * The call rule: the phases call the job core (ref/unref, event, finish,
- * lost, release, activate, wind_up) and commit.c's engine__kick (write what
- * is dirty, which any phase may ask for); only job.c enters a phase:
+ * The call rule: the phases call the job core (ref/unref, event, finish, lost, release,
+ * activate, wind_up), and reach a group only through its owner's header (engine__kick:
+ * write what is dirty, which any phase may ask for); only job.c enters a phase:
  * engine__job_start_new (jobstart.c) and engine__job_resume (jobresume.c),
  * engine__job_activate (ACTIVE: run.c's watch of the run records) and
- * engine__job_wind_up (FINISHING: sweep.c). So each transition of j->own is
- * made in job.c, where its invariants are checked (engine__job_check).
+ * engine__job_wind_up (FINISHING: sweep.c). So each transition of j->own is made in job.c,
+ * where its invariants are checked (engine__job_check). The commit hands its parts down to
+ * the batch, the batch to the store; nothing below calls back up but the completion
+ * callbacks handed down with the parts.
  */
 #ifndef DROVER_ENGINE_INT_H
 #define DROVER_ENGINE_INT_H
@@ -219,39 +239,6 @@ int engine__state_decode(const char *json, size_t len, struct engine_state *st,
 /* Base-62 digit of v (0..61) and back (-1 when not a digit). */
 char engine__b62(unsigned v);
 int engine__b62_value(char c);
-
-/* ---- recon.c: reconciliation on resume (pure) ---------------------------------------- */
-
-/* What a resuming owner knows of one task of the current plan. */
-struct engine_recon_facts {
-    enum engine_phase phase; /* the job's */
-    uint8_t state;           /* the task log's (enum engine_task_state; 'q' reads QUEUED) */
-    bool item;               /* its current attempt's queue item is there (claimed or not) */
-    bool rec_ended;          /* a run record of its current attempt has its outcome */
-    bool rec_open;           /* a run record of its current attempt has none */
-};
-
-enum engine_recon_action {
-    ENGINE_RECON_NONE = 0,  /* nothing to do: not in flight, or followed as it is */
-    ENGINE_RECON_PUT,       /* its item is gone: put the same attempt again (fenced multi-op) */
-    ENGINE_RECON_WITHDRAWN, /* its item is gone and the phase does not dispatch: back to
-                               pending (ENGINE_TEV_WITHDRAWN) */
-    ENGINE_RECON_LOST,      /* its worker is gone mid-attempt: a failed attempt (ENGINE_TEV_FAIL) */
-};
-
-enum engine_recon_action engine_recon_task(const struct engine_recon_facts *f);
-
-/* One run record with what the task log says of its task. */
-struct engine_recon_run {
-    uint8_t state;  /* its task's state in the log */
-    bool current;   /* the record is of the task's current attempt */
-    bool ended, ok; /* its outcome */
-    bool is_create; /* the task is a provider's create */
-};
-
-/* Merge the record's result into its node's key-values again (PostgreSQL may lack it)? */
-bool engine_recon_merge(const struct engine_recon_run *r);
-const char *engine_recon_name(enum engine_recon_action a);
 
 /* ---- plan.c: a job's plan from its pinned inputs (pure) ------------------------------ */
 

@@ -28,7 +28,7 @@
  *
  * Invariants (engine__job_check on the whole job at each event; 3 and 4, which are
  * about calls, by engine__job_check_io where the calls are made: commit.c's
- * multi-op and PostgreSQL batch, run.c's withdrawal, sweep.c):
+ * multi-op and PostgreSQL batch, withdraw.c, sweep.c):
  *   1. own >= LOADING implies the lock was acquired and token > 0.
  *   2. In ACTIVE, cur is the forward plan unless the phase is a rollback
  *      phase, and every plan's in_flight equals its tasks in QUEUED/RUNNING.

@@ -36,6 +36,7 @@
 #include "nodes.h"
 #include "planner.h"
 #include "planner_model.h"
+#include "recon.h"
 #include "store.h"
 #include "strmap.h"
 #include "taskmsg.h"
