@@ -274,7 +274,8 @@ struct engine__plan_out {
 };
 
 void engine__sha256_hex(const char *data, size_t len, char out[65]);
-/* The planner's operation for an API operation name, or -1. */
+/* The planner's operation for an API operation name (the job row's), or -1: the planner's
+ * mapping (planner_api_op_plan), with the request's "restart". */
 int engine__op_parse(const char *op, const json_t *request);
 int engine__plan_build(const struct engine__plan_in *in, struct engine__plan_out *out,
                        struct drv_err *err);

@@ -64,9 +64,8 @@ static json_t *make_inputs(struct ejob *j)
             target = json_incref(t);
     }
     json_t *subset = json_object_get(req, "services");
-    bool acts_on_subset = strcmp(j->op, "configure") == 0 || strcmp(j->op, "start") == 0 ||
-                          strcmp(j->op, "stop") == 0 || strcmp(j->op, "restart") == 0 ||
-                          strcmp(j->op, "upgrade") == 0;
+    const struct planner_api_op *api_op = planner_api_op(j->op);
+    bool acts_on_subset = api_op && api_op->subset;
     /* The tenant's resources as they are now (null: none pushed): the job keeps this
        version to the end, whatever is pushed meanwhile (docs/worker.md "Resources"). */
     json_t *res = json_object_get(j->job, "resources");
