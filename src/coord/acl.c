@@ -9,8 +9,9 @@
  * identity that `drover zk` uses), and, where the path is a tenant's, what
  * that tenant's workers need of it (coord_acl_grant, with the tenant's worker
  * identity: droverd derives it from the fleet key through acl_tenant_id, a
- * worker knows its own). Never world read. Without credentials, nodes are
- * open (tests and single-machine trials).
+ * worker knows its own). Never world read: ZooKeeper is readable only by the
+ * roles that need each path (invariant 8, docs/architecture.md). Without
+ * credentials, nodes are open (tests and single-machine trials).
  *
  * The policy, one function for creates and for the fix-up (Z = ZOO_PERM_*):
  *
