@@ -26,6 +26,9 @@ sweep_containers() {
   [ -f "$conf" ] || return 0
   root=$(conf_get container.root "$conf")
   bridge=$(conf_get container.bridge "$conf")
+  # On hosts (scripts/run --hosts), the nodes' bridge and veths are on the host "nodes".
+  local nsx=()
+  [ -f "$dir/hosts/nodes" ] && hosts_on && nsx=(nsenter --net="/run/netns/$(host_ns nodes)" --)
   if [ -n "$root" ] && [ -d "$root" ]; then
     # The nodes: their directories, and the claims of any whose directory is gone.
     for id in $({ find "$root" -mindepth 1 -maxdepth 1 -name 'ct-*' -printf '%f\n'
@@ -33,7 +36,7 @@ sweep_containers() {
       [[ $id =~ ^ct-[A-Za-z0-9_.-]+$ ]] || continue
       if jq -cn --arg id "$id" '{taskId: "0.0.1", taskName: "delete", config: {provider:
         {name: "container", providertype: "container"}, "provider-id": $id}}' |
-        DROVER_HOST_CONF="$conf" "$plugin" > /dev/null 2>> "$dir/sweep.log"; then
+        DROVER_HOST_CONF="$conf" "${nsx[@]}" "$plugin" > /dev/null 2>> "$dir/sweep.log"; then
         say "container node $id deleted"
       else
         say "container node $id: delete failed (see $dir/sweep.log)"

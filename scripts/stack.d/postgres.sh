@@ -29,7 +29,7 @@
 # ports are DROVER_ZK_TLS.
 
 start_pg() {
-  local port=$1
+  local port=$1 addr=${2:-127.0.0.1}
   local pdir="$dir/pg"
   local bin
   bin=$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
@@ -50,7 +50,7 @@ start_pg() {
   "${as[@]}" "$bin/initdb" -D "$pdir/data" -U drover --auth=trust -E UTF8 --locale=C.UTF-8 \
     > "$pdir/initdb.log" 2>&1 || { cat "$pdir/initdb.log" >&2; die "initdb failed"; }
   cat >> "$pdir/data/postgresql.conf" <<EOF
-listen_addresses = '127.0.0.1'
+listen_addresses = '$addr'
 port = $port
 unix_socket_directories = '$pdir'
 fsync = $([ "$disk_sync" = 1 ] && echo on || echo off)
@@ -60,12 +60,15 @@ max_connections = 200
 shared_buffers = 64MB
 log_min_messages = warning
 EOF
+  # On hosts, the other hosts (and the operator's address) reach it through the bridge.
+  if hosts_on; then echo "host all all $(hosts_net) trust" >> "$pdir/data/pg_hba.conf"; fi
+  host_prefix pg
   # setsid: the server leaves the caller's process group, so an interrupted
   # test runner's signal does not race with the reaper's orderly `down`.
-  "${as[@]}" setsid "$bin/pg_ctl" -D "$pdir/data" -l "$pdir/postgres.log" -w -t 60 start \
+  "${HX[@]}" "${as[@]}" setsid "$bin/pg_ctl" -D "$pdir/data" -l "$pdir/postgres.log" -w -t 60 start \
     > "$pdir/pg_ctl.log" 2>&1 || { cat "$pdir/postgres.log" >&2; die "postgres did not start"; }
   head -n 1 "$pdir/data/postmaster.pid" > "$dir/pids/pg.pid"
-  "${as[@]}" "$bin/psql" -h 127.0.0.1 -p "$port" -U drover -d postgres -qAtc 'CREATE DATABASE drover' \
+  "${as[@]}" "$bin/psql" -h "$addr" -p "$port" -U drover -d postgres -qAtc 'CREATE DATABASE drover' \
     > /dev/null
 }
 
@@ -93,7 +96,11 @@ for_postgres() {
 #                                   directory belongs to postgres when we are root
 #   operator.pem, operator.key      CN=operator, for a person reading /patroni (read only)
 make_tls() {
-  local t="$dir/tls" name
+  local t="$dir/tls" name sans="" a n
+  # On hosts, the ZooKeeper servers' addresses too (Patroni verifies the one it reaches).
+  if hosts_on; then
+    for n in 1 2 3; do sans="$sans,IP:$(host_addr "zk$n")"; done
+  fi
   mkdir -p "$t/patroni"
   chmod 711 "$t"
   chmod 700 "$t/patroni"
@@ -104,7 +111,7 @@ make_tls() {
       -subj "/CN=drover-stack-ca" > tls.log 2>&1
     for name in zookeeper patroni operator; do
       openssl req -newkey rsa:2048 -nodes -keyout "$name.key" -out "$name.csr" -subj "/CN=$name" >> tls.log 2>&1
-      printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' > "$name.ext"
+      printf 'subjectAltName=IP:127.0.0.1,DNS:localhost%s\n' "$sans" > "$name.ext"
       openssl x509 -req -in "$name.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -out "$name.pem" \
         -days 30 -extfile "$name.ext" >> tls.log 2>&1
       rm -f "$name.csr" "$name.ext"
@@ -119,14 +126,14 @@ make_tls() {
   return 0
 }
 
-# rest_code PORT PATH: the HTTP status of Patroni's REST endpoint PATH (000: no answer).
+# rest_code PORT PATH [ADDR]: the HTTP status of Patroni's REST endpoint PATH (000: no answer).
 rest_code() {
-  curl -s -o /dev/null -m 2 -w '%{http_code}' "http://127.0.0.1:$1$2" 2> /dev/null || true
+  curl -s -o /dev/null -m 2 -w '%{http_code}' "http://${3:-127.0.0.1}:$1$2" 2> /dev/null || true
 }
 
 # start_patroni N PG_PORT REST_PORT ZK_HOSTS: PostgreSQL server N under its own Patroni.
 start_patroni() {
-  local n=$1 pg_port=$2 rest_port=$3 zk_hosts=$4 bin pdir
+  local n=$1 pg_port=$2 rest_port=$3 zk_hosts=$4 addr=${5:-127.0.0.1} bin pdir
   pdir="$dir/pg$n"
   bin=$(pg_bindir)
   [ -x "$bin/initdb" ] || die "PostgreSQL server binaries not found (run scripts/deps)"
@@ -140,8 +147,8 @@ scope: drover
 namespace: /patroni/
 name: pg$n
 restapi:
-  listen: 127.0.0.1:$rest_port
-  connect_address: 127.0.0.1:$rest_port
+  listen: $addr:$rest_port
+  connect_address: $addr:$rest_port
 zookeeper:
   # ZooKeeper's TLS ports, with the stack's certificate for Patroni (make_tls): every
   # znode Patroni creates under /patroni/ carries these ACLs, x509 identities being the
@@ -205,8 +212,8 @@ bootstrap:
     - encoding: UTF8
     - locale: C.UTF-8
 postgresql:
-  listen: 127.0.0.1:$pg_port
-  connect_address: 127.0.0.1:$pg_port
+  listen: $addr:$pg_port
+  connect_address: $addr:$pg_port
   data_dir: $pdir/data
   bin_dir: $bin
   pgpass: $pdir/pgpass
@@ -231,6 +238,11 @@ postgresql:
     - host all all 127.0.0.1/32 trust
     - host replication replicator 127.0.0.1/32 trust
 EOF
+  if hosts_on; then
+    # On hosts, the other servers replicate and the clients connect through the bridge.
+    printf '    - host all all %s trust\n    - host replication replicator %s trust\n' \
+      "$(hosts_net)" "$(hosts_net)" >> "$pdir/patroni.yml"
+  fi
   echo "$pg_port $rest_port" > "$dir/pg$n.ports"
   launch_patroni "$n"
 }
@@ -242,8 +254,10 @@ launch_patroni() {
   [ -f "$pdir/patroni.yml" ] || die "no PostgreSQL server pg$n under Patroni in $dir"
   pid_alive "patroni$n" && die "patroni$n runs already (pid $(cat "$dir/pids/patroni$n.pid"))"
   [ "$(id -u)" = 0 ] && as=(setpriv --reuid=postgres --regid=postgres --init-groups --)
-  # setsid, then setpriv and patroni each exec: the pid recorded is Patroni's own.
-  HOME=$pdir setsid "${as[@]}" patroni "$pdir/patroni.yml" >> "$pdir/patroni.log" 2>&1 < /dev/null &
+  host_prefix "pg$n"
+  # setsid, then nsenter (on hosts), setpriv and patroni each exec: the pid recorded is
+  # Patroni's own.
+  HOME=$pdir setsid "${HX[@]}" "${as[@]}" patroni "$pdir/patroni.yml" >> "$pdir/patroni.log" 2>&1 < /dev/null &
   echo $! > "$dir/pids/patroni$n.pid"
 }
 
@@ -252,7 +266,7 @@ ha_primary() {
   local n pg rest
   for n in $(seq 1 "$pg_nodes"); do
     read -r pg rest < "$dir/pg$n.ports" || continue
-    [ "$(rest_code "$rest" /primary)" = 200 ] && { echo "$n"; return 0; }
+    [ "$(rest_code "$rest" /primary "$(host_addr "pg$n")")" = 200 ] && { echo "$n"; return 0; }
   done
   return 0
 }
@@ -263,7 +277,7 @@ ha_synced() {
   [ -n "$(ha_primary)" ] || return 1
   for n in $(seq 1 "$pg_nodes"); do
     read -r pg rest < "$dir/pg$n.ports" || continue
-    [ "$(rest_code "$rest" /sync)" = 200 ] && return 0
+    [ "$(rest_code "$rest" /sync "$(host_addr "pg$n")")" = 200 ] && return 0
   done
   return 1
 }
@@ -303,7 +317,7 @@ ha_database_everywhere() {
   [ "$(id -u)" = 0 ] && as=(runuser -u postgres --)
   for n in $(seq 1 "$pg_nodes"); do
     read -r pg rest < "$dir/pg$n.ports"
-    [ -n "$("${as[@]}" "$(pg_bindir)/psql" "host=127.0.0.1 port=$pg user=drover dbname=postgres connect_timeout=2" -qAtc \
+    [ -n "$("${as[@]}" "$(pg_bindir)/psql" "host=$(host_addr "pg$n") port=$pg user=drover dbname=postgres connect_timeout=2" -qAtc \
       "SELECT 1 FROM pg_database WHERE datname = 'drover'" 2> /dev/null)" ] || return 1
   done
 }
@@ -312,10 +326,15 @@ ha_database_everywhere() {
 start_ha() {
   local zk_hosts=$1 n pg rest hosts="" ports=""
   for n in $(seq 1 "$pg_nodes"); do
-    pg=$(reserve_port)
-    rest=$(reserve_port)
-    start_patroni "$n" "$pg" "$rest" "$(zk_via_proxies "$n" "$zk_hosts")"
-    hosts="$hosts${hosts:+,}127.0.0.1"
+    if hosts_on; then
+      pg=5432 rest=8008
+      host_add "pg$n" > /dev/null
+    else
+      pg=$(reserve_port)
+      rest=$(reserve_port)
+    fi
+    start_patroni "$n" "$pg" "$rest" "$(zk_via_proxies "$n" "$zk_hosts")" "$(host_addr "pg$n")"
+    hosts="$hosts${hosts:+,}$(host_addr "pg$n")"
     ports="$ports${ports:+,}$pg"
   done
   local deadline=$((SECONDS + 120)) p
@@ -328,7 +347,7 @@ start_ha() {
   # synchronous standby: in strict mode the primary accepts no write until one exists.
   local as=()
   [ "$(id -u)" = 0 ] && as=(runuser -u postgres --)
-  "${as[@]}" "$(pg_bindir)/psql" -h 127.0.0.1 -p "$pg" -U drover -d postgres -qAtc 'CREATE DATABASE drover' \
+  "${as[@]}" "$(pg_bindir)/psql" -h "$(host_addr "pg$p")" -p "$pg" -U drover -d postgres -qAtc 'CREATE DATABASE drover' \
     > /dev/null || { cmd_down; die "cannot create the database on pg$p"; }
   until ha_synced; do
     [ $SECONDS -lt $deadline ] || { tail -n 20 "$dir"/pg*/patroni.log >&2; cmd_down; die "no synchronous standby"; }
@@ -342,10 +361,10 @@ start_ha() {
     sleep 0.3
   done
   read -r pg rest < "$dir/pg$p.ports"
-  if [ -z "$("${as[@]}" "$(pg_bindir)/psql" -h 127.0.0.1 -p "$pg" -U drover -d postgres -qAtc \
+  if [ -z "$("${as[@]}" "$(pg_bindir)/psql" -h "$(host_addr "pg$p")" -p "$pg" -U drover -d postgres -qAtc \
     "SELECT 1 FROM pg_database WHERE datname = 'drover'")" ]; then
     echo "stack: the database is not on the new primary pg$p: created again" >&2
-    "${as[@]}" "$(pg_bindir)/psql" -h 127.0.0.1 -p "$pg" -U drover -d postgres -qAtc 'CREATE DATABASE drover' \
+    "${as[@]}" "$(pg_bindir)/psql" -h "$(host_addr "pg$p")" -p "$pg" -U drover -d postgres -qAtc 'CREATE DATABASE drover' \
       > /dev/null || { cmd_down; die "cannot create the database on pg$p"; }
   fi
   # And on every replica: libpq tries the next host of a multi-host string only when a server
@@ -390,18 +409,19 @@ stop_ha() {
 # ha_status: under Patroni, each PostgreSQL server's role as its Patroni says (primary, the
 # synchronous standby, replicas), and its state; status 1 when none is primary.
 ha_status() {
-  local n pg rest js
+  local n pg rest js a
   for n in $(seq 1 "${DROVER_PG_HA:-0}"); do
     read -r pg rest < "$dir/pg$n.ports" || continue
-    js=$(curl -s -m 2 "http://127.0.0.1:$rest/patroni" 2> /dev/null || true)
+    a=$(host_addr "pg$n")
+    js=$(curl -s -m 2 "http://$a:$rest/patroni" 2> /dev/null || true)
     if [ -z "$js" ]; then
-      printf 'postgresql   127.0.0.1:%s  pg%s  patroni not answering\n' "$pg" "$n"
+      printf 'postgresql   %s:%s  pg%s  patroni not answering\n' "$a" "$pg" "$n"
       continue
     fi
     js=$(echo "$js" | jq -c 'if .role == "master" then .role = "primary" else . end')
-    [ "$(rest_code "$rest" /sync)" = 200 ] && js=$(echo "$js" | jq -c '.role = "sync standby"')
-    echo "$js" | jq -r --arg pg "$pg" --arg n "$n" \
-      '"postgresql   127.0.0.1:\($pg)  pg\($n)  \(.role // "?")  \(.state // "?")  timeline \(.timeline // "?")"'
+    [ "$(rest_code "$rest" /sync "$a")" = 200 ] && js=$(echo "$js" | jq -c '.role = "sync standby"')
+    echo "$js" | jq -r --arg pg "$pg" --arg n "$n" --arg a "$a" \
+      '"postgresql   \($a):\($pg)  pg\($n)  \(.role // "?")  \(.state // "?")  timeline \(.timeline // "?")"'
   done
   [ "${DROVER_PG_HA:-0}" = 0 ] || [ -n "$(pg_nodes=$DROVER_PG_HA ha_primary)" ]
 }

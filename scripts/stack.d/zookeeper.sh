@@ -18,19 +18,19 @@
 
 zk_ok() {
   # The four-letter word "ruok" over bash's /dev/tcp; the server answers "imok".
-  local port=$1 reply
-  reply=$( (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf ruok >&3 && timeout 2 cat <&3) 2>/dev/null || true)
+  local port=$1 addr=${2:-127.0.0.1} reply
+  reply=$( (exec 3<>"/dev/tcp/$addr/$port" && printf ruok >&3 && timeout 2 cat <&3) 2>/dev/null || true)
   [ "$reply" = imok ]
 }
 
 zk_mode() {
-  local port=$1
-  ( (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf srvr >&3 && timeout 2 cat <&3) 2>/dev/null || true) |
+  local port=$1 addr=${2:-127.0.0.1}
+  ( (exec 3<>"/dev/tcp/$addr/$port" && printf srvr >&3 && timeout 2 cat <&3) 2>/dev/null || true) |
     awk -F': ' '/^Mode/ {print $2}'
 }
 
 start_zk() {
-  local n=$1 servers=$2 client_port=$3 secure_port=${4:-}
+  local n=$1 servers=$2 client_port=$3 secure_port=${4:-} addr=${5:-127.0.0.1}
   local zdir="$dir/zk$n"
   mkdir -p "$zdir/data"
   echo "$n" > "$zdir/data/myid"
@@ -40,7 +40,7 @@ start_zk() {
     echo "syncLimit=10"
     echo "dataDir=$zdir/data"
     echo "clientPort=$client_port"
-    echo "clientPortAddress=127.0.0.1"
+    echo "clientPortAddress=$addr"
     echo "maxClientCnxns=0"
     echo "minSessionTimeout=1000"
     echo "maxSessionTimeout=60000"
@@ -54,7 +54,7 @@ start_zk() {
       # certificate subject becomes its x509 identity (e.g. "CN=patroni"), which
       # Patroni's ACLs name.
       echo "secureClientPort=$secure_port"
-      echo "secureClientPortAddress=127.0.0.1"
+      echo "secureClientPortAddress=$addr"
       echo "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory"
       echo "ssl.keyStore.location=$dir/tls/zookeeper.keystore.pem"
       echo "ssl.keyStore.type=PEM"
@@ -84,8 +84,9 @@ EOF
       cp="$cp:/usr/share/java/$j.jar"
     done
   fi
+  host_prefix "zk$n"
   # shellcheck disable=SC2086 # DROVER_ZK_JVM is a list of JVM options, split on purpose
-  setsid java ${DROVER_ZK_JVM:--Xms32m -Xmx256m -XX:+UseSerialGC} -Dzookeeper.log.dir="$zdir" \
+  "${HX[@]}" setsid java ${DROVER_ZK_JVM:--Xms32m -Xmx256m -XX:+UseSerialGC} -Dzookeeper.log.dir="$zdir" \
     -Dlog4j.configuration="file:$zdir/log4j.properties" -Dzookeeper.jmx.log4j.disable=true \
     -Dzookeeper.forceSnapshotSync=true -Dzookeeper.snapshotSizeFactor=-1 \
     -cp "$cp" org.apache.zookeeper.server.quorum.QuorumPeerMain "$zdir/zoo.cfg" \
@@ -94,26 +95,35 @@ EOF
 }
 
 # zk_start_all COUNT: reserve the ports of COUNT servers (and their TLS ports with --ha)
-# and start them; sets ZK_CPORTS, ZK_SPORTS (arrays, from 1), ZK_HOSTS and ZK_TLS (the
-# client strings).
+# and start them; sets ZK_ADDRS, ZK_CPORTS, ZK_SPORTS (arrays, from 1), ZK_HOSTS and ZK_TLS
+# (the client strings). On hosts (--hosts), server N is host zkN (made before, for make_tls)
+# with ZooKeeper's standard ports.
 zk_start_all() {
-  local count=$1 n servers=""
+  local count=$1 n servers="" a
   ZK_HOSTS="" ZK_TLS=""
-  ZK_CPORTS=() ZK_SPORTS=()
+  ZK_ADDRS=() ZK_CPORTS=() ZK_SPORTS=()
   for n in $(seq 1 "$count"); do
-    ZK_CPORTS[n]=$(reserve_port)
     ZK_SPORTS[n]=
-    if [ "$ha" = 1 ]; then
-      ZK_SPORTS[n]=$(reserve_port)
-      ZK_TLS="${ZK_TLS:+$ZK_TLS,}127.0.0.1:${ZK_SPORTS[$n]}"
+    if hosts_on; then
+      a=$(host_addr "zk$n")
+      ZK_ADDRS[n]=$a
+      ZK_CPORTS[n]=2181
+      [ "$ha" = 1 ] && ZK_SPORTS[n]=2281
+      [ "$count" -gt 1 ] && servers="${servers}server.$n=$a:2888:3888"$'\n'
+    else
+      a=127.0.0.1
+      ZK_ADDRS[n]=$a
+      ZK_CPORTS[n]=$(reserve_port)
+      [ "$ha" = 1 ] && ZK_SPORTS[n]=$(reserve_port)
+      if [ "$count" -gt 1 ]; then
+        servers="${servers}server.$n=127.0.0.1:$(reserve_port):$(reserve_port)"$'\n'
+      fi
     fi
-    if [ "$count" -gt 1 ]; then
-      servers="${servers}server.$n=127.0.0.1:$(reserve_port):$(reserve_port)"$'\n'
-    fi
-    ZK_HOSTS="${ZK_HOSTS:+$ZK_HOSTS,}127.0.0.1:${ZK_CPORTS[$n]}"
+    [ "$ha" = 1 ] && ZK_TLS="${ZK_TLS:+$ZK_TLS,}$a:${ZK_SPORTS[$n]}"
+    ZK_HOSTS="${ZK_HOSTS:+$ZK_HOSTS,}$a:${ZK_CPORTS[$n]}"
   done
   for n in $(seq 1 "$count"); do
-    start_zk "$n" "$servers" "${ZK_CPORTS[$n]}" "${ZK_SPORTS[$n]}"
+    start_zk "$n" "$servers" "${ZK_CPORTS[$n]}" "${ZK_SPORTS[$n]}" "${ZK_ADDRS[$n]}"
   done
 }
 
@@ -124,8 +134,8 @@ zk_wait_all() {
   while :; do
     ok=1
     for n in $(seq 1 "$count"); do
-      zk_ok "${ZK_CPORTS[$n]}" || ok=0
-      [ "$count" -gt 1 ] && [ -z "$(zk_mode "${ZK_CPORTS[$n]}")" ] && ok=0
+      zk_ok "${ZK_CPORTS[$n]}" "${ZK_ADDRS[$n]}" || ok=0
+      [ "$count" -gt 1 ] && [ -z "$(zk_mode "${ZK_CPORTS[$n]}" "${ZK_ADDRS[$n]}")" ] && ok=0
     done
     [ "$ok" = 1 ] && break
     if [ $SECONDS -ge $deadline ]; then
@@ -137,21 +147,21 @@ zk_wait_all() {
   done
 }
 
-# zk_status: each server of stack.env's DROVER_ZK_PORTS, and its TLS ports; status 1 when
-# one does not answer.
+# zk_status: each server of stack.env's DROVER_ZK, and its TLS ports; status 1 when one
+# does not answer.
 zk_status() {
-  local port rc=0
-  for port in $DROVER_ZK_PORTS; do
-    if zk_ok "$port"; then
-      printf 'zookeeper    127.0.0.1:%s  imok %s\n' "$port" "$(zk_mode "$port")"
+  local hp rc=0
+  for hp in ${DROVER_ZK//,/ }; do
+    if zk_ok "${hp##*:}" "${hp%:*}"; then
+      printf 'zookeeper    %s  imok %s\n' "$hp" "$(zk_mode "${hp##*:}" "${hp%:*}")"
     else
-      printf 'zookeeper    127.0.0.1:%s  not answering\n' "$port"
+      printf 'zookeeper    %s  not answering\n' "$hp"
       rc=1
     fi
   done
   # Under Patroni: ZooKeeper's TLS ports, Patroni's only way in (make_tls).
-  for port in ${DROVER_ZK_TLS//,/ }; do
-    printf 'zookeeper    %s  tls, for Patroni (x509)\n' "$port"
+  for hp in ${DROVER_ZK_TLS//,/ }; do
+    printf 'zookeeper    %s  tls, for Patroni (x509)\n' "$hp"
   done
   return $rc
 }

@@ -400,7 +400,24 @@ struct engine__zop *engine__zpart_add(struct engine__zpart *z, enum engine__zop_
     o->path = path;
     o->data = data;
     o->version = version;
-    z->bytes += (path ? strlen(path) : 0) + (data ? strlen(data) : 0) + 32;
+    /* coord's own figures (an upper bound of what it sends: a create's ACL at its largest),
+       so that a round under the budget is a multi-op under the session's limit. A set
+       without data yet (a job's state, encoded last) reserves its largest encoding. A put
+       is counted by its maker, which knows its key (coord_txn_queue_put_bytes). */
+    switch (kind) {
+    case ENGINE__ZOP_CREATE:
+        z->bytes += coord_txn_create_bytes(path, data);
+        break;
+    case ENGINE__ZOP_SET:
+        z->bytes += data ? coord_txn_set_bytes(path, data)
+                         : coord_txn_set_bytes(path, "") + ENGINE_STATE_MAX_JSON;
+        break;
+    case ENGINE__ZOP_DELETE:
+        z->bytes += coord_txn_delete_bytes(path);
+        break;
+    case ENGINE__ZOP_PUT:
+        break;
+    }
     return o;
 }
 
@@ -466,6 +483,19 @@ static void zflying_del(struct engine *e, struct zmulti *zm)
         }
 }
 
+/* A part whose job is dead or whose lock is not held (lost meanwhile: j->lock may be NULL,
+ * and a NULL fence would send the multi-op unfenced, against invariant 2) is settled here as
+ * lost, never sent; true when so. Every send of a part alone goes through this. */
+static bool zpart_lost(struct engine__zpart *t)
+{
+    struct ejob *j = t->j;
+    if (engine__job_alive(j) && j->lock && coord_lock_held(j->lock))
+        return false;
+    struct coord_txn_result one = {.rc = DRV_ECONFLICT, .failed_op = -1};
+    t->done(&one, t);
+    return true;
+}
+
 static void on_zmulti(const struct coord_txn_result *r, void *arg)
 {
     struct zmulti *zm = arg;
@@ -496,6 +526,8 @@ static void on_zmulti(const struct coord_txn_result *r, void *arg)
         /* Each part fits the budget by its estimate, the encoded whole did not fit the
          * session's limit: each part alone, now (nothing was sent). */
         for (size_t i = 0; i < zm->n; i++) {
+            if (zpart_lost(zm->ts[i]))
+                continue;
             struct zmulti *one = xcalloc(1, sizeof(*one));
             one->e = e;
             XGROW(one->ts, one->cap, 1);
@@ -546,6 +578,11 @@ static void zmulti_send(struct zmulti *zm)
     e->stats.zk_multi_jobs += zm->n;
     struct coord_txn *c = coord_txn_new();
     if (zm->n == 1) {
+        /* Never unfenced: every caller settled a part without a held lock (zpart_lost). */
+#if DRV_CHECKS
+        if (!zm->ts[0]->j->lock)
+            abort();
+#endif
         add_ops(c, zm->ts[0]);
         coord_txn_commit(e->zk, c, zm->ts[0]->j->lock, on_zmulti, zm);
         return;
@@ -571,13 +608,8 @@ static void zgather_cb(evutil_socket_t fd, short what, void *arg)
     struct zmulti *zm = NULL;
     for (size_t i = 0; i < n; i++) {
         struct engine__zpart *t = ts[i];
-        struct ejob *j = t->j;
-        if (!engine__job_alive(j) || !coord_lock_held(j->lock)) {
-            /* Settled alone: a dead job's is dropped, a lock not held is lost. */
-            struct coord_txn_result one = {.rc = DRV_ECONFLICT, .failed_op = -1};
-            t->done(&one, t);
-            continue;
-        }
+        if (zpart_lost(t))
+            continue; /* settled alone: a dead job's is dropped, a lock not held is lost */
         if (zm && zm->bytes + t->bytes + 128 > e->budget) {
             zmulti_send(zm);
             zm = NULL;
