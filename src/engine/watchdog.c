@@ -210,7 +210,7 @@ void engine__watchdog(struct ejob *j)
                  (long long)(wd->deadline_ms / 1000));
         log_warn(MOD, "event=job-deadline job=%s phase=%s age_ms=%lld", j->id,
                  engine_phase_name(j->st.phase), (long long)f.age_ms);
-        e->stats.past_deadline++; /* drover_engine_jobs_past_deadline_total */
+        j->e->stats.past_deadline++; /* drover_engine_jobs_past_deadline_total */
         engine__watchdog_forget(j);
         stall(j, why);
     }
