@@ -313,7 +313,8 @@ bool coord__pool_claim_released(const char *data, char *tenant, size_t tn, char 
 
 /* Encoded sizes (jute) of ops, for the budget; ACLs counted at their largest. */
 size_t coord__size_create(const char *path, const char *data);
-size_t coord__size_path_op(const char *path); /* delete, check */
+size_t coord__size_create_len(size_t path_len, size_t data_len); /* the same, by lengths */
+size_t coord__size_path_op(const char *path);                    /* delete, check */
 size_t coord__size_set(const char *path, const char *data);
 #define COORD__MULTI_FRAME 30 /* length, header, closing multi header, slack */
 

@@ -502,6 +502,11 @@ int coord_session_timeout_ms(const struct coord_session *s)
     return timeout_of(s);
 }
 
+size_t coord_session_max_request(const struct coord_session *s)
+{
+    return s->max_req;
+}
+
 int64_t coord_session_heard_ms(const struct coord_session *s)
 {
     return s->last_ok_ms;

@@ -400,7 +400,24 @@ struct engine__zop *engine__zpart_add(struct engine__zpart *z, enum engine__zop_
     o->path = path;
     o->data = data;
     o->version = version;
-    z->bytes += (path ? strlen(path) : 0) + (data ? strlen(data) : 0) + 32;
+    /* coord's own figures (an upper bound of what it sends: a create's ACL at its largest),
+       so that a round under the budget is a multi-op under the session's limit. A set
+       without data yet (a job's state, encoded last) reserves its largest encoding. A put
+       is counted by its maker, which knows its key (coord_txn_queue_put_bytes). */
+    switch (kind) {
+    case ENGINE__ZOP_CREATE:
+        z->bytes += coord_txn_create_bytes(path, data);
+        break;
+    case ENGINE__ZOP_SET:
+        z->bytes += data ? coord_txn_set_bytes(path, data)
+                         : coord_txn_set_bytes(path, "") + ENGINE_STATE_MAX_JSON;
+        break;
+    case ENGINE__ZOP_DELETE:
+        z->bytes += coord_txn_delete_bytes(path);
+        break;
+    case ENGINE__ZOP_PUT:
+        break;
+    }
     return o;
 }
 

@@ -73,24 +73,49 @@ static size_t chunk_cost(const struct eplan *p, size_t k)
 {
     size_t first = k * ENGINE_LOG_CHUNK;
     size_t cnt = p->n - first < ENGINE_LOG_CHUNK ? p->n - first : ENGINE_LOG_CHUNK;
-    return 3 * cnt + 160;
+    /* engine__log_encode: three letters a task and about 70 bytes of JSON around them; a
+       chunk's path is under 128 bytes; created (its ACL counted) or set. */
+    return coord_txn_create_bytes("", "") + 128 + 3 * cnt + 100;
 }
 
 static int put_task(struct etxn *t, struct eplan *p, uint32_t idx, bool cleanup, const char *avoid,
                     struct drv_err *err)
 {
     struct ejob *j = t->z.j;
+    struct engine *e = j->e;
     char *item;
     int rc = engine__item_json(j, p, idx, cleanup, avoid, &item, err);
     if (rc)
         return rc;
-    /* Its chunk goes in this multi-op too: counted now, added after the puts. */
-    if (!p->chunk_dirty[idx / ENGINE_LOG_CHUNK])
-        t->z.bytes += chunk_cost(p, idx / ENGINE_LOG_CHUNK);
+    /* What the put adds, by coord's own figures, with its chunk (it goes in this multi-op
+       too: counted now, added after the puts). */
+    char key[80];
+    taskmsg_key(key, sizeof(key), j->id, p->phase, idx, p->recs[idx].attempt);
+    size_t put = coord_txn_queue_put_bytes(j->queue->q, key, item);
+    size_t chunk = chunk_cost(p, idx / ENGINE_LOG_CHUNK);
+    size_t need = put + (p->chunk_dirty[idx / ENGINE_LOG_CHUNK] ? 0 : chunk);
+    /* A multi-op of the state, the chunk and this put alone: over the session's limit, the
+       item can never be sent (the task fails, with the figures); over what is left of this
+       round's budget, it waits for the next round (a round's first put always goes: a
+       round is never empty for want of room, and it stays under the session's limit). */
+    size_t alone = coord_txn_set_bytes("", "") + 128 + ENGINE_STATE_MAX_JSON + chunk + put;
+    if (alone > e->zk_max) {
+        size_t len = strlen(item);
+        free(item);
+        return drv_err_set(err, DRV_ETOOBIG, 0,
+                           "its queue item (%zu bytes of JSON, %zu with what coord adds) is "
+                           "over ZooKeeper's request limit (%zu)",
+                           len, alone, e->zk_max);
+    }
+    if ((t->dispatched > 0 && t->z.bytes + need > e->budget) || t->z.bytes + need > e->zk_max) {
+        free(item);
+        return DRV_ETOOBIG; /* not in this round */
+    }
     struct engine__zop *o = engine__zpart_add(&t->z, ENGINE__ZOP_PUT, NULL, item, 0);
     o->q = j->queue->q;
     o->prio = p->phase == 'r' ? 7 : 5;
-    taskmsg_key(o->key, sizeof(o->key), j->id, p->phase, idx, p->recs[idx].attempt);
+    memcpy(o->key, key, sizeof(o->key));
+    t->z.bytes += need;
     t->dispatched++;
     return 0;
 }
@@ -157,10 +182,13 @@ static struct etxn *zk_build(struct ejob *j)
             continue; /* superseded (the plan changed) */
         const struct planner_task *task = &p->plan->tasks[idx];
         /* A retry is a dispatch: only while the phase dispatches (fsm J1). */
+        err.code = 0;
         int rc =
             !can_put || !engine_phase_dispatches(j->st.phase) || t->z.bytes > e->budget * 3 / 4
                 ? DRV_EAGAIN
                 : put_task(t, p, idx, task->action == PLANNER_ACT_CREATE, p->worker[idx], &err);
+        if (rc == DRV_ETOOBIG && err.code == 0)
+            rc = DRV_EAGAIN; /* this round is full: the next one */
         if (rc == DRV_EAGAIN) {
             j->retries[kept++] = idx;
             later |= can_put && engine_phase_dispatches(j->st.phase);
@@ -173,8 +201,9 @@ static struct etxn *zk_build(struct ejob *j)
     j->n_retries = kept;
     /* Newly ready tasks. One whose macros name a node not confirmed yet is held back
      * this round (requeued after the loop, so the planner does not give it again). */
-    uint32_t held[64];
+    uint32_t held[65];
     size_t n_held = 0;
+    bool full = false; /* the round stopped at a put that did not fit */
     if (can_put && engine_phase_dispatches(j->st.phase)) {
         while (t->z.bytes < e->budget * 3 / 4 && n_held < 64 &&
                (!e->max_in_flight || p->in_flight < e->max_in_flight)) {
@@ -192,10 +221,19 @@ static struct etxn *zk_build(struct ejob *j)
                 continue;
             }
             size_t before = t->z.bytes;
+            err.code = 0;
             int rc = put_task(t, p, idx, (o.actions & ENGINE_TACT_CLEANUP) != 0, NULL, &err);
             if (t->z.bytes != before)
                 reserved +=
                     chunk_cost(p, idx / ENGINE_LOG_CHUNK) * !p->chunk_dirty[idx / ENGINE_LOG_CHUNK];
+            if (rc == DRV_ETOOBIG && err.code == 0) {
+                /* This round is full: the task goes back to the planner, first of the
+                   next round (requeued below, with the held ones). */
+                p->recs[idx] = saved;
+                held[n_held++] = idx;
+                full = true;
+                break;
+            }
             if (rc == DRV_EAGAIN) {
                 p->recs[idx] = saved;
                 held[n_held++] = idx;
@@ -211,7 +249,7 @@ static struct etxn *zk_build(struct ejob *j)
     }
     for (size_t i = 0; i < n_held; i++)
         planner_exec_requeue(p->x, held[i], &err);
-    if (n_held || later)
+    if (n_held > (size_t)full || later)
         engine__commit_retry_later(j); /* a node they wait for is being confirmed */
     /* The task log's changed chunks, after the puts so that they carry the attempts
      * just dispatched. Every one a put needs is in (reserved above); with no put, a

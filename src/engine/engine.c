@@ -413,6 +413,11 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     e->no_rollback = o->no_rollback;
     e->write_format = DROVER_FORMAT_MIN_READ;
     e->budget = o->txn_budget ? o->txn_budget : TXN_BUDGET;
+    /* The most one multi-op may carry: the session's limit less the multi-op's own framing
+       and the fence. A budget over it would make rounds that coord refuses every time. */
+    e->zk_max = coord_session_max_request(zk) - COORD_TXN_OVERHEAD;
+    if (e->budget > e->zk_max)
+        e->budget = e->zk_max;
     e->task_timeout_ms = o->task_timeout_ms;
     e->no_worker_ms = o->no_worker_timeout_ms;
     e->deadline_ms = o->job_deadline_ms;

@@ -182,6 +182,9 @@ char engine_task_letter(enum engine_task_state s);
 
 /* The task log's and the state's format is the job's (format.h): DROVER_FORMAT_MIN_READ up to
    DROVER_FORMAT_VERSION are read, a job's own written. */
+/* The largest encoding of a job's state znode (engine__state_encode: its error of 255 bytes
+   escaped at 6 bytes each at worst, and the fields around it). */
+#define ENGINE_STATE_MAX_JSON 2048
 #define ENGINE_LOG_CHUNK 512 /* tasks per task-log znode (~1.6 KB of JSON) */
 /* Run records whose rows are in PostgreSQL kept in runs/ before they are deleted, all at
    once (commit_zk.c): a small job's go with its subtree, and no delete makes the owner's
@@ -390,6 +393,7 @@ struct engine {
     bool no_rollback;
     bool fault_final; /* test hook (DROVER_FAULT=crash-before-final-write): exit there */
     size_t budget;
+    size_t zk_max; /* the most one multi-op may carry (the session's limit, less its framing) */
     int task_timeout_ms;
     unsigned char key[32];
     bool has_key;
