@@ -9,8 +9,9 @@
  * identity that `drover zk` uses), and, where the path is a tenant's, what
  * that tenant's workers need of it (coord_acl_grant, with the tenant's worker
  * identity: droverd derives it from the fleet key through acl_tenant_id, a
- * worker knows its own). Never world read. Without credentials, nodes are
- * open (tests and single-machine trials).
+ * worker knows its own). Never world read: ZooKeeper is readable only by the
+ * roles that need each path (invariant 8, docs/architecture.md). Without
+ * credentials, nodes are open (tests and single-machine trials).
  *
  * The policy, one function for creates and for the fix-up (Z = ZOO_PERM_*):
  *
@@ -182,28 +183,6 @@ void coord__acl_free(struct coord_session *s)
 
 /* ---- the policy ---------------------------------------------------------------------- */
 
-/* The next segment of p (after a '/') into out; the rest after it, or NULL. */
-static const char *segment(const char *p, char *out, size_t n)
-{
-    if (*p != '/')
-        return NULL;
-    p++;
-    size_t len = strcspn(p, "/");
-    if (!len || len >= n)
-        return NULL;
-    memcpy(out, p, len);
-    out[len] = '\0';
-    return p + len;
-}
-
-static bool is(const char *rest, const char *name, bool below)
-{
-    size_t n = strlen(name);
-    if (strncmp(rest, name, n) != 0)
-        return false;
-    return rest[n] == '\0' || (below && rest[n] == '/');
-}
-
 #define POOL_PERMS (ZOO_PERM_READ | ZOO_PERM_WRITE | ZOO_PERM_CREATE | ZOO_PERM_DELETE)
 
 static int grant_of(const char *tenant_in, char *tenant, size_t n, int perms)
@@ -214,51 +193,50 @@ static int grant_of(const char *tenant_in, char *tenant, size_t n, int perms)
     return perms;
 }
 
+/* The same for a tenant named in the path. */
+static int grant_named(struct zkpath_name t, char *tenant, size_t n, int perms)
+{
+    return zkpath_name_copy(t, tenant, n) && *tenant ? perms : 0;
+}
+
+/* By the path's kind (zkpath_classify), the policy's table above, row by row. */
 int coord_acl_grant(const char *path, const char *job_tenant, const char *member_tenant,
                     char *tenant, size_t n)
 {
-    size_t rl = strlen(ZKPATH_ROOT);
-    char seg[128];
-    if (strncmp(path, ZKPATH_ROOT, rl) != 0 || path[rl] != '/')
-        return 0;
-    const char *rest = path + rl;
-    if (strncmp(rest, "/queues/", strlen("/queues/")) == 0) {
-        const char *after = segment(rest + strlen("/queues"), seg, sizeof(seg));
-        return after ? grant_of(seg, tenant, n,
-                                ZOO_PERM_READ | ZOO_PERM_WRITE | ZOO_PERM_CREATE | ZOO_PERM_DELETE)
-                     : 0;
-    }
-    if (strncmp(rest, "/pools/", strlen("/pools/")) == 0) {
+    struct zkpath_class c;
+    bool exact = zkpath_classify(path, &c) != ZKPATH_OTHER && !c.below;
+    bool worker = c.a.len == strlen("worker") && memcmp(c.a.s, "worker", c.a.len) == 0;
+    switch (c.kind) {
+    case ZKPATH_TENANT_QUEUES:
+    case ZKPATH_QUEUE:
+        return grant_named(c.a, tenant, n,
+                           ZOO_PERM_READ | ZOO_PERM_WRITE | ZOO_PERM_CREATE | ZOO_PERM_DELETE);
+    case ZKPATH_TENANT_POOLS:
+    case ZKPATH_POOL:
+    case ZKPATH_POOL_CLAIMS:
+    case ZKPATH_POOL_CLAIM:
+    case ZKPATH_POOL_RELEASED:
         /* pools/_operator/...: an operator's pool, granted by coord_acl_fixup alone. */
-        const char *after = segment(rest + strlen("/pools"), seg, sizeof(seg));
-        return after && seg[0] != '_' ? grant_of(seg, tenant, n, POOL_PERMS) : 0;
+        return c.a.s[0] != '_' ? grant_named(c.a, tenant, n, POOL_PERMS) : 0;
+    case ZKPATH_RESOURCES:
+        return exact ? grant_named(c.a, tenant, n, ZOO_PERM_READ) : 0;
+    case ZKPATH_MEMBER:
+        return exact && worker ? grant_of(member_tenant, tenant, n, ZOO_PERM_READ | ZOO_PERM_WRITE)
+                               : 0;
+    case ZKPATH_CONTROL:
+        return exact && worker ? grant_of(member_tenant, tenant, n, ZOO_PERM_READ) : 0;
+    case ZKPATH_JOB_CTX:
+    case ZKPATH_JOB_CTX_PART:
+    case ZKPATH_JOB_NODES:
+    case ZKPATH_JOB_NODES_CHUNK:
+        return grant_of(job_tenant, tenant, n, ZOO_PERM_READ);
+    case ZKPATH_JOB_RUNS:
+        return exact ? grant_of(job_tenant, tenant, n, ZOO_PERM_READ | ZOO_PERM_CREATE) : 0;
+    case ZKPATH_JOB_RUN:
+        return exact ? grant_of(job_tenant, tenant, n, ZOO_PERM_READ | ZOO_PERM_WRITE) : 0;
+    default:
+        return 0; /* droverd's alone */
     }
-    if (strncmp(rest, "/resources/", strlen("/resources/")) == 0) {
-        const char *after = segment(rest + strlen("/resources"), seg, sizeof(seg));
-        return after && !*after ? grant_of(seg, tenant, n, ZOO_PERM_READ) : 0;
-    }
-    if (strncmp(rest, "/members/worker/", strlen("/members/worker/")) == 0) {
-        const char *after = segment(rest + strlen("/members/worker"), seg, sizeof(seg));
-        return after && !*after ? grant_of(member_tenant, tenant, n, ZOO_PERM_READ | ZOO_PERM_WRITE)
-                                : 0;
-    }
-    if (strncmp(rest, "/control/worker/", strlen("/control/worker/")) == 0) {
-        const char *after = segment(rest + strlen("/control/worker"), seg, sizeof(seg));
-        return after && !*after ? grant_of(member_tenant, tenant, n, ZOO_PERM_READ) : 0;
-    }
-    if (strncmp(rest, "/jobs/", strlen("/jobs/")) == 0) {
-        const char *after = segment(rest + strlen("/jobs"), seg, sizeof(seg));
-        if (!after || *after != '/')
-            return 0;
-        after++;
-        if (is(after, "ctx", true) || is(after, "nodes", true))
-            return grant_of(job_tenant, tenant, n, ZOO_PERM_READ);
-        if (is(after, "runs", false))
-            return grant_of(job_tenant, tenant, n, ZOO_PERM_READ | ZOO_PERM_CREATE);
-        if (strncmp(after, "runs/", 5) == 0 && after[5] && !strchr(after + 5, '/'))
-            return grant_of(job_tenant, tenant, n, ZOO_PERM_READ | ZOO_PERM_WRITE);
-    }
-    return 0;
 }
 
 /* The tenant bound to path's job or worker (coord_acl_bind), else the session's. acl_mu. */

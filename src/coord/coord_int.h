@@ -5,7 +5,13 @@
  * listener registries), zkops.c (issuing requests and the hand-off queue from
  * ZooKeeper's threads), session.c (states, handles, silence, free), watch.c
  * (reads, watches, watchers, sync), member.c, ring.c, lock.c, txn.c,
- * queue.c / queue_take.c / queue_hold.c (queue_int.h).
+ * queue.c / queue_take.c / queue_hold.c (queue_int.h), queue_find.c (what the
+ * janitor and /metrics ask of a queue they do not consume), election.c (a
+ * singleton duty's leader, on a lock), control.c (operators' requests to one
+ * running process), acl.c (who may read and write what: the policy, tenants'
+ * grants, the start-up fix-up), acl_pool.c (an operator's ssh-pool pools and the
+ * tenants granted each), pool_free.c (droverd's half of giving a shared pool's
+ * host back), conf.c (coord's configuration keys).
  *
  * Every ZooKeeper call goes through a struct coord__op: the loop thread fills
  * one, issues it with one of the coord__zk_* functions, and gets op->done(op)

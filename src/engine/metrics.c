@@ -24,6 +24,7 @@
 #include "engine_int.h"
 #include "promtext.h"
 #include "strmap.h"
+#include "watchdog.h"
 
 void engine__metrics_init(struct engine *e)
 {
@@ -80,6 +81,17 @@ void engine__observe_handover(struct ejob *j)
 {
     if (j->t_handover)
         prom_histo_observe(&j->e->h_handover, (double)(clock_mono_ms() - j->t_handover) / 1000.0);
+}
+
+void engine_get_stats(const struct engine *e, struct engine_stats *st)
+{
+    *st = e->stats;
+    st->owned = 0;
+    size_t pos = 0;
+    void *v;
+    while (strmap_next(e->jobs, &pos, NULL, &v))
+        st->owned +=
+            ((struct ejob *)v)->own >= EJ_LOADING && ((struct ejob *)v)->own <= EJ_FINISHING;
 }
 
 /*
@@ -158,7 +170,8 @@ void engine_metrics(const struct engine *e, struct evbuffer *out, bool tenants, 
     evbuffer_add_printf(out, "drover_engine_jobs_owned{node=\"%s\"} %zu\n", node, st.owned);
     prom_family(out, "drover_engine_jobs_unserved", "gauge",
                 "Jobs owned here with tasks queued and no live worker of their tenant and class.");
-    evbuffer_add_printf(out, "drover_engine_jobs_unserved{node=\"%s\"} %zu\n", node, e->unserved);
+    evbuffer_add_printf(out, "drover_engine_jobs_unserved{node=\"%s\"} %zu\n", node,
+                        engine__watchdog_unserved(e));
     for (size_t i = 0; i < sizeof(node_metrics) / sizeof(node_metrics[0]); i++) {
         const struct node_metric *m = &node_metrics[i];
         prom_family(out, m->name, m->histogram ? "histogram" : "counter", m->help);
