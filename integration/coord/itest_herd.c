@@ -177,8 +177,7 @@ int t_queue_herd(void)
     printf("queue-herd: one put to %d idle consumers: %llu listings with their view, %llu "
            "without\n",
            NC, (unsigned long long)with, (unsigned long long)without);
-    CHECK(with_takers == 1 && without_takers == 1, "takers %d and %d", with_takers,
-          without_takers);
+    CHECK(with_takers == 1 && without_takers == 1, "takers %d and %d", with_takers, without_takers);
     CHECK(without >= NC, "without a view every idle consumer lists: %llu",
           (unsigned long long)without);
     CHECK(with * 2 <= without, "with the view %llu listings, without %llu: still a herd",
