@@ -434,7 +434,7 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     coord_ensure_path(zk, ZKPATH_JOBS, NULL, NULL);
     e->members = coord_group_watch(zk, ZKPATH_MEMBERS_DROVERD, on_members, e);
     e->jobs_w = coord_watch_children(zk, ZKPATH_JOBS, on_jobs, e);
-    e->workers = coord_group_watch(zk, ZKPATH_MEMBERS_WORKER, on_workers, e);
+    e->workers = coord_group_watch_checked(zk, ZKPATH_MEMBERS_WORKER, "tenant", on_workers, e);
     e->soon = evtimer_new(base, reconcile_soon, e);
     e->tick = event_new(base, -1, EV_PERSIST, on_tick, e);
     struct timeval tv = {5, 0};

@@ -13,8 +13,9 @@
  * tests/engine/ test_watchdog.c):
  *
  *   1. A job dispatches (RUNNING or ROLLING_BACK), has tasks queued or running,
- *      and /drover/members/worker holds no worker of its tenant whose classes
- *      include the job's and that is not draining (a worker told to stop says
+ *      and /drover/members/worker holds no worker of its tenant (proven by its
+ *      ACL: coord_group_watch_checked) whose classes include the job's and that
+ *      is not draining (a worker told to stop says
  *      "draining" in its member data: it finishes what it runs and takes
  *      nothing more): it is UNSERVED. The first time, the owner logs
  *      job-no-worker (warn) and counts it in drover_jobs_unserved; when a worker
@@ -133,6 +134,9 @@ void engine__workers_seen(struct engine *e, const struct coord_member_info *m, s
         const char *tenant = json_string_value(json_object_get(d, "tenant"));
         if (json_is_true(json_object_get(d, "draining")))
             tenant = NULL; /* on its way out: it takes nothing more, so it serves nothing */
+        if (m[i].proof == COORD_MEMBER_UNPROVEN)
+            tenant = NULL; /* its ACL does not prove the tenant it names: forged, or made
+                              with droverd's credentials (docs/security.md) */
         size_t k;
         json_t *c;
         json_array_foreach(json_object_get(d, "classes"), k, c)
@@ -210,6 +214,7 @@ void engine__watchdog(struct ejob *j)
                  (long long)(wd->deadline_ms / 1000));
         log_warn(MOD, "event=job-deadline job=%s phase=%s age_ms=%lld", j->id,
                  engine_phase_name(j->st.phase), (long long)f.age_ms);
+        j->e->stats.past_deadline++; /* drover_engine_jobs_past_deadline_total */
         engine__watchdog_forget(j);
         stall(j, why);
     }
