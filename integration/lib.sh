@@ -86,7 +86,7 @@ write_droverd_conf() {
 }
 
 # write_worker_conf NAME [extra lines...]: a config for one worker (mode 0600). Plugins run
-# as the unprivileged drover-plugin, but for loopback (root by design), container (LXC,
+# as their tenant's own unprivileged uid (recorded in $T/plugin-homes), but for loopback (root by design), container (LXC,
 # mounts, the bridge) and the test plugins
 # sleep and sleep-provider, which write to the test's own files (worker.privileged_plugins,
 # docs/security.md), unless an extra line sets the key.
@@ -100,6 +100,8 @@ write_worker_conf() {
     echo "zookeeper.session_timeout = 20s"
     conf_sets worker.privileged_plugins "$@" ||
       echo "worker.privileged_plugins = loopback,container,sleep,sleep-provider"
+    # The record of the tenants' plugin uids on this host (docs/security.md): the stack's.
+    conf_sets worker.plugin_homes "$@" || echo "worker.plugin_homes = $T/plugin-homes"
     printf '%s\n' "$@"
   ) > "$T/$name.conf"
   chmod 600 "$T/$name.conf"

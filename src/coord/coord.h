@@ -264,6 +264,9 @@ int coord_session_credentials(const struct coord_session *s, int64_t *id, char p
  */
 int coord_session_timeout_ms(const struct coord_session *s);
 
+/* The session's size budget (max_request_bytes as applied): no request over it is sent. */
+size_t coord_session_max_request(const struct coord_session *s);
+
 /*
  * When the server last showed the session alive, on the boot clock
  * (clock_boot_ms, CLOCK_BOOTTIME: it goes on while the host is suspended, as
@@ -482,9 +485,25 @@ const char *coord_member_path(const struct coord_member *m);
  */
 void coord_member_leave(struct coord_member *m);
 
+/*
+ * Whether a member's data is its creator's word (coord_group_watch_checked). ZooKeeper
+ * lets whoever may create in a group pick a new member's data and ACL, and keeps no
+ * creator; but it shows a digest id in full only to a reader with ADMIN on the znode
+ * (others see "user:x"), and only a tenant's workers and droverd know the tenant's
+ * worker id (a hash of its password). So a member whose ACL, read by droverd (ALL on
+ * every member a worker makes: its acl_owner), grants WRITE to the exact worker id of the
+ * tenant its data names was made by that tenant's workers (or droverd).
+ */
+enum coord_member_proof {
+    COORD_MEMBER_UNCHECKED = 0, /* no check: a plain watch, or no credentials (an open tree) */
+    COORD_MEMBER_PROVEN,        /* its ACL holds the named tenant's exact worker id, WRITE */
+    COORD_MEMBER_UNPROVEN,      /* anything else: forged, or made with droverd's credentials */
+};
+
 struct coord_member_info {
     const char *id;   /* the znode name */
     const char *json; /* its data ("" when unreadable) */
+    enum coord_member_proof proof;
 };
 
 /* members sorted by id; valid only during the call. */
@@ -499,6 +518,16 @@ struct coord_group;
  */
 struct coord_group *coord_group_watch(struct coord_session *s, const char *group, coord_group_cb cb,
                                       void *arg);
+/*
+ * The same, and each member's proof (enum coord_member_proof) against the tenant its data
+ * names in field (e.g. "tenant"): its ACL is read (one request per member, again only when
+ * the member's czxid or named tenant changed) when the session can derive tenants' worker
+ * ids (coord_session_opts.acl_tenant_id: droverd with the fleet key and credentials);
+ * otherwise every member is UNCHECKED. An ACL read that fails voids the refresh like a
+ * failed data read.
+ */
+struct coord_group *coord_group_watch_checked(struct coord_session *s, const char *group,
+                                              const char *field, coord_group_cb cb, void *arg);
 void coord_group_free(struct coord_group *g);
 
 /* ------------------------------------------------------------------------ */
@@ -637,6 +666,17 @@ void coord_txn_free(struct coord_txn *t);
  * is an upper bound of what is sent.
  */
 size_t coord_txn_bytes(const struct coord_txn *t);
+/*
+ * What one op adds to coord_txn_bytes(), before it is built: a caller that fills a
+ * transaction up to a budget (the engine's dispatch rounds) sums these, so that its
+ * figure is coord's own (a create counts its ACL at its largest; a keyed queue put,
+ * coord_txn_queue_put_bytes, two creates: the item and its key record). Pure.
+ */
+size_t coord_txn_create_bytes(const char *path, const char *json);
+size_t coord_txn_set_bytes(const char *path, const char *json);
+size_t coord_txn_delete_bytes(const char *path);
+/* The multi-op's own framing and a fence's check, on top of the ops (an upper bound). */
+#define COORD_TXN_OVERHEAD 160
 
 /*
  * Result of a commit. rc 0: every op applied. DRV_ECONFLICT: nothing applied
@@ -837,6 +877,8 @@ int coord_queue_put(struct coord_queue *q, const struct coord_queue_put_item *it
  */
 int coord_txn_queue_put(struct coord_txn *t, struct coord_queue *q, const char *key,
                         const char *json, int priority);
+/* What coord_txn_queue_put(t, q, key, json, priority) adds to coord_txn_bytes(t). */
+size_t coord_txn_queue_put_bytes(const struct coord_queue *q, const char *key, const char *json);
 
 /* The item id ("sNN/<name>") of an item path of q, into buf; DRV_EINVAL otherwise. */
 int coord_queue_item_id(const struct coord_queue *q, const char *path, char *buf, size_t n);
@@ -881,6 +923,21 @@ void coord_queue_take(struct coord_queue *q, int timeout_ms, coord_take_cb cb, v
 void coord_queue_rescan(struct coord_queue *q);
 
 /*
+ * Who consumes q, as the caller knows it (ids[0..n): the consumer_id of every
+ * consumer of this queue; this one's own may be among them). From the view,
+ * every consumer computes the same home shards (queue_home.c): an idle consumer
+ * is woken only by a change of its home shards, so a put wakes its shard's
+ * homes (one when there are no more consumers than shards, about W / S when W
+ * consumers share S shards), not every idle consumer. Call it again whenever the
+ * view changes: a consumer given a new home lists it (what a consumer that left
+ * held comes back with its session's claims). Without a view every shard is a
+ * home (every idle consumer wakes on every put). Loop thread; ids copied.
+ */
+void coord_queue_set_peers(struct coord_queue *q, const char *const *ids, size_t n);
+/* Whether a change of shard wakes this consumer at once when idle (a home of its view). */
+bool coord_queue_is_home(const struct coord_queue *q, unsigned shard);
+
+/*
  * What this consumer's takes have cost so far, for benchmarks and logs
  * (bench/engine BENCH_DEBUG): listings of a shard, those that left nothing to
  * claim, shards passed over without a listing (empty, their watch not fired
@@ -891,6 +948,8 @@ void coord_queue_rescan(struct coord_queue *q);
 struct coord_queue_counters {
     uint64_t listings, listings_empty, skipped, claims_listings, claims, claims_failed, delivered,
         idles, wakes;
+    uint64_t passed; /* watch events while idle of shards (or claims) that are not its homes */
+    uint64_t steals; /* looks of an idle fallback at a shard its homes should have taken */
 };
 void coord_queue_counters(const struct coord_queue *q, struct coord_queue_counters *out);
 

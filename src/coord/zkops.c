@@ -563,6 +563,11 @@ size_t coord__size_create(const char *path, const char *data)
     return MULTI_HEADER + jstr(path) + jstr(data) + ACL_BYTES + 4;
 }
 
+size_t coord__size_create_len(size_t path_len, size_t data_len)
+{
+    return MULTI_HEADER + 4 + path_len + 4 + data_len + ACL_BYTES + 4;
+}
+
 size_t coord__size_path_op(const char *path)
 {
     return MULTI_HEADER + jstr(path) + 4;

@@ -303,7 +303,7 @@ static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes
     }
     char *input = json_dumps(task, JSON_COMPACT);
     json_decref(task);
-    char **env = env_for(w, t);
+    char **env = worker__sandbox_env(w->sandbox, t->plugin, env_for(w, t));
     struct worker__proc_opts po = {
         .path = t->plugin->exec,
         .cwd = t->plugin->dir,
