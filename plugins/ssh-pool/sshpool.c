@@ -297,7 +297,7 @@ static int held_host(const struct plugin_task *t, struct pool *p, struct poolzk 
     int rc = poolzk_find(z, p->claims, t->tenant, t->cluster_id, t->node_id, name, len, err);
     if (rc != 0)
         return rc;
-    const char *given = plugin_cfg_str(t, "provider-id");
+    const char *given = plugin_fact_str(t, "provider-id");
     char want[500];
     snprintf(want, sizeof(want), "pool:%s:%s", p->name, name);
     if (given && strcmp(given, want) != 0)

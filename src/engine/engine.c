@@ -419,6 +419,7 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     }
     e->no_rollback = o->no_rollback;
     e->write_format = DROVER_FORMAT_MIN_READ;
+    e->item_version = 1; /* until the workers are seen (watchdog.c) */
     e->budget = o->txn_budget ? o->txn_budget : TXN_BUDGET;
     e->task_timeout_ms = o->task_timeout_ms;
     e->no_worker_ms = o->no_worker_timeout_ms;

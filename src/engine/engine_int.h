@@ -260,6 +260,7 @@ const char *engine_recon_name(enum engine_recon_action a);
 struct planner_plan;
 struct planner_exec;
 struct planner_input;
+struct planner_task;
 struct model_catalog;
 
 struct engine__plan_in {
@@ -282,7 +283,11 @@ struct engine__plan_out {
     struct planner_input *in; /* kept: rollback plans need its services and layouts */
     struct model_catalog *cat;
     json_t *target_layout; /* per node with ids: the cluster's layout once the job succeeds */
-    json_t *nodeinfo;      /* node id -> {hardwaretype, imagetype, services, flavor, image, ...} */
+    /* node id -> {hardwaretype, imagetype, services, entries}: entries are the types'
+       providermap entries for the job's provider (the tenant's: no reserved key, facts.h) */
+    json_t *nodeinfo;
+    size_t dropped; /* reserved keys left out of entries (stored before the API refused them) */
+    char dropped_key[160]; /* the first, "<type>.providermap.<provider>.<key>" */
     json_t *provider;      /* {name, providertype, fields... (sealed as stored)} */
 };
 
@@ -414,6 +419,8 @@ struct engine {
     bool stopping;
     int write_format; /* format of the jobs this node starts: the lowest of the members' */
     bool keep_runs;   /* every member says "keeps_runs": records kept (ENGINE_RUNS_KEEP) */
+    int item_version; /* queue items' format: the lowest "taskmsg" of the live workers (taskmsg.h)
+                       */
     void (*stop_done)(void *);
     void *stop_arg;
     struct event *tick;
@@ -706,7 +713,7 @@ int engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanu
 void engine__withdraw(struct ejob *j);
 /* Reconciliation on resume (jobresume.c): a run record's result merged into its node's
  * key-values again; a task stepped by ev (WITHDRAWN, FAIL) with no run record to go by. */
-void engine__result_merge(struct ejob *j, const char *node, json_t *result);
+void engine__result_merge(struct ejob *j, const struct planner_task *t, json_t *result);
 void engine__task_recon(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev);
 /* Take back the retries not put yet (they have no item): pending again, the job looks again. */
 void engine__withdraw_retries(struct ejob *j);

@@ -35,6 +35,7 @@
 #include "clock.h"
 #include "coord.h"
 #include "engine_int.h"
+#include "facts.h"
 #include "log.h"
 #include "planner.h"
 #include "strmap.h"
@@ -171,6 +172,11 @@ int engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanu
     json_t *prev = previous ? json_object_get(j->snapshot, "config") : NULL;
     if (!json_is_object(prev))
         prev = NULL;
+    /* The node in its parts (facts.h): its key-values give the facts and the values, the
+     * plan's node info its types, services and providermap entries. Nothing of any other
+     * node: a plugin that wants them reads the nodes map. */
+    json_t *props = t->node ? json_object_get(j->props, t->node) : NULL;
+    json_t *info = t->node ? json_object_get(j->po.nodeinfo, t->node) : NULL;
     struct taskmsg_item it = {
         .job = j->id,
         .phase = p->phase,
@@ -187,12 +193,16 @@ int engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanu
         .service = t->service,
         .fields = fields ? fields : t->fields,
         .config_override = config ? config : prev,
-        .props = t->node ? json_object_get(j->props, t->node) : NULL,
-        .nodeinfo = t->node ? json_object_get(j->po.nodeinfo, t->node) : NULL,
+        .facts = props,
+        .values = props,
+        .entries = json_object_get(info, "entries"),
+        .hardwaretype = json_string_value(json_object_get(info, "hardwaretype")),
+        .imagetype = json_string_value(json_object_get(info, "imagetype")),
+        .services = json_object_get(info, "services"),
         .avoid = avoid,
         .timeout_ms = tmo,
     };
-    *out = taskmsg_item_encode(&it);
+    *out = taskmsg_item_encode(&it, j->e->item_version);
     json_decref(fields);
     json_decref(config);
     return 0;
@@ -200,8 +210,15 @@ int engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanu
 
 /* ---- outcomes ----------------------------------------------------------------------------- */
 
-/* Merge a result's key-values into the node's (null deletes a key). */
-static void merge_props(struct ejob *j, const char *node, json_t *result)
+/*
+ * Merge a result's key-values into the node's (null deletes a key). A provider task's
+ * result (create, confirm, delete: from_provider) writes the machine's facts; any other
+ * task's is the tenant's and may not name a reserved key (facts.h): such a key is
+ * refused, logged, and changes nothing (the worker fails such a task already, so only a
+ * record it did not write gets here).
+ */
+static void merge_props(struct ejob *j, const char *node, const char *task, bool from_provider,
+                        json_t *result)
 {
     if (!node || !json_is_object(result) || json_object_size(result) == 0)
         return;
@@ -210,17 +227,21 @@ static void merge_props(struct ejob *j, const char *node, json_t *result)
         props = json_object();
         json_object_set_new(j->props, node, props);
     }
-    const char *k;
-    json_t *v;
-    json_object_foreach(result, k, v)
-    {
-        if (json_is_null(v))
-            json_object_del(props, k);
-        else
-            json_object_set(props, k, v);
-    }
+    char first[64];
+    size_t refused = facts_merge_result(props, result, from_provider, first, sizeof(first));
+    if (refused)
+        log_warn(MOD,
+                 "event=result-key-refused job=%s task=%s node=%s keys=%zu first=\"%s\" "
+                 "why=\"reserved for the provider's facts or the task's config\"",
+                 j->id, task, node, refused, first);
     json_object_set(j->pg_nodes, node, props);
     engine__nodes_touch(j, node);
+}
+
+/* The tasks a provider plugin runs: their results are the machine's facts. */
+static bool is_provider_action(enum planner_action a)
+{
+    return a == PLANNER_ACT_CREATE || a == PLANNER_ACT_CONFIRM || a == PLANNER_ACT_DELETE;
 }
 
 static struct eplan *plan_of(struct ejob *j, char phase)
@@ -245,7 +266,7 @@ static void task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engin
         p->done++;
         j->e->stats.results++;
         if (r)
-            merge_props(j, t->node, r->result);
+            merge_props(j, t->node, t->id, is_provider_action(t->action), r->result);
         if (t->action == PLANNER_ACT_CONFIRM && p->phase == 'f' && t->node)
             engine__nodes_touch(j, t->node); /* confirmed: missing data is final now */
     }
@@ -259,7 +280,8 @@ static void task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engin
         p->in_flight--;
     }
     if (r && r->ended && !r->ok && t->action == PLANNER_ACT_CREATE)
-        merge_props(j, t->node, r->result); /* what a failed create made: its delete needs it */
+        merge_props(j, t->node, t->id, true, r->result); /* what a failed create made: its
+                                                            delete needs it */
     if (o.actions & ENGINE_TACT_PUT) {
         /* A retry: put again with the new attempt (commit.c), avoiding the worker that failed. */
         if (!(o.actions & ENGINE_TACT_AVOID_WORKER) || !r) {
@@ -336,9 +358,9 @@ static void run_seen(struct ejob *j, struct erun *run)
 }
 
 /* For the reconciliation on resume (jobresume.c). */
-void engine__result_merge(struct ejob *j, const char *node, json_t *result)
+void engine__result_merge(struct ejob *j, const struct planner_task *t, json_t *result)
 {
-    merge_props(j, node, result);
+    merge_props(j, t->node, t->id, is_provider_action(t->action), result);
 }
 
 void engine__task_recon(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev)

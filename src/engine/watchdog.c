@@ -51,6 +51,7 @@
 #include "engine_int.h"
 #include "log.h"
 #include "strmap.h"
+#include "taskmsg.h"
 
 #define MOD "engine"
 
@@ -73,9 +74,16 @@ void engine__workers_seen(struct engine *e, const struct coord_member_info *m, s
 {
     strmap_free(e->served);
     e->served = strmap_new();
+    /* The queue items' format: one every live worker reads (taskmsg.h). A member that says
+       none is of a build before item version 2; with no worker at all, the first that
+       comes may be of any build. */
+    int items = n ? TASKMSG_ITEM_VERSION : 1;
     for (size_t i = 0; i < n; i++) {
         json_error_t jerr;
         json_t *d = json_loads(m[i].json, 0, &jerr);
+        json_int_t v = json_integer_value(json_object_get(d, "taskmsg"));
+        if (v < items)
+            items = v < 1 ? 1 : (int)v;
         const char *tenant = json_string_value(json_object_get(d, "tenant"));
         if (json_is_true(json_object_get(d, "draining")))
             tenant = NULL; /* on its way out: it takes nothing more, so it serves nothing */
@@ -93,6 +101,10 @@ void engine__workers_seen(struct engine *e, const struct coord_member_info *m, s
         json_decref(d);
     }
     e->have_workers = true;
+    if (items != e->item_version)
+        log_info(MOD, "event=item-format-chosen node=%s version=%d workers=%zu", e->node_id, items,
+                 n);
+    e->item_version = items;
 }
 
 static unsigned serving(const struct engine *e, const struct ejob *j)
