@@ -38,6 +38,20 @@ pass() { echo "ok: $*"; }
 
 free_port() { "$STACK" port --dir "$T"; }
 
+# On hosts (scripts/with-stack --hosts: DROVER_HOSTS is the stack's range): every process
+# start_proc starts runs on a host of its own named after it (scripts/stack host NAME), a
+# droverd listens on its host's address, and the helpers reach a port at the address of the
+# host that listens on it (PORT_ADDR, filled by write_droverd_conf). On loopback all of it is
+# 127.0.0.1.
+declare -gA PORT_ADDR=()
+on_hosts() { [ -n "${DROVER_HOSTS:-}" ]; }
+# addr_of NAME: host NAME's address (the host made when missing); 127.0.0.1 on loopback.
+addr_of() { if on_hosts; then "$STACK" host "$1" --dir "$T"; else echo 127.0.0.1; fi; }
+# ns_of NAME: host NAME's network namespace.
+ns_of() { echo "drv$(cat "$T/hosts/net")-$1"; }
+# at PORT: the address that listens on PORT.
+at() { echo "${PORT_ADDR[$1]:-127.0.0.1}"; }
+
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # conf_sets KEY LINE...: true when one of the config lines sets KEY.
@@ -54,12 +68,14 @@ conf_sets() {
 # The test stack lets every tenant use the loopback provider (api.loopback_tenants = *,
 # docs/security.md) unless an extra line sets the key.
 write_droverd_conf() {
-  local name=$1 port=$2
+  local name=$1 port=$2 addr
   shift 2
+  addr=$(addr_of "$name")
+  PORT_ADDR[$port]=$addr
   (
     umask 077
     echo "node.id = $name"
-    echo "http.listen = 127.0.0.1:$port"
+    echo "http.listen = $addr:$port"
     echo "zookeeper.hosts = $DROVER_ZK"
     echo "zookeeper.session_timeout = 20s"
     echo "postgres.conninfo = $DROVER_PG"
@@ -70,7 +86,7 @@ write_droverd_conf() {
 }
 
 # write_worker_conf NAME [extra lines...]: a config for one worker (mode 0600). Plugins run
-# as the unprivileged drover-plugin, but for loopback (root by design), container (LXC,
+# as their tenant's own unprivileged uid (recorded in $T/plugin-homes), but for loopback (root by design), container (LXC,
 # mounts, the bridge) and the test plugins
 # sleep and sleep-provider, which write to the test's own files (worker.privileged_plugins,
 # docs/security.md), unless an extra line sets the key.
@@ -84,6 +100,8 @@ write_worker_conf() {
     echo "zookeeper.session_timeout = 20s"
     conf_sets worker.privileged_plugins "$@" ||
       echo "worker.privileged_plugins = loopback,container,sleep,sleep-provider"
+    # The record of the tenants' plugin uids on this host (docs/security.md): the stack's.
+    conf_sets worker.plugin_homes "$@" || echo "worker.plugin_homes = $T/plugin-homes"
     printf '%s\n' "$@"
   ) > "$T/$name.conf"
   chmod 600 "$T/$name.conf"
@@ -91,8 +109,12 @@ write_worker_conf() {
 
 # start_proc NAME BINARY: start BINARY --config $T/NAME.conf, log to $T/NAME.log.
 start_proc() {
-  local name=$1 bin=$2
-  setsid "$bin" --config "$T/$name.conf" >> "$T/$name.log" 2>&1 < /dev/null &
+  local name=$1 bin=$2 nsx=()
+  if on_hosts; then
+    addr_of "$name" > /dev/null
+    nsx=(nsenter --net="/run/netns/$(ns_of "$name")" --)
+  fi
+  setsid "${nsx[@]}" "$bin" --config "$T/$name.conf" >> "$T/$name.log" 2>&1 < /dev/null &
   echo $! > "$T/pids/$name.pid"
 }
 
@@ -132,7 +154,7 @@ wait_until() {
 }
 
 # (-m: a stopped process accepts the connection and never answers.)
-http_code() { curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1$2" || true; }
+http_code() { curl -s -m 10 -o /dev/null -w '%{http_code}' "http://$(at "$1"):$1$2" || true; }
 http_code_is() { [ "$(http_code "$1" "$2")" = "$3" ]; }
 
 # wait_http PORT PATH CODE [SECONDS]: until GET answers CODE; status 1 if it does not.
@@ -176,7 +198,7 @@ progressing() { wait_until 60 "job $1 to progress ($2 tasks done)" done_at_least
 metric() {
   local port=$1 series=$2
   shift 2
-  curl -s "$@" "http://127.0.0.1:$port/metrics" | awk -v s="$series" '$1 == s { print $2 }'
+  curl -s "$@" "http://$(at "$port"):$port/metrics" | awk -v s="$series" '$1 == s { print $2 }'
 }
 
 # median: the median of the numbers on stdin, one a line, sorted.
@@ -210,9 +232,10 @@ zk_stop() {
 
 # zk_start [N]: start it again as it was (zk_stop first), recording the new pid.
 zk_start() {
-  local n=${1:-1} args
+  local n=${1:-1} args nsx=()
   mapfile -t args < "$T/zk$n.cmdline"
-  setsid "${args[@]}" >> "$T/zk$n/stdout.log" 2>&1 < /dev/null &
+  on_hosts && nsx=(nsenter --net="/run/netns/$(ns_of "zk$n")" --)
+  setsid "${nsx[@]}" "${args[@]}" >> "$T/zk$n/stdout.log" 2>&1 < /dev/null &
   echo $! > "$T/pids/zk$n.pid"
 }
 
@@ -235,7 +258,7 @@ pg_start() {
 patroni_code() {
   local pg rest
   read -r pg rest < "$T/pg$1.ports"
-  curl -s -o /dev/null -m 2 -w '%{http_code}' "http://127.0.0.1:$rest$2" 2> /dev/null || true
+  curl -s -o /dev/null -m 2 -w '%{http_code}' "http://$(addr_of "pg$1"):$rest$2" 2> /dev/null || true
 }
 # pg_primary: the number of the server Patroni calls primary; empty when none.
 pg_primary() {
@@ -263,5 +286,5 @@ pg_kill() {
 pg_psql() {
   local pg rest
   read -r pg rest < "$T/pg$1.ports"
-  psql "host=127.0.0.1 port=$pg dbname=drover user=drover connect_timeout=2" -qAtX -c "$2"
+  psql "host=$(addr_of "pg$1") port=$pg dbname=drover user=drover connect_timeout=2" -qAtX -c "$2"
 }

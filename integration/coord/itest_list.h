@@ -60,6 +60,10 @@ ITEST("claim-lost", t_claim_lost)
 ITEST("queue-skip", t_queue_skip)
 ITEST("queue-paced", t_queue_paced)
 
+/* Lost answers made by coord's test hook, issue 33 (itest_lost.c). */
+ITEST("answer-lost", t_answer_lost)
+ITEST("queue-txn-lost", t_queue_txn_lost)
+
 /* The restart test against a three-server ensemble, whose leader it kills. */
 ITEST_VARIANT("restart-ensemble", "restart", "--ensemble")
 

@@ -14,9 +14,10 @@ write_worker_conf worker-a "worker.plugin_dir = $DROVER_BUILD_DIR/plugins"
 for u in droverd drover-worker; do
   conf=droverd-a
   [ "$u" = drover-worker ] && conf=worker-a
-  sed -e "s|/usr/bin/$u |$BIN/$u |g" -e "s|/etc/drover/$u.conf|$T/$conf.conf|g" \
+  sed -e "s|/usr/sbin/$u |$BIN/$u |g" -e "s|/etc/drover/$u.conf|$T/$conf.conf|g" \
     "$units/$u.service" > "$T/$u.service"
-  systemd-analyze verify "$T/$u.service" > "$T/verify-$u.out" 2>&1 ||
+  # Documentation=man:PROG(8): the page this build generated (build/share/man) must exist.
+  MANPATH="$DROVER_BUILD_DIR/share/man" systemd-analyze verify "$T/$u.service" > "$T/verify-$u.out" 2>&1 ||
     fail "systemd-analyze verify $u.service: $(cat "$T/verify-$u.out")"
   [ ! -s "$T/verify-$u.out" ] || fail "systemd-analyze verify $u.service warns: $(cat "$T/verify-$u.out")"
 done

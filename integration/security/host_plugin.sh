@@ -6,7 +6,8 @@
 # DROVER_ZK_DIGEST_FILE or anything else of the worker's in its environment; a provider
 # field naming a host program (sshd = /bin/sh) and a host path (root = /) set in the
 # tenant's entity. It also reports how the synced resources it was given are owned.
-# Expected (docs/security.md "The host boundary"): it runs as drover-plugin, reads
+# Expected (docs/security.md "The host boundary"): it runs as its tenant's own uid (the
+# owner of its home in worker.plugin_homes, not root), reads
 # nothing of the above, finds no fleet variable, gets the operator's root and no sshd,
 # and its resources are 0700/0600 and its own.
 . "$(dirname "$0")/../lib.sh"
@@ -49,10 +50,10 @@ for f in "/proc/$worker/environ" $(printf '%s' "$in" | jq -r '.config.cluster.pr
 done
 caps=$(awk '/^CapEff:/ {print $2}' /proc/self/status)
 fleet_env=$(env | grep -c '^DROVER_ZK_DIGEST_FILE=\|^DROVER_PG\|^DROVER_TOKEN\|^PGPASSWORD' || true)
-res=$(cd "$DROVER_RESOURCES" 2>/dev/null && stat -c '%n %U %a' . hello.txt bin bin/run.sh | tr '\n' ';')
-printf '%s' "$in" | jq -c --arg uid "$(id -u)" --arg user "$(id -un)" --arg r "$readable" \
+res=$(cd "$DROVER_RESOURCES" 2>/dev/null && stat -c '%n %u %a' . hello.txt bin bin/run.sh | tr '\n' ';')
+printf '%s' "$in" | jq -c --arg uid "$(id -u)" --arg gid "$(id -g)" --arg r "$readable" \
   --arg e "$fleet_env" --arg res "$res" --arg worker "$worker" --arg caps "$caps" \
-  '{status: "ok", result: {"provider-id": "evil-\(.nodeId)", probe: {uid: $uid, user: $user,
+  '{status: "ok", result: {"provider-id": "evil-\(.nodeId)", probe: {uid: $uid, gid: $gid,
     readable: $r, fleet_env: $e, resources: $res, worker_pid: $worker, caps: $caps,
     provider: .config.provider}}}'
 SH
@@ -86,22 +87,26 @@ wait_job "$(body_of "$r" | jq -r .job.id)" succeeded 120
 p=$(body_of "$(api GET "/v1/clusters/$CID")" | jq -c '.nodes[0].properties.probe')
 echo "the plugin reported: $p"
 [ "$(echo "$p" | jq -r .worker_pid)" = "$(pid_of w1)" ] || fail "the probe did not find the worker's pid: $p"
-[ "$(echo "$p" | jq -r .user)" = drover-plugin ] && [ "$(echo "$p" | jq -r .uid)" != 0 ] ||
-  fail "the plugin ran as $(echo "$p" | jq -r .user) (uid $(echo "$p" | jq -r .uid)), not drover-plugin"
+# The tenant's uid: the owner of its home, in the range, its own group (src/worker/uidmap.c).
+ACME_UID=$(stat -c %u "$T/plugin-homes/acme")
+[ "$(stat -c %g "$T/plugin-homes/acme")" = "$ACME_UID" ] && [ "$ACME_UID" -ge 2000000 ] ||
+  fail "acme's plugin home: $(stat -c '%u:%g' "$T/plugin-homes/acme")"
+[ "$(echo "$p" | jq -r .uid)" = "$ACME_UID" ] && [ "$(echo "$p" | jq -r .gid)" = "$ACME_UID" ] ||
+  fail "the plugin ran as $(echo "$p" | jq -r '"\(.uid):\(.gid)"'), not acme's $ACME_UID"
 [ -z "$(echo "$p" | jq -r .readable)" ] || fail "the plugin read the worker's files:$(echo "$p" | jq -r .readable)"
 [ "$(echo "$p" | jq -r .fleet_env)" = 0 ] || fail "the plugin's environment holds fleet variables"
-pass "the plugin ran as drover-plugin: /proc/<worker>/environ, config, key, digest and token unreadable; no fleet variable"
+pass "the plugin ran as acme's uid $ACME_UID: /proc/<worker>/environ, config, key, digest and token unreadable; no fleet variable"
 echo "$p" | jq -e '.provider.root == "/srv/operator-root" and (.provider | has("sshd") | not)' > /dev/null ||
   fail "host fields of the tenant's entity reached the plugin: $(echo "$p" | jq -c .provider)"
 pass "the tenant's sshd = /bin/sh and root = / were dropped; the operator's root was given"
-want=". drover-plugin 700;hello.txt drover-plugin 600;bin drover-plugin 700;bin/run.sh drover-plugin 700;"
+want=". $ACME_UID 700;hello.txt $ACME_UID 600;bin $ACME_UID 700;bin/run.sh $ACME_UID 700;"
 [ "$(echo "$p" | jq -r .resources)" = "$want" ] ||
   fail "synced resources: $(echo "$p" | jq -r .resources), expected $want"
 pass "synced resources are the plugin user's, 0700/0600"
 
 # The same from a worker that is not root but holds CAP_SETUID, CAP_SETGID and CAP_CHOWN, as
 # the systemd unit runs it (User=drover, AmbientCapabilities): here as nobody, its files its
-# own and 0600. Its plugin must still be drover-plugin, read none of them, and keep no
+# own and 0600. Its plugin must still be acme's uid, read none of them, and keep no
 # capability (ambient ones would pass through execve).
 kill "$(pid_of w1)"
 wait_exit w1 30 > /dev/null || fail "worker w1 did not stop"
@@ -127,7 +132,7 @@ wait_job "$(body_of "$r" | jq -r .job.id)" succeeded 120
 p=$(body_of "$(api GET "/v1/clusters/$CID")" | jq -c '.nodes[0].properties.probe')
 echo "the plugin of w2 reported: $p"
 [ "$(echo "$p" | jq -r .worker_pid)" = "$(pid_of w2)" ] || fail "the probe did not run under w2: $p"
-[ "$(echo "$p" | jq -r .user)" = drover-plugin ] || fail "w2's plugin ran as $(echo "$p" | jq -r .user)"
+[ "$(echo "$p" | jq -r .uid)" = "$ACME_UID" ] || fail "w2's plugin ran as $(echo "$p" | jq -r .uid)"
 [ -z "$(echo "$p" | jq -r .readable)" ] || fail "w2's plugin read:$(echo "$p" | jq -r .readable)"
 [ "$(echo "$p" | jq -r .caps)" = 0000000000000000 ] || fail "w2's plugin kept capabilities $(echo "$p" | jq -r .caps)"
-pass "a worker with CAP_SETUID and CAP_SETGID (not root): its plugin is drover-plugin, reads nothing, keeps no capability"
+pass "a worker with CAP_SETUID and CAP_SETGID (not root): its plugin is acme's uid, reads nothing, keeps no capability"

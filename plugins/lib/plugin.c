@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,6 +44,12 @@ void plugin_init(void)
     log_init(level < 0 ? LOG_INFO : (enum log_level)level, 2);
     signal(SIGPIPE, SIG_IGN);
     json_set_alloc_funcs(xmalloc, wiping_free);
+    /* The task holds opened secrets and the cluster's key: not dumpable, so that no other
+       process of this uid (the tenant's other plugins) traces this one or reads its
+       memory, environment or standard input, and no core file keeps them. The kernel
+       makes every exec dumpable again, so this is the plugin's own call (docs/security.md
+       "Plugins of different tenants"). */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
 bool plugin_name_ok(const char *s, size_t max)

@@ -2,7 +2,7 @@
  * conf: the API's configuration keys (api.h). The tables are the
  * documentation and the validator; they fill a struct api_opts and need
  * nothing but src/common. DROVER_UI_DIR, ui.dir's default, is the source
- * tree's ui/ (src/api/CMakeLists.txt).
+ * tree's ui/, or where the packages install it (CMake's DROVER_UI_DIR).
  */
 #include <stddef.h>
 

@@ -211,11 +211,50 @@ static int run(struct node *w)
     return 0;
 }
 
+/* drover-worker(8) and drover-worker.conf(5) beyond the tables (progconf.h). */
+static const char *const doc_description[] = {
+    "drover-worker is a stateless worker of Drover, a cluster orchestrator. It serves the task "
+    "queues of one tenant and its worker classes in ZooKeeper: it takes a task, records the "
+    "attempt, runs the plugin the task names (a provider that makes machines, an automator that "
+    "installs and runs services on them) as a child process with the task on its standard "
+    "input, and completes the task with the plugin's result. Plugins are directories under "
+    "worker.plugin_dir, each with its plugin.json; they run as their tenant's own "
+    "unprivileged uid (worker.plugin_uids).",
+    "Workers join and leave freely: one that dies loses its claims with its ZooKeeper session "
+    "and its tasks run again elsewhere. Under systemd (drover-worker.service) it runs as the "
+    "user drover, Type=notify: READY=1 once it has joined, STOPPING=1 when SIGTERM starts its "
+    "drain.",
+    NULL,
+};
+static const struct prog_doc_item doc_signals[] = {
+    {"SIGTERM, SIGINT",
+     "drain: take nothing new, let the running tasks finish within worker.grace, then kill "
+     "the plugins still running and hand their tasks back to the queue (another worker takes "
+     "them), leave and exit 0. A second signal leaves at once. drover worker drain asks the same "
+     "from anywhere. This is how systemctl stop, restart and a package upgrade stop it."},
+    {"SIGPIPE", "ignored"},
+    {NULL, NULL},
+};
+static const struct prog_doc_item doc_files[] = {
+    {"/etc/drover/drover-worker.conf", "the configuration (drover-worker.conf(5))"},
+    {"/usr/lib/drover/plugins", "the plugins the packages ship (worker.plugin_dir)"},
+    {"/var/lib/drover-worker", "resources synced from droverd (worker.state_dir)"},
+    {NULL, NULL},
+};
+static const struct prog_doc doc = {
+    .summary = "Drover worker",
+    .description = doc_description,
+    .signals = doc_signals,
+    .files = doc_files,
+    .conf_summary = "configuration of the Drover worker drover-worker",
+    .conf_path = "/etc/drover/drover-worker.conf",
+};
+
 int main(int argc, char **argv)
 {
     struct node w;
     memset(&w, 0, sizeof(w));
-    int rc = prog_start(argc, argv, "drover-worker", "worker", worker_conf_keys(), &w.conf,
+    int rc = prog_start(argc, argv, "drover-worker", "worker", &doc, worker_conf_keys(), &w.conf,
                         &w.conf.prog, NULL);
     if (rc >= 0)
         return rc;

@@ -570,11 +570,55 @@ static void node_release(struct node *n)
     config_free(droverd_conf_keys(), &n->conf);
 }
 
+/* droverd(8) and droverd.conf(5) beyond the tables (progconf.h). */
+static const char *const doc_description[] = {
+    "droverd is one orchestrator node of Drover, a cluster orchestrator. Any number of equal "
+    "nodes run behind a load balancer; each connects to the ZooKeeper ensemble (membership, "
+    "job ownership through a hash ring and fenced locks, task queues) and to PostgreSQL (the "
+    "system of record), applies the database schema when it starts, and serves the whole HTTP "
+    "API, the Prometheus metrics and the web dashboard. The jobs the ring gives it are solved, "
+    "planned and dispatched to the workers (drover-worker) through ZooKeeper.",
+    "It keeps no state of its own: a node stopped, drained or killed hands its jobs to the "
+    "others, which resume them from their task logs. GET /healthz answers 200 while the "
+    "process lives, GET /readyz 200 while it is connected to ZooKeeper and PostgreSQL and not "
+    "draining, for the load balancer.",
+    "Under systemd (droverd.service) it runs as the user drover, Type=notify: READY=1 once it "
+    "serves, STOPPING=1 when SIGTERM starts its drain. Logs are key=value lines on standard "
+    "error (journalctl -u droverd).",
+    NULL,
+};
+static const struct prog_doc_item doc_signals[] = {
+    {"SIGTERM, SIGINT",
+     "drain: leave the ring at once (the other nodes take its jobs, each after its write in "
+     "flight), /readyz answers 503, then delete the member znode and exit 0; bounded by "
+     "shutdown.grace, after which it exits anyway (its remaining jobs are resumed by others "
+     "when its session ends). A second signal exits at once. drover node drain does the "
+     "drain without the exit. This is how systemctl stop, restart and a package upgrade stop it."},
+    {"SIGPIPE", "ignored"},
+    {NULL, NULL},
+};
+static const struct prog_doc_item doc_files[] = {
+    {"/etc/drover/droverd.conf", "the configuration (droverd.conf(5))"},
+    {"/etc/drover/secrets.key",
+     "the fleet key (secrets.key_file), mode 0600, the same on every node"},
+    {"/usr/share/drover/catalog", "the shipped catalogue, for drover import"},
+    {"/usr/share/drover/ui", "the web dashboard's files (ui.dir)"},
+    {NULL, NULL},
+};
+static const struct prog_doc doc = {
+    .summary = "Drover orchestrator node",
+    .description = doc_description,
+    .signals = doc_signals,
+    .files = doc_files,
+    .conf_summary = "configuration of the Drover orchestrator node droverd",
+    .conf_path = "/etc/drover/droverd.conf",
+};
+
 int main(int argc, char **argv)
 {
     struct node n;
     memset(&n, 0, sizeof(n));
-    int rc = prog_start(argc, argv, "droverd", "droverd", droverd_conf_keys(), &n.conf,
+    int rc = prog_start(argc, argv, "droverd", "droverd", &doc, droverd_conf_keys(), &n.conf,
                         &n.conf.prog, droverd_conf_check);
     if (rc >= 0)
         return rc;

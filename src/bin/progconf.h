@@ -14,6 +14,8 @@
 #ifndef DROVER_PROGCONF_H
 #define DROVER_PROGCONF_H
 
+#include <stdio.h>
+
 #include "config.h"
 #include "coord.h"
 #include "log.h"
@@ -39,21 +41,48 @@ const struct config_key *prog_conf_keys(void);
  */
 int prog_conf_finish(struct prog_conf *c, const char *prefix, struct drv_err *err);
 
+/* A term and its explanation, for a man page's SIGNALS and FILES. */
+struct prog_doc_item {
+    const char *term;
+    const char *text;
+};
+
+/*
+ * What a daemon says about itself beyond its tables, for its man page PROG(8)
+ * and PROG.conf(5): the NAME line's summary, the description's paragraphs,
+ * what each signal does and the files it uses (arrays end at NULL). The
+ * options and keys come from the tables that --help and --help-config print.
+ */
+struct prog_doc {
+    const char *summary;
+    const char *const *description;
+    const struct prog_doc_item *signals;
+    const struct prog_doc_item *files;
+    const char *conf_summary; /* PROG.conf(5)'s NAME line */
+    const char *conf_path;    /* where the packages put the example: /etc/drover/PROG.conf */
+};
+
+/* prog's usage (--help) and its man pages, from the option table and doc. */
+void prog_print_usage(FILE *f, const char *prog);
+void prog_print_man(FILE *f, const char *prog, const struct prog_doc *doc);
+void prog_print_conf_man(FILE *f, const char *prog, const struct prog_doc *doc,
+                         const struct config_key *keys);
+
 /*
  * The start of both daemons' main(): parse --config FILE, --check-config FILE,
- * --help, --help-config and --version; load FILE into conf with keys; finish the common
- * part (id_prefix names a default node id), then run check (NULL: none) for
- * what spans keys (api.max_heavy_per_tenant below api.heavy_threads); with
+ * --help, --help-config, --man, --man-config and --version; load FILE into conf with keys; finish
+ * the common part (id_prefix names a default node id), then run check (NULL: none) for what spans
+ * keys (api.max_heavy_per_tenant below api.heavy_threads); with
  * --check-config, report and stop. Then set up the process: logger, libraries' logs, SIGPIPE
  * ignored, libevent's pthread support (before any event_base is made).
  *
  * Returns -1 when the program should go on and run, else the exit status
- * main() should return (0 after --help, --version or a good --check-config, 1 for a bad
+ * main() should return (0 after --help, --man, --version or a good --check-config, 1 for a bad
  * file, 2 for bad arguments); conf is then already freed.
  */
 int prog_start(int argc, char **argv, const char *prog, const char *id_prefix,
-               const struct config_key *keys, void *conf, struct prog_conf *common,
-               int (*check)(const void *conf, struct drv_err *err));
+               const struct prog_doc *doc, const struct config_key *keys, void *conf,
+               struct prog_conf *common, int (*check)(const void *conf, struct drv_err *err));
 
 /* ZooKeeper digest credentials read from zookeeper.digest_file ("user:password"). */
 struct zk_digest {

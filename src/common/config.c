@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "roff.h"
 #include "xalloc.h"
 
 static size_t key_count(const struct config_key *keys)
@@ -428,6 +429,46 @@ const struct config_key *config_compose_once(struct config_key **cache,
     if (!*cache)
         *cache = config_compose(parts, n);
     return *cache;
+}
+
+const char *const config_format_doc[] = {
+    "One key = value setting a line. A line whose first non-blank character is # is a comment; "
+    "blank lines are ignored. A value runs to the end of its line, without the blanks around it, "
+    "and may be double-quoted to keep them. Every key may appear once.",
+    "Durations take ms, s, m, h or d (a bare number is milliseconds); sizes take k, m or g. A key "
+    "left out takes its default; a required key must be there.",
+    "An unknown key, a repeated key, a bad value or a missing required key stops the program at "
+    "once with the file, the line, the key and the reason; --check-config FILE reports the same "
+    "without starting.",
+    NULL,
+};
+
+/* The value's description after a key's name: its type, default and choices. */
+static void man_key(FILE *f, const struct config_key *k)
+{
+    fputs(".TP\n.B ", f);
+    roff_text(f, k->name);
+    fprintf(f, "\n(\\fI%s\\fR", type_name(k->type));
+    if (k->required) {
+        fputs(", required", f);
+    } else if (k->deflt) {
+        fputs(", default \\fB", f);
+        roff_text(f, *k->deflt ? k->deflt : "\"\"");
+        fputs("\\fR", f);
+    }
+    fputs(") ", f);
+    roff_text(f, k->help);
+    if (k->type == CONFIG_ENUM) {
+        fputs(": one of ", f);
+        roff_text(f, k->choices);
+    }
+    fputc('\n', f);
+}
+
+void config_print_man(FILE *f, const struct config_key *keys)
+{
+    for (const struct config_key *k = keys; k->name; k++)
+        man_key(f, k);
 }
 
 void config_print_help(const struct config_key *keys)

@@ -32,6 +32,7 @@
 #define DROVER_CONFIG_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "error.h"
 
@@ -150,6 +151,14 @@ const struct config_key *config_compose_once(struct config_key **cache,
 
 /* Print the keys, types, defaults and help to stdout (one key a line). */
 void config_print_help(const struct config_key *keys);
+/*
+ * The same keys as a man page's list (roff: a .TP entry per key with its type,
+ * default or "required", help and choices), for PROG.conf(5); and the file
+ * format's description, paragraphs ending at NULL. Generated from the table,
+ * so the page and --help-config cannot disagree.
+ */
+void config_print_man(FILE *f, const struct config_key *keys);
+extern const char *const config_format_doc[];
 
 /* Parse a duration ("250ms", "5s", "2m", "1h" or bare milliseconds) into *ms; 0 or DRV_EINVAL. */
 int config_parse_duration(const char *s, long *ms);

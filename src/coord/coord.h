@@ -264,14 +264,18 @@ int coord_session_credentials(const struct coord_session *s, int64_t *id, char p
  */
 int coord_session_timeout_ms(const struct coord_session *s);
 
+/* The session's size budget (max_request_bytes as applied): no request over it is sent. */
+size_t coord_session_max_request(const struct coord_session *s);
+
 /*
- * When the server last showed the session alive, on the monotonic clock
- * (clock_mono_ms): the issue time of the latest request it answered, or the
- * moment of the latest connection. The server heard from this client after
- * it, so it cannot expire the session before heard + timeout: a process that
- * must stop before its session can expire (the worker's plugin lease,
- * docs/worker.md) counts from here. coord probes a quiet session every tenth
- * of the timeout, so on a healthy session this trails now by about that much.
+ * When the server last showed the session alive, on the boot clock
+ * (clock_boot_ms, CLOCK_BOOTTIME: it goes on while the host is suspended, as
+ * the server's own clock does, so a host that slept finds this moment far
+ * behind and its session's expiry near or past): the issue time of the latest request it answered,
+ * or the moment of the latest connection. The server heard from this client after it, so it cannot
+ * expire the session before heard + timeout: a process that must stop before its session can expire
+ * (the worker's plugin lease, docs/worker.md) counts from here. coord probes a quiet session every
+ * tenth of the timeout, so on a healthy session this trails now by about that much.
  */
 int64_t coord_session_heard_ms(const struct coord_session *s);
 
@@ -636,6 +640,17 @@ void coord_txn_free(struct coord_txn *t);
  * is an upper bound of what is sent.
  */
 size_t coord_txn_bytes(const struct coord_txn *t);
+/*
+ * What one op adds to coord_txn_bytes(), before it is built: a caller that fills a
+ * transaction up to a budget (the engine's dispatch rounds) sums these, so that its
+ * figure is coord's own (a create counts its ACL at its largest; a keyed queue put,
+ * coord_txn_queue_put_bytes, two creates: the item and its key record). Pure.
+ */
+size_t coord_txn_create_bytes(const char *path, const char *json);
+size_t coord_txn_set_bytes(const char *path, const char *json);
+size_t coord_txn_delete_bytes(const char *path);
+/* The multi-op's own framing and a fence's check, on top of the ops (an upper bound). */
+#define COORD_TXN_OVERHEAD 160
 
 /*
  * Result of a commit. rc 0: every op applied. DRV_ECONFLICT: nothing applied
@@ -836,6 +851,8 @@ int coord_queue_put(struct coord_queue *q, const struct coord_queue_put_item *it
  */
 int coord_txn_queue_put(struct coord_txn *t, struct coord_queue *q, const char *key,
                         const char *json, int priority);
+/* What coord_txn_queue_put(t, q, key, json, priority) adds to coord_txn_bytes(t). */
+size_t coord_txn_queue_put_bytes(const struct coord_queue *q, const char *key, const char *json);
 
 /* The item id ("sNN/<name>") of an item path of q, into buf; DRV_EINVAL otherwise. */
 int coord_queue_item_id(const struct coord_queue *q, const char *path, char *buf, size_t n);

@@ -163,11 +163,12 @@ struct coord__op {
     bool counted;      /* a request counted in s->inflight */
     bool queued;       /* handed to the loop already (guarded by s->mu) */
     bool zombie;       /* refused at once: kept until its handle is closed */
-    long issued_ms;    /* monotonic time it was handed to the client library */
+    long issued_ms;    /* CLOCK_BOOTTIME moment it was handed to the client library */
     /* results, copied from ZooKeeper's buffers */
     int rc;
     bool has_stat;
-    bool fault_point; /* a read the test hook may fail (zkops.c fault_read_lost) */
+    bool fault_point;  /* a read the test hook may fail (zkops.c fault_read_lost) */
+    bool fault_answer; /* a write whose answer the test hook may lose (zkops.c answer_lost) */
     struct Stat stat;
     char *value; /* get: data (NUL-terminated); create: the created path */
     int value_len;
@@ -232,7 +233,7 @@ struct coord_session {
     bool suspected;              /* SUSPECT was told during this suspension or silence */
     bool silent;                 /* SUSPENDED because no answer came, not by the client */
     bool draining;               /* coord_session_free waits on cond for results (guarded by mu) */
-    long last_ok_ms;             /* issue time of the latest request the server answered */
+    long last_ok_ms;             /* issue time (boot clock) of the latest request answered */
     bool probing;                /* a liveness probe is in flight */
     struct event *tick;          /* silence detector, every timeout/10 */
     struct event *restart_timer; /* a new handle could not start: retry */
@@ -246,6 +247,16 @@ struct coord_session {
        the connection had dropped while it was in flight. */
     char *fault_read;
     unsigned fault_reads;
+    /* Test hook (DROVER_FAULT=zk-answer-lost:KIND:SUBSTRING[:N], docs/testing.md): the
+       first request of KIND (create, set, delete, multi, or any of them) whose path (a
+       multi: any of its ops' paths) holds SUBSTRING and that the server applied, and every
+       N-th such after it (N 2 when not given), has its answer replaced by a connection loss
+       before the caller sees it: the server's state is as the request made it, the caller
+       hears ZCONNECTIONLOSS, as when the connection drops between apply and reply. */
+    char *fault_answer;    /* SUBSTRING, or NULL */
+    int fault_answer_kind; /* enum coord_req, or COORD_REQ_N for any write */
+    unsigned fault_answer_every;
+    unsigned fault_answers; /* applied matching answers seen (guarded by mu) */
     /* acl.c: tenants' grants (coord_acl_grant), guarded by acl_mu. */
     pthread_mutex_t acl_mu;
     char *acl_tenant; /* a worker's own tenant, or NULL */
@@ -302,7 +313,8 @@ bool coord__pool_claim_released(const char *data, char *tenant, size_t tn, char 
 
 /* Encoded sizes (jute) of ops, for the budget; ACLs counted at their largest. */
 size_t coord__size_create(const char *path, const char *data);
-size_t coord__size_path_op(const char *path); /* delete, check */
+size_t coord__size_create_len(size_t path_len, size_t data_len); /* the same, by lengths */
+size_t coord__size_path_op(const char *path);                    /* delete, check */
 size_t coord__size_set(const char *path, const char *data);
 #define COORD__MULTI_FRAME 30 /* length, header, closing multi header, slack */
 

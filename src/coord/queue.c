@@ -627,6 +627,17 @@ static bool key_ok(const char *key)
     return true;
 }
 
+size_t coord_txn_queue_put_bytes(const struct coord_queue *q, const char *key, const char *json)
+{
+    /* The names coord_txn_queue_put makes, at their longest: i9-<11 hex digits>-k<key>. */
+    size_t name = 2 + 1 + TIME_DIGITS + 2 + strlen(key);
+    size_t item = strlen(q->path) + strlen("/items/sNN/") + name;
+    size_t key_path = strlen(q->path) + strlen("/keys/") + strlen(key);
+    size_t key_json = strlen("{\"item\":\"sNN/\"}") + name;
+    /* coord__size_create counts what it is given: lengths stand in for the strings. */
+    return coord__size_create_len(item, strlen(json)) + coord__size_create_len(key_path, key_json);
+}
+
 int coord_txn_queue_put(struct coord_txn *t, struct coord_queue *q, const char *key,
                         const char *json, int priority)
 {

@@ -45,6 +45,7 @@
  * (coord__callbacks_done) closes and frees the session when it returns.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -54,6 +55,7 @@
 
 #include "clock.h"
 #include "coord_int.h"
+#include "fault.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -179,7 +181,7 @@ static void suspect(struct coord_session *s, const char *why)
     if (s->suspected)
         return;
     log_warn(MOD, "event=session-suspect reason=%s session=0x%llx silent_ms=%ld timeout_ms=%d", why,
-             (unsigned long long)coord_session_id(s), (long)(clock_mono_ms() - s->last_ok_ms),
+             (unsigned long long)coord_session_id(s), (long)(clock_boot_ms() - s->last_ok_ms),
              timeout_of(s));
     s->suspected = true;
     tell(s, COORD__SUSPECT);
@@ -206,7 +208,7 @@ void coord__answered(struct coord_session *s, const struct coord__op *op)
     if (op->issued_ms > s->last_ok_ms)
         s->last_ok_ms = op->issued_ms;
     if (s->silent && s->zh && zoo_state(s->zh) == ZOO_CONNECTED_STATE &&
-        clock_mono_ms() - s->last_ok_ms < timeout_of(s) / 2) {
+        clock_boot_ms() - s->last_ok_ms < timeout_of(s) / 2) {
         log_info(MOD, "event=session-heard-again session=0x%llx",
                  (unsigned long long)coord_session_id(s));
         cancel_suspect(s);
@@ -234,7 +236,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         return;
     s->cb_depth++;
     int t = timeout_of(s);
-    long quiet = clock_mono_ms() - s->last_ok_ms;
+    long quiet = clock_boot_ms() - s->last_ok_ms;
     if (s->state == COORD_CONNECTED && quiet >= t / 2) {
         s->silent = true;
         report(s, COORD_SUSPENDED);
@@ -295,7 +297,7 @@ void coord__session_event(struct coord_session *s, int state)
             s->state == COORD_EXPIRED || (s->state == COORD_CONNECTING && s->ever_connected);
         s->ever_connected = true;
         cancel_suspect(s);
-        s->last_ok_ms = clock_mono_ms();
+        s->last_ok_ms = clock_boot_ms();
         arm_tick(s);
         if (renew)
             tell(s, COORD__NEW_SESSION);
@@ -306,7 +308,7 @@ void coord__session_event(struct coord_session *s, int state)
             cancel_suspect(s);
             /* A third of the timeout from now, or half of it from the last answer. */
             int t = timeout_of(s);
-            long ms = s->last_ok_ms + t / 2 - clock_mono_ms();
+            long ms = s->last_ok_ms + t / 2 - clock_boot_ms();
             if (ms > t / 3)
                 ms = t / 3;
             s->suspect_timer = coord__timer(s, ms > 0 ? (int)ms : 0, on_suspect, s);
@@ -341,6 +343,39 @@ static void on_efd(evutil_socket_t fd, short what, void *arg)
 }
 
 /* ---- lifecycle -------------------------------------------------------------- */
+
+/* DROVER_FAULT=zk-answer-lost:KIND:SUBSTRING[:N] (coord_int.h): a bad one is refused loudly
+   rather than ignored, so that a test never runs without the fault it asked for. */
+static void fault_answer_parse(struct coord_session *s)
+{
+    char *a = fault_arg("zk-answer-lost");
+    if (!a)
+        return;
+    unsigned every = fault_every(a, 2);
+    char *colon = strchr(a, ':');
+    int kind = -1;
+    if (colon) {
+        *colon = '\0';
+        static const enum coord_req kinds[] = {COORD_REQ_CREATE, COORD_REQ_SET, COORD_REQ_DELETE,
+                                               COORD_REQ_MULTI};
+        for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+            if (strcmp(a, coord_req_name(kinds[i])) == 0)
+                kind = (int)kinds[i];
+        if (strcmp(a, "any") == 0)
+            kind = COORD_REQ_N;
+    }
+    if (kind < 0 || !colon[1]) {
+        log_error(MOD, "event=fault-refused fault=zk-answer-lost reason=\"want "
+                       "KIND:SUBSTRING[:N], KIND create, set, delete, multi or any\"");
+        abort();
+    }
+    s->fault_answer = xstrdup(colon + 1);
+    s->fault_answer_kind = kind;
+    s->fault_answer_every = every;
+    free(a);
+    log_warn(MOD, "event=fault-armed fault=zk-answer-lost kind=%s path=%s every=%u",
+             kind == COORD_REQ_N ? "any" : coord_req_name(kind), s->fault_answer, every);
+}
 
 struct coord_session *coord_session_new(struct event_base *base, const struct coord_session_opts *o,
                                         struct drv_err *err)
@@ -383,9 +418,12 @@ struct coord_session *coord_session_new(struct event_base *base, const struct co
     } else {
         s->acl = &ZOO_OPEN_ACL_UNSAFE;
     }
-    const char *fault = getenv("DROVER_FAULT");
-    if (fault && strncmp(fault, "zk-read-lost:", 13) == 0 && fault[13])
-        s->fault_read = xstrdup(fault + 13);
+    s->fault_read = fault_arg("zk-read-lost");
+    if (s->fault_read && !*s->fault_read) {
+        free(s->fault_read);
+        s->fault_read = NULL;
+    }
+    fault_answer_parse(s);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cond, NULL);
     s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -413,6 +451,7 @@ fail:
     free(s->hosts);
     free(s->digest);
     free(s->fault_read);
+    free(s->fault_answer);
     coord__acl_free(s);
     free(s);
     return NULL;
@@ -461,6 +500,11 @@ int coord_session_credentials(const struct coord_session *s, int64_t *id, char p
 int coord_session_timeout_ms(const struct coord_session *s)
 {
     return timeout_of(s);
+}
+
+size_t coord_session_max_request(const struct coord_session *s)
+{
+    return s->max_req;
 }
 
 int64_t coord_session_heard_ms(const struct coord_session *s)
@@ -612,6 +656,7 @@ static void destroy(struct coord_session *s)
     free(s->hosts);
     free(s->digest);
     free(s->fault_read);
+    free(s->fault_answer);
     coord__acl_free(s);
     free(s);
 }

@@ -145,6 +145,24 @@ static size_t rec_bytes(const struct trec *r)
     return 0;
 }
 
+size_t coord_txn_create_bytes(const char *path, const char *json)
+{
+    struct trec r = {.type = T_CREATE, .path = (char *)path, .json = (char *)json};
+    return rec_bytes(&r);
+}
+
+size_t coord_txn_set_bytes(const char *path, const char *json)
+{
+    struct trec r = {.type = T_SET, .path = (char *)path, .json = (char *)json};
+    return rec_bytes(&r);
+}
+
+size_t coord_txn_delete_bytes(const char *path)
+{
+    struct trec r = {.type = T_DELETE, .path = (char *)path};
+    return rec_bytes(&r);
+}
+
 size_t coord_txn_bytes(const struct coord_txn *t)
 {
     size_t b = 0;

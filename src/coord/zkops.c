@@ -98,9 +98,32 @@ static bool completion_begin(struct coord__op *op)
     return true;
 }
 
+/*
+ * The test hook of coord_int.h (DROVER_FAULT=zk-answer-lost): a write the server applied
+ * loses its answer here, under s->mu, before the loop sees it. What the caller gets is
+ * what the client library gives when the connection drops between apply and reply: the
+ * rc ZCONNECTIONLOSS and no result (no created name, no stat, a multi's results zero).
+ */
+static void answer_lost_locked(struct coord__op *op)
+{
+    struct coord_session *s = op->s;
+    if (!op->fault_answer || op->rc != ZOK || s->fault_answers++ % s->fault_answer_every)
+        return;
+    op->rc = ZCONNECTIONLOSS;
+    free(op->value);
+    op->value = NULL;
+    op->value_len = 0;
+    op->has_stat = false;
+    if (op->results)
+        memset(op->results, 0, (size_t)(op->nops ? op->nops : 1) * sizeof(*op->results));
+    log_warn(MOD, "event=fault-injected fault=zk-answer-lost path=%s ops=%d",
+             op->path && *op->path ? op->path : "-", op->nops);
+}
+
 static void completion_end(struct coord__op *op)
 {
     struct coord_session *s = op->s;
+    answer_lost_locked(op);
     bool w = enqueue_locked(s, op);
     pthread_mutex_unlock(&s->mu);
     if (w)
@@ -327,12 +350,9 @@ static bool refused(struct coord__op *op)
     return true;
 }
 
-/* A multi-op's first op's path, for counting (coord_session_requests_by_path). */
-static const char *multi_path(const struct coord__op *op)
+/* One op of a multi-op: its path. */
+static const char *mop_path(const zoo_op_t *o)
 {
-    if (op->nops < 1)
-        return NULL;
-    const zoo_op_t *o = &op->ops[0];
     switch (o->type) {
     case ZOO_CREATE_OP:
         return o->create_op.path;
@@ -347,11 +367,35 @@ static const char *multi_path(const struct coord__op *op)
     }
 }
 
+/* A multi-op's first op's path, for counting (coord_session_requests_by_path). */
+static const char *multi_path(const struct coord__op *op)
+{
+    return op->nops < 1 ? NULL : mop_path(&op->ops[0]);
+}
+
+/* The test hook (answer_lost_locked): mark a write of the hook's kind and path. */
+static void answer_fault_mark(struct coord__op *op, enum coord_req kind)
+{
+    struct coord_session *s = op->s;
+    if (!s->fault_answer ||
+        (s->fault_answer_kind != COORD_REQ_N && s->fault_answer_kind != (int)kind))
+        return;
+    if (kind != COORD_REQ_MULTI) {
+        op->fault_answer = op->path && strstr(op->path, s->fault_answer);
+        return;
+    }
+    for (int i = 0; i < op->nops && !op->fault_answer; i++) {
+        const char *p = mop_path(&op->ops[i]);
+        op->fault_answer = p && strstr(p, s->fault_answer);
+    }
+}
+
 static void issued(struct coord__op *op, enum coord_req kind, int zrc)
 {
     struct coord_session *s = op->s;
     op->counted = true;
-    op->issued_ms = clock_mono_ms();
+    op->issued_ms = clock_boot_ms();
+
     s->inflight++;
     if (zrc == ZOK) {
         s->sent[kind]++;
@@ -401,6 +445,7 @@ void coord__zk_create(struct coord__op *op, const char *path, const char *data, 
     op->path = xstrdup(path);
     if (refused(op) || too_big(op, coord__size_create(path, data)))
         return;
+    answer_fault_mark(op, COORD_REQ_CREATE);
     issued(op, COORD_REQ_CREATE,
            zoo_acreate2(s->zh, path, data, data ? (int)strlen(data) : -1, coord__acl_for(s, path),
                         zmode(flags), c_string_stat, op));
@@ -411,6 +456,7 @@ void coord__zk_delete(struct coord__op *op, const char *path, int version)
     op->path = xstrdup(path);
     if (refused(op))
         return;
+    answer_fault_mark(op, COORD_REQ_DELETE);
     issued(op, COORD_REQ_DELETE, zoo_adelete(op->s->zh, path, version, c_void, op));
 }
 
@@ -437,6 +483,7 @@ void coord__zk_set(struct coord__op *op, const char *path, const char *data, int
     op->path = xstrdup(path);
     if (refused(op) || too_big(op, coord__size_set(path, data)))
         return;
+    answer_fault_mark(op, COORD_REQ_SET);
     issued(op, COORD_REQ_SET,
            zoo_aset(op->s->zh, path, data, (int)strlen(data), version, c_stat, op));
 }
@@ -516,6 +563,11 @@ size_t coord__size_create(const char *path, const char *data)
     return MULTI_HEADER + jstr(path) + jstr(data) + ACL_BYTES + 4;
 }
 
+size_t coord__size_create_len(size_t path_len, size_t data_len)
+{
+    return MULTI_HEADER + 4 + path_len + 4 + data_len + ACL_BYTES + 4;
+}
+
 size_t coord__size_path_op(const char *path)
 {
     return MULTI_HEADER + jstr(path) + 4;
@@ -576,6 +628,7 @@ void coord__zk_multi(struct coord__op *op)
 {
     if (refused(op) || too_big(op, op->bytes))
         return;
+    answer_fault_mark(op, COORD_REQ_MULTI);
     int zrc = zoo_amulti(op->s->zh, op->nops, op->ops, op->results, c_void, op);
     if (zrc != ZOK) {
         /* The library may have freed some of the op's strings: leak them rather. */

@@ -13,6 +13,11 @@
  * one task") and its fencing are unchanged. Loop thread only; the PostgreSQL work runs on a
  * store thread.
  *
+ * A stage between the jobs and the servers: the jobs hand parts down (batch.h), the batch
+ * calls the store's work (job_pg.c) and coord, and nothing of the jobs' but the callback
+ * that each part came with. What it needs of a job's multi-op is in the part (its ops, its
+ * size); of the job itself only its lock, the fence (engine__job_alive, engine_int.h).
+ *
  * Fencing, per job, in a batch:
  *   PostgreSQL (engine__pg_multi_work, job_pg.c): one statement locks the parts' job rows in
  *     id order (two batches never deadlock: each takes its locks in the same order) and
@@ -59,6 +64,7 @@
 
 #include <event2/event.h>
 
+#include "batch.h"
 #include "check.h"
 #include "coord.h"
 #include "engine_int.h"
@@ -82,16 +88,78 @@
 #define ENGINE_PG_MULTIS 1
 #define LANE_STARTS 0
 #define LANE_ROUNDS 1
+#define ENGINE_ZK_MULTIS 1 /* (below: the multi-ops) */
+
+/* A job's PostgreSQL part waiting for its lane's next transaction (engine__batch_pg_part). */
+struct pgq {
+    int kind; /* enum engine__pg_kind */
+    void *arg;
+    void (*done)(int rc, const struct drv_err *err, void *arg);
+};
+
+/* A lane: its gathered parts and its transactions in flight. */
+struct pglane {
+    struct engine *e;
+    struct pgq *gather; /* waiting for the lane's next transaction */
+    size_t n_gather, cap_gather;
+    struct event *gather_ev;
+    int pg_multis; /* the lane's transactions in flight (at most ENGINE_PG_MULTIS) */
+};
+
+/* The test hooks that gather PostgreSQL parts (gather_held). */
+enum gather_hook { GATHER_STARTS, GATHER_PROGRESS, GATHER_ENDS, GATHER_HOOKS };
+
+struct zmulti;
+
+/* The batch's state, in struct engine (e->batch): this file's alone. */
+struct ebatch {
+    struct pglane pglane[2];        /* LANE_STARTS, LANE_ROUNDS */
+    struct engine__zpart **zgather; /* the jobs' multi-ops waiting for the next one */
+    size_t n_zgather, cap_zgather;
+    struct event *zgather_ev;
+    int zk_multis; /* such multi-ops in flight (at most ENGINE_ZK_MULTIS) */
+    /* Those multi-ops: engine__batch_free orphans them, so that an answer coord delivers
+       after the engine is gone touches nothing of it. */
+    struct zmulti **zflying;
+    size_t n_zflying, cap_zflying;
+    /* Test hook (DROVER_FAULT=hold-batch-answer): the answer to the first multi-op of
+       several jobs is held, its jobs waiting as if it were in flight, until the engine is
+       freed; then coord delivers it to the orphan. */
+    bool fault_hold_batch;
+    struct zmulti *held; /* that multi-op (one of zflying), NULL until then */
+    /* Test hooks (DROVER_FAULT=gather-starts=K,gather-progress=K,gather-ends=K): the first
+       starts, rounds carrying a worker's progress (a task running or ended), or final
+       writes gather until K jobs have a part in their lane, then go as one transaction;
+       each 0 once done (or without the hook). */
+    size_t fault_gather[GATHER_HOOKS];
+};
+
+void engine__batch_init(struct engine *e)
+{
+    struct ebatch *b = xcalloc(1, sizeof(*b));
+    const char *fault = getenv("DROVER_FAULT");
+    b->fault_hold_batch = fault && strcmp(fault, "hold-batch-answer") == 0;
+    static const char *const gathers[GATHER_HOOKS] = {
+        "gather-starts=", "gather-progress=", "gather-ends="};
+    for (int h = 0; fault && h < GATHER_HOOKS; h++) {
+        const char *at = strstr(fault, gathers[h]);
+        if (at)
+            b->fault_gather[h] = strtoul(at + strlen(gathers[h]), NULL, 10);
+    }
+    for (int k = 0; k < 2; k++)
+        b->pglane[k].e = e;
+    e->batch = b;
+}
 
 struct pgmulti {
-    struct engine__pglane *lane;
-    struct engine__pgq *q; /* sorted by job id, as m.p */
+    struct pglane *lane;
+    struct pgq *q; /* sorted by job id, as m.p */
     struct engine__pg_multi m;
 };
 
 static void gather_cb(evutil_socket_t fd, short what, void *arg);
 
-static const char *part_id(const struct engine__pgq *q, int64_t *token)
+static const char *part_id(const struct pgq *q, int64_t *token)
 {
     switch ((enum engine__pg_kind)q->kind) {
     case ENGINE__PG_LOAD: {
@@ -105,7 +173,7 @@ static const char *part_id(const struct engine__pgq *q, int64_t *token)
         return s->id;
     }
     case ENGINE__PG_ROUND: {
-        struct engine__pg_batch *b = engine__pgb_batch(q->arg);
+        struct engine__pg_batch *b = q->arg;
         *token = b->token;
         return b->id;
     }
@@ -122,26 +190,17 @@ static const char *part_id(const struct engine__pgq *q, int64_t *token)
 void engine__batch_pg_part(struct engine *e, int kind, void *arg,
                            void (*done)(int rc, const struct drv_err *err, void *arg))
 {
-    struct engine__pglane *l =
-        &e->pglane[kind == ENGINE__PG_LOAD || kind == ENGINE__PG_START ? LANE_STARTS : LANE_ROUNDS];
+    struct ebatch *b = e->batch;
+    struct pglane *l =
+        &b->pglane[kind == ENGINE__PG_LOAD || kind == ENGINE__PG_START ? LANE_STARTS : LANE_ROUNDS];
     XGROW(l->gather, l->cap_gather, l->n_gather + 1);
-    l->gather[l->n_gather++] = (struct engine__pgq){.kind = kind, .arg = arg, .done = done};
+    l->gather[l->n_gather++] = (struct pgq){.kind = kind, .arg = arg, .done = done};
     l->e = e;
     if (!l->gather_ev)
         l->gather_ev = event_new(e->base, -1, 0, gather_cb, l);
     /* At the end of this turn: what the other jobs write in it goes in too. */
     if (l->pg_multis < ENGINE_PG_MULTIS)
         event_active(l->gather_ev, EV_TIMEOUT, 0);
-}
-
-static void round_done(int rc, const struct drv_err *err, void *arg)
-{
-    engine__pgb_done(rc, err, arg);
-}
-
-void engine__batch_pg(struct engine *e, struct pgb *g)
-{
-    engine__batch_pg_part(e, ENGINE__PG_ROUND, g, round_done);
 }
 
 static int by_id(const void *a, const void *b)
@@ -184,7 +243,7 @@ static int multi_work(PGconn *conn, void *arg, struct drv_err *err)
 static void multi_done(int rc, const struct drv_err *err, void *arg)
 {
     struct pgmulti *pm = arg;
-    struct engine__pglane *l = pm->lane;
+    struct pglane *l = pm->lane;
     l->pg_multis--;
     /* Nothing was written (the work may not even have run: no connection): every part hears
      * why, or a round never written would count as written. */
@@ -212,20 +271,20 @@ static void multi_done(int rc, const struct drv_err *err, void *arg)
         event_active(l->gather_ev, EV_TIMEOUT, 0);
 }
 
-/* What the test hooks below wait for (enum engine__gather_hook): a job's start, a round
+/* What the test hooks below wait for (enum gather_hook): a job's start, a round
  * that carries a worker's progress (a task marked running, or an attempt ended), a job's
  * final write. */
-static bool gather_counts(int hook, const struct engine__pgq *q)
+static bool gather_counts(int hook, const struct pgq *q)
 {
     switch (hook) {
-    case ENGINE__GATHER_STARTS:
+    case GATHER_STARTS:
         return q->kind == ENGINE__PG_START;
-    case ENGINE__GATHER_ENDS:
+    case GATHER_ENDS:
         return q->kind == ENGINE__PG_FINAL;
     default:
         if (q->kind != ENGINE__PG_ROUND)
             return false;
-        const struct engine__pg_batch *b = engine__pgb_batch(q->arg);
+        const struct engine__pg_batch *b = q->arg;
         return b->attempts || (b->tasks && strstr(b->tasks, "\"st\":\"running\""));
     }
 }
@@ -236,37 +295,38 @@ static bool gather_counts(int hook, const struct engine__pgq *q)
  * the first time K have one, they go, and that hook is done. So a test knows that the
  * jobs' starts (engine_batch_start_fence), their first writes after a worker came
  * (engine_batch_fence) or their ends meet in one transaction whatever the scheduling. */
-static bool gather_held(struct engine__pglane *l)
+static bool gather_held(struct pglane *l)
 {
     static const char *const names[] = {"starts", "progress", "ends"};
     struct engine *e = l->e;
-    bool starts = l == &e->pglane[LANE_STARTS];
-    for (int h = starts ? ENGINE__GATHER_STARTS : ENGINE__GATHER_PROGRESS;
-         h <= (starts ? ENGINE__GATHER_STARTS : ENGINE__GATHER_ENDS); h++) {
-        if (!e->fault_gather[h])
+    struct ebatch *b = e->batch;
+    bool starts = l == &b->pglane[LANE_STARTS];
+    for (int h = starts ? GATHER_STARTS : GATHER_PROGRESS;
+         h <= (starts ? GATHER_STARTS : GATHER_ENDS); h++) {
+        if (!b->fault_gather[h])
             continue;
         size_t counted = 0;
         for (size_t i = 0; i < l->n_gather; i++)
             counted += gather_counts(h, &l->gather[i]);
         if (!counted)
             continue;
-        if (l->n_gather < e->fault_gather[h])
+        if (l->n_gather < b->fault_gather[h])
             return true;
         log_warn(MOD, "event=fault-injected fault=gather-%s parts=%zu counted=%zu", names[h],
                  l->n_gather, counted);
-        e->fault_gather[h] = 0;
+        b->fault_gather[h] = 0;
     }
     return false;
 }
 
 static void gather_cb(evutil_socket_t fd, short what, void *arg)
 {
-    struct engine__pglane *l = arg;
+    struct pglane *l = arg;
     struct engine *e = l->e;
     if (!l->n_gather || l->pg_multis >= ENGINE_PG_MULTIS || gather_held(l))
         return;
     size_t n = l->n_gather;
-    struct engine__pgq *qs = l->gather;
+    struct pgq *qs = l->gather;
     l->gather = NULL;
     l->n_gather = l->cap_gather = 0;
     qsort(qs, n, sizeof(*qs), by_id);
@@ -294,7 +354,7 @@ static void gather_cb(evutil_socket_t fd, short what, void *arg)
     for (size_t i = 0; i < n; i++) {
         struct engine__pg_part *p = &pm->m.p[i];
         p->kind = (enum engine__pg_kind)qs[i].kind;
-        p->arg = p->kind == ENGINE__PG_ROUND ? (void *)engine__pgb_batch(qs[i].arg) : qs[i].arg;
+        p->arg = qs[i].arg;
         p->id = part_id(&qs[i], &p->token);
         if (n > 1 && (p->kind == ENGINE__PG_LOAD || p->kind == ENGINE__PG_START))
             e->stats.pg_shared_starts++;
@@ -319,11 +379,9 @@ static void gather_cb(evutil_socket_t fd, short what, void *arg)
  * its version moved, a run record already deleted), that job hears it as if it had been
  * alone, and the others are sent again without it at once (docs/engine.md "Batching across
  * jobs"). */
-#define ENGINE_ZK_MULTIS 1
-
 struct zmulti {
     struct engine *e; /* NULL once the engine stopped with it in flight (orphaned) */
-    struct etxn **ts;
+    struct engine__zpart **ts;
     size_t *off; /* index in the multi-op of each job's fence check */
     size_t n, cap;
     size_t bytes;
@@ -332,23 +390,110 @@ struct zmulti {
 static void zgather_cb(evutil_socket_t fd, short what, void *arg);
 static void zmulti_send(struct zmulti *zm);
 
-void engine__batch_zk(struct engine *e, struct etxn *t)
+struct engine__zop *engine__zpart_add(struct engine__zpart *z, enum engine__zop_kind kind,
+                                      char *path, char *data, int version)
 {
-    XGROW(e->zgather, e->cap_zgather, e->n_zgather + 1);
-    e->zgather[e->n_zgather++] = t;
-    if (!e->zgather_ev)
-        e->zgather_ev = event_new(e->base, -1, 0, zgather_cb, e);
-    if (e->zk_multis < ENGINE_ZK_MULTIS)
-        event_active(e->zgather_ev, EV_TIMEOUT, 0);
+    XGROW(z->ops, z->cap, z->n + 1);
+    struct engine__zop *o = &z->ops[z->n++];
+    memset(o, 0, sizeof(*o));
+    o->kind = kind;
+    o->path = path;
+    o->data = data;
+    o->version = version;
+    /* coord's own figures (an upper bound of what it sends: a create's ACL at its largest),
+       so that a round under the budget is a multi-op under the session's limit. A set
+       without data yet (a job's state, encoded last) reserves its largest encoding. A put
+       is counted by its maker, which knows its key (coord_txn_queue_put_bytes). */
+    switch (kind) {
+    case ENGINE__ZOP_CREATE:
+        z->bytes += coord_txn_create_bytes(path, data);
+        break;
+    case ENGINE__ZOP_SET:
+        z->bytes += data ? coord_txn_set_bytes(path, data)
+                         : coord_txn_set_bytes(path, "") + ENGINE_STATE_MAX_JSON;
+        break;
+    case ENGINE__ZOP_DELETE:
+        z->bytes += coord_txn_delete_bytes(path);
+        break;
+    case ENGINE__ZOP_PUT:
+        break;
+    }
+    return o;
+}
+
+void engine__zpart_drop(struct engine__zpart *z, size_t i)
+{
+    free(z->ops[i].path);
+    free(z->ops[i].data);
+    memmove(&z->ops[i], &z->ops[i + 1], (z->n - i - 1) * sizeof(*z->ops));
+    z->n--;
+}
+
+void engine__zpart_clear(struct engine__zpart *z)
+{
+    for (size_t i = 0; i < z->n; i++) {
+        free(z->ops[i].path);
+        free(z->ops[i].data);
+    }
+    free(z->ops);
+    z->ops = NULL;
+    z->n = z->cap = 0;
+}
+
+/* z's ops appended to c, in order. */
+static void add_ops(struct coord_txn *c, const struct engine__zpart *z)
+{
+    for (size_t i = 0; i < z->n; i++) {
+        const struct engine__zop *o = &z->ops[i];
+        switch (o->kind) {
+        case ENGINE__ZOP_CREATE:
+            coord_txn_create(c, o->path, o->data, 0);
+            break;
+        case ENGINE__ZOP_SET:
+            coord_txn_set(c, o->path, o->data, o->version);
+            break;
+        case ENGINE__ZOP_DELETE:
+            coord_txn_delete(c, o->path, o->version);
+            break;
+        case ENGINE__ZOP_PUT:
+            coord_txn_queue_put(c, o->q, o->key, o->data, o->prio);
+            break;
+        }
+    }
+}
+
+void engine__batch_zk(struct engine *e, struct engine__zpart *t)
+{
+    struct ebatch *b = e->batch;
+    XGROW(b->zgather, b->cap_zgather, b->n_zgather + 1);
+    b->zgather[b->n_zgather++] = t;
+    if (!b->zgather_ev)
+        b->zgather_ev = event_new(e->base, -1, 0, zgather_cb, e);
+    if (b->zk_multis < ENGINE_ZK_MULTIS)
+        event_active(b->zgather_ev, EV_TIMEOUT, 0);
 }
 
 static void zflying_del(struct engine *e, struct zmulti *zm)
 {
-    for (size_t i = 0; i < e->n_zflying; i++)
-        if (e->zflying[i] == zm) {
-            e->zflying[i] = e->zflying[--e->n_zflying];
+    struct ebatch *b = e->batch;
+    for (size_t i = 0; i < b->n_zflying; i++)
+        if (b->zflying[i] == zm) {
+            b->zflying[i] = b->zflying[--b->n_zflying];
             return;
         }
+}
+
+/* A part whose job is dead or whose lock is not held (lost meanwhile: j->lock may be NULL,
+ * and a NULL fence would send the multi-op unfenced, against invariant 2) is settled here as
+ * lost, never sent; true when so. Every send of a part alone goes through this. */
+static bool zpart_lost(struct engine__zpart *t)
+{
+    struct ejob *j = t->j;
+    if (engine__job_alive(j) && j->lock && coord_lock_held(j->lock))
+        return false;
+    struct coord_txn_result one = {.rc = DRV_ECONFLICT, .failed_op = -1};
+    t->done(&one, t);
+    return true;
 }
 
 static void on_zmulti(const struct coord_txn_result *r, void *arg)
@@ -361,25 +506,28 @@ static void on_zmulti(const struct coord_txn_result *r, void *arg)
         log_info(MOD, "event=batch-answer-orphaned jobs=%zu", zm->n);
         struct coord_txn_result gone = {.rc = DRV_ECONFLICT, .failed_op = -1};
         for (size_t i = 0; i < zm->n; i++)
-            engine__etxn_done(&gone, zm->ts[i]);
+            zm->ts[i]->done(&gone, zm->ts[i]);
         free(zm->ts);
         free(zm->off);
         free(zm);
         return;
     }
-    if (e->fault_hold_batch && zm->n > 1 && !e->held) {
+    struct ebatch *b = e->batch;
+    if (b->fault_hold_batch && zm->n > 1 && !b->held) {
         log_warn(MOD, "event=fault-injected fault=hold-batch-answer jobs=%zu rc=%d", zm->n, r->rc);
-        e->held = zm; /* still flying: engine__batch_free orphans it */
+        b->held = zm; /* still flying: engine__batch_free orphans it */
         return;
     }
     zflying_del(e, zm);
-    e->zk_multis--;
+    b->zk_multis--;
     if (zm->n == 1) {
-        engine__etxn_done(r, zm->ts[0]);
+        zm->ts[0]->done(r, zm->ts[0]);
     } else if (r->rc == DRV_ETOOBIG) {
         /* Each part fits the budget by its estimate, the encoded whole did not fit the
          * session's limit: each part alone, now (nothing was sent). */
         for (size_t i = 0; i < zm->n; i++) {
+            if (zpart_lost(zm->ts[i]))
+                continue;
             struct zmulti *one = xcalloc(1, sizeof(*one));
             one->e = e;
             XGROW(one->ts, one->cap, 1);
@@ -392,7 +540,7 @@ static void on_zmulti(const struct coord_txn_result *r, void *arg)
          * settles it as its own (an unknown outcome: each reads its state's version). */
         struct coord_txn_result one = {.rc = r->rc, .failed_op = -1, .zrc = r->zrc};
         for (size_t i = 0; i < zm->n; i++)
-            engine__etxn_done(&one, zm->ts[i]);
+            zm->ts[i]->done(&one, zm->ts[i]);
     } else {
         size_t bad = 0;
         while (bad + 1 < zm->n && zm->off[bad + 1] <= (size_t)r->failed_op)
@@ -408,35 +556,41 @@ static void on_zmulti(const struct coord_txn_result *r, void *arg)
                                            .failed_op = local == 0 ? -1 : (int)local - 1,
                                            .zrc = r->zrc};
             log_info(MOD, "event=job-fenced-in-batch job=%s batch=%zu store=zk op=%zu",
-                     engine__etxn_job(zm->ts[i])->id, zm->n, local);
-            engine__etxn_done(&one, zm->ts[i]);
+                     zm->ts[i]->j->id, zm->n, local);
+            zm->ts[i]->done(&one, zm->ts[i]);
         }
     }
     free(zm->ts);
     free(zm->off);
     free(zm);
-    if (e->n_zgather && e->zk_multis < ENGINE_ZK_MULTIS && e->zgather_ev)
-        event_active(e->zgather_ev, EV_TIMEOUT, 0);
+    if (b->n_zgather && b->zk_multis < ENGINE_ZK_MULTIS && b->zgather_ev)
+        event_active(b->zgather_ev, EV_TIMEOUT, 0);
 }
 
 static void zmulti_send(struct zmulti *zm)
 {
     struct engine *e = zm->e;
-    XGROW(e->zflying, e->cap_zflying, e->n_zflying + 1);
-    e->zflying[e->n_zflying++] = zm;
-    e->zk_multis++;
+    struct ebatch *b = e->batch;
+    XGROW(b->zflying, b->cap_zflying, b->n_zflying + 1);
+    b->zflying[b->n_zflying++] = zm;
+    b->zk_multis++;
     e->stats.zk_multis++;
     e->stats.zk_multi_jobs += zm->n;
     struct coord_txn *c = coord_txn_new();
     if (zm->n == 1) {
-        engine__etxn_ops(c, zm->ts[0]);
-        coord_txn_commit(e->zk, c, engine__etxn_job(zm->ts[0])->lock, on_zmulti, zm);
+        /* Never unfenced: every caller settled a part without a held lock (zpart_lost). */
+#if DRV_CHECKS
+        if (!zm->ts[0]->j->lock)
+            abort();
+#endif
+        add_ops(c, zm->ts[0]);
+        coord_txn_commit(e->zk, c, zm->ts[0]->j->lock, on_zmulti, zm);
         return;
     }
     for (size_t i = 0; i < zm->n; i++) {
         zm->off[i] = coord_txn_count(c);
-        coord_txn_check(c, coord_lock_node(engine__etxn_job(zm->ts[i])->lock), -1);
-        engine__etxn_ops(c, zm->ts[i]);
+        coord_txn_check(c, coord_lock_node(zm->ts[i]->j->lock), -1);
+        add_ops(c, zm->ts[i]);
     }
     coord_txn_commit(e->zk, c, NULL, on_zmulti, zm);
 }
@@ -444,23 +598,19 @@ static void zmulti_send(struct zmulti *zm)
 static void zgather_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct engine *e = arg;
-    if (!e->n_zgather || e->zk_multis >= ENGINE_ZK_MULTIS)
+    struct ebatch *b = e->batch;
+    if (!b->n_zgather || b->zk_multis >= ENGINE_ZK_MULTIS)
         return;
-    size_t n = e->n_zgather;
-    struct etxn **ts = e->zgather;
-    e->zgather = NULL;
-    e->n_zgather = e->cap_zgather = 0;
+    size_t n = b->n_zgather;
+    struct engine__zpart **ts = b->zgather;
+    b->zgather = NULL;
+    b->n_zgather = b->cap_zgather = 0;
     struct zmulti *zm = NULL;
     for (size_t i = 0; i < n; i++) {
-        struct etxn *t = ts[i];
-        struct ejob *j = engine__etxn_job(t);
-        if (!engine__job_alive(j) || !coord_lock_held(j->lock)) {
-            /* Settled alone: a dead job's is dropped, a lock not held is lost. */
-            struct coord_txn_result one = {.rc = DRV_ECONFLICT, .failed_op = -1};
-            engine__etxn_done(&one, t);
-            continue;
-        }
-        if (zm && zm->bytes + engine__etxn_bytes(t) + 128 > e->budget) {
+        struct engine__zpart *t = ts[i];
+        if (zpart_lost(t))
+            continue; /* settled alone: a dead job's is dropped, a lock not held is lost */
+        if (zm && zm->bytes + t->bytes + 128 > e->budget) {
             zmulti_send(zm);
             zm = NULL;
         }
@@ -471,7 +621,7 @@ static void zgather_cb(evutil_socket_t fd, short what, void *arg)
         XGROW(zm->ts, zm->cap, zm->n + 1);
         zm->off = xrealloc(zm->off, zm->cap * sizeof(*zm->off));
         zm->ts[zm->n++] = t;
-        zm->bytes += engine__etxn_bytes(t) + 128;
+        zm->bytes += t->bytes + 128;
     }
     if (zm)
         zmulti_send(zm);
@@ -487,34 +637,30 @@ static void held_cb(int rc, const char *data, int version, void *arg)
 
 void engine__batch_free(struct engine *e)
 {
+    struct ebatch *b = e->batch;
+    if (!b)
+        return;
     struct drv_err err;
     drv_err_set(&err, DRV_EAGAIN, 0, "the engine stopped");
     for (int k = 0; k < 2; k++) {
-        struct engine__pglane *l = &e->pglane[k];
+        struct pglane *l = &b->pglane[k];
         for (size_t i = 0; i < l->n_gather; i++)
             l->gather[i].done(DRV_EAGAIN, &err, l->gather[i].arg);
         free(l->gather);
-        l->gather = NULL;
-        l->n_gather = 0;
         if (l->gather_ev)
             event_free(l->gather_ev);
-        l->gather_ev = NULL;
     }
     struct coord_txn_result gone = {.rc = DRV_ECONFLICT, .failed_op = -1};
-    for (size_t i = 0; i < e->n_zgather; i++)
-        engine__etxn_done(&gone, e->zgather[i]); /* (their jobs are dead: only freed) */
-    free(e->zgather);
-    e->zgather = NULL;
-    e->n_zgather = 0;
-    if (e->zgather_ev)
-        event_free(e->zgather_ev);
-    e->zgather_ev = NULL;
-    for (size_t i = 0; i < e->n_zflying; i++)
-        ((struct zmulti *)e->zflying[i])->e = NULL; /* on_zmulti frees it, whenever */
-    if (e->held)
-        coord_get(e->zk, ZKPATH_JOBS, held_cb, e->held);
-    e->held = NULL;
-    free(e->zflying);
-    e->zflying = NULL;
-    e->n_zflying = e->cap_zflying = 0;
+    for (size_t i = 0; i < b->n_zgather; i++)
+        b->zgather[i]->done(&gone, b->zgather[i]); /* (their jobs are dead: only freed) */
+    free(b->zgather);
+    if (b->zgather_ev)
+        event_free(b->zgather_ev);
+    for (size_t i = 0; i < b->n_zflying; i++)
+        b->zflying[i]->e = NULL; /* on_zmulti frees it, whenever */
+    if (b->held)
+        coord_get(e->zk, ZKPATH_JOBS, held_cb, b->held);
+    free(b->zflying);
+    free(b);
+    e->batch = NULL;
 }

@@ -53,16 +53,20 @@
  * the same multi-op is sent again (keyed puts cannot duplicate: the version
  * check comes first). Anything else waits and tries again.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
+#include "batch.h"
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
 #include "store.h"
 #include "strmap.h"
+#include "xalloc.h"
 
 #define MOD "engine"
 #define BACKOFF_MIN_MS 100
@@ -123,6 +127,45 @@ static bool nothing_to_write(struct ejob *j)
     return true;
 }
 
+/* The final write's PostgreSQL part (job_pg.h): status, the cluster's new state, history. */
+static struct engine__pg_final *final_part_new(struct ejob *j)
+{
+    struct engine__pg_final *f = xcalloc(1, sizeof(*f));
+    f->j = j;
+    snprintf(f->id, sizeof(f->id), "%s", j->id);
+    snprintf(f->tenant_id, sizeof(f->tenant_id), "%s", j->tenant_id);
+    snprintf(f->cluster_id, sizeof(f->cluster_id), "%s", j->cluster_id);
+    snprintf(f->node, sizeof(f->node), "%s", j->e->node_id);
+    f->token = j->token;
+    f->status = xstrdup(engine_phase_status(j->st.phase, j->st.cancel));
+    f->phase = xstrdup(engine_phase_name(j->st.phase));
+    f->error = xstrdup(j->st.error);
+    f->op = xstrdup(j->op);
+    f->target =
+        j->po.target_layout ? json_dumps(j->po.target_layout, JSON_COMPACT) : xstrdup("null");
+    json_t *svcs =
+        json_object_get(json_object_get(json_object_get(j->job, "request"), "target"), "services");
+    f->services = json_is_array(svcs) ? json_dumps(svcs, JSON_COMPACT) : NULL;
+    json_t *config = strcmp(j->op, "configure") == 0 ? engine__job_config(j) : NULL;
+    f->config = config ? json_dumps(config, JSON_COMPACT) : NULL;
+    json_t *tv = json_object_get(json_object_get(json_object_get(j->job, "request"), "target"),
+                                 "template_version");
+    f->template_version = strcmp(j->op, "upgrade") == 0 && json_is_integer(tv)
+                              ? xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(tv))
+                              : NULL;
+    f->fresh_create = strcmp(j->op, "create") == 0;
+    json_t *subset = json_object_get(json_object_get(j->job, "request"), "services");
+    if (strcmp(j->op, "stop") == 0 && json_array_size(subset) == 0)
+        f->run_status = "stopped";
+    else if (strcmp(j->op, "start") == 0 || strcmp(j->op, "restart") == 0)
+        f->run_status = "active";
+    json_t *d = json_pack("{s:s, s:s, s:I, s:I}", "status", f->status, "error", f->error, "tasks",
+                          (json_int_t)j->fwd.n, "rollback_tasks", (json_int_t)j->rb.n);
+    f->detail = json_dumps(d, JSON_COMPACT);
+    json_decref(d);
+    return f;
+}
+
 static void final_done(int rc, const struct drv_err *err, void *arg)
 {
     struct engine__pg_final *f = arg;
@@ -170,7 +213,7 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
         }
         j->final_sent = true;
         j->pg_busy = true;
-        struct engine__pg_final *f = engine__pg_final_new(j);
+        struct engine__pg_final *f = final_part_new(j);
         engine__job_ref(j);
         /* With the other jobs' parts of this turn (batch.c): one transaction for all. */
         engine__batch_pg_part(j->e, ENGINE__PG_FINAL, f, final_done);

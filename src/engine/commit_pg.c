@@ -15,6 +15,7 @@
 
 #include <event2/event.h>
 
+#include "batch.h"
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
@@ -194,13 +195,17 @@ bool engine__commit_pg_flush(struct ejob *j)
     engine__job_check_io(j, false); /* job.c invariant 4 */
     j->pg_busy = true;
     engine__job_ref(j);
-    engine__batch_pg(j->e, g);
+    b->back = g;
+    /* With the other jobs' parts of this turn (batch.c): one transaction for all. */
+    engine__batch_pg_part(j->e, ENGINE__PG_ROUND, b, pg_done);
     return true;
 }
 
+/* The round's outcome (from batch.c), as for a round sent alone. */
 static void pg_done(int rc, const struct drv_err *err, void *arg)
 {
-    struct pgb *g = arg;
+    struct engine__pg_batch *b = arg;
+    struct pgb *g = b->back;
     struct ejob *j = g->j;
     j->pg_busy = false;
     for (size_t i = 0; i < g->n_runs; i++) {
@@ -246,17 +251,4 @@ static void pg_done(int rc, const struct drv_err *err, void *arg)
 void engine__pg_rollback_tasks(struct ejob *j)
 {
     j->pg_rb = true;
-}
-
-/* ---- what batch.c needs of a job's rounds ------------------------------------------------------
- */
-
-struct engine__pg_batch *engine__pgb_batch(struct pgb *g)
-{
-    return g->b;
-}
-
-void engine__pgb_done(int rc, const struct drv_err *err, struct pgb *g)
-{
-    pg_done(rc, err, g);
 }

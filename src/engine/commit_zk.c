@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "coord.h"
+#include "batch.h"
 #include "engine_int.h"
 #include "log.h"
 #include "planner.h"
@@ -27,23 +28,9 @@
 
 /* ---- the ZooKeeper multi-op, kept until it is settled ------------------------------------ */
 
-enum op_kind { OP_CREATE, OP_SET, OP_DELETE, OP_PUT };
-
-struct etxn_op {
-    enum op_kind kind;
-    char *path;
-    char *data;
-    int version;
-    struct equeue *q;
-    char key[80];
-    int prio;
-};
-
+/* A round's multi-op: its ops (in z, what batch.c sends) and what settling it needs. */
 struct etxn {
-    struct ejob *j;
-    struct etxn_op *ops;
-    size_t n, cap;
-    size_t bytes;
+    struct engine__zpart z; /* first: on_zk gets it back */
     struct {
         struct eplan *p;
         size_t k;
@@ -57,48 +44,10 @@ struct etxn {
 
 static void etxn_free(struct etxn *t)
 {
-    for (size_t i = 0; i < t->n; i++) {
-        free(t->ops[i].path);
-        free(t->ops[i].data);
-    }
-    free(t->ops);
+    engine__zpart_clear(&t->z);
     free(t->chunks);
     free(t->dels);
     free(t);
-}
-
-static void add_op(struct etxn *t, enum op_kind kind, char *path, char *data, int version)
-{
-    XGROW(t->ops, t->cap, t->n + 1);
-    struct etxn_op *o = &t->ops[t->n++];
-    memset(o, 0, sizeof(*o));
-    o->kind = kind;
-    o->path = path;
-    o->data = data;
-    o->version = version;
-    t->bytes += (path ? strlen(path) : 0) + (data ? strlen(data) : 0) + 32;
-}
-
-/* t's ops appended to c. */
-static void add_to_coord(struct coord_txn *c, struct etxn *t)
-{
-    for (size_t i = 0; i < t->n; i++) {
-        struct etxn_op *o = &t->ops[i];
-        switch (o->kind) {
-        case OP_CREATE:
-            coord_txn_create(c, o->path, o->data, 0);
-            break;
-        case OP_SET:
-            coord_txn_set(c, o->path, o->data, o->version);
-            break;
-        case OP_DELETE:
-            coord_txn_delete(c, o->path, o->version);
-            break;
-        case OP_PUT:
-            coord_txn_queue_put(c, o->q->q, o->key, o->data, o->prio);
-            break;
-        }
-    }
 }
 
 /* ---- ZooKeeper ----------------------------------------------------------------------------- */
@@ -107,12 +56,12 @@ static void zk_send(struct etxn *t);
 
 static void chunk_add(struct etxn *t, struct eplan *p, size_t k)
 {
-    struct ejob *j = t->j;
+    struct ejob *j = t->z.j;
     size_t first = k * ENGINE_LOG_CHUNK;
     size_t cnt = p->n - first < ENGINE_LOG_CHUNK ? p->n - first : ENGINE_LOG_CHUNK;
     char *path = zkpath_job_log_chunk(NULL, 0, j->id, p->phase, k);
-    add_op(t, p->chunk_ver[k] < 0 ? OP_CREATE : OP_SET, path,
-           engine__log_encode(p->recs, first, cnt, j->st.format), p->chunk_ver[k]);
+    engine__zpart_add(&t->z, p->chunk_ver[k] < 0 ? ENGINE__ZOP_CREATE : ENGINE__ZOP_SET, path,
+                      engine__log_encode(p->recs, first, cnt, j->st.format), p->chunk_ver[k]);
     XGROW(t->chunks, t->cap_chunks, t->n_chunks + 1);
     t->chunks[t->n_chunks].p = p;
     t->chunks[t->n_chunks++].k = k;
@@ -124,25 +73,49 @@ static size_t chunk_cost(const struct eplan *p, size_t k)
 {
     size_t first = k * ENGINE_LOG_CHUNK;
     size_t cnt = p->n - first < ENGINE_LOG_CHUNK ? p->n - first : ENGINE_LOG_CHUNK;
-    return 3 * cnt + 160;
+    /* engine__log_encode: three letters a task and about 70 bytes of JSON around them; a
+       chunk's path is under 128 bytes; created (its ACL counted) or set. */
+    return coord_txn_create_bytes("", "") + 128 + 3 * cnt + 100;
 }
 
 static int put_task(struct etxn *t, struct eplan *p, uint32_t idx, bool cleanup, const char *avoid,
                     struct drv_err *err)
 {
-    struct ejob *j = t->j;
+    struct ejob *j = t->z.j;
+    struct engine *e = j->e;
     char *item;
     int rc = engine__item_json(j, p, idx, cleanup, avoid, &item, err);
     if (rc)
         return rc;
-    /* Its chunk goes in this multi-op too: counted now, added after the puts. */
-    if (!p->chunk_dirty[idx / ENGINE_LOG_CHUNK])
-        t->bytes += chunk_cost(p, idx / ENGINE_LOG_CHUNK);
-    add_op(t, OP_PUT, NULL, item, 0);
-    struct etxn_op *o = &t->ops[t->n - 1];
-    o->q = j->queue;
+    /* What the put adds, by coord's own figures, with its chunk (it goes in this multi-op
+       too: counted now, added after the puts). */
+    char key[80];
+    taskmsg_key(key, sizeof(key), j->id, p->phase, idx, p->recs[idx].attempt);
+    size_t put = coord_txn_queue_put_bytes(j->queue->q, key, item);
+    size_t chunk = chunk_cost(p, idx / ENGINE_LOG_CHUNK);
+    size_t need = put + (p->chunk_dirty[idx / ENGINE_LOG_CHUNK] ? 0 : chunk);
+    /* A multi-op of the state, the chunk and this put alone: over the session's limit, the
+       item can never be sent (the task fails, with the figures); over what is left of this
+       round's budget, it waits for the next round (a round's first put always goes: a
+       round is never empty for want of room, and it stays under the session's limit). */
+    size_t alone = coord_txn_set_bytes("", "") + 128 + ENGINE_STATE_MAX_JSON + chunk + put;
+    if (alone > e->zk_max) {
+        size_t len = strlen(item);
+        free(item);
+        return drv_err_set(err, DRV_ETOOBIG, 0,
+                           "its queue item (%zu bytes of JSON, %zu with what coord adds) is "
+                           "over ZooKeeper's request limit (%zu)",
+                           len, alone, e->zk_max);
+    }
+    if ((t->dispatched > 0 && t->z.bytes + need > e->budget) || t->z.bytes + need > e->zk_max) {
+        free(item);
+        return DRV_ETOOBIG; /* not in this round */
+    }
+    struct engine__zop *o = engine__zpart_add(&t->z, ENGINE__ZOP_PUT, NULL, item, 0);
+    o->q = j->queue->q;
     o->prio = p->phase == 'r' ? 7 : 5;
-    taskmsg_key(o->key, sizeof(o->key), j->id, p->phase, idx, p->recs[idx].attempt);
+    memcpy(o->key, key, sizeof(o->key));
+    t->z.bytes += need;
     t->dispatched++;
     return 0;
 }
@@ -168,10 +141,10 @@ static struct etxn *zk_build(struct ejob *j)
 {
     struct engine *e = j->e;
     struct etxn *t = xcalloc(1, sizeof(*t));
-    t->j = j;
+    t->z.j = j;
     t->st_ver = j->st_ver;
     /* 0: the sequencer (filled last, with the state as it will be). */
-    add_op(t, OP_SET, zkpath_job_state(NULL, 0, j->id), NULL, j->st_ver);
+    engine__zpart_add(&t->z, ENGINE__ZOP_SET, zkpath_job_state(NULL, 0, j->id), NULL, j->st_ver);
     struct eplan *p = j->cur;
     bool can_put =
         p && j->own == EJ_ACTIVE && !j->finishing && j->queue && coord_queue_is_open(j->queue->q);
@@ -183,12 +156,12 @@ static struct etxn *zk_build(struct ejob *j)
     if (j->nchunk_dirty && !j->nchunks_new)
         for (size_t k = 0; k < j->n_nchunks; k++)
             if (j->nchunk_dirty[k]) {
-                if (t->bytes > e->budget / 2) {
+                if (t->z.bytes > e->budget / 2) {
                     can_put = false;
                     break;
                 }
-                add_op(t, OP_SET, zkpath_job_nodes_chunk(NULL, 0, j->id, k),
-                       engine__nodes_chunk(j, k), -1);
+                engine__zpart_add(&t->z, ENGINE__ZOP_SET, zkpath_job_nodes_chunk(NULL, 0, j->id, k),
+                                  engine__nodes_chunk(j, k), -1);
                 j->nchunk_dirty[k] = 0;
             }
     /* The log chunks already changed go in too: counted before any put. */
@@ -198,7 +171,7 @@ static struct etxn *zk_build(struct ejob *j)
         for (size_t c = 0; plans[k]->plan && c < plans[k]->n_chunks; c++)
             if (plans[k]->chunk_dirty[c])
                 reserved += chunk_cost(plans[k], c);
-    t->bytes += reserved;
+    t->z.bytes += reserved;
     /* Retries first: a failed attempt's next one (its task is in flight already). */
     size_t kept = 0;
     struct drv_err err;
@@ -209,10 +182,13 @@ static struct etxn *zk_build(struct ejob *j)
             continue; /* superseded (the plan changed) */
         const struct planner_task *task = &p->plan->tasks[idx];
         /* A retry is a dispatch: only while the phase dispatches (fsm J1). */
+        err.code = 0;
         int rc =
-            !can_put || !engine_phase_dispatches(j->st.phase) || t->bytes > e->budget * 3 / 4
+            !can_put || !engine_phase_dispatches(j->st.phase) || t->z.bytes > e->budget * 3 / 4
                 ? DRV_EAGAIN
                 : put_task(t, p, idx, task->action == PLANNER_ACT_CREATE, p->worker[idx], &err);
+        if (rc == DRV_ETOOBIG && err.code == 0)
+            rc = DRV_EAGAIN; /* this round is full: the next one */
         if (rc == DRV_EAGAIN) {
             j->retries[kept++] = idx;
             later |= can_put && engine_phase_dispatches(j->st.phase);
@@ -225,10 +201,11 @@ static struct etxn *zk_build(struct ejob *j)
     j->n_retries = kept;
     /* Newly ready tasks. One whose macros name a node not confirmed yet is held back
      * this round (requeued after the loop, so the planner does not give it again). */
-    uint32_t held[64];
+    uint32_t held[65];
     size_t n_held = 0;
+    bool full = false; /* the round stopped at a put that did not fit */
     if (can_put && engine_phase_dispatches(j->st.phase)) {
-        while (t->bytes < e->budget * 3 / 4 && n_held < 64 &&
+        while (t->z.bytes < e->budget * 3 / 4 && n_held < 64 &&
                (!e->max_in_flight || p->in_flight < e->max_in_flight)) {
             uint32_t idx;
             if (planner_exec_next(p->x, &idx, 1) == 0)
@@ -243,11 +220,20 @@ static struct etxn *zk_build(struct ejob *j)
                 p->gave_up = true;
                 continue;
             }
-            size_t before = t->bytes;
+            size_t before = t->z.bytes;
+            err.code = 0;
             int rc = put_task(t, p, idx, (o.actions & ENGINE_TACT_CLEANUP) != 0, NULL, &err);
-            if (t->bytes != before)
+            if (t->z.bytes != before)
                 reserved +=
                     chunk_cost(p, idx / ENGINE_LOG_CHUNK) * !p->chunk_dirty[idx / ENGINE_LOG_CHUNK];
+            if (rc == DRV_ETOOBIG && err.code == 0) {
+                /* This round is full: the task goes back to the planner, first of the
+                   next round (requeued below, with the held ones). */
+                p->recs[idx] = saved;
+                held[n_held++] = idx;
+                full = true;
+                break;
+            }
             if (rc == DRV_EAGAIN) {
                 p->recs[idx] = saved;
                 held[n_held++] = idx;
@@ -263,18 +249,18 @@ static struct etxn *zk_build(struct ejob *j)
     }
     for (size_t i = 0; i < n_held; i++)
         planner_exec_requeue(p->x, held[i], &err);
-    if (n_held || later)
+    if (n_held > (size_t)full || later)
         engine__commit_retry_later(j); /* a node they wait for is being confirmed */
     /* The task log's changed chunks, after the puts so that they carry the attempts
      * just dispatched. Every one a put needs is in (reserved above); with no put, a
      * round of many results may leave some for the next multi-op. */
-    t->bytes -= reserved;
+    t->z.bytes -= reserved;
     bool log_behind = false;
     for (int k = 0; k < 2; k++) {
         struct eplan *q = plans[k];
         for (size_t c = 0; q->plan && c < q->n_chunks; c++)
             if (q->chunk_dirty[c]) {
-                if (t->dispatched == 0 && t->bytes > e->budget) {
+                if (t->dispatched == 0 && t->z.bytes > e->budget) {
                     log_behind = true;
                     break;
                 }
@@ -296,19 +282,19 @@ static struct etxn *zk_build(struct ejob *j)
         struct erun *run = v;
         if (!run->recorded || run->deleting || run->deleted)
             continue;
-        if (t->bytes > e->budget)
+        if (t->z.bytes > e->budget)
             break;
-        add_op(t, OP_DELETE, xstrdup(run->path), NULL, -1);
+        engine__zpart_add(&t->z, ENGINE__ZOP_DELETE, xstrdup(run->path), NULL, -1);
         run->deleting = true;
         XGROW(t->dels, t->cap_dels, t->n_dels + 1);
         t->dels[t->n_dels++] = run;
     }
-    if (t->n == 1 && !j->state_dirty) {
+    if (t->z.n == 1 && !j->state_dirty) {
         etxn_free(t);
         return NULL;
     }
-    free(t->ops[0].data);
-    t->ops[0].data = engine__state_encode(&j->st, e->node_id, j->token);
+    free(t->z.ops[0].data);
+    t->z.ops[0].data = engine__state_encode(&j->st, e->node_id, j->token);
     j->state_dirty = false;
     return t;
 }
@@ -319,7 +305,7 @@ static void zk_settled(struct etxn *t, bool applied);
  * answer's reference. True when it did. */
 static bool job_gone(struct etxn *t)
 {
-    struct ejob *j = t->j;
+    struct ejob *j = t->z.j;
     if (engine__job_alive(j))
         return false;
     j->zk_busy = false;
@@ -331,7 +317,7 @@ static bool job_gone(struct etxn *t)
 static void on_state_version(int rc, const char *data, int version, void *arg)
 {
     struct etxn *t = arg;
-    struct ejob *j = t->j;
+    struct ejob *j = t->z.j;
     if (job_gone(t))
         return;
     if (rc == 0 && version == t->st_ver + 1) {
@@ -353,10 +339,11 @@ static void on_state_version(int rc, const char *data, int version, void *arg)
     engine__job_unref(j);
 }
 
-static void on_zk(const struct coord_txn_result *r, void *arg)
+/* The multi-op's outcome (from batch.c), as for the job's multi-op sent alone. */
+static void on_zk(const struct coord_txn_result *r, struct engine__zpart *z)
 {
-    struct etxn *t = arg;
-    struct ejob *j = t->j;
+    struct etxn *t = (struct etxn *)z;
+    struct ejob *j = t->z.j;
     if (job_gone(t))
         return;
     if (r->rc == 0) {
@@ -371,20 +358,18 @@ static void on_zk(const struct coord_txn_result *r, void *arg)
         j->zk_busy = false;
         engine__job_lost(j, "the lock is gone (fenced write refused)");
         etxn_free(t);
-    } else if (r->failed_op >= 0 && (size_t)r->failed_op < t->n &&
-               t->ops[r->failed_op].kind == OP_DELETE) {
+    } else if (r->failed_op >= 0 && (size_t)r->failed_op < t->z.n &&
+               t->z.ops[r->failed_op].kind == ENGINE__ZOP_DELETE) {
         /* A run record already gone: forget that delete, send the rest. */
-        struct etxn_op *o = &t->ops[r->failed_op];
+        const struct engine__zop *o = &t->z.ops[r->failed_op];
         for (size_t i = 0; i < t->n_dels; i++)
             if (strcmp(t->dels[i]->path, o->path) == 0)
                 t->dels[i]->deleted = true;
-        free(o->path);
-        memmove(o, o + 1, (t->n - r->failed_op - 1) * sizeof(*o));
-        t->n--;
+        engine__zpart_drop(&t->z, (size_t)r->failed_op);
         zk_send(t);
-    } else if (r->failed_op == 0 ||
-               (r->failed_op > 0 && (size_t)r->failed_op < t->n &&
-                (t->ops[r->failed_op].kind == OP_SET || t->ops[r->failed_op].kind == OP_CREATE))) {
+    } else if (r->failed_op == 0 || (r->failed_op > 0 && (size_t)r->failed_op < t->z.n &&
+                                     (t->z.ops[r->failed_op].kind == ENGINE__ZOP_SET ||
+                                      t->z.ops[r->failed_op].kind == ENGINE__ZOP_CREATE))) {
         /* A version that moved, or a chunk that someone else created. */
         j->zk_busy = false;
         engine__job_lost(j, "a version of the job's znodes moved: another owner wrote");
@@ -401,10 +386,11 @@ static void on_zk(const struct coord_txn_result *r, void *arg)
 /* (The job reference taken here is dropped by on_zk.) */
 static void zk_send(struct etxn *t)
 {
-    struct ejob *j = t->j;
+    struct ejob *j = t->z.j;
     engine__job_check_io(j, false);
     engine__job_ref(j);
-    engine__batch_zk(j->e, t);
+    t->z.done = on_zk;
+    engine__batch_zk(j->e, &t->z);
 }
 
 /*
@@ -415,7 +401,7 @@ static void zk_send(struct etxn *t)
  */
 static void zk_settled(struct etxn *t, bool applied)
 {
-    struct ejob *j = t->j;
+    struct ejob *j = t->z.j;
     j->zk_busy = false;
     if (applied) {
         j->st_ver = t->st_ver + 1;
@@ -444,13 +430,13 @@ static void zk_settled(struct etxn *t, bool applied)
         j->state_dirty = true;
         for (size_t k = 0; k < j->n_nchunks && !j->nchunks_new; k++)
             j->nchunk_dirty[k] = 1; /* whichever it carried: all again (a rare path) */
-        for (size_t i = 0; i < t->n; i++) {
-            if (t->ops[i].kind != OP_PUT)
+        for (size_t i = 0; i < t->z.n; i++) {
+            if (t->z.ops[i].kind != ENGINE__ZOP_PUT)
                 continue;
             char job[24], ph;
             uint32_t idx;
             unsigned att;
-            if (taskmsg_key_parse(t->ops[i].key, job, &ph, &idx, &att) == 0) {
+            if (taskmsg_key_parse(t->z.ops[i].key, job, &ph, &idx, &att) == 0) {
                 XGROW(j->retries, j->cap_retries, j->n_retries + 1);
                 j->retries[j->n_retries++] = idx;
             }
@@ -472,31 +458,9 @@ void engine__commit_zk_flush(struct ejob *j)
     if (!t)
         return;
     bool puts = false;
-    for (size_t i = 0; i < t->n; i++)
-        puts |= t->ops[i].kind == OP_PUT;
+    for (size_t i = 0; i < t->z.n; i++)
+        puts |= t->z.ops[i].kind == ENGINE__ZOP_PUT;
     engine__job_check_io(j, puts); /* job.c invariants 3, 4 */
     j->zk_busy = true;
     zk_send(t);
-}
-
-/* ---- what batch.c needs of a job's multi-ops ---------------------------------------- */
-
-struct ejob *engine__etxn_job(const struct etxn *t)
-{
-    return t->j;
-}
-
-size_t engine__etxn_bytes(const struct etxn *t)
-{
-    return t->bytes;
-}
-
-void engine__etxn_ops(struct coord_txn *c, struct etxn *t)
-{
-    add_to_coord(c, t);
-}
-
-void engine__etxn_done(const struct coord_txn_result *r, struct etxn *t)
-{
-    on_zk(r, t);
 }

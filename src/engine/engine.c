@@ -33,6 +33,7 @@
 
 #include <event2/event.h>
 
+#include "batch.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "log.h"
@@ -409,18 +410,15 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     /* Fault injection for the tests (docs/testing.md): die where a crash is hardest to get. */
     const char *fault = getenv("DROVER_FAULT");
     e->fault_final = fault && strcmp(fault, "crash-before-final-write") == 0;
-    e->fault_hold_batch = fault && strcmp(fault, "hold-batch-answer") == 0;
-    static const char *const gathers[ENGINE__GATHER_HOOKS] = {
-        "gather-starts=", "gather-progress=", "gather-ends="};
-    for (int h = 0; fault && h < ENGINE__GATHER_HOOKS; h++) {
-        const char *at = strstr(fault, gathers[h]);
-        if (at)
-            e->fault_gather[h] = strtoul(at + strlen(gathers[h]), NULL, 10);
-    }
     e->no_rollback = o->no_rollback;
     e->write_format = DROVER_FORMAT_MIN_READ;
     e->item_version = 1; /* until the workers are seen (watchdog.c) */
     e->budget = o->txn_budget ? o->txn_budget : TXN_BUDGET;
+    /* The most one multi-op may carry: the session's limit less the multi-op's own framing
+       and the fence. A budget over it would make rounds that coord refuses every time. */
+    e->zk_max = coord_session_max_request(zk) - COORD_TXN_OVERHEAD;
+    if (e->budget > e->zk_max)
+        e->budget = e->zk_max;
     e->task_timeout_ms = o->task_timeout_ms;
     e->no_worker_ms = o->no_worker_timeout_ms;
     e->deadline_ms = o->job_deadline_ms;
@@ -430,6 +428,7 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     }
     e->jobs = strmap_new();
     e->queues = strmap_new();
+    engine__batch_init(e);
     engine__metrics_init(e);
     e->lq = loopq_new(base);
     engine__offload_init(e, o->plan_threads);

@@ -1,7 +1,8 @@
 /*
  * engine_int: what the files of src/engine share. Not a public header (tests
  * include it to drive the pure parts alone). Sectioned by file, in the order
- * below; job_pg.h is the PostgreSQL work's own header, macro.h the macros'.
+ * below; job_pg.h is the PostgreSQL work's own header, batch.h the batch's, macro.h the
+ * macros'.
  *
  * The files:
  *
@@ -181,6 +182,9 @@ char engine_task_letter(enum engine_task_state s);
 
 /* The task log's and the state's format is the job's (format.h): DROVER_FORMAT_MIN_READ up to
    DROVER_FORMAT_VERSION are read, a job's own written. */
+/* The largest encoding of a job's state znode (engine__state_encode: its error of 255 bytes
+   escaped at 6 bytes each at worst, and the fields around it). */
+#define ENGINE_STATE_MAX_JSON 2048
 #define ENGINE_LOG_CHUNK 512 /* tasks per task-log znode (~1.6 KB of JSON) */
 /* Run records whose rows are in PostgreSQL kept in runs/ before they are deleted, all at
    once (commit_zk.c): a small job's go with its subtree, and no delete makes the owner's
@@ -381,17 +385,9 @@ struct coord_group;
 struct coord_ring;
 struct coord_txn;
 struct strmap;
-struct etxn;
 struct macro_cluster;
 struct recon;
-
-/* The test hooks that gather PostgreSQL parts (batch.c gather_held). */
-enum engine__gather_hook {
-    ENGINE__GATHER_STARTS,
-    ENGINE__GATHER_PROGRESS,
-    ENGINE__GATHER_ENDS,
-    ENGINE__GATHER_HOOKS
-};
+struct ebatch;
 
 struct engine {
     struct event_base *base;
@@ -402,6 +398,7 @@ struct engine {
     bool no_rollback;
     bool fault_final; /* test hook (DROVER_FAULT=crash-before-final-write): exit there */
     size_t budget;
+    size_t zk_max; /* the most one multi-op may carry (the session's limit, less its framing) */
     int task_timeout_ms;
     unsigned char key[32];
     bool has_key;
@@ -443,35 +440,8 @@ struct engine {
     struct strmap *served;       /* "<tenant>/<class>" -> live workers (a count, not a pointer) */
     bool have_workers;           /* the group has been read once */
     int64_t no_worker_ms, deadline_ms;
-    size_t unserved; /* jobs owned here that no worker serves now */
-    /* batch.c: the jobs' PostgreSQL parts gathered into one transaction per lane
-     * ("Batching across jobs" in docs/engine.md): lane 0 the loads and starts, lane 1 the
-     * rounds and final writes, each with at most one transaction in flight */
-    struct engine__pglane {
-        struct engine *e;
-        struct engine__pgq *gather; /* waiting for the lane's next transaction */
-        size_t n_gather, cap_gather;
-        struct event *gather_ev;
-        int pg_multis; /* the lane's transactions in flight (at most ENGINE_PG_MULTIS) */
-    } pglane[2];
-    struct etxn **zgather; /* the jobs' multi-ops waiting for the next one */
-    size_t n_zgather, cap_zgather;
-    struct event *zgather_ev;
-    int zk_multis; /* such multi-ops in flight (at most ENGINE_ZK_MULTIS) */
-    /* Those multi-ops (batch.c's struct zmulti): engine__batch_free orphans them, so that
-       an answer coord delivers after the engine is gone touches nothing of it. */
-    void **zflying;
-    size_t n_zflying, cap_zflying;
-    /* Test hook (DROVER_FAULT=hold-batch-answer, batch.c): the answer to the first multi-op
-       of several jobs is held, its jobs waiting as if it were in flight, until the engine is
-       freed; then coord delivers it to the orphan. */
-    bool fault_hold_batch;
-    void *held; /* that multi-op (one of zflying), NULL until then */
-    /* Test hooks (DROVER_FAULT=gather-starts=K,gather-progress=K,gather-ends=K; batch.c):
-       the first starts, rounds carrying a worker's progress (a task running or ended), or
-       final writes gather until K jobs have a part in their lane, then go as one
-       transaction; each 0 once done (or without the hook). */
-    size_t fault_gather[ENGINE__GATHER_HOOKS];
+    size_t unserved;      /* jobs owned here that no worker serves now */
+    struct ebatch *batch; /* batch.c's: the jobs' writes gathered (batch.h) */
 };
 
 enum ejob_own {
@@ -530,7 +500,6 @@ struct ejob {
     bool zk_busy, pg_busy;
     bool pg_job;      /* the job row's phase and status to write */
     json_t *pg_nodes; /* node id -> key-values to write */
-    struct etxn *txn; /* the ZooKeeper transaction in flight */
     struct event *kick_ev, *retry_ev;
     struct event *pg_retry_ev; /* the PostgreSQL write tried again after a failure */
     bool pg_down;              /* the last PostgreSQL write failed: no ZooKeeper round (no
@@ -558,6 +527,13 @@ struct ejob {
     int64_t age_at_load_ms; /* PostgreSQL's now() - created_at when loaded */
     int64_t t_loaded;       /* when that was (ms, monotonic) */
 };
+
+/* Is the job still this node's to act on (not DEAD)? Every callback asks before it touches
+ * the job, and the batch before it sends a job's part (its lock fences the part). */
+static inline bool engine__job_alive(const struct ejob *j)
+{
+    return j->own != EJ_DEAD;
+}
 
 /* ---- engine.c ------------------------------------------------------------------------ */
 
@@ -621,8 +597,6 @@ void engine__observe_handover(struct ejob *j);
 struct ejob *engine__job_new(struct engine *e, const char *id);
 void engine__job_ref(struct ejob *j);
 void engine__job_unref(struct ejob *j);
-/* Is the job still this node's to act on (not DEAD)? */
-bool engine__job_alive(const struct ejob *j);
 /* Asserts the numbered invariants of a job (debug builds). */
 void engine__job_check(const struct ejob *j);
 /* Asserts invariants 3 and 4 before a coord or store call for j (dispatches: the call puts
@@ -737,41 +711,6 @@ bool engine__commit_pg_flush(struct ejob *j);
  * nothing to write. Only while no multi-op of the job's is in flight (j->zk_busy). */
 void engine__commit_zk_flush(struct ejob *j);
 
-/* What batch.c needs of a job's rounds (a PostgreSQL batch, a ZooKeeper multi-op). */
-struct pgb;
-struct coord_txn_result;
-struct engine__pg_batch *engine__pgb_batch(struct pgb *g);
-/* The round's outcome, as for a round sent alone (the job's pipeline goes on). */
-void engine__pgb_done(int rc, const struct drv_err *err, struct pgb *g);
-struct ejob *engine__etxn_job(const struct etxn *t);
-size_t engine__etxn_bytes(const struct etxn *t);
-/* t's ops appended to c, in order. */
-void engine__etxn_ops(struct coord_txn *c, struct etxn *t);
-/* The multi-op's outcome for t (failed_op: in t's own ops), as for t sent alone. */
-void engine__etxn_done(const struct coord_txn_result *r, struct etxn *t);
-
-/* ---- batch.c: the jobs' rounds together ----------------------------------------------- */
-
-/* Hand a job's round to the next batch (sent at the end of this turn of the loop, or when
- * the batch in flight is answered); its outcome comes back through engine__pgb_done /
- * engine__etxn_done. */
-void engine__batch_pg(struct engine *e, struct pgb *g);
-/* A job's PostgreSQL part waiting for the next transaction: its kind (job_pg.h), its work's
- * struct (arg: an engine__pg_load, _start, _batch or _final, whose id and token it
- * carries) and the callback that hears its outcome, on the loop, exactly once (also when
- * the engine stops: DRV_EAGAIN). */
-struct engine__pgq {
-    int kind; /* enum engine__pg_kind */
-    void *arg;
-    void (*done)(int rc, const struct drv_err *err, void *arg);
-};
-/* Hand a job's load, start or final write to the next batch, as engine__batch_pg a round. */
-void engine__batch_pg_part(struct engine *e, int kind, void *arg,
-                           void (*done)(int rc, const struct drv_err *err, void *arg));
-void engine__batch_zk(struct engine *e, struct etxn *t);
-/* The engine stops (after store_quiesce): the rounds gathered and not sent are answered,
- * unsent (their jobs are dead by then). */
-void engine__batch_free(struct engine *e);
 /* The rollback plan's task rows to PostgreSQL. */
 void engine__pg_rollback_tasks(struct ejob *j);
 

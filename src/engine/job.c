@@ -54,6 +54,7 @@
 #include "clock.h"
 #include "check.h"
 #include "coord.h"
+#include "batch.h"
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
@@ -65,11 +66,6 @@
 #include "zkpath.h"
 
 #define MOD "engine"
-
-bool engine__job_alive(const struct ejob *j)
-{
-    return j->own != EJ_DEAD;
-}
 
 void engine__job_check(const struct ejob *j)
 {

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_int.h"
 #include "job_pg.h"
 #include "planner.h"
 #include "store.h"
@@ -220,63 +219,13 @@ char *engine__pg_task_rows(const struct planner_plan *plan, size_t first, size_t
     return strbuf_detach(&b, NULL);
 }
 
-struct engine__pg_start *engine__pg_start_new(struct ejob *j)
+char **engine__pg_task_chunks(const struct planner_plan *plan, size_t *n)
 {
-    struct engine__pg_start *s = xcalloc(1, sizeof(*s));
-    s->j = j;
-    snprintf(s->id, sizeof(s->id), "%s", j->id);
-    snprintf(s->tenant_id, sizeof(s->tenant_id), "%s", j->tenant_id);
-    snprintf(s->cluster_id, sizeof(s->cluster_id), "%s", j->cluster_id);
-    snprintf(s->node, sizeof(s->node), "%s", j->e->node_id);
-    s->token = j->token;
-    snprintf(s->format, sizeof(s->format), "%d", j->st.format);
-    s->status =
-        xstrdup(engine_phase_status(j->st.paused ? ENGINE_PH_PAUSED : ENGINE_PH_RUNNING, false));
-    s->phase = xstrdup(s->status);
-    s->inputs = json_dumps(j->inputs, JSON_COMPACT);
-    s->plan = xstrndup(j->po.text, j->po.len);
-    s->sha = xstrdup(j->po.sha);
-    s->snapshot = json_dumps(j->snapshot, JSON_COMPACT);
-    s->target = json_dumps(j->po.target_layout, JSON_COMPACT);
-    /* The task rows, in chunks. */
-    size_t n = j->po.plan->n_tasks;
-    s->n_chunks = (n + ROWS_PER_INSERT - 1) / ROWS_PER_INSERT;
-    s->task_chunks = xcalloc(s->n_chunks + 1, sizeof(char *));
-    for (size_t c = 0; c < s->n_chunks; c++)
-        s->task_chunks[c] = engine__pg_task_rows(j->po.plan, c * ROWS_PER_INSERT, ROWS_PER_INSERT);
-    /* Nodes the target has and the cluster does not (a deleted row is made again: a failed
-       create's recreate reuses its ids): rows to show while they are made. */
-    struct strmap *have = strmap_new(); /* linear: 10,000 nodes on each side */
-    size_t i;
-    json_t *row;
-    json_array_foreach(json_object_get(j->cluster, "nodes"), i, row)
-    {
-        const char *st = json_string_value(json_object_get(row, "status"));
-        const char *id = json_string_value(json_object_get(row, "id"));
-        if (id && !(st && strcmp(st, "deleted") == 0))
-            strmap_put(have, id, (void *)1);
-    }
-    json_t *nodes = json_array();
-    const char *nid;
-    json_t *info;
-    json_object_foreach(j->po.nodeinfo, nid, info)
-    {
-        if (!strmap_get(have, nid))
-            json_array_append_new(nodes, json_pack("{s:s, s:O, s:O, s:O}", "id", nid, "hw",
-                                                   json_object_get(info, "hardwaretype"), "img",
-                                                   json_object_get(info, "imagetype"), "svc",
-                                                   json_object_get(info, "services")));
-    }
-    strmap_free(have);
-    s->new_nodes = json_dumps(nodes, JSON_COMPACT);
-    json_decref(nodes);
-    s->cluster_status = strcmp(j->op, "create") == 0   ? "creating"
-                        : strcmp(j->op, "delete") == 0 ? "deleting"
-                                                       : "updating";
-    s->detail = xasprintf("{\"tasks\":%u,\"operation\":\"%s\",\"plan_sha\":\"%s\"}", j->fwd.n,
-                          j->op, j->po.sha);
-    s->ssh = j->ssh_new ? json_dumps(j->ssh_new, JSON_COMPACT) : NULL;
-    return s;
+    *n = (plan->n_tasks + ROWS_PER_INSERT - 1) / ROWS_PER_INSERT;
+    char **chunks = xcalloc(*n + 1, sizeof(char *));
+    for (size_t c = 0; c < *n; c++)
+        chunks[c] = engine__pg_task_rows(plan, c * ROWS_PER_INSERT, ROWS_PER_INSERT);
+    return chunks;
 }
 
 void engine__pg_start_free(struct engine__pg_start *s)
@@ -613,50 +562,11 @@ void engine__pg_batch_free(struct engine__pg_batch *b)
     free(b->nodes);
     free(b->rb_tasks);
     free(b->rb_plan);
-    free(b->runs);
     free(b);
 }
 
 /* ---- the end
  * ---------------------------------------------------------------------------------------- */
-
-struct engine__pg_final *engine__pg_final_new(struct ejob *j)
-{
-    struct engine__pg_final *f = xcalloc(1, sizeof(*f));
-    f->j = j;
-    snprintf(f->id, sizeof(f->id), "%s", j->id);
-    snprintf(f->tenant_id, sizeof(f->tenant_id), "%s", j->tenant_id);
-    snprintf(f->cluster_id, sizeof(f->cluster_id), "%s", j->cluster_id);
-    snprintf(f->node, sizeof(f->node), "%s", j->e->node_id);
-    f->token = j->token;
-    f->status = xstrdup(engine_phase_status(j->st.phase, j->st.cancel));
-    f->phase = xstrdup(engine_phase_name(j->st.phase));
-    f->error = xstrdup(j->st.error);
-    f->op = xstrdup(j->op);
-    f->target =
-        j->po.target_layout ? json_dumps(j->po.target_layout, JSON_COMPACT) : xstrdup("null");
-    json_t *svcs =
-        json_object_get(json_object_get(json_object_get(j->job, "request"), "target"), "services");
-    f->services = json_is_array(svcs) ? json_dumps(svcs, JSON_COMPACT) : NULL;
-    json_t *config = strcmp(j->op, "configure") == 0 ? engine__job_config(j) : NULL;
-    f->config = config ? json_dumps(config, JSON_COMPACT) : NULL;
-    json_t *tv = json_object_get(json_object_get(json_object_get(j->job, "request"), "target"),
-                                 "template_version");
-    f->template_version = strcmp(j->op, "upgrade") == 0 && json_is_integer(tv)
-                              ? xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(tv))
-                              : NULL;
-    f->fresh_create = strcmp(j->op, "create") == 0;
-    json_t *subset = json_object_get(json_object_get(j->job, "request"), "services");
-    if (strcmp(j->op, "stop") == 0 && json_array_size(subset) == 0)
-        f->run_status = "stopped";
-    else if (strcmp(j->op, "start") == 0 || strcmp(j->op, "restart") == 0)
-        f->run_status = "active";
-    json_t *d = json_pack("{s:s, s:s, s:I, s:I}", "status", f->status, "error", f->error, "tasks",
-                          (json_int_t)j->fwd.n, "rollback_tasks", (json_int_t)j->rb.n);
-    f->detail = json_dumps(d, JSON_COMPACT);
-    json_decref(d);
-    return f;
-}
 
 void engine__pg_final_free(struct engine__pg_final *f)
 {

@@ -60,7 +60,6 @@ struct engine__pg_start {
     struct ejob *j;
 };
 
-struct engine__pg_start *engine__pg_start_new(struct ejob *j);
 int engine__pg_start_work(PGconn *conn, void *arg, struct drv_err *err);
 void engine__pg_start_free(struct engine__pg_start *s);
 
@@ -77,8 +76,7 @@ struct engine__pg_batch {
     char *nodes;    /* JSON object node id -> key-values, or NULL */
     char *rb_tasks; /* JSON array of rollback task rows to insert, or NULL */
     char *rb_plan;  /* the rollback plan's text, or NULL */
-    void *runs;     /* commit.c's list of the runs recorded by this batch */
-    void *back;     /* commit.c's round that made it (not freed here) */
+    void *back;     /* commit_pg.c's round that made it (not freed here) */
 };
 int engine__pg_batch_work(PGconn *conn, void *arg, struct drv_err *err);
 
@@ -139,7 +137,6 @@ struct engine__pg_final {
      * (a start or restart), or NULL: a stopped cluster stays stopped, any other is active. */
     const char *run_status;
 };
-struct engine__pg_final *engine__pg_final_new(struct ejob *j);
 /* Once per job: a replay after the job row says ended (ended_at set) changes nothing and
  * succeeds. */
 int engine__pg_final_work(PGconn *conn, void *arg, struct drv_err *err);
@@ -147,5 +144,8 @@ void engine__pg_final_free(struct engine__pg_final *f);
 
 /* Task rows [first, first + n) of a plan as JSON text (for the start and the rollback). */
 char *engine__pg_task_rows(const struct planner_plan *plan, size_t first, size_t n);
+/* All of a plan's task rows, in chunks of one insert each (*n of them; the start's
+ * task_chunks). */
+char **engine__pg_task_chunks(const struct planner_plan *plan, size_t *n);
 
 #endif

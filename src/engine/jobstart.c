@@ -20,6 +20,7 @@
 #include <openssl/crypto.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "job_pg.h"
@@ -190,6 +191,61 @@ static void make_cluster_key(struct ejob *j)
     sshkey_pair_clear(&kp);
 }
 
+/* The start's PostgreSQL part (job_pg.h): plan, inputs, snapshot, task rows, new nodes. */
+static struct engine__pg_start *start_part_new(struct ejob *j)
+{
+    struct engine__pg_start *s = xcalloc(1, sizeof(*s));
+    s->j = j;
+    snprintf(s->id, sizeof(s->id), "%s", j->id);
+    snprintf(s->tenant_id, sizeof(s->tenant_id), "%s", j->tenant_id);
+    snprintf(s->cluster_id, sizeof(s->cluster_id), "%s", j->cluster_id);
+    snprintf(s->node, sizeof(s->node), "%s", j->e->node_id);
+    s->token = j->token;
+    snprintf(s->format, sizeof(s->format), "%d", j->st.format);
+    s->status =
+        xstrdup(engine_phase_status(j->st.paused ? ENGINE_PH_PAUSED : ENGINE_PH_RUNNING, false));
+    s->phase = xstrdup(s->status);
+    s->inputs = json_dumps(j->inputs, JSON_COMPACT);
+    s->plan = xstrndup(j->po.text, j->po.len);
+    s->sha = xstrdup(j->po.sha);
+    s->snapshot = json_dumps(j->snapshot, JSON_COMPACT);
+    s->target = json_dumps(j->po.target_layout, JSON_COMPACT);
+    s->task_chunks = engine__pg_task_chunks(j->po.plan, &s->n_chunks);
+    /* Nodes the target has and the cluster does not (a deleted row is made again: a failed
+       create's recreate reuses its ids): rows to show while they are made. */
+    struct strmap *have = strmap_new(); /* linear: 10,000 nodes on each side */
+    size_t i;
+    json_t *row;
+    json_array_foreach(json_object_get(j->cluster, "nodes"), i, row)
+    {
+        const char *st = json_string_value(json_object_get(row, "status"));
+        const char *id = json_string_value(json_object_get(row, "id"));
+        if (id && !(st && strcmp(st, "deleted") == 0))
+            strmap_put(have, id, (void *)1);
+    }
+    json_t *nodes = json_array();
+    const char *nid;
+    json_t *info;
+    json_object_foreach(j->po.nodeinfo, nid, info)
+    {
+        if (!strmap_get(have, nid))
+            json_array_append_new(nodes, json_pack("{s:s, s:O, s:O, s:O}", "id", nid, "hw",
+                                                   json_object_get(info, "hardwaretype"), "img",
+                                                   json_object_get(info, "imagetype"), "svc",
+                                                   json_object_get(info, "services")));
+    }
+    strmap_free(have);
+    s->new_nodes = json_dumps(nodes, JSON_COMPACT);
+    json_decref(nodes);
+    s->cluster_status = strcmp(j->op, "create") == 0   ? "creating"
+                        : strcmp(j->op, "delete") == 0 ? "deleting"
+                                                       : "updating";
+    s->detail = xasprintf("{\"tasks\":%u,\"operation\":\"%s\",\"plan_sha\":\"%s\"}", j->fwd.n,
+                          j->op, j->po.sha);
+    s->ssh = j->ssh_new ? json_dumps(j->ssh_new, JSON_COMPACT) : NULL;
+    return s;
+}
+
 /* A build is back on the loop: whether the job still wants it (else it is dropped). */
 bool engine__build_landed(struct engine__build *b)
 {
@@ -253,7 +309,7 @@ static void start_built(void *arg)
     make_cluster_key(j);
     j->ctx = engine__job_ctx_make(j);
     /* PostgreSQL first: the plan and its inputs are what a new owner rebuilds from. */
-    struct engine__pg_start *s = engine__pg_start_new(j);
+    struct engine__pg_start *s = start_part_new(j);
     j->pg_busy = true;
     /* With the other jobs' parts of this turn (batch.c): one transaction for all. */
     engine__batch_pg_part(j->e, ENGINE__PG_START, s, started_pg);

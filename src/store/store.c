@@ -124,6 +124,7 @@ int store_exec(PGconn *conn, const char *sql, int nparams, const char *const *pa
 {
     if (res)
         *res = NULL;
+    store__fault_note(sql);
     return store__result(conn, PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0), res,
                          err);
 }

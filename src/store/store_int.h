@@ -28,6 +28,16 @@ int store__result(PGconn *conn, PGresult *r, PGresult **res, struct drv_err *err
  */
 extern _Thread_local bool store__conn_unusable;
 
+/*
+ * Test hook (DROVER_FAULT=pg-commit-lost:SUBSTRING[:N], docs/testing.md; store_rows.c):
+ * the first COMMIT of a transaction that ran a statement holding SUBSTRING, and every
+ * N-th such after it (N 2 when not given), is sent and its answer read (so the server
+ * really committed), then the connection is shut down under libpq and the caller gets
+ * DRV_EAGAIN, as when the connection drops between COMMIT and its answer.
+ * store__fault_note(sql) is called with every statement run (pool thread).
+ */
+void store__fault_note(const char *sql);
+
 /* Does SQLSTATE state (five characters) mean the connection must be dropped? */
 bool store__sqlstate_drops(const char *state);
 

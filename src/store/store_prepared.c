@@ -84,6 +84,7 @@ int store_execp(PGconn *conn, const char *sql, int nparams, const char *const *p
 {
     if (res)
         *res = NULL;
+    store__fault_note(sql);
     for (int attempt = 0; attempt < 2; attempt++) {
         int rc;
         int i = prepare(conn, sql, nparams, &rc, err);

@@ -62,6 +62,8 @@
 #include <event2/event.h>
 #include <jansson.h>
 
+#include <zookeeper/zookeeper.h>
+
 #include "coord.h"
 #include "log.h"
 #include "worker.h"
@@ -69,6 +71,7 @@
 
 #define MOD "worker"
 #define RETRY_MS 200
+#define REFUSED_RETRY_MS 2000 /* a write the server refused: slower, it logs each time */
 
 void worker__wtask_check(const struct wtask *t)
 {
@@ -188,12 +191,18 @@ static void on_completed(const struct coord_txn_result *r, void *arg)
         /* Not our claim any more: another delivery runs it; write nothing. */
         t->lost = true;
         worker__task_finish(t);
-    } else if (r->failed_op >= 0) {
+    } else if (r->failed_op >= 0 && r->zrc == ZNONODE) {
         /* The run record is gone: the job ended (cancelled, handed over and
          * finished...). The item still goes. */
         worker__drop_item(t, "the job's run record is gone");
     } else if (!w->freed) {
-        later(t, complete_retry, RETRY_MS);
+        /* Lost answer (resolved by coord's complete), or refused (NOAUTH: a run
+         * directory made by an older droverd; another op's failure): the outcome is
+         * kept and sent again, never dropped with the item. */
+        if (r->failed_op >= 0)
+            log_error(MOD, "event=complete-refused worker=%s task=%s zrc=%d", w->id, t->key,
+                      r->zrc);
+        later(t, complete_retry, r->failed_op >= 0 ? REFUSED_RETRY_MS : RETRY_MS);
     }
     worker__task_unref(t);
 }
@@ -240,8 +249,24 @@ static void on_recorded(const struct coord_txn_result *r, void *arg)
     } else if (r->rc == DRV_ECONFLICT && r->failed_op < 0) {
         t->lost = true;
         worker__task_finish(t);
-    } else if (r->failed_op >= 0) {
+    } else if (r->failed_op == 0 && r->zrc == ZNODEEXISTS) {
+        /* Our own record: its name is this delivery's (worker id and nonce), so only
+           our earlier commit can have made it, under our claim; that commit's answer
+           was lost (coord_queue_txn_commit has no resolver: DRV_EAGAIN, sent again). */
+        log_info(MOD, "event=record-recovered worker=%s task=%s", w->id, t->key);
+        t->recorded = true;
+        if (t->lost)
+            worker__task_finish(t);
+        else
+            worker__need_context(t);
+    } else if (r->failed_op >= 0 && r->zrc == ZNONODE) {
         worker__drop_item(t, "the job has no run directory: it is over");
+    } else if (r->failed_op >= 0) {
+        /* Refused (NOAUTH: a run directory an older droverd made, which this worker's
+           tenant identity may not write; docs/operations.md has the upgrade order): not
+           the job's end. Keep the claim and try again; the item is never dropped. */
+        log_error(MOD, "event=record-refused worker=%s task=%s zrc=%d", w->id, t->key, r->zrc);
+        later(t, record_retry, REFUSED_RETRY_MS);
     } else {
         later(t, record_retry, RETRY_MS);
     }

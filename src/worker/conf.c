@@ -48,10 +48,21 @@ const struct config_key worker_config_keys[] = {
         "worker.resources_keep", CONFIG_DURATION, struct worker_opts, resources_keep_ms,
         .deflt = "10m", .min = 1000, .max = 86400000,
         .help = "an older resources version no task uses is removed this long after its last use"),
+    CONFIG_KEY("worker.plugin_uids", CONFIG_STRING, struct worker_opts, plugin_uids,
+               .deflt = "2000000-2999999",
+               .help = "FIRST-LAST: host uids no account uses; a worker run as root (or with "
+                       "CAP_SETUID and CAP_SETGID) runs its tenant's plugins as that tenant's "
+                       "own uid of this range (empty: worker.plugin_user for every tenant)"),
+    CONFIG_KEY("worker.plugin_homes", CONFIG_STRING, struct worker_opts, plugin_homes,
+               .deflt = "/var/lib/drover-worker/tenants",
+               .help = "the host's record of which uid each tenant's plugins have: one "
+                       "directory per tenant, owned by that uid, its plugins' HOME and TMPDIR "
+                       "(one per host: every worker of the host names the same)"),
     CONFIG_KEY("worker.plugin_user", CONFIG_STRING, struct worker_opts, plugin_user,
                .deflt = "drover-plugin",
-               .help = "a worker run as root runs plugins as this unprivileged user (created "
-                       "with useradd when missing); empty: as the worker itself"),
+               .help = "with worker.plugin_uids empty: a worker run as root runs plugins as "
+                       "this unprivileged user (created with useradd when missing), shared by "
+                       "every tenant; empty: as the worker itself"),
     CONFIG_KEY("worker.privileged_plugins", CONFIG_STRING, struct worker_opts, privileged_plugins,
                .deflt = "",
                .help = "plugins that keep the worker's root, comma-separated (loopback needs "

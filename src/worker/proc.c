@@ -80,12 +80,19 @@
  *   - the guard and the plugin stopped (their group): the plugin does
  *     nothing; the worker's time limit kills it.
  *   - the whole host suspended (a VM paused, a laptop asleep): CLOCK_BOOTTIME
- *     goes on meanwhile (CLOCK_MONOTONIC would not: a guard on it would give
- *     the plugin the lease's whole remainder again after the resume, while
- *     the server elsewhere expired the session). The guard's poll wakes late
- *     by the suspension, but the worker's next renewal (a sixth of the
- *     timeout after the resume at most) wakes it, and it finds the lease run
- *     out. Not tested: no host here can be suspended.
+ *     goes on meanwhile (CLOCK_MONOTONIC would not), and every moment of the
+ *     lease is on it, from coord's "heard" (coord_session_heard_ms) to the
+ *     guard's poll: after the resume the worker's renewal names heard plus
+ *     half a timeout, long past, and the guard kills the group. (Before issue
+ *     33 the worker carried a monotonic "heard" over as a delay from now,
+ *     which renewed the lease for half a session after a resume while the
+ *     server had expired it.) The guard's poll wakes late by the suspension,
+ *     but the worker's first renewal after the resume wakes it; the plugin
+ *     may run until then, a sixth of the timeout at most, as with the whole
+ *     group frozen (above). No host here can be suspended: test_proc's
+ *     lease_after_suspend checks the arithmetic with a suspend modelled on
+ *     the two clocks, and scripts/chaos's `suspend` fault freezes a worker
+ *     with its plugins (guards too) past its session as a stand-in.
  *
  * The worker side, one state machine per proc, all on the loop thread:
  *
@@ -252,6 +259,11 @@ int worker__lease_wait_ms(int64_t until_ms, int64_t now_ms)
         return 0;
     int64_t left = until_ms - now_ms;
     return left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+int64_t worker__lease_until(int64_t heard_boot_ms, int timeout_ms)
+{
+    return heard_boot_ms + timeout_ms / 2;
 }
 
 int64_t worker__lease_renewed(int64_t until_ms, int64_t v)

@@ -419,7 +419,20 @@ static int read_token(const char *path, char **out, struct drv_err *err)
     return 0;
 }
 
-/* Versions left by an earlier run: complete ones are kept, the rest removed. */
+/* True when the version directory name under r->root belongs to the plugin user. */
+static bool owned_by(const struct worker__res *r, const char *name)
+{
+    if (r->own_uid == (uid_t)-1)
+        return true;
+    char *p = xasprintf("%s/%s", r->root, name);
+    struct stat st;
+    bool yes = lstat(p, &st) == 0 && st.st_uid == r->own_uid && st.st_gid == r->own_gid;
+    free(p);
+    return yes;
+}
+
+/* Versions left by an earlier run: complete ones of the plugin user are kept, the rest
+   removed. */
 static void scan(struct worker__res *r)
 {
     DIR *d = opendir(r->root);
@@ -442,6 +455,10 @@ static void scan(struct worker__res *r)
             }
             free(side);
             sha[strcspn(sha, "\n")] = '\0';
+        }
+        if (v > 0 && *end == '\0' && strlen(sha) == 64 && !owned_by(r, e->d_name)) {
+            /* Another user's (worker.plugin_uids set or changed): fetched again, its own. */
+            sha[0] = '\0';
         }
         if (v > 0 && *end == '\0' && strlen(sha) == 64) {
             struct rversion *rv = add(r, v);

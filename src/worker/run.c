@@ -82,11 +82,12 @@ void worker__env_free(char **e)
  */
 static int64_t lease_until(const struct worker *w)
 {
-    /* coord's "heard" is a monotonic moment; the guard keeps the lease on CLOCK_BOOTTIME,
-       which goes on while the host is suspended, so the moment is carried over as a delay. */
-    int64_t left =
-        coord_session_heard_ms(w->zk) + coord_session_timeout_ms(w->zk) / 2 - clock_mono_ms();
-    return clock_boot_ms() + left;
+    /* One clock, CLOCK_BOOTTIME, from coord's "heard" to the guard: it goes on while the
+       host is suspended, so after a resume the lease is the moment the server last heard
+       from us plus half the timeout, long past, not a fresh half timeout (issue 33 item 3:
+       a monotonic "heard" carried over as a delay renewed it for half a session after a
+       sleep, while the server had expired the session and another worker ran the task). */
+    return worker__lease_until(coord_session_heard_ms(w->zk), coord_session_timeout_ms(w->zk));
 }
 
 void worker__lease_arm(struct worker *w)
@@ -120,7 +121,7 @@ static void on_plugin_done(const struct worker__proc_result *r, void *arg)
                  "event=lease-expired worker=%s task=%s ms=%lld heard_ms_ago=%lld "
                  "session_timeout_ms=%d claim=%s",
                  w->id, t->key, (long long)r->elapsed_ms,
-                 (long long)(clock_mono_ms() - coord_session_heard_ms(w->zk)),
+                 (long long)(clock_boot_ms() - coord_session_heard_ms(w->zk)),
                  coord_session_timeout_ms(w->zk), t->lost ? "lost" : "maybe-ours");
         t->lease_expired = true;
         if (!t->lost) {
@@ -303,7 +304,7 @@ static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes
     }
     char *input = json_dumps(task, JSON_COMPACT);
     json_decref(task);
-    char **env = env_for(w, t);
+    char **env = worker__sandbox_env(w->sandbox, t->plugin, env_for(w, t));
     struct worker__proc_opts po = {
         .path = t->plugin->exec,
         .cwd = t->plugin->dir,

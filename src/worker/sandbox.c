@@ -8,10 +8,13 @@
  * config; a plugin gets none of them:
  *
  *   1. Identity. A worker that runs as root (or holds CAP_SETUID and CAP_SETGID, as
- *      the systemd unit gives it) starts every plugin as worker.plugin_user (default
- *      "drover-plugin", a system user the worker creates with useradd when it is
- *      missing and it can), no supplementary groups: the plugin cannot read the worker's
- *      0600 files or /proc/<worker>/environ, nor signal or trace the worker. Only
+ *      the systemd unit gives it) starts every plugin as its tenant's own uid on this
+ *      host (worker.plugin_uids: uidmap.c picks and records it), gid the same number, no
+ *      supplementary groups: the plugin cannot read the worker's 0600 files or
+ *      /proc/<worker>/environ, nor signal or trace the worker, nor any process or
+ *      private file of another tenant's plugins. With worker.plugin_uids empty, every
+ *      plugin runs as worker.plugin_user (created with useradd when missing and it can),
+ *      shared by every tenant whose workers name it (event=plugins-share-uid). Only
  *      the plugins named in worker.privileged_plugins keep root: the loopback
  *      provider needs it (PID namespaces), and gives root on the host by design, so
  *      the operator names it per worker, hence per tenant. A worker that is not
@@ -20,6 +23,9 @@
  *   2. Environment. An allow-list of the worker's (PATH, HOME, LANG, LC_*, TZ,
  *      TMPDIR, DROVER_LOG_LEVEL) plus the task's own DROVER_* variables: never
  *      DROVER_ZK_DIGEST_FILE, tokens, the database's settings or the key file's path.
+ *      A plugin run as its tenant's uid gets the tenant's home (0700, its own) as HOME
+ *      and TMPDIR, so its temporary files are out of every other tenant's reach
+ *      whatever their modes.
  *   3. Operator settings. Provider fields that name host programs, host paths or
  *      address ranges (loopback's root, network, port, sshd, unshare) come from the
  *      worker's worker.provider_settings file, a JSON object of providertype to
@@ -57,6 +63,7 @@ struct worker__sandbox {
     bool drop; /* run plugins as uid/gid */
     uid_t uid;
     gid_t gid;
+    char *home;       /* the tenant's plugin home (HOME, TMPDIR: uidmap.c), or NULL */
     char *privileged; /* ",a,b," or NULL */
     json_t *settings; /* providertype -> fields (never NULL) */
     char *zk_hosts;
@@ -118,6 +125,27 @@ static bool can_switch_users(void)
     return (eff & (1ULL << 7)) && (eff & (1ULL << 6));
 }
 
+/* worker.plugin_uids: the tenant's own uid on this host, and its home (uidmap.c). */
+static int tenant_uid(struct worker__sandbox *s, const struct worker *w,
+                      const struct worker_opts *o, const char *range, struct drv_err *err)
+{
+    uid_t first, last, uid = 0;
+    bool made = false;
+    const char *homes =
+        o->plugin_homes && *o->plugin_homes ? o->plugin_homes : "/var/lib/drover-worker/tenants";
+    int rc = worker__uid_range_parse(range, &first, &last, err);
+    if (rc == 0)
+        rc = worker__uid_for_tenant(homes, w->tenant, first, last, &uid, &s->home, &made, err);
+    if (rc)
+        return rc;
+    s->drop = true;
+    s->uid = uid;
+    s->gid = (gid_t)uid;
+    log_info(MOD, "event=plugin-uid worker=%s tenant=%s uid=%u home=%s new=%s", w->id, w->tenant,
+             (unsigned)uid, s->home, made ? "true" : "false");
+    return 0;
+}
+
 static int read_digest(struct worker__sandbox *s, const char *path, struct drv_err *err)
 {
     FILE *f = fopen(path, "re");
@@ -170,14 +198,24 @@ int worker__sandbox_new(struct worker *w, const struct worker_opts *o, struct dr
                 memmove(p, p + 1, strlen(p)), p--;
     }
     const char *user = o->plugin_user ? o->plugin_user : "";
+    const char *range = o->plugin_uids ? o->plugin_uids : "";
     int rc = 0;
-    if (*user && can_switch_users())
-        rc = resolve_user(s, user, err);
-    else if (*user)
+    if ((*range || *user) && !can_switch_users())
         log_warn(MOD,
                  "event=plugins-not-isolated worker=%s reason=\"neither root nor CAP_SETUID and "
-                 "CAP_SETGID: plugins run as the worker's own user, not %s\"",
-                 w->id, user);
+                 "CAP_SETGID: plugins run as the worker's own user\"",
+                 w->id);
+    else if (*range)
+        rc = tenant_uid(s, w, o, range, err);
+    else if (*user) {
+        rc = resolve_user(s, user, err);
+        if (rc == 0)
+            log_warn(MOD,
+                     "event=plugins-share-uid worker=%s user=%s reason=\"worker.plugin_uids is "
+                     "empty: the plugins of every tenant whose workers use this user can reach "
+                     "each other\"",
+                     w->id, user);
+    }
     if (rc == 0 && o->provider_settings && *o->provider_settings)
         rc = read_settings(s, o->provider_settings, err);
     if (rc == 0 && o->zk_digest_file && *o->zk_digest_file)
@@ -193,6 +231,7 @@ void worker__sandbox_free(struct worker__sandbox *s)
     if (!s)
         return;
     free(s->privileged);
+    free(s->home);
     json_decref(s->settings);
     free(s->zk_hosts);
     free(s->zk_acl_owner);
@@ -251,6 +290,27 @@ void worker__sandbox_task(const struct worker__sandbox *s, const struct worker__
                             json_pack("{s:s, s:s?, s:s?, s:s?}", "hosts", s->zk_hosts, "digest",
                                       s->zk_digest, "acl_owner", s->zk_acl_owner, "acl_readers",
                                       s->zk_acl_readers));
+}
+
+char **worker__sandbox_env(const struct worker__sandbox *s, const struct worker__plugin *p,
+                           char **env)
+{
+    if (!s->drop || !s->home || privileged(s, p->name))
+        return env;
+    size_t n = 0, k = 0;
+    while (env[n])
+        n++;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(env[i], "HOME=", 5) == 0 || strncmp(env[i], "TMPDIR=", 7) == 0)
+            free(env[i]);
+        else
+            env[k++] = env[i];
+    }
+    env = xrealloc(env, (k + 3) * sizeof(char *));
+    env[k++] = xasprintf("HOME=%s", s->home);
+    env[k++] = xasprintf("TMPDIR=%s", s->home);
+    env[k] = NULL;
+    return env;
 }
 
 bool worker__sandbox_env_ok(const char *kv)

@@ -79,8 +79,13 @@ struct worker_opts {
     const char *secrets_key_file; /* secrets.tenant_key_file: the program loads key from it */
     const char *fleet_key_file;   /* secrets.key_file: must stay "" (refused at start-up) */
     /* The host boundary (sandbox.c, docs/security.md): */
-    const char *plugin_user;        /* a root worker runs plugins as this user (created if
-                                       missing); "": as itself */
+    const char *plugin_uids;        /* "FIRST-LAST": a root worker runs plugins as its
+                                       tenant's own uid of this range (uidmap.c); "": as
+                                       plugin_user */
+    const char *plugin_homes;       /* the host's record of tenants' uids and their plugins'
+                                       homes ("": /var/lib/drover-worker/tenants) */
+    const char *plugin_user;        /* with plugin_uids "": a root worker runs plugins as
+                                       this user (created if missing); "": as itself */
     const char *privileged_plugins; /* comma-separated plugins that keep the worker's root */
     const char *provider_settings;  /* JSON file: providertype -> fields over config.provider */
     /* Restarts (rejoin.c): worker.session_file, and the program's lock on it (> 2, set by the

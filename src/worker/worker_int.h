@@ -124,6 +124,9 @@ void worker__proc_lease(struct worker__proc *p, int64_t until_ms);
  * worker__lease_renewed: the lease after a renewal to v arrived: the later of the two.
  */
 int worker__lease_wait_ms(int64_t until_ms, int64_t now_ms);
+/* The lease to send (run.c): half a session timeout after coord last heard the server,
+   both on CLOCK_BOOTTIME (coord_session_heard_ms), so a host suspend counts. */
+int64_t worker__lease_until(int64_t heard_boot_ms, int timeout_ms);
 int64_t worker__lease_renewed(int64_t until_ms, int64_t v);
 
 /* The process group id (the plugin's pid), for tests and logs. */
@@ -338,6 +341,24 @@ void worker__avoid_expire_cb(evutil_socket_t fd, short what, void *arg);
 /* Stopping, nothing running or being taken: worker_stop's done is called (once). */
 void worker__maybe_stopped(struct worker *w);
 
+/* ---- uidmap.c: one host uid per tenant for its plugins ------------------------------- */
+
+/* "FIRST-LAST" of worker.plugin_uids into first, last (1000 <= first <= last). */
+int worker__uid_range_parse(const char *s, uid_t *first, uid_t *last, struct drv_err *err);
+/*
+ * The lowest uid of [first, last] that is not in used (n entries: sorted in place), not
+ * 65534 or 65535, and for which taken (NULL: none) says false; (uid_t)-1 when none is left.
+ */
+uid_t worker__uid_pick(uid_t first, uid_t last, uid_t *used, size_t n,
+                       bool (*taken)(uid_t uid, void *arg), void *arg);
+/*
+ * The uid of tenant's plugins on this host, recorded as the owner of homes/<tenant>
+ * (made and given a new uid of the range when missing: *made). *home: that directory
+ * (the caller frees it). Under an exclusive lock on homes/.lock.
+ */
+int worker__uid_for_tenant(const char *homes, const char *tenant, uid_t first, uid_t last,
+                           uid_t *uid, char **home, bool *made, struct drv_err *err);
+
 /* ---- sandbox.c: what a plugin runs as and what it is given -------------------------- */
 
 /* Set up w->sandbox from the options (the plugin user, created when missing). */
@@ -346,6 +367,13 @@ void worker__sandbox_free(struct worker__sandbox *s);
 /* Fill po's run_as, uid and gid for plugin p. */
 void worker__sandbox_proc(const struct worker__sandbox *s, const struct worker__plugin *p,
                           struct worker__proc_opts *po);
+/*
+ * env (an array of owned strings, NULL-terminated, from the run's env_for) with HOME and
+ * TMPDIR set to the tenant's plugin home when plugin p runs as the tenant's uid: env
+ * itself or its reallocation (the caller frees what is returned).
+ */
+char **worker__sandbox_env(const struct worker__sandbox *s, const struct worker__plugin *p,
+                           char **env);
 /* The plugin user's uid and gid for synced resources (false: keep the worker's). */
 bool worker__sandbox_owner(const struct worker__sandbox *s, uid_t *uid, gid_t *gid);
 /*

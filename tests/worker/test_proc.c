@@ -322,6 +322,28 @@ static void test_lease_arithmetic(void **state)
     assert_int_equal(worker__lease_renewed(0, 2000), 2000);
 }
 
+/*
+ * Issue 33 item 3: a host suspended for two session timeouts. CLOCK_MONOTONIC stops while
+ * suspended, CLOCK_BOOTTIME (and the ZooKeeper server's clock elsewhere) goes on. The
+ * renewal after the resume must leave the plugin no time: the server expired the session
+ * and another worker may run the task. The old formula (a monotonic "heard" carried over
+ * as a delay from the boot clock's now) gave it half a timeout again.
+ */
+static void test_lease_after_suspend(void **state)
+{
+    const int timeout = 4000;
+    int64_t mono0 = 1000000, boot0 = 5000000; /* the two clocks when the server last answered */
+    int64_t heard_boot = boot0, heard_mono = mono0;
+    int64_t suspended = 2 * timeout;
+    int64_t mono1 = mono0 + 100, boot1 = boot0 + 100 + suspended; /* just after the resume */
+    int64_t until = worker__lease_until(heard_boot, timeout);
+    assert_int_equal(worker__lease_wait_ms(until, boot1), 0); /* run out: the guard kills */
+    int64_t old = boot1 + (heard_mono + timeout / 2 - mono1);
+    assert_true(worker__lease_wait_ms(old, boot1) > 0); /* the old formula: alive again */
+    /* Not suspended: half a timeout after the last answer, as before. */
+    assert_int_equal(worker__lease_wait_ms(until, boot0 + 100), timeout / 2 - 100);
+}
+
 /* Nobody renews: the guard kills the whole group when the lease runs out. */
 static void test_lease_expires(void **state)
 {
@@ -585,6 +607,7 @@ int main(void)
         cmocka_unit_test(test_worker_death_kills_plugin),
         cmocka_unit_test(test_stderr_flood_leaves_loop_turns),
         cmocka_unit_test(test_lease_arithmetic),
+        cmocka_unit_test(test_lease_after_suspend),
         cmocka_unit_test(test_lease_expires),
         cmocka_unit_test(test_lease_renewed),
         cmocka_unit_test(test_frozen_worker_plugin_dies),
