@@ -2,7 +2,7 @@
 # A retry is a dispatch like any other (fsm J1): a job paused while one of its tasks is
 # failing and being retried starts no new attempt of it while paused (the retry is taken
 # back, pending again); after a resume the task is dispatched again (with cleanup: a
-# create) and the job succeeds. run.c task_event, engine__withdraw_retries; commit.c.
+# create) and the job succeeds. run.c task_event, engine__commit_retries_withdraw (commit.c).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../api/api_lib.sh"
 . "$(dirname "$0")/engine_lib.sh"

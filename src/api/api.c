@@ -731,7 +731,8 @@ struct api *api_new(struct event_base *base, struct store *store, struct coord_s
         goto fail;
     if (zk) {
         a->g_droverd = coord_group_watch(zk, ZKPATH_MEMBERS_DROVERD, api__on_droverd_group, a);
-        a->g_workers = coord_group_watch(zk, ZKPATH_MEMBERS_WORKER, api__on_worker_group, a);
+        a->g_workers =
+            coord_group_watch_checked(zk, ZKPATH_MEMBERS_WORKER, "tenant", api__on_worker_group, a);
     }
     log_info(MODULE,
              "event=listening addr=%s tls=%s max_connections=%ld max_per_source=%ld "

@@ -1,5 +1,40 @@
 /*
  * api_int: what the API's files share (server, auth, handlers). Not public.
+ *
+ * The files:
+ *   the request flow:
+ *     api.c        the API's request flow (api.h has the threads)
+ *     server.c     the HTTP/1.1 connections (server.h); http_parse.c the strict parser
+ *                  (http.h)
+ *     guard.c      what the loop remembers about callers: verified tokens (guard.h)
+ *     routes.c     the /v1 paths, their methods, handlers and roles, and the lookup
+ *     call.c       one call's helpers: its error, query, owner filter, reply, release
+ *     auth.c       bearer tokens, the first superadmin, secrets at rest
+ *     conf.c       the API's configuration keys (api.h)
+ *   the handlers (handlers.h), by resource:
+ *     handlers_admin.c     who am I, version, audit log, tenants and users
+ *     handlers_entities.c  the catalogue's entities of /v1/{kind}, import and export
+ *     handlers_create.c    a cluster's create and its preview
+ *     handlers_clusters.c  reading clusters, and their operations
+ *     handlers_plan.c      an operation's plan before it runs (dry run), the revision
+ *     handlers_jobs.c      jobs: list, get, plan, cancel, pause, resume, retry
+ *     handlers_tasks.c     a large job's tasks a page at a time
+ *     handlers_resources.c a tenant's plugin resources
+ *     handlers_tokens.c    a caller's own API tokens
+ *     handlers_fleet.c     the fleet views: members, workers, queues
+ *     handlers_drain.c     an operator's drain and undrain of one member
+ *     handlers_util.c      what the handler files share: name checks, audit, bodies
+ *   what the handlers use:
+ *     jobctl.c     the API's side of the engine in ZooKeeper (announcements, control)
+ *     jobwait.c    long-polling a job's summary
+ *     explain.c    why each waiting task of a job waits
+ *     links.c      a cluster's links, their macros expanded
+ *     quota.c      what one tenant may take of the shared fleet
+ *     hostfields.c what a tenant's provider entity may not say (the host boundary)
+ *     seal.c       sensitive values in bodies sealed at their place; reseal.c the
+ *                  start-up migration of legacy sealed values
+ *     metrics.c    /metrics, and the fleet data the group watches keep
+ *     ui.c         the dashboard's static files under /ui/ (ui.h)
  */
 #ifndef DROVER_API_INT_H
 #define DROVER_API_INT_H

@@ -608,11 +608,14 @@ static int op_record(PGconn *conn, struct call *c, struct drv_err *err)
     }
     char *req = json_dumps(request, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(request);
-    /* A recreate is a create of the cluster's new layout, for the engine. */
+    /* The job's operation as the engine reads it (planner_api_op): a recreate is a create of
+       the cluster's new layout. */
     bool recreate = op_is(op, "recreate");
+    const struct planner_api_op *api_op = planner_api_op(op);
+    const char *job_op = api_op ? api_op->job_op : op;
     if (rc == 0)
-        rc = store_job_insert(conn, c->who.tenant_id, c->seg[2], recreate ? "create" : op, req,
-                              c->who.user_id, &job, err);
+        rc = store_job_insert(conn, c->who.tenant_id, c->seg[2], job_op, req, c->who.user_id, &job,
+                              err);
     free(req);
     if (rc == 0 && recreate) {
         json_t *layout = json_object_get(o->target, "layout");
@@ -646,8 +649,7 @@ static int op_record(PGconn *conn, struct call *c, struct drv_err *err)
     json_object_del(cluster, "nodes");
     c->out = json_pack("{s:o, s:o}", "cluster", cluster, "job", job);
     c->status = 202;
-    api__announce(c, json_string_value(json_object_get(job, "id")), c->seg[2],
-                  recreate ? "create" : op);
+    api__announce(c, json_string_value(json_object_get(job, "id")), c->seg[2], job_op);
     return 0;
 }
 

@@ -5,8 +5,8 @@
  *
  * The plan is made as the engine will make it (engine/plan.c): the same
  * planner input from the cluster's stored layout and the solved target, the
- * same operation mapping (configure with restart is configure-restart, a
- * recreate a create), the same subset and dependents of a layout change. So
+ * same operation mapping (the planner's planner_api_op: configure with restart
+ * is configure-restart, a recreate a create), the same subset and dependents of a layout change. So
  * what a dry run shows is what the job runs, as long as the cluster does not
  * change in between, which the revision guards: an apply that carries
  * "plan_revision" is refused with 409 when the cluster's revision is no
@@ -59,24 +59,16 @@ void api__cluster_revision(const json_t *cluster, char out[API_REVISION_LEN + 1]
 }
 
 /* The planner's operation for an API operation, as engine__op_parse maps it; -1 if none. */
+/* The planner's operation, as the engine maps the job's (planner_api_op_plan). */
 static int plan_op(const char *op, const json_t *body)
 {
-    if (strcmp(op, "addservices") == 0)
-        return PLANNER_OP_ADD_SERVICES;
-    if (strcmp(op, "removeservices") == 0)
-        return PLANNER_OP_REMOVE_SERVICES;
-    if (strcmp(op, "recreate") == 0)
-        return PLANNER_OP_CREATE;
-    if (strcmp(op, "configure") == 0 && json_is_true(json_object_get(body, "restart")))
-        return PLANNER_OP_CONFIGURE_RESTART;
-    int p = planner_op_parse(op);
-    return p == PLANNER_OP_ROLLBACK ? -1 : p;
+    return planner_api_op_plan(op, json_is_true(json_object_get(body, "restart")));
 }
 
 static bool acts_on_subset(const char *op)
 {
-    return strcmp(op, "configure") == 0 || strcmp(op, "start") == 0 || strcmp(op, "stop") == 0 ||
-           strcmp(op, "restart") == 0 || strcmp(op, "upgrade") == 0;
+    const struct planner_api_op *a = planner_api_op(op);
+    return a && a->subset;
 }
 
 /* ---- the layout diff ---- */

@@ -485,9 +485,25 @@ const char *coord_member_path(const struct coord_member *m);
  */
 void coord_member_leave(struct coord_member *m);
 
+/*
+ * Whether a member's data is its creator's word (coord_group_watch_checked). ZooKeeper
+ * lets whoever may create in a group pick a new member's data and ACL, and keeps no
+ * creator; but it shows a digest id in full only to a reader with ADMIN on the znode
+ * (others see "user:x"), and only a tenant's workers and droverd know the tenant's
+ * worker id (a hash of its password). So a member whose ACL, read by droverd (ALL on
+ * every member a worker makes: its acl_owner), grants WRITE to the exact worker id of the
+ * tenant its data names was made by that tenant's workers (or droverd).
+ */
+enum coord_member_proof {
+    COORD_MEMBER_UNCHECKED = 0, /* no check: a plain watch, or no credentials (an open tree) */
+    COORD_MEMBER_PROVEN,        /* its ACL holds the named tenant's exact worker id, WRITE */
+    COORD_MEMBER_UNPROVEN,      /* anything else: forged, or made with droverd's credentials */
+};
+
 struct coord_member_info {
     const char *id;   /* the znode name */
     const char *json; /* its data ("" when unreadable) */
+    enum coord_member_proof proof;
 };
 
 /* members sorted by id; valid only during the call. */
@@ -502,6 +518,16 @@ struct coord_group;
  */
 struct coord_group *coord_group_watch(struct coord_session *s, const char *group, coord_group_cb cb,
                                       void *arg);
+/*
+ * The same, and each member's proof (enum coord_member_proof) against the tenant its data
+ * names in field (e.g. "tenant"): its ACL is read (one request per member, again only when
+ * the member's czxid or named tenant changed) when the session can derive tenants' worker
+ * ids (coord_session_opts.acl_tenant_id: droverd with the fleet key and credentials);
+ * otherwise every member is UNCHECKED. An ACL read that fails voids the refresh like a
+ * failed data read.
+ */
+struct coord_group *coord_group_watch_checked(struct coord_session *s, const char *group,
+                                              const char *field, coord_group_cb cb, void *arg);
 void coord_group_free(struct coord_group *g);
 
 /* ------------------------------------------------------------------------ */

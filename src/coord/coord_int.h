@@ -5,7 +5,13 @@
  * listener registries), zkops.c (issuing requests and the hand-off queue from
  * ZooKeeper's threads), session.c (states, handles, silence, free), watch.c
  * (reads, watches, watchers, sync), member.c, ring.c, lock.c, txn.c,
- * queue.c / queue_take.c / queue_hold.c (queue_int.h).
+ * queue.c / queue_take.c / queue_hold.c (queue_int.h), queue_find.c (what the
+ * janitor and /metrics ask of a queue they do not consume), election.c (a
+ * singleton duty's leader, on a lock), control.c (operators' requests to one
+ * running process), acl.c (who may read and write what: the policy, tenants'
+ * grants, the start-up fix-up), acl_pool.c (an operator's ssh-pool pools and the
+ * tenants granted each), pool_free.c (droverd's half of giving a shared pool's
+ * host back), conf.c (coord's configuration keys).
  *
  * Every ZooKeeper call goes through a struct coord__op: the loop thread fills
  * one, issues it with one of the coord__zk_* functions, and gets op->done(op)
@@ -293,6 +299,14 @@ void coord__acl_free(struct coord_session *s);
 /* The ACL of a znode s creates at path: s->acl, or it with the path's tenant grant. The
    vector lives as long as s. Any thread. */
 const struct ACL_vector *coord__acl_for(struct coord_session *s, const char *path);
+/* The exact worker digest id of tenant into id (n bytes), when s can derive it
+   (acl_tenant_id: droverd with the fleet key and credentials); false otherwise. Any thread. */
+bool coord__acl_worker_id(struct coord_session *s, const char *tenant, char *id, size_t n);
+/* True when s can derive tenants' worker ids (coord__acl_worker_id). */
+bool coord__acl_can_derive(const struct coord_session *s);
+/* True when an ACL (as coord__zk_get_acl gives it: op->strv of "perms scheme id") grants
+   WRITE to digest id. */
+bool coord__acl_strv_writer(char **strv, int strc, const char *id);
 
 /* acl_pool.c: the operator's pools (acl_pool_grants). Names of up to COORD__POOL_NAME. */
 #define COORD__POOL_NAME 128

@@ -61,9 +61,12 @@
 #include <event2/event.h>
 
 #include "batch.h"
+#include "commit.h"
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
+#include "nodes.h"
+#include "planner.h"
 #include "store.h"
 #include "strmap.h"
 #include "xalloc.h"
@@ -72,12 +75,38 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
 
+/* ---- the pipeline, and what other files mark --------------------------------------------- */
+
+void engine__commit_new(struct ejob *j)
+{
+    j->commit = xcalloc(1, sizeof(*j->commit));
+    j->commit->pg_nodes = json_object();
+}
+
+void engine__commit_free(struct ejob *j)
+{
+    struct ecommit *c = j->commit;
+    if (!c)
+        return;
+    json_decref(c->pg_nodes);
+    free(c->retries);
+    if (c->kick_ev)
+        event_free(c->kick_ev);
+    if (c->retry_ev)
+        event_free(c->retry_ev);
+    if (c->pg_retry_ev)
+        event_free(c->pg_retry_ev);
+    free(c);
+    j->commit = NULL;
+}
+
 void engine__commit_cancel(struct ejob *j)
 {
-    if (j->retry_ev)
-        event_del(j->retry_ev);
-    if (j->pg_retry_ev)
-        event_del(j->pg_retry_ev);
+    struct ecommit *c = j->commit;
+    if (c->retry_ev)
+        event_del(c->retry_ev);
+    if (c->pg_retry_ev)
+        event_del(c->pg_retry_ev);
 }
 
 static void commit_cb(evutil_socket_t fd, short what, void *arg);
@@ -86,19 +115,110 @@ void engine__kick(struct ejob *j)
 {
     if (!engine__job_alive(j))
         return;
-    if (!j->kick_ev)
-        j->kick_ev = event_new(j->e->base, -1, 0, commit_cb, j);
-    event_active(j->kick_ev, EV_TIMEOUT, 0);
+    struct ecommit *c = j->commit;
+    if (!c->kick_ev)
+        c->kick_ev = event_new(j->e->base, -1, 0, commit_cb, j);
+    event_active(c->kick_ev, EV_TIMEOUT, 0);
+}
+
+bool engine__commit_idle(const struct ejob *j)
+{
+    const struct ecommit *c = j->commit;
+    return !c->zk_busy && !c->pg_busy && c->held == 0;
+}
+
+void engine__commit_hold(struct ejob *j)
+{
+    j->commit->held++;
+}
+
+void engine__commit_unhold(struct ejob *j)
+{
+    j->commit->held--;
+}
+
+/* What engine__commit_pg_flush (commit_pg.c) takes, but the run records' rows. */
+static bool pg_marked(const struct ejob *j)
+{
+    const struct ecommit *c = j->commit;
+    return c->pg_job || c->pg_rb || json_object_size(c->pg_nodes) || j->fwd.n_pg || j->rb.n_pg;
+}
+
+bool engine__commit_pg_owed(const struct ejob *j)
+{
+    const struct ecommit *c = j->commit;
+    return j->queue &&
+           (c->pg_job || (c->pg_rb && j->rb.plan) || json_object_size(c->pg_nodes) || j->fwd.n_pg ||
+            j->rb.n_pg) &&
+           !c->pg_down;
+}
+
+void engine__commit_job_row(struct ejob *j)
+{
+    j->commit->pg_job = true;
+}
+
+void engine__commit_node(struct ejob *j, const char *node, json_t *props)
+{
+    json_object_set(j->commit->pg_nodes, node, props);
+}
+
+void engine__commit_rollback_rows(struct ejob *j)
+{
+    j->commit->pg_rb = true;
+}
+
+void engine__commit_retry(struct ejob *j, uint32_t idx)
+{
+    struct ecommit *c = j->commit;
+    XGROW(c->retries, c->cap_retries, c->n_retries + 1);
+    c->retries[c->n_retries++] = idx;
+}
+
+void engine__commit_retries_withdraw(struct ejob *j)
+{
+    struct ecommit *c = j->commit;
+    struct eplan *p = j->cur;
+    size_t n = c->n_retries;
+    c->n_retries = 0;
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t idx = c->retries[i];
+        if (!p || idx >= p->n || p->recs[idx].state != ENGINE_TS_QUEUED)
+            continue; /* superseded */
+        struct engine_task_policy pol = {j->e->max_failures, false};
+        engine_task_step(&p->recs[idx], ENGINE_TEV_WITHDRAWN, &pol);
+        engine__task_touch(p, idx);
+        struct drv_err err;
+        planner_exec_requeue(p->x, idx, &err);
+        p->in_flight--;
+        any = true;
+        log_info(MOD, "event=task-withdrawn job=%s task=%s retry=1", j->id, p->plan->tasks[idx].id);
+    }
+    if (any)
+        engine__job_event(j, ENGINE_EV_PROGRESS);
+}
+
+void engine__commit_finish(struct ejob *j)
+{
+    j->commit->finishing = true;
+    engine__kick(j); /* flush, then the final write */
+}
+
+bool engine__commit_finishing(const struct ejob *j)
+{
+    return j->commit->finishing;
 }
 
 void engine__commit_backoff(struct ejob *j, struct event **ev,
                             void (*cb)(evutil_socket_t, short, void *))
 {
-    j->backoff_ms = j->backoff_ms ? j->backoff_ms * 2 : BACKOFF_MIN_MS;
-    if (j->backoff_ms > BACKOFF_MAX_MS)
-        j->backoff_ms = BACKOFF_MAX_MS;
+    struct ecommit *c = j->commit;
+    c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
+    if (c->backoff_ms > BACKOFF_MAX_MS)
+        c->backoff_ms = BACKOFF_MAX_MS;
     /* Jitter, so that many jobs of one node do not retry in step. */
-    int ms = j->backoff_ms / 2 + rand() % (j->backoff_ms / 2 + 1);
+    int ms = c->backoff_ms / 2 + rand() % (c->backoff_ms / 2 + 1);
     if (!*ev)
         *ev = evtimer_new(j->e->base, cb, j);
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
@@ -107,7 +227,7 @@ void engine__commit_backoff(struct ejob *j, struct event **ev,
 
 void engine__commit_retry_later(struct ejob *j)
 {
-    engine__commit_backoff(j, &j->retry_ev, commit_cb);
+    engine__commit_backoff(j, &j->commit->retry_ev, commit_cb);
 }
 
 /* ---- the end ------------------------------------------------------------------------------------
@@ -115,7 +235,7 @@ void engine__commit_retry_later(struct ejob *j)
 
 static bool nothing_to_write(struct ejob *j)
 {
-    if (j->pg_job || j->pg_rb || json_object_size(j->pg_nodes) || j->fwd.n_pg || j->rb.n_pg)
+    if (pg_marked(j))
         return false;
     size_t pos = 0;
     void *v;
@@ -146,7 +266,7 @@ static struct engine__pg_final *final_part_new(struct ejob *j)
     json_t *svcs =
         json_object_get(json_object_get(json_object_get(j->job, "request"), "target"), "services");
     f->services = json_is_array(svcs) ? json_dumps(svcs, JSON_COMPACT) : NULL;
-    json_t *config = strcmp(j->op, "configure") == 0 ? engine__job_config(j) : NULL;
+    json_t *config = strcmp(j->op, "configure") == 0 ? engine__cluster_config(j) : NULL;
     f->config = config ? json_dumps(config, JSON_COMPACT) : NULL;
     json_t *tv = json_object_get(json_object_get(json_object_get(j->job, "request"), "target"),
                                  "template_version");
@@ -170,7 +290,7 @@ static void final_done(int rc, const struct drv_err *err, void *arg)
 {
     struct engine__pg_final *f = arg;
     struct ejob *j = f->j;
-    j->pg_busy = false;
+    j->commit->pg_busy = false;
     if (engine__job_alive(j)) {
         if (rc == 0) {
             log_info(MOD, "event=job-finished job=%s status=%s node=%s", j->id,
@@ -182,7 +302,7 @@ static void final_done(int rc, const struct drv_err *err, void *arg)
             engine__job_lost(j, why);
         } else {
             log_warn(MOD, "event=job-final-write-failed job=%s error=\"%s\"", j->id, err->msg);
-            j->final_sent = false;
+            j->commit->final_sent = false;
             engine__commit_retry_later(j);
         }
     }
@@ -195,24 +315,24 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
     struct ejob *j = arg;
     if (!engine__job_alive(j) || j->own == EJ_CONTENDING || j->own == EJ_LOADING)
         return;
-    if (j->own == EJ_FINISHING && j->final_sent)
+    struct ecommit *c = j->commit;
+    if (j->own == EJ_FINISHING && c->final_sent)
         return;
-    if (j->pg_down) { /* pg_retry_cb goes on */
+    if (c->pg_down) { /* pg_retry_cb goes on */
         engine__job_idle(j);
         return;
     }
-    if (!j->pg_busy)
+    if (!c->pg_busy)
         engine__commit_pg_flush(j);
-    if (!j->zk_busy && j->own != EJ_FINISHING)
+    if (!c->zk_busy && j->own != EJ_FINISHING)
         engine__commit_zk_flush(j);
-    if (j->finishing && !j->final_sent && !j->pg_busy && !j->zk_busy && j->withdrawing == 0 &&
-        nothing_to_write(j)) {
+    if (c->finishing && !c->final_sent && engine__commit_idle(j) && nothing_to_write(j)) {
         if (j->e->fault_final) {
             log_warn(MOD, "event=fault-injected fault=crash-before-final-write job=%s", j->id);
             _exit(70);
         }
-        j->final_sent = true;
-        j->pg_busy = true;
+        c->final_sent = true;
+        c->pg_busy = true;
         struct engine__pg_final *f = final_part_new(j);
         engine__job_ref(j);
         /* With the other jobs' parts of this turn (batch.c): one transaction for all. */

@@ -16,6 +16,7 @@
 #include <event2/event.h>
 
 #include "batch.h"
+#include "commit.h"
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
@@ -30,17 +31,17 @@
 static void pg_retry_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct ejob *j = arg;
-    if (!engine__job_alive(j) || j->pg_busy)
+    if (!engine__job_alive(j) || j->commit->pg_busy)
         return;
     if (!engine__commit_pg_flush(j)) { /* nothing left to write: go on */
-        j->pg_down = false;
+        j->commit->pg_down = false;
         engine__kick(j);
     }
 }
 
 static void pg_retry_later(struct ejob *j)
 {
-    engine__commit_backoff(j, &j->pg_retry_ev, pg_retry_cb);
+    engine__commit_backoff(j, &j->commit->pg_retry_ev, pg_retry_cb);
 }
 
 /* ---- PostgreSQL --------------------------------------------------------------------------- */
@@ -125,7 +126,7 @@ bool engine__commit_pg_flush(struct ejob *j)
     snprintf(b->id, sizeof(b->id), "%s", j->id);
     b->token = j->token;
     bool any = false;
-    if (j->pg_job) {
+    if (j->commit->pg_job) {
         b->job_phase = xstrdup(engine_phase_name(j->st.phase));
         /* A final status is the final write's (with the cluster's new state, in one
          * transaction): until then the job shows what it did before. */
@@ -134,14 +135,14 @@ bool engine__commit_pg_flush(struct ejob *j)
                             : xstrdup(engine_phase_status(j->st.phase, j->st.cancel));
         b->job_error = xstrdup(j->st.error);
         g->job = true;
-        j->pg_job = false;
+        j->commit->pg_job = false;
         any = true;
     }
-    if (j->pg_rb && j->rb.plan) {
+    if (j->commit->pg_rb && j->rb.plan) {
         b->rb_tasks = engine__pg_task_rows(j->rb.plan, 0, j->rb.n);
         b->rb_plan = planner_plan_to_json_text(j->rb.plan, NULL);
         g->rb = true;
-        j->pg_rb = false;
+        j->commit->pg_rb = false;
         any = true;
     }
     struct eplan *plans[2] = {&j->fwd, &j->rb};
@@ -181,10 +182,10 @@ bool engine__commit_pg_flush(struct ejob *j)
         any = true;
     }
     strbuf_release(&ab);
-    if (json_object_size(j->pg_nodes)) {
-        b->nodes = json_dumps(j->pg_nodes, JSON_COMPACT);
-        g->nodes = j->pg_nodes;
-        j->pg_nodes = json_object();
+    if (json_object_size(j->commit->pg_nodes)) {
+        b->nodes = json_dumps(j->commit->pg_nodes, JSON_COMPACT);
+        g->nodes = j->commit->pg_nodes;
+        j->commit->pg_nodes = json_object();
         any = true;
     }
     if (!any) {
@@ -193,7 +194,7 @@ bool engine__commit_pg_flush(struct ejob *j)
         return false;
     }
     engine__job_check_io(j, false); /* job.c invariant 4 */
-    j->pg_busy = true;
+    j->commit->pg_busy = true;
     engine__job_ref(j);
     b->back = g;
     /* With the other jobs' parts of this turn (batch.c): one transaction for all. */
@@ -207,32 +208,32 @@ static void pg_done(int rc, const struct drv_err *err, void *arg)
     struct engine__pg_batch *b = arg;
     struct pgb *g = b->back;
     struct ejob *j = g->j;
-    j->pg_busy = false;
+    j->commit->pg_busy = false;
     for (size_t i = 0; i < g->n_runs; i++) {
         g->runs[i]->queued_pg = false;
         if (rc == 0)
             g->runs[i]->recorded = true;
     }
     if (rc == 0) {
-        j->backoff_ms = 0;
-        if (j->pg_down)
+        j->commit->backoff_ms = 0;
+        if (j->commit->pg_down)
             log_info(MOD, "event=job-pg-write-resumed job=%s", j->id);
-        j->pg_down = false;
+        j->commit->pg_down = false;
     } else if (engine__job_alive(j)) {
         /* Put it all back for the next round. */
-        j->pg_job |= g->job;
-        j->pg_rb |= g->rb;
+        j->commit->pg_job |= g->job;
+        j->commit->pg_rb |= g->rb;
         for (size_t i = 0; i < g->n_tasks; i++)
             engine__task_touch(g->tasks[i].p, g->tasks[i].idx);
         if (g->nodes) {
-            json_object_update_missing(j->pg_nodes, g->nodes);
+            json_object_update_missing(j->commit->pg_nodes, g->nodes);
         }
         if (rc == DRV_ECONFLICT)
             engine__job_lost(j, err->msg);
         else {
-            if (!j->pg_down)
+            if (!j->commit->pg_down)
                 log_warn(MOD, "event=job-pg-write-failed job=%s error=\"%s\"", j->id, err->msg);
-            j->pg_down = true;
+            j->commit->pg_down = true;
             pg_retry_later(j);
         }
     }
@@ -246,9 +247,4 @@ static void pg_done(int rc, const struct drv_err *err, void *arg)
         engine__job_idle(j);
     }
     engine__job_unref(j);
-}
-
-void engine__pg_rollback_tasks(struct ejob *j)
-{
-    j->pg_rb = true;
 }

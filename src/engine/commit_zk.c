@@ -13,14 +13,17 @@
 
 #include <event2/event.h>
 
-#include "clock.h"
-#include "coord.h"
 #include "batch.h"
+#include "clock.h"
+#include "commit.h"
+#include "coord.h"
 #include "engine_int.h"
 #include "log.h"
+#include "nodes.h"
 #include "planner.h"
 #include "strmap.h"
 #include "taskmsg.h"
+#include "watchdog.h"
 #include "xalloc.h"
 #include "zkpath.h"
 
@@ -78,13 +81,73 @@ static size_t chunk_cost(const struct eplan *p, size_t k)
     return coord_txn_create_bytes("", "") + 128 + 3 * cnt + 100;
 }
 
+/* The queue item of task idx of p into *out (new string, taskmsg_item_encode). DRV_EAGAIN:
+ * its macros name a node not confirmed yet (dispatch it later); another error: it can never
+ * run (err says). */
+static int item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup, const char *avoid,
+                     char **out, struct drv_err *err)
+{
+    *out = NULL;
+    const struct planner_task *t = &p->plan->tasks[idx];
+    bool previous = t->restore && strcmp(t->restore, "previous-config") == 0;
+    json_t *fields = NULL, *config = NULL;
+    if (!previous) {
+        int rc = engine__macros_expand(j, t, &fields, &config, err);
+        if (rc)
+            return rc;
+    }
+    /* Bootstrap is served by the automator that serves "bootstrap" (ssh), or a "*" one. */
+    const char *plugin = t->action == PLANNER_ACT_BOOTSTRAP ? "bootstrap" : t->type ? t->type : "";
+    json_int_t tmo = json_integer_value(json_object_get(t->fields, "timeout_ms"));
+    if (tmo <= 0)
+        tmo = j->e->task_timeout_ms;
+    /* A restore runs with the config the snapshot kept. */
+    json_t *prev = previous ? json_object_get(j->snapshot, "config") : NULL;
+    if (!json_is_object(prev))
+        prev = NULL;
+    /* The node in its parts (facts.h): its key-values give the facts and the values, the
+     * plan's node info its types, services and providermap entries. Nothing of any other
+     * node: a plugin that wants them reads the nodes map. */
+    json_t *props = engine__nodes_props(j, t->node);
+    json_t *info = t->node ? json_object_get(j->po.nodeinfo, t->node) : NULL;
+    struct taskmsg_item it = {
+        .job = j->id,
+        .phase = p->phase,
+        .idx = idx,
+        .attempt = p->recs[idx].attempt,
+        .task = t->id,
+        .name = planner_action_name(t->action),
+        .tenant = j->tenant,
+        .cluster = j->cluster_id,
+        .plugin = plugin,
+        .cleanup = cleanup,
+        .nodes_rev = j->st.nodes_rev,
+        .node = t->node,
+        .service = t->service,
+        .fields = fields ? fields : t->fields,
+        .config_override = config ? config : prev,
+        .facts = props,
+        .values = props,
+        .entries = json_object_get(info, "entries"),
+        .hardwaretype = json_string_value(json_object_get(info, "hardwaretype")),
+        .imagetype = json_string_value(json_object_get(info, "imagetype")),
+        .services = json_object_get(info, "services"),
+        .avoid = avoid,
+        .timeout_ms = tmo,
+    };
+    *out = taskmsg_item_encode(&it, engine__workers_item_version(j->e));
+    json_decref(fields);
+    json_decref(config);
+    return 0;
+}
+
 static int put_task(struct etxn *t, struct eplan *p, uint32_t idx, bool cleanup, const char *avoid,
                     struct drv_err *err)
 {
     struct ejob *j = t->z.j;
     struct engine *e = j->e;
     char *item;
-    int rc = engine__item_json(j, p, idx, cleanup, avoid, &item, err);
+    int rc = item_json(j, p, idx, cleanup, avoid, &item, err);
     if (rc)
         return rc;
     /* What the put adds, by coord's own figures, with its chunk (it goes in this multi-op
@@ -146,24 +209,23 @@ static struct etxn *zk_build(struct ejob *j)
     /* 0: the sequencer (filled last, with the state as it will be). */
     engine__zpart_add(&t->z, ENGINE__ZOP_SET, zkpath_job_state(NULL, 0, j->id), NULL, j->st_ver);
     struct eplan *p = j->cur;
-    bool can_put =
-        p && j->own == EJ_ACTIVE && !j->finishing && j->queue && coord_queue_is_open(j->queue->q);
-    if (p && j->own == EJ_ACTIVE && !j->finishing && !can_put)
+    bool can_put = p && j->own == EJ_ACTIVE && !j->commit->finishing && j->queue &&
+                   coord_queue_is_open(j->queue->q);
+    if (p && j->own == EJ_ACTIVE && !j->commit->finishing && !can_put)
         engine__commit_retry_later(
             j); /* the queue is still opening (or coord retries a failed open) */
     /* The nodes map's chunks that changed (plugins that want it read them), under the
      * budget; while some wait, nothing is put (an item names the map's revision). */
-    if (j->nchunk_dirty && !j->nchunks_new)
-        for (size_t k = 0; k < j->n_nchunks; k++)
-            if (j->nchunk_dirty[k]) {
-                if (t->z.bytes > e->budget / 2) {
-                    can_put = false;
-                    break;
-                }
-                engine__zpart_add(&t->z, ENGINE__ZOP_SET, zkpath_job_nodes_chunk(NULL, 0, j->id, k),
-                                  engine__nodes_chunk(j, k), -1);
-                j->nchunk_dirty[k] = 0;
+    for (size_t k = 0; k < engine__nodes_chunks(j); k++)
+        if (engine__nodes_dirty(j, k)) {
+            if (t->z.bytes > e->budget / 2) {
+                can_put = false;
+                break;
             }
+            engine__zpart_add(&t->z, ENGINE__ZOP_SET, zkpath_job_nodes_chunk(NULL, 0, j->id, k),
+                              engine__nodes_chunk(j, k), -1);
+            engine__nodes_clean(j, k);
+        }
     /* The log chunks already changed go in too: counted before any put. */
     struct eplan *plans[2] = {&j->fwd, &j->rb};
     size_t reserved = 0;
@@ -176,8 +238,8 @@ static struct etxn *zk_build(struct ejob *j)
     size_t kept = 0;
     struct drv_err err;
     bool later = false;
-    for (size_t i = 0; i < j->n_retries; i++) {
-        uint32_t idx = j->retries[i];
+    for (size_t i = 0; i < j->commit->n_retries; i++) {
+        uint32_t idx = j->commit->retries[i];
         if (!p || idx >= p->n || p->recs[idx].state != ENGINE_TS_QUEUED)
             continue; /* superseded (the plan changed) */
         const struct planner_task *task = &p->plan->tasks[idx];
@@ -190,7 +252,7 @@ static struct etxn *zk_build(struct ejob *j)
         if (rc == DRV_ETOOBIG && err.code == 0)
             rc = DRV_EAGAIN; /* this round is full: the next one */
         if (rc == DRV_EAGAIN) {
-            j->retries[kept++] = idx;
+            j->commit->retries[kept++] = idx;
             later |= can_put && engine_phase_dispatches(j->st.phase);
         } else if (rc) {
             /* Give it up: it leaves the in-flight count through the planner's failure. */
@@ -198,7 +260,7 @@ static struct etxn *zk_build(struct ejob *j)
             cannot_run(j, p, idx, &err);
         }
     }
-    j->n_retries = kept;
+    j->commit->n_retries = kept;
     /* Newly ready tasks. One whose macros name a node not confirmed yet is held back
      * this round (requeued after the loop, so the planner does not give it again). */
     uint32_t held[65];
@@ -308,7 +370,7 @@ static bool job_gone(struct etxn *t)
     struct ejob *j = t->z.j;
     if (engine__job_alive(j))
         return false;
-    j->zk_busy = false;
+    j->commit->zk_busy = false;
     etxn_free(t);
     engine__job_unref(j);
     return true;
@@ -325,7 +387,7 @@ static void on_state_version(int rc, const char *data, int version, void *arg)
     } else if (rc == 0 && version == t->st_ver) {
         zk_send(t); /* it did not apply: the very same multi-op again */
     } else if (rc == 0) {
-        j->zk_busy = false;
+        j->commit->zk_busy = false;
         engine__job_lost(j, "the job's state was written by someone else");
         etxn_free(t);
     } else {
@@ -355,7 +417,7 @@ static void on_zk(const struct coord_txn_result *r, struct engine__zpart *z)
         coord_get(j->e->zk, p, on_state_version, t);
         free(p);
     } else if (r->rc == DRV_ECONFLICT && r->failed_op < 0) {
-        j->zk_busy = false;
+        j->commit->zk_busy = false;
         engine__job_lost(j, "the lock is gone (fenced write refused)");
         etxn_free(t);
     } else if (r->failed_op >= 0 && (size_t)r->failed_op < t->z.n &&
@@ -371,7 +433,7 @@ static void on_zk(const struct coord_txn_result *r, struct engine__zpart *z)
                                      (t->z.ops[r->failed_op].kind == ENGINE__ZOP_SET ||
                                       t->z.ops[r->failed_op].kind == ENGINE__ZOP_CREATE))) {
         /* A version that moved, or a chunk that someone else created. */
-        j->zk_busy = false;
+        j->commit->zk_busy = false;
         engine__job_lost(j, "a version of the job's znodes moved: another owner wrote");
         etxn_free(t);
     } else {
@@ -402,7 +464,7 @@ static void zk_send(struct etxn *t)
 static void zk_settled(struct etxn *t, bool applied)
 {
     struct ejob *j = t->z.j;
-    j->zk_busy = false;
+    j->commit->zk_busy = false;
     if (applied) {
         j->st_ver = t->st_ver + 1;
         for (size_t i = 0; i < t->n_chunks; i++) {
@@ -414,10 +476,10 @@ static void zk_settled(struct etxn *t, bool applied)
             t->dels[i]->deleted = true;
         }
         j->e->stats.dispatched += t->dispatched;
-        j->backoff_ms = 0;
-        if (t->dispatched && !j->dispatched_once) {
+        j->commit->backoff_ms = 0;
+        if (t->dispatched && !j->commit->dispatched_once) {
             /* For failover and handover figures: the first dispatch of this owner. */
-            j->dispatched_once = true;
+            j->commit->dispatched_once = true;
             int64_t now = clock_wall_ms(); /* wall: compared with other nodes' at_ms */
             log_info(MOD, "event=first-dispatch job=%s node=%s at_ms=%lld since_acquired_ms=%lld",
                      j->id, j->e->node_id, (long long)now, (long long)(now - j->t_acquired));
@@ -428,8 +490,7 @@ static void zk_settled(struct etxn *t, bool applied)
         for (size_t i = 0; i < t->n_dels; i++)
             t->dels[i]->deleting = false;
         j->state_dirty = true;
-        for (size_t k = 0; k < j->n_nchunks && !j->nchunks_new; k++)
-            j->nchunk_dirty[k] = 1; /* whichever it carried: all again (a rare path) */
+        engine__nodes_dirty_all(j); /* whichever it carried: all again (a rare path) */
         for (size_t i = 0; i < t->z.n; i++) {
             if (t->z.ops[i].kind != ENGINE__ZOP_PUT)
                 continue;
@@ -437,16 +498,16 @@ static void zk_settled(struct etxn *t, bool applied)
             uint32_t idx;
             unsigned att;
             if (taskmsg_key_parse(t->z.ops[i].key, job, &ph, &idx, &att) == 0) {
-                XGROW(j->retries, j->cap_retries, j->n_retries + 1);
-                j->retries[j->n_retries++] = idx;
+                XGROW(j->commit->retries, j->commit->cap_retries, j->commit->n_retries + 1);
+                j->commit->retries[j->commit->n_retries++] = idx;
             }
         }
     }
     etxn_free(t);
     /* Puts that did not go in while the job stopped dispatching (a pause, a drain came
        meanwhile): taken back, or a draining job would wait for them forever. */
-    if (!applied && j->n_retries && !engine_phase_dispatches(j->st.phase))
-        engine__withdraw_retries(j);
+    if (!applied && j->commit->n_retries && !engine_phase_dispatches(j->st.phase))
+        engine__commit_retries_withdraw(j);
     if (applied)
         engine__kick(j); /* what waited for this multi-op */
     engine__job_idle(j);
@@ -461,6 +522,6 @@ void engine__commit_zk_flush(struct ejob *j)
     for (size_t i = 0; i < t->z.n; i++)
         puts |= t->z.ops[i].kind == ENGINE__ZOP_PUT;
     engine__job_check_io(j, puts); /* job.c invariants 3, 4 */
-    j->zk_busy = true;
+    j->commit->zk_busy = true;
     zk_send(t);
 }

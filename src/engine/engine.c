@@ -39,6 +39,7 @@
 #include "log.h"
 #include "loopq.h"
 #include "strmap.h"
+#include "watchdog.h"
 #include "workpool.h"
 #include "xalloc.h"
 #include "zkpath.h"
@@ -412,7 +413,6 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     e->fault_final = fault && strcmp(fault, "crash-before-final-write") == 0;
     e->no_rollback = o->no_rollback;
     e->write_format = DROVER_FORMAT_MIN_READ;
-    e->item_version = 1; /* until the workers are seen (watchdog.c) */
     e->budget = o->txn_budget ? o->txn_budget : TXN_BUDGET;
     /* The most one multi-op may carry: the session's limit less the multi-op's own framing
        and the fence. A budget over it would make rounds that coord refuses every time. */
@@ -420,8 +420,6 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     if (e->budget > e->zk_max)
         e->budget = e->zk_max;
     e->task_timeout_ms = o->task_timeout_ms;
-    e->no_worker_ms = o->no_worker_timeout_ms;
-    e->deadline_ms = o->job_deadline_ms;
     if (o->key) {
         memcpy(e->key, o->key, 32);
         e->has_key = true;
@@ -429,13 +427,14 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     e->jobs = strmap_new();
     e->queues = strmap_new();
     engine__batch_init(e);
+    engine__watchdog_init(e, o->no_worker_timeout_ms, o->job_deadline_ms);
     engine__metrics_init(e);
     e->lq = loopq_new(base);
     engine__offload_init(e, o->plan_threads);
     coord_ensure_path(zk, ZKPATH_JOBS, NULL, NULL);
     e->members = coord_group_watch(zk, ZKPATH_MEMBERS_DROVERD, on_members, e);
     e->jobs_w = coord_watch_children(zk, ZKPATH_JOBS, on_jobs, e);
-    e->workers = coord_group_watch(zk, ZKPATH_MEMBERS_WORKER, on_workers, e);
+    e->workers = coord_group_watch_checked(zk, ZKPATH_MEMBERS_WORKER, "tenant", on_workers, e);
     e->soon = evtimer_new(base, reconcile_soon, e);
     e->tick = event_new(base, -1, EV_PERSIST, on_tick, e);
     struct timeval tv = {5, 0};
@@ -475,17 +474,6 @@ void engine_resume(struct engine *e)
     engine__reconcile(e);
 }
 
-void engine_get_stats(const struct engine *e, struct engine_stats *st)
-{
-    *st = e->stats;
-    st->owned = 0;
-    size_t pos = 0;
-    void *v;
-    while (strmap_next(e->jobs, &pos, NULL, &v))
-        st->owned +=
-            ((struct ejob *)v)->own >= EJ_LOADING && ((struct ejob *)v)->own <= EJ_FINISHING;
-}
-
 json_t *engine_owned(const struct engine *e)
 {
     json_t *a = json_array();
@@ -506,7 +494,6 @@ void engine_free(struct engine *e)
     coord_watcher_free(e->jobs_w);
     coord_group_free(e->members);
     coord_group_free(e->workers);
-    strmap_free(e->served);
     size_t pos = 0;
     void *v;
     while (strmap_next(e->jobs, &pos, NULL, &v)) {
@@ -527,6 +514,7 @@ void engine_free(struct engine *e)
     }
     strmap_free(e->queues);
     engine__metrics_free(e);
+    engine__watchdog_free(e);
     free(e->ring_sig);
     coord_ring_free(e->ring);
     for (size_t i = 0; i < e->n_ids; i++)

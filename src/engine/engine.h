@@ -94,6 +94,8 @@ struct engine_stats {
     unsigned long handed_over; /* jobs released because the ring moved them */
     unsigned long lost;        /* jobs whose lock was lost */
     unsigned long resumed;     /* jobs resumed from another owner's task log (failovers) */
+    /* jobs stalled for running past engine.job_deadline (watchdog.c) */
+    unsigned long past_deadline;
     /* The cost of the jobs in round trips (docs/engine.md "What a job costs"): PostgreSQL
      * transactions the jobs' owner sent (one per batch of loads, starts, rounds and final
      * writes) and ZooKeeper multi-ops (the start's creates, the rounds', the sweep's). A

@@ -1,8 +1,19 @@
 /*
- * engine_int: what the files of src/engine share. Not a public header (tests
- * include it to drive the pure parts alone). Sectioned by file, in the order
- * below; job_pg.h is the PostgreSQL work's own header, batch.h the batch's, macro.h the
- * macros'.
+ * engine_int: what the files of src/engine share: the job's and the task's state machines,
+ * the task log's codecs, the plan's build, and the runtime's types (struct engine, struct
+ * ejob, the plans and run records being followed) with the functions of the node and of the
+ * job core that every phase calls. Not a public header (tests include it to drive the pure
+ * parts alone). Each group of fields that one file owns has that file's header instead,
+ * and struct engine / struct ejob hold only a pointer to it, opaque elsewhere:
+ *
+ *   batch.h     batch.c's: the jobs' parts gathered into shared transactions and multi-ops
+ *   commit.h    the commit pipeline's (commit.c, commit_pg.c, commit_zk.c): busy flags,
+ *               retries to put, PostgreSQL marks, timers, backoff, the final write
+ *   nodes.h     nodes.c's: the cluster as the job sees it, key-values, maps, macros
+ *   withdraw.h  withdraw.c's: the withdrawal's counts
+ *   watchdog.h  watchdog.c's: who serves which queue, each job's clocks
+ *   recon.h     recon.c's pure decisions on resume
+ *   job_pg.h    the PostgreSQL work (job_pg.c, on the store's threads)
  *
  * The files:
  *
@@ -10,11 +21,13 @@
  *     fsm.c       the job's and the task's state machines, as step functions
  *     tasklog.c   the task log's and the job state's znode codecs
  *     plan.c      a job's plan from its pinned inputs (runs on a thread)
- *     macro.c     the catalogue's %...% macros (drover_macro, macro.h)
  *     recon.c     what a resuming owner does about each task and run record it finds
+ *     tasks.c     the in-memory task log of the plans being run, and what is to be written
  *   the node:
- *     engine.c    which jobs this node owns: members, ring, the job list, queues
+ *     engine.c    which jobs this node owns: members, ring, the job list, queues, the
+ *                 plan pool
  *     janitor.c   periodic duties of this node's share of the ring
+ *     watchdog.c  a job that cannot go on says so, then gives up
  *     metrics.c   what the engine shows on /metrics
  *     conf.c      the engine's configuration keys (engine.h)
  *   one job (struct ejob):
@@ -24,22 +37,28 @@
  *     jobstart.c  phase "start": a first start, from the rows to ACTIVE (and the plan's
  *                 build, which a resume shares)
  *     jobresume.c phase "start": a resume from the task log, with its reconciliation
- *     run.c       phase "run": the in-memory task log, run records, dispatch, results
+ *     run.c       phase "run": run records, results, the tasks' events
+ *     withdraw.c  taking the job's queued items back (pause, cancel, give-up)
+ *     nodes.c     the cluster as the job sees it: key-values, the nodes map, macros
  *     commit.c    phase "commit": the job's fenced writes, the rounds and the final write
  *     commit_pg.c a round's PostgreSQL batch
- *     commit_zk.c a round's ZooKeeper multi-op
- *     batch.c     the rounds of all the jobs together: one transaction, one multi-op
+ *     commit_zk.c a round's ZooKeeper multi-op, with the dispatch
  *     sweep.c     phase "sweep": the ZooKeeper subtree removed, then the lock released
- *     nodes.c     the nodes map and macro expansion, for run.c's dispatch
- *     job_pg.c    the PostgreSQL work (pool threads; job_pg.h)
+ *   below the jobs:
+ *     batch.c     the rounds and parts of all the jobs together: one transaction, one
+ *                 multi-op; calls the store's work and coord, and of the jobs only the
+ *                 callbacks their parts came with
+ *     job_pg.c    the PostgreSQL work (pool threads)
  *
- * The call rule: the phases call the job core (ref/unref, event, finish,
- * lost, release, activate, wind_up) and commit.c's engine__kick (write what
- * is dirty, which any phase may ask for); only job.c enters a phase:
+ * The call rule: the phases call the job core (ref/unref, event, finish, lost, release,
+ * activate, wind_up), and reach a group only through its owner's header (engine__kick:
+ * write what is dirty, which any phase may ask for); only job.c enters a phase:
  * engine__job_start_new (jobstart.c) and engine__job_resume (jobresume.c),
  * engine__job_activate (ACTIVE: run.c's watch of the run records) and
- * engine__job_wind_up (FINISHING: sweep.c). So each transition of j->own is
- * made in job.c, where its invariants are checked (engine__job_check).
+ * engine__job_wind_up (FINISHING: sweep.c). So each transition of j->own is made in job.c,
+ * where its invariants are checked (engine__job_check). The commit hands its parts down to
+ * the batch, the batch to the store; nothing below calls back up but the completion
+ * callbacks handed down with the parts.
  */
 #ifndef DROVER_ENGINE_INT_H
 #define DROVER_ENGINE_INT_H
@@ -224,39 +243,6 @@ int engine__state_decode(const char *json, size_t len, struct engine_state *st,
 char engine__b62(unsigned v);
 int engine__b62_value(char c);
 
-/* ---- recon.c: reconciliation on resume (pure) ---------------------------------------- */
-
-/* What a resuming owner knows of one task of the current plan. */
-struct engine_recon_facts {
-    enum engine_phase phase; /* the job's */
-    uint8_t state;           /* the task log's (enum engine_task_state; 'q' reads QUEUED) */
-    bool item;               /* its current attempt's queue item is there (claimed or not) */
-    bool rec_ended;          /* a run record of its current attempt has its outcome */
-    bool rec_open;           /* a run record of its current attempt has none */
-};
-
-enum engine_recon_action {
-    ENGINE_RECON_NONE = 0,  /* nothing to do: not in flight, or followed as it is */
-    ENGINE_RECON_PUT,       /* its item is gone: put the same attempt again (fenced multi-op) */
-    ENGINE_RECON_WITHDRAWN, /* its item is gone and the phase does not dispatch: back to
-                               pending (ENGINE_TEV_WITHDRAWN) */
-    ENGINE_RECON_LOST,      /* its worker is gone mid-attempt: a failed attempt (ENGINE_TEV_FAIL) */
-};
-
-enum engine_recon_action engine_recon_task(const struct engine_recon_facts *f);
-
-/* One run record with what the task log says of its task. */
-struct engine_recon_run {
-    uint8_t state;  /* its task's state in the log */
-    bool current;   /* the record is of the task's current attempt */
-    bool ended, ok; /* its outcome */
-    bool is_create; /* the task is a provider's create */
-};
-
-/* Merge the record's result into its node's key-values again (PostgreSQL may lack it)? */
-bool engine_recon_merge(const struct engine_recon_run *r);
-const char *engine_recon_name(enum engine_recon_action a);
-
 /* ---- plan.c: a job's plan from its pinned inputs (pure) ------------------------------ */
 
 #include <jansson.h>
@@ -296,7 +282,8 @@ struct engine__plan_out {
 };
 
 void engine__sha256_hex(const char *data, size_t len, char out[65]);
-/* The planner's operation for an API operation name, or -1. */
+/* The planner's operation for an API operation name (the job row's), or -1: the planner's
+ * mapping (planner_api_op_plan), with the request's "restart". */
 int engine__op_parse(const char *op, const json_t *request);
 int engine__plan_build(const struct engine__plan_in *in, struct engine__plan_out *out,
                        struct drv_err *err);
@@ -388,6 +375,11 @@ struct strmap;
 struct macro_cluster;
 struct recon;
 struct ebatch;
+struct ecommit;
+struct ewithdraw;
+struct enodes;
+struct ewatchdog;
+struct ewatch;
 
 struct engine {
     struct event_base *base;
@@ -416,8 +408,6 @@ struct engine {
     bool stopping;
     int write_format; /* format of the jobs this node starts: the lowest of the members' */
     bool keep_runs;   /* every member says "keeps_runs": records kept (ENGINE_RUNS_KEEP) */
-    int item_version; /* queue items' format: the lowest "taskmsg" of the live workers (taskmsg.h)
-                       */
     void (*stop_done)(void *);
     void *stop_arg;
     struct event *tick;
@@ -434,14 +424,10 @@ struct engine {
     _Atomic int plan_busy_max; /* the most that ever ran at once */
     struct event *soon;
     bool reconcile_pending;
-    bool scanning; /* the janitor's query is in flight */
-    /* watchdog.c */
-    struct coord_group *workers; /* /drover/members/worker */
-    struct strmap *served;       /* "<tenant>/<class>" -> live workers (a count, not a pointer) */
-    bool have_workers;           /* the group has been read once */
-    int64_t no_worker_ms, deadline_ms;
-    size_t unserved;      /* jobs owned here that no worker serves now */
-    struct ebatch *batch; /* batch.c's: the jobs' writes gathered (batch.h) */
+    bool scanning;               /* the janitor's query is in flight */
+    struct coord_group *workers; /* /drover/members/worker (the watchdog reads it) */
+    struct ewatchdog *watchdog;  /* watchdog.c's (watchdog.h) */
+    struct ebatch *batch;        /* batch.c's: the jobs' writes gathered (batch.h) */
 };
 
 enum ejob_own {
@@ -473,60 +459,35 @@ struct ejob {
     struct engine_state st;
     int32_t st_ver; /* the state znode's version, -1 before it exists */
     bool state_dirty;
-    json_t *props;  /* node id -> key-values of that node (result key-values merged) */
-    json_t *mnodes; /* the nodes map of plugins and macros (nodes.c) */
-    struct macro_cluster *mcluster; /* mnodes sorted and indexed once, for the macros */
-    /* The cluster as it was (start layout), when the job changes the layout: the macros of
-       tasks that act on what leaves (a node, a service) see it, the rest see mnodes. */
-    json_t *mnodes_old;
-    struct macro_cluster *mcluster_old;
-    struct strmap *node_index; /* node id -> 1 + its index in the target layout */
-    uint32_t *node_confirm;    /* per target node: 1 + its confirm task's index, or 0 */
-    size_t n_nchunks;          /* jobs/<id>/nodes/n<k> */
-    uint8_t *nchunk_dirty;
-    bool nchunks_new;   /* not created in ZooKeeper yet */
-    bool config_macros; /* the cluster's config has macros */
-    char cluster_owner[128];
-    json_t *ssh_new;  /* a cluster key made by this job's start: {public_key, private_key} */
-    json_t *snapshot; /* the cluster before the job */
-    json_t *ctx;      /* jobs/<id>/ctx */
-    char cls[64];     /* worker class of the job's tasks */
+    struct enodes *nodes; /* the cluster as the job sees it: key-values, maps (nodes.h) */
+    json_t *ssh_new;      /* a cluster key made by this job's start: {public_key, private_key} */
+    json_t *snapshot;     /* the cluster before the job */
+    json_t *ctx;          /* jobs/<id>/ctx */
+    char cls[64];         /* worker class of the job's tasks */
     struct equeue *queue;
     struct coord_watcher *runs_w, *control_w;
-    struct strmap *runs; /* run record name -> struct erun */
-    /* the commit pipeline (commit.c) */
-    uint32_t *retries; /* tasks of cur to put again (a failed attempt retried) */
-    size_t n_retries, cap_retries;
-    bool zk_busy, pg_busy;
-    bool pg_job;      /* the job row's phase and status to write */
-    json_t *pg_nodes; /* node id -> key-values to write */
-    struct event *kick_ev, *retry_ev;
-    struct event *pg_retry_ev; /* the PostgreSQL write tried again after a failure */
-    bool pg_down;              /* the last PostgreSQL write failed: no ZooKeeper round (no
-                                  dispatch) until one succeeds (commit.c) */
-    int backoff_ms;
-    size_t withdrawing;        /* queue items being taken back */
-    size_t wd_items, wd_taken; /* of the withdrawal in progress (logged when it ends) */
-    int64_t wd_start;          /* when it began (ms, monotonic) */
-    bool finishing;            /* FINISH asked: flush, then the final write */
-    bool pg_rb;                /* the rollback plan's rows to write */
-    bool final_sent;           /* the final PostgreSQL write is in flight or done */
-    bool dispatched_once;      /* this owner has put a task (logged once) */
-    int sweeps;                /* attempts at removing the subtree */
-    bool subtree_made;         /* this owner created the subtree (jobstart.c): the sweep
-                                  knows its names without listing them (sweep.c) */
-    size_t ctx_parts;          /* ctx/p<k> it created (0: the context in ctx alone) */
-    bool building;             /* a plan is being built on a thread */
-    struct recon *recon;       /* the reconciliation on resume, while the rollback log is read */
-    int64_t t_acquired;        /* when the lock was acquired (ms) */
-    int64_t t_contend;         /* when this node began to contend for it (ms, monotonic) */
-    int64_t t_handover;        /* when the ring moved it away (ms, monotonic), 0: not moving */
-    int64_t control_ms;        /* when a control znode's request was last read (ms, monotonic) */
-    /* watchdog.c */
-    int64_t unserved_since; /* when this owner saw no worker serve it (ms, monotonic), 0: served */
-    int64_t age_at_load_ms; /* PostgreSQL's now() - created_at when loaded */
-    int64_t t_loaded;       /* when that was (ms, monotonic) */
+    struct strmap *runs;        /* run record name -> struct erun */
+    struct ecommit *commit;     /* the commit pipeline (commit.h) */
+    struct ewithdraw *withdraw; /* the withdrawal's counts (withdraw.h) */
+    int sweeps;                 /* attempts at removing the subtree */
+    bool subtree_made;          /* this owner created the subtree (jobstart.c): the sweep
+                                   knows its names without listing them (sweep.c) */
+    size_t ctx_parts;           /* ctx/p<k> it created (0: the context in ctx alone) */
+    bool building;              /* a plan is being built on a thread */
+    struct recon *recon;        /* the reconciliation on resume, while the rollback log is read */
+    int64_t t_acquired;         /* when the lock was acquired (ms) */
+    int64_t t_contend;          /* when this node began to contend for it (ms, monotonic) */
+    int64_t t_handover;         /* when the ring moved it away (ms, monotonic), 0: not moving */
+    int64_t control_ms;         /* when a control znode's request was last read (ms, monotonic) */
+    struct ewatch *watch;       /* the watchdog's clocks of the job (watchdog.h) */
 };
+
+/* A row's string column, "" when absent or null. */
+static inline const char *engine__row_str(const json_t *row, const char *k)
+{
+    const char *s = json_string_value(json_object_get(row, k));
+    return s ? s : "";
+}
 
 /* Is the job still this node's to act on (not DEAD)? Every callback asks before it touches
  * the job, and the batch before it sends a job's part (its lock fences the part). */
@@ -544,37 +505,6 @@ bool engine__ring_mine(struct engine *e, const char *id);
 bool engine__announced(const struct engine *e, const char *id);
 /* A job is gone from this node (lost, released, finished): forget it. */
 void engine__job_gone(struct engine *e, struct ejob *j);
-
-/* ---- watchdog.c: a job that cannot go on says so, then gives up ---------------------- */
-
-enum engine_watch {
-    ENGINE_WATCH_FINE,      /* served, or not waiting for a worker */
-    ENGINE_WATCH_UNSERVED,  /* tasks in flight and no live worker serves the job's queue */
-    ENGINE_WATCH_NO_WORKER, /* unserved for engine.no_worker_timeout: stall */
-    ENGINE_WATCH_DEADLINE,  /* the forward plan ran past engine.job_deadline: stall */
-};
-
-struct engine_watch_facts {
-    enum engine_phase phase;
-    size_t in_flight;          /* tasks queued or running */
-    bool workers_known;        /* the worker group has been read */
-    unsigned serving;          /* live workers of the job's tenant and class */
-    int64_t now_ms;            /* monotonic */
-    int64_t unserved_since_ms; /* 0: served when last looked at */
-    int64_t no_worker_ms;      /* 0: wait for ever */
-    int64_t age_ms;            /* since the job was created */
-    int64_t deadline_ms;       /* 0: none */
-};
-
-/* Pure: what the watchdog makes of a job (rules and invariants in watchdog.c). */
-enum engine_watch engine_watch_step(const struct engine_watch_facts *f);
-struct coord_member_info;
-/* The worker group changed: count who serves which "<tenant>/<class>". Loop thread. */
-void engine__workers_seen(struct engine *e, const struct coord_member_info *m, size_t n);
-/* Look at one owned job (the tick): log, count, stall. */
-void engine__watchdog(struct ejob *j);
-/* The job is served again or leaves this node: stop counting it as unserved. */
-void engine__watchdog_forget(struct ejob *j);
 
 /* ---- janitor.c ----------------------------------------------------------------------- */
 
@@ -610,10 +540,6 @@ void engine__job_lost(struct ejob *j, const char *why);
 void engine__job_release(struct ejob *j);
 /* The commit pipeline went idle: a handover waiting for it continues. */
 void engine__job_idle(struct ejob *j);
-/* A row's string column, "" when absent or null. */
-const char *engine__row_str(const json_t *row, const char *k);
-/* The cluster's config for this job (a configure's new one), borrowed, or NULL. */
-json_t *engine__job_config(const struct ejob *j);
 /* LOADING -> ACTIVE: the plan is in memory, or the end is decided. With follow, the job's
  * queue is opened and its run records watched (run.c): the run phase begins. */
 void engine__job_activate(struct ejob *j, bool follow);
@@ -665,7 +591,7 @@ json_t *engine__job_ctx_make(struct ejob *j);
  * PostgreSQL and the queue with it (recon.c decides), go on. */
 void engine__job_resume(struct ejob *j);
 
-/* ---- run.c: phase "run" -------------------------------------------------------------- */
+/* ---- tasks.c: the in-memory task log ------------------------------------------------- */
 
 int engine__plan_init(struct eplan *p, char phase, struct planner_plan *plan,
                       const struct engine_task_rec *recs, struct drv_err *err);
@@ -674,67 +600,26 @@ int engine__plan_exec(struct eplan *p, struct drv_err *err);
 void engine__plan_clear(struct eplan *p);
 /* The task changed: its chunk and its PostgreSQL row are to be written. */
 void engine__task_touch(struct eplan *p, uint32_t idx);
-/* Would dispatch move the task: the planner's next ready tasks. */
+/* Its PostgreSQL row alone (a resume writes the rows again from the log). */
+void engine__task_pg_touch(struct eplan *p, uint32_t idx);
+/* Is run not of its task's current attempt in flight (a retry dispatched, the task ended,
+ * another plan)? Its outcome then steps nothing: its row is written, then it is deleted. */
 bool engine__run_superseded(const struct ejob *j, const struct erun *run);
+
+/* ---- run.c: phase "run" -------------------------------------------------------------- */
+
 /* Watch the job's run records (jobs/<id>/runs): called by engine__job_activate. */
 void engine__runs_watch(struct ejob *j);
-/* The queue item of task idx of p into *out (new string, taskmsg_item_encode). DRV_EAGAIN:
- * its macros name a node not confirmed yet (dispatch it later); another error: it can never
- * run (err says). */
-int engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup,
-                      const char *avoid, char **out, struct drv_err *err);
-/* Take the job's queued items back (cancel, pause, give-up), retries not put yet included. */
-void engine__withdraw(struct ejob *j);
-/* Reconciliation on resume (jobresume.c): a run record's result merged into its node's
- * key-values again; a task stepped by ev (WITHDRAWN, FAIL) with no run record to go by. */
+/* A run record's result merged into its node's key-values again (the reconciliation on
+ * resume, jobresume.c); a task stepped by ev (WITHDRAWN, FAIL) with no run record to go by
+ * (the reconciliation, the withdrawal: withdraw.c). */
 void engine__result_merge(struct ejob *j, const struct planner_task *t, json_t *result);
-void engine__task_recon(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev);
-/* Take back the retries not put yet (they have no item): pending again, the job looks again. */
-void engine__withdraw_retries(struct ejob *j);
-
-/* ---- commit.c, commit_pg.c, commit_zk.c: phase "commit" ------------------------------ */
-
-/* Write what is dirty: the next ZooKeeper multi-op and PostgreSQL batch, when none is in
- * flight (what comes meanwhile goes in the next round). */
-void engine__kick(struct ejob *j);
-void engine__commit_cancel(struct ejob *j);
-/* Arm *ev (made with cb and j on first use) after the job's backoff: 100 ms doubling to
- * 5 s, jittered, one backoff per job (j->backoff_ms; a write that succeeds resets it). */
-void engine__commit_backoff(struct ejob *j, struct event **ev,
-                            void (*cb)(evutil_socket_t, short, void *));
-/* The next round after the backoff. */
-void engine__commit_retry_later(struct ejob *j);
-/* commit_pg.c: collect what PostgreSQL lacks and submit it (batch.c); false when there is
- * nothing. Only while no batch of the job's is in flight (j->pg_busy). */
-bool engine__commit_pg_flush(struct ejob *j);
-/* commit_zk.c: build the next multi-op and send it (batch.c); nothing when there is
- * nothing to write. Only while no multi-op of the job's is in flight (j->zk_busy). */
-void engine__commit_zk_flush(struct ejob *j);
-
-/* The rollback plan's task rows to PostgreSQL. */
-void engine__pg_rollback_tasks(struct ejob *j);
+void engine__task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev);
 
 /* ---- sweep.c: phase "sweep" ---------------------------------------------------------- */
 
 /* Remove the job's znodes (keep_root: the announcement and control stay), then release.
  * Entered through engine__job_wind_up. */
 void engine__job_sweep(struct ejob *j, bool keep_root);
-
-/* ---- nodes.c ------------------------------------------------------------------------- */
-
-void engine__nodes_init(struct ejob *j);
-/* The node's key-values changed: its entry in the map, its chunk, the map's revision. */
-void engine__nodes_touch(struct ejob *j, const char *node);
-/* Every entry again (after a resume read the task log: which nodes are confirmed). */
-void engine__nodes_refresh(struct ejob *j);
-/* The JSON of chunk k (16 nodes) of the map (new string). */
-char *engine__nodes_chunk(struct ejob *j, size_t k);
-/* Plan time: every macro of the config and the actions' fields parses and is known. */
-int engine__macros_check(struct ejob *j, struct drv_err *err);
-/* Dispatch: task t's fields and the cluster's config expanded for its node (new references,
- * NULL when there is nothing to expand). DRV_EAGAIN: a node they name is not confirmed yet. */
-struct planner_task;
-int engine__macros_expand(struct ejob *j, const struct planner_task *t, json_t **fields,
-                          json_t **config, struct drv_err *err);
 
 #endif

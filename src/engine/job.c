@@ -28,7 +28,7 @@
  *
  * Invariants (engine__job_check on the whole job at each event; 3 and 4, which are
  * about calls, by engine__job_check_io where the calls are made: commit.c's
- * multi-op and PostgreSQL batch, run.c's withdrawal, sweep.c):
+ * multi-op and PostgreSQL batch, withdraw.c, sweep.c):
  *   1. own >= LOADING implies the lock was acquired and token > 0.
  *   2. In ACTIVE, cur is the forward plan unless the phase is a rollback
  *      phase, and every plan's in_flight equals its tasks in QUEUED/RUNNING.
@@ -51,17 +51,20 @@
 
 #include <event2/event.h>
 
-#include "clock.h"
-#include "check.h"
-#include "coord.h"
 #include "batch.h"
+#include "check.h"
+#include "clock.h"
+#include "commit.h"
+#include "coord.h"
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
-#include "macro.h"
+#include "nodes.h"
 #include "planner_model.h"
 #include "store.h"
 #include "strmap.h"
+#include "watchdog.h"
+#include "withdraw.h"
 #include "xalloc.h"
 #include "zkpath.h"
 
@@ -117,18 +120,9 @@ static void job_free(struct ejob *j)
     json_decref(j->cluster);
     json_decref(j->catalog);
     json_decref(j->inputs);
-    json_decref(j->props);
     json_decref(j->snapshot);
     json_decref(j->ctx);
-    json_decref(j->pg_nodes);
-    json_decref(j->mnodes);
-    macro_cluster_free(j->mcluster);
-    json_decref(j->mnodes_old);
-    macro_cluster_free(j->mcluster_old);
     json_decref(j->ssh_new);
-    strmap_free(j->node_index);
-    free(j->node_confirm);
-    free(j->nchunk_dirty);
     if (j->runs) {
         size_t pos = 0;
         void *v;
@@ -141,13 +135,10 @@ static void job_free(struct ejob *j)
         }
         strmap_free(j->runs);
     }
-    free(j->retries);
-    if (j->kick_ev)
-        event_free(j->kick_ev);
-    if (j->retry_ev)
-        event_free(j->retry_ev);
-    if (j->pg_retry_ev)
-        event_free(j->pg_retry_ev);
+    engine__commit_free(j);
+    engine__nodes_free(j);
+    engine__withdraw_free(j);
+    engine__watchdog_job_free(j);
     free(j);
 }
 
@@ -222,15 +213,7 @@ void engine__job_release(struct ejob *j)
 
 static bool pipeline_idle(const struct ejob *j)
 {
-    return !j->zk_busy && !j->pg_busy && !j->building && j->withdrawing == 0;
-}
-
-/* Does PostgreSQL lack something this owner decided while ACTIVE (rows, key-values)? (The
- * same as commit_pg.c's engine__commit_pg_flush takes.) */
-static bool pg_dirty(const struct ejob *j)
-{
-    return j->queue && (j->pg_job || (j->pg_rb && j->rb.plan) || json_object_size(j->pg_nodes) ||
-                        j->fwd.n_pg || j->rb.n_pg);
+    return engine__commit_idle(j) && !j->building;
 }
 
 /* Called whenever the pipeline goes idle: a handover waiting for it goes on. What
@@ -240,7 +223,7 @@ static bool pg_dirty(const struct ejob *j)
 void engine__job_idle(struct ejob *j)
 {
     if (j->own == EJ_HANDING_OVER && pipeline_idle(j)) {
-        if (pg_dirty(j) && !j->pg_down) {
+        if (engine__commit_pg_owed(j)) {
             engine__kick(j); /* pg_done calls here again */
             return;
         }
@@ -308,8 +291,8 @@ struct ejob *engine__job_new(struct engine *e, const char *id)
     j->t_contend = clock_mono_ms();
     j->st_ver = -1;
     j->runs = strmap_new();
-    j->props = json_object();
-    j->pg_nodes = json_object();
+    engine__nodes_new(j);
+    engine__commit_new(j);
     snprintf(j->cls, sizeof(j->cls), "default");
     char *dir = zkpath_job_lock(NULL, 0, id);
     char *holder = xasprintf("{\"node\":\"%s\",\"job\":\"%s\"}", e->node_id, id);
@@ -318,22 +301,6 @@ struct ejob *engine__job_new(struct engine *e, const char *id)
     free(holder);
     coord_lock_acquire(j->lock, -1);
     return j;
-}
-
-/* The cluster's config for this job: a configure brings its new one. */
-json_t *engine__job_config(const struct ejob *j)
-{
-    json_t *asked = json_object_get(json_object_get(j->job, "request"), "config");
-    if (strcmp(j->op, "configure") == 0 && json_is_object(asked))
-        return asked;
-    json_t *c = json_object_get(j->cluster, "config");
-    return json_is_object(c) ? c : NULL;
-}
-
-const char *engine__row_str(const json_t *row, const char *k)
-{
-    const char *s = json_string_value(json_object_get(row, k));
-    return s ? s : "";
 }
 
 static bool status_final(const char *s)
@@ -401,25 +368,12 @@ static void loaded(int rc, const struct drv_err *err, void *arg)
     j->acl_bound = true;
     snprintf(j->cluster_id, sizeof(j->cluster_id), "%s", engine__row_str(l->job, "cluster_id"));
     snprintf(j->op, sizeof(j->op), "%s", engine__row_str(l->job, "operation"));
-    j->age_at_load_ms = strtoll(engine__row_str(l->job, "age_ms"), NULL, 10);
-    j->t_loaded = clock_mono_ms();
+    engine__watchdog_loaded(j, strtoll(engine__row_str(l->job, "age_ms"), NULL, 10));
     json_t *inputs = json_object_get(l->job, "inputs");
     if (json_is_object(inputs))
         j->inputs = json_incref(inputs);
     engine__pg_load_free(l);
-    /* Node key-values as recorded. */
-    size_t i;
-    json_t *n;
-    json_array_foreach(json_object_get(j->cluster, "nodes"), i, n)
-    {
-        /* A deleted node's key-values are of a machine that is gone (a failed create made
-           again reuses its id). */
-        if (strcmp(engine__row_str(n, "status"), "deleted") == 0)
-            continue;
-        json_t *p = json_object_get(n, "properties");
-        json_object_set_new(j->props, engine__row_str(n, "id"),
-                            json_is_object(p) ? json_deep_copy(p) : json_object());
-    }
+    engine__nodes_load(j, json_object_get(j->cluster, "nodes")); /* key-values as recorded */
     const char *status = engine__row_str(j->job, "status");
     if (status_final(status)) {
         /* It ended; only the ZooKeeper subtree may be left. */
@@ -537,7 +491,7 @@ int engine__job_rollback_plan(struct ejob *j, struct drv_err *err)
          * its delete belongs in the rollback. */
         const struct planner_task *t = &f->plan->tasks[i];
         if (states[i] == PLANNER_TS_ERROR && t->action == PLANNER_ACT_CREATE && t->node &&
-            json_object_get(json_object_get(j->props, t->node), "provider-id"))
+            json_object_get(engine__nodes_props(j, t->node), "provider-id"))
             states[i] = PLANNER_TS_SUCCESS;
     }
     struct planner_plan *rb = NULL;
@@ -648,11 +602,11 @@ void engine__job_event(struct ejob *j, enum engine_job_event ev)
                  engine_phase_name(o.phase));
         j->st.phase = o.phase;
         j->state_dirty = true;
-        j->pg_job = true;
+        engine__commit_job_row(j);
     }
     if (o.actions & ENGINE_ACT_RECORD) {
         j->state_dirty = true;
-        j->pg_job = true;
+        engine__commit_job_row(j);
     }
     if (o.actions & ENGINE_ACT_WITHDRAW)
         engine__withdraw(j);
@@ -681,7 +635,7 @@ static void rollback_built(struct ejob *j)
     snprintf(j->st.rb_sha, sizeof(j->st.rb_sha), "%s", j->rb.sha);
     j->cur = &j->rb;
     log_info(MOD, "event=rollback-planned job=%s tasks=%u", j->id, j->rb.n);
-    engine__pg_rollback_tasks(j);
+    engine__commit_rollback_rows(j);
     if (j->rb.n == 0)
         engine__job_event(j, ENGINE_EV_PROGRESS);
 }
@@ -691,11 +645,10 @@ static void rollback_built(struct ejob *j)
 
 void engine__job_finish(struct ejob *j)
 {
-    if (j->finishing)
+    if (engine__commit_finishing(j))
         return;
-    j->finishing = true;
     j->e->stats.finished++;
     log_info(MOD, "event=job-finishing job=%s status=%s error=\"%s\"", j->id,
              engine_phase_status(j->st.phase, j->st.cancel), j->st.error);
-    engine__kick(j); /* commit.c flushes, then writes the end (engine__job_final) */
+    engine__commit_finish(j); /* commit.c flushes, then writes the end */
 }

@@ -28,12 +28,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commit.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
+#include "nodes.h"
 #include "planner.h"
 #include "planner_model.h"
+#include "recon.h"
 #include "store.h"
 #include "strmap.h"
 #include "taskmsg.h"
@@ -310,16 +313,6 @@ static void recon_merge(struct recon *r, struct eplan *p)
     free(refs);
 }
 
-/* A task row to write again from the log (not its chunk: ZooKeeper has it). */
-static void pg_touch(struct eplan *p, uint32_t idx)
-{
-    if (!p->pg_dirty[idx]) {
-        p->pg_dirty[idx] = 1;
-        XGROW(p->pg_list, p->cap_pg, p->n_pg + 1);
-        p->pg_list[p->n_pg++] = idx;
-    }
-}
-
 /* Step 4, ACTIVE: records handed over, decisions carried out, PostgreSQL rewritten. */
 static void recon_apply(struct recon *r)
 {
@@ -390,16 +383,15 @@ static void recon_apply(struct recon *r)
         case ENGINE_RECON_PUT:
             /* The same attempt again: its key is free; the put goes with its chunk. */
             engine__task_touch(p, i);
-            XGROW(j->retries, j->cap_retries, j->n_retries + 1);
-            j->retries[j->n_retries++] = i;
+            engine__commit_retry(j, i);
             n_put++;
             break;
         case ENGINE_RECON_WITHDRAWN:
-            engine__task_recon(j, p, i, ENGINE_TEV_WITHDRAWN);
+            engine__task_event(j, p, i, ENGINE_TEV_WITHDRAWN);
             n_wd++;
             break;
         case ENGINE_RECON_LOST:
-            engine__task_recon(j, p, i, ENGINE_TEV_FAIL);
+            engine__task_event(j, p, i, ENGINE_TEV_FAIL);
             n_lost++;
             break;
         default:
@@ -417,11 +409,11 @@ static void recon_apply(struct recon *r)
         for (uint32_t i = 0; plans[k]->plan && i < plans[k]->n; i++)
             if (plans[k]->recs[i].state != ENGINE_TS_WAITING &&
                 plans[k]->plan->tasks[i].action != PLANNER_ACT_ANCHOR) {
-                pg_touch(plans[k], i);
+                engine__task_pg_touch(plans[k], i); /* not its chunk: ZooKeeper has it */
                 rows++;
             }
     if (j->rb.plan)
-        engine__pg_rollback_tasks(j);
+        engine__commit_rollback_rows(j);
     log_info(MOD,
              "event=job-reconciled job=%s phase=%s rows=%zu runs=%zu handed=%zu merged=%zu "
              "put=%zu withdrawn=%zu lost=%zu",
@@ -696,10 +688,7 @@ static void resume_built(void *arg)
     }
     json_t *snap = json_object_get(j->job, "snapshot");
     j->snapshot = json_is_object(snap) ? json_incref(snap) : json_deep_copy(j->cluster);
-    snprintf(j->cluster_owner, sizeof(j->cluster_owner), "%s",
-             engine__row_str(j->cluster, "owner"));
     engine__nodes_init(j);
-    j->nchunks_new = false; /* made by the start */
     j->ctx = engine__job_ctx_make(j);
     read_chunks(j, &j->fwd, fwd_chunks_read);
     engine__job_unref(j);

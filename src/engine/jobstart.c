@@ -21,11 +21,12 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "commit.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
-#include "macro.h"
+#include "nodes.h"
 #include "planner.h"
 #include "planner_model.h"
 #include "seal.h"
@@ -63,9 +64,8 @@ static json_t *make_inputs(struct ejob *j)
             target = json_incref(t);
     }
     json_t *subset = json_object_get(req, "services");
-    bool acts_on_subset = strcmp(j->op, "configure") == 0 || strcmp(j->op, "start") == 0 ||
-                          strcmp(j->op, "stop") == 0 || strcmp(j->op, "restart") == 0 ||
-                          strcmp(j->op, "upgrade") == 0;
+    const struct planner_api_op *api_op = planner_api_op(j->op);
+    bool acts_on_subset = api_op && api_op->subset;
     /* The tenant's resources as they are now (null: none pushed): the job keeps this
        version to the end, whatever is pushed meanwhile (docs/worker.md "Resources"). */
     json_t *res = json_object_get(j->job, "resources");
@@ -128,7 +128,7 @@ static void started_pg(int rc, const struct drv_err *err, void *arg)
     struct engine__pg_start *s = arg;
     struct ejob *j = s->j;
     engine__pg_start_free(s);
-    j->pg_busy = false;
+    engine__commit_unhold(j);
     if (j->own == EJ_HANDING_OVER)
         engine__job_idle(j);
     if (j->own == EJ_LOADING) {
@@ -149,11 +149,11 @@ json_t *engine__job_ctx_make(struct ejob *j)
     struct taskmsg_ctx c = {
         .clustername = engine__row_str(j->cluster, "name"),
         .template = engine__row_str(j->cluster, "template"),
-        .cluster = engine__job_config(j),
+        .cluster = engine__cluster_config(j),
         .provider = j->po.provider,
         .tenant = j->tenant,
         .job = j->id,
-        .nodes_chunks = (int64_t)j->n_nchunks,
+        .nodes_chunks = (int64_t)engine__nodes_chunks(j),
         /* The cluster's SSH key (its private part sealed): made by this job's start or an
          * earlier job's. */
         .ssh = j->ssh_new ? j->ssh_new
@@ -276,8 +276,8 @@ static void start_built(void *arg)
     memset(&b->out, 0, sizeof(b->out));
     if (j->po.dropped)
         log_warn(MOD,
-                 "event=reserved-key-dropped job=%s keys=%zu first=\"%s\" why=\"a "
-                 "providermap entry is the tenant's and never names a provider's fact\"",
+                 "event=reserved-key-dropped job=%s keys=%zu first=\"%s\" why=\"a providermap "
+                 "entry is the tenant's and never names a provider's fact\"",
                  j->id, j->po.dropped, j->po.dropped_key);
     json_decref(j->inputs);
     j->inputs = json_incref(b->inputs);
@@ -298,8 +298,6 @@ static void start_built(void *arg)
     j->st.paused = strcmp(engine__row_str(j->job, "control"), "pause") == 0;
     j->snapshot = json_deep_copy(j->cluster);
     json_object_del(j->snapshot, "secrets");
-    snprintf(j->cluster_owner, sizeof(j->cluster_owner), "%s",
-             engine__row_str(j->cluster, "owner"));
     engine__nodes_init(j);
     if (engine__macros_check(j, &err) != 0) {
         fail_unplanned(j, err.msg);
@@ -310,7 +308,7 @@ static void start_built(void *arg)
     j->ctx = engine__job_ctx_make(j);
     /* PostgreSQL first: the plan and its inputs are what a new owner rebuilds from. */
     struct engine__pg_start *s = start_part_new(j);
-    j->pg_busy = true;
+    engine__commit_hold(j);
     /* With the other jobs' parts of this turn (batch.c): one transaction for all. */
     engine__batch_pg_part(j->e, ENGINE__PG_START, s, started_pg);
     /* (started_pg keeps the reference) */
@@ -347,7 +345,7 @@ static void init_committed(const struct coord_txn_result *r, void *arg)
 {
     struct init *in = arg;
     struct ejob *j = in->j;
-    j->zk_busy = false;
+    engine__commit_unhold(j);
     if (j->own == EJ_HANDING_OVER)
         engine__job_idle(j);
     if (j->own != EJ_LOADING) {
@@ -386,7 +384,6 @@ static void init_next(struct init *in)
         free(in->txns);
         free(in);
         j->st_ver = 0;
-        j->nchunks_new = false;
         engine__job_activate(j, true);
         log_info(MOD, "event=job-started job=%s op=%s tasks=%u node=%s", j->id, j->op, j->fwd.n,
                  j->e->node_id);
@@ -401,7 +398,7 @@ static void init_next(struct init *in)
         engine__job_event(j, ENGINE_EV_START);
         return;
     }
-    j->zk_busy = true;
+    engine__commit_hold(j);
     engine__job_ref(j);
     j->e->stats.zk_multis++;
     coord_txn_commit(j->e->zk, in->txns[in->pos++], j->lock, init_committed, in);
@@ -440,7 +437,7 @@ static void zk_init(struct ejob *j)
     coord_txn_create(t, path, "{}", 0);
     zkpath_job_nodes(path, sizeof(path), j->id);
     coord_txn_create(t, path, "{}", 0);
-    for (size_t k = 0; k < j->n_nchunks; k++) {
+    for (size_t k = 0; k < engine__nodes_chunks(j); k++) {
         char *text = engine__nodes_chunk(j, k);
         if (coord_txn_bytes(t) + strlen(text) + 200 > e->budget) {
             XGROW(in->txns, cap, n_txns + 1);
@@ -450,7 +447,7 @@ static void zk_init(struct ejob *j)
         zkpath_job_nodes_chunk(path, sizeof(path), j->id, k);
         coord_txn_create(t, path, text, 0);
         free(text);
-        j->nchunk_dirty[k] = 0;
+        engine__nodes_clean(j, k);
     }
     zkpath_job_log(path, sizeof(path), j->id);
     coord_txn_create(t, path, "{}", 0);

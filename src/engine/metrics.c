@@ -24,6 +24,7 @@
 #include "engine_int.h"
 #include "promtext.h"
 #include "strmap.h"
+#include "watchdog.h"
 
 void engine__metrics_init(struct engine *e)
 {
@@ -82,6 +83,17 @@ void engine__observe_handover(struct ejob *j)
         prom_histo_observe(&j->e->h_handover, (double)(clock_mono_ms() - j->t_handover) / 1000.0);
 }
 
+void engine_get_stats(const struct engine *e, struct engine_stats *st)
+{
+    *st = e->stats;
+    st->owned = 0;
+    size_t pos = 0;
+    void *v;
+    while (strmap_next(e->jobs, &pos, NULL, &v))
+        st->owned +=
+            ((struct ejob *)v)->own >= EJ_LOADING && ((struct ejob *)v)->own <= EJ_FINISHING;
+}
+
 /*
  * This node's unlabelled figures, in the order they are shown: a counter of struct
  * engine_stats (off: the field's offset there) or a histogram of struct engine's (off:
@@ -106,6 +118,9 @@ static const struct node_metric node_metrics[] = {
      STAT(finished)},
     {"drover_engine_failovers_total", "Jobs this node resumed from another owner's task log.",
      STAT(resumed)},
+    {"drover_engine_jobs_past_deadline_total",
+     "Jobs this node stalled because they ran past engine.job_deadline (then rolled back).",
+     STAT(past_deadline)},
     {"drover_engine_failover_duration_seconds",
      "From contending for a job's lock to the job resumed here.", HISTO(h_takeover)},
     {"drover_engine_handovers_total", "Jobs this node released because the ring moved them.",
@@ -158,7 +173,8 @@ void engine_metrics(const struct engine *e, struct evbuffer *out, bool tenants, 
     evbuffer_add_printf(out, "drover_engine_jobs_owned{node=\"%s\"} %zu\n", node, st.owned);
     prom_family(out, "drover_engine_jobs_unserved", "gauge",
                 "Jobs owned here with tasks queued and no live worker of their tenant and class.");
-    evbuffer_add_printf(out, "drover_engine_jobs_unserved{node=\"%s\"} %zu\n", node, e->unserved);
+    evbuffer_add_printf(out, "drover_engine_jobs_unserved{node=\"%s\"} %zu\n", node,
+                        engine__watchdog_unserved(e));
     for (size_t i = 0; i < sizeof(node_metrics) / sizeof(node_metrics[0]); i++) {
         const struct node_metric *m = &node_metrics[i];
         prom_family(out, m->name, m->histogram ? "histogram" : "counter", m->help);

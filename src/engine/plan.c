@@ -43,16 +43,7 @@ void engine__sha256_hex(const char *data, size_t len, char out[65])
 
 int engine__op_parse(const char *op, const json_t *request)
 {
-    if (!op)
-        return -1;
-    if (strcmp(op, "addservices") == 0)
-        return PLANNER_OP_ADD_SERVICES;
-    if (strcmp(op, "removeservices") == 0)
-        return PLANNER_OP_REMOVE_SERVICES;
-    if (strcmp(op, "configure") == 0 && json_is_true(json_object_get(request, "restart")))
-        return PLANNER_OP_CONFIGURE_RESTART;
-    int p = planner_op_parse(op);
-    return p == PLANNER_OP_ROLLBACK ? -1 : p;
+    return planner_api_op_plan(op, json_is_true(json_object_get(request, "restart")));
 }
 
 void engine__plan_out_clear(struct engine__plan_out *o)

@@ -40,6 +40,7 @@
  * provider-id: the rollback's delete needs it).
  */
 #include "engine_int.h"
+#include "recon.h"
 
 enum engine_recon_action engine_recon_task(const struct engine_recon_facts *f)
 {

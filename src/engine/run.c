@@ -33,10 +33,12 @@
 #include <string.h>
 
 #include "clock.h"
+#include "commit.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "facts.h"
 #include "log.h"
+#include "nodes.h"
 #include "planner.h"
 #include "strmap.h"
 #include "taskmsg.h"
@@ -45,203 +47,34 @@
 
 #define MOD "engine"
 
-/* ---- the in-memory task log ------------------------------------------------------------- */
-
-int engine__plan_init(struct eplan *p, char phase, struct planner_plan *plan,
-                      const struct engine_task_rec *recs, struct drv_err *err)
-{
-    memset(p, 0, sizeof(*p));
-    p->phase = phase;
-    p->plan = plan;
-    p->owns_plan = phase == 'r';
-    p->n = (uint32_t)plan->n_tasks;
-    p->recs = xcalloc(p->n + 1, sizeof(*p->recs));
-    if (recs)
-        memcpy(p->recs, recs, p->n * sizeof(*p->recs));
-    p->n_chunks = (p->n + ENGINE_LOG_CHUNK - 1) / ENGINE_LOG_CHUNK;
-    p->chunk_ver = xcalloc(p->n_chunks + 1, sizeof(*p->chunk_ver));
-    p->chunk_dirty = xcalloc(p->n_chunks + 1, 1);
-    p->worker = xcalloc(p->n + 1, sizeof(char *));
-    p->pg_dirty = xcalloc(p->n + 1, 1);
-    p->t_start = xcalloc(p->n + 1, sizeof(int64_t));
-    p->t_end = xcalloc(p->n + 1, sizeof(int64_t));
-    for (size_t k = 0; k < p->n_chunks; k++)
-        p->chunk_ver[k] = -1; /* not in ZooKeeper yet */
-    /* Anchors never run: they are skipped, for people; the planner's bookkeeping
-     * passes through them as their dependencies succeed. */
-    for (uint32_t i = 0; i < p->n; i++)
-        if (plan->tasks[i].action == PLANNER_ACT_ANCHOR)
-            p->recs[i].state = ENGINE_TS_SKIPPED;
-    return 0;
-}
-
-int engine__plan_exec(struct eplan *p, struct drv_err *err)
-{
-    enum planner_task_state *st = xcalloc(p->n + 1, sizeof(*st));
-    p->in_flight = p->done = 0;
-    p->gave_up = false;
-    for (uint32_t i = 0; i < p->n; i++) {
-        if (p->plan->tasks[i].action == PLANNER_ACT_ANCHOR) {
-            st[i] = PLANNER_TS_WAITING; /* the planner decides when it is passed */
-            continue;
-        }
-        switch ((enum engine_task_state)p->recs[i].state) {
-        case ENGINE_TS_QUEUED:
-        case ENGINE_TS_RUNNING:
-            st[i] = PLANNER_TS_IN_PROGRESS;
-            p->in_flight++;
-            break;
-        case ENGINE_TS_SUCCEEDED:
-        case ENGINE_TS_SKIPPED:
-            st[i] = PLANNER_TS_SUCCESS;
-            p->done++;
-            break;
-        case ENGINE_TS_FAILED:
-            st[i] = PLANNER_TS_ERROR;
-            p->gave_up = true;
-            break;
-        default:
-            st[i] = PLANNER_TS_WAITING;
-            break;
-        }
-    }
-    planner_exec_free(p->x);
-    int rc = planner_exec_new(p->plan, st, &p->x, err);
-    free(st);
-    return rc;
-}
-
-void engine__plan_clear(struct eplan *p)
-{
-    planner_exec_free(p->x);
-    if (p->owns_plan)
-        planner_plan_free(p->plan);
-    free(p->recs);
-    free(p->chunk_ver);
-    free(p->chunk_dirty);
-    for (uint32_t i = 0; p->worker && i < p->n; i++)
-        free(p->worker[i]);
-    free(p->worker);
-    free(p->pg_dirty);
-    free(p->pg_list);
-    free(p->t_start);
-    free(p->t_end);
-    memset(p, 0, sizeof(*p));
-}
-
-void engine__task_touch(struct eplan *p, uint32_t idx)
-{
-    p->chunk_dirty[idx / ENGINE_LOG_CHUNK] = 1;
-    if (!p->pg_dirty[idx]) {
-        p->pg_dirty[idx] = 1;
-        XGROW(p->pg_list, p->cap_pg, p->n_pg + 1);
-        p->pg_list[p->n_pg++] = idx;
-    }
-}
-
-bool engine__run_superseded(const struct ejob *j, const struct erun *run)
-{
-    const struct eplan *p = run->phase == 'f' ? &j->fwd : run->phase == 'r' ? &j->rb : NULL;
-    if (!p || p != j->cur || run->idx >= p->n)
-        return true;
-    const struct engine_task_rec *t = &p->recs[run->idx];
-    return t->attempt != run->attempt ||
-           (t->state != ENGINE_TS_QUEUED && t->state != ENGINE_TS_RUNNING);
-}
-
-/* ---- queue items ----------------------------------------------------------------------- */
-
-int engine__item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup,
-                      const char *avoid, char **out, struct drv_err *err)
-{
-    *out = NULL;
-    const struct planner_task *t = &p->plan->tasks[idx];
-    bool previous = t->restore && strcmp(t->restore, "previous-config") == 0;
-    json_t *fields = NULL, *config = NULL;
-    if (!previous) {
-        int rc = engine__macros_expand(j, t, &fields, &config, err);
-        if (rc)
-            return rc;
-    }
-    /* Bootstrap is served by the automator that serves "bootstrap" (ssh), or a "*" one. */
-    const char *plugin = t->action == PLANNER_ACT_BOOTSTRAP ? "bootstrap" : t->type ? t->type : "";
-    json_int_t tmo = json_integer_value(json_object_get(t->fields, "timeout_ms"));
-    if (tmo <= 0)
-        tmo = j->e->task_timeout_ms;
-    /* A restore runs with the config the snapshot kept. */
-    json_t *prev = previous ? json_object_get(j->snapshot, "config") : NULL;
-    if (!json_is_object(prev))
-        prev = NULL;
-    /* The node in its parts (facts.h): its key-values give the facts and the values, the
-     * plan's node info its types, services and providermap entries. Nothing of any other
-     * node: a plugin that wants them reads the nodes map. */
-    json_t *props = t->node ? json_object_get(j->props, t->node) : NULL;
-    json_t *info = t->node ? json_object_get(j->po.nodeinfo, t->node) : NULL;
-    struct taskmsg_item it = {
-        .job = j->id,
-        .phase = p->phase,
-        .idx = idx,
-        .attempt = p->recs[idx].attempt,
-        .task = t->id,
-        .name = planner_action_name(t->action),
-        .tenant = j->tenant,
-        .cluster = j->cluster_id,
-        .plugin = plugin,
-        .cleanup = cleanup,
-        .nodes_rev = j->st.nodes_rev,
-        .node = t->node,
-        .service = t->service,
-        .fields = fields ? fields : t->fields,
-        .config_override = config ? config : prev,
-        .facts = props,
-        .values = props,
-        .entries = json_object_get(info, "entries"),
-        .hardwaretype = json_string_value(json_object_get(info, "hardwaretype")),
-        .imagetype = json_string_value(json_object_get(info, "imagetype")),
-        .services = json_object_get(info, "services"),
-        .avoid = avoid,
-        .timeout_ms = tmo,
-    };
-    *out = taskmsg_item_encode(&it, j->e->item_version);
-    json_decref(fields);
-    json_decref(config);
-    return 0;
-}
-
 /* ---- outcomes ----------------------------------------------------------------------------- */
-
-/*
- * Merge a result's key-values into the node's (null deletes a key). A provider task's
- * result (create, confirm, delete: from_provider) writes the machine's facts; any other
- * task's is the tenant's and may not name a reserved key (facts.h): such a key is
- * refused, logged, and changes nothing (the worker fails such a task already, so only a
- * record it did not write gets here).
- */
-static void merge_props(struct ejob *j, const char *node, const char *task, bool from_provider,
-                        json_t *result)
-{
-    if (!node || !json_is_object(result) || json_object_size(result) == 0)
-        return;
-    json_t *props = json_object_get(j->props, node);
-    if (!props) {
-        props = json_object();
-        json_object_set_new(j->props, node, props);
-    }
-    char first[64];
-    size_t refused = facts_merge_result(props, result, from_provider, first, sizeof(first));
-    if (refused)
-        log_warn(MOD,
-                 "event=result-key-refused job=%s task=%s node=%s keys=%zu first=\"%s\" "
-                 "why=\"reserved for the provider's facts or the task's config\"",
-                 j->id, task, node, refused, first);
-    json_object_set(j->pg_nodes, node, props);
-    engine__nodes_touch(j, node);
-}
 
 /* The tasks a provider plugin runs: their results are the machine's facts. */
 static bool is_provider_action(enum planner_action a)
 {
     return a == PLANNER_ACT_CREATE || a == PLANNER_ACT_CONFIRM || a == PLANNER_ACT_DELETE;
+}
+
+/*
+ * Merge a task's result into its node's key-values (null deletes a key), for PostgreSQL
+ * too. A provider task's result (create, confirm, delete: from_provider) writes the
+ * machine's facts; any other task's is the tenant's and may not name a reserved key
+ * (src/common/facts.h): such a key is refused, logged, and changes nothing (the worker
+ * fails such a task already, so only a record it did not write gets here).
+ */
+static void merge_props(struct ejob *j, const struct planner_task *t, bool from_provider,
+                        json_t *result)
+{
+    size_t refused;
+    char first[64];
+    json_t *props = engine__nodes_merge(j, t->node, result, from_provider, &refused, first);
+    if (refused)
+        log_warn(MOD,
+                 "event=result-key-refused job=%s task=%s node=%s keys=%zu first=\"%s\" "
+                 "why=\"reserved for the provider's facts or the task's config\"",
+                 j->id, t->id, t->node, refused, first);
+    if (props)
+        engine__commit_node(j, t->node, props);
 }
 
 static struct eplan *plan_of(struct ejob *j, char phase)
@@ -266,7 +99,7 @@ static void task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engin
         p->done++;
         j->e->stats.results++;
         if (r)
-            merge_props(j, t->node, t->id, is_provider_action(t->action), r->result);
+            merge_props(j, t, is_provider_action(t->action), r->result);
         if (t->action == PLANNER_ACT_CONFIRM && p->phase == 'f' && t->node)
             engine__nodes_touch(j, t->node); /* confirmed: missing data is final now */
     }
@@ -280,8 +113,7 @@ static void task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engin
         p->in_flight--;
     }
     if (r && r->ended && !r->ok && t->action == PLANNER_ACT_CREATE)
-        merge_props(j, t->node, t->id, true, r->result); /* what a failed create made: its
-                                                            delete needs it */
+        merge_props(j, t, true, r->result); /* what a failed create made: its delete needs it */
     if (o.actions & ENGINE_TACT_PUT) {
         /* A retry: put again with the new attempt (commit.c), avoiding the worker that failed. */
         if (!(o.actions & ENGINE_TACT_AVOID_WORKER) || !r) {
@@ -294,8 +126,7 @@ static void task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engin
                  j->id, t->id, p->recs[idx].attempt, p->recs[idx].failures,
                  !engine_phase_dispatches(j->st.phase), r ? r->message : "");
         if (engine_phase_dispatches(j->st.phase)) {
-            XGROW(j->retries, j->cap_retries, j->n_retries + 1);
-            j->retries[j->n_retries++] = idx;
+            engine__commit_retry(j, idx);
         } else {
             /* Paused or draining (fsm J1): the retry is a dispatch like any other, so it
              * is taken back at once, as a queued item would be: pending again, dispatched
@@ -357,13 +188,14 @@ static void run_seen(struct ejob *j, struct erun *run)
     taskmsg_run_clear(&r);
 }
 
-/* For the reconciliation on resume (jobresume.c). */
+/* For the reconciliation on resume (jobresume.c) and the withdrawal (withdraw.c). */
 void engine__result_merge(struct ejob *j, const struct planner_task *t, json_t *result)
 {
-    merge_props(j, t->node, t->id, is_provider_action(t->action), result);
+    if (t->node)
+        merge_props(j, t, is_provider_action(t->action), result);
 }
 
-void engine__task_recon(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev)
+void engine__task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev)
 {
     task_event(j, p, idx, ev, NULL);
 }
@@ -473,111 +305,4 @@ void engine__runs_watch(struct ejob *j)
     zkpath_job_runs(path, sizeof(path), j->id);
     j->runs_w = coord_watch_children(j->e->zk, path, on_runs, j);
     engine__control_watch(j);
-}
-
-/* ---- taking queued items back (pause, cancel, failure) ------------------------------------ */
-
-struct withdraw {
-    struct ejob *j;
-    struct eplan *p;
-    uint32_t idx;
-    unsigned attempt;
-    struct equeue *q;
-};
-
-static void withdrawn(int rc, void *arg)
-{
-    struct withdraw *w = arg;
-    struct ejob *j = w->j;
-    j->withdrawing--;
-    j->wd_taken += rc == 0;
-    if (j->withdrawing == 0 && j->wd_items) {
-        log_info(MOD, "event=job-withdrawn job=%s items=%zu taken=%zu ms=%lld", j->id, j->wd_items,
-                 j->wd_taken, (long long)(clock_mono_ms() - j->wd_start));
-        j->wd_items = j->wd_taken = 0;
-    }
-    if (engine__job_alive(j) && w->p == j->cur && w->p->recs[w->idx].attempt == w->attempt) {
-        if (rc == 0) {
-            log_info(MOD, "event=task-withdrawn job=%s task=%s", j->id,
-                     w->p->plan->tasks[w->idx].id);
-            task_event(j, w->p, w->idx, ENGINE_TEV_WITHDRAWN, NULL);
-        }
-        /* Claimed (running) or gone (completed): its run record tells the rest. */
-    }
-    if (j->own == EJ_HANDING_OVER)
-        engine__job_idle(j);
-    engine__kick(j);
-    free(w);
-    engine__job_unref(j);
-}
-
-/* The item's id is known: cancel it, unless the job is no longer ours (claimed: running). */
-static void keyed(int rc, const char *item_id, void *arg)
-{
-    struct withdraw *w = arg;
-    if (rc == 0 && engine__job_alive(w->j)) {
-        coord_queue_cancel(w->q->q, item_id, withdrawn, w);
-        return;
-    }
-    withdrawn(rc ? rc : DRV_ECONFLICT, w);
-}
-
-/*
- * Retries not put yet (commit.c's list) have no queue item: nothing to find. They are
- * taken back here and now, like an unclaimed item, so that no attempt starts while the
- * phase does not dispatch (fsm J1) and a draining job does not wait for them.
- */
-void engine__withdraw_retries(struct ejob *j)
-{
-    struct eplan *p = j->cur;
-    size_t n = j->n_retries;
-    j->n_retries = 0;
-    bool any = false;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t idx = j->retries[i];
-        if (!p || idx >= p->n || p->recs[idx].state != ENGINE_TS_QUEUED)
-            continue; /* superseded */
-        struct engine_task_policy pol = {j->e->max_failures, false};
-        engine_task_step(&p->recs[idx], ENGINE_TEV_WITHDRAWN, &pol);
-        engine__task_touch(p, idx);
-        struct drv_err err;
-        planner_exec_requeue(p->x, idx, &err);
-        p->in_flight--;
-        any = true;
-        log_info(MOD, "event=task-withdrawn job=%s task=%s retry=1", j->id, p->plan->tasks[idx].id);
-    }
-    if (any)
-        engine__job_event(j, ENGINE_EV_PROGRESS);
-}
-
-void engine__withdraw(struct ejob *j)
-{
-    struct eplan *p = j->cur;
-    if (!j->queue)
-        return;
-    engine__job_check_io(j, false); /* job.c invariant 4 */
-    engine__withdraw_retries(j);    /* first: they have no item to look for */
-    for (uint32_t i = 0; i < p->n; i++) {
-        /* RUNNING too: an item whose worker died is unclaimed again, and with no other
-           worker nothing would take it back (a job no worker serves stalls: watchdog.c).
-           One a live worker holds is claimed: the cancel refuses it and it runs on. */
-        if (p->recs[i].state != ENGINE_TS_QUEUED && p->recs[i].state != ENGINE_TS_RUNNING)
-            continue;
-        struct withdraw *w = xcalloc(1, sizeof(*w));
-        w->j = j;
-        w->p = p;
-        w->idx = i;
-        w->attempt = p->recs[i].attempt;
-        w->q = j->queue;
-        char key[80];
-        taskmsg_key(key, sizeof(key), j->id, p->phase, i, p->recs[i].attempt);
-        if (j->withdrawing == 0 && j->wd_items == 0)
-            j->wd_start = clock_mono_ms();
-        j->withdrawing++;
-        j->wd_items++;
-        engine__job_ref(j);
-        /* By its key record: constant work per item (a find per item read the whole
-           queue each time: quadratic, long enough on the loop to lose the session). */
-        coord_queue_key_item(j->queue->q, key, keyed, w);
-    }
 }

@@ -33,6 +33,7 @@
 #include "coord.h"
 #include "engine_int.h"
 #include "log.h"
+#include "nodes.h"
 #include "strmap.h"
 #include "xalloc.h"
 #include "zkpath.h"
@@ -213,7 +214,7 @@ static void sweep_known(struct ejob *j)
     engine__job_ref(j);
     for (size_t k = 0; k < j->ctx_parts; k++)
         add_del(s, zkpath_job_ctx_part(NULL, 0, j->id, k));
-    for (size_t k = 0; !j->nchunks_new && k < j->n_nchunks; k++)
+    for (size_t k = 0; k < engine__nodes_chunks(j); k++)
         add_del(s, zkpath_job_nodes_chunk(NULL, 0, j->id, k));
     const struct eplan *plans[] = {&j->fwd, &j->rb};
     for (size_t i = 0; i < 2; i++)

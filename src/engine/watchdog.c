@@ -13,8 +13,9 @@
  * tests/engine/ test_watchdog.c):
  *
  *   1. A job dispatches (RUNNING or ROLLING_BACK), has tasks queued or running,
- *      and /drover/members/worker holds no worker of its tenant whose classes
- *      include the job's and that is not draining (a worker told to stop says
+ *      and /drover/members/worker holds no worker of its tenant (proven by its
+ *      ACL: coord_group_watch_checked) whose classes include the job's and that
+ *      is not draining (a worker told to stop says
  *      "draining" in its member data: it finishes what it runs and takes
  *      nothing more): it is UNSERVED. The first time, the owner logs
  *      job-no-worker (warn) and counts it in drover_jobs_unserved; when a worker
@@ -47,13 +48,73 @@
 #include <string.h>
 
 #include "clock.h"
+#include "commit.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "log.h"
 #include "strmap.h"
 #include "taskmsg.h"
+#include "watchdog.h"
+#include "xalloc.h"
 
 #define MOD "engine"
+
+/* The node's. */
+struct ewatchdog {
+    struct strmap *served; /* "<tenant>/<class>" -> live workers (a count, not a pointer) */
+    bool have_workers;     /* the group has been read once */
+    int item_version;      /* queue items' format: the lowest "taskmsg" of the live workers */
+    int64_t no_worker_ms, deadline_ms;
+    size_t unserved; /* jobs owned here that no worker serves now */
+};
+
+/* A job's (made when it is loaded). */
+struct ewatch {
+    int64_t unserved_since; /* when this owner saw no worker serve it (ms, monotonic), 0: served */
+    int64_t age_at_load_ms; /* PostgreSQL's now() - created_at when loaded */
+    int64_t t_loaded;       /* when that was (ms, monotonic) */
+};
+
+void engine__watchdog_init(struct engine *e, int64_t no_worker_ms, int64_t deadline_ms)
+{
+    e->watchdog = xcalloc(1, sizeof(*e->watchdog));
+    e->watchdog->no_worker_ms = no_worker_ms;
+    e->watchdog->deadline_ms = deadline_ms;
+    e->watchdog->item_version = 1; /* until the workers are seen */
+}
+
+int engine__workers_item_version(const struct engine *e)
+{
+    return e->watchdog->item_version;
+}
+
+void engine__watchdog_free(struct engine *e)
+{
+    if (!e->watchdog)
+        return;
+    strmap_free(e->watchdog->served);
+    free(e->watchdog);
+    e->watchdog = NULL;
+}
+
+size_t engine__watchdog_unserved(const struct engine *e)
+{
+    return e->watchdog->unserved;
+}
+
+void engine__watchdog_loaded(struct ejob *j, int64_t age_ms)
+{
+    if (!j->watch)
+        j->watch = xcalloc(1, sizeof(*j->watch));
+    j->watch->age_at_load_ms = age_ms;
+    j->watch->t_loaded = clock_mono_ms();
+}
+
+void engine__watchdog_job_free(struct ejob *j)
+{
+    free(j->watch);
+    j->watch = NULL;
+}
 
 enum engine_watch engine_watch_step(const struct engine_watch_facts *f)
 {
@@ -72,8 +133,9 @@ enum engine_watch engine_watch_step(const struct engine_watch_facts *f)
 /* "<tenant>/<class>" -> live workers serving it, rebuilt from the whole group on each change. */
 void engine__workers_seen(struct engine *e, const struct coord_member_info *m, size_t n)
 {
-    strmap_free(e->served);
-    e->served = strmap_new();
+    struct ewatchdog *w = e->watchdog;
+    strmap_free(w->served);
+    w->served = strmap_new();
     /* The queue items' format: one every live worker reads (taskmsg.h). A member that says
        none is of a build before item version 2; with no worker at all, the first that
        comes may be of any build. */
@@ -87,6 +149,9 @@ void engine__workers_seen(struct engine *e, const struct coord_member_info *m, s
         const char *tenant = json_string_value(json_object_get(d, "tenant"));
         if (json_is_true(json_object_get(d, "draining")))
             tenant = NULL; /* on its way out: it takes nothing more, so it serves nothing */
+        if (m[i].proof == COORD_MEMBER_UNPROVEN)
+            tenant = NULL; /* its ACL does not prove the tenant it names: forged, or made
+                              with droverd's credentials (docs/security.md) */
         size_t k;
         json_t *c;
         json_array_foreach(json_object_get(d, "classes"), k, c)
@@ -95,23 +160,23 @@ void engine__workers_seen(struct engine *e, const struct coord_member_info *m, s
                 continue;
             char key[300];
             snprintf(key, sizeof(key), "%s/%s", tenant, json_string_value(c));
-            strmap_put(e->served, key,
-                       (void *)((uintptr_t)strmap_get(e->served, key) + 1)); /* a count */
+            strmap_put(w->served, key,
+                       (void *)((uintptr_t)strmap_get(w->served, key) + 1)); /* a count */
         }
         json_decref(d);
     }
-    e->have_workers = true;
-    if (items != e->item_version)
+    w->have_workers = true;
+    if (items != w->item_version)
         log_info(MOD, "event=item-format-chosen node=%s version=%d workers=%zu", e->node_id, items,
                  n);
-    e->item_version = items;
+    w->item_version = items;
 }
 
-static unsigned serving(const struct engine *e, const struct ejob *j)
+static unsigned serving(const struct ewatchdog *w, const struct ejob *j)
 {
     char key[300];
     snprintf(key, sizeof(key), "%s/%s", j->tenant, j->cls);
-    return e->served ? (unsigned)(uintptr_t)strmap_get(e->served, key) : 0;
+    return w->served ? (unsigned)(uintptr_t)strmap_get(w->served, key) : 0;
 }
 
 static void stall(struct ejob *j, const char *why)
@@ -126,47 +191,49 @@ static void stall(struct ejob *j, const char *why)
 
 void engine__watchdog(struct ejob *j)
 {
-    struct engine *e = j->e;
-    if (j->own != EJ_ACTIVE || j->finishing || !j->cur)
+    struct ewatchdog *wd = j->e->watchdog;
+    struct ewatch *jw = j->watch;
+    if (j->own != EJ_ACTIVE || engine__commit_finishing(j) || !j->cur || !jw)
         return;
     int64_t now = clock_mono_ms();
     struct engine_watch_facts f = {
         .phase = j->st.phase,
         .in_flight = j->cur->in_flight,
-        .workers_known = e->have_workers,
-        .serving = serving(e, j),
+        .workers_known = wd->have_workers,
+        .serving = serving(wd, j),
         .now_ms = now,
-        .unserved_since_ms = j->unserved_since,
-        .no_worker_ms = e->no_worker_ms,
-        .age_ms = j->age_at_load_ms + (now - j->t_loaded),
-        .deadline_ms = e->deadline_ms,
+        .unserved_since_ms = jw->unserved_since,
+        .no_worker_ms = wd->no_worker_ms,
+        .age_ms = jw->age_at_load_ms + (now - jw->t_loaded),
+        .deadline_ms = wd->deadline_ms,
     };
     enum engine_watch w = engine_watch_step(&f);
-    if (w != ENGINE_WATCH_FINE && w != ENGINE_WATCH_DEADLINE && !j->unserved_since) {
-        j->unserved_since = now;
-        e->unserved++;
+    if (w != ENGINE_WATCH_FINE && w != ENGINE_WATCH_DEADLINE && !jw->unserved_since) {
+        jw->unserved_since = now;
+        wd->unserved++;
         log_warn(MOD,
                  "event=job-no-worker job=%s tenant=%s class=%s in_flight=%zu gives_up_in_ms=%lld",
-                 j->id, j->tenant, j->cls, f.in_flight, (long long)e->no_worker_ms);
-    } else if (w == ENGINE_WATCH_FINE && j->unserved_since) {
+                 j->id, j->tenant, j->cls, f.in_flight, (long long)wd->no_worker_ms);
+    } else if (w == ENGINE_WATCH_FINE && jw->unserved_since) {
         if (f.serving > 0)
             log_info(MOD, "event=job-worker-back job=%s tenant=%s class=%s waited_ms=%lld", j->id,
-                     j->tenant, j->cls, (long long)(now - j->unserved_since));
+                     j->tenant, j->cls, (long long)(now - jw->unserved_since));
         engine__watchdog_forget(j);
     }
     char why[200];
     if (w == ENGINE_WATCH_NO_WORKER) {
         snprintf(why, sizeof(why), "no worker of tenant %s serves class %s (waited %lld s)",
-                 j->tenant, j->cls, (long long)((now - j->unserved_since) / 1000));
+                 j->tenant, j->cls, (long long)((now - jw->unserved_since) / 1000));
         log_warn(MOD, "event=job-no-worker-gave-up job=%s phase=%s error=\"%s\"", j->id,
                  engine_phase_name(j->st.phase), why);
         engine__watchdog_forget(j);
         stall(j, why);
     } else if (w == ENGINE_WATCH_DEADLINE) {
         snprintf(why, sizeof(why), "ran past its deadline of %lld s (engine.job_deadline)",
-                 (long long)(e->deadline_ms / 1000));
+                 (long long)(wd->deadline_ms / 1000));
         log_warn(MOD, "event=job-deadline job=%s phase=%s age_ms=%lld", j->id,
                  engine_phase_name(j->st.phase), (long long)f.age_ms);
+        j->e->stats.past_deadline++; /* drover_engine_jobs_past_deadline_total */
         engine__watchdog_forget(j);
         stall(j, why);
     }
@@ -174,8 +241,8 @@ void engine__watchdog(struct ejob *j)
 
 void engine__watchdog_forget(struct ejob *j)
 {
-    if (!j->unserved_since)
+    if (!j->watch || !j->watch->unserved_since)
         return;
-    j->unserved_since = 0;
-    j->e->unserved--;
+    j->watch->unserved_since = 0;
+    j->e->watchdog->unserved--;
 }

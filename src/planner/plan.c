@@ -83,6 +83,41 @@ int planner_op_changes_layout(enum planner_op op)
            op == PLANNER_OP_ADD_SERVICES || op == PLANNER_OP_REMOVE_SERVICES;
 }
 
+/* ---- the API's operations ---- */
+
+static const struct planner_api_op api_ops[] = {
+    {"create", PLANNER_OP_CREATE, "create", false},
+    {"delete", PLANNER_OP_DELETE, "delete", false},
+    {"expand", PLANNER_OP_EXPAND, "expand", false},
+    {"shrink", PLANNER_OP_SHRINK, "shrink", false},
+    {"addservices", PLANNER_OP_ADD_SERVICES, "addservices", false},
+    {"removeservices", PLANNER_OP_REMOVE_SERVICES, "removeservices", false},
+    {"configure", PLANNER_OP_CONFIGURE, "configure", true},
+    {"start", PLANNER_OP_START, "start", true},
+    {"stop", PLANNER_OP_STOP, "stop", true},
+    {"restart", PLANNER_OP_RESTART, "restart", true},
+    {"upgrade", PLANNER_OP_UPGRADE, "upgrade", true},
+    /* A failed cluster solved again, its failed node layouts excluded: a create of the new
+       layout, for the planner and for the job (docs/engine.md "Rollback"). */
+    {"recreate", PLANNER_OP_CREATE, "create", false},
+};
+
+const struct planner_api_op *planner_api_op(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof(api_ops) / sizeof(api_ops[0]); i++)
+        if (strcmp(api_ops[i].name, name) == 0)
+            return &api_ops[i];
+    return NULL;
+}
+
+int planner_api_op_plan(const char *name, bool restart)
+{
+    const struct planner_api_op *a = planner_api_op(name);
+    if (!a)
+        return -1;
+    return a->op == PLANNER_OP_CONFIGURE && restart ? PLANNER_OP_CONFIGURE_RESTART : (int)a->op;
+}
+
 /* ---- arena ---- */
 
 struct arena_block {

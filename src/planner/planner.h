@@ -28,6 +28,7 @@
 #define DROVER_PLANNER_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -107,6 +108,26 @@ const char *planner_state_name(enum planner_task_state s);
 int planner_state_parse(const char *s);
 /* Does the operation change the layout (so the solver runs first)? */
 int planner_op_changes_layout(enum planner_op op);
+
+/*
+ * The API's operations on a cluster (POST /v1/clusters: "create"; POST
+ * /v1/clusters/{id}/{op}: the rest, docs/api.md), as the planner, the job row and the
+ * engine take them: the one home of that mapping, used by the API's plan preview, the job
+ * insert and the engine's plan.
+ */
+struct planner_api_op {
+    const char *name;   /* the API's: "create", "addservices", "recreate", ... */
+    enum planner_op op; /* the planner's; a configure with "restart": true is
+                           configure-restart (planner_api_op_plan) */
+    const char *job_op; /* the job row's operation, what the engine reads back: a recreate
+                           is recorded as a create of the cluster's new layout */
+    bool subset;        /* acts only on the request's "services", when it names some */
+};
+/* The API operation named name, or NULL: no such operation (the planner's own names,
+ * "add-services", "rollback", are not the API's). */
+const struct planner_api_op *planner_api_op(const char *name);
+/* The planner's operation for API operation name, with the request's "restart", or -1. */
+int planner_api_op_plan(const char *name, bool restart);
 
 /* ---- input: services and layouts (borrowed) ---- */
 

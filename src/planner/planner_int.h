@@ -1,6 +1,14 @@
 /*
  * planner internals shared by the planner's files: the string arena, a string
  * to index map, and the plan's building blocks. Not part of the public API.
+ *
+ * The files: plan.c (the DAG and the algorithms that do not care how it was made:
+ * names, the arena, the id map, topological sort; the API's operations), build.c (an
+ * operation to a DAG of node-level tasks) with build_ops.c (what operations promise
+ * beyond their task lists; build_int.h), rollback.c (the plan that undoes a failed
+ * one), exec.c (which tasks may run now), export.c (a plan as JSON and DOT, and back),
+ * planner_model.c (the planner's input from the model: planner_model.h), plan_cli.c
+ * (`drover plan`, the offline dry run).
  */
 #ifndef DROVER_PLANNER_INT_H
 #define DROVER_PLANNER_INT_H

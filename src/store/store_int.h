@@ -1,5 +1,13 @@
 /*
  * store_int: what the store's own files share and nobody else uses.
+ *
+ * The files: store.c (the PostgreSQL pool: store.h), store_prepared.c (named
+ * statements prepared once per connection), store_rows.c (results as JSON,
+ * transactions), migrations.c (the schema as numbered migrations), conf.c (the
+ * store's configuration keys); the API's queries by subject: store_auth.c (tenants,
+ * users, tokens, the audit log), store_entities.c (the catalogue, versioned),
+ * store_clusters.c (clusters, nodes, jobs), store_tasks.c (a job's tasks a page at a
+ * time), store_quotas.c (quotas and use), store_resources.c (plugin resources).
  */
 #ifndef DROVER_STORE_INT_H
 #define DROVER_STORE_INT_H

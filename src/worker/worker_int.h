@@ -10,7 +10,10 @@
  * (the worker's life: new, stop, free), take.c (the claim loop: taking items,
  * lost claims, avoidance), attempt.c (a task's attempt on the books: record,
  * complete, hand back; its design note has the task's states) and run.c (from
- * a task's context to its plugin's outcome).
+ * a task's context to its plugin's outcome). sandbox.c decides who a plugin
+ * runs as and what it is given, uidmap.c gives each tenant's plugins a host uid
+ * of their own, rejoin.c lets a restarted worker serve again at once, conf.c
+ * holds the worker's configuration keys.
  */
 #ifndef DROVER_WORKER_INT_H
 #define DROVER_WORKER_INT_H

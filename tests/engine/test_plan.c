@@ -108,6 +108,32 @@ static void test_create_is_deterministic(void **state)
     json_decref(layout);
 }
 
+/* The engine maps every operation of the API as the API's plan preview does
+ * (api/handlers_plan.c), a recreate included: a dry run shows the plan the job runs. The
+ * engine's own table used to lack "recreate" (-1) where the preview made it a create. */
+static void test_ops_as_the_preview(void **state)
+{
+    static const struct {
+        const char *op;
+        int plan;
+    } preview[] = {
+        {"create", PLANNER_OP_CREATE},
+        {"delete", PLANNER_OP_DELETE},
+        {"expand", PLANNER_OP_EXPAND},
+        {"shrink", PLANNER_OP_SHRINK},
+        {"addservices", PLANNER_OP_ADD_SERVICES},
+        {"removeservices", PLANNER_OP_REMOVE_SERVICES},
+        {"configure", PLANNER_OP_CONFIGURE},
+        {"start", PLANNER_OP_START},
+        {"stop", PLANNER_OP_STOP},
+        {"restart", PLANNER_OP_RESTART},
+        {"upgrade", PLANNER_OP_UPGRADE},
+        {"recreate", PLANNER_OP_CREATE},
+    };
+    for (size_t i = 0; i < sizeof(preview) / sizeof(preview[0]); i++)
+        assert_int_equal(engine__op_parse(preview[i].op, NULL), preview[i].plan);
+}
+
 static void test_ops_and_errors(void **state)
 {
     json_t *restart = json_pack("{s:b}", "restart", 1);
@@ -227,6 +253,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_is_deterministic),
         cmocka_unit_test(test_reserved_entry_dropped),
+        cmocka_unit_test(test_ops_as_the_preview),
         cmocka_unit_test(test_ops_and_errors),
         cmocka_unit_test(test_pg_task_rows),
     };

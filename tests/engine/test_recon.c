@@ -10,7 +10,7 @@
 #include <cmocka.h>
 #include <stdbool.h>
 
-#include "engine_int.h"
+#include "recon.h"
 
 #define NONE ENGINE_RECON_NONE
 #define PUT ENGINE_RECON_PUT

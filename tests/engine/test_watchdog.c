@@ -9,7 +9,7 @@
 #include <cmocka.h>
 #include <stdbool.h>
 
-#include "engine_int.h"
+#include "watchdog.h"
 
 #define MIN 60000
 
