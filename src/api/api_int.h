@@ -31,6 +31,7 @@
  *     links.c      a cluster's links, their macros expanded
  *     quota.c      what one tenant may take of the shared fleet
  *     hostfields.c what a tenant's provider entity may not say (the host boundary)
+ *     tenantvals.c what a tenant's entity may say of its nodes (reserved keys), and its sizes
  *     seal.c       sensitive values in bodies sealed at their place; reseal.c the
  *                  start-up migration of legacy sealed values
  *     metrics.c    /metrics, and the fleet data the group watches keep
