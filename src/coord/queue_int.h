@@ -113,6 +113,7 @@ struct coord_queue {
     unsigned hashed_home;
     size_t n_peers;
     bool claims_home; /* idle: an item of a home shard was passed over as claimed */
+    bool own_only;    /* the listing of a home woken with its home set: its own names only */
     /* held claims (queue_hold.c) */
     coord_lost_cb on_lost;
     void *lost_arg;

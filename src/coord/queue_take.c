@@ -486,12 +486,15 @@ static void listing_part(struct listing *l)
             }
             if (skipped(q, l->items[i]))
                 continue;
+            if (q->own_only && !coord__q_own_name(q, l->items[i]))
+                continue; /* a home set woken together: each takes its own (queue_home.c) */
             q->cache[q->cache_n++] = l->items[i];
             l->items[i] = NULL;
         }
         qsort(q->cache, q->cache_n, sizeof(char *), coord__q_cmp_item);
         own_first(q);
         q->cache_shard = l->shard;
+        q->own_only = false; /* the wake's one listing is done: what follows is a round */
         if (q->cache_n) {
             q->scanned = 0;
             round_reset(q);
@@ -579,7 +582,7 @@ static void listed_items(struct coord__op *op)
             char *cp = xasprintf("%s/claims", q->path);
             /* The round's last listing also watches the claims: while idle, a dead
                consumer's items come back. */
-            bool watch_claims = !l->extra && q->scanned + 1 >= q->shards;
+            bool watch_claims = !l->extra && q->scanned + 1 >= q->shards && !q->has_view;
             if (watch_claims)
                 coord__reg_watch_add(&q->s->reg, cp, COORD__WM_ANY, q, on_queue_event);
             coord__zk_children(coord__op_new(q->s, listed_claims, l), cp, watch_claims);
@@ -629,7 +632,7 @@ static void on_queue_event(void *owner, int type, const char *path)
         steal_later(q, k);
         return;
     }
-    if (shard_event ? !q->home[k] : !q->claims_home) {
+    if (shard_event ? !q->home[k] : (q->has_view || !q->claims_home)) {
         /* Not a home of ours (queue_home.c): its homes were woken; the watch is spent, so
            our next round lists it (clean is false). No herd. */
         q->counters.passed++;
@@ -658,6 +661,9 @@ void coord__q_wake(struct coord_queue *q, unsigned k, bool one)
     q->idle = false;
     round_reset(q);
     q->scanned = one ? q->shards - 1 : 0;
+    /* A home woken with its home set takes its own names only: the others are woken too
+       (their owners), and a busy owner's are left to the fallback's look. */
+    q->own_only = one && q->home[k] && q->hsize > 1;
     coord__q_pump(q);
 }
 
