@@ -37,9 +37,12 @@
  * its own to take again (it lists on), a dead holder's claims come back with the
  * view's change. A change of any other shard is
  * marked (its watch is spent: the next round lists it) but wakes nobody but its
- * homes. A consumer woken, or freed by a complete, goes on with a round over every
- * shard not known empty (the steal: others' shards whose items wait while their
- * homes are busy), and rests again when a round finds nothing.
+ * homes. With a view, a round covers only this consumer's shards (homes and those it
+ * is the fallback of): puts spread over the shards, each has its own homes and
+ * fallback, and a round over the others only raced their homes. A consumer woken,
+ * or freed by a complete, goes on with a round over its shards not known empty (the
+ * steal: the shards it is the fallback of, whose items wait while their homes are
+ * busy), and rests again when a round finds nothing.
  *
  * Before any view (set_peers never called) every shard is a home: the behaviour of
  * a queue whose consumers do not say who they are (every idle consumer wakes).
@@ -216,6 +219,11 @@ void coord_queue_set_peers(struct coord_queue *q, const char *const *ids, size_t
                 first = k;
         coord__q_wake(q, first, false);
     }
+}
+
+bool coord__q_mine(const struct coord_queue *q, unsigned k)
+{
+    return !q->has_view || q->home[k] || q->fallback[k];
 }
 
 bool coord__q_own_name(const struct coord_queue *q, const char *name)

@@ -726,16 +726,42 @@ static void refill(struct coord_queue *q)
     /* A shard whose watch fired during the round comes first, out of the round's order: a
        new item waits at most the pace (and the listings of the other fired ones). */
     int target = -1;
+    /* With a view (queue_home.c), a round covers this consumer's shards only, its homes and
+       those it is the fallback of: every shard has its own homes and fallback, and puts
+       spread over the shards (keys hashed, round robin), so a round over the others would
+       only race their homes for names (each listing a request, each lost race a failed
+       multi-op). */
+    for (unsigned k = 0; k < q->shards; k++)
+        if (q->has_view && q->fired[k] && !coord__q_mine(q, k))
+            q->fired[k] = false;
     for (unsigned i = 0; i < q->shards && target < 0; i++)
         if (q->fired[(q->shard + i) % q->shards])
             target = (int)((q->shard + i) % q->shards);
     if (target < 0) {
         /* Clean shards are passed over without a request, except as the round's last listing
            (whose claims the round's end checks, and which sets the claims' watch). */
-        while (q->clean[q->shard] && q->scanned + 1 < q->shards) {
+        while ((q->clean[q->shard] || !coord__q_mine(q, q->shard)) &&
+               q->scanned + 1 < q->shards) {
             q->scanned++;
             q->shard = (q->shard + 1) % q->shards;
             q->counters.skipped++;
+        }
+        if (!coord__q_mine(q, q->shard) || (q->has_view && q->clean[q->shard])) {
+            /* With a view nobody needs the claims' check of a round's last listing: a round
+               whose shards are all passed over ends here, idle, without a request. */
+            q->scanned = 0;
+            q->shard = (q->shard + 1) % q->shards;
+            round_reset(q);
+            if (q->poked) {
+                q->poked = false;
+                q->shard = q->poke_shard;
+                coord__q_pump(q);
+            } else {
+                q->idle = true;
+                q->counters.idles++;
+            }
+            COORD__CHECK(take_check, q);
+            return;
         }
         target = (int)q->shard;
     }
