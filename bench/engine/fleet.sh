@@ -9,6 +9,8 @@
 # at least 1, so 256 workers have 256 slots), noop plugins, the production session timeout
 # (SESSION, default 20s here: a session pings every third of it, the floor of an idle
 # worker's cost). Per fleet size, one line "fleet:" with:
+#   - joining: ZooKeeper requests per worker from the first start until the fleet settled
+#     (fewer than W / 2 + 20 requests a second): the member group watches' reads;
 #   - idle: ZooKeeper requests per second per worker over IDLE_S seconds (default 10) with
 #     nothing queued, after the jobs below, every client's packets (pings included) divided
 #     by W, and the workers' own (their connections, from the server's per-connection
@@ -104,6 +106,19 @@ cpu_all() {
   echo "$d $w $z $p"
 }
 
+# settle W: until ZooKeeper hears fewer than W / 2 + 20 requests a second (a fleet's joins
+# are over: each worker's member group watch reads every member on each join), 300 s at most.
+settle() {
+  local r0 r1 k
+  for ((k = 0; k < 150; k++)); do
+    r0=$(zk_requests)
+    sleep 2
+    r1=$(zk_requests)
+    (((r1 - r0) / 2 < $1 / 2 + 20)) && return 0
+  done
+  echo "fleet: $1 workers did not settle in 300 s" >&2
+}
+
 job_of() { body_of "$1" | jq -r .job.id; }
 wide_job() { # NAME: prints the job id once it succeeded
   local J
@@ -144,7 +159,12 @@ for W in "${sizes[@]}"; do
   fi
   conc=$((SLOTS / W))
   ((conc >= 1)) || conc=1
+  f0=$(zk_requests)
+  t0=$(now_ms)
   start_workers "$W" "$conc"
+  settle "$W"
+  form=$(awk -v z=$(($(zk_requests) - f0)) -v ms=$(($(now_ms) - t0)) -v n="$W" 'BEGIN {
+    printf "%.0f requests per worker joining (%.1f s)", z / n, ms / 1000 }')
   # The wide create.
   z0=$(zk_requests)
   x0=$(zk_zxid)
@@ -189,7 +209,7 @@ for W in "${sizes[@]}"; do
   t1=$(now_ms)
   idle=$(awk -v z=$((z1 - z0)) -v w=$((w1 - w0)) -v ms=$((t1 - t0)) -v n="$W" -v s="${SESSION%s}" 'BEGIN {
     printf "%.2f req/s per worker (every client; the workers alone %.2f, their pings %.2f)", z * 1000 / ms / n, w * 1000 / ms / n, 3 / s }')
-  echo "$label: $W workers x $conc: idle $idle; wide $wide; small $small$big; load $(cut -d' ' -f1 /proc/loadavg)"
+  echo "$label: $W workers x $conc: $form; idle $idle; wide $wide; small $small$big; load $(cut -d' ' -f1 /proc/loadavg)"
   stop_workers
 done
 BIN=$main_bin

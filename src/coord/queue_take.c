@@ -740,8 +740,7 @@ static void refill(struct coord_queue *q)
     if (target < 0) {
         /* Clean shards are passed over without a request, except as the round's last listing
            (whose claims the round's end checks, and which sets the claims' watch). */
-        while ((q->clean[q->shard] || !coord__q_mine(q, q->shard)) &&
-               q->scanned + 1 < q->shards) {
+        while ((q->clean[q->shard] || !coord__q_mine(q, q->shard)) && q->scanned + 1 < q->shards) {
             q->scanned++;
             q->shard = (q->shard + 1) % q->shards;
             q->counters.skipped++;
