@@ -127,7 +127,7 @@ cleanup_containers() {
     [ -f "$j" ] || continue
     id=$(jq -r .id "$j")
     jq -cn --arg id "$id" '{taskId: "0.0.1", taskName: "delete", config: {provider:
-      {name: "container", providertype: "container"}, "provider-id": $id}}' |
+      {name: "container", providertype: "container"}, facts: {"provider-id": $id}}}' |
       "$CT" > /dev/null 2>> "$T/plugins.log" || echo "cleanup: delete $id failed" >&2
   done
   ip link del "$CT_BRIDGE" 2> /dev/null || true

@@ -146,22 +146,21 @@ static void started_pg(int rc, const struct drv_err *err, void *arg)
 
 json_t *engine__job_ctx_make(struct ejob *j)
 {
-    json_t *config = engine__cluster_config(j);
-    json_t *ctx = json_pack(
-        "{s:i, s:s, s:s, s:o, s:O, s:s, s:s, s:I}", "v", 1, "clustername",
-        engine__row_str(j->cluster, "name"), "template", engine__row_str(j->cluster, "template"),
-        "cluster", config ? json_incref(config) : json_object(), "provider", j->po.provider,
-        "tenant", j->tenant, "job", j->id, "nodes_chunks", (json_int_t)engine__nodes_chunks(j));
-    /* The cluster's SSH key (its private part sealed): made by this job's start or an
-     * earlier job's. */
-    json_t *ssh =
-        j->ssh_new ? j->ssh_new : json_object_get(json_object_get(j->cluster, "secrets"), "ssh");
-    if (json_is_object(ssh))
-        json_object_set(ctx, "ssh", ssh);
-    json_t *res = json_object_get(j->inputs, "resources");
-    if (json_is_object(res))
-        json_object_set(ctx, "resources", res); /* {"version", "sha256"}: pinned */
-    return ctx;
+    struct taskmsg_ctx c = {
+        .clustername = engine__row_str(j->cluster, "name"),
+        .template = engine__row_str(j->cluster, "template"),
+        .cluster = engine__cluster_config(j),
+        .provider = j->po.provider,
+        .tenant = j->tenant,
+        .job = j->id,
+        .nodes_chunks = (int64_t)engine__nodes_chunks(j),
+        /* The cluster's SSH key (its private part sealed): made by this job's start or an
+         * earlier job's. */
+        .ssh = j->ssh_new ? j->ssh_new
+                          : json_object_get(json_object_get(j->cluster, "secrets"), "ssh"),
+        .resources = json_object_get(j->inputs, "resources"), /* {"version", "sha256"}: pinned */
+    };
+    return taskmsg_ctx_encode(&c);
 }
 
 /* A cluster without a key gets one with its first job, when the fleet can seal it. */
@@ -275,6 +274,11 @@ static void start_built(void *arg)
     }
     j->po = b->out;
     memset(&b->out, 0, sizeof(b->out));
+    if (j->po.dropped)
+        log_warn(MOD,
+                 "event=reserved-key-dropped job=%s keys=%zu first=\"%s\" why=\"a providermap "
+                 "entry is the tenant's and never names a provider's fact\"",
+                 j->id, j->po.dropped, j->po.dropped_key);
     json_decref(j->inputs);
     j->inputs = json_incref(b->inputs);
     engine__build_free(b);
