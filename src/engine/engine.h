@@ -123,6 +123,14 @@ struct evbuffer;
  */
 void engine_metrics(const struct engine *e, struct evbuffer *out, bool tenants, const char *tenant);
 
+/*
+ * Other droverd members that could take this node's jobs now: not draining, and not saying
+ * "postgres": false in their member data (a member that does not say, an older build,
+ * counts). droverd steps out of the ring when PostgreSQL is lost only while one exists
+ * (docs/operations.md "When the network fails"). Loop thread.
+ */
+size_t engine_peers_serving(const struct engine *e);
+
 /* The ids of the jobs owned now, as a JSON array (new reference). */
 json_t *engine_owned(const struct engine *e);
 

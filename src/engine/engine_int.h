@@ -386,6 +386,7 @@ struct engine {
     struct coord_session *zk;
     struct store *db;
     char *node_id;
+    size_t peers_serving; /* engine_peers_serving, from the last members' listing */
     unsigned max_failures, max_in_flight;
     bool no_rollback;
     bool fault_final; /* test hook (DROVER_FAULT=crash-before-final-write): exit there */
