@@ -113,6 +113,7 @@ struct coord_queue {
     unsigned hashed_home;
     size_t n_peers;
     bool claims_home; /* idle: an item of a home shard was passed over as claimed */
+    bool own_only;    /* the listing of a home woken with its home set: its own names only */
     /* held claims (queue_hold.c) */
     coord_lost_cb on_lost;
     void *lost_arg;
@@ -148,6 +149,9 @@ void coord__q_take_close(struct coord_queue *q);
 
 /* queue_home.c */
 void coord__q_home_init(struct coord_queue *q);
+/* Whether a round of this consumer lists shard k: without a view every shard; with one, its
+   homes and the shards it is the fallback of. */
+bool coord__q_mine(const struct coord_queue *q, unsigned k);
 /* Whether this consumer claims name first (its share of its home set's names). */
 bool coord__q_own_name(const struct coord_queue *q, const char *name);
 

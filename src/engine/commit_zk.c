@@ -411,9 +411,11 @@ static void on_zk(const struct coord_txn_result *r, struct engine__zpart *z)
     if (r->rc == 0) {
         zk_settled(t, true);
     } else if (r->rc == DRV_EAGAIN) {
-        /* Outcome unknown: the state's version tells. */
+        /* Outcome unknown: the state's version tells, read after a sync (the server this
+         * session now talks to may not have applied yet what another one answered). */
         char *p = zkpath_job_state(NULL, 0, j->id);
         engine__job_ref(j);
+        coord_sync(j->e->zk, p, NULL, NULL);
         coord_get(j->e->zk, p, on_state_version, t);
         free(p);
     } else if (r->rc == DRV_ECONFLICT && r->failed_op < 0) {
