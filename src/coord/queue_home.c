@@ -22,19 +22,29 @@
  * Rule 4 (the fallback): for each shard, the consumer after its homes in the sorted
  * view is its fallback: a change of the shard that an idle fallback sees makes it
  * list the shard STEAL_MS later (100 ms), and take what is still there: its homes
- * are busy (the steal). So a put costs its homes' listings and one more, whatever
- * the fleet's size.
+ * are busy (the steal). A look that finds nothing doubles the next one's delay (to
+ * 3.2 s; the shard's watch fires for deletes too, each complete), one that finds
+ * something resets it: work stealing with backoff. So a put costs its homes'
+ * listings and at most one more, whatever the fleet's size.
  *
  * What wakes an idle consumer (queue_take.c, on_queue_event): a change of one of
- * its home shards (at once), a change of a shard it is the fallback of (STEAL_MS
- * later), a change of the claims when an item of a home shard was passed
- * over as claimed, a new view of the peers that gives it a new home (it lists its
- * homes again: the shards of a consumer that left are taken over, with the claims
- * that died with its session), coord_queue_rescan. A change of any other shard is
+ * its home shards (at once: it lists that shard and, when its home set has more
+ * than one consumer, takes its own names only: the others were woken too), a
+ * change of a shard it is the fallback of (STEAL_MS later, any name), a new view
+ * that gives it a new home or has lost a consumer (it lists its homes again: the
+ * shards of a consumer that left are taken over, with the claims that died with its
+ * session or that it released as it stopped), coord_queue_rescan. With a view,
+ * nobody watches the claims: every claim's create and delete would wake every idle
+ * consumer that passed an item over (the herd again); a release by a live holder is
+ * its own to take again (it lists on), a dead holder's claims come back with the
+ * view's change. A change of any other shard is
  * marked (its watch is spent: the next round lists it) but wakes nobody but its
- * homes. A consumer woken, or freed by a complete, goes on with a round over every
- * shard not known empty (the steal: others' shards whose items wait while their
- * homes are busy), and rests again when a round finds nothing.
+ * homes. With a view, a round covers only this consumer's shards (homes and those it
+ * is the fallback of): puts spread over the shards, each has its own homes and
+ * fallback, and a round over the others only raced their homes. A consumer woken,
+ * or freed by a complete, goes on with a round over its shards not known empty (the
+ * steal: the shards it is the fallback of, whose items wait while their homes are
+ * busy), and rests again when a round finds nothing.
  *
  * Before any view (set_peers never called) every shard is a home: the behaviour of
  * a queue whose consumers do not say who they are (every idle consumer wakes).
@@ -178,6 +188,7 @@ void coord_queue_set_peers(struct coord_queue *q, const char *const *ids, size_t
     bool before[100];
     memcpy(before, q->home, sizeof(before));
     bool had = q->has_view;
+    size_t old_n = q->n_peers;
     assign(q, v, u, q->consumer);
     q->has_view = true;
     q->n_peers = u;
@@ -193,13 +204,28 @@ void coord_queue_set_peers(struct coord_queue *q, const char *const *ids, size_t
             gained = true;
             q->clean[k] = false;
         }
+    /* A consumer left: its claims died with its session (or it released them as it
+       stopped). Nobody watches the claims (a view replaces that watch: every claim change
+       would wake every idle consumer), so every consumer lists its homes again, once. */
+    if (had && u < old_n) {
+        for (unsigned k = 0; k < q->shards; k++)
+            if (q->home[k]) {
+                gained = true;
+                q->clean[k] = false;
+            }
+    }
     if (gained) {
         unsigned first = q->shards;
         for (unsigned k = 0; k < q->shards && first == q->shards; k++)
-            if (q->home[k] && (!before[k] || !had))
+            if (q->home[k] && !q->clean[k])
                 first = k;
         coord__q_wake(q, first, false);
     }
+}
+
+bool coord__q_mine(const struct coord_queue *q, unsigned k)
+{
+    return !q->has_view || q->home[k] || q->fallback[k];
 }
 
 bool coord__q_own_name(const struct coord_queue *q, const char *name)
@@ -215,6 +241,7 @@ void coord__q_home_init(struct coord_queue *q)
         q->home[k] = true;
     q->hsize = 1;
     q->rank = 0;
+    q->steal_look = -1;
 }
 
 bool coord_queue_is_home(const struct coord_queue *q, unsigned shard)

@@ -108,11 +108,14 @@ struct coord_queue {
     bool steal_due[100];         /* per shard: that look is scheduled */
     struct event *steal_ev[100]; /* its timer */
     void *steal_arg[100];        /* and the timer's argument, freed when cancelled */
+    int steal_backoff[100];      /* per shard: ms before the next look (0: STEAL_MS) */
+    int steal_look;              /* the shard whose look is listing now, -1 when none */
     bool has_view;               /* coord_queue_set_peers was called */
     unsigned hsize, rank;        /* the home set of its hashed home, and its rank in it */
     unsigned hashed_home;
     size_t n_peers;
     bool claims_home; /* idle: an item of a home shard was passed over as claimed */
+    bool own_only;    /* the listing of a home woken with its home set: its own names only */
     /* held claims (queue_hold.c) */
     coord_lost_cb on_lost;
     void *lost_arg;
@@ -148,6 +151,9 @@ void coord__q_take_close(struct coord_queue *q);
 
 /* queue_home.c */
 void coord__q_home_init(struct coord_queue *q);
+/* Whether a round of this consumer lists shard k: without a view every shard; with one, its
+   homes and the shards it is the fallback of. */
+bool coord__q_mine(const struct coord_queue *q, unsigned k);
 /* Whether this consumer claims name first (its share of its home set's names). */
 bool coord__q_own_name(const struct coord_queue *q, const char *name);
 

@@ -88,8 +88,9 @@
 
 #define MOD "coord"
 #define CLAIM_BATCH 64
-#define SCAN_PACE_MS 5 /* between a listing that found nothing and the round's next one */
-#define STEAL_MS 100   /* a fallback's look after a change its shard's homes should take */
+#define SCAN_PACE_MS 5    /* between a listing that found nothing and the round's next one */
+#define STEAL_MS 100      /* a fallback's look after a change its shard's homes should take */
+#define STEAL_MAX_MS 3200 /* its backoff while its looks find nothing (the homes keep up) */
 
 /* The round's state (DROVER_CHECKS): a fired shard is not clean; an idle consumer has no
    fired shard, no listing in flight and no pace running; the cursor is within the round. */
@@ -486,12 +487,26 @@ static void listing_part(struct listing *l)
             }
             if (skipped(q, l->items[i]))
                 continue;
+            if (q->own_only && !coord__q_own_name(q, l->items[i]))
+                continue; /* a home set woken together: each takes its own (queue_home.c) */
             q->cache[q->cache_n++] = l->items[i];
             l->items[i] = NULL;
         }
         qsort(q->cache, q->cache_n, sizeof(char *), coord__q_cmp_item);
         own_first(q);
         q->cache_shard = l->shard;
+        q->own_only = false; /* the wake's one listing is done: what follows is a round */
+        if (q->steal_look == (int)l->shard) {
+            /* A fallback's look (queue_home.c rule 4): something left by busy homes, look
+               again soon after the next change; nothing, the homes keep up: back off (a
+               shard's watch fires for its items' deletes too, each complete). */
+            q->steal_look = -1;
+            int b = q->steal_backoff[l->shard];
+            q->steal_backoff[l->shard] = q->cache_n ? 0
+                                                    : (b < STEAL_MS           ? 2 * STEAL_MS
+                                                       : b * 2 > STEAL_MAX_MS ? STEAL_MAX_MS
+                                                                              : b * 2);
+        }
         if (q->cache_n) {
             q->scanned = 0;
             round_reset(q);
@@ -579,7 +594,7 @@ static void listed_items(struct coord__op *op)
             char *cp = xasprintf("%s/claims", q->path);
             /* The round's last listing also watches the claims: while idle, a dead
                consumer's items come back. */
-            bool watch_claims = !l->extra && q->scanned + 1 >= q->shards;
+            bool watch_claims = !l->extra && q->scanned + 1 >= q->shards && !q->has_view;
             if (watch_claims)
                 coord__reg_watch_add(&q->s->reg, cp, COORD__WM_ANY, q, on_queue_event);
             coord__zk_children(coord__op_new(q->s, listed_claims, l), cp, watch_claims);
@@ -629,7 +644,7 @@ static void on_queue_event(void *owner, int type, const char *path)
         steal_later(q, k);
         return;
     }
-    if (shard_event ? !q->home[k] : !q->claims_home) {
+    if (shard_event ? !q->home[k] : (q->has_view || !q->claims_home)) {
         /* Not a home of ours (queue_home.c): its homes were woken; the watch is spent, so
            our next round lists it (clean is false). No herd. */
         q->counters.passed++;
@@ -658,6 +673,9 @@ void coord__q_wake(struct coord_queue *q, unsigned k, bool one)
     q->idle = false;
     round_reset(q);
     q->scanned = one ? q->shards - 1 : 0;
+    /* A home woken with its home set takes its own names only: the others are woken too
+       (their owners), and a busy owner's are left to the fallback's look. */
+    q->own_only = one && q->home[k] && q->hsize > 1;
     coord__q_pump(q);
 }
 
@@ -675,6 +693,7 @@ static void steal_fire(void *owner)
     q->steal_arg[st->k] = NULL;
     if (!q->dead && q->idle) {
         q->counters.steals++;
+        q->steal_look = (int)st->k; /* its listing says whether to back off (listing_part) */
         coord__q_wake(q, st->k, true);
     } else if (!q->dead) {
         coord__q_wake(q, st->k, true); /* busy with a round: it lists k first */
@@ -694,7 +713,8 @@ static void steal_later(struct coord_queue *q, unsigned k)
     st->k = k;
     q->refs++;
     q->steal_arg[k] = st;
-    q->steal_ev[k] = coord__timer(q->s, STEAL_MS, steal_fire, st);
+    int ms = q->steal_backoff[k] > STEAL_MS ? q->steal_backoff[k] : STEAL_MS;
+    q->steal_ev[k] = coord__timer(q->s, ms, steal_fire, st);
 }
 
 void coord_queue_rescan(struct coord_queue *q)
@@ -720,16 +740,41 @@ static void refill(struct coord_queue *q)
     /* A shard whose watch fired during the round comes first, out of the round's order: a
        new item waits at most the pace (and the listings of the other fired ones). */
     int target = -1;
+    /* With a view (queue_home.c), a round covers this consumer's shards only, its homes and
+       those it is the fallback of: every shard has its own homes and fallback, and puts
+       spread over the shards (keys hashed, round robin), so a round over the others would
+       only race their homes for names (each listing a request, each lost race a failed
+       multi-op). */
+    for (unsigned k = 0; k < q->shards; k++)
+        if (q->has_view && q->fired[k] && !coord__q_mine(q, k))
+            q->fired[k] = false;
     for (unsigned i = 0; i < q->shards && target < 0; i++)
         if (q->fired[(q->shard + i) % q->shards])
             target = (int)((q->shard + i) % q->shards);
     if (target < 0) {
         /* Clean shards are passed over without a request, except as the round's last listing
            (whose claims the round's end checks, and which sets the claims' watch). */
-        while (q->clean[q->shard] && q->scanned + 1 < q->shards) {
+        while ((q->clean[q->shard] || !coord__q_mine(q, q->shard)) && q->scanned + 1 < q->shards) {
             q->scanned++;
             q->shard = (q->shard + 1) % q->shards;
             q->counters.skipped++;
+        }
+        if (!coord__q_mine(q, q->shard) || (q->has_view && q->clean[q->shard])) {
+            /* With a view nobody needs the claims' check of a round's last listing: a round
+               whose shards are all passed over ends here, idle, without a request. */
+            q->scanned = 0;
+            q->shard = (q->shard + 1) % q->shards;
+            round_reset(q);
+            if (q->poked) {
+                q->poked = false;
+                q->shard = q->poke_shard;
+                coord__q_pump(q);
+            } else {
+                q->idle = true;
+                q->counters.idles++;
+            }
+            COORD__CHECK(take_check, q);
+            return;
         }
         target = (int)q->shard;
     }
