@@ -101,7 +101,7 @@ struct node {
     int pub_draining, pub_drained, pub_pg;
     size_t pub_owned;
     int64_t pub_ms; /* when it was last written (monotonic) */
-    bool old_build;  /* test hook: member data without "keeps_runs" (member_data) */
+    bool old_build; /* test hook: member data without "keeps_runs" (member_data) */
 };
 
 static int on_healthz(json_t **body, void *arg)
