@@ -40,9 +40,9 @@
 #   change during it is the ensemble's own (tickTime 500 ms x syncLimit 10: a server stalled
 #   5 s drops out), which the jobs survive like any; the epoch before and after is printed.
 FAULT=${1:-kill}
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 [ "${DROVER_PG_HA:-0}" -ge 3 ] || fail "run me under scripts/with-stack --ha"
 [ "$FAULT" = kill ] || [ -e "$T/pids/zkproxy-1-1.pid" ] || fail "split needs DROVER_HA_ZK_PROXY at the stack's start"

@@ -11,9 +11,9 @@
 #      fails at once with the figures in the job's error, and the job ends (rolled back),
 #      instead of waiting for ever.
 # In both, droverd never logs txn-too-large.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 LOG_LEVEL=${LOG_LEVEL:-warn}
 start_droverd 1

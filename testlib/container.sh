@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# container_lib.sh: helpers for the tests of the container provider (real unprivileged LXC
-# containers). Source it instead of plugins_lib.sh (which it sources): the same task(),
+# container.sh: helpers for the tests of the container provider (real unprivileged LXC
+# containers). Source it instead of plugins.sh (which it sources): the same task(),
 # run, merge, kv, on and known_host, with the container provider in place of loopback.
 #
 # Every test gets its own host settings ($T/host.conf: DROVER_HOST_CONF), so tests
@@ -10,8 +10,8 @@
 # the fixture test plugins_container_image). The EXIT trap deletes every node the test
 # made, through the plugin, then the bridge, however the test ends.
 
-# shellcheck source=plugins_lib.sh
-. "$DROVER_SOURCE_DIR/integration/plugins/plugins_lib.sh"
+# shellcheck source=plugins.sh
+. "$DROVER_SOURCE_DIR/testlib/plugins.sh"
 
 CT="$PLUGINS/container/container"
 CT_ROOT="$T/containers"
@@ -40,8 +40,9 @@ export DROVER_HOST_CONF="$T/host.conf" DROVER_CHECKS=1
 [ -f "$IMAGE_DIR/debian12/image.json" ] ||
   fail "no image in $IMAGE_DIR/debian12: the fixture test plugins_container_image builds it (scripts/image)"
 
-# The hardware type's fields for every task (small: 1 CPU, 512 MiB), unless HW says otherwise.
-provider_json() { jq -cn '{name: "container", providertype: "container"}'; }
+# The tasks' provider (plugins.sh provider_json), and the hardware type's fields for every
+# task (small: 1 CPU, 512 MiB), unless HW says otherwise.
+PROVIDER=${PROVIDER:-container}
 HW=${HW:-'{"image": "debian12", "cpus": "1", "memory": "512M", "flavor": "container"}'}
 
 # ct_task TASKNAME NODE [ATTEMPT [INDEX [EXTRA_JQ]]]: task() with the hardware fields.
