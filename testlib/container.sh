@@ -55,7 +55,7 @@ ct_task() {
 ct_create() { create_nodes "$CT" ct_task "$@"; }
 
 ct_dir() { echo "$CT_ROOT/$(kv "$1" '."provider-id"')"; }
-# known_host (plugins_lib) reads the host key under node_dir: the container's directory.
+# known_host (plugins.sh) reads the host key under node_dir: the container's directory.
 node_dir() { ct_dir "$1"; }
 # The loopback helpers' pid bookkeeping: a container is not a process of the test.
 record_node() { :; }
@@ -128,12 +128,12 @@ cleanup_containers() {
     [ -f "$j" ] || continue
     id=$(jq -r .id "$j")
     jq -cn --arg id "$id" '{taskId: "0.0.1", taskName: "delete", config: {provider:
-      {name: "container", providertype: "container"}, "provider-id": $id}}' |
+      {name: "container", providertype: "container"}, facts: {"provider-id": $id}}}' |
       "$CT" > /dev/null 2>> "$T/plugins.log" || echo "cleanup: delete $id failed" >&2
   done
   ip link del "$CT_BRIDGE" 2> /dev/null || true
   [ -f "$T/ct-net.lock" ] && rm -rf "$(cat "$T/ct-net.lock")"
-  cleanup_nodes || true # plugins_lib's part: loopback nodes, if any, and their /24
+  cleanup_nodes || true # plugins.sh's part: loopback nodes, if any, and their /24
   return $rc
 }
 trap cleanup_containers EXIT

@@ -102,7 +102,7 @@ for stage in claim mount; do
   wait "$pid" 2> /dev/null || true
   a3=$(grep -lx "$ct3" "$CT_ROOT"/.addresses/* 2> /dev/null | head -n1 | xargs -r basename)
   [ -n "$a3" ] || fail "killed at $stage: no claim is left to find"
-  task delete node-3 1 4 ".config[\"provider-id\"] = \"$ct3\"" | run "$CT" ||
+  task delete node-3 1 4 ".config.facts = {\"provider-id\": \"$ct3\"}" | run "$CT" ||
     fail "rollback delete after a kill at $stage: $(last .message)"
   left=$(ct_leftovers "$ct3" "$a3")
   [ -z "$left" ] || fail "killed at $stage, rolled back, left: $left"

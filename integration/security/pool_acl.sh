@@ -71,7 +71,7 @@ pass "acme's worker identity alone claims a host of its own pool and of the oper
 
 # Every znode of both pools: droverd all, the operator read, acme's workers read, write, create,
 # delete in its own pool, and in the shared one read the pool, read and create claims, create
-# release markers, read and write its own claim, never delete (docs/zookeeper-tree.md "ACLs");
+# release markers, read, write and admin its own claim, never delete (docs/zookeeper-tree.md "ACLs");
 # no one else (beta included). Then beta's identity against them.
 /usr/bin/python3 - "$DROVER_ZK" "$T/zk.digest" "$OPS_ID" "$ACME_ZK" "$BETA_ZK" << 'PY' || fail "beta reached acme's pools (above)"
 import sys
@@ -94,7 +94,9 @@ for top in ("/drover/pools/acme", shared):
     while todo:
         p = todo.pop()
         todo += [f"{p}/{k}" for k in drover.get_children(p)]
-        a_perms = perms.get(p, 3) if p.startswith(shared) else 15
+        # a claim of the shared pool: read, write and admin (its ACL shows acme its own id)
+        own = 19 if p.startswith(f"{shared}/claims/") else 3
+        a_perms = perms.get(p, own) if p.startswith(shared) else 15
         want = sorted([("digest", D, 31), ("digest", ops_id, 1), ("digest", A, a_perms)])
         have = sorted((a.id.scheme, a.id.id, a.perms) for a in drover.get_acls(p)[0])
         if have != want:

@@ -241,7 +241,7 @@ static int check(struct plugin_task *t, void *ctx, struct plugin_result *r)
     struct drv_err err;
     drv_err_clear(&err);
     json_t *prov = plugin_cfg(t, "provider");
-    const char *given = plugin_cfg_str(t, "provider-id");
+    const char *given = plugin_fact_str(t, "provider-id");
     if (!json_is_object(prov)) {
         plugin_result_fail(r, "the task's config has no \"provider\" object");
         return -1;
@@ -251,11 +251,12 @@ static int check(struct plugin_task *t, void *ctx, struct plugin_result *r)
         return -1;
     }
     if (given && !plugin_name_ok(given, 200)) {
-        plugin_result_fail(r, "config \"provider-id\": \"%.60s\" is not a loopback node id", given);
+        plugin_result_fail(r, "config \"facts.provider-id\": \"%.60s\" is not a loopback node id",
+                           given);
         return -1;
     }
     if (!given && !t->node_id[0]) {
-        plugin_result_fail(r, "the task has neither a \"nodeId\" nor a \"provider-id\"");
+        plugin_result_fail(r, "the task has neither a \"nodeId\" nor a \"facts.provider-id\"");
         return -1;
     }
     if (given)

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <zookeeper/zookeeper.h>
 
 #include "clock.h"
@@ -29,8 +31,9 @@ struct poolzk {
     char ids[MAX_ACL][128];
     struct ACL_vector acl; /* every znode the plugin creates, but in a shared pool: */
     struct ACL claim_data[MAX_ACL], marker_data[MAX_ACL];
-    struct ACL_vector claim_acl;  /* a claim: the creator reads and writes (no children) */
+    struct ACL_vector claim_acl;  /* a claim: the creator reads, writes, admins (no children) */
     struct ACL_vector marker_acl; /* a release marker: the creator reads */
+    char self[256]; /* this identity's digest id, "user:base64(sha1(user:password))", or "" */
 };
 
 /* An operator's shared pool ("_operator/<name>"): claims are given back through droverd. */
@@ -103,9 +106,21 @@ static int build_acl(struct poolzk *z, const char *owner, const char *readers, s
         r += strcspn(r, ",");
     }
     z->acl = (struct ACL_vector){.count = n, .data = z->acl_data};
-    acl_variant(z, z->claim_data, ZOO_PERM_READ | ZOO_PERM_WRITE, &z->claim_acl);
+    /* Admin on its own claim: ZooKeeper then shows the claim's ACL with the creator's
+       digest id in full, which is how poolzk_find knows a claim is this tenant's. */
+    acl_variant(z, z->claim_data, ZOO_PERM_READ | ZOO_PERM_WRITE | ZOO_PERM_ADMIN, &z->claim_acl);
     acl_variant(z, z->marker_data, ZOO_PERM_READ, &z->marker_acl);
     return 0;
+}
+
+/* The digest id ZooKeeper keeps for credentials "user:password": user:base64(sha1(cred)). */
+static void self_id(const char *cred, char *out, size_t n)
+{
+    unsigned char md[SHA_DIGEST_LENGTH];
+    SHA1((const unsigned char *)cred, strlen(cred), md);
+    char b64[4 * ((SHA_DIGEST_LENGTH + 2) / 3) + 1];
+    EVP_EncodeBlock((unsigned char *)b64, md, SHA_DIGEST_LENGTH);
+    snprintf(out, n, "%.*s:%s", (int)(strchr(cred, ':') - cred), cred, b64);
 }
 
 static int read_digest(const char *path, char *out, size_t n, struct drv_err *err)
@@ -179,6 +194,7 @@ struct poolzk *poolzk_open(const char *hosts, const char *digest, const char *di
         }
         char user[200];
         snprintf(user, sizeof(user), "%.*s", (int)(strchr(cred, ':') - cred), cred);
+        self_id(cred, z->self, sizeof(z->self));
         int rc = zoo_add_auth(z->zh, "digest", cred, (int)strlen(cred), NULL, NULL);
         explicit_bzero(cred, sizeof(cred));
         if (rc != ZOK) {
@@ -295,6 +311,33 @@ int poolzk_set(struct poolzk *z, const char *pool, const char *host, json_t *dat
     return 0;
 }
 
+/*
+ * Whether the claim at path was made by this identity's tenant: in an operator's shared
+ * pool any granted tenant may create a claim, with the data and the ACL it likes, so a
+ * claim naming this tenant's node proves nothing by its data. ZooKeeper shows a digest id
+ * in full only to a reader with admin rights on the znode (others see "user:x"), and a
+ * claim gives its creator admin: so a claim whose ACL, as read here, grants this
+ * identity's exact id write was made by this tenant's workers (or set so by droverd's
+ * start-up check, which proves the creator the same way with its own admin rights).
+ * In a tenant's own pool only that tenant's workers may create: the path proves it.
+ */
+static bool claim_ours(struct poolzk *z, const char *pool, const char *path)
+{
+    if (!shared(pool) || !z->self[0])
+        return true;
+    struct ACL_vector acl = {0, NULL};
+    struct Stat st;
+    if (zoo_get_acl(z->zh, path, &acl, &st) != ZOK)
+        return false;
+    bool ours = false;
+    for (int i = 0; i < acl.count && !ours; i++)
+        ours = (acl.data[i].perms & ZOO_PERM_WRITE) &&
+               strcmp(acl.data[i].id.scheme, "digest") == 0 &&
+               strcmp(acl.data[i].id.id, z->self) == 0;
+    deallocate_ACL_vector(&acl);
+    return ours;
+}
+
 int poolzk_find(struct poolzk *z, const char *pool, const char *tenant, const char *cluster,
                 const char *node, char *host, size_t len, struct drv_err *err)
 {
@@ -307,6 +350,7 @@ int poolzk_find(struct poolzk *z, const char *pool, const char *tenant, const ch
     if (rc != ZOK)
         return zerr(err, rc, "list", dir);
     int found = DRV_ENOENT;
+    char unproven[300] = "";
     for (int i = 0; i < kids.count && found == DRV_ENOENT; i++) {
         json_t *d = NULL;
         if (poolzk_get(z, pool, kids.data[i], &d, NULL, NULL) != 0)
@@ -317,12 +361,27 @@ int poolzk_find(struct poolzk *z, const char *pool, const char *tenant, const ch
         const char *st = json_string_value(json_object_get(d, "state"));
         if (t && c && n && strcmp(t, tenant) == 0 && strcmp(c, cluster) == 0 &&
             strcmp(n, node) == 0 && !(st && strcmp(st, "released") == 0)) {
-            snprintf(host, len, "%s", kids.data[i]);
-            found = 0;
+            char path[600];
+            zkpath_pool_claim(path, sizeof(path), pool, kids.data[i]);
+            if (claim_ours(z, pool, path)) {
+                snprintf(host, len, "%s", kids.data[i]);
+                found = 0;
+            } else {
+                log_warn("ssh-pool", "event=claim-unproven pool=%s host=%s tenant=%s node=%s", pool,
+                         kids.data[i], tenant, node);
+                snprintf(unproven, sizeof(unproven), "%s", kids.data[i]);
+            }
         }
         json_decref(d);
     }
     deallocate_String_vector(&kids);
+    if (found == DRV_ENOENT && unproven[0])
+        drv_err_set(err, DRV_EPERM, 0,
+                    "the claim of host \"%s\" in pool \"%s\" names this node, but its ACL does not "
+                    "show that this tenant's workers made it: another tenant's forgery, or a "
+                    "claim made before claims were checked that no droverd has checked since "
+                    "(each droverd does at its start); not adopted",
+                    unproven, pool);
     return found;
 }
 

@@ -13,8 +13,9 @@
  * operator's shared pool no tenant may delete a claim (ZooKeeper checks a delete against
  * the parent, so the right would reach every tenant's claims): release sets the claim's
  * "state" to "released" and creates released/<host>-<sequence> in one multi-op, and
- * droverd deletes the claim (src/coord/pool_free.c); there a claim gives its creator read
- * and write only, a marker read only. With
+ * droverd deletes the claim (src/coord/pool_free.c); there a claim gives its creator read,
+ * write and admin (admin: so that its ACL shows the creator's own id, poolzk_find), a
+ * marker read only. With
  * digest credentials every znode the plugin creates carries what coord gives a
  * tenant's pools (docs/zookeeper-tree.md "ACLs"): all for droverd (acl_owner),
  * read, write, create and delete for the creating identity, read for the readers.
@@ -62,6 +63,11 @@ int poolzk_claim(struct poolzk *z, const char *pool, const char *host, json_t *d
 /*
  * The claim held by the node (tenant, cluster, node), if any: host gets the
  * claim's name (size len); DRV_ENOENT when none. A claim in "released" is no node's.
+ * In an operator's shared pool a claim is the node's only when its ACL proves this
+ * tenant's workers made it (poolzk.c, claim_ours): one that names the node without that
+ * proof is not adopted, and when it is the only one, DRV_ENOENT comes with err filled
+ * (code DRV_EPERM, the host named) so that a caller that must not take "none" for an
+ * answer (delete, confirm) can say so.
  */
 int poolzk_find(struct poolzk *z, const char *pool, const char *tenant, const char *cluster,
                 const char *node, char *host, size_t len, struct drv_err *err);

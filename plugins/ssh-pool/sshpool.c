@@ -226,6 +226,12 @@ static void do_create(struct plugin_task *t, void *ctx, struct plugin_result *r)
     char name[300] = "";
     bool again = poolzk_find(z, p->claims, t->tenant, t->cluster_id, t->node_id, name, sizeof(name),
                              &err) == 0;
+    if (err.code == DRV_EPERM) {
+        /* A claim naming this node that this tenant did not make: not ours, and no reason
+           not to claim a host of our own (poolzk_find logged it). */
+        log_warn(MOD, "event=claim-not-adopted node=%s reason=\"%s\"", t->node_id, err.msg);
+        drv_err_clear(&err);
+    }
     if (err.code && err.code != DRV_ENOENT) {
         plugin_result_fail(r, "create: %s", err.msg);
         return;
@@ -295,9 +301,11 @@ static int held_host(const struct plugin_task *t, struct pool *p, struct poolzk 
                      size_t len, struct drv_err *err)
 {
     int rc = poolzk_find(z, p->claims, t->tenant, t->cluster_id, t->node_id, name, len, err);
+    if (rc == DRV_ENOENT && err->code == DRV_EPERM)
+        return DRV_EPERM; /* only a claim this tenant did not make names the node: say so */
     if (rc != 0)
         return rc;
-    const char *given = plugin_cfg_str(t, "provider-id");
+    const char *given = plugin_fact_str(t, "provider-id");
     char want[500];
     snprintf(want, sizeof(want), "pool:%s:%s", p->name, name);
     if (given && strcmp(given, want) != 0)

@@ -35,7 +35,7 @@ sweep_containers() {
       cat "$root"/.addresses/* 2> /dev/null || true; } | sort -u); do
       [[ $id =~ ^ct-[A-Za-z0-9_.-]+$ ]] || continue
       if jq -cn --arg id "$id" '{taskId: "0.0.1", taskName: "delete", config: {provider:
-        {name: "container", providertype: "container"}, "provider-id": $id}}' |
+        {name: "container", providertype: "container"}, facts: {"provider-id": $id}}}' |
         DROVER_HOST_CONF="$conf" "${nsx[@]}" "$plugin" > /dev/null 2>> "$dir/sweep.log"; then
         say "container node $id deleted"
       else

@@ -96,12 +96,17 @@ static int control_on_loop(struct call *c)
     const json_t *data = NULL;
     size_t i;
     json_t *m;
+    bool proven = true;
     json_array_foreach(members, i, m)
     {
-        if (strcmp(json_string_value(json_object_get(m, "id")), id) == 0)
+        if (strcmp(json_string_value(json_object_get(m, "id")), id) == 0) {
             data = json_object_get(m, "data");
+            proven = !json_is_false(json_object_get(m, "proven"));
+        }
     }
-    const char *tenant = json_string_value(json_object_get(data, "tenant"));
+    /* A member whose ACL does not prove its tenant belongs to no tenant (the superadmin
+       alone drains it, and its request is bound to no tenant). */
+    const char *tenant = proven ? json_string_value(json_object_get(data, "tenant")) : NULL;
     bool other_tenant =
         !droverd && c->who.role != ROLE_SUPER && (!tenant || strcmp(tenant, c->who.tenant) != 0);
     if (!data || other_tenant) {

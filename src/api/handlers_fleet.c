@@ -87,8 +87,8 @@ static int workers_on_loop(struct call *c)
     json_array_foreach(api__workers(c->api), i, w)
     {
         const char *t = json_string_value(json_object_get(json_object_get(w, "data"), "tenant"));
-        if (t && strcmp(t, c->who.tenant) == 0)
-            json_array_append(out, w);
+        if (t && strcmp(t, c->who.tenant) == 0 && !json_is_false(json_object_get(w, "proven")))
+            json_array_append(out, w); /* an unproven member is not the tenant's it names */
     }
     c->out = json_pack("{s:o}", "workers", out);
     c->status = 200;

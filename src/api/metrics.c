@@ -29,13 +29,18 @@
 
 /* ---- fleet views and metrics ---------------------------------------------------- */
 
+/* Each member as {"id", "data"}; a worker member whose ACL does not prove the tenant its
+   data names (coord.h, enum coord_member_proof) also says "proven": false, and nothing of
+   the API takes it for that tenant's (docs/security.md "ZooKeeper: who made it"). */
 static void group_to_json(json_t **slot, const struct coord_member_info *m, size_t n)
 {
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++) {
         json_t *d = json_loads(m[i].json, 0, NULL);
-        json_array_append_new(arr,
-                              json_pack("{s:s, s:o}", "id", m[i].id, "data", d ? d : json_null()));
+        json_t *e = json_pack("{s:s, s:o}", "id", m[i].id, "data", d ? d : json_null());
+        if (m[i].proof == COORD_MEMBER_UNPROVEN)
+            json_object_set_new(e, "proven", json_false());
+        json_array_append_new(arr, e);
     }
     json_decref(*slot);
     *slot = arr;
@@ -57,7 +62,7 @@ void api__on_worker_group(const struct coord_member_info *m, size_t n, void *arg
     json_array_foreach(a->workers, i, w)
     {
         json_t *tn = json_object_get(json_object_get(w, "data"), "tenant");
-        if (json_is_string(tn))
+        if (json_is_string(tn) && !json_is_false(json_object_get(w, "proven")))
             json_object_set(t, json_string_value(json_object_get(w, "id")), tn);
     }
     pthread_mutex_lock(&a->worker_mu);

@@ -264,6 +264,32 @@ static bool tenant_id(struct coord_session *s, const char *tenant, char *id, siz
     return strlen(id) <= COORD_ACL_MAX_GRANT_ID;
 }
 
+bool coord__acl_worker_id(struct coord_session *s, const char *tenant, char *id, size_t n)
+{
+    if (!s->acl_tenant_id || !tenant || !*tenant || s->acl != &s->acl_own)
+        return false;
+    pthread_mutex_lock(&s->acl_mu);
+    bool ok = s->acl_tenant_id(tenant, id, n, s->acl_tenant_arg) == 0;
+    pthread_mutex_unlock(&s->acl_mu);
+    return ok;
+}
+
+bool coord__acl_can_derive(const struct coord_session *s)
+{
+    return s->acl_tenant_id && s->acl == &s->acl_own;
+}
+
+bool coord__acl_strv_writer(char **strv, int strc, const char *id)
+{
+    for (int i = 0; i < strc; i++) {
+        const char *sp1 = strchr(strv[i], ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+        if (sp2 && (atoi(strv[i]) & ZOO_PERM_WRITE) && (size_t)(sp2 - sp1 - 1) == 6 &&
+            strncmp(sp1 + 1, "digest", 6) == 0 && strcmp(sp2 + 1, id) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* base with the grant (perms for id; none when id is NULL) in second place: a new vector,
    strings copied. */
 static void with_grant(const struct ACL_vector *base, int perms, const char *id,
@@ -533,8 +559,11 @@ static void tenant_at(struct fixup *f, const char *path, char *out, size_t n)
  *   /claims                read, create   (claim a free host; never delete: ZooKeeper checks
  *                                          a delete against the parent, so it would reach
  *                                          every tenant's claims)
- *   /claims/<host>         read, write    (the claim's own tenant only: its state, and
- *                                          "released" to give it back)
+ *   /claims/<host>         read, write,   (the claim's own tenant only, when the ACL it
+ *                          admin           has proves it made it: its state, and
+ *                                          "released" to give it back; admin, so that its
+ *                                          getACL shows its own digest id in full, which
+ *                                          is how its plugin knows the claim is its own)
  *   /released              create         (the marker that tells droverd)
  *   anything else          nothing        (markers: droverd deletes them)
  */
@@ -545,23 +574,55 @@ static int shared_pool_perms(const char *rest)
     if (strcmp(rest, "/claims") == 0)
         return ZOO_PERM_READ | ZOO_PERM_CREATE;
     if (strncmp(rest, "/claims/", 8) == 0 && rest[8] && !strchr(rest + 8, '/'))
-        return ZOO_PERM_READ | ZOO_PERM_WRITE;
+        return ZOO_PERM_READ | ZOO_PERM_WRITE | ZOO_PERM_ADMIN;
     if (strcmp(rest, "/released") == 0)
         return ZOO_PERM_CREATE;
     return 0;
 }
 
-/* The ACL path should have (into want: free_vector it). job_tenant: path's job's. */
+/* True when acl grants WRITE to tenant's exact worker id: its creator was that tenant's
+   worker (or droverd), as coord.h's enum coord_member_proof says. */
+static bool made_by(struct fixup *f, const struct ACL_vector *acl, const char *tenant)
+{
+    char id[COORD_ACL_MAX_GRANT_ID + 1];
+    if (!acl || !*tenant || !f->o->acl_tenant_id ||
+        f->o->acl_tenant_id(tenant, id, sizeof(id), f->o->acl_tenant_arg) != 0)
+        return false;
+    for (int32_t i = 0; i < acl->count; i++)
+        if ((acl->data[i].perms & ZOO_PERM_WRITE) &&
+            strcmp(acl->data[i].id.scheme, "digest") == 0 && strcmp(acl->data[i].id.id, id) == 0)
+            return true;
+    return false;
+}
+
+/* The tenant a worker's own znode (a member, a claim) names, when its ACL (have, read
+   with droverd's ALL) proves it; else "" and the forgery logged. */
+static void proven_tenant(struct fixup *f, const char *path, const struct ACL_vector *have,
+                          char *out, size_t n)
+{
+    tenant_at(f, path, out, n);
+    if (*out && !made_by(f, have, out)) {
+        log_warn(MOD, "event=acl-fixup-unproven path=%s tenant=%s", path, out);
+        out[0] = '\0';
+    }
+}
+
+/* The ACL path should have (into want: free_vector it). job_tenant: path's job's; have: the
+   ACL it has now. */
 static bool want_of(struct fixup *f, const char *path, const char *job_tenant,
-                    struct ACL_vector *want)
+                    const struct ACL_vector *have, struct ACL_vector *want)
 {
     char member[128] = "", tenant[128], id[COORD_ACL_MAX_GRANT_ID + 1];
     const char *mw = ZKPATH_MEMBERS_WORKER "/", *cw = ZKPATH_ROOT "/control/worker/";
     if (strncmp(path, mw, strlen(mw)) == 0)
-        tenant_at(f, path, member, sizeof(member));
+        proven_tenant(f, path, have, member, sizeof(member));
     else if (strncmp(path, cw, strlen(cw)) == 0) {
         char *m = xasprintf("%s%s", mw, path + strlen(cw));
-        tenant_at(f, m, member, sizeof(member));
+        struct ACL_vector macl = {0, NULL};
+        struct Stat st;
+        if (zoo_get_acl(f->zh, m, &macl, &st) == ZOK)
+            proven_tenant(f, m, &macl, member, sizeof(member));
+        deallocate_ACL_vector(&macl);
         free(m);
     }
     int perms = coord_acl_grant(path, job_tenant, member, tenant, sizeof(tenant));
@@ -582,7 +643,9 @@ static bool want_of(struct fixup *f, const char *path, const char *job_tenant,
         int k = coord__pool_grantees(f->o->acl_pool_grants, pool, who, COORD__POOL_MAX);
         int sp = shared_pool_perms(name + len);
         if (strncmp(name + len, "/claims/", 8) == 0) {
-            tenant_at(f, path, member, sizeof(member));
+            /* The claim's own tenant, when its ACL proves it made the claim (another granted
+               tenant may create a claim naming anyone: poolzk_find adopts only proven ones). */
+            proven_tenant(f, path, have, member, sizeof(member));
             int keep = 0;
             for (int i = 0; i < k; i++)
                 if (strcmp(who[i], member) == 0)
@@ -623,6 +686,20 @@ static bool want_of(struct fixup *f, const char *path, const char *job_tenant,
     return true;
 }
 
+/* A worker's own znode where a tenant's identity may create: a member, a claim of an
+   operator's pool, a release marker. */
+static bool tenant_made(const char *path)
+{
+    const char *mw = ZKPATH_MEMBERS_WORKER "/", *op = ZKPATH_POOLS "/_operator/";
+    if (strncmp(path, mw, strlen(mw)) == 0)
+        return !strchr(path + strlen(mw), '/');
+    if (strncmp(path, op, strlen(op)) != 0)
+        return false;
+    const char *rest = strchr(path + strlen(op), '/');
+    return rest && (strncmp(rest, "/claims/", 8) == 0 || strncmp(rest, "/released/", 10) == 0) &&
+           !strchr(rest + (rest[1] == 'c' ? 8 : 10), '/');
+}
+
 static int fix(struct fixup *f, const char *path, const char *job_tenant, struct drv_err *err)
 {
     struct ACL_vector have = {0, NULL}, want = {0, NULL};
@@ -630,6 +707,13 @@ static int fix(struct fixup *f, const char *path, const char *job_tenant, struct
     int rc = zoo_get_acl(f->zh, path, &have, &st);
     if (rc == ZNONODE)
         return 0; /* gone meanwhile: an ephemeral that left */
+    if (rc == ZNOAUTH && tenant_made(path)) {
+        /* Every znode Drover makes gives droverd all: one it may not even read, where a
+           tenant may create, is a tenant's forgery made to stop this walk. Left alone
+           (nothing believes it) and said. */
+        log_warn(MOD, "event=acl-fixup-unreadable path=%s", path);
+        return 0;
+    }
     if (rc != ZOK)
         return drv_err_set(err, DRV_EZK, rc, "get acl of \"%s\": %s", path, zerror(rc));
     f->seen++;
@@ -640,7 +724,7 @@ static int fix(struct fixup *f, const char *path, const char *job_tenant, struct
         tenant_at(f, path, jt, sizeof(jt));
         job_tenant = jt;
     }
-    want_of(f, path, job_tenant, &want);
+    want_of(f, path, job_tenant, &have, &want);
     if (!same_acl(&have, &want)) {
         rc = zoo_set_acl(f->zh, path, -1, &want);
         if (rc == ZOK)
@@ -685,7 +769,7 @@ static int make_shared_pools(struct fixup *f, struct drv_err *err)
             if (sl)
                 *sl = '\0';
             struct ACL_vector want = {0, NULL};
-            want_of(f, claims, NULL, &want);
+            want_of(f, claims, NULL, NULL, &want);
             rc = zoo_create(f->zh, claims, "{}", 2, &want, 0, NULL, 0);
             free_vector(&want);
             if (!sl)

@@ -485,9 +485,25 @@ const char *coord_member_path(const struct coord_member *m);
  */
 void coord_member_leave(struct coord_member *m);
 
+/*
+ * Whether a member's data is its creator's word (coord_group_watch_checked). ZooKeeper
+ * lets whoever may create in a group pick a new member's data and ACL, and keeps no
+ * creator; but it shows a digest id in full only to a reader with ADMIN on the znode
+ * (others see "user:x"), and only a tenant's workers and droverd know the tenant's
+ * worker id (a hash of its password). So a member whose ACL, read by droverd (ALL on
+ * every member a worker makes: its acl_owner), grants WRITE to the exact worker id of the
+ * tenant its data names was made by that tenant's workers (or droverd).
+ */
+enum coord_member_proof {
+    COORD_MEMBER_UNCHECKED = 0, /* no check: a plain watch, or no credentials (an open tree) */
+    COORD_MEMBER_PROVEN,        /* its ACL holds the named tenant's exact worker id, WRITE */
+    COORD_MEMBER_UNPROVEN,      /* anything else: forged, or made with droverd's credentials */
+};
+
 struct coord_member_info {
     const char *id;   /* the znode name */
     const char *json; /* its data ("" when unreadable) */
+    enum coord_member_proof proof;
 };
 
 /* members sorted by id; valid only during the call. */
@@ -502,6 +518,16 @@ struct coord_group;
  */
 struct coord_group *coord_group_watch(struct coord_session *s, const char *group, coord_group_cb cb,
                                       void *arg);
+/*
+ * The same, and each member's proof (enum coord_member_proof) against the tenant its data
+ * names in field (e.g. "tenant"): its ACL is read (one request per member, again only when
+ * the member's czxid or named tenant changed) when the session can derive tenants' worker
+ * ids (coord_session_opts.acl_tenant_id: droverd with the fleet key and credentials);
+ * otherwise every member is UNCHECKED. An ACL read that fails voids the refresh like a
+ * failed data read.
+ */
+struct coord_group *coord_group_watch_checked(struct coord_session *s, const char *group,
+                                              const char *field, coord_group_cb cb, void *arg);
 void coord_group_free(struct coord_group *g);
 
 /* ------------------------------------------------------------------------ */
@@ -897,6 +923,21 @@ void coord_queue_take(struct coord_queue *q, int timeout_ms, coord_take_cb cb, v
 void coord_queue_rescan(struct coord_queue *q);
 
 /*
+ * Who consumes q, as the caller knows it (ids[0..n): the consumer_id of every
+ * consumer of this queue; this one's own may be among them). From the view,
+ * every consumer computes the same home shards (queue_home.c): an idle consumer
+ * is woken only by a change of its home shards, so a put wakes its shard's
+ * homes (one when there are no more consumers than shards, about W / S when W
+ * consumers share S shards), not every idle consumer. Call it again whenever the
+ * view changes: a consumer given a new home lists it (what a consumer that left
+ * held comes back with its session's claims). Without a view every shard is a
+ * home (every idle consumer wakes on every put). Loop thread; ids copied.
+ */
+void coord_queue_set_peers(struct coord_queue *q, const char *const *ids, size_t n);
+/* Whether a change of shard wakes this consumer at once when idle (a home of its view). */
+bool coord_queue_is_home(const struct coord_queue *q, unsigned shard);
+
+/*
  * What this consumer's takes have cost so far, for benchmarks and logs
  * (bench/engine BENCH_DEBUG): listings of a shard, those that left nothing to
  * claim, shards passed over without a listing (empty, their watch not fired
@@ -907,6 +948,8 @@ void coord_queue_rescan(struct coord_queue *q);
 struct coord_queue_counters {
     uint64_t listings, listings_empty, skipped, claims_listings, claims, claims_failed, delivered,
         idles, wakes;
+    uint64_t passed; /* watch events while idle of shards (or claims) that are not its homes */
+    uint64_t steals; /* looks of an idle fallback at a shard its homes should have taken */
 };
 void coord_queue_counters(const struct coord_queue *q, struct coord_queue_counters *out);
 

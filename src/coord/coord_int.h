@@ -5,7 +5,7 @@
  * listener registries), zkops.c (issuing requests and the hand-off queue from
  * ZooKeeper's threads), session.c (states, handles, silence, free), watch.c
  * (reads, watches, watchers, sync), member.c, ring.c, lock.c, txn.c,
- * queue.c / queue_take.c / queue_hold.c (queue_int.h), queue_find.c (what the
+ * queue.c / queue_take.c / queue_home.c / queue_hold.c (queue_int.h), queue_find.c (what the
  * janitor and /metrics ask of a queue they do not consume), election.c (a
  * singleton duty's leader, on a lock), control.c (operators' requests to one
  * running process), acl.c (who may read and write what: the policy, tenants'
@@ -235,13 +235,14 @@ struct coord_session {
     struct timer_closure *timers;  /* pending coord__timer closures */
     struct coord__commit **gather; /* guarded commits of this turn, sent together (txn.c) */
     size_t n_gather, cap_gather;
-    struct coord__op *zombies;   /* see issued() in zkops.c */
-    bool suspected;              /* SUSPECT was told during this suspension or silence */
-    bool silent;                 /* SUSPENDED because no answer came, not by the client */
-    bool draining;               /* coord_session_free waits on cond for results (guarded by mu) */
-    long last_ok_ms;             /* issue time (boot clock) of the latest request answered */
-    bool probing;                /* a liveness probe is in flight */
-    struct event *tick;          /* silence detector, every timeout/10 */
+    struct coord__op *zombies; /* see issued() in zkops.c */
+    bool suspected;            /* SUSPECT was told during this suspension or silence */
+    bool silent;               /* SUSPENDED because no answer came, not by the client */
+    bool draining;             /* coord_session_free waits on cond for results (guarded by mu) */
+    long last_ok_ms;           /* issue time (boot clock) of the latest request answered */
+    bool probing;              /* a liveness probe is in flight */
+    int stakes;         /* locks held and queues holding claims: what suspicion protects (probes) */
+    struct event *tick; /* silence detector, every timeout/10 */
     struct event *restart_timer; /* a new handle could not start: retry */
     unsigned restart_tries;
     int cb_depth;      /* > 0 while coord runs callbacks: a free is deferred */
@@ -299,6 +300,14 @@ void coord__acl_free(struct coord_session *s);
 /* The ACL of a znode s creates at path: s->acl, or it with the path's tenant grant. The
    vector lives as long as s. Any thread. */
 const struct ACL_vector *coord__acl_for(struct coord_session *s, const char *path);
+/* The exact worker digest id of tenant into id (n bytes), when s can derive it
+   (acl_tenant_id: droverd with the fleet key and credentials); false otherwise. Any thread. */
+bool coord__acl_worker_id(struct coord_session *s, const char *tenant, char *id, size_t n);
+/* True when s can derive tenants' worker ids (coord__acl_worker_id). */
+bool coord__acl_can_derive(const struct coord_session *s);
+/* True when an ACL (as coord__zk_get_acl gives it: op->strv of "perms scheme id") grants
+   WRITE to digest id. */
+bool coord__acl_strv_writer(char **strv, int strc, const char *id);
 
 /* acl_pool.c: the operator's pools (acl_pool_grants). Names of up to COORD__POOL_NAME. */
 #define COORD__POOL_NAME 128

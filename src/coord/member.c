@@ -23,11 +23,19 @@
  *                     |                    |
  *                     +--failed--+---------+--a read failed--> RETRY --backoff--> LISTING
  *
+ * A checked watch (coord_group_watch_checked, droverd's view of the workers) also reads,
+ * after a member's data, its ACL when its (czxid, named tenant) was not checked in the last
+ * complete refresh, and says whether the ACL proves the tenant the data names (coord.h,
+ * enum coord_member_proof): READING counts those reads too, and a failed one voids the
+ * refresh. The cache is the last complete refresh's proofs, so a member is checked once.
+ *
  * Objects are reference counted by their in-flight ops: free marks them dead,
  * and the last completion frees the memory. Loop thread only.
  */
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "coord_int.h"
 #include "log.h"
@@ -242,9 +250,17 @@ void coord_member_leave(struct coord_member *m)
 
 /* ---- group watch ------------------------------------------------------- */
 
+/* A member's proof as last checked: (id, czxid, tenant named) -> proof. */
+struct group_proof {
+    char *id, *tenant;
+    int64_t czxid;
+    enum coord_member_proof proof;
+};
+
 struct coord_group {
     struct coord_session *s;
     char *path;
+    char *field; /* coord_group_watch_checked: the data's field naming the tenant, or NULL */
     coord_group_cb cb;
     void *arg;
     int refs;
@@ -257,12 +273,27 @@ struct coord_group {
     size_t n, pending;
     char **ids;
     char **data;
+    struct group_proof *proofs; /* n of them, with field: this refresh's */
+    /* with field: the last complete refresh's proofs (the cache) */
+    struct group_proof *known;
+    size_t n_known;
 };
+
+static void proofs_free(struct group_proof *p, size_t n)
+{
+    for (size_t i = 0; p && i < n; i++) {
+        free(p[i].id);
+        free(p[i].tenant);
+    }
+    free(p);
+}
 
 static void group_unref(struct coord_group *g)
 {
     if (--g->refs > 0)
         return;
+    proofs_free(g->known, g->n_known);
+    free(g->field);
     free(g->path);
     free(g);
 }
@@ -277,6 +308,8 @@ static void group_clear(struct coord_group *g)
     }
     FREE_NULL(g->ids);
     FREE_NULL(g->data);
+    proofs_free(g->proofs, g->n);
+    g->proofs = NULL;
     g->n = 0;
 }
 
@@ -296,11 +329,20 @@ static void group_finish(struct coord_group *g)
         size_t k = 0;
         for (size_t i = 0; i < g->n; i++)
             if (g->data[i]) /* NULL: gone between the list and the read: it left */
-                mi[k++] = (struct coord_member_info){.id = g->ids[i], .json = g->data[i]};
+                mi[k++] = (struct coord_member_info){.id = g->ids[i],
+                                                     .json = g->data[i],
+                                                     .proof = g->proofs ? g->proofs[i].proof
+                                                                        : COORD_MEMBER_UNCHECKED};
         qsort(mi, k, sizeof(*mi), cmp_info);
         g->tries = 0;
         g->cb(mi, k, g->arg);
         free(mi);
+        if (g->proofs) { /* this view's proofs are the next refresh's cache */
+            proofs_free(g->known, g->n_known);
+            g->known = g->proofs;
+            g->n_known = g->n;
+            g->proofs = NULL;
+        }
     }
     group_clear(g);
     g->busy = false;
@@ -318,13 +360,77 @@ static void group_finish(struct coord_group *g)
     }
 }
 
+/* The member's ACL, read by droverd: proven when it grants WRITE to the exact worker id of
+   the tenant its data names (coord.h, enum coord_member_proof). */
+static void group_acl_got(struct coord__op *op)
+{
+    struct coord_group *g = op->owner;
+    size_t i = (size_t)op->tag;
+    if (i < g->n && g->proofs) {
+        struct group_proof *p = &g->proofs[i];
+        char id[COORD_ACL_MAX_GRANT_ID + 1];
+        if (op->rc == ZOK || op->rc == ZNOAUTH) { /* NOAUTH: made to hide from droverd */
+            bool ok = op->rc == ZOK && coord__acl_worker_id(g->s, p->tenant, id, sizeof(id)) &&
+                      coord__acl_strv_writer(op->strv, op->strc, id);
+            p->proof = ok ? COORD_MEMBER_PROVEN : COORD_MEMBER_UNPROVEN;
+            if (!ok)
+                log_warn(MOD, "event=member-unproven path=%s/%s tenant=%s", g->path, p->id,
+                         p->tenant);
+        } else if (op->rc == ZNONODE) {
+            FREE_NULL(g->data[i]); /* left meanwhile */
+        } else {
+            g->failed = true;
+        }
+    }
+    if (--g->pending == 0)
+        group_finish(g);
+    group_unref(g);
+}
+
+/* With field: the proof of member i, from the cache or from its ACL (pending one more). */
+static void group_check(struct coord_group *g, size_t i, int64_t czxid)
+{
+    struct group_proof *p = &g->proofs[i];
+    p->id = xstrdup(g->ids[i]);
+    p->czxid = czxid;
+    json_t *d = json_loads(g->data[i], 0, NULL);
+    const char *t = json_string_value(json_object_get(d, g->field));
+    p->tenant = xstrdup(t ? t : "");
+    json_decref(d);
+    if (!coord__acl_can_derive(g->s)) {
+        p->proof = COORD_MEMBER_UNCHECKED; /* no credentials, no fleet key: nothing to check */
+        return;
+    }
+    if (!*p->tenant) {
+        p->proof = COORD_MEMBER_UNPROVEN;
+        return;
+    }
+    for (size_t k = 0; k < g->n_known; k++) {
+        const struct group_proof *q = &g->known[k];
+        if (strcmp(q->id, p->id) == 0 && q->czxid == czxid && strcmp(q->tenant, p->tenant) == 0 &&
+            q->proof != COORD_MEMBER_UNCHECKED) {
+            p->proof = q->proof;
+            return;
+        }
+    }
+    char *path = xasprintf("%s/%s", g->path, g->ids[i]);
+    struct coord__op *op = coord__op_new(g->s, group_acl_got, g);
+    op->tag = (intptr_t)i;
+    g->refs++;
+    g->pending++;
+    coord__zk_get_acl(op, path);
+    free(path);
+}
+
 static void group_got(struct coord__op *op)
 {
     struct coord_group *g = op->owner;
     size_t i = (size_t)op->tag;
-    if (op->rc == ZOK && i < g->n)
+    if (op->rc == ZOK && i < g->n) {
         g->data[i] = xstrdup(op->value);
-    else if (op->rc != ZNONODE && op->rc != ZNOAUTH)
+        if (g->proofs)
+            group_check(g, i, op->has_stat ? op->stat.czxid : -1);
+    } else if (op->rc != ZNONODE && op->rc != ZNOAUTH)
         g->failed = true; /* NOAUTH: another tenant's worker, not this reader's to see */
     if (--g->pending == 0)
         group_finish(g);
@@ -379,6 +485,8 @@ static void group_listed(struct coord__op *op)
     g->n = (size_t)op->strc;
     g->ids = xcalloc(g->n ? g->n : 1, sizeof(char *));
     g->data = xcalloc(g->n ? g->n : 1, sizeof(char *));
+    if (g->field)
+        g->proofs = xcalloc(g->n ? g->n : 1, sizeof(*g->proofs));
     g->pending = g->n;
     g->failed = false;
     coord__reg_watch_remove(&g->s->reg, g);
@@ -423,7 +531,14 @@ static void group_ready(int rc, void *arg)
 struct coord_group *coord_group_watch(struct coord_session *s, const char *group, coord_group_cb cb,
                                       void *arg)
 {
+    return coord_group_watch_checked(s, group, NULL, cb, arg);
+}
+
+struct coord_group *coord_group_watch_checked(struct coord_session *s, const char *group,
+                                              const char *field, coord_group_cb cb, void *arg)
+{
     struct coord_group *g = xcalloc(1, sizeof(*g));
+    g->field = field ? xstrdup(field) : NULL;
     g->s = s;
     g->path = xstrdup(group);
     g->cb = cb;

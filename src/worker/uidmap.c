@@ -91,8 +91,8 @@ uid_t worker__uid_pick(uid_t first, uid_t last, uid_t *used, size_t n,
     for (uid_t u = first;; u++) {
         while (i < n && used[i] < u)
             i++;
-        bool free_ = !(i < n && used[i] == u) && u != 65534 && u != 65535 &&
-                     !(taken && taken(u, arg));
+        bool free_ =
+            !(i < n && used[i] == u) && u != 65534 && u != 65535 && !(taken && taken(u, arg));
         if (free_)
             return u;
         if (u == last)
@@ -129,8 +129,7 @@ static int homes_dir(const char *homes, struct drv_err *err)
     if (lstat(homes, &st) != 0)
         return drv_err_set(err, DRV_EIO, errno, "worker.plugin_homes \"%s\": %s", homes,
                            strerror(errno));
-    if (!S_ISDIR(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0) ||
-        (st.st_mode & 022))
+    if (!S_ISDIR(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & 022))
         return drv_err_set(err, DRV_EINVAL, 0,
                            "worker.plugin_homes \"%s\": must be a directory of the worker's user "
                            "or root that no one else can write (it records which uid each "

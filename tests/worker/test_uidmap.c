@@ -28,8 +28,8 @@ static void test_range(void **state)
     assert_int_equal(a, 2000000);
     assert_int_equal(b, 2999999);
     assert_int_equal(worker__uid_range_parse("5000-5000", &a, &b, &err), 0);
-    const char *bad[] = {"", "5000", "5000-", "-5000", "6000-5000", "999-2000", "5000-x",
-                         "5000-5001 ", "5000-4294967295", NULL};
+    const char *bad[] = {"",         "5000",   "5000-",      "-5000",           "6000-5000",
+                         "999-2000", "5000-x", "5000-5001 ", "5000-4294967295", NULL};
     for (int i = 0; bad[i]; i++) {
         assert_int_not_equal(worker__uid_range_parse(bad[i], &a, &b, &err), 0);
         assert_non_null(strstr(err.msg, "worker.plugin_uids"));
