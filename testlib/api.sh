@@ -53,7 +53,7 @@ api() {
   if [ -n "$body" ]; then
     args+=(-H 'Content-Type: application/json' --data-binary "$body")
   fi
-  code=$(curl "${args[@]}" "http://127.0.0.1:$PORT$path") || code=000
+  code=$(curl "${args[@]}" "http://$(at "$PORT"):$PORT$path") || code=000
   type=${code#* }
   code=${code%% *}
   [ -z "$OPENAPI_LOG" ] || openapi_record "$method" "$path" "$code" "$type"

@@ -87,7 +87,7 @@ pass "delete: no process, mount, veth, cgroup, file or claim left; a second dele
 # --- a create killed half-way (its worker SIGKILLed it), then rolled back ---
 # The worker kills the plugin's process group; a rollback's delete must then find and
 # remove whatever the create had made by then.
-ct3="ct-$(printf '%s' "$CT_ROOT" | md5sum | cut -c1-6)-acme-c1-node-3"
+ct3=$(ct_id node-3)
 for stage in claim mount; do
   rm -f "$T/last.json"
   setsid bash -c "jq -c '. * {config: $HW}' <<< '$(task create node-3 1 3)' | '$CT' > '$T/kill.json' 2>> '$T/plugins.log'" &

@@ -102,7 +102,17 @@ PGconn *store_connect(const char *conninfo, struct drv_err *err)
 bool store_worth_waiting(const char *conninfo)
 {
     PGPing p = PQping(conninfo);
-    return p == PQPING_NO_RESPONSE || p == PQPING_REJECT;
+    if (p == PQPING_NO_RESPONSE || p == PQPING_REJECT)
+        return true;
+    if (p != PQPING_OK)
+        return false;
+    /* Servers answer, but with target_session_attrs=read-write none of them may be writable
+     * yet: every one a replica while Patroni elects a primary (a failover, a primary cut from
+     * ZooKeeper). libpq says so only in its message. */
+    PGconn *c = PQconnectdb(conninfo);
+    bool no_primary = PQstatus(c) != CONNECTION_OK && strstr(PQerrorMessage(c), "read-only");
+    PQfinish(c);
+    return no_primary;
 }
 
 static int sqlstate_code(const char *s)

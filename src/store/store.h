@@ -125,7 +125,10 @@ PGconn *store_connect(const char *conninfo, struct drv_err *err);
  * true when the server does not answer or does not accept connections yet (stopped,
  * starting, shutting down, in recovery: PQping's NO_RESPONSE and REJECT); false when it
  * accepts connections, so the failure is the caller's (password, database name, rights),
- * or when conninfo cannot be used at all (NO_ATTEMPT). Blocks for one connection attempt.
+ * or when conninfo cannot be used at all (NO_ATTEMPT); true again when the servers answer
+ * but none is writable for target_session_attrs=read-write ("session is read-only": every
+ * server a replica while Patroni elects a primary, seen by scripts/chaos --hosts --ha).
+ * Blocks for one or two connection attempts.
  */
 bool store_worth_waiting(const char *conninfo);
 
