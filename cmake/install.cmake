@@ -4,7 +4,9 @@
 #   cli      bin/drover, drover(1), bash and zsh completion
 #   droverd  sbin/droverd, droverd(8), droverd.conf(5), its systemd unit, the shipped
 #            catalogue (share/drover/catalog), the dashboard (share/drover/ui), the
-#            OpenAPI document, the example /etc/drover/droverd.conf, the HAProxy example
+#            Prometheus rules and Grafana dashboard (share/drover/prometheus), the OpenAPI
+#            document (share/drover/openapi.yaml; droverd also serves it), the
+#            example /etc/drover/droverd.conf, the HAProxy example
 #   worker   sbin/drover-worker, drover-worker(8), drover-worker.conf(5), its unit, the
 #            plugins (lib/drover/plugins/NAME/), sbin/drover-image (scripts/image), the
 #            example /etc/drover/drover-worker.conf
@@ -30,7 +32,10 @@ install(FILES conf/droverd.conf DESTINATION ${DROVER_CONF_INSTALL_DIR} COMPONENT
 install(DIRECTORY conf/catalog DESTINATION ${DROVER_DATA_INSTALL_DIR} USE_SOURCE_PERMISSIONS
         COMPONENT droverd)
 install(DIRECTORY ui/ DESTINATION ${DROVER_DATA_INSTALL_DIR}/ui COMPONENT droverd)
+install(FILES conf/prometheus/drover.rules.yml conf/prometheus/grafana-dashboard.json
+        DESTINATION ${DROVER_DATA_INSTALL_DIR}/prometheus COMPONENT droverd)
 install(FILES conf/haproxy.cfg DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT droverd)
+install(FILES docs/openapi.yaml DESTINATION ${DROVER_DATA_INSTALL_DIR} COMPONENT droverd)
 
 install(TARGETS drover-worker RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR} COMPONENT worker)
 install(FILES conf/systemd/drover-worker.service DESTINATION ${DROVER_SYSTEMD_UNIT_DIR}

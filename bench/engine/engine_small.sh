@@ -14,7 +14,9 @@
 # api.heavy_threads to K + 1, to see the engine's bound past the API's), POOL database
 # connections of each droverd, the API's and the engine's (default 4, droverd's default),
 # BENCH_DEBUG=1 the workers' requests by kind and their queue counters at the end (the workers
-# at info, stopped after the N jobs).
+# at info, stopped after the N jobs), BENCH_PG_STATEMENTS=1 PostgreSQL's statements per job
+# (pg_stat_statements: run it under DROVER_PG_STATEMENTS=1, which loads it in the stack),
+# BENCH_PERF=droverd or pg a profile of droverd or of PostgreSQL during the N jobs.
 #
 # One ZooKeeper, PostgreSQL, three droverd and four workers (noop plugins, concurrency 64),
 # as engine_bench.sh. Order: the warm-up, then the lone jobs one after the other with
@@ -125,11 +127,38 @@ if [ "$warm" -gt 0 ]; then
 fi
 /usr/bin/python3 "$here/small_load.py" lone --ports "${DPORTS[1]}" --token "$TOKEN" --pg "$DROVER_PG" \
   --logs "$T/droverd-*.log" --runs "$LONE" --prefix lone || fail "lone jobs"
+if [ -n "${BENCH_PG_STATEMENTS:-}" ]; then
+  psql_q "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" > /dev/null
+  psql_q "SELECT pg_stat_statements_reset()" > /dev/null
+fi
 zk_by_path > "$T/zkpath0"
 read -r zd0 zw0 zo0 < <(zk_by_client)
 read -r d0 w0 z0 p0 b0 < <(cpu_ticks)
+# BENCH_PERF=droverd (or pg): call graphs of the three droverd (or of PostgreSQL's backends,
+# system-wide samples of the postgres processes) during the N jobs, then the functions with
+# the largest inclusive share (perf must be installed).
+perf_pid=
+if [ -n "${BENCH_PERF:-}" ]; then
+  if [ "$BENCH_PERF" = droverd ]; then
+    perf record -F 99 --call-graph dwarf,16384 -o "$T/perf.data" \
+      -p "$(pid_of droverd-1),$(pid_of droverd-2),$(pid_of droverd-3)" > "$T/perf.out" 2>&1 &
+  else
+    perf record -F 99 -a -g -o "$T/perf.data" > "$T/perf.out" 2>&1 &
+  fi
+  perf_pid=$!
+  sleep 1
+fi
 load small "$N" || fail "small jobs"
 read -r d1 w1 z1 p1 b1 < <(cpu_ticks)
+if [ -n "$perf_pid" ]; then
+  kill -INT "$perf_pid"
+  wait "$perf_pid" || true
+  echo "small: perf, the largest inclusive shares (BENCH_PERF=$BENCH_PERF):"
+  comm=()
+  [ "$BENCH_PERF" = droverd ] || comm=(--comm postgres)
+  perf report -i "$T/perf.data" "${comm[@]}" --children --sort sym --stdio -g none 2> /dev/null |
+    awk '$1 ~ /%$/ && $4 !~ /^0x/ { print "small:   " $1, $4 }' | head -50
+fi
 read -r zd1 zw1 zo1 < <(zk_by_client)
 zk_by_path > "$T/zkpath1"
 # droverd's requests per job by kind and path class, the largest first (ids written {}).
@@ -149,6 +178,20 @@ awk -v n="$N" -v hz="$hz" -v d=$((d1 - d0)) -v w=$((w1 - w0)) -v z=$((z1 - z0)) 
       t * ms, d * ms, w * ms, z * ms, p * ms, b * ms, cores, (t > 0 ? cores * 1000 / (t * ms) : 0)
   }'
 echo "small: load $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+if [ -n "${BENCH_PG_STATEMENTS:-}" ]; then
+  # PostgreSQL's statements during the N jobs, the largest total time first: per job, calls,
+  # execution ms, rows, shared blocks dirtied and WAL bytes (pg_stat_statements; the bench's
+  # own polls are among them, named by their text).
+  echo "small: PostgreSQL statements per job (calls, exec ms, rows, blocks dirtied, WAL bytes; the largest exec time first):"
+  psql_q "SELECT round(calls::numeric / $N, 2), round((total_exec_time / $N)::numeric, 3),
+                 round(rows::numeric / $N, 1), round(shared_blks_dirtied::numeric / $N, 1),
+                 round(wal_bytes::numeric / $N), left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+          FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT ${BENCH_PG_STATEMENTS_TOP:-30}" |
+    sed 's/^/small:   /'
+  psql_q "SELECT 'small: all statements per job: ' || round(sum(calls)::numeric / $N, 1) || ' calls, '
+                 || round((sum(total_exec_time) / $N)::numeric, 2) || ' ms executing, '
+                 || round(sum(wal_bytes)::numeric / $N) || ' WAL bytes' FROM pg_stat_statements"
+fi
 if [ -n "${BENCH_DEBUG:-}" ]; then
   # The workers' requests by kind and their takes' counters, per task taken and per job of 10
   # tasks (the warm-up and lone jobs included: the counters start with the worker).

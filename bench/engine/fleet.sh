@@ -9,6 +9,8 @@
 # at least 1, so 256 workers have 256 slots), noop plugins, the production session timeout
 # (SESSION, default 20s here: a session pings every third of it, the floor of an idle
 # worker's cost). Per fleet size, one line "fleet:" with:
+#   - joining: ZooKeeper requests per worker from the first start until the fleet settled
+#     (fewer than W / 2 + 20 requests a second): the member group watches' reads;
 #   - idle: ZooKeeper requests per second per worker over IDLE_S seconds (default 10) with
 #     nothing queued, after the jobs below, every client's packets (pings included) divided
 #     by W, and the workers' own (their connections, from the server's per-connection
@@ -18,7 +20,9 @@
 #     (zxid growth) per task, every client's, and CPU per task (droverd, workers, ZooKeeper,
 #     PostgreSQL; /proc);
 #   - small: SMALL 3-node creates of `single` (default 20), four at a time, ZooKeeper requests
-#     per job.
+#     per job;
+#   - BIG_NODES (unset: none): a create of that many `single` nodes, which must dispatch and
+#     succeed (issue 37: FLEET="4 64" BIG_NODES=10000).
 # A warm-up job first (ZooKeeper's JIT; engine_bench.sh). DROVER_BASE_BIN=DIR (a build's
 # src/bin) runs the workers of every other fleet size from DIR as well, so that a before and
 # after are measured interleaved on one stack: FLEET="4 4 64 64" DROVER_BASE_BIN=... gives
@@ -102,6 +106,19 @@ cpu_all() {
   echo "$d $w $z $p"
 }
 
+# settle W: until ZooKeeper hears fewer than W / 2 + 20 requests a second (a fleet's joins
+# are over: each worker's member group watch reads every member on each join), 300 s at most.
+settle() {
+  local r0 r1 k
+  for ((k = 0; k < 150; k++)); do
+    r0=$(zk_requests)
+    sleep 2
+    r1=$(zk_requests)
+    (((r1 - r0) / 2 < $1 / 2 + 20)) && return 0
+  done
+  echo "fleet: $1 workers did not settle in 300 s" >&2
+}
+
 job_of() { body_of "$1" | jq -r .job.id; }
 wide_job() { # NAME: prints the job id once it succeeded
   local J
@@ -142,7 +159,12 @@ for W in "${sizes[@]}"; do
   fi
   conc=$((SLOTS / W))
   ((conc >= 1)) || conc=1
+  f0=$(zk_requests)
+  t0=$(now_ms)
   start_workers "$W" "$conc"
+  settle "$W"
+  form=$(awk -v z=$(($(zk_requests) - f0)) -v ms=$(($(now_ms) - t0)) -v n="$W" 'BEGIN {
+    printf "%.0f requests per worker joining (%.1f s)", z / n, ms / 1000 }')
   # The wide create.
   z0=$(zk_requests)
   x0=$(zk_zxid)
@@ -158,6 +180,16 @@ for W in "${sizes[@]}"; do
       for (i = 1; i <= 4; i++) { d[i] = (q[i] - p[i]) * 1000 / hz / n; t += d[i] }
       printf "%d tasks %s tasks/s, %.2f requests and %.3f transactions per task, CPU %.2f ms per task (droverd %.2f, workers %.2f, ZooKeeper %.2f, PostgreSQL %.2f)",
         n, rate, z / n, x / n, t, d[1], d[2], d[3], d[4] }')
+  # BIG_NODES: a create of that many `single` nodes (5 tasks a node) with this fleet: it must
+  # dispatch (rounds that fit: issue 37) and succeed.
+  big=
+  if [ -n "${BIG_NODES:-}" ]; then
+    t0=$(now_ms)
+    J=$(job_of "$(api POST /v1/clusters "$(jq -cn --arg n "big-$run" --argjson k "$BIG_NODES" '{name: $n, template: "single", nodes: $k}')")")
+    WAIT_JOB_POLL=2 wait_job "$J" succeeded 3600
+    read -r n _ rate <<< "$(throughput "$J")"
+    big="; a $BIG_NODES-node create: $n tasks succeeded, $rate tasks/s, $(($(now_ms) - t0)) ms request to succeeded"
+  fi
   # Small jobs.
   z0=$(zk_requests)
   x0=$(zk_zxid)
@@ -165,7 +197,7 @@ for W in "${sizes[@]}"; do
   z1=$(zk_requests)
   x1=$(zk_zxid)
   small=$(awk -v z=$((z1 - z0)) -v x=$((x1 - x0)) -v n="$SMALL" 'BEGIN {
-    printf "%.0f requests, %.1f transactions per 3-node job", z / n, x / n }')
+    if (n > 0) printf "%.0f requests, %.1f transactions per 3-node job", z / n, x / n; else printf "none" }')
   # Idle, after the jobs (the fleet settled: joins and first listings are not idle cost).
   sleep 3
   z0=$(zk_requests)
@@ -177,7 +209,7 @@ for W in "${sizes[@]}"; do
   t1=$(now_ms)
   idle=$(awk -v z=$((z1 - z0)) -v w=$((w1 - w0)) -v ms=$((t1 - t0)) -v n="$W" -v s="${SESSION%s}" 'BEGIN {
     printf "%.2f req/s per worker (every client; the workers alone %.2f, their pings %.2f)", z * 1000 / ms / n, w * 1000 / ms / n, 3 / s }')
-  echo "$label: $W workers x $conc: idle $idle; wide $wide; small $small; load $(cut -d' ' -f1 /proc/loadavg)"
+  echo "$label: $W workers x $conc: $form; idle $idle; wide $wide; small $small$big; load $(cut -d' ' -f1 /proc/loadavg)"
   stop_workers
 done
 BIN=$main_bin

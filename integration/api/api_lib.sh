@@ -46,15 +46,47 @@ start_api_node() {
 
 # api METHOD PATH [BODY|@FILE] [TOKEN] -> "STATUS BODY"
 api() {
-  local method=$1 path=$2 body=${3:-} tok=${4-${TOKEN:-}} out code
+  local method=$1 path=$2 body=${3:-} tok=${4-${TOKEN:-}} out code type
   # The headers of the last answer stay in $T/api.head (Retry-After, Location, ...).
-  local args=(-s -o "$T/api.out" -D "$T/api.head" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $tok")
+  local args=(-s -o "$T/api.out" -D "$T/api.head" -w '%{http_code} %{content_type}' -X "$method" -H "Authorization: Bearer $tok")
   if [ -n "$body" ]; then
     args+=(-H 'Content-Type: application/json' --data-binary "$body")
   fi
   code=$(curl "${args[@]}" "http://$(at "$PORT"):$PORT$path") || code=000
+  type=${code#* }
+  code=${code%% *}
+  [ -z "$OPENAPI_LOG" ] || openapi_record "$method" "$path" "$code" "$type"
   out=$(tr -d '\n' < "$T/api.out")
   echo "$code $out"
+}
+
+# The API tests (integration/api) check every answer api() gets against docs/openapi.yaml:
+# each is recorded in $OPENAPI_LOG (method, path, status, content type, a copy of the body)
+# and, when the test exits, tools/openapi/check-responses.js validates them all (status and
+# body shape against the operation's response schema); an answer that does not fit fails the
+# test. Other tests that source this file record nothing.
+OPENAPI_LOG=
+if [[ $0 == */integration/api/* ]]; then
+  OPENAPI_LOG=$T/openapi-answers.jsonl
+  mkdir -p "$T/openapi"
+  : > "$OPENAPI_LOG"
+  trap openapi_check EXIT
+fi
+openapi_record() { # METHOD PATH STATUS TYPE
+  [ "$3" != 000 ] || return 0
+  local n
+  n=$(($(wc -l < "$OPENAPI_LOG") + 1))
+  cp "$T/api.out" "$T/openapi/$n.body"
+  jq -cn --arg m "$1" --arg p "$2" --argjson s "$3" --arg t "$4" --arg b "$T/openapi/$n.body" \
+    '{method: $m, path: $p, status: $s, type: $t, body: $b}' >> "$OPENAPI_LOG"
+}
+openapi_check() {
+  local rc=$?
+  if [ -s "$OPENAPI_LOG" ]; then
+    "$DROVER_SOURCE_DIR/tools/openapi/run" check-responses.js "$DROVER_SOURCE_DIR/docs/openapi.yaml" \
+      "$OPENAPI_LOG" >&2 || rc=1
+  fi
+  exit "$rc"
 }
 
 # expect WANT_STATUS "STATUS BODY" [JQ-FILTER] [what]

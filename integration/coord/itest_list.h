@@ -60,6 +60,11 @@ ITEST("claim-lost", t_claim_lost)
 ITEST("queue-skip", t_queue_skip)
 ITEST("queue-paced", t_queue_paced)
 
+/* Delivery without a herd, issue 37 (itest_herd.c). */
+ITEST("queue-herd", t_queue_herd)
+ITEST("queue-homes-move", t_queue_homes_move)
+ITEST("queue-steal", t_queue_steal)
+
 /* Lost answers made by coord's test hook, issue 33 (itest_lost.c). */
 ITEST("answer-lost", t_answer_lost)
 ITEST("queue-txn-lost", t_queue_txn_lost)

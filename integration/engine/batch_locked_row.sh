@@ -2,27 +2,26 @@
 # A job whose row another transaction holds does not hold the other jobs of its batch
 # (docs/engine.md "Batching across jobs"): one droverd, drained while K small jobs are
 # submitted, then undrained, so that it takes the K jobs at once and their loads go out in one
-# transaction. Before that, a transaction of the test's own locks job L's row and stays open,
-# as an older owner frozen mid-transaction would (until PostgreSQL's idle limit ended it). The
-# batch's fence skips the locked row (SKIP LOCKED): every other job succeeds while the lock is
-# still held, L only waits (tried again, never lost or failed), and once the lock goes L
-# succeeds too. On the code before, the fence waited for the row, and every job of the
-# batch with it.
+# transaction (DROVER_FAULT=gather-loads=K, batch.c: the first loads wait until all K jobs have
+# one, whatever the scheduling; without it, a job whose load went alone waited FOR UPDATE and
+# was never in a batch to skip). Before that, a transaction of the test's own locks job L's row
+# and stays open, as an older owner frozen mid-transaction would (until PostgreSQL's idle limit
+# ended it). The batch's fence skips the locked row (SKIP LOCKED): every other job succeeds
+# while the lock is still held, L only waits (tried again, never lost or failed), and once the
+# lock goes L succeeds too. On the code before, the fence waited for the row, and every job of
+# the batch with it.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../api/api_lib.sh"
 . "$(dirname "$0")/engine_lib.sh"
 
 K=5
-start_droverd 1
+DROVER_FAULT=gather-loads=$K start_droverd 1
 setup_tenant
 WORKER_PLUGINS=noop,noop-provider CONCURRENCY=16 start_worker worker-1
 D() { DROVER_URL="http://127.0.0.1:${DPORTS[1]}" DROVER_TOKEN=$SUPER "$BIN/drover" "$@"; }
 submit() { # NAME: prints the job id
   body_of "$(api POST /v1/clusters "$(jq -cn --arg n "$1" '{name: $n, template: "single", nodes: 3}')")" | jq -r .job.id
 }
-
-# Warm-up: the queue opened, the catalogue read once.
-wait_job "$(submit warm-up)" succeeded 120
 
 D node drain droverd-1 --wait 20 > "$T/drain.out" || fail "drover node drain: $(cat "$T/drain.out")"
 ids=()
@@ -57,6 +56,7 @@ touch "$T/release"
 wait "$HOLDER" || fail "the holder failed: $(cat "$T/holder.out")"
 WAIT_JOB_POLL=0.5 wait_job "$L" succeeded 180
 log="$T/droverd-1.log"
+grep -q "event=fault-injected fault=gather-loads parts=$K " "$log" || fail "the loads did not gather"
 ! grep -q "event=job-lost" "$log" || fail "a job was lost: $(grep 'event=job-lost' "$log")"
 grep -q "job=$L .*its row is locked by another transaction" "$log" ||
   fail "job $L's part was not skipped as locked: $(grep "job=$L " "$log" | tail -n 5)"

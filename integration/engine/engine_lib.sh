@@ -64,7 +64,7 @@ start_worker() {
     zk=("zookeeper.digest_file = $(worker_zk_file "${WORKER_TENANT:-acme}")"
       "zookeeper.acl_owner = $ZK_DROVERD_ID" "zookeeper.acl_readers = ${ZK_READERS:-}")
   fi
-  write_worker_conf "$name" "worker.tenant = ${WORKER_TENANT:-acme}" "worker.plugin_dir = $DROVER_BUILD_DIR/plugins" \
+  write_worker_conf "$name" "worker.tenant = ${WORKER_TENANT:-acme}" "worker.plugin_dir = ${WORKER_PLUGIN_DIR:-$DROVER_BUILD_DIR/plugins}" \
     "worker.plugins = ${WORKER_PLUGINS:-sleep,sleep-provider}" "worker.concurrency = ${CONCURRENCY:-4}" \
     "secrets.tenant_key_file = $(tenant_key_file "${WORKER_TENANT:-acme}")" "log.level = ${LOG_LEVEL:-info}" \
     "${zk[@]}" "$@"

@@ -81,6 +81,9 @@ start_worker worker-3
 GATE="$T/gate-late"
 read -r _ JID <<< "$(create_cluster late 1 "$(jq -cn --arg f "$GATE" '{hold_on: {task: "create", file: $f}}')")"
 wait_until 120 "droverd-3 to say job $JID ran past its deadline" logged droverd-3 job-deadline "$JID"
+# The alert DroverJobPastDeadline (conf/prometheus) reads this counter.
+[ "$(metric "$PORT" drover_engine_jobs_past_deadline_total)" = 1 ] ||
+  fail "drover_engine_jobs_past_deadline_total is not 1: $(metric "$PORT" drover_engine_jobs_past_deadline_total)"
 touch "$GATE"
 wait_job "$JID" rolled-back 120
 err=$(job_status_field "$JID" .error)

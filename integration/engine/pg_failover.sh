@@ -36,6 +36,10 @@
 #   and that standby is the one promoted), so the test waits for the demotion (the event) and
 #   reports an overlap instead of failing on it; what it asserts is that the old primary
 #   demotes itself and that no acknowledged write is missing from the new one.
+# pg_failover.sh netsplit (partition_pg_primary, on the multi-host stack: scripts/with-stack
+# --hosts --ha): the same as split, but the cut is the network's: the primary's host is split
+# from the three ZooKeeper hosts (scripts/netfault split, nft rules in the hosts' namespaces),
+# droverd still reaching it; healed by removing that fault.
 #   The test does nothing to ZooKeeper's servers (only Patroni's proxies): a ZooKeeper leader
 #   change during it is the ensemble's own (tickTime 500 ms x syncLimit 10: a server stalled
 #   5 s drops out), which the jobs survive like any; the epoch before and after is printed.
@@ -45,7 +49,12 @@ FAULT=${1:-kill}
 . "$(dirname "$0")/engine_lib.sh"
 
 [ "${DROVER_PG_HA:-0}" -ge 3 ] || fail "run me under scripts/with-stack --ha"
-[ "$FAULT" = kill ] || [ -e "$T/pids/zkproxy-1-1.pid" ] || fail "split needs DROVER_HA_ZK_PROXY at the stack's start"
+case $FAULT in
+kill) ;;
+split) [ -e "$T/pids/zkproxy-1-1.pid" ] || fail "split needs DROVER_HA_ZK_PROXY at the stack's start" ;;
+netsplit) [ -n "${DROVER_HOSTS:-}" ] || fail "netsplit needs the multi-host stack (scripts/with-stack --hosts --ha)" ;;
+*) fail "unknown fault $FAULT" ;;
+esac
 
 start_droverd 1
 start_droverd 2
@@ -116,7 +125,7 @@ probe() {
 new_primary_serves() {
   pg_primary_is_not "$OLD" || return 1
   # Cut off from ZooKeeper, the old primary demoted itself before another was promoted.
-  if [ "$FAULT" = split ] && [ -z "$OVERLAP" ] && [ "$(pg_psql "$OLD" 'SELECT pg_is_in_recovery()' 2> /dev/null)" = f ]; then
+  if [ "$FAULT" != kill ] && [ -z "$OVERLAP" ] && [ "$(pg_psql "$OLD" 'SELECT pg_is_in_recovery()' 2> /dev/null)" = f ]; then
     OVERLAP="pg$OLD not yet demoted when pg$(pg_primary) was first seen primary"
   fi
   probe && [ "$LAST" = 202 ]
@@ -179,9 +188,12 @@ t0=$(now_ms)
 if [ "$FAULT" = kill ]; then
   pg_kill "$OLD"
   pass "kill -9 of pg$OLD's Patroni and postgres (the primary) under ${#jobs[@]} running jobs"
-else
+elif [ "$FAULT" = split ]; then
   for f in "$T"/pids/zkproxy-"$OLD"-*.pid; do kill -USR1 "$(cat "$f")"; done
   pass "pg$OLD's Patroni (the primary) cut off from ZooKeeper under ${#jobs[@]} running jobs"
+else
+  SPLIT=$("$DROVER_SOURCE_DIR/scripts/netfault" --dir "$T" split "pg$OLD" zk1,zk2,zk3)
+  pass "pg$OLD (the primary) split from the ZooKeeper hosts, droverd still reaching it, under ${#jobs[@]} running jobs"
 fi
 poll_until -e 0.3 120 new_primary_serves ||
   fail "no new primary serving after 120 s (primary: '$(pg_primary)'; answers: $(sort "$T/codes" | uniq -c | tr '\n' ' '))"
@@ -203,7 +215,7 @@ done < "$T/tokens.before"
 pass "every one of ${#jobs[@]} acknowledged jobs (before and during the $FAULT) succeeded; rows, attempt rows, audit rows and owner tokens all there; no task ran twice"
 patroni_closed "after the $FAULT, pg$NEW the leader"
 
-if [ "$FAULT" = split ]; then
+if [ "$FAULT" != kill ]; then
   old_demoted() { [ "$(pg_psql "$OLD" 'SELECT pg_is_in_recovery()' 2> /dev/null)" != f ]; }
   wait_until 60 "pg$OLD, cut off from ZooKeeper, to demote itself" old_demoted
   [ -z "$OVERLAP" ] || echo "note: $OVERLAP (Patroni's demotion ran late; no acknowledged write is missing)"
@@ -215,8 +227,10 @@ fi
 # 2. The old primary rejoins as a replica.
 if [ "$FAULT" = kill ]; then
   "$STACK" patroni-start "$OLD" --dir "$T"
-else
+elif [ "$FAULT" = split ]; then
   for f in "$T"/pids/zkproxy-"$OLD"-*.pid; do kill -USR2 "$(cat "$f")"; done
+else
+  "$DROVER_SOURCE_DIR/scripts/netfault" --dir "$T" heal "$SPLIT"
 fi
 wait_until 120 "pg$OLD to rejoin as a replica" pg_role_is "$OLD" replica
 want=$(psql_q "SELECT count(*) FROM jobs")

@@ -87,7 +87,7 @@ pass "delete: no process, mount, veth, cgroup, file or claim left; a second dele
 # --- a create killed half-way (its worker SIGKILLed it), then rolled back ---
 # The worker kills the plugin's process group; a rollback's delete must then find and
 # remove whatever the create had made by then.
-ct3="ct-$(printf '%s' "$CT_ROOT" | md5sum | cut -c1-6)-acme-c1-node-3"
+ct3=$(ct_id node-3)
 for stage in claim mount; do
   rm -f "$T/last.json"
   setsid bash -c "jq -c '. * {config: $HW}' <<< '$(task create node-3 1 3)' | '$CT' > '$T/kill.json' 2>> '$T/plugins.log'" &
@@ -102,7 +102,7 @@ for stage in claim mount; do
   wait "$pid" 2> /dev/null || true
   a3=$(grep -lx "$ct3" "$CT_ROOT"/.addresses/* 2> /dev/null | head -n1 | xargs -r basename)
   [ -n "$a3" ] || fail "killed at $stage: no claim is left to find"
-  task delete node-3 1 4 ".config[\"provider-id\"] = \"$ct3\"" | run "$CT" ||
+  task delete node-3 1 4 ".config.facts = {\"provider-id\": \"$ct3\"}" | run "$CT" ||
     fail "rollback delete after a kill at $stage: $(last .message)"
   left=$(ct_leftovers "$ct3" "$a3")
   [ -z "$left" ] || fail "killed at $stage, rolled back, left: $left"

@@ -54,6 +54,14 @@ ct_task() {
 ct_create() { create_nodes "$CT" ct_task "$@"; }
 
 ct_dir() { echo "$CT_ROOT/$(kv "$1" '."provider-id"')"; }
+# ct_id NODE [TENANT [CLUSTER]]: the id the plugin gives a node of the test's tasks (tenant
+# acme, cluster $CLUSTER_ID): a keyed hash with the root's secret (plugins/container).
+ct_id() {
+  local h k
+  h=$(printf '%s' "$CT_ROOT" | md5sum | cut -c1-6)
+  k=$({ cat "$CT_ROOT/.secret"; printf '\n%s\n%s\n%s' "${2:-acme}" "${3:-${CLUSTER_ID:-c1}}" "$1"; } | sha256sum | cut -c1-20)
+  echo "ct-$h-$k"
+}
 # known_host (plugins_lib) reads the host key under node_dir: the container's directory.
 node_dir() { ct_dir "$1"; }
 # The loopback helpers' pid bookkeeping: a container is not a process of the test.
@@ -74,7 +82,7 @@ ct_procs() {
 }
 
 # ct_leftovers ID ADDR: what is left of container node ID (address ADDR) on the host, one
-# line each: process, mount, veth, cgroup, file, claim. Empty when nothing is.
+# line each: process, mount, veth, cgroup, file, claim, owner record. Empty when nothing is.
 ct_leftovers() {
   local id=$1 addr=$2 veth
   veth=$(printf 'dv%08x' "$(echo "$addr" | awk -F. '{print ($1 * 16777216) + ($2 * 65536) + ($3 * 256) + $4}')")
@@ -84,6 +92,7 @@ ct_leftovers() {
   find /sys/fs/cgroup -mindepth 1 -maxdepth 3 -type d -name "lxc.*.$id*" 2> /dev/null | sed 's/^/cgroup /'
   [ -e "$CT_ROOT/$id" ] && echo "file $CT_ROOT/$id"
   [ -e "$CT_ROOT/.addresses/$addr" ] && echo "claim $addr"
+  [ -e "$CT_ROOT/.owners/$id" ] && echo "owner record $id"
   return 0
 }
 
@@ -105,7 +114,7 @@ ct_four() {
 }
 
 # ct_root_leftovers: what is left on the host of any node of this test's container root
-# ($CT_ROOT, bridge $CT_BRIDGE), one line each: node directory, address claim, container,
+# ($CT_ROOT, bridge $CT_BRIDGE), one line each: node directory, address claim, owner record,
 # mount, veth, cgroup, process (an LXC monitor naming the root, or one in a node's cgroup).
 # Empty when nothing is. Node names carry a hash of the root (plugins/container).
 ct_root_leftovers() {
@@ -114,6 +123,7 @@ ct_root_leftovers() {
   IFS=. read -r o1 o2 o3 <<< "$CT_NET_PREFIX"
   find "$CT_ROOT" -mindepth 1 -maxdepth 1 -name 'ct-*' 2> /dev/null | sed 's/^/file /'
   find "$CT_ROOT/.addresses" -type f 2> /dev/null | sed 's/^/claim /'
+  find "$CT_ROOT/.owners" -type f 2> /dev/null | sed 's/^/owner record /'
   grep -F " $CT_ROOT/" /proc/self/mountinfo | sed 's/^/mount /'
   ip -o link show 2> /dev/null | grep -oE "dv$(printf '%02x%02x%02x' "$o1" "$o2" "$o3")[0-9a-f]{2}" | sed 's/^/veth /'
   find /sys/fs/cgroup -mindepth 1 -maxdepth 3 -type d -name "lxc.*.ct-$h*" 2> /dev/null | sed 's/^/cgroup /'
@@ -127,7 +137,7 @@ cleanup_containers() {
     [ -f "$j" ] || continue
     id=$(jq -r .id "$j")
     jq -cn --arg id "$id" '{taskId: "0.0.1", taskName: "delete", config: {provider:
-      {name: "container", providertype: "container"}, "provider-id": $id}}' |
+      {name: "container", providertype: "container"}, facts: {"provider-id": $id}}}' |
       "$CT" > /dev/null 2>> "$T/plugins.log" || echo "cleanup: delete $id failed" >&2
   done
   ip link del "$CT_BRIDGE" 2> /dev/null || true

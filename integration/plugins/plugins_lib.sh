@@ -78,10 +78,18 @@ provider_json() {
     '{name: "local", providertype: "loopback", root: $root, network: $net}'
 }
 
+# The keys of a node that are its provider's facts (src/common/facts.h): the worker gives
+# them to a plugin at config's top level and whole in config.facts, which is where the
+# shipped plugins read a machine's id, address and login.
+FACT_KEYS='["provider-id", "hostname", "ipaddresses", "ssh_host_key", "ssh_host_key_type",
+  "ssh_user", "ssh_port", "node_hostname", "node_root"]'
+
 # task TASKNAME NODE [ATTEMPT [INDEX [EXTRA_JQ]]]: a task JSON on stdout. The
 # node's config is what earlier tasks returned ($KV/NODE.json), plus the
 # provider, the cluster's keys and CLUSTER_CONFIG (a JSON object, default {}).
-# EXTRA_JQ is a jq filter applied last (to add fields or break things).
+# EXTRA_JQ is a jq filter applied next (to add fields or break things); last,
+# config.facts is made of config's fact keys as the worker makes it, unless
+# EXTRA_JQ set config.facts itself.
 task() {
   local name=$1 node=$2 attempt=${3:-1} index=${4:-1} extra=${5:-.}
   local kv="$KV/$node.json"
@@ -90,12 +98,13 @@ task() {
     --arg job "${JOB_ID:-7}" --arg cluster "${CLUSTER_ID:-c1}" \
     --argjson prov "$(provider_json)" --argjson cc "${CLUSTER_CONFIG:-{\}}" \
     --arg pub "$CLUSTER_PUB" --rawfile priv "$T/cluster_key" \
-    --argjson timeout "${TIMEOUT_MS:-120000}" --arg svc "${SERVICE:-}" \
-    '{format: 1, taskId: ($job + "." + $idx + "." + ($att|tostring)), jobId: $job,
+    --argjson timeout "${TIMEOUT_MS:-120000}" --arg svc "${SERVICE:-}" --argjson fk "$FACT_KEYS" \
+    '{format: 2, taskId: ($job + "." + $idx + "." + ($att|tostring)), jobId: $job,
       clusterId: $cluster, tenant: "acme", task: ($node + "/" + $name), taskName: $name,
       nodeId: $node, service: $svc, attempt: $att, cleanup: false, timeout_ms: $timeout,
       config: (. + {clustername: "c1", cluster: $cc, provider: $prov,
-                    ssh: {user: "root", public_key: $pub, private_key: $priv}})} | '"$extra" "$kv"
+                    ssh: {user: "root", public_key: $pub, private_key: $priv}})} | '"$extra"' |
+    .config.facts = (.config.facts // (.config | with_entries(select(.key | IN($fk[])))))' "$kv"
 }
 
 # run PLUGIN: the task on stdin; the result in $T/last.json, stderr appended to
@@ -237,7 +246,7 @@ cleanup_nodes() {
     [ -f "$j" ] || continue
     id=$(jq -r '."provider-id"' "$j")
     jq -cn --arg id "$id" --argjson prov "$(provider_json)" \
-      '{taskId: "0.0.1", taskName: "delete", config: {provider: $prov, "provider-id": $id}}' |
+      '{taskId: "0.0.1", taskName: "delete", config: {provider: $prov, facts: {"provider-id": $id}}}' |
       "$LB" > /dev/null 2>> "$T/plugins.log" || echo "cleanup: delete $id failed" >&2
   done
   rm -f "$T"/pids/lbnode-*.pid

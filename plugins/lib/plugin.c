@@ -254,6 +254,32 @@ int64_t plugin_cfg_int(const struct plugin_task *t, const char *path, int64_t de
     return def;
 }
 
+static void fact_path(char *buf, size_t n, const char *path)
+{
+    snprintf(buf, n, "facts.%s", path);
+}
+
+json_t *plugin_fact(const struct plugin_task *t, const char *path)
+{
+    char p[200];
+    fact_path(p, sizeof(p), path);
+    return plugin_cfg(t, p);
+}
+
+const char *plugin_fact_str(const struct plugin_task *t, const char *path)
+{
+    char p[200];
+    fact_path(p, sizeof(p), path);
+    return plugin_cfg_str(t, p);
+}
+
+int64_t plugin_fact_int(const struct plugin_task *t, const char *path, int64_t def)
+{
+    char p[200];
+    fact_path(p, sizeof(p), path);
+    return plugin_cfg_int(t, p, def);
+}
+
 /* A limit less its margin (see plugin_deadline_ms). */
 static int64_t within(int64_t limit_ms)
 {

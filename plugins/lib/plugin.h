@@ -78,6 +78,17 @@ const char *plugin_cfg_str(const struct plugin_task *t, const char *path);
 int64_t plugin_cfg_int(const struct plugin_task *t, const char *path, int64_t def);
 
 /*
+ * A fact of the task's machine as its provider reported it ("provider-id",
+ * "ipaddresses.access_v4", "ssh_host_key", ...): config.facts, which only the
+ * provider's own results write (src/common/facts.h, docs/security.md "Three
+ * writers"). What a plugin acts on as a machine's identity, address or login
+ * comes from here, never from config's top level.
+ */
+json_t *plugin_fact(const struct plugin_task *t, const char *path);
+const char *plugin_fact_str(const struct plugin_task *t, const char *path);
+int64_t plugin_fact_int(const struct plugin_task *t, const char *path, int64_t def);
+
+/*
  * The moment (clock_mono_ms() clock, clock.h) by which the plugin should have finished
  * and reported, a margin before the worker's time limit kills it: the limit
  * less a tenth, at most 5 s, at least 1 s (but never more than half of it), so

@@ -241,7 +241,7 @@ static int check(struct plugin_task *t, void *ctx, struct plugin_result *r)
     struct drv_err err;
     drv_err_clear(&err);
     json_t *prov = plugin_cfg(t, "provider");
-    const char *given = plugin_cfg_str(t, "provider-id");
+    const char *given = plugin_fact_str(t, "provider-id");
     if (!json_is_object(prov)) {
         plugin_result_fail(r, "the task's config has no \"provider\" object");
         return -1;
@@ -251,18 +251,35 @@ static int check(struct plugin_task *t, void *ctx, struct plugin_result *r)
         return -1;
     }
     if (given && !plugin_name_ok(given, 200)) {
-        plugin_result_fail(r, "config \"provider-id\": \"%.60s\" is not a loopback node id", given);
+        plugin_result_fail(r, "config \"facts.provider-id\": \"%.60s\" is not a loopback node id",
+                           given);
         return -1;
     }
-    if (!given && !t->node_id[0]) {
-        plugin_result_fail(r, "the task has neither a \"nodeId\" nor a \"provider-id\"");
-        return -1;
-    }
-    if (given)
+    if (!t->node_id[0] && !t->tenant[0]) {
+        /* No node and no tenant: a task no worker makes (the engine names both in every
+           provider task), the operator's own delete by id (scripts/run down, by hand). */
+        if (!given || strcmp(t->task_name, "delete") != 0) {
+            plugin_result_fail(r, "the task names no \"nodeId\" and no \"tenant\": only an "
+                                  "operator's delete by \"facts.provider-id\" may");
+            return -1;
+        }
         snprintf(x->id, sizeof(x->id), "%s", given);
-    else
+    } else if (!t->node_id[0]) {
+        plugin_result_fail(r, "the task has no \"nodeId\"");
+        return -1;
+    } else {
+        /* The node's id is a function of the task: a task acts on its own node only, whatever
+           its facts say (issue 32: a provider acts only on a machine that is the task's). */
         snprintf(x->id, sizeof(x->id), "lb%s%s%s%s-%s", t->tenant[0] ? "-" : "", t->tenant,
                  t->cluster_id[0] ? "-" : "", t->cluster_id, t->node_id);
+        if (given && strcmp(given, x->id) != 0) {
+            plugin_result_fail(r,
+                               "config \"facts.provider-id\": \"%.60s\" is not the id of this "
+                               "task's node; this provider acts only on its own nodes",
+                               given);
+            return -1;
+        }
+    }
     if (!plugin_name_ok(x->id, 200)) {
         plugin_result_fail(r, "node id \"%.60s...\" is too long", x->id);
         return -1;

@@ -311,7 +311,7 @@ static int held_host(const struct plugin_task *t, struct pool *p, struct poolzk 
         return DRV_EPERM; /* only a claim this tenant did not make names the node: say so */
     if (rc != 0)
         return rc;
-    const char *given = plugin_cfg_str(t, "provider-id");
+    const char *given = plugin_fact_str(t, "provider-id");
     char want[500];
     snprintf(want, sizeof(want), "pool:%s:%s", p->name, name);
     if (given && strcmp(given, want) != 0)

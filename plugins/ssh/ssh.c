@@ -176,8 +176,8 @@ static char *env_script(const struct plugin_task *t, json_t *ncfg)
     char att[16];
     snprintf(att, sizeof(att), "%d", t->attempt);
     env_add(&b, "DROVER_ATTEMPT", att);
-    const char *h = plugin_cfg_str(t, "hostname");
-    const char *ip = plugin_cfg_str(t, "ipaddresses.access_v4");
+    const char *h = plugin_fact_str(t, "hostname");
+    const char *ip = plugin_fact_str(t, "ipaddresses.access_v4");
     env_add(&b, "DROVER_HOSTNAME", h ? h : "");
     env_add(&b, "DROVER_IP", ip ? ip : "");
     env_flatten(&b, ncfg, "DROVER_CFG");
@@ -371,17 +371,19 @@ static void last_line(const char *text, char *out, size_t n)
 
 static struct sshc *connect_node(const struct plugin_task *t, struct drv_err *err)
 {
-    const char *host = plugin_cfg_str(t, "ipaddresses.access_v4");
-    const char *hk = plugin_cfg_str(t, "ssh_host_key");
+    const char *host = plugin_fact_str(t, "ipaddresses.access_v4");
+    const char *hk = plugin_fact_str(t, "ssh_host_key");
     const char *key = plugin_cfg_str(t, "ssh.private_key");
     if (!host) {
         drv_err_set(err, DRV_EINVAL, 0,
-                    "the node has no \"ipaddresses.access_v4\" (was it confirmed?)");
+                    "the node has no \"facts.ipaddresses.access_v4\" from its provider (was it "
+                    "confirmed?)");
         return NULL;
     }
     if (!hk) {
-        drv_err_set(err, DRV_EPERM, 0,
-                    "the node has no \"ssh_host_key\" from its provider (no trust on first use)");
+        drv_err_set(
+            err, DRV_EPERM, 0,
+            "the node has no \"facts.ssh_host_key\" from its provider (no trust on first use)");
         return NULL;
     }
     if (!key) {
@@ -392,15 +394,15 @@ static struct sshc *connect_node(const struct plugin_task *t, struct drv_err *er
     char fp[SSHKEY_FP_LEN], ty[40];
     if (sshc_host_key_parse(hk, fp, ty, sizeof(ty), err) != 0)
         return NULL;
-    const char *type = plugin_cfg_str(t, "ssh_host_key_type");
-    const char *user = plugin_cfg_str(t, "ssh_user");
+    const char *type = plugin_fact_str(t, "ssh_host_key_type");
+    const char *user = plugin_fact_str(t, "ssh_user");
     if (!user)
         user = plugin_cfg_str(t, "ssh.user");
     if (!user)
         user = plugin_cfg_str(t, "sshuser");
     struct sshc_opts o = {
         .host = host,
-        .port = (int)plugin_cfg_int(t, "ssh_port", 22),
+        .port = (int)plugin_fact_int(t, "ssh_port", 22),
         .user = user ? user : "root",
         .private_key = key,
         .public_key = plugin_cfg_str(t, "ssh.public_key"),

@@ -30,12 +30,14 @@ sweep_containers() {
   local nsx=()
   [ -f "$dir/hosts/nodes" ] && hosts_on && nsx=(nsenter --net="/run/netns/$(host_ns nodes)" --)
   if [ -n "$root" ] && [ -d "$root" ]; then
-    # The nodes: their directories, and the claims of any whose directory is gone.
+    # The nodes: their directories, and the claims and owner records of any whose
+    # directory is gone (the operator's delete by id: plugins/container).
     for id in $({ find "$root" -mindepth 1 -maxdepth 1 -name 'ct-*' -printf '%f\n'
+      find "$root/.owners" -mindepth 1 -maxdepth 1 -name 'ct-*' -printf '%f\n' 2> /dev/null
       cat "$root"/.addresses/* 2> /dev/null || true; } | sort -u); do
       [[ $id =~ ^ct-[A-Za-z0-9_.-]+$ ]] || continue
       if jq -cn --arg id "$id" '{taskId: "0.0.1", taskName: "delete", config: {provider:
-        {name: "container", providertype: "container"}, "provider-id": $id}}' |
+        {name: "container", providertype: "container"}, facts: {"provider-id": $id}}}' |
         DROVER_HOST_CONF="$conf" "${nsx[@]}" "$plugin" > /dev/null 2>> "$dir/sweep.log"; then
         say "container node $id deleted"
       else

@@ -146,3 +146,69 @@ hosts_down() {
 
 # hosts_net: the stack's range, 10.252.N.0/24.
 hosts_net() { echo "10.252.$(hosts_slot).0/24"; }
+
+# ---- container nodes on hosts ---------------------------------------------------------------
+# nodes_host CONF PLUGINS: the container nodes' own host "nodes" for the host settings CONF (a
+# worker's worker.host_conf: container.bridge, container.network, container.root) and the
+# built plugins in PLUGINS. Their bridge is made there, the container plugin runs there (a
+# wrapper in DIR/plugins, which the workers take as their plugin directory, enters the host's
+# namespace), and each worker host gets a leg on that bridge (worker_leg), so that every worker
+# reaches every node and scripts/netfault can cut a worker from a node. Prints DIR/plugins.
+#
+# LXC tells a Linux bridge from an Open vSwitch one by its /sys/class/net entry, and nsenter
+# --net leaves /sys the machine's: a placeholder of the same name stands in the machine's
+# namespace, a bridge that is down, with no address and no port (deleted at down: by
+# sweep_containers, which deletes an empty bridge of host.conf, and by hosts_leftovers).
+nodes_host() {
+  local conf=$1 plugins=$2 ns b p
+  [ -f "$conf" ] || die "nodes-host: no host settings $conf"
+  host_add nodes > /dev/null
+  ns=$(host_ns nodes)
+  b=$(conf_get container.bridge "$conf")
+  [ -n "$b" ] || die "nodes-host: $conf names no container.bridge"
+  ip link show "$b" > /dev/null 2>&1 || ip link add "$b" type bridge
+  ip -n "$ns" link show "$b" > /dev/null 2>&1 || ip -n "$ns" link add "$b" type bridge
+  ip -n "$ns" link set "$b" up
+  rm -rf "$dir/plugins"
+  mkdir -p "$dir/plugins/container"
+  for p in "$plugins"/*/; do
+    p=$(basename "$p")
+    [ "$p" = container ] || ln -s "$plugins/$p" "$dir/plugins/$p"
+  done
+  cp "$plugins/container/plugin.json" "$dir/plugins/container/"
+  printf '#!/bin/sh\n# The container plugin, run on the nodes'"'"' host (scripts/stack nodes-host).\nexec nsenter --net=/run/netns/%s -- %s "$@"\n' \
+    "$ns" "$plugins/container/container" > "$dir/plugins/container/container"
+  chmod 755 "$dir/plugins/container/container"
+  echo "$dir/plugins"
+}
+
+# worker_leg NAME CONF: host NAME's leg on the nodes' bridge (nodes_host first): a veth from
+# its host (nodes0) to the bridge, with an address of container.network from the top down,
+# claimed in the plugin's address claims (container.root/.addresses, "leg-NAME") so that no
+# node takes it. Prints the address.
+worker_leg() {
+  local name=$1 conf=$2 ns wns b net root a i leg
+  ns=$(host_ns nodes)
+  host_add "$name" > /dev/null
+  wns=$(host_ns "$name")
+  b=$(conf_get container.bridge "$conf")
+  net=$(conf_get container.network "$conf")
+  root=$(conf_get container.root "$conf")
+  if ip -n "$wns" link show nodes0 > /dev/null 2>&1; then
+    ip -n "$wns" -4 -o addr show dev nodes0 | awk '{print $4}' | cut -d/ -f1
+    return 0
+  fi
+  mkdir -p "$root/.addresses"
+  for i in $(seq 254 -1 200); do
+    a="${net%.*}.$i"
+    (set -o noclobber && echo "leg-$name" > "$root/.addresses/$a") 2> /dev/null && break
+    a=
+  done
+  [ -n "$a" ] || die "worker-leg: no address left for $name in $net"
+  leg="wl$(hosts_slot)x${a##*.}"
+  ip -n "$ns" link add "$leg" type veth peer name nodes0 netns "$wns"
+  ip -n "$ns" link set "$leg" master "$b" up
+  ip -n "$wns" addr add "$a/${net#*/}" dev nodes0
+  ip -n "$wns" link set nodes0 up
+  echo "$a"
+}

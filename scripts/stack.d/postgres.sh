@@ -89,6 +89,12 @@ max_connections = 200
 shared_buffers = 64MB
 log_min_messages = warning
 EOF
+  # DROVER_PG_STATEMENTS=1: pg_stat_statements loaded, for a benchmark's profile of the
+  # statements (bench/engine/engine_small.sh BENCH_PG_STATEMENTS).
+  if [ "${DROVER_PG_STATEMENTS:-}" = 1 ]; then
+    printf "shared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track = all\n" \
+      >> "$pdir/data/postgresql.conf"
+  fi
   # On hosts, the other hosts (and the operator's address) reach it through the bridge.
   if hosts_on; then echo "host all all $(hosts_net) scram-sha-256" >> "$pdir/data/pg_hba.conf"; fi
   host_prefix pg

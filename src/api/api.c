@@ -375,12 +375,20 @@ static const struct api_probe *find_probe(struct api *a, const char *path)
     return NULL;
 }
 
-/* /healthz, /readyz and /metrics: GET and HEAD only, no token. 1 when path is one of them. */
+/* docs/openapi.yaml as JSON, converted at build time (openapi_embed.py). */
+extern const char api__openapi_json[];
+extern const size_t api__openapi_json_len;
+
+/*
+ * /healthz, /readyz, /metrics and /v1/openapi.json: GET and HEAD only, no token (the API's
+ * description holds nothing a client could not read in the source). 1 when path is one of them.
+ */
 static int serve_probe(struct api *a, struct api_req *r)
 {
     const struct api_probe *p = find_probe(a, r->head.path);
     bool metrics = strcmp(r->head.path, "/metrics") == 0;
-    if (!p && !metrics)
+    bool openapi = strcmp(r->head.path, "/v1/openapi.json") == 0;
+    if (!p && !metrics && !openapi)
         return 0;
     if (r->head.method != API_M_GET && r->head.method != API_M_HEAD) {
         if (r->head.method == API_M_UNKNOWN)
@@ -394,6 +402,13 @@ static int serve_probe(struct api *a, struct api_req *r)
     if (metrics) {
         api__metrics(a, r);
         api__observe(a, "/metrics", r->head.method, 200, t0);
+        return 1;
+    }
+    if (openapi) {
+        a->by_status[200]++;
+        api__observe(a, "/v1/openapi.json", r->head.method, 200, t0);
+        api__server_reply(r, 200, "application/json", NULL, xstrdup(api__openapi_json),
+                          api__openapi_json_len, false);
         return 1;
     }
     json_t *body = NULL;

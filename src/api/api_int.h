@@ -31,6 +31,7 @@
  *     links.c      a cluster's links, their macros expanded
  *     quota.c      what one tenant may take of the shared fleet
  *     hostfields.c what a tenant's provider entity may not say (the host boundary)
+ *     tenantvals.c what a tenant's entity may say of its nodes (reserved keys), and its sizes
  *     seal.c       sensitive values in bodies sealed at their place; reseal.c the
  *                  start-up migration of legacy sealed values
  *     metrics.c    /metrics, and the fleet data the group watches keep
@@ -265,6 +266,12 @@ void api__control(struct call *c, const char *job_id, const char *want);
 /* routes.c: resolve a route; 0 and c->handler/roles/is_heavy set, or 404/405/501 via
    call_fail (405 fills c->allow). */
 int api__route(struct call *c);
+/*
+ * Each route of the table, in its order: its methods (API_M_* bits) and pattern
+ * ("v1/clusters/{id}" written with a star). For the test that holds docs/openapi.yaml to
+ * the router (test_openapi).
+ */
+void api__routes_each(void (*fn)(int methods, const char *pattern, void *arg), void *arg);
 /* Send c's reply (its out, raw or error) and free c. Loop thread. */
 void api__reply(struct call *c);
 /* The cache of verified tokens (guard.h). Loop thread. */

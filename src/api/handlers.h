@@ -45,6 +45,19 @@ bool api__loopback_allowed(const struct api_opts *o, const char *tenant);
  */
 int api__provider_policy(struct call *c, const json_t *provider, const char *where);
 
+/* ---- tenantvals.c: what a tenant's entity may say of its nodes, and how much ---- */
+
+#define API_ENTITY_BYTES (64 * 1024) /* an entity's compact JSON */
+#define API_PMAP_ENTRY_BYTES 4096    /* a providermap entry's */
+#define API_PMAP_KEY_BYTES 64        /* a key of a providermap entry */
+/*
+ * 0 when e (an entity of kind, already valid) is within the size limits and its
+ * providermap entries name no reserved key (facts.h); else call_fail 422
+ * ("too-large" with err_detail {limit, size}, "reserved-key") naming the field,
+ * prefixed by where ("" or "hardwaretypes[2]").
+ */
+int api__entity_limits(struct call *c, int kind, const json_t *e, const char *where);
+
 /* ---- quota.c: what one tenant may take ---- */
 
 enum api_quota {

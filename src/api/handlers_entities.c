@@ -139,6 +139,8 @@ static int entity_write(PGconn *conn, struct call *c, enum store_put_mode mode, 
     }
     if (k == MODEL_PROVIDER && (rc = api__provider_policy(c, c->body, "")) != 0)
         return rc;
+    if ((rc = api__entity_limits(c, k, c->body, "")) != 0)
+        return rc;
     if ((rc = store_begin(conn, err)) != 0)
         return rc;
     if (has_secrets(k)) {
@@ -230,6 +232,8 @@ int api__h_import(PGconn *conn, struct call *c, struct drv_err *err)
                 return call_fail(c, 400, "invalid", field, "%s: %s", where, err->msg);
             }
             if (k == MODEL_PROVIDER && (rc = api__provider_policy(c, e, where)) != 0)
+                return rc;
+            if ((rc = api__entity_limits(c, k, e, where)) != 0)
                 return rc;
         }
     }

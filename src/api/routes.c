@@ -77,6 +77,12 @@ static const struct route routes[] = {
     {0, NULL, NULL, 0},
 };
 
+void api__routes_each(void (*fn)(int methods, const char *pattern, void *arg), void *arg)
+{
+    for (const struct route *r = routes; r->pattern; r++)
+        fn(r->methods, r->pattern, arg);
+}
+
 static int matches(const char *pattern, const struct call *c)
 {
     char buf[64];

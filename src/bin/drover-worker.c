@@ -33,6 +33,7 @@
 #include "sdnotify.h"
 #include "seal.h"
 #include "worker.h"
+#include "taskmsg.h"
 #include "xalloc.h"
 #include "zkpath.h"
 
@@ -152,11 +153,13 @@ static int run(struct node *w)
     }
     time_t started = time(NULL);
     json_t *data = json_pack(
-        "{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:s, s:I, s:s}", "id", w->conf.prog.node_id,
+        "{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:s, s:I, s:s, s:i}", "id", w->conf.prog.node_id,
         "kind", "worker", "tenant", w->conf.worker.tenant, "class", w->conf.worker.classes,
         "classes", classes, "concurrency", (json_int_t)w->conf.worker.concurrency, "capacity",
         (json_int_t)w->conf.worker.concurrency, "pid", (json_int_t)getpid(), "host", host,
-        "started", (json_int_t)started, "version", DROVER_VERSION);
+        "started", (json_int_t)started, "version", DROVER_VERSION,
+        /* the queue items' format it reads up to: droverd writes what every worker reads */
+        "taskmsg", TASKMSG_ITEM_VERSION);
     char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
     w->member_data = data;
     w->member =

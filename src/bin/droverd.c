@@ -27,6 +27,15 @@
  *       member znode deleted, session closed, HTTP closed, exit status 0
  *   stopping --a second SIGTERM/SIGINT--> leaving at once
  *
+ *   serving --PostgreSQL unreachable for postgres.lost_after while another member
+ *       serves and reaches it (pg_watch)--> draining by "postgres-lost": the
+ *       same drain (the jobs move to a member that can write them; /readyz is
+ *       503 already, PostgreSQL being down); --PostgreSQL answers again-->
+ *       serving (pg_watch's undrain). An operator's drain meanwhile makes the
+ *       drain the operator's: PostgreSQL's return no longer undoes it.
+ *       Without a member that reaches PostgreSQL (the database itself down, a
+ *       failover) nothing moves: every write waits and retries, as before.
+ *
  * The member znode carries "draining", "drained" and "owned" (jobs whose lock
  * this node holds), refreshed once a second when they change (a count that
  * only moved, neither to nor from 0 and not draining: every 10 s), so that
@@ -52,6 +61,7 @@
 #include "clock.h"
 #include "coord.h"
 #include "engine.h"
+#include "fault.h"
 #include "seal.h"
 #include "log.h"
 #include "loopwatch.h"
@@ -77,18 +87,21 @@ struct node {
     struct engine *engine;
     struct loopwatch *watch; /* the loop's lateness: loop-stalled, drover_loop_lag_seconds */
     struct event *sig_term, *sig_int, *grace, *publish;
-    int draining; /* out of the ring, handing over (an operator's drain or a signal) */
-    int drained;  /* draining and nothing owned any more */
-    int stopping; /* a signal came: leave once drained or at the grace */
+    int draining;         /* out of the ring, handing over (an operator's drain or a signal) */
+    int pg_out;           /* draining because PostgreSQL was lost (pg_watch undoes it) */
+    int64_t pg_bad_since; /* monotonic ms PostgreSQL was first seen unhealthy; 0: healthy */
+    int drained;          /* draining and nothing owned any more */
+    int stopping;         /* a signal came: leave once drained or at the grace */
     time_t started;
     char host[256];
     /* the fleet key, from which each tenant's workers' ZooKeeper id is derived (zk_worker_id) */
     unsigned char zk_key[32];
     bool zk_key_ok;
     /* what the member znode says now, to write it only when it changes */
-    int pub_draining, pub_drained;
+    int pub_draining, pub_drained, pub_pg;
     size_t pub_owned;
     int64_t pub_ms; /* when it was last written (monotonic) */
+    bool old_build; /* test hook: member data without "keeps_runs" (member_data) */
 };
 
 static int on_healthz(json_t **body, void *arg)
@@ -120,16 +133,32 @@ static size_t owned_now(const struct node *n)
     return st.owned;
 }
 
+static json_t *member_data_now(const struct node *n, size_t owned);
+
 static json_t *member_data(const struct node *n, size_t owned)
 {
     /* keeps_runs: this build keeps run records after their rows and merges them in the
        order they ended on resume (docs/engine.md): records are kept when every member says so. */
-    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:i, s:b, s:b, s:I, s:b}", "id",
+    /* postgres: this node reaches PostgreSQL (the others' engine_peers_serving). */
+    /* Test hook (DROVER_FAULT=member-old-build, docs/testing.md "Fault hooks"): the member
+       data of a build before "keeps_runs", so that a rolling upgrade's mixed ring can be
+       made with one build (integration/engine/old_member.sh). */
+    if (n->old_build) {
+        json_t *d = member_data_now(n, owned);
+        json_object_del(d, "keeps_runs");
+        return d;
+    }
+    return member_data_now(n, owned);
+}
+
+static json_t *member_data_now(const struct node *n, size_t owned)
+{
+    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:i, s:b, s:b, s:I, s:b, s:b}", "id",
                      n->conf.prog.node_id, "kind", "droverd", "http", n->conf.api.listen, "pid",
                      (json_int_t)getpid(), "started", (json_int_t)n->started, "host", n->host,
                      "schema", store_schema_version(), "format", DROVER_FORMAT_VERSION, "draining",
                      n->draining, "drained", n->drained, "owned", (json_int_t)owned, "keeps_runs",
-                     1);
+                     1, "postgres", store_healthy(n->store));
 }
 
 /* Write the member znode when what it says changed (force: always). */
@@ -138,6 +167,9 @@ static void publish(struct node *n, int force)
     if (!n->member)
         return;
     size_t owned = owned_now(n);
+    int pg = store_healthy(n->store);
+    if (pg != n->pub_pg)
+        force = 1;
     if (!force && owned == n->pub_owned && n->draining == n->pub_draining &&
         n->drained == n->pub_drained)
         return;
@@ -152,6 +184,7 @@ static void publish(struct node *n, int force)
     n->pub_owned = owned;
     n->pub_draining = n->draining;
     n->pub_drained = n->drained;
+    n->pub_pg = pg;
     json_t *data = member_data(n, owned);
     char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(data);
@@ -159,8 +192,48 @@ static void publish(struct node *n, int force)
     free(json);
 }
 
+static void drain(struct node *n, const char *why);
+static void undrain(struct node *n, const char *why);
+
+/*
+ * Once a second: a droverd that reaches ZooKeeper but not PostgreSQL holds its jobs' locks
+ * and can write none of them (a gray failure). After postgres.lost_after of it, while another
+ * member serves and reaches PostgreSQL, it steps out of the ring (a drain): its jobs move
+ * there. Writes in flight end by the store's bound on a silent connection (store.h); the
+ * handover does not wait for what PostgreSQL lacks (engine__job_idle), and whatever this
+ * node writes later is fenced by the new owner's token. PostgreSQL back: it serves again.
+ */
+static void pg_watch(struct node *n)
+{
+    if (!n->engine || n->stopping)
+        return;
+    int64_t now = clock_mono_ms();
+    if (store_healthy(n->store)) {
+        n->pg_bad_since = 0;
+        if (n->pg_out) {
+            n->pg_out = 0;
+            log_info(MODULE, "event=postgres-back node=%s", n->conf.prog.node_id);
+            undrain(n, "postgres-back");
+        }
+        return;
+    }
+    if (!n->pg_bad_since)
+        n->pg_bad_since = now;
+    if (n->pg_out || n->draining || n->conf.pg_lost_after_ms <= 0 ||
+        now - n->pg_bad_since < n->conf.pg_lost_after_ms)
+        return;
+    size_t peers = engine_peers_serving(n->engine);
+    if (peers == 0)
+        return; /* nobody could write the jobs either: keep them, the writes retry */
+    log_warn(MODULE, "event=postgres-lost node=%s for_ms=%lld peers=%zu owned=%zu",
+             n->conf.prog.node_id, (long long)(now - n->pg_bad_since), peers, owned_now(n));
+    n->pg_out = 1;
+    drain(n, "postgres-lost");
+}
+
 static void on_publish(evutil_socket_t fd, short what, void *arg)
 {
+    pg_watch(arg);
     publish(arg, 0);
 }
 
@@ -220,11 +293,14 @@ static void on_control(const char *want, const char *by, void *arg)
 {
     struct node *n = arg;
     char q[200];
-    if (strcmp(want, "drain") == 0)
+    /* The operator's word replaces pg_watch's: its drain stays, its undrain is final. */
+    if (strcmp(want, "drain") == 0) {
+        n->pg_out = 0;
         drain(n, log_quote(by, q, sizeof(q)));
-    else if (strcmp(want, "undrain") == 0)
+    } else if (strcmp(want, "undrain") == 0) {
+        n->pg_out = 0;
         undrain(n, log_quote(by, q, sizeof(q)));
-    else
+    } else
         log_warn(MODULE, "event=control-unknown node=%s want=%s", n->conf.prog.node_id,
                  log_quote(want, q, sizeof(q)));
 }
@@ -625,6 +701,11 @@ int main(int argc, char **argv)
     n.base = event_base_new();
     n.watch = loopwatch_new(n.base, MODULE, LOOPWATCH_WARN_MS);
     n.started = time(NULL);
+    char *old_build = fault_arg("member-old-build");
+    n.old_build = old_build != NULL;
+    if (old_build)
+        log_warn(MODULE, "event=fault-armed fault=member-old-build");
+    free(old_build);
     gethostname(n.host, sizeof(n.host) - 1);
     rc = run(&n);
     node_release(&n);

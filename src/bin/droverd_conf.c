@@ -7,6 +7,10 @@ static const struct config_key droverd_keys[] = {
     CONFIG_KEY("shutdown.grace", CONFIG_DURATION, struct droverd_conf, shutdown_grace_ms,
                .deflt = "10s", .min = 0, .max = 600000,
                .help = "on SIGTERM: how long to hand jobs over before exiting anyway"),
+    CONFIG_KEY("postgres.lost_after", CONFIG_DURATION, struct droverd_conf, pg_lost_after_ms,
+               .deflt = "10s", .min = 0, .max = 600000,
+               .help = "PostgreSQL unreachable this long while another droverd reaches it: step "
+                       "out of the ring and hand the jobs over until it is back (0: never)"),
     CONFIG_END,
 };
 

@@ -16,11 +16,13 @@ struct droverd_conf {
     struct store_opts store;   /* postgres.* */
     struct engine_opts engine; /* engine.* */
     long shutdown_grace_ms;    /* shutdown.grace, droverd's own */
+    long pg_lost_after_ms;     /* postgres.lost_after, droverd's own */
 };
 
 /*
  * The whole table, in --help-config's order: prog_conf_keys(), the API's,
- * the store's, the engine's, the API's autoscale.*, shutdown.grace. Built on
+ * the store's, the engine's, the API's autoscale.*, shutdown.grace and
+ * postgres.lost_after. Built on
  * the first call (at start-up, on one thread); lives until exit.
  */
 const struct config_key *droverd_conf_keys(void);

@@ -931,6 +931,21 @@ void coord_queue_take(struct coord_queue *q, int timeout_ms, coord_take_cb cb, v
 void coord_queue_rescan(struct coord_queue *q);
 
 /*
+ * Who consumes q, as the caller knows it (ids[0..n): the consumer_id of every
+ * consumer of this queue; this one's own may be among them). From the view,
+ * every consumer computes the same home shards (queue_home.c): an idle consumer
+ * is woken only by a change of its home shards, so a put wakes its shard's
+ * homes (one when there are no more consumers than shards, about W / S when W
+ * consumers share S shards), not every idle consumer. Call it again whenever the
+ * view changes: a consumer given a new home lists it (what a consumer that left
+ * held comes back with its session's claims). Without a view every shard is a
+ * home (every idle consumer wakes on every put). Loop thread; ids copied.
+ */
+void coord_queue_set_peers(struct coord_queue *q, const char *const *ids, size_t n);
+/* Whether a change of shard wakes this consumer at once when idle (a home of its view). */
+bool coord_queue_is_home(const struct coord_queue *q, unsigned shard);
+
+/*
  * What this consumer's takes have cost so far, for benchmarks and logs
  * (bench/engine BENCH_DEBUG): listings of a shard, those that left nothing to
  * claim, shards passed over without a listing (empty, their watch not fired
@@ -941,6 +956,8 @@ void coord_queue_rescan(struct coord_queue *q);
 struct coord_queue_counters {
     uint64_t listings, listings_empty, skipped, claims_listings, claims, claims_failed, delivered,
         idles, wakes;
+    uint64_t passed; /* watch events while idle of shards (or claims) that are not its homes */
+    uint64_t steals; /* looks of an idle fallback at a shard its homes should have taken */
 };
 void coord_queue_counters(const struct coord_queue *q, struct coord_queue_counters *out);
 

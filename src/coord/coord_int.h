@@ -5,7 +5,7 @@
  * listener registries), zkops.c (issuing requests and the hand-off queue from
  * ZooKeeper's threads), session.c (states, handles, silence, free), watch.c
  * (reads, watches, watchers, sync), member.c, ring.c, lock.c, txn.c,
- * queue.c / queue_take.c / queue_hold.c (queue_int.h), queue_find.c (what the
+ * queue.c / queue_take.c / queue_home.c / queue_hold.c (queue_int.h), queue_find.c (what the
  * janitor and /metrics ask of a queue they do not consume), election.c (a
  * singleton duty's leader, on a lock), control.c (operators' requests to one
  * running process), acl.c (who may read and write what: the policy, tenants'
@@ -235,13 +235,14 @@ struct coord_session {
     struct timer_closure *timers;  /* pending coord__timer closures */
     struct coord__commit **gather; /* guarded commits of this turn, sent together (txn.c) */
     size_t n_gather, cap_gather;
-    struct coord__op *zombies;   /* see issued() in zkops.c */
-    bool suspected;              /* SUSPECT was told during this suspension or silence */
-    bool silent;                 /* SUSPENDED because no answer came, not by the client */
-    bool draining;               /* coord_session_free waits on cond for results (guarded by mu) */
-    long last_ok_ms;             /* issue time (boot clock) of the latest request answered */
-    bool probing;                /* a liveness probe is in flight */
-    struct event *tick;          /* silence detector, every timeout/10 */
+    struct coord__op *zombies; /* see issued() in zkops.c */
+    bool suspected;            /* SUSPECT was told during this suspension or silence */
+    bool silent;               /* SUSPENDED because no answer came, not by the client */
+    bool draining;             /* coord_session_free waits on cond for results (guarded by mu) */
+    long last_ok_ms;           /* issue time (boot clock) of the latest request answered */
+    bool probing;              /* a liveness probe is in flight */
+    int stakes;         /* locks held and queues holding claims: what suspicion protects (probes) */
+    struct event *tick; /* silence detector, every timeout/10 */
     struct event *restart_timer; /* a new handle could not start: retry */
     unsigned restart_tries;
     int cb_depth;      /* > 0 while coord runs callbacks: a free is deferred */

@@ -74,6 +74,7 @@ struct coord_lock {
     int refs;
     bool dead;
     enum lstate st;
+    bool staked; /* counted in the session's stakes (held, alive) */
     unsigned attempt;
     char *want; /* <dir>/c-<prefix>: the path asked of create */
     char *node; /* the contender's path, once known */
@@ -164,12 +165,23 @@ static void cleanup_prefix(struct coord_session *s, const char *want, coord_done
  * whose answer was lost: it is found by its prefix and deleted, or the next
  * attempt (same session) would wait on it forever.
  */
+/* The session's stakes count this lock while it is held and alive (probes, session.c). */
+static void stake(struct coord_lock *l)
+{
+    bool want = l->st == L_HELD && !l->dead;
+    if (want != l->staked) {
+        l->s->stakes += want ? 1 : -1;
+        l->staked = want;
+    }
+}
+
 static void reset(struct coord_lock *l, enum lstate st)
 {
     if (l->st == L_RECOVERING && l->want)
         cleanup_prefix(l->s, l->want, NULL, NULL);
     l->attempt++;
     l->st = st;
+    stake(l);
     FREE_NULL(l->node);
     FREE_NULL(l->pred);
     l->token = 0;
@@ -392,6 +404,7 @@ static int cmp_contender(const void *a, const void *b)
 static void held(struct coord_lock *l)
 {
     l->st = L_HELD;
+    stake(l);
     l->tries = 0;
     cancel_deadline(l);
     coord__reg_watch_remove(&l->s->reg, l);
@@ -442,6 +455,7 @@ static void listed(struct coord__op *op)
         free(l->pred);
         l->pred = xasprintf("%s/%s", l->dir, c[idx - 1].name);
         l->st = L_WAITING;
+        stake(l);
         coord__reg_watch_remove(&l->s->reg, l);
         coord__reg_watch_add(&l->s->reg, l->pred, COORD__WM_ANY, l, on_pred_event);
         coord__zk_exists(lock_op(l, pred_checked), l->pred, true);
@@ -453,6 +467,7 @@ static void listed(struct coord__op *op)
 static void list(struct coord_lock *l)
 {
     l->st = L_LISTING;
+    stake(l);
     coord__zk_children(lock_op(l, listed), l->dir, false);
 }
 
@@ -461,6 +476,7 @@ static void created(struct coord__op *op);
 static void issue_create(struct coord_lock *l)
 {
     l->st = L_CREATING;
+    stake(l);
     if (!l->dir_sent) {
         /* A new lock's directory is usually not there yet (a job's): its create goes
            ahead of the contender's in the same round trip (the server takes a session's
@@ -596,6 +612,7 @@ static void created(struct coord__op *op)
     } else if (coord__zrc_unknown(op->rc)) {
         log_info(MOD, "event=lock-create-unknown want=%s zrc=%d", l->want, op->rc);
         l->st = L_RECOVERING;
+        stake(l);
         later(l);
     } else if (session_gone(op->rc)) {
         reset(l, L_WAIT_SESSION);
@@ -757,6 +774,7 @@ void coord_lock_free(struct coord_lock *l)
         return;
     coord_lock_release(l);
     l->dead = true;
+    stake(l);
     coord__reg_listener_remove(&l->s->reg, l);
     lock_unref(l);
 }

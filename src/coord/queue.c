@@ -321,6 +321,7 @@ struct coord_queue *coord_queue_open(struct coord_session *s, const char *path,
     q->path = xstrdup(path);
     q->shards = o && o->shards ? (o->shards > 100 ? 100 : o->shards) : COORD_QUEUE_DEFAULT_SHARDS;
     q->consumer = o && o->consumer_id ? xstrdup(o->consumer_id) : xasprintf("pid-%d", getpid());
+    coord__q_home_init(q);
     q->on_lost = o ? o->on_lost : NULL;
     q->lost_arg = o ? o->lost_arg : NULL;
     q->skip = o ? o->skip : NULL;

@@ -106,6 +106,17 @@ static void fifo_unlink(struct coord_queue *q, struct held *h)
     h->in_fifo = false;
 }
 
+/* The session's stakes count this queue while it holds claims and is open (probes,
+   session.c). */
+static void stake(struct coord_queue *q)
+{
+    bool want = q->held.n > 0 && !q->dead;
+    if (want != q->staked) {
+        q->s->stakes += want ? 1 : -1;
+        q->staked = want;
+    }
+}
+
 static void held_del(struct coord_queue *q, struct held *h)
 {
     coord__reg_watch_del(&q->s->reg, h->watch);
@@ -113,6 +124,7 @@ static void held_del(struct coord_queue *q, struct held *h)
     coord__htab_del(&q->held, &h->hn);
     free(h->id);
     free(h);
+    stake(q);
     COORD__CHECK(hold_check, q);
 }
 
@@ -217,6 +229,7 @@ void coord__q_hold_add(struct coord_queue *q, const char *id, unsigned gen)
         h = xcalloc(1, sizeof(*h));
         h->id = xstrdup(id);
         coord__htab_add(&q->held, &h->hn, coord__hash_str(id));
+        stake(q);
     }
     h->gen = gen;
     h->st = H_HELD;
@@ -707,6 +720,7 @@ void coord__q_hold_close(struct coord_queue *q)
         q->arm_ev = NULL;
         q->refs--;
     }
+    stake(q); /* closed: no more a stake */
     while (q->fifo_head)
         fifo_unlink(q, q->fifo_head);
     /* coord_queue_close removed every registration of q: forget the claims' watches. */

@@ -3,6 +3,8 @@
  *
  *   queue.c       open (with retries), puts (chunks, markers, keyed puts), stats, close
  *   queue_take.c  takes: listing a shard, claiming, delivering
+ *   queue_home.c  the consumers' view (coord_queue_set_peers): home shards, which
+ *                 wake an idle consumer, and the names each claims first
  *   queue_hold.c  held claims: complete, release, transactions on a claim, claim
  *                 loss (on_lost), find, holder, cancel
  *
@@ -100,10 +102,25 @@ struct coord_queue {
     unsigned epoch; /* bumped when the session expires: older claim results are void */
     unsigned refill_tries;
     struct coord_queue_counters counters; /* coord_queue_counters */
+    /* homes (queue_home.c) */
+    bool home[100];              /* per shard: a change of it wakes this consumer when idle */
+    bool fallback[100];          /* per shard: it looks STEAL_MS after a change its homes missed */
+    bool steal_due[100];         /* per shard: that look is scheduled */
+    struct event *steal_ev[100]; /* its timer */
+    void *steal_arg[100];        /* and the timer's argument, freed when cancelled */
+    int steal_backoff[100];      /* per shard: ms before the next look (0: STEAL_MS) */
+    int steal_look;              /* the shard whose look is listing now, -1 when none */
+    bool has_view;               /* coord_queue_set_peers was called */
+    unsigned hsize, rank;        /* the home set of its hashed home, and its rank in it */
+    unsigned hashed_home;
+    size_t n_peers;
+    bool claims_home; /* idle: an item of a home shard was passed over as claimed */
+    bool own_only;    /* the listing of a home woken with its home set: its own names only */
     /* held claims (queue_hold.c) */
     coord_lost_cb on_lost;
     void *lost_arg;
     struct coord__htab held;
+    bool staked; /* counted in the session's stakes (holds claims, open) */
     struct held *fifo_head, *fifo_tail;
     struct event *arm_ev;
     /* completes waiting for the end of this turn of the loop */
@@ -131,6 +148,18 @@ void coord__q_defer(struct coord_queue *q, void (*fn)(struct coord_queue *, void
 void coord__q_pump(struct coord_queue *q);
 void coord__q_take_lost(struct coord_queue *q); /* the session expired */
 void coord__q_take_close(struct coord_queue *q);
+
+/* queue_home.c */
+void coord__q_home_init(struct coord_queue *q);
+/* Whether a round of this consumer lists shard k: without a view every shard; with one, its
+   homes and the shards it is the fallback of. */
+bool coord__q_mine(const struct coord_queue *q, unsigned k);
+/* Whether this consumer claims name first (its share of its home set's names). */
+bool coord__q_own_name(const struct coord_queue *q, const char *name);
+
+/* queue_take.c: list shard k soon, waking the consumer when idle: one, k alone (idle again at
+   once unless it held something for it); else a round from k. */
+void coord__q_wake(struct coord_queue *q, unsigned k, bool one);
 
 /* queue_hold.c */
 void coord__q_hold_add(struct coord_queue *q, const char *id, unsigned gen);

@@ -49,14 +49,22 @@
  * fired shard is seen a pace after its change; passed over, a clean one
  * costs neither a request nor a pace.
  *
+ * Homes (queue_home.c, issue 37): an idle consumer wakes only for a change of
+ * its home shards (one listing of that shard), of a shard it is the fallback
+ * of (STEAL_MS later), of the claims when it passed over a claimed item of a
+ * home shard, or for a new home; a change of another shard is passed over
+ * (counted) and marks it not clean, so its next round lists it.
+ *
  * Invariants of an idle consumer (what makes the skipping safe):
  *   Q1. every shard is listed since its watch last fired, and each listing
- *       set the watch again: a new item wakes it (a round ends idle only
- *       when no watch fired during it, and a clean shard's watch is set by
- *       its last listing and has not fired since);
+ *       set the watch again, or was marked not clean when it fired: a new
+ *       item in a home shard wakes it (a round ends idle only when no watch
+ *       fired during it, and a clean shard's watch is set by its last listing
+ *       and has not fired since); one in another shard wakes its homes;
  *   Q2. the items passed over as claimed in the round were checked against
  *       the claims of its last listing, which set the claims' watch: a
- *       release wakes it (a clean shard held no item to pass over).
+ *       release of one of a home shard wakes it (a clean shard held no item
+ *       to pass over).
  *
  *   cache empty --refill--> LISTING --names--> CLAIMING --claimed--> deliver
  *        ^   ^ pace (5 ms)    |  (a fired shard first,       |  taken by another
@@ -80,7 +88,9 @@
 
 #define MOD "coord"
 #define CLAIM_BATCH 64
-#define SCAN_PACE_MS 5 /* between a listing that found nothing and the round's next one */
+#define SCAN_PACE_MS 5    /* between a listing that found nothing and the round's next one */
+#define STEAL_MS 100      /* a fallback's look after a change its shard's homes should take */
+#define STEAL_MAX_MS 3200 /* its backoff while its looks find nothing (the homes keep up) */
 
 /* The round's state (DROVER_CHECKS): a fired shard is not clean; an idle consumer has no
    fired shard, no listing in flight and no pace running; the cursor is within the round. */
@@ -411,6 +421,31 @@ static void pace(struct coord_queue *q)
     q->pace_ev = coord__timer(q->s, SCAN_PACE_MS, pace_end, q);
 }
 
+/* Within each priority, this consumer's own names first (queue_home.c: consumers of one home
+   set woken by one change claim different names), each part still oldest first. */
+static void own_first(struct coord_queue *q)
+{
+    if (q->hsize <= 1 || q->cache_n < 2)
+        return;
+    char **tmp = xcalloc(q->cache_n, sizeof(char *));
+    size_t i = 0;
+    while (i < q->cache_n) {
+        size_t j = i;
+        while (j < q->cache_n && q->cache[j][1] == q->cache[i][1])
+            j++;
+        size_t o = 0;
+        for (size_t k = i; k < j; k++)
+            if (coord__q_own_name(q, q->cache[k]))
+                tmp[o++] = q->cache[k];
+        for (size_t k = i; k < j; k++)
+            if (!coord__q_own_name(q, q->cache[k]))
+                tmp[o++] = q->cache[k];
+        memcpy(&q->cache[i], tmp, o * sizeof(char *));
+        i = j;
+    }
+    free(tmp);
+}
+
 static void listing_part(struct listing *l)
 {
     if (--l->parts > 0)
@@ -452,11 +487,26 @@ static void listing_part(struct listing *l)
             }
             if (skipped(q, l->items[i]))
                 continue;
+            if (q->own_only && !coord__q_own_name(q, l->items[i]))
+                continue; /* a home set woken together: each takes its own (queue_home.c) */
             q->cache[q->cache_n++] = l->items[i];
             l->items[i] = NULL;
         }
         qsort(q->cache, q->cache_n, sizeof(char *), coord__q_cmp_item);
+        own_first(q);
         q->cache_shard = l->shard;
+        q->own_only = false; /* the wake's one listing is done: what follows is a round */
+        if (q->steal_look == (int)l->shard) {
+            /* A fallback's look (queue_home.c rule 4): something left by busy homes, look
+               again soon after the next change; nothing, the homes keep up: back off (a
+               shard's watch fires for its items' deletes too, each complete). */
+            q->steal_look = -1;
+            int b = q->steal_backoff[l->shard];
+            q->steal_backoff[l->shard] = q->cache_n ? 0
+                                                    : (b < STEAL_MS           ? 2 * STEAL_MS
+                                                       : b * 2 > STEAL_MAX_MS ? STEAL_MAX_MS
+                                                                              : b * 2);
+        }
         if (q->cache_n) {
             q->scanned = 0;
             round_reset(q);
@@ -471,6 +521,11 @@ static void listing_part(struct listing *l)
                 pace(q);
             if (q->scanned >= q->shards) {
                 q->scanned = 0;
+                /* Whether a claims' change wakes it when idle: it passed over a claimed item
+                   of a home shard in this round (queue_home.c). */
+                q->claims_home = false;
+                for (size_t i = 0; i < q->n_round_claimed; i++)
+                    q->claims_home |= q->home[(unsigned)atoi(q->round_claimed[i] + 1) % q->shards];
                 /* This listing's own passed-over names are as fresh as its claims. */
                 for (size_t i = passed; i < q->n_round_claimed; i++)
                     free(q->round_claimed[i]);
@@ -500,6 +555,7 @@ static void listing_part(struct listing *l)
 
 static void listed_claims(struct coord__op *op);
 static void on_queue_event(void *owner, int type, const char *path);
+static void steal_later(struct coord_queue *q, unsigned k);
 
 /* The claims are listed only when the shard's names need them (step 1). */
 static bool claims_needed(struct coord_queue *q, const struct listing *l)
@@ -538,7 +594,7 @@ static void listed_items(struct coord__op *op)
             char *cp = xasprintf("%s/claims", q->path);
             /* The round's last listing also watches the claims: while idle, a dead
                consumer's items come back. */
-            bool watch_claims = !l->extra && q->scanned + 1 >= q->shards;
+            bool watch_claims = !l->extra && q->scanned + 1 >= q->shards && !q->has_view;
             if (watch_claims)
                 coord__reg_watch_add(&q->s->reg, cp, COORD__WM_ANY, q, on_queue_event);
             coord__zk_children(coord__op_new(q->s, listed_claims, l), cp, watch_claims);
@@ -583,13 +639,82 @@ static void on_queue_event(void *owner, int type, const char *path)
             q->fired[k] = true; /* and the round lists it next (refill) */
         return;
     }
-    /* Something changed while idle: look there first. */
+    if (shard_event && !q->home[k] && q->fallback[k]) {
+        /* Its homes were woken; look STEAL_MS later, in case they are busy (queue_home.c). */
+        steal_later(q, k);
+        return;
+    }
+    if (shard_event ? !q->home[k] : (q->has_view || !q->claims_home)) {
+        /* Not a home of ours (queue_home.c): its homes were woken; the watch is spent, so
+           our next round lists it (clean is false). No herd. */
+        q->counters.passed++;
+        return;
+    }
+    coord__q_wake(q, k, shard_event);
+}
+
+void coord__q_wake(struct coord_queue *q, unsigned k, bool one)
+{
+    if (q->dead || k >= q->shards)
+        return;
+    q->clean[k] = false;
+    if (!q->idle) {
+        q->poked = true; /* the round in progress does not end idle, and lists k first */
+        q->poke_shard = k;
+        q->fired[k] = true;
+        return;
+    }
+    /* Something changed while idle. one: list k as a round's last listing; nothing there
+       for us: idle again at once; something: the cache is filled and the round starts
+       afresh (others' shards too, while takes wait: the steal). One listing per wake of a
+       shard, not a round. Else (the claims changed, homes moved): a round from k. */
     q->counters.wakes++;
     q->shard = k;
     q->idle = false;
-    q->scanned = 0;
     round_reset(q);
+    q->scanned = one ? q->shards - 1 : 0;
+    /* A home woken with its home set takes its own names only: the others are woken too
+       (their owners), and a busy owner's are left to the fallback's look. */
+    q->own_only = one && q->home[k] && q->hsize > 1;
     coord__q_pump(q);
+}
+
+struct steal {
+    struct coord_queue *q;
+    unsigned k;
+};
+
+static void steal_fire(void *owner)
+{
+    struct steal *st = owner;
+    struct coord_queue *q = st->q;
+    q->steal_due[st->k] = false;
+    q->steal_ev[st->k] = NULL;
+    q->steal_arg[st->k] = NULL;
+    if (!q->dead && q->idle) {
+        q->counters.steals++;
+        q->steal_look = (int)st->k; /* its listing says whether to back off (listing_part) */
+        coord__q_wake(q, st->k, true);
+    } else if (!q->dead) {
+        coord__q_wake(q, st->k, true); /* busy with a round: it lists k first */
+    }
+    free(st);
+    coord__q_unref(q);
+}
+
+/* Rule 4 of queue_home.c: look at shard k STEAL_MS from now. */
+static void steal_later(struct coord_queue *q, unsigned k)
+{
+    if (q->steal_due[k])
+        return;
+    q->steal_due[k] = true;
+    struct steal *st = xcalloc(1, sizeof(*st));
+    st->q = q;
+    st->k = k;
+    q->refs++;
+    q->steal_arg[k] = st;
+    int ms = q->steal_backoff[k] > STEAL_MS ? q->steal_backoff[k] : STEAL_MS;
+    q->steal_ev[k] = coord__timer(q->s, ms, steal_fire, st);
 }
 
 void coord_queue_rescan(struct coord_queue *q)
@@ -615,16 +740,41 @@ static void refill(struct coord_queue *q)
     /* A shard whose watch fired during the round comes first, out of the round's order: a
        new item waits at most the pace (and the listings of the other fired ones). */
     int target = -1;
+    /* With a view (queue_home.c), a round covers this consumer's shards only, its homes and
+       those it is the fallback of: every shard has its own homes and fallback, and puts
+       spread over the shards (keys hashed, round robin), so a round over the others would
+       only race their homes for names (each listing a request, each lost race a failed
+       multi-op). */
+    for (unsigned k = 0; k < q->shards; k++)
+        if (q->has_view && q->fired[k] && !coord__q_mine(q, k))
+            q->fired[k] = false;
     for (unsigned i = 0; i < q->shards && target < 0; i++)
         if (q->fired[(q->shard + i) % q->shards])
             target = (int)((q->shard + i) % q->shards);
     if (target < 0) {
         /* Clean shards are passed over without a request, except as the round's last listing
            (whose claims the round's end checks, and which sets the claims' watch). */
-        while (q->clean[q->shard] && q->scanned + 1 < q->shards) {
+        while ((q->clean[q->shard] || !coord__q_mine(q, q->shard)) && q->scanned + 1 < q->shards) {
             q->scanned++;
             q->shard = (q->shard + 1) % q->shards;
             q->counters.skipped++;
+        }
+        if (!coord__q_mine(q, q->shard) || (q->has_view && q->clean[q->shard])) {
+            /* With a view nobody needs the claims' check of a round's last listing: a round
+               whose shards are all passed over ends here, idle, without a request. */
+            q->scanned = 0;
+            q->shard = (q->shard + 1) % q->shards;
+            round_reset(q);
+            if (q->poked) {
+                q->poked = false;
+                q->shard = q->poke_shard;
+                coord__q_pump(q);
+            } else {
+                q->idle = true;
+                q->counters.idles++;
+            }
+            COORD__CHECK(take_check, q);
+            return;
         }
         target = (int)q->shard;
     }
@@ -770,4 +920,13 @@ void coord__q_take_close(struct coord_queue *q)
         q->pacing = false;
         q->refs--;
     }
+    for (unsigned k = 0; k < 100; k++)
+        if (q->steal_ev[k]) {
+            coord__timer_cancel(q->steal_ev[k]);
+            free(q->steal_arg[k]);
+            q->steal_ev[k] = NULL;
+            q->steal_arg[k] = NULL;
+            q->steal_due[k] = false;
+            q->refs--;
+        }
 }

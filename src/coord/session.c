@@ -36,7 +36,11 @@
  *     server heard from us at or after that issue time, so it cannot expire
  *     the session before T after it: LOST comes at most 0.6 T after it, at
  *     least 0.4 T before the expiry. When nothing else is answered for T/10,
- *     a probe (exists on "/") keeps the figure fresh.
+ *     a probe (exists on "/") keeps the figure fresh; while the session holds
+ *     no lock and no claim (s->stakes == 0: nothing to stop in time), only
+ *     after 7T/30, just before the client library would send a ping (after
+ *     T/3 without sending), which the probe replaces: an idle session costs
+ *     what its pings would.
  * A silence is reported to the owner as SUSPENDED, and CONNECTED again when
  * answers resume.
  *
@@ -242,8 +246,15 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         report(s, COORD_SUSPENDED);
         suspect(s, "silent");
         probe(s);
-    } else if ((s->state == COORD_CONNECTED && quiet >= t / 10) ||
+    } else if ((s->state == COORD_CONNECTED &&
+                quiet >= (s->stakes > 0 ? t / 10 : t / 3 - t / 10)) ||
                (s->state == COORD_SUSPENDED && s->silent)) {
+        /* Holding nothing (no lock, no claim), the session has nothing to stop in time: it
+           probes once per third of the timeout, just before the client library would ping
+           (it pings after T/3 without sending; this tick comes every T/10, so the probe goes
+           between 7T/30 and T/3 after the last answer, and the library sees a request
+           instead): an idle session costs what its pings would. Holding something, every
+           T/10 as above. */
         probe(s);
     }
     s->cb_depth--;

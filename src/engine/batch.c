@@ -47,9 +47,9 @@
  *      multi-op; a job's part of a PostgreSQL batch only after its token is compared, under
  *      its row's lock held to the commit.
  *
- * Test hooks (DROVER_FAULT=gather-starts=K, gather-progress=K, gather-ends=K; gather_held):
- * the first starts, rounds carrying a worker's progress, or final writes wait in their lane's
- * gather until K jobs have a part there, then go as one transaction.
+ * Test hooks (DROVER_FAULT=gather-loads=K, gather-starts=K, gather-progress=K, gather-ends=K;
+ * gather_held): the first loads, starts, rounds carrying a worker's progress, or final writes
+ * wait in their lane's gather until K jobs have a part there, then go as one transaction.
  *
  * Test hook (DROVER_FAULT=hold-batch-answer, docs/testing.md): the answer to the first
  * multi-op of several jobs is held, unread: its jobs wait for it as if it were still in
@@ -107,7 +107,7 @@ struct pglane {
 };
 
 /* The test hooks that gather PostgreSQL parts (gather_held). */
-enum gather_hook { GATHER_STARTS, GATHER_PROGRESS, GATHER_ENDS, GATHER_HOOKS };
+enum gather_hook { GATHER_LOADS, GATHER_STARTS, GATHER_PROGRESS, GATHER_ENDS, GATHER_HOOKS };
 
 struct zmulti;
 
@@ -127,10 +127,10 @@ struct ebatch {
        freed; then coord delivers it to the orphan. */
     bool fault_hold_batch;
     struct zmulti *held; /* that multi-op (one of zflying), NULL until then */
-    /* Test hooks (DROVER_FAULT=gather-starts=K,gather-progress=K,gather-ends=K): the first
-       starts, rounds carrying a worker's progress (a task running or ended), or final
-       writes gather until K jobs have a part in their lane, then go as one transaction;
-       each 0 once done (or without the hook). */
+    /* Test hooks (DROVER_FAULT=gather-loads=K,gather-starts=K,gather-progress=K,gather-ends=K):
+       the first loads, starts, rounds carrying a worker's progress (a task running or ended), or
+       final writes gather until K jobs have a part in their lane, then go as one transaction; each
+       0 once done (or without the hook). */
     size_t fault_gather[GATHER_HOOKS];
 };
 
@@ -140,7 +140,7 @@ void engine__batch_init(struct engine *e)
     const char *fault = getenv("DROVER_FAULT");
     b->fault_hold_batch = fault && strcmp(fault, "hold-batch-answer") == 0;
     static const char *const gathers[GATHER_HOOKS] = {
-        "gather-starts=", "gather-progress=", "gather-ends="};
+        "gather-loads=", "gather-starts=", "gather-progress=", "gather-ends="};
     for (int h = 0; fault && h < GATHER_HOOKS; h++) {
         const char *at = strstr(fault, gathers[h]);
         if (at)
@@ -271,12 +271,14 @@ static void multi_done(int rc, const struct drv_err *err, void *arg)
         event_active(l->gather_ev, EV_TIMEOUT, 0);
 }
 
-/* What the test hooks below wait for (enum gather_hook): a job's start, a round
+/* What the test hooks below wait for (enum gather_hook): a job's load, its start, a round
  * that carries a worker's progress (a task marked running, or an attempt ended), a job's
  * final write. */
 static bool gather_counts(int hook, const struct pgq *q)
 {
     switch (hook) {
+    case GATHER_LOADS:
+        return q->kind == ENGINE__PG_LOAD;
     case GATHER_STARTS:
         return q->kind == ENGINE__PG_START;
     case GATHER_ENDS:
@@ -289,19 +291,20 @@ static bool gather_counts(int hook, const struct pgq *q)
     }
 }
 
-/* Test hooks (DROVER_FAULT=gather-starts=K, gather-progress=K, gather-ends=K, comma
- * separated): while a lane's gathered parts include one a hook counts (gather_counts) and
+/* Test hooks (DROVER_FAULT=gather-loads=K, gather-starts=K, gather-progress=K, gather-ends=K,
+ * comma separated): while a lane's gathered parts include one a hook counts (gather_counts) and
  * fewer than K jobs have a part, they wait for more (each part handed here looks again);
  * the first time K have one, they go, and that hook is done. So a test knows that the
- * jobs' starts (engine_batch_start_fence), their first writes after a worker came
- * (engine_batch_fence) or their ends meet in one transaction whatever the scheduling. */
+ * jobs' loads (engine_batch_locked_row), their starts (engine_batch_start_fence), their first
+ * writes after a worker came (engine_batch_fence) or their ends meet in one transaction whatever
+ * the scheduling. */
 static bool gather_held(struct pglane *l)
 {
-    static const char *const names[] = {"starts", "progress", "ends"};
+    static const char *const names[] = {"loads", "starts", "progress", "ends"};
     struct engine *e = l->e;
     struct ebatch *b = e->batch;
     bool starts = l == &b->pglane[LANE_STARTS];
-    for (int h = starts ? GATHER_STARTS : GATHER_PROGRESS;
+    for (int h = starts ? GATHER_LOADS : GATHER_PROGRESS;
          h <= (starts ? GATHER_STARTS : GATHER_ENDS); h++) {
         if (!b->fault_gather[h])
             continue;

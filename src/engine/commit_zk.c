@@ -23,6 +23,7 @@
 #include "planner.h"
 #include "strmap.h"
 #include "taskmsg.h"
+#include "watchdog.h"
 #include "xalloc.h"
 #include "zkpath.h"
 
@@ -104,6 +105,11 @@ static int item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup
     json_t *prev = previous ? json_object_get(j->snapshot, "config") : NULL;
     if (!json_is_object(prev))
         prev = NULL;
+    /* The node in its parts (facts.h): its key-values give the facts and the values, the
+     * plan's node info its types, services and providermap entries. Nothing of any other
+     * node: a plugin that wants them reads the nodes map. */
+    json_t *props = engine__nodes_props(j, t->node);
+    json_t *info = t->node ? json_object_get(j->po.nodeinfo, t->node) : NULL;
     struct taskmsg_item it = {
         .job = j->id,
         .phase = p->phase,
@@ -120,12 +126,16 @@ static int item_json(struct ejob *j, struct eplan *p, uint32_t idx, bool cleanup
         .service = t->service,
         .fields = fields ? fields : t->fields,
         .config_override = config ? config : prev,
-        .props = engine__nodes_props(j, t->node),
-        .nodeinfo = t->node ? json_object_get(j->po.nodeinfo, t->node) : NULL,
+        .facts = props,
+        .values = props,
+        .entries = json_object_get(info, "entries"),
+        .hardwaretype = json_string_value(json_object_get(info, "hardwaretype")),
+        .imagetype = json_string_value(json_object_get(info, "imagetype")),
+        .services = json_object_get(info, "services"),
         .avoid = avoid,
         .timeout_ms = tmo,
     };
-    *out = taskmsg_item_encode(&it);
+    *out = taskmsg_item_encode(&it, engine__workers_item_version(j->e));
     json_decref(fields);
     json_decref(config);
     return 0;
@@ -353,6 +363,27 @@ static struct etxn *zk_build(struct ejob *j)
 
 static void zk_settled(struct etxn *t, bool applied);
 
+size_t engine__commit_runs_kept(const struct ejob *j)
+{
+    size_t pos = 0, n = 0;
+    void *v;
+    while (j->runs && strmap_next(j->runs, &pos, NULL, &v)) {
+        const struct erun *run = v;
+        n += run->recorded && !run->deleted;
+    }
+    return n;
+}
+
+bool engine__commit_runs_flush(struct ejob *j)
+{
+    struct ecommit *c = j->commit;
+    if (j->e->keep_runs || c->pg_down || engine__commit_runs_kept(j) == 0)
+        return false;
+    if (!c->retry_ev || !event_pending(c->retry_ev, EV_TIMEOUT, NULL))
+        engine__kick(j);
+    return true;
+}
+
 /* An answer for a job that has gone (lost or freed) meanwhile: drop the multi-op and the
  * answer's reference. True when it did. */
 static bool job_gone(struct etxn *t)
@@ -401,9 +432,11 @@ static void on_zk(const struct coord_txn_result *r, struct engine__zpart *z)
     if (r->rc == 0) {
         zk_settled(t, true);
     } else if (r->rc == DRV_EAGAIN) {
-        /* Outcome unknown: the state's version tells. */
+        /* Outcome unknown: the state's version tells, read after a sync (the server this
+         * session now talks to may not have applied yet what another one answered). */
         char *p = zkpath_job_state(NULL, 0, j->id);
         engine__job_ref(j);
+        coord_sync(j->e->zk, p, NULL, NULL);
         coord_get(j->e->zk, p, on_state_version, t);
         free(p);
     } else if (r->rc == DRV_ECONFLICT && r->failed_op < 0) {

@@ -307,9 +307,30 @@ static bool fleet_keeps_runs(const struct coord_member_info *m, size_t n)
     return all;
 }
 
+/* Members other than this node that are not draining and do not say they lost PostgreSQL. */
+static size_t peers_serving(const struct engine *e, const struct coord_member_info *m, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(m[i].id, e->node_id) == 0)
+            continue;
+        json_t *j = json_loads(m[i].json ? m[i].json : "", 0, NULL);
+        k += j && !json_is_true(json_object_get(j, "draining")) &&
+             !json_is_false(json_object_get(j, "postgres"));
+        json_decref(j);
+    }
+    return k;
+}
+
+size_t engine_peers_serving(const struct engine *e)
+{
+    return e->peers_serving;
+}
+
 static void on_members(const struct coord_member_info *m, size_t n, void *arg)
 {
     struct engine *e = arg;
+    e->peers_serving = peers_serving(e, m, n);
     bool keep = fleet_keeps_runs(m, n);
     if (keep != e->keep_runs)
         log_info(MOD, "event=run-records-kept node=%s kept=%d", e->node_id, (int)keep);

@@ -95,6 +95,8 @@ struct engine_stats {
     unsigned long handed_over; /* jobs released because the ring moved them */
     unsigned long lost;        /* jobs whose lock was lost */
     unsigned long resumed;     /* jobs resumed from another owner's task log (failovers) */
+    /* jobs stalled for running past engine.job_deadline (watchdog.c) */
+    unsigned long past_deadline;
     /* The cost of the jobs in round trips (docs/engine.md "What a job costs"): PostgreSQL
      * transactions the jobs' owner sent (one per batch of loads, starts, rounds and final
      * writes) and ZooKeeper multi-ops (the start's creates, the rounds', the sweep's). A
@@ -121,6 +123,14 @@ struct evbuffer;
  * NULL. Loop thread.
  */
 void engine_metrics(const struct engine *e, struct evbuffer *out, bool tenants, const char *tenant);
+
+/*
+ * Other droverd members that could take this node's jobs now: not draining, and not saying
+ * "postgres": false in their member data (a member that does not say, an older build,
+ * counts). droverd steps out of the ring when PostgreSQL is lost only while one exists
+ * (docs/operations.md "When the network fails"). Loop thread.
+ */
+size_t engine_peers_serving(const struct engine *e);
 
 /* The ids of the jobs owned now, as a JSON array (new reference). */
 json_t *engine_owned(const struct engine *e);

@@ -250,6 +250,7 @@ int engine__b62_value(char c);
 struct planner_plan;
 struct planner_exec;
 struct planner_input;
+struct planner_task;
 struct model_catalog;
 
 struct engine__plan_in {
@@ -272,7 +273,11 @@ struct engine__plan_out {
     struct planner_input *in; /* kept: rollback plans need its services and layouts */
     struct model_catalog *cat;
     json_t *target_layout; /* per node with ids: the cluster's layout once the job succeeds */
-    json_t *nodeinfo;      /* node id -> {hardwaretype, imagetype, services, flavor, image, ...} */
+    /* node id -> {hardwaretype, imagetype, services, entries}: entries are the types'
+       providermap entries for the job's provider (the tenant's: no reserved key, facts.h) */
+    json_t *nodeinfo;
+    size_t dropped; /* reserved keys left out of entries (stored before the API refused them) */
+    char dropped_key[160]; /* the first, "<type>.providermap.<provider>.<key>" */
     json_t *provider;      /* {name, providertype, fields... (sealed as stored)} */
 };
 
@@ -381,6 +386,7 @@ struct engine {
     struct coord_session *zk;
     struct store *db;
     char *node_id;
+    size_t peers_serving; /* engine_peers_serving, from the last members' listing */
     unsigned max_failures, max_in_flight;
     bool no_rollback;
     bool fault_final; /* test hook (DROVER_FAULT=crash-before-final-write): exit there */
@@ -608,7 +614,7 @@ void engine__runs_watch(struct ejob *j);
 /* A run record's result merged into its node's key-values again (the reconciliation on
  * resume, jobresume.c); a task stepped by ev (WITHDRAWN, FAIL) with no run record to go by
  * (the reconciliation, the withdrawal: withdraw.c). */
-void engine__result_merge(struct ejob *j, const char *node, json_t *result);
+void engine__result_merge(struct ejob *j, const struct planner_task *t, json_t *result);
 void engine__task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev);
 
 /* ---- sweep.c: phase "sweep" ---------------------------------------------------------- */

@@ -305,7 +305,7 @@ static void recon_merge(struct recon *r, struct eplan *p)
             .is_create = t->action == PLANNER_ACT_CREATE,
         };
         if (engine_recon_merge(&rr) && t->node) {
-            engine__result_merge(r->j, t->node, run.result);
+            engine__result_merge(r->j, t, run.result);
             r->merged++;
         }
         taskmsg_run_clear(&run);

@@ -146,22 +146,21 @@ static void started_pg(int rc, const struct drv_err *err, void *arg)
 
 json_t *engine__job_ctx_make(struct ejob *j)
 {
-    json_t *config = engine__cluster_config(j);
-    json_t *ctx = json_pack(
-        "{s:i, s:s, s:s, s:o, s:O, s:s, s:s, s:I}", "v", 1, "clustername",
-        engine__row_str(j->cluster, "name"), "template", engine__row_str(j->cluster, "template"),
-        "cluster", config ? json_incref(config) : json_object(), "provider", j->po.provider,
-        "tenant", j->tenant, "job", j->id, "nodes_chunks", (json_int_t)engine__nodes_chunks(j));
-    /* The cluster's SSH key (its private part sealed): made by this job's start or an
-     * earlier job's. */
-    json_t *ssh =
-        j->ssh_new ? j->ssh_new : json_object_get(json_object_get(j->cluster, "secrets"), "ssh");
-    if (json_is_object(ssh))
-        json_object_set(ctx, "ssh", ssh);
-    json_t *res = json_object_get(j->inputs, "resources");
-    if (json_is_object(res))
-        json_object_set(ctx, "resources", res); /* {"version", "sha256"}: pinned */
-    return ctx;
+    struct taskmsg_ctx c = {
+        .clustername = engine__row_str(j->cluster, "name"),
+        .template = engine__row_str(j->cluster, "template"),
+        .cluster = engine__cluster_config(j),
+        .provider = j->po.provider,
+        .tenant = j->tenant,
+        .job = j->id,
+        .nodes_chunks = (int64_t)engine__nodes_chunks(j),
+        /* The cluster's SSH key (its private part sealed): made by this job's start or an
+         * earlier job's. */
+        .ssh = j->ssh_new ? j->ssh_new
+                          : json_object_get(json_object_get(j->cluster, "secrets"), "ssh"),
+        .resources = json_object_get(j->inputs, "resources"), /* {"version", "sha256"}: pinned */
+    };
+    return taskmsg_ctx_encode(&c);
 }
 
 /* A cluster without a key gets one with its first job, when the fleet can seal it. */
@@ -275,6 +274,11 @@ static void start_built(void *arg)
     }
     j->po = b->out;
     memset(&b->out, 0, sizeof(b->out));
+    if (j->po.dropped)
+        log_warn(MOD,
+                 "event=reserved-key-dropped job=%s keys=%zu first=\"%s\" why=\"a providermap "
+                 "entry is the tenant's and never names a provider's fact\"",
+                 j->id, j->po.dropped, j->po.dropped_key);
     json_decref(j->inputs);
     j->inputs = json_incref(b->inputs);
     engine__build_free(b);
@@ -337,6 +341,43 @@ struct init {
 
 static void init_next(struct init *in);
 
+/*
+ * The answer of the start's last multi-op was lost (issue 33, finding A): it applied when
+ * the state znode is there with this owner's token (a multi-op applies whole, and no one
+ * else writes a state under this lock). Absent, it did not apply; unreadable or someone
+ * else's, the outcome stays unknown. Both start again from the lock, as a refused start
+ * does (the sweep deletes what is there). Resolved by a read: before, every such loss
+ * swept a started job and began it again, and a hook that lost every other answer made
+ * that a loop for ever (integration/engine/owner_answer_lost.sh).
+ */
+static void init_state_read(int rc, const char *data, int version, void *arg)
+{
+    struct init *in = arg;
+    struct ejob *j = in->j;
+    (void)version;
+    engine__commit_unhold(j);
+    if (j->own == EJ_HANDING_OVER)
+        engine__job_idle(j);
+    if (j->own != EJ_LOADING) {
+        free(in->txns);
+        free(in);
+        engine__job_unref(j);
+        return;
+    }
+    json_t *st = rc == 0 ? json_loads(data, 0, NULL) : NULL;
+    bool ours = st && json_integer_value(json_object_get(st, "token")) == j->token;
+    json_decref(st);
+    log_info(MOD, "event=job-init-resolved job=%s applied=%d rc=%s", j->id, ours, drv_strerror(rc));
+    if (ours) {
+        init_next(in);
+    } else {
+        free(in->txns);
+        free(in);
+        engine__job_wind_up(j, true); /* keeps the announcement, then releases */
+    }
+    engine__job_unref(j);
+}
+
 static void init_committed(const struct coord_txn_result *r, void *arg)
 {
     struct init *in = arg;
@@ -355,6 +396,17 @@ static void init_committed(const struct coord_txn_result *r, void *arg)
     if (r->rc == 0) {
         init_next(in);
         engine__job_unref(j);
+        return;
+    }
+    if (r->rc == DRV_EAGAIN && in->pos == in->n) {
+        /* The last multi-op (the one with the state znode) may have applied with its answer
+         * lost: the state znode tells (init_state_read); the reference goes with the read,
+         * and a handover waits for it as for the multi-op. */
+        engine__commit_hold(j);
+        char *p = zkpath_job_state(NULL, 0, j->id);
+        coord_sync(j->e->zk, p, NULL, NULL);
+        coord_get(j->e->zk, p, init_state_read, in);
+        free(p);
         return;
     }
     for (size_t i = in->pos; i < in->n; i++)

@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "facts.h"
 #include "macro.h"
 #include "nodes.h"
 #include "planner.h"
@@ -116,8 +117,11 @@ json_t *engine__nodes_props(const struct ejob *j, const char *node)
     return node ? json_object_get(j->nodes->props, node) : NULL;
 }
 
-json_t *engine__nodes_merge(struct ejob *j, const char *node, json_t *result)
+json_t *engine__nodes_merge(struct ejob *j, const char *node, json_t *result, bool from_provider,
+                            size_t *refused, char first[64])
 {
+    *refused = 0;
+    first[0] = '\0';
     if (!node || !json_is_object(result) || json_object_size(result) == 0)
         return NULL;
     json_t *props = json_object_get(j->nodes->props, node);
@@ -125,15 +129,8 @@ json_t *engine__nodes_merge(struct ejob *j, const char *node, json_t *result)
         props = json_object();
         json_object_set_new(j->nodes->props, node, props);
     }
-    const char *k;
-    json_t *v;
-    json_object_foreach(result, k, v)
-    {
-        if (json_is_null(v))
-            json_object_del(props, k);
-        else
-            json_object_set(props, k, v);
-    }
+    /* The facts are the provider's: only its own tasks' results write them (facts.h). */
+    *refused = facts_merge_result(props, result, from_provider, first, 64);
     engine__nodes_touch(j, node);
     return props;
 }

@@ -28,8 +28,12 @@ void engine__nodes_load(struct ejob *j, const json_t *rows);
 /* Node's key-values (borrowed), or NULL. */
 json_t *engine__nodes_props(const struct ejob *j, const char *node);
 /* A result's key-values merged into node's (null deletes a key), its map entry touched:
- * the node's key-values (borrowed) for PostgreSQL, or NULL when there was nothing. */
-json_t *engine__nodes_merge(struct ejob *j, const char *node, json_t *result);
+ * the node's key-values (borrowed) for PostgreSQL, or NULL when there was nothing. Only a
+ * result of the node's provider's own task (from_provider: create, confirm, delete) writes
+ * the machine's facts; a reserved key from any other writer is refused (src/common/facts.h),
+ * counted in *refused, the first one's name in first (64 bytes). */
+json_t *engine__nodes_merge(struct ejob *j, const char *node, json_t *result, bool from_provider,
+                            size_t *refused, char first[64]);
 
 /* The maps from the plan (its target layout and confirms) and the key-values; the
  * cluster's owner for the macros. After the plan is built. */

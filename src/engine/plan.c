@@ -26,6 +26,7 @@
 #include <openssl/evp.h>
 
 #include "engine_int.h"
+#include "facts.h"
 #include "hex.h"
 #include "model.h"
 #include "planner.h"
@@ -74,7 +75,13 @@ static struct model_catalog *catalog_of(const json_t *rows)
     return cat;
 }
 
-static void set_entry(json_t *o, const struct model_providermap_entry *pm)
+/*
+ * A type's providermap entry into o, but for its cost (the solver's) and reserved keys
+ * (facts.h: an entry is the tenant's and never names a fact; the API refuses one, so only
+ * an entity stored before that rule has them). Dropped keys are counted in out.
+ */
+static void set_entry(json_t *o, const struct model_providermap_entry *pm, const char *type,
+                      struct engine__plan_out *out)
 {
     if (!pm || !json_is_object(pm->fields))
         return;
@@ -82,14 +89,22 @@ static void set_entry(json_t *o, const struct model_providermap_entry *pm)
     json_t *v;
     json_object_foreach(pm->fields, k, v)
     {
-        if (strcmp(k, "cost") != 0)
-            json_object_set(o, k, v);
+        if (strcmp(k, "cost") == 0)
+            continue;
+        if (facts_is_reserved(k)) {
+            if (!out->dropped++)
+                snprintf(out->dropped_key, sizeof(out->dropped_key), "%s.providermap.%s.%s", type,
+                         pm->provider, k);
+            continue;
+        }
+        json_object_set(o, k, v);
     }
 }
 
-/* For each node of both layouts: its types and what the provider's maps say of them. */
+/* For each node of both layouts: its types, services, and what the provider's maps say of
+ * its types (entries). */
 static json_t *node_info(const struct model_catalog *cat, const struct planner_input *in,
-                         const char *provider)
+                         const char *provider, struct engine__plan_out *out)
 {
     json_t *info = json_object();
     const struct planner_layout *ls[2] = {&in->start, &in->target};
@@ -98,15 +113,16 @@ static json_t *node_info(const struct model_catalog *cat, const struct planner_i
             const struct planner_node *n = &ls[l]->nodes[i];
             if (json_object_get(info, n->id))
                 continue;
-            json_t *o = json_object();
+            json_t *o = json_object(), *entries = json_object();
             const struct model_hardwaretype *h =
                 n->hardwaretype ? model_catalog_hardwaretype(cat, n->hardwaretype) : NULL;
             const struct model_imagetype *im =
                 n->imagetype ? model_catalog_imagetype(cat, n->imagetype) : NULL;
             if (h && provider)
-                set_entry(o, model_hardwaretype_provider(h, provider));
+                set_entry(entries, model_hardwaretype_provider(h, provider), n->hardwaretype, out);
             if (im && provider)
-                set_entry(o, model_imagetype_provider(im, provider));
+                set_entry(entries, model_imagetype_provider(im, provider), n->imagetype, out);
+            json_object_set_new(o, "entries", entries);
             if (n->hardwaretype)
                 json_object_set_new(o, "hardwaretype", json_string(n->hardwaretype));
             if (n->imagetype)
@@ -188,7 +204,7 @@ int engine__plan_build(const struct engine__plan_in *pin, struct engine__plan_ou
         struct model_layout *tl = planner_input_target_layout(out->in);
         out->target_layout = model_layout_to_json(tl, true);
         model_layout_free(tl);
-        out->nodeinfo = node_info(out->cat, out->in, out->in->provider);
+        out->nodeinfo = node_info(out->cat, out->in, out->in->provider, out);
         out->provider = json_object();
         if (p) {
             json_object_update(out->provider, p->provisioner);

@@ -36,6 +36,7 @@
 #include "commit.h"
 #include "coord.h"
 #include "engine_int.h"
+#include "facts.h"
 #include "log.h"
 #include "nodes.h"
 #include "planner.h"
@@ -48,12 +49,32 @@
 
 /* ---- outcomes ----------------------------------------------------------------------------- */
 
-/* Merge a result's key-values into the node's (null deletes a key), for PostgreSQL too. */
-static void merge_props(struct ejob *j, const char *node, json_t *result)
+/* The tasks a provider plugin runs: their results are the machine's facts. */
+static bool is_provider_action(enum planner_action a)
 {
-    json_t *props = engine__nodes_merge(j, node, result);
+    return a == PLANNER_ACT_CREATE || a == PLANNER_ACT_CONFIRM || a == PLANNER_ACT_DELETE;
+}
+
+/*
+ * Merge a task's result into its node's key-values (null deletes a key), for PostgreSQL
+ * too. A provider task's result (create, confirm, delete: from_provider) writes the
+ * machine's facts; any other task's is the tenant's and may not name a reserved key
+ * (src/common/facts.h): such a key is refused, logged, and changes nothing (the worker
+ * fails such a task already, so only a record it did not write gets here).
+ */
+static void merge_props(struct ejob *j, const struct planner_task *t, bool from_provider,
+                        json_t *result)
+{
+    size_t refused;
+    char first[64];
+    json_t *props = engine__nodes_merge(j, t->node, result, from_provider, &refused, first);
+    if (refused)
+        log_warn(MOD,
+                 "event=result-key-refused job=%s task=%s node=%s keys=%zu first=\"%s\" "
+                 "why=\"reserved for the provider's facts or the task's config\"",
+                 j->id, t->id, t->node, refused, first);
     if (props)
-        engine__commit_node(j, node, props);
+        engine__commit_node(j, t->node, props);
 }
 
 static struct eplan *plan_of(struct ejob *j, char phase)
@@ -78,7 +99,7 @@ static void task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engin
         p->done++;
         j->e->stats.results++;
         if (r)
-            merge_props(j, t->node, r->result);
+            merge_props(j, t, is_provider_action(t->action), r->result);
         if (t->action == PLANNER_ACT_CONFIRM && p->phase == 'f' && t->node)
             engine__nodes_touch(j, t->node); /* confirmed: missing data is final now */
     }
@@ -92,7 +113,7 @@ static void task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engin
         p->in_flight--;
     }
     if (r && r->ended && !r->ok && t->action == PLANNER_ACT_CREATE)
-        merge_props(j, t->node, r->result); /* what a failed create made: its delete needs it */
+        merge_props(j, t, true, r->result); /* what a failed create made: its delete needs it */
     if (o.actions & ENGINE_TACT_PUT) {
         /* A retry: put again with the new attempt (commit.c), avoiding the worker that failed. */
         if (!(o.actions & ENGINE_TACT_AVOID_WORKER) || !r) {
@@ -168,9 +189,10 @@ static void run_seen(struct ejob *j, struct erun *run)
 }
 
 /* For the reconciliation on resume (jobresume.c) and the withdrawal (withdraw.c). */
-void engine__result_merge(struct ejob *j, const char *node, json_t *result)
+void engine__result_merge(struct ejob *j, const struct planner_task *t, json_t *result)
 {
-    merge_props(j, node, result);
+    if (t->node)
+        merge_props(j, t, is_provider_action(t->action), result);
 }
 
 void engine__task_event(struct ejob *j, struct eplan *p, uint32_t idx, enum engine_task_event ev)

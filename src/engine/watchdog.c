@@ -53,6 +53,7 @@
 #include "engine_int.h"
 #include "log.h"
 #include "strmap.h"
+#include "taskmsg.h"
 #include "watchdog.h"
 #include "xalloc.h"
 
@@ -62,6 +63,7 @@
 struct ewatchdog {
     struct strmap *served; /* "<tenant>/<class>" -> live workers (a count, not a pointer) */
     bool have_workers;     /* the group has been read once */
+    int item_version;      /* queue items' format: the lowest "taskmsg" of the live workers */
     int64_t no_worker_ms, deadline_ms;
     size_t unserved; /* jobs owned here that no worker serves now */
 };
@@ -78,6 +80,12 @@ void engine__watchdog_init(struct engine *e, int64_t no_worker_ms, int64_t deadl
     e->watchdog = xcalloc(1, sizeof(*e->watchdog));
     e->watchdog->no_worker_ms = no_worker_ms;
     e->watchdog->deadline_ms = deadline_ms;
+    e->watchdog->item_version = 1; /* until the workers are seen */
+}
+
+int engine__workers_item_version(const struct engine *e)
+{
+    return e->watchdog->item_version;
 }
 
 void engine__watchdog_free(struct engine *e)
@@ -128,9 +136,16 @@ void engine__workers_seen(struct engine *e, const struct coord_member_info *m, s
     struct ewatchdog *w = e->watchdog;
     strmap_free(w->served);
     w->served = strmap_new();
+    /* The queue items' format: one every live worker reads (taskmsg.h). A member that says
+       none is of a build before item version 2; with no worker at all, the first that
+       comes may be of any build. */
+    int items = n ? TASKMSG_ITEM_VERSION : 1;
     for (size_t i = 0; i < n; i++) {
         json_error_t jerr;
         json_t *d = json_loads(m[i].json, 0, &jerr);
+        json_int_t v = json_integer_value(json_object_get(d, "taskmsg"));
+        if (v < items)
+            items = v < 1 ? 1 : (int)v;
         const char *tenant = json_string_value(json_object_get(d, "tenant"));
         if (json_is_true(json_object_get(d, "draining")))
             tenant = NULL; /* on its way out: it takes nothing more, so it serves nothing */
@@ -151,6 +166,10 @@ void engine__workers_seen(struct engine *e, const struct coord_member_info *m, s
         json_decref(d);
     }
     w->have_workers = true;
+    if (items != w->item_version)
+        log_info(MOD, "event=item-format-chosen node=%s version=%d workers=%zu", e->node_id, items,
+                 n);
+    w->item_version = items;
 }
 
 static unsigned serving(const struct ewatchdog *w, const struct ejob *j)
@@ -214,6 +233,7 @@ void engine__watchdog(struct ejob *j)
                  (long long)(wd->deadline_ms / 1000));
         log_warn(MOD, "event=job-deadline job=%s phase=%s age_ms=%lld", j->id,
                  engine_phase_name(j->st.phase), (long long)f.age_ms);
+        j->e->stats.past_deadline++; /* drover_engine_jobs_past_deadline_total */
         engine__watchdog_forget(j);
         stall(j, why);
     }

@@ -42,6 +42,8 @@ void engine__watchdog_free(struct engine *e);
 struct coord_member_info;
 /* The worker group changed: count who serves which "<tenant>/<class>". */
 void engine__workers_seen(struct engine *e, const struct coord_member_info *m, size_t n);
+/* The queue items' format version every live worker reads (taskmsg.h; 1 before any is seen). */
+int engine__workers_item_version(const struct engine *e);
 /* Jobs owned here that no worker serves now (drover_engine_jobs_unserved). */
 size_t engine__watchdog_unserved(const struct engine *e);
 

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "log.h"
 #include "loopq.h"
 #include "xalloc.h"
@@ -61,6 +62,7 @@ struct store {
     /* Loop-thread state. */
     int healthy;
     int ping_outstanding;
+    int64_t ping_sent_ms; /* when the outstanding ping was submitted (monotonic) */
     struct event *ping_timer;
 };
 
@@ -74,7 +76,16 @@ static void notice_to_log(void *arg, const char *message)
 
 PGconn *store_connect(const char *conninfo, struct drv_err *err)
 {
-    PGconn *c = PQconnectdb(conninfo);
+    /* The bounds on a silent network first, then conninfo (expanded: its keywords win). */
+    static const char *const keys[] = {"tcp_user_timeout",
+                                       "keepalives",
+                                       "keepalives_idle",
+                                       "keepalives_interval",
+                                       "keepalives_count",
+                                       "dbname",
+                                       NULL};
+    const char *vals[] = {"10000", "1", "5", "2", "3", conninfo, NULL};
+    PGconn *c = PQconnectdbParams(keys, vals, 1);
     if (PQstatus(c) != CONNECTION_OK) {
         char msg[400];
         snprintf(msg, sizeof(msg), "%s", PQerrorMessage(c));
@@ -91,7 +102,17 @@ PGconn *store_connect(const char *conninfo, struct drv_err *err)
 bool store_worth_waiting(const char *conninfo)
 {
     PGPing p = PQping(conninfo);
-    return p == PQPING_NO_RESPONSE || p == PQPING_REJECT;
+    if (p == PQPING_NO_RESPONSE || p == PQPING_REJECT)
+        return true;
+    if (p != PQPING_OK)
+        return false;
+    /* Servers answer, but with target_session_attrs=read-write none of them may be writable
+     * yet: every one a replica while Patroni elects a primary (a failover, a primary cut from
+     * ZooKeeper). libpq says so only in its message. */
+    PGconn *c = PQconnectdb(conninfo);
+    bool no_primary = PQstatus(c) != CONNECTION_OK && strstr(PQerrorMessage(c), "read-only");
+    PQfinish(c);
+    return no_primary;
 }
 
 static int sqlstate_code(const char *s)
@@ -389,12 +410,22 @@ static void ping_done(int rc, const struct drv_err *err, void *arg)
     s->healthy = ok;
 }
 
+/* A ping unanswered this long says PostgreSQL is not healthy, whatever the last one said:
+ * on a silent network the ping waits behind work held on dead connections (store_connect's
+ * bound ends those within about 10 s), and /readyz must not say 200 meanwhile. */
+#define PING_STALE_MS 5000
+
 static void ping_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct store *s = arg;
     if (!s->ping_outstanding) {
         s->ping_outstanding = 1;
+        s->ping_sent_ms = clock_mono_ms();
         store_submit(s, ping_work, ping_done, s);
+    } else if (s->healthy && clock_mono_ms() - s->ping_sent_ms >= PING_STALE_MS) {
+        log_warn("store", "event=postgres_down error=\"no answer to a ping in %d ms\"",
+                 PING_STALE_MS);
+        s->healthy = 0;
     }
 }
 

@@ -107,7 +107,17 @@ int store_exec_script(PGconn *conn, const char *sql, struct drv_err *err);
 /* The SQLSTATE carried in err->lib_code, as text (buf of 6 bytes). */
 const char *store_sqlstate(const struct drv_err *err, char buf[6]);
 
-/* Connect synchronously (start-up, tools, tests). NULL with err on failure. */
+/*
+ * Connect synchronously (start-up, tools, tests). NULL with err on failure.
+ *
+ * A silent network (a partition that drops packets, no reset) would hold a query on an
+ * open connection for the kernel's retransmission time, a quarter of an hour: every
+ * connection is made with tcp_user_timeout 10 s (data sent and not acknowledged for that
+ * long ends the connection) and TCP keepalives (idle 5 s, then 3 probes 2 s apart: an
+ * idle or waiting connection whose server vanished ends within 11 s), so that work meeting
+ * such a network fails with DRV_EAGAIN within about 10 s. conninfo's own settings of these
+ * keywords win (they are given before it).
+ */
 PGconn *store_connect(const char *conninfo, struct drv_err *err);
 
 /*
@@ -115,7 +125,10 @@ PGconn *store_connect(const char *conninfo, struct drv_err *err);
  * true when the server does not answer or does not accept connections yet (stopped,
  * starting, shutting down, in recovery: PQping's NO_RESPONSE and REJECT); false when it
  * accepts connections, so the failure is the caller's (password, database name, rights),
- * or when conninfo cannot be used at all (NO_ATTEMPT). Blocks for one connection attempt.
+ * or when conninfo cannot be used at all (NO_ATTEMPT); true again when the servers answer
+ * but none is writable for target_session_attrs=read-write ("session is read-only": every
+ * server a replica while Patroni elects a primary, seen by scripts/chaos --hosts --ha).
+ * Blocks for one or two connection attempts.
  */
 bool store_worth_waiting(const char *conninfo);
 

@@ -94,7 +94,7 @@ void worker__task_unref(struct wtask *t)
     if (--t->refs > 0)
         return;
     free(t->item_id);
-    json_decref(t->item);
+    taskmsg_item_clear(&t->item);
     free(t->run_path);
     json_decref(t->rec);
     free(t);

@@ -41,6 +41,7 @@
 #include "clock.h"
 #include "coord.h"
 #include "log.h"
+#include "taskmsg.h"
 #include "worker_int.h"
 #include "xalloc.h"
 #include "zkpath.h"
@@ -118,7 +119,10 @@ static void ctx_read_end(struct ctx_read *cr)
         json_error_t je;
         c->ctx = json_loads(all, 0, &je);
         free(all);
-        if (!json_is_object(c->ctx)) {
+        struct taskmsg_ctx d;
+        struct drv_err err;
+        if (taskmsg_ctx_decode(c->ctx, &d, &err) != 0) {
+            log_error(MOD, "event=context-refused job=%s error=\"%s\"", c->job, err.msg);
             json_decref(c->ctx);
             c->ctx = NULL;
             cr->rc = DRV_EINVAL;

@@ -60,8 +60,7 @@ static char **env_for(struct worker *w, struct wtask *t)
         e[n++] = xstrdup(w->env[i]);
     e[n++] = xasprintf("DROVER_TASK_ID=%s", t->key);
     e[n++] = xasprintf("DROVER_JOB_ID=%s", t->job);
-    e[n++] = xasprintf("DROVER_ATTEMPT=%lld",
-                       (long long)json_integer_value(json_object_get(t->item, "attempt")));
+    e[n++] = xasprintf("DROVER_ATTEMPT=%u", t->item.attempt);
     e[n++] = xasprintf("DROVER_PLUGIN_DIR=%s", t->plugin ? t->plugin->dir : "");
     if (t->res_dir || w->resources)
         e[n++] = xasprintf("DROVER_RESOURCES=%s", t->res_dir ? t->res_dir : w->resources);
@@ -145,16 +144,21 @@ static void on_plugin_done(const struct worker__proc_result *r, void *arg)
         worker__task_unref(t);
         return;
     }
-    int rc = worker__task_outcome(r, t->timeout_ms, t->plugin, w->has_key ? w->key : NULL, t->item,
+    int rc = worker__task_outcome(r, t->timeout_ms, t->plugin, w->has_key ? w->key : NULL, &t->item,
                                   t->rec);
     if (rc == DRV_EPERM)
         log_error(MOD,
                   "event=secret-dropped task=%s reason=\"no secrets key to seal a sensitive "
                   "result with\"",
                   t->key);
+    if (rc == DRV_EINVAL) {
+        char q[700];
+        log_warn(MOD, "event=result-key-refused worker=%s task=%s node=%s message=%s", w->id,
+                 t->key, t->item.node ? t->item.node : "",
+                 log_quote(json_string_value(json_object_get(t->rec, "message")), q, sizeof(q)));
+    }
     log_info(MOD, "event=task-ended worker=%s task=%s id=%s status=%s how=\"%s\" ms=%lld", w->id,
-             t->key, json_string_value(json_object_get(t->item, "task")),
-             json_string_value(json_object_get(t->rec, "status")),
+             t->key, t->item.task, json_string_value(json_object_get(t->rec, "status")),
              json_string_value(json_object_get(t->rec, "how")), (long long)r->elapsed_ms);
     t->st = WT_COMPLETING;
     worker__complete_send(t);
@@ -163,10 +167,9 @@ static void on_plugin_done(const struct worker__proc_result *r, void *arg)
 
 static void fail_now(struct wtask *t, const char *why)
 {
-    json_object_set_new(t->rec, "status", json_string("failed"));
-    json_object_set_new(t->rec, "message", json_string(why));
-    json_object_set_new(t->rec, "how", json_string("not run"));
-    json_object_set_new(t->rec, "end", json_integer(clock_wall_ms()));
+    struct taskmsg_outcome o = {
+        .ok = false, .end_ms = clock_wall_ms(), .message = why, .how = "not run"};
+    taskmsg_run_end(t->rec, &o);
     log_warn(MOD, "event=task-failed worker=%s task=%s reason=\"%s\"", t->w->id, t->key, why);
     t->st = WT_COMPLETING;
     worker__complete_send(t);
@@ -177,8 +180,8 @@ static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes
 static void run_plugin(struct wtask *t, const json_t *ctx)
 {
     struct worker *w = t->w;
-    const char *name = json_string_value(json_object_get(t->item, "name"));
-    const char *type = json_string_value(json_object_get(t->item, "plugin"));
+    const char *name = t->item.name;
+    const char *type = t->item.plugin;
     t->plugin = worker__plugins_find(
         w->plugins, worker__is_provider_task(name) ? WORKER__PROVIDER : WORKER__AUTOMATOR, type);
     if (!t->plugin) {
@@ -188,14 +191,14 @@ static void run_plugin(struct wtask *t, const json_t *ctx)
         fail_now(t, why);
         return;
     }
-    json_int_t tmo = json_integer_value(json_object_get(t->item, "timeout_ms"));
+    int64_t tmo = t->item.timeout_ms;
     t->timeout_ms = tmo > 0 && tmo < INT32_MAX ? (int)tmo : (int)t->plugin->timeout_ms;
     t->st = WT_RUNNING;
     if (t->plugin->builtin) {
         /* builtin:noop: an outcome without a process, on the next turn of the loop. A
          * provider's confirm returns a name and a documentation address (RFC 5737), so that
          * macros naming the node resolve; nothing ever connects to it. */
-        const char *node = json_string_value(json_object_get(t->item, "node"));
+        const char *node = t->item.node;
         char out[512];
         if (worker__is_provider_task(name) && name && strcmp(name, "confirm") == 0 && node)
             snprintf(out, sizeof(out),
@@ -214,7 +217,7 @@ static void run_plugin(struct wtask *t, const json_t *ctx)
         return;
     }
     if (t->plugin->wants_nodes) {
-        json_int_t rev = json_integer_value(json_object_get(t->item, "nodes_rev"));
+        int64_t rev = t->item.nodes_rev;
         if (!worker__ctx_nodes_fresh(w->ctxs, t->job, rev)) {
             t->st = WT_NODES; /* the nodes map comes first: on_nodes_ready runs it */
             if (worker__ctx_nodes_read(w->ctxs, t->job, rev) != 0)
@@ -286,10 +289,8 @@ static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes
     if (!resources_ready(t, ctx))
         return;
     t->st = WT_RUNNING;
-    json_t *task = worker__task_json(t->item, ctx, nodes);
-    worker__sandbox_task(
-        w->sandbox, t->plugin,
-        worker__is_provider_task(json_string_value(json_object_get(t->item, "name"))), task);
+    json_t *task = worker__task_json(&t->item, ctx, nodes);
+    worker__sandbox_task(w->sandbox, t->plugin, worker__is_provider_task(t->item.name), task);
     struct drv_err err;
     if (w->has_key && worker__task_open(w->key, task, &err) != 0) {
         json_decref(task);

@@ -123,8 +123,10 @@ static void start_task(struct wqueue *wq, struct coord_queue_item *it)
     w->stats.taken++;
     json_error_t je;
     struct drv_err err;
-    t->item = json_loads(it->json, 0, &je);
-    if (taskmsg_item_check(t->item, &err) != 0) {
+    json_t *j = json_loads(it->json, 0, &je);
+    int rc = taskmsg_item_decode(j, &t->item, &err);
+    json_decref(j);
+    if (rc != 0) {
         /* Nothing can run it, now or later: drop it loudly rather than loop. */
         snprintf(t->key, sizeof(t->key), "%s", it->id);
         log_error(MOD, "event=bad-task-item worker=%s item=%s error=\"%s\"", w->id, it->id,
@@ -132,12 +134,14 @@ static void start_task(struct wqueue *wq, struct coord_queue_item *it)
         worker__drop_item(t, err.msg);
         return;
     }
-    const char *ph = json_string_value(json_object_get(t->item, "phase"));
-    uint32_t idx = (uint32_t)json_integer_value(json_object_get(t->item, "idx"));
-    unsigned att = (unsigned)json_integer_value(json_object_get(t->item, "attempt"));
-    snprintf(t->job, sizeof(t->job), "%s", json_string_value(json_object_get(t->item, "job")));
-    taskmsg_key(t->key, sizeof(t->key), t->job, ph[0], idx, att);
-    const char *avoid = json_string_value(json_object_get(t->item, "avoid"));
+    if (t->item.dropped)
+        log_warn(MOD,
+                 "event=reserved-key-dropped worker=%s item=%s keys=%zu first=\"%s\" "
+                 "why=\"a tenant's value never names a provider's fact\"",
+                 w->id, it->id, t->item.dropped, t->item.dropped_key);
+    snprintf(t->job, sizeof(t->job), "%s", t->item.job);
+    taskmsg_key(t->key, sizeof(t->key), t->job, t->item.phase, t->item.idx, t->item.attempt);
+    const char *avoid = t->item.avoid;
     if (avoid && strcmp(avoid, w->id) == 0 && w->n_peers > 0 && !strmap_get(w->avoided, t->key)) {
         /* A retry after a failure here: leave it to another worker for a while. */
         log_info(MOD, "event=task-avoided worker=%s task=%s", w->id, t->key);
@@ -146,12 +150,12 @@ static void start_task(struct wqueue *wq, struct coord_queue_item *it)
         return;
     }
     char name[200];
-    taskmsg_run_name(name, sizeof(name), ph[0], idx, att, w->id, ++w->nonce ^ (unsigned)rand());
+    taskmsg_run_name(name, sizeof(name), t->item.phase, t->item.idx, t->item.attempt, w->id,
+                     ++w->nonce ^ (unsigned)rand());
     t->run_path = zkpath_job_run(NULL, 0, t->job, name);
     char sess[32];
     snprintf(sess, sizeof(sess), "0x%llx", (unsigned long long)coord_session_id(w->zk));
-    t->rec = json_pack("{s:i, s:s, s:s, s:s, s:I}", "v", TASKMSG_VERSION, "worker", w->id,
-                       "session", sess, "item", it->id, "start", (json_int_t)clock_wall_ms());
+    t->rec = taskmsg_run_start(w->id, sess, it->id, clock_wall_ms());
     t->st = WT_RECORDING;
     worker__record_send(t);
 }

@@ -3,18 +3,23 @@
  * to a run record's outcome. Pure (no I/O): unit-tested alone.
  *
  * The queue item (src/common/taskmsg.h) carries what is particular to one
- * task: its names, the action's fields, its node's key-values and types; the
- * job's context (jobs/<id>/ctx) carries the cluster-wide rest. The plugin
- * gets both merged in the shape of docs/plugins.md.
+ * task: its names, the action's fields, its node's parts by writer (the
+ * provider's facts, the tenant's values and entries, its types); the job's
+ * context (jobs/<id>/ctx) carries the cluster-wide rest. The plugin gets both
+ * merged in the shape of docs/plugins.md, the facts last and apart
+ * (config.facts), so no value of the tenant's stands in for one.
  *
  * The outcome: success needs exit status 0 and a result JSON object with
  * "status": "ok" on standard output. Anything else is a failure with a reason
  * a person can act on ("plugin printed invalid JSON", "timed out after ...").
- * Sensitive result keys are sealed before the record leaves the worker.
+ * Sensitive result keys are sealed before the record leaves the worker; a
+ * result of a node's own task (not its provider's) that names a reserved key
+ * fails the task (facts.h).
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "facts.h"
 #include "seal.h"
 #include "taskmsg.h"
 #include "worker_int.h"
@@ -22,69 +27,71 @@
 
 #define TAIL_IN_RECORD 2048
 
-static void set_str(json_t *o, const char *k, const json_t *from, const char *fk)
+static void set_str(json_t *o, const char *k, const char *v)
 {
-    json_t *v = json_object_get(from, fk);
-    if (json_is_string(v))
-        json_object_set_new(o, k, json_string(json_string_value(v)));
+    if (v)
+        json_object_set_new(o, k, json_string(v));
 }
 
-json_t *worker__task_json(const json_t *item, const json_t *ctx, const json_t *nodes)
+json_t *worker__task_json(const struct taskmsg_item *it, const json_t *ctxj, const json_t *nodes)
 {
+    struct taskmsg_ctx ctx;
+    struct drv_err err;
+    if (taskmsg_ctx_decode(ctxj, &ctx, &err) != 0)
+        memset(&ctx, 0, sizeof(ctx)); /* the caller read it: an object, or nothing */
     char key[80] = "";
-    const char *ph = json_string_value(json_object_get(item, "phase"));
-    taskmsg_key(key, sizeof(key), json_string_value(json_object_get(item, "job")), ph ? ph[0] : 'f',
-                (uint32_t)json_integer_value(json_object_get(item, "idx")),
-                (unsigned)json_integer_value(json_object_get(item, "attempt")));
+    taskmsg_key(key, sizeof(key), it->job, it->phase, it->idx, it->attempt);
     json_t *t = json_object();
-    json_object_set_new(t, "format", json_integer(1));
+    json_object_set_new(t, "format", json_integer(2));
     json_object_set_new(t, "taskId", json_string(key));
-    set_str(t, "jobId", item, "job");
-    set_str(t, "clusterId", item, "cluster");
-    set_str(t, "tenant", item, "tenant");
-    set_str(t, "task", item, "task");
-    set_str(t, "taskName", item, "name");
-    set_str(t, "nodeId", item, "node");
-    set_str(t, "service", item, "service");
-    json_object_set_new(t, "attempt",
-                        json_integer(json_integer_value(json_object_get(item, "attempt"))));
-    json_object_set_new(t, "cleanup", json_boolean(json_is_true(json_object_get(item, "cleanup"))));
-    json_object_set_new(t, "timeout_ms",
-                        json_integer(json_integer_value(json_object_get(item, "timeout_ms"))));
+    set_str(t, "jobId", it->job);
+    set_str(t, "clusterId", it->cluster);
+    set_str(t, "tenant", it->tenant);
+    set_str(t, "task", it->task);
+    set_str(t, "taskName", it->name);
+    set_str(t, "nodeId", it->node);
+    set_str(t, "service", it->service);
+    json_object_set_new(t, "attempt", json_integer(it->attempt));
+    json_object_set_new(t, "cleanup", json_boolean(it->cleanup));
+    json_object_set_new(t, "timeout_ms", json_integer(it->timeout_ms));
 
+    /* The node: the tenant's parts (decoded without reserved keys), then the provider's
+       facts over them and apart: nothing the tenant wrote stands in for a fact. */
     json_t *config = json_object();
-    /* The node's key-values first: what the cluster-wide keys do not name. */
-    json_t *props = json_object_get(item, "props");
-    if (json_is_object(props))
-        json_object_update(config, props);
-    json_t *info = json_object_get(item, "nodeinfo");
-    if (json_is_object(info))
-        json_object_update(config, info);
-    set_str(config, "clustername", ctx, "clustername");
-    json_t *cluster = json_object_get(item, "config_override");
+    if (it->values)
+        json_object_update(config, it->values);
+    if (it->entries)
+        json_object_update(config, it->entries);
+    set_str(config, "hardwaretype", it->hardwaretype);
+    set_str(config, "imagetype", it->imagetype);
+    if (it->services && json_array_size(it->services))
+        json_object_set(config, "services", it->services);
+    json_t *facts = it->facts ? json_deep_copy(it->facts) : json_object();
+    json_object_update(config, facts);
+    json_object_set_new(config, "facts", facts);
+    /* The job's parts. */
+    set_str(config, "clustername", ctx.clustername);
+    json_t *cluster = it->config_override;
     if (!json_is_object(cluster))
-        cluster = json_object_get(ctx, "cluster");
+        cluster = ctx.cluster;
     json_object_set_new(config, "cluster",
                         json_is_object(cluster) ? json_deep_copy(cluster) : json_object());
-    json_t *provider = json_object_get(ctx, "provider");
     json_object_set_new(config, "provider",
-                        json_is_object(provider) ? json_deep_copy(provider) : json_object());
-    json_t *ssh = json_object_get(ctx, "ssh");
-    if (json_is_object(ssh))
-        json_object_set_new(config, "ssh", json_deep_copy(ssh));
-    json_t *fields = json_object_get(item, "fields");
-    const char *name = json_string_value(json_object_get(item, "name"));
-    if (worker__is_provider_task(name)) {
+                        ctx.provider ? json_deep_copy(ctx.provider) : json_object());
+    if (ctx.ssh)
+        json_object_set_new(config, "ssh", json_deep_copy(ctx.ssh));
+    json_t *fields = it->fields;
+    if (worker__is_provider_task(it->name)) {
         if (json_is_object(fields))
             json_object_update(json_object_get(config, "provider"), fields);
     } else {
-        const char *svc = json_string_value(json_object_get(item, "service"));
         json_t *action = json_object();
-        set_str(action, "type", item, "plugin");
+        set_str(action, "type", it->plugin);
         json_object_set_new(action, "fields",
                             json_is_object(fields) ? json_deep_copy(fields) : json_object());
-        json_object_set_new(config, "service",
-                            json_pack("{s:s, s:o}", "name", svc ? svc : "", "action", action));
+        json_object_set_new(
+            config, "service",
+            json_pack("{s:s, s:o}", "name", it->service ? it->service : "", "action", action));
     }
     if (nodes)
         json_object_set_new(config, "nodes", json_deep_copy(nodes));
@@ -128,12 +135,14 @@ int worker__task_open(const unsigned char tkey[32], json_t *task, struct drv_err
         rc = open_part(tkey, config, "cluster", &clu, err);
     if (rc == 0)
         rc = open_part(tkey, config, "ssh", &ssh, err);
+    if (rc == 0)
+        rc = open_part(tkey, config, "facts", &node, err); /* a provider's sensitive fact */
     if (rc)
         return rc;
     /* The node's own key-values: config's top level, but for the parts named above (and
        service and nodes, which hold nothing sealed: they stay as they are). */
     static const char *const parts[] = {"clustername", "cluster", "provider", "ssh",
-                                        "service",     "nodes",   NULL};
+                                        "service",     "nodes",   "facts",    NULL};
     json_t *own = json_object();
     const char *k;
     json_t *v;
@@ -171,19 +180,15 @@ static json_t *parse_output(const char *out, size_t len)
 
 int worker__task_outcome(const struct worker__proc_result *r, int timeout_ms,
                          const struct worker__plugin *p, const unsigned char *key,
-                         const json_t *item, json_t *rec)
+                         const struct taskmsg_item *it, json_t *rec)
 {
     char node_name[300];
-    snprintf(node_name, sizeof(node_name), "%s/%s", str_or_empty(item, "cluster"),
-             str_or_empty(item, "node"));
+    snprintf(node_name, sizeof(node_name), "%s/%s", it->cluster ? it->cluster : "",
+             it->node ? it->node : "");
     char how[256];
     worker__proc_describe(r, timeout_ms, how, sizeof(how));
-    json_object_set_new(rec, "how", json_string(how));
-    json_object_set_new(rec, "end", json_integer(r->end_ms));
     const char *tail = r->err_tail ? r->err_tail : "";
     size_t tl = strlen(tail);
-    json_object_set_new(rec, "tail",
-                        json_string(tl > TAIL_IN_RECORD ? tail + tl - TAIL_IN_RECORD : tail));
     json_t *out = r->out_len ? parse_output(r->out, r->out_len) : NULL;
     const char *status = json_string_value(json_object_get(out, "status"));
     const char *message = json_string_value(json_object_get(out, "message"));
@@ -203,15 +208,32 @@ int worker__task_outcome(const struct worker__proc_result *r, int timeout_ms,
                  r->exit_code ? ": " : "", r->exit_code ? how : "");
     else
         snprintf(reason, sizeof(reason), "%s", message ? message : "ok");
-    json_object_set_new(rec, "status", json_string(ok ? "ok" : "failed"));
-    json_object_set_new(rec, "message", json_string(reason));
     int rc = 0;
     json_t *result = json_object_get(out, "result");
+    /* A node's own result (an automator's: its service's script) is the tenant's: it may
+       not stand in for a provider's fact or a part of the config (facts.h). */
+    bool from_provider = worker__is_provider_task(it->name);
+    const char *reserved = NULL, *k;
+    json_t *v;
+    json_object_foreach(json_is_object(result) ? result : NULL, k, v)
+    {
+        if (!reserved && facts_is_reserved(k) && !(from_provider && facts_is_fact(k)))
+            reserved = k;
+    }
+    if (reserved) {
+        snprintf(reason, sizeof(reason),
+                 "result key \"%.64s\" is reserved: the node's facts (its id, addresses, host "
+                 "key, login) are its provider's, and the config's parts the engine's; a task's "
+                 "result may not set them",
+                 reserved);
+        ok = false;
+        result = NULL;
+        rc = DRV_EINVAL;
+    }
+    json_t *sealed = NULL;
     if (json_is_object(result)) {
-        json_t *sealed = json_deep_copy(result);
+        sealed = json_deep_copy(result);
         json_t *sens = json_object_get(out, "sensitive");
-        const char *k;
-        json_t *v;
         void *tmp;
         json_object_foreach_safe(sealed, tmp, k, v)
         {
@@ -225,20 +247,28 @@ int worker__task_outcome(const struct worker__proc_result *r, int timeout_ms,
             if (!key) {
                 /* No key to seal with: drop the secret rather than write it in clear. */
                 json_object_del(sealed, k);
-                rc = DRV_EPERM;
+                if (rc == 0)
+                    rc = DRV_EPERM;
                 continue;
             }
             /* At its place: node/<cluster id>/<node id>, the result key (seal.h). */
-            struct seal_place at = {str_or_empty(item, "tenant"), "node", node_name, k};
+            struct seal_place at = {it->tenant ? it->tenant : "", "node", node_name, k};
             char *enc = seal_value_at(key, &at, v);
             json_object_set_new(sealed, k, json_string(enc));
             free(enc);
         }
-        json_object_set_new(rec, "result", sealed);
     }
-    json_t *undo = json_object_get(out, "undo");
-    if (undo)
-        json_object_set(rec, "undo", undo);
+    struct taskmsg_outcome o = {
+        .ok = ok,
+        .end_ms = r->end_ms,
+        .message = reason,
+        .how = how,
+        .tail = tl > TAIL_IN_RECORD ? tail + tl - TAIL_IN_RECORD : tail,
+        .result = sealed,
+        .undo = json_object_get(out, "undo"),
+    };
+    taskmsg_run_end(rec, &o);
+    json_decref(sealed);
     json_decref(out);
     return rc;
 }

@@ -74,22 +74,47 @@ static void on_peers(const struct coord_member_info *m, size_t n, void *arg)
 {
     struct worker *w = arg;
     size_t peers = 0;
+    /* Per queue, the members that consume it too (same tenant, same class): its view of
+       its consumers, from which coord computes which shards wake this worker when idle
+       (coord_queue_set_peers: a put wakes its shard's homes, not every idle worker). */
+    size_t *n_ids = xcalloc(w->n_queues + 1, sizeof(size_t));
+    const char ***per = xcalloc(w->n_queues + 1, sizeof(const char **));
+    for (size_t q = 0; q < w->n_queues; q++)
+        per[q] = xcalloc(n + 1, sizeof(char *));
+    json_t **docs = xcalloc(n + 1, sizeof(json_t *));
     for (size_t i = 0; i < n; i++) {
         if (strcmp(m[i].id, w->id) == 0)
             continue;
         json_error_t je;
         json_t *j = json_loads(m[i].json, 0, &je);
+        docs[i] = j;
         const char *tenant = json_string_value(json_object_get(j, "tenant"));
+        if (!tenant || strcmp(tenant, w->tenant) != 0)
+            continue;
         bool shares = false;
         size_t k;
         json_t *c;
-        json_array_foreach(json_object_get(j, "classes"), k, c) for (size_t q = 0; q < w->n_queues;
-                                                                     q++) shares |=
-            json_is_string(c) && strcmp(json_string_value(c), w->queues[q].cls) == 0;
-        if (tenant && strcmp(tenant, w->tenant) == 0 && shares)
+        json_array_foreach(json_object_get(j, "classes"), k, c)
+        {
+            for (size_t q = 0; q < w->n_queues; q++)
+                if (json_is_string(c) && strcmp(json_string_value(c), w->queues[q].cls) == 0) {
+                    shares = true;
+                    per[q][n_ids[q]++] = m[i].id;
+                }
+        }
+        if (shares)
             peers++;
-        json_decref(j);
     }
+    for (size_t q = 0; q < w->n_queues; q++) {
+        if (w->queues[q].q)
+            coord_queue_set_peers(w->queues[q].q, per[q], n_ids[q]);
+        free(per[q]);
+    }
+    for (size_t i = 0; i < n; i++)
+        json_decref(docs[i]);
+    free(docs);
+    free(per);
+    free(n_ids);
     w->n_peers = peers;
     worker__pump(w); /* also a good moment: the session is likely connected */
 }

@@ -27,6 +27,7 @@
 #include <event2/util.h>
 
 #include "error.h"
+#include "taskmsg.h"
 #include "worker.h"
 
 struct event_base;
@@ -196,12 +197,17 @@ bool worker__is_provider_task(const char *task_name);
 /* ---- task.c: the plugin's task JSON and the run record's outcome -------------------- */
 
 /*
- * The plugin's standard input (docs/plugins.md) from a queue item (checked
- * with taskmsg_item_check), the job's context (jobs/<id>/ctx, an object) and
- * the nodes map (NULL unless the plugin wants it). Sealed values stay sealed:
- * the caller opens them (worker__task_open) just before writing. New reference.
+ * The plugin's standard input (docs/plugins.md, task format 2) from a queue
+ * item (decoded: taskmsg_item_decode), the job's context (jobs/<id>/ctx, an
+ * object) and the nodes map (NULL unless the plugin wants it). The node's
+ * config: the tenant's parts first (its values, its types' entries, its types
+ * and services), then its provider's facts over them, also whole in
+ * config.facts, then the job's parts (clustername, cluster, provider, ssh,
+ * service, nodes); no tenant part names a reserved key (facts.h), so nothing
+ * the tenant wrote shadows a fact. Sealed values stay sealed: the caller opens
+ * them (worker__task_open) just before writing. New reference.
  */
-json_t *worker__task_json(const json_t *item, const json_t *ctx, const json_t *nodes);
+json_t *worker__task_json(const struct taskmsg_item *it, const json_t *ctx, const json_t *nodes);
 
 /*
  * Open, in place, the sealed values of a task JSON (worker__task_json's) with
@@ -210,6 +216,7 @@ json_t *worker__task_json(const json_t *item, const json_t *ctx, const json_t *n
  *   config.cluster.<p>   cluster/<config.clustername>, config.<p>
  *   config.ssh.<p>       cluster/<config.clustername>, ssh.<p>
  *   config.<k>... (the node's key-values) node/<clusterId>/<nodeId>, <k>...
+ *   config.facts.<k>...                   node/<clusterId>/<nodeId>, <k>...
  * A value that does not open at its place stops it (DRV_ETLS; DRV_EINVAL for
  * a legacy or unknown format): err names the field's path at its place and
  * never the value. Sealed-looking strings under config.service and
@@ -218,15 +225,19 @@ json_t *worker__task_json(const json_t *item, const json_t *ctx, const json_t *n
 int worker__task_open(const unsigned char tkey[32], json_t *task, struct drv_err *err);
 
 /*
- * Fill rec (the run record, an object) with the outcome of a plugin run:
+ * Set the outcome of a plugin run into rec (the run record: taskmsg_run_end):
  * "status" ("ok" or "failed"), "message" (why, for people), "how", "end",
  * "tail", "result" (sensitive keys sealed with the tenant key at their place,
  * node/<item's cluster>/<item's node>, <key>; dropped when key is NULL, and
- * DRV_EPERM returned), "undo". 0 or DRV_EPERM.
+ * DRV_EPERM returned), "undo". A task that is not a provider's (create,
+ * confirm, delete) whose result names a reserved key (facts.h: a provider's
+ * fact or a part of the config) fails, the message naming the key, and its
+ * result is not kept: DRV_EINVAL (the caller logs event=result-key-refused).
+ * 0, DRV_EPERM or DRV_EINVAL.
  */
 int worker__task_outcome(const struct worker__proc_result *r, int timeout_ms,
                          const struct worker__plugin *p, const unsigned char *key,
-                         const json_t *item, json_t *rec);
+                         const struct taskmsg_item *it, json_t *rec);
 
 /* ---- worker.c, take.c, attempt.c, run.c: the take-run-complete loop's objects (loop) - */
 
@@ -261,7 +272,7 @@ struct wtask {
     struct wqueue *wq;
     enum wstate st;
     char *item_id;
-    json_t *item;
+    struct taskmsg_item item; /* decoded (taskmsg_item_decode); item.root NULL when unread */
     char key[80];
     char job[24];
     char *run_path;

@@ -72,9 +72,12 @@ static void test_create_is_deterministic(void **state)
     assert_string_equal(json_string_value(json_object_get(json_array_get(nodes, 0), "id")),
                         "node-1");
     json_t *n1 = json_object_get(a.nodeinfo, "node-1");
-    assert_string_equal(json_string_value(json_object_get(n1, "flavor")), "m1.small");
-    assert_string_equal(json_string_value(json_object_get(n1, "image")), "ami-a15e0db6");
-    assert_null(json_object_get(n1, "cost"));
+    json_t *e1 = json_object_get(n1, "entries");
+    assert_string_equal(json_string_value(json_object_get(e1, "flavor")), "m1.small");
+    assert_string_equal(json_string_value(json_object_get(e1, "image")), "ami-a15e0db6");
+    assert_null(json_object_get(e1, "cost"));
+    assert_string_equal(json_string_value(json_object_get(n1, "hardwaretype")), "standard-small");
+    assert_int_equal(a.dropped, 0);
     assert_string_equal(json_string_value(json_object_get(a.provider, "providertype")), "aws");
     /* The stored text reads back into the same plan. */
     struct planner_plan *back;
@@ -204,10 +207,52 @@ static void test_pg_task_rows(void **state)
     json_decref(layout);
 }
 
+/*
+ * Issue 32: a hardware type's providermap entry that names a provider's fact (stored
+ * before the API refused it) is left out of the node's entries, and counted.
+ */
+static void test_reserved_entry_dropped(void **state)
+{
+    json_t *cat = json_deep_copy(rows);
+    size_t i;
+    json_t *r;
+    json_array_foreach(cat, i, r)
+    {
+        if (strcmp(json_string_value(json_object_get(r, "name")), "standard-small") != 0)
+            continue;
+        json_t *e = json_object_get(json_object_get(json_object_get(r, "body"), "providermap"),
+                                    "aws-us-east-1");
+        json_object_set_new(e, "provider-id", json_string("ct-victim"));
+        json_object_set_new(e, "ipaddresses", json_pack("{s:s}", "access_v4", "127.0.0.1"));
+    }
+    json_t *layout =
+        json_pack("{s:[{s:[s], s:s, s:s, s:i}]}", "nodes", "services", "base", "hardwaretype",
+                  "standard-small", "imagetype", "ubuntu14", "count", 2);
+    struct engine__plan_in in = {.op = "create",
+                                 .catalog = cat,
+                                 .template_name = "hadoop-distributed",
+                                 .provider = "aws-us-east-1",
+                                 .target = layout};
+    struct engine__plan_out a;
+    struct drv_err err;
+    if (engine__plan_build(&in, &a, &err) != 0)
+        fail_msg("%s", err.msg);
+    json_t *e1 = json_object_get(json_object_get(a.nodeinfo, "node-1"), "entries");
+    assert_string_equal(json_string_value(json_object_get(e1, "flavor")), "m1.small");
+    assert_null(json_object_get(e1, "provider-id"));
+    assert_null(json_object_get(e1, "ipaddresses"));
+    assert_int_equal(a.dropped, 4); /* two keys, two nodes */
+    assert_string_equal(a.dropped_key, "standard-small.providermap.aws-us-east-1.provider-id");
+    engine__plan_out_clear(&a);
+    json_decref(layout);
+    json_decref(cat);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_is_deterministic),
+        cmocka_unit_test(test_reserved_entry_dropped),
         cmocka_unit_test(test_ops_as_the_preview),
         cmocka_unit_test(test_ops_and_errors),
         cmocka_unit_test(test_pg_task_rows),

@@ -27,12 +27,30 @@ static json_t *item(const char *name, const char *service)
         "nodeinfo", "flavor", "small", "cleanup", 0, "timeout_ms", 5000);
 }
 
+/* A queue item read as the worker reads it (taskmsg_item_decode); j stays the caller's. */
+static struct taskmsg_item dec(json_t *j)
+{
+    struct taskmsg_item it;
+    struct drv_err err;
+    assert_int_equal(taskmsg_item_decode(j, &it, &err), 0);
+    return it;
+}
+
+static json_t *task_of(json_t *j, const json_t *ctx, const json_t *nodes)
+{
+    struct taskmsg_item it = dec(j);
+    json_t *t = worker__task_json(&it, ctx, nodes);
+    taskmsg_item_clear(&it);
+    return t;
+}
+
 static void test_task_json(void **state)
 {
     json_t *ctx = json_pack("{s:s, s:{s:i}, s:{s:s, s:s}}", "clustername", "zk1", "cluster", "port",
                             2181, "provider", "name", "local", "password", "enc:v1:xx");
     json_t *it = item("install", "zk");
-    json_t *t = worker__task_json(it, ctx, NULL);
+    json_t *t = task_of(it, ctx, NULL);
+    assert_int_equal(json_integer_value(json_object_get(t, "format")), 2);
     assert_string_equal(json_string_value(json_object_get(t, "taskId")), "42.f17.2");
     assert_string_equal(json_string_value(json_object_get(t, "taskName")), "install");
     assert_string_equal(json_string_value(json_object_get(t, "nodeId")), "node-3");
@@ -58,7 +76,7 @@ static void test_task_json(void **state)
     /* A provider task: the fields go to the provider, no service. */
     it = item("create", NULL);
     json_t *nodes = json_pack("{s:{}}", "node-1");
-    t = worker__task_json(it, ctx, nodes);
+    t = task_of(it, ctx, nodes);
     c = json_object_get(t, "config");
     assert_null(json_object_get(c, "service"));
     assert_string_equal(
@@ -70,6 +88,8 @@ static void test_task_json(void **state)
     json_decref(it);
     json_decref(ctx);
 }
+
+static bool provider_task; /* outcome() of a provider's task (confirm), not an automator's */
 
 static json_t *outcome(bool exited, int code, const char *out, bool timed_out,
                        const struct worker__plugin *p, const unsigned char *key, int *rc)
@@ -84,9 +104,11 @@ static json_t *outcome(bool exited, int code, const char *out, bool timed_out,
     if (!exited && !timed_out)
         r.signal = 9;
     json_t *rec = json_object();
-    json_t *it = item("install", "zk");
-    *rc = worker__task_outcome(&r, 3000, p, key, it, rec);
-    json_decref(it);
+    json_t *j = item(provider_task ? "confirm" : "install", provider_task ? NULL : "zk");
+    struct taskmsg_item it = dec(j);
+    *rc = worker__task_outcome(&r, 3000, p, key, &it, rec);
+    taskmsg_item_clear(&it);
+    json_decref(j);
     return rec;
 }
 
@@ -196,7 +218,7 @@ static void test_task_open(void **state)
     json_t *it = item("install", "zk");
     json_object_set_new(json_object_get(it, "props"), "token", json_string(tok));
     json_object_set_new(json_object_get(it, "fields"), "note", json_string(db));
-    json_t *t = worker__task_json(it, ctx, NULL);
+    json_t *t = task_of(it, ctx, NULL);
     struct drv_err err;
     assert_int_equal(worker__task_open(key, t, &err), 0);
     json_t *c = json_object_get(t, "config");
@@ -215,7 +237,7 @@ static void test_task_open(void **state)
     json_decref(t);
     /* the provider's password copied into the cluster's config: refused, path named, no text */
     json_object_set_new(json_object_get(ctx, "cluster"), "admin_password", json_string(pw));
-    t = worker__task_json(it, ctx, NULL);
+    t = task_of(it, ctx, NULL);
     assert_int_equal(worker__task_open(key, t, &err), DRV_ETLS);
     assert_non_null(strstr(err.msg, "config.admin_password"));
     assert_null(strstr(err.msg, "prov-pw"));
@@ -223,7 +245,7 @@ static void test_task_open(void **state)
     json_object_del(json_object_get(ctx, "cluster"), "admin_password");
     /* another tenant's task (its key opens nothing of acme's) */
     static const unsigned char other[32] = {6};
-    t = worker__task_json(it, ctx, NULL);
+    t = task_of(it, ctx, NULL);
     assert_int_equal(worker__task_open(other, t, &err), DRV_ETLS);
     json_decref(t);
     json_decref(it);
@@ -234,13 +256,83 @@ static void test_task_open(void **state)
     free(tok);
 }
 
+/*
+ * Issue 32's attack, as a previous version's engine put it in an item: a hardware type's
+ * providermap entry naming another tenant's machine and address. The plugin's config
+ * keeps the provider's facts, at the top and in config.facts; the tenant's keys are gone.
+ * The same from a version-2 item written by hand.
+ */
+static void test_task_facts(void **state)
+{
+    json_t *ctx = json_pack("{s:s}", "clustername", "c");
+    json_t *j = item("delete", NULL);
+    json_object_set_new(j, "props",
+                        json_pack("{s:s, s:s}", "provider-id", "ct-own", "installed", "yes"));
+    json_object_set_new(j, "nodeinfo",
+                        json_pack("{s:s, s:s, s:{s:s}, s:s}", "cpus", "1", "provider-id",
+                                  "ct-victim", "ipaddresses", "access_v4", "10.251.0.2",
+                                  "hardwaretype", "small"));
+    json_t *t = task_of(j, ctx, NULL);
+    json_t *c = json_object_get(t, "config");
+    assert_string_equal(json_string_value(json_object_get(c, "provider-id")), "ct-own");
+    assert_null(json_object_get(c, "ipaddresses"));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(c, "facts"), "provider-id")), "ct-own");
+    assert_int_equal(json_object_size(json_object_get(c, "facts")), 1);
+    assert_string_equal(json_string_value(json_object_get(c, "cpus")), "1");
+    assert_string_equal(json_string_value(json_object_get(c, "installed")), "yes");
+    assert_string_equal(json_string_value(json_object_get(c, "hardwaretype")), "small");
+    json_decref(t);
+    json_decref(j);
+    j = json_pack("{s:i, s:s, s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:{s:s}, s:{s:s},"
+                  " s:{s:s}}",
+                  "v", 2, "job", "42", "phase", "f", "idx", 1, "attempt", 1, "task", "node-1/x",
+                  "name", "install", "tenant", "acme", "cluster", "7", "plugin", "shell", "node",
+                  "node-1", "facts", "hostname", "10.0.0.5", "values", "hostname", "evil.example",
+                  "entries", "ssh_port", "2222");
+    t = task_of(j, ctx, NULL);
+    c = json_object_get(t, "config");
+    assert_string_equal(json_string_value(json_object_get(c, "hostname")), "10.0.0.5");
+    assert_null(json_object_get(c, "ssh_port"));
+    json_decref(t);
+    json_decref(j);
+    json_decref(ctx);
+}
+
+/* A node's own result (a script's $DROVER_RESULT) naming a fact fails its task, with the
+   key named, and nothing of it is kept; a provider's result may. */
+static void test_result_reserved(void **state)
+{
+    int rc;
+    const char *out = "{\"status\":\"ok\",\"result\":{\"installed\":\"yes\","
+                      "\"ipaddresses\":{\"access_v4\":\"127.0.0.1\"}}}";
+    json_t *rec = outcome(true, 0, out, false, NULL, NULL, &rc);
+    assert_int_equal(rc, DRV_EINVAL);
+    assert_string_equal(field(rec, "status"), "failed");
+    assert_non_null(strstr(field(rec, "message"), "result key \"ipaddresses\" is reserved"));
+    assert_null(json_object_get(rec, "result"));
+    json_decref(rec);
+    provider_task = true;
+    rec = outcome(true, 0, out, false, NULL, NULL, &rc);
+    provider_task = false;
+    assert_int_equal(rc, 0);
+    assert_string_equal(field(rec, "status"), "ok");
+    assert_non_null(json_object_get(json_object_get(rec, "result"), "ipaddresses"));
+    json_decref(rec);
+    /* a part of the config, from anyone's task */
+    rec =
+        outcome(true, 0, "{\"status\":\"ok\",\"result\":{\"cluster\":{}}}", false, NULL, NULL, &rc);
+    assert_int_equal(rc, DRV_EINVAL);
+    assert_string_equal(field(rec, "status"), "failed");
+    json_decref(rec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_task_json),
-        cmocka_unit_test(test_outcomes),
-        cmocka_unit_test(test_sensitive_results),
-        cmocka_unit_test(test_task_open),
+        cmocka_unit_test(test_task_json),         cmocka_unit_test(test_outcomes),
+        cmocka_unit_test(test_sensitive_results), cmocka_unit_test(test_task_open),
+        cmocka_unit_test(test_task_facts),        cmocka_unit_test(test_result_reserved),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
