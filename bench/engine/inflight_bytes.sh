@@ -13,9 +13,9 @@
 #   inflight: per task B bytes (N znodes); item I bytes; job at HIGH: J bytes
 # PROVIDERMAP_BYTES (default 0): a string of that many bytes in the image type's
 # providermap, to show how a tenant's entity fields reach every item.
-. "$DROVER_SOURCE_DIR/integration/lib.sh"
-. "$DROVER_SOURCE_DIR/integration/api/api_lib.sh"
-. "$DROVER_SOURCE_DIR/integration/engine/engine_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/test-lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/api.sh"
+. "$DROVER_SOURCE_DIR/testlib/engine.sh"
 
 NODES=${NODES:-400} LOW=${LOW:-20} HIGH=${HIGH:-220}
 mntr() { zk_4lw mntr | awk -v k="$1" '$1 == k { print $2 }'; }

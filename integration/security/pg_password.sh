@@ -7,7 +7,7 @@
 # password (scram-sha-256), the local socket's included; a client without it is refused with
 # PostgreSQL's authentication error and gets nothing; the stack's own clients (DROVER_PG with
 # its passfile, PGPASSFILE for psql and the tests) connect, and droverd serves.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
 
 [ -n "$DROVER_PG_PORT" ] || fail "no PostgreSQL in this stack"
 # The connection as the stack's clients make it: with the password file.

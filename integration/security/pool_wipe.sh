@@ -9,9 +9,9 @@
 # before this check, by an older droverd) does not pass it on: the worker drops it from the
 # task and gives the operator's (worker.provider_settings). The plugin here is a probe with
 # ssh-pool's own descriptor, which reports the wipe_script it was given.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1
 setup_tenant # acme, $TOKEN its admin

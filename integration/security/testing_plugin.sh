@@ -10,9 +10,9 @@
 # plugin whose descriptor says "testing": true (event=plugins-testing-skipped), so a task for
 # one fails as served by no plugin and nothing is written; a worker whose worker.plugins names
 # one does not start, saying why.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1 "engine.max_failures = 1"
 setup_tenant # acme, with the test catalogue: its provider's type is the sleep plugin's

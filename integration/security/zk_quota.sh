@@ -7,9 +7,9 @@
 # znodes and /zookeeper/quota itself are droverd's alone, so another tenant's identity can
 # neither lift nor delete one; a tenant whose job would pass its quota gets no more into
 # ZooKeeper than the quota, and another tenant's job still runs to the end.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 zk_logins
 ZK_DROVERD_ID=$DROVERD_ID
