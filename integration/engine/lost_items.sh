@@ -10,9 +10,9 @@
 # a worker comes the job succeeds with every task run exactly once. The key record left
 # names an item that is gone: it is stale, and would refuse the put of its key for ever
 # unless the new owner deletes it (it did not: the task waited, queued, for ever).
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 ZKCLI=/usr/share/zookeeper/bin/zkCli.sh
 

@@ -11,9 +11,9 @@
 #      (An item alone over the session's limit, which an entity can no longer make, fails its
 #      task at once with the sizes in the job's error: commit_zk.c put_task.)
 # In both, droverd never logs txn-too-large.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 LOG_LEVEL=${LOG_LEVEL:-warn}
 start_droverd 1

@@ -10,9 +10,9 @@
 # (read, list, write, delete, create), a task naming acme run with beta's login is refused,
 # beta is refused the operator's pool it is not granted, and no tenant may create in pools/
 # itself (no squatting another's name); each time nothing changes.
-. "$DROVER_SOURCE_DIR/integration/plugins/plugins_lib.sh"
-. "$DROVER_SOURCE_DIR/integration/api/api_lib.sh"
-. "$DROVER_SOURCE_DIR/integration/engine/engine_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/plugins.sh"
+. "$DROVER_SOURCE_DIR/testlib/api.sh"
+. "$DROVER_SOURCE_DIR/testlib/engine.sh"
 
 R="$T/resources"
 mkdir -p "$R/pool"
@@ -57,7 +57,6 @@ ptask() {
                   acl_readers: \"$OPS_ID\"} | ${4:-.}"
 }
 pool() { DROVER_ZK_DIGEST_FILE='' DROVER_ZK_HOSTS='' run "$POOL"; }
-claims() { zk ls "$1" 2> /dev/null | sort; }
 A=/drover/pools/acme/rack-a/claims
 S=/drover/pools/_operator/rack-s/claims
 shared='.config.provider.shared = true | .config.provider.pool = "rack-s"'

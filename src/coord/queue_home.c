@@ -22,8 +22,10 @@
  * Rule 4 (the fallback): for each shard, the consumer after its homes in the sorted
  * view is its fallback: a change of the shard that an idle fallback sees makes it
  * list the shard STEAL_MS later (100 ms), and take what is still there: its homes
- * are busy (the steal). So a put costs its homes' listings and one more, whatever
- * the fleet's size.
+ * are busy (the steal). A look that finds nothing doubles the next one's delay (to
+ * 3.2 s; the shard's watch fires for deletes too, each complete), one that finds
+ * something resets it: work stealing with backoff. So a put costs its homes'
+ * listings and at most one more, whatever the fleet's size.
  *
  * What wakes an idle consumer (queue_take.c, on_queue_event): a change of one of
  * its home shards (at once: it lists that shard and, when its home set has more
@@ -239,6 +241,7 @@ void coord__q_home_init(struct coord_queue *q)
         q->home[k] = true;
     q->hsize = 1;
     q->rank = 0;
+    q->steal_look = -1;
 }
 
 bool coord_queue_is_home(const struct coord_queue *q, unsigned shard)

@@ -108,6 +108,8 @@ struct coord_queue {
     bool steal_due[100];         /* per shard: that look is scheduled */
     struct event *steal_ev[100]; /* its timer */
     void *steal_arg[100];        /* and the timer's argument, freed when cancelled */
+    int steal_backoff[100];      /* per shard: ms before the next look (0: STEAL_MS) */
+    int steal_look;              /* the shard whose look is listing now, -1 when none */
     bool has_view;               /* coord_queue_set_peers was called */
     unsigned hsize, rank;        /* the home set of its hashed home, and its rank in it */
     unsigned hashed_home;

@@ -88,8 +88,9 @@
 
 #define MOD "coord"
 #define CLAIM_BATCH 64
-#define SCAN_PACE_MS 5 /* between a listing that found nothing and the round's next one */
-#define STEAL_MS 100   /* a fallback's look after a change its shard's homes should take */
+#define SCAN_PACE_MS 5    /* between a listing that found nothing and the round's next one */
+#define STEAL_MS 100      /* a fallback's look after a change its shard's homes should take */
+#define STEAL_MAX_MS 3200 /* its backoff while its looks find nothing (the homes keep up) */
 
 /* The round's state (DROVER_CHECKS): a fired shard is not clean; an idle consumer has no
    fired shard, no listing in flight and no pace running; the cursor is within the round. */
@@ -495,6 +496,17 @@ static void listing_part(struct listing *l)
         own_first(q);
         q->cache_shard = l->shard;
         q->own_only = false; /* the wake's one listing is done: what follows is a round */
+        if (q->steal_look == (int)l->shard) {
+            /* A fallback's look (queue_home.c rule 4): something left by busy homes, look
+               again soon after the next change; nothing, the homes keep up: back off (a
+               shard's watch fires for its items' deletes too, each complete). */
+            q->steal_look = -1;
+            int b = q->steal_backoff[l->shard];
+            q->steal_backoff[l->shard] = q->cache_n ? 0
+                                                    : (b < STEAL_MS           ? 2 * STEAL_MS
+                                                       : b * 2 > STEAL_MAX_MS ? STEAL_MAX_MS
+                                                                              : b * 2);
+        }
         if (q->cache_n) {
             q->scanned = 0;
             round_reset(q);
@@ -681,6 +693,7 @@ static void steal_fire(void *owner)
     q->steal_arg[st->k] = NULL;
     if (!q->dead && q->idle) {
         q->counters.steals++;
+        q->steal_look = (int)st->k; /* its listing says whether to back off (listing_part) */
         coord__q_wake(q, st->k, true);
     } else if (!q->dead) {
         coord__q_wake(q, st->k, true); /* busy with a round: it lists k first */
@@ -700,7 +713,8 @@ static void steal_later(struct coord_queue *q, unsigned k)
     st->k = k;
     q->refs++;
     q->steal_arg[k] = st;
-    q->steal_ev[k] = coord__timer(q->s, STEAL_MS, steal_fire, st);
+    int ms = q->steal_backoff[k] > STEAL_MS ? q->steal_backoff[k] : STEAL_MS;
+    q->steal_ev[k] = coord__timer(q->s, ms, steal_fire, st);
 }
 
 void coord_queue_rescan(struct coord_queue *q)

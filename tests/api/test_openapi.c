@@ -131,7 +131,8 @@ static int try_paths(json_t *doc, json_t *params, const char *tmpl, int method, 
     json_t *v;
     json_array_foreach(values, i, v)
     {
-        char *next = xasprintf("%.*s%s%s", (int)(open - tmpl), tmpl, json_string_value(v), close + 1);
+        char *next =
+            xasprintf("%.*s%s%s", (int)(open - tmpl), tmpl, json_string_value(v), close + 1);
         bad += try_paths(doc, params, next, method, what);
         free(next);
     }
@@ -177,7 +178,8 @@ static void test_document_and_router_agree(void **state)
     static const struct {
         int m;
         const char *name;
-    } names[] = {{API_M_GET, "GET"}, {API_M_POST, "POST"}, {API_M_PUT, "PUT"}, {API_M_DELETE, "DELETE"}};
+    } names[] = {
+        {API_M_GET, "GET"}, {API_M_POST, "POST"}, {API_M_PUT, "PUT"}, {API_M_DELETE, "DELETE"}};
     for (size_t i = 0; i < ntable; i++)
         for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
             if ((table[i].methods & names[k].m) && !(table[i].hit & names[k].m)) {

@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# api_lib.sh: helpers for the API's integration tests (sourced after ../lib.sh).
+# api.sh: the shell test library's API helpers (sourced after test-lib.sh, by the API's tests
+# and through bench/lib.sh).
 #
 # start_api_node NAME [extra config lines...]: a droverd with a secrets key and a
 # bootstrap token file in the stack dir; sets PORT_<NAME> (read by api_port NAME, dashes as
@@ -52,7 +53,7 @@ api() {
   if [ -n "$body" ]; then
     args+=(-H 'Content-Type: application/json' --data-binary "$body")
   fi
-  code=$(curl "${args[@]}" "http://127.0.0.1:$PORT$path") || code=000
+  code=$(curl "${args[@]}" "http://$(at "$PORT"):$PORT$path") || code=000
   type=${code#* }
   code=${code%% *}
   [ -z "$OPENAPI_LOG" ] || openapi_record "$method" "$path" "$code" "$type"
