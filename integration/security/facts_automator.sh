@@ -13,7 +13,7 @@
 #
 # Tenant acme's loopback node answers throughout. Before the fix the automator connected to
 # 127.0.0.1 and a mismatch printed the host's real fingerprint.
-. "$DROVER_SOURCE_DIR/integration/plugins/plugins_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/plugins.sh"
 
 export DROVER_ZK_HOSTS="$DROVER_ZK"
 lb_create node-1

@@ -12,7 +12,7 @@
 # host's files and directory keep their content, owner and mode; once the node's own link
 # is gone its resume replaces the file links in its own tree, never writing through them;
 # tenant acme's node on the same host answers throughout.
-. "$DROVER_SOURCE_DIR/integration/plugins/container_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/container.sh"
 
 ct_create node-1 # acme's
 ct_task create node-2 1 2 '.tenant = "evil" | .clusterId = "9"' | run "$CT" || fail "evil's create: $(last .message)"
