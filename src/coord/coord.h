@@ -504,6 +504,8 @@ struct coord_member_info {
     const char *id;   /* the znode name */
     const char *json; /* its data ("" when unreadable) */
     enum coord_member_proof proof;
+    int64_t czxid;   /* the znode's creation zxid (-1 unknown): a new incarnation differs */
+    int64_t session; /* its ephemeralOwner: the member's session id (0 unknown) */
 };
 
 /* members sorted by id; valid only during the call. */
@@ -514,7 +516,9 @@ struct coord_group;
 /*
  * Watch group: cb gets the whole member list once at first and after every
  * change (joins, leaves, data changes), and again after a new session. The
- * group path is created when missing.
+ * group path is created when missing. Cost: a join is one listing and one read of the
+ * newcomer, a leave one listing, a member's data change one read of that member (each
+ * member's data is read with a watch and kept until it fires); a new session reads all.
  */
 struct coord_group *coord_group_watch(struct coord_session *s, const char *group, coord_group_cb cb,
                                       void *arg);
