@@ -149,6 +149,8 @@ static struct sshc *host_connect(const struct plugin_task *t, struct pool *p, st
         .host_key = h->fp,
         .host_key_type = h->type[0] ? h->type : NULL,
         .timeout_ms = 15000,
+        /* A pool's hosts are the tenant's to list: never this host itself (issue 32). */
+        .nodes_only = true,
     };
     return sshc_connect(&o, err);
 }
