@@ -10,8 +10,8 @@
 # UPDATE from its first statement made it wait for the create's commit). A second create
 # waits for the first (the quota's count must see it), after its inserts. Released, both
 # creates answer 202 and the tenant has both clusters.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a "log.level = warn"
 expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant acme"

@@ -8,10 +8,10 @@
 # ended (or, when the expiry's rescan lost the race to a take, after several rounds: the old
 # code passed this test only after avoiding the retry about ten times, in 70 s). Now the task
 # is avoided once, then runs on worker-1, and the job succeeds.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 SESSION=${SESSION:-60s} # worker-2 stays a member while frozen
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1
 setup_tenant

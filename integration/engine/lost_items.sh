@@ -16,9 +16,9 @@
 # applied (DROVER_FAULT=zk-answer-lost:multi:/keys/:1). The delete's is settled by reading
 # the record again (gone: done), so the resume goes on: the job is taken once. Before the
 # fix (issue 33 item 5) the resume gave up and the job was taken again.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 ZKCLI=/usr/share/zookeeper/bin/zkCli.sh
 

@@ -14,10 +14,10 @@
 #     droverd-3 (this build) joins while they run and takes its share; droverd-2 stops, and
 #     droverd-3 keeps records again once no older member is left.
 # Every job succeeds, each task once; the tree is clean.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 SESSION=${SESSION:-60s} # the worker is stopped a while: it must not suspect its session
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1
 CONCURRENCY=4 start_worker worker-1

@@ -24,7 +24,7 @@
 #
 # The hosts are stopped (lxc-stop -k: systemd and everything under it) however the test
 # ends, before the stack's bridge goes.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
 
 on_hosts || fail "install_packages runs on a --hosts stack (scripts/with-stack --hosts)"
 [ "$(id -u)" = 0 ] || fail "install_packages needs root (containers, dpkg)"

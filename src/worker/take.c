@@ -25,8 +25,8 @@
 
 #define MOD "worker"
 #define TAKE_WAIT_MS 1000
-#define PUMP_RETRY_MS 250 /* while the session is not connected */
-#define AVOID_MS 5000     /* how long a retry that avoids this worker is left to the others */
+#define PUMP_RETRY_MS 250      /* while the session is not connected */
+#define AVOID_MS 5000          /* how long a retry that avoids this worker is left to the others */
 #define AVOID_FORGET_MS 600000 /* how long after that it is run here without avoiding it again */
 
 /* ---- claims ------------------------------------------------------------------------ */
