@@ -31,6 +31,16 @@ avoided=$(grep -c "event=task-avoided worker=worker-1 task=$JID\." "$T/worker-1.
 retried=$(grep -c "event=task-ended worker=worker-1 task=$JID\.f[0-9]*\.2 .* status=ok" "$T/worker-1.log" || true)
 [ "$retried" -ge 1 ] || fail "no retry ran on worker-1"
 pass "the retry avoided worker-1 $avoided times, then ran there ($retried attempt 2 ok)"
+# A second retry avoided while the first's entry is kept (its timer armed for that entry's
+# forget time, ten minutes away): it runs here after its own 5 s. Before, the timer was not
+# armed again for it, so it waited the ten minutes, or until something else made the queue
+# look again: here worker-2's session ending (scripts/chaos --hosts, 2026-11-28: four minutes).
+read -r _ J2 <<< "$(create_cluster c2 1 '{"fail_on": {"node": "node-1", "service": "base", "task": "install", "attempts": 1}}')"
+wait_job "$J2" succeeded 60
+grep -q "event=task-avoided worker=worker-1 task=$J2\." "$T/worker-1.log" ||
+  fail "the second job's retry did not avoid worker-1: the test tested nothing"
+member_there worker-2 || fail "worker-2's session ended first: the second retry may have waited for it"
+pass "a second retry, avoided while the first's entry was kept, ran after its own time"
 kill -CONT "$(pid_of worker-2)"
 check_runs
 check_tree_clean

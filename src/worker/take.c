@@ -96,6 +96,7 @@ void worker__avoid_expire_cb(evutil_socket_t fd, short what, void *arg)
     }
     for (size_t i = 0; i < w->n_queues; i++)
         coord_queue_rescan(w->queues[i].q);
+    w->avoid_at = next;
     if (next) {
         struct timeval tv = {(next - now) / 1000, ((next - now) % 1000) * 1000};
         event_add(w->avoid_ev, &tv);
@@ -110,8 +111,14 @@ static void avoid_add(struct worker *w, const char *key)
         strmap_put(w->avoided, key, until);
     }
     *until = clock_mono_ms() + AVOID_MS;
-    if (!evtimer_pending(w->avoid_ev, NULL)) {
-        struct timeval tv = {AVOID_MS / 1000, (AVOID_MS % 1000) * 1000 + 1000};
+    /* Armed later (an older entry's forget time, up to AVOID_FORGET_MS away): armed again
+       for this one's end. Before, the timer was left as it was, so a retry avoided then
+       waited for the older entry's forget time, ten minutes, unless something else made
+       the queue look again (scripts/chaos --hosts, 2026-11-28: a job stuck so). */
+    int64_t at = *until + 1000;
+    if (!evtimer_pending(w->avoid_ev, NULL) || !w->avoid_at || w->avoid_at > at) {
+        struct timeval tv = {AVOID_MS / 1000 + 1, (AVOID_MS % 1000) * 1000};
+        w->avoid_at = at;
         event_add(w->avoid_ev, &tv);
     }
 }

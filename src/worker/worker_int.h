@@ -309,6 +309,7 @@ struct worker {
     size_t n_peers;                  /* other live workers of this tenant sharing a class */
     struct strmap *avoided;          /* task key -> int64_t *: passed over until then (monotonic) */
     struct event *avoid_ev;          /* the next expiry: look at the queues again */
+    int64_t avoid_at;                /* when avoid_ev fires (monotonic ms), 0: not armed */
     struct worker__sandbox *sandbox; /* who plugins run as, what they get (sandbox.c) */
     char **env;                      /* the plugins' base environment */
     size_t n_env;
