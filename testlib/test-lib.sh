@@ -107,6 +107,8 @@ write_worker_conf() {
       echo "worker.privileged_plugins = loopback,container,sleep,sleep-provider"
     # The record of the tenants' plugin uids on this host (docs/security.md): the stack's.
     conf_sets worker.plugin_homes "$@" || echo "worker.plugin_homes = $T/plugin-homes"
+    # The tests' plugins (noop, sleep: "testing": true) run here, not in production.
+    conf_sets worker.testing_plugins "$@" || echo "worker.testing_plugins = true"
     printf '%s\n' "$@"
   ) > "$T/$name.conf"
   chmod 600 "$T/$name.conf"

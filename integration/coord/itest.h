@@ -108,7 +108,7 @@ struct it_take it_take_one(struct event_base *base, struct coord_queue *q, int m
 struct it_got {
     bool done;
     int rc, version;
-    char data[128];
+    char data[256];
 };
 void it_on_got(int rc, const char *data, int version, void *arg);
 struct it_got it_get(struct event_base *base, struct coord_session *s, const char *path);

@@ -30,29 +30,6 @@
 #include "itest.h"
 #include "xalloc.h"
 
-struct get_out {
-    bool done;
-    int rc, version;
-    char data[256];
-};
-
-static void on_get(int rc, const char *data, int version, void *arg)
-{
-    struct get_out *o = arg;
-    o->rc = rc;
-    o->version = version;
-    snprintf(o->data, sizeof(o->data), "%s", data ? data : "");
-    o->done = true;
-}
-
-static struct get_out read_node(struct event_base *base, struct coord_session *s, const char *p)
-{
-    struct get_out o = {0};
-    coord_get(s, p, on_get, &o);
-    CHECK(it_run_until(base, &o.done, 20000), "read %s", p);
-    return o;
-}
-
 static void write_node(struct event_base *base, struct coord_session *s, const char *p,
                        const char *json)
 {
@@ -163,7 +140,7 @@ int t_queue_keyed(void)
     it_wait_txn(base, &o, 30000);
     CHECK(o.rc == DRV_ECONFLICT && o.failed_op == 1 && o.zrc == -110, "re-put rc %d op %d zrc %d",
           o.rc, o.failed_op, o.zrc);
-    struct get_out job = read_node(base, d, "/drover/itest/job");
+    struct it_got job = it_get(base, d, "/drover/itest/job");
     CHECK(job.version == 2 && strcmp(job.data, "{\"dispatched\":2}") == 0, "job %s v%d", job.data,
           job.version);
 
@@ -346,7 +323,7 @@ int t_queue_txn(void)
     it_proxy_set_swallow(p, 0);
     CHECK(it_wait_txn(base, &o, 30000).rc == 0, "lost complete_txn rc %d op %d", o.rc, o.failed_op);
     CHECK(it_wait_rc(base, &zc, 30000) == 0, "lost complete rc %d", zc.rc);
-    struct get_out rec = read_node(base, d, "/drover/itest/rec");
+    struct it_got rec = it_get(base, d, "/drover/itest/rec");
     CHECK(rec.version == 4 && strcmp(rec.data, "{\"v\":3}") == 0, "rec %s v%d", rec.data,
           rec.version);
     st = it_queue_stats(base, qd);
@@ -428,7 +405,7 @@ int t_queue_gather(void)
           o[0].failed_op);
     CHECK(it_wait_txn(base, &o[1], 30000).rc == 0, "its neighbour rc %d", o[1].rc);
     CHECK(it_wait_txn(base, &o[2], 30000).rc == 0, "its other neighbour rc %d", o[2].rc);
-    struct get_out rec = read_node(base, d, "/drover/itest/grec");
+    struct it_got rec = it_get(base, d, "/drover/itest/grec");
     CHECK(rec.version == 2 && strcmp(rec.data, "{\"v\":1}") == 0, "grec %s v%d", rec.data,
           rec.version);
     st = it_queue_stats(base, qd);
@@ -455,7 +432,7 @@ int t_queue_gather(void)
     for (int i = 0; i < 3; i++) {
         char path[64];
         snprintf(path, sizeof(path), "/drover/itest/gl-%d", i);
-        CHECK(read_node(base, d, path).rc == 0, "%s not created", path);
+        CHECK(it_get(base, d, path).rc == 0, "%s not created", path);
     }
     st = it_queue_stats(base, qd);
     CHECK(st.length == N - 7 && st.claimed == N - 7, "length %lld claimed %lld",

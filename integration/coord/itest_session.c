@@ -136,18 +136,6 @@ static void on_state_starve(struct coord_session *s, enum coord_state st, void *
     rr.starved = true;
 }
 
-struct get_out {
-    bool done;
-    int rc;
-};
-
-static void on_get(int rc, const char *data, int version, void *arg)
-{
-    struct get_out *o = arg;
-    o->rc = rc;
-    o->done = true;
-}
-
 int t_session_restart_retry(void)
 {
     struct event_base *base = event_base_new();
@@ -175,8 +163,8 @@ int t_session_restart_retry(void)
           coord_state_name(coord_session_state(s)));
     CHECK(coord_session_generation(s) == 1, "generation %u after one new session",
           coord_session_generation(s));
-    struct get_out g = {0};
-    coord_get(s, "/zookeeper", on_get, &g);
+    struct it_got g = {0};
+    coord_get(s, "/zookeeper", it_on_got, &g);
     CHECK(it_run_until(base, &g.done, 20000) && g.rc == 0, "read after restart rc %d", g.rc);
     coord_session_free(s);
     event_base_free(base);
@@ -387,8 +375,8 @@ int t_session_free_in_callback(void)
     CHECK(it_run_until_fn(base, all_calls, NULL, 20000), "%d of 20 callbacks", fc.calls);
     it_run_for(base, 200);
     CHECK(fc.calls == 20, "%d callbacks for 20 reads", fc.calls);
-    struct get_out g = {0};
-    coord_get(direct, "/drover/members/itest-free/x", on_get, &g);
+    struct it_got g = {0};
+    coord_get(direct, "/drover/members/itest-free/x", it_on_got, &g);
     CHECK(it_run_until(base, &g.done, 20000) && g.rc == DRV_ENOENT, "the member is still there");
 
     /* Freed from the state callback that reports its expiry. */

@@ -26,9 +26,10 @@ pool_hosts h1 h2 h3
 
 hosts=$(pool_hosts_json h1 h2 h3 | jq -c 'map(. + {hostname: ("pool-" + .address)})')
 pool_provider() {
+  # (wipe_script: the operator's script on this host, as worker.provider_settings gives it)
   jq -cn --argjson hosts "$hosts" --rawfile key "$T/pool_key" --arg pub "$(cat "$T/pool_key.pub")" \
-    '{name: "rack-a", providertype: "ssh-pool", hosts: $hosts, private_key: $key,
-      public_key: $pub, wipe_script: "pool/wipe.sh"}'
+    --arg wipe "$R/pool/wipe.sh" '{name: "rack-a", providertype: "ssh-pool", hosts: $hosts,
+      private_key: $key, public_key: $pub, wipe_script: $wipe}'
 }
 # ptask TASK NODE [ATTEMPT [EXTRA]]: a task for the pool (cluster c9).
 ptask() {

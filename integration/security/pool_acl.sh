@@ -49,9 +49,9 @@ wait_until 60 "droverd to make the tenants' pools" let_in
 # plugin's environment.
 ptask() {
   local prov
-  prov=$(jq -cn --argjson hosts "$hosts" --rawfile key "$T/pool_key" \
+  prov=$(jq -cn --argjson hosts "$hosts" --rawfile key "$T/pool_key" --arg wipe "$R/pool/wipe.sh" \
     '{name: "rack-a", providertype: "ssh-pool", hosts: $hosts, private_key: $key,
-      wipe_script: "pool/wipe.sh"}')
+      wipe_script: $wipe}')
   CLUSTER_ID=c9 task "$1" "$2" 1 1 ".config.provider = $prov |
     .zookeeper = {hosts: \"$DROVER_ZK\", digest: \"$(cat "$3")\", acl_owner: \"$DROVERD_ID\",
                   acl_readers: \"$OPS_ID\"} | ${4:-.}"

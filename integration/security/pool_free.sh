@@ -44,9 +44,9 @@ export DROVER_ZK_DIGEST_FILE="$T/ops.digest" # the zk helper reads as the operat
 stask() {
   local prov login
   [ "$3" = acme ] && login=$ACME_ZK || login=$BETA_ZK
-  prov=$(jq -cn --argjson hosts "$hosts" --rawfile key "$T/pool_key" \
+  prov=$(jq -cn --argjson hosts "$hosts" --rawfile key "$T/pool_key" --arg wipe "$R/pool/wipe.sh" \
     '{name: "rack-s", providertype: "ssh-pool", hosts: $hosts, private_key: $key,
-      wipe_script: "pool/wipe.sh", shared: true}')
+      wipe_script: $wipe, shared: true}')
   CLUSTER_ID=c9 task "$1" "$2" 1 1 ".config.provider = $prov | .tenant = \"$3\" |
     .zookeeper = {hosts: \"$DROVER_ZK\", digest: \"$(cat "$login")\", acl_owner: \"$DROVERD_ID\",
                   acl_readers: \"$OPS_ID\"}"

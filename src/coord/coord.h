@@ -123,6 +123,14 @@ struct coord_session_opts {
      * claims: coord_pool_janitor_new); no other tenant reaches it. NULL or "": none.
      */
     const char *acl_pool_grants;
+    /*
+     * droverd's, with acl_tenant_id and no chroot: the ZooKeeper quota (hard limits, znodes
+     * and data bytes; 0: none) on each tenant's subtrees queues/<t> and pools/<t>, set when
+     * the tenant is let in (coord_acl_tenant_add). ZooKeeper enforces them only with
+     * -Dzookeeper.enforceQuota=true (docs/operations.md); a create or set that would pass
+     * one fails there, the tenant's own, nobody else's.
+     */
+    long tenant_quota_znodes, tenant_quota_bytes;
     int session_timeout_ms;  /* 0 means 10000; the server clamps it to its limits */
     coord_state_cb on_state; /* NULL or called on every state change */
     void *arg;

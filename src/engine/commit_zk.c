@@ -460,8 +460,9 @@ static void on_zk(const struct coord_txn_result *r, struct engine__zpart *z)
         engine__job_lost(j, "a version of the job's znodes moved: another owner wrote");
         etxn_free(t);
     } else {
-        log_warn(MOD, "event=job-zk-write-failed job=%s error=%s op=%d", j->id, drv_strerror(r->rc),
-                 r->failed_op);
+        /* zrc -125: the tenant's ZooKeeper quota (docs/security.md "ZooKeeper quotas"). */
+        log_warn(MOD, "event=job-zk-write-failed job=%s error=%s op=%d zrc=%d", j->id,
+                 drv_strerror(r->rc), r->failed_op, r->zrc);
         zk_settled(t, false);
         engine__commit_retry_later(j); /* not at once: what failed may fail again */
     }
