@@ -728,6 +728,17 @@ void coord_txn_commit(struct coord_session *s, struct coord_txn *t, struct coord
                       coord_txn_cb cb, void *arg);
 
 /*
+ * The same without a fence, sent together with the other such commits (and the queue's
+ * commits on claims) of this turn of the loop in one multi-op, within the size budget, on
+ * the current handle generation: all applied, each hears its own success; an op failed,
+ * nothing applied and each is sent again alone, hearing its own answer; no answer, each
+ * hears DRV_EAGAIN (no sequential creates here: read to learn). A worker's outcomes of one
+ * turn (slots) are one request.
+ */
+void coord_txn_commit_gathered(struct coord_session *s, struct coord_txn *t, coord_txn_cb cb,
+                               void *arg);
+
+/*
  * Create one sequential znode (COORD_EPHEMERAL may be added to flags), safely
  * across a connection loss as above. cb gets the created path (valid during
  * the call) or NULL with rc < 0.
