@@ -132,6 +132,7 @@ struct eassign {
     struct strmap *slots_ok; /* tc -> (void *)1: every live worker serving it says "slots" */
     struct strmap *live;     /* worker id -> int64_t * (its session): live, proven */
     struct strmap *draining; /* worker id -> (void *)1 */
+    struct strmap *modes;    /* tc -> (void *)1 slots, 2 queue: as last logged */
     bool droverd_ok;         /* every droverd member says "slots" */
     bool have_members, have_workers;
 };
@@ -314,6 +315,7 @@ void engine__assign_free(struct engine *e)
     }
     strmap_free(a->pools);
     strmap_free(a->held); /* the jobs' slots are theirs (job_gone freed them) */
+    strmap_free(a->modes);
     live_free(a);
     free(a);
     e->assign = NULL;
@@ -338,6 +340,8 @@ static void lost_check(struct ejob *j);
 void engine__assign_workers(struct engine *e, const struct coord_member_info *m, size_t n)
 {
     struct eassign *a = e->assign;
+    struct strmap *was = a->slots_ok;
+    a->slots_ok = NULL;
     live_free(a);
     a->live = strmap_new();
     a->draining = strmap_new();
@@ -373,10 +377,33 @@ void engine__assign_workers(struct engine *e, const struct coord_member_info *m,
     }
     size_t pos = 0;
     const char *key;
+    void *v0;
     while (strmap_next(old, &pos, &key, NULL))
         if (strmap_get(a->slots_ok, key))
             strmap_del(a->slots_ok, key); /* allowed during the walk: another map */
-    strmap_free(old);
+    struct strmap *old_seen = old;
+    /* Each queue whose way changed (or first seen), said once: operators and tests wait
+       for it. A queue no live worker serves keeps its last word. */
+    if (!a->modes)
+        a->modes = strmap_new();
+    struct strmap *served = strmap_new();
+    pos = 0;
+    while (strmap_next(a->slots_ok, &pos, &key, NULL))
+        strmap_put(served, key, (void *)1);
+    pos = 0;
+    while (strmap_next(old_seen, &pos, &key, NULL))
+        strmap_put(served, key, (void *)2);
+    pos = 0;
+    while (strmap_next(served, &pos, &key, &v0)) {
+        if (strmap_get(a->modes, key) == v0)
+            continue;
+        strmap_put(a->modes, key, v0);
+        log_info(MOD, "event=slots-queue node=%s queue=%s slots=%d", e->node_id, key,
+                 v0 == (void *)1);
+    }
+    strmap_free(served);
+    strmap_free(old_seen);
+    strmap_free(was);
     a->have_workers = true;
     /* Slots whose worker's session ended: their jobs look for their outcomes. */
     pos = 0;
