@@ -12,9 +12,7 @@
 . "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1
-# (A worker of the build before slots: a claimed item's record and complete are what this
-# tests; slot tasks' outcomes lose theirs in slot_lost.sh.)
-DROVER_FAULT=zk-answer-lost:multi:/runs/,worker-old-build CONCURRENCY=1 start_worker worker-1
+DROVER_FAULT=zk-answer-lost:multi:/runs/ CONCURRENCY=1 start_worker worker-1
 setup_tenant
 read -r CID JID <<< "$(create_cluster c1 2)"
 wait_job "$JID" succeeded 120

@@ -12,7 +12,7 @@
 . "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1
-DROVER_FAULT=zk-answer-lost:multi:/runs/ CONCURRENCY=2 start_worker worker-1
+DROVER_FAULT=zk-answer-lost:multi:/runs/ CONCURRENCY=2 start_worker worker-1 "worker.slots = true"
 setup_tenant
 read -r CID JID <<< "$(create_cluster c1 2)"
 wait_job "$JID" succeeded 120

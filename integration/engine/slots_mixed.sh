@@ -14,8 +14,8 @@
 . "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1
-DROVER_FAULT=worker-old-build CONCURRENCY=2 start_worker worker-1
-CONCURRENCY=2 start_worker worker-2
+DROVER_FAULT=worker-old-build CONCURRENCY=2 start_worker worker-1 "worker.slots = true"
+CONCURRENCY=2 start_worker worker-2 "worker.slots = true"
 setup_tenant
 # mode_is N: droverd-1's last word on the queue acme/default says slots=N.
 mode_is() {

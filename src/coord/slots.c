@@ -93,8 +93,8 @@ struct coord_slots {
     bool offering;
     bool making; /* the slots' multi-op is in flight */
     bool staked;
-    unsigned gen;     /* the handle generation the slots were made on (0: none yet) */
-    int64_t session;  /* their session's id */
+    unsigned gen;    /* the handle generation the slots were made on (0: none yet) */
+    int64_t session; /* their session's id */
     unsigned tries;
     int done_free_ms;
     struct coord_slots_counters c;
@@ -210,8 +210,7 @@ static void offered(struct coord__op *op)
 static void slot_offer(struct slot *x)
 {
     struct coord_slots *sl = x->sl;
-    if (!sl->offering || !x->free_seen || x->version < 0 || x->offer_ver == x->version ||
-        !sl->gen)
+    if (!sl->offering || !x->free_seen || x->version < 0 || x->offer_ver == x->version || !sl->gen)
         return;
     x->offer_ver = x->version;
     char *p = xasprintf("%s/%s@%d", sl->free_dir, x->name, x->version);

@@ -576,7 +576,8 @@ static const char *pool_pick(struct ejob *j, struct epool *p, const char *avoid,
     return second;
 }
 
-/* ---- a round ---------------------------------------------------------------------------------- */
+/* ---- a round ----------------------------------------------------------------------------------
+ */
 
 size_t engine__assign_bytes(const struct ejob *j, const char *item)
 {
@@ -635,8 +636,7 @@ static void assignment_ops(struct ejob *j, struct engine__zpart *z, struct groun
     json_t *kj = json_pack("{s:s}", "slot", g->h->name);
     char *kd = json_dumps(kj, JSON_COMPACT);
     json_decref(kj);
-    engine__zpart_add(z, ENGINE__ZOP_CREATE, key_path(j, p, g->idx, g->attempt), kd, -1)->tag =
-        tag;
+    engine__zpart_add(z, ENGINE__ZOP_CREATE, key_path(j, p, g->idx, g->attempt), kd, -1)->tag = tag;
 }
 
 int engine__assign_task(struct ejob *j, struct engine__zpart *z, struct eplan *p, uint32_t idx,
@@ -930,7 +930,7 @@ static void lost_row(struct ejob *j, const struct eheld *h)
     snprintf(sess, sizeof(sess), "0x%llx", (unsigned long long)h->session);
     run->data = taskmsg_run_start(h->worker, sess, h->name,
                                   p && h->idx < p->n && p->t_start[h->idx] ? p->t_start[h->idx]
-                                                                             : clock_wall_ms());
+                                                                           : clock_wall_ms());
     strmap_put(j->runs, name, run);
 }
 
@@ -959,8 +959,8 @@ static void lost_listed(int rc, char *const *names, size_t n, void *arg)
             char ph;
             uint32_t idx;
             unsigned att;
-            recorded = taskmsg_run_name_parse(names[k], &ph, &idx, &att) == 0 &&
-                       ph == h->phase && idx == h->idx && att == h->attempt;
+            recorded = taskmsg_run_name_parse(names[k], &ph, &idx, &att) == 0 && ph == h->phase &&
+                       idx == h->idx && att == h->attempt;
         }
         if (recorded)
             continue; /* its outcome steps it (run.c) */

@@ -81,7 +81,7 @@ static void attempt_row(struct strbuf *b, const struct ejob *j, const struct eru
     const char *status = json_string_value(json_object_get(d, "status"));
     /* A slot's task cut short with its worker's slot says "lost", one never started
        "returned" (assign.c); no status: its worker died first. */
-    const char *st = !status                         ? "lost"
+    const char *st = !status                           ? "lost"
                      : strcmp(status, "ok") == 0       ? "succeeded"
                      : strcmp(status, "lost") == 0     ? "lost"
                      : strcmp(status, "returned") == 0 ? "returned"

@@ -135,8 +135,7 @@ static void on_assigned(struct coord_slots *sl, unsigned i, const char *key, con
     json_decref(j);
     if (rc == 0) {
         char want[80];
-        taskmsg_key(want, sizeof(want), t->item.job, t->item.phase, t->item.idx,
-                    t->item.attempt);
+        taskmsg_key(want, sizeof(want), t->item.job, t->item.phase, t->item.idx, t->item.attempt);
         if (strcmp(want, key) != 0) {
             rc = DRV_EINVAL;
             snprintf(err.msg, sizeof(err.msg), "the task is %s, its slot says %s", want, key);
@@ -175,8 +174,8 @@ static void on_lost(struct coord_slots *sl, unsigned i, const char *key, const c
     struct wtask *t = slot_task(wq, i, key);
     if (!t || w->freed || (t->lost && !t->lease_expired))
         return;
-    log_warn(MOD, "event=claim-lost worker=%s task=%s state=%d slot=%s", w->id, t->key,
-             (int)t->st, t->item_id);
+    log_warn(MOD, "event=claim-lost worker=%s task=%s state=%d slot=%s", w->id, t->key, (int)t->st,
+             t->item_id);
     if (t->lost)
         return; /* its lease ran out first: handled */
     t->lost = true;
@@ -254,9 +253,17 @@ static void on_completed(const struct coord_txn_result *r, void *arg)
         slot_done(t);
     } else if (r->failed_op == 0 && r->zrc == ZNONODE) {
         /* No runs/: the job is over. Its key record goes alone; the slot is its owner's,
-           and coord frees it itself if nobody comes. */
-        log_info(MOD, "event=task-dropped worker=%s task=%s reason=\"the job is over\"", w->id,
-                 t->key);
+           and coord frees it itself if nobody comes. After a lost answer the first send may
+           have applied, and its owner read it and ended the job (slot_lost.sh): said so,
+           not "dropped". */
+        if (t->sent_unknown)
+            log_info(MOD,
+                     "event=outcome-job-over worker=%s task=%s reason=\"the job ended after "
+                     "an answer was lost: the first send applied, or the job ended without it\"",
+                     w->id, t->key);
+        else
+            log_info(MOD, "event=task-dropped worker=%s task=%s reason=\"the job is over\"", w->id,
+                     t->key);
         char *kp = key_path(t);
         struct coord_txn *txn = coord_txn_new();
         coord_txn_delete(txn, kp, -1);
@@ -277,6 +284,7 @@ static void on_completed(const struct coord_txn_result *r, void *arg)
         complete_later(t, REFUSED_RETRY_MS);
     } else {
         /* Lost answer (DRV_EAGAIN) or not sent (the session's generation ended): again. */
+        t->sent_unknown = true;
         complete_later(t, RETRY_MS);
     }
     worker__task_unref(t);

@@ -1,11 +1,10 @@
 /*
  * worker: the worker's life (worker.h has the promises, docs/worker.md the story):
- * worker_new opens the queues and their slots (slot.c) and watches the peers, worker_stop drains (tasks
- * taken go on within the grace, then their plugins are killed and the items handed
- * back), worker_free tears it all down. The loop is take.c (taking), attempt.c (a
- * task's attempt on the books; its design note has the task's states and
- * invariants) and run.c (from the job's context to the plugin's outcome).
- * Loop thread only.
+ * worker_new opens the queues and their slots (slot.c) and watches the peers, worker_stop drains
+ * (tasks taken go on within the grace, then their plugins are killed and the items handed back),
+ * worker_free tears it all down. The loop is take.c (taking), attempt.c (a task's attempt on the
+ * books; its design note has the task's states and invariants) and run.c (from the job's context to
+ * the plugin's outcome). Loop thread only.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,10 +198,11 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
     w->version = xstrdup(o->version ? o->version : "");
     w->host_conf = o->host_conf && *o->host_conf ? xstrdup(o->host_conf) : NULL;
     w->concurrency = o->concurrency;
-    /* Test hook (DROVER_FAULT=worker-old-build, docs/testing.md): a build before slots,
-       which takes from the queues only (and says no "slots" in its member znode). */
+    /* worker.slots off (the default), or the test hook DROVER_FAULT=worker-old-build
+       (docs/testing.md: a build before slots): the queues only, and no "slots" in the
+       member znode (drover-worker.c). */
     char *old_build = fault_arg("worker-old-build");
-    w->no_slots = old_build != NULL;
+    w->no_slots = old_build != NULL || !o->slots;
     free(old_build);
     w->grace_ms = o->grace_ms;
     w->hold_fd = o->hold_fd;

@@ -274,16 +274,18 @@ struct wtask {
     struct worker *w;
     struct wqueue *wq;
     enum wstate st;
-    char *item_id;   /* the queue item's id, or the slot's name (slot >= 0) */
-    int slot;        /* >= 0: assigned in this slot of wq (slot.c), not claimed from the queue */
+    char *item_id; /* the queue item's id, or the slot's name (slot >= 0) */
+    int slot;      /* >= 0: assigned in this slot of wq (slot.c), not claimed from the queue */
     struct taskmsg_item item; /* decoded (taskmsg_item_decode); item.root NULL when unread */
     char key[80];
     char job[24];
     char *run_path;
     bool recorded, lost, killed_by_stop;
-    bool started; /* its plugin was started (a slot task given back says "lost", not
-                     "returned") */
-    bool keyless; /* a slot task whose key record its owner deleted: the record alone */
+    bool started;       /* its plugin was started (a slot task given back says "lost", not
+                           "returned") */
+    bool keyless;       /* a slot task whose key record its owner deleted: the record alone */
+    bool sent_unknown;  /* a slot task's outcome multi-op was sent and its answer lost: it
+                           may have applied (slot.c) */
     bool lease_expired; /* its plugin was killed by its guard: the lease ran out */
     int refs;
     struct worker__proc *proc;
