@@ -76,7 +76,7 @@
 void worker__wtask_check(const struct wtask *t)
 {
 #if DRV_CHECKS
-    if (t->st >= WT_RUNNING && t->st != WT_DONE && !t->recorded)
+    if (t->st >= WT_RUNNING && t->st != WT_DONE && t->st != WT_WAITING && !t->recorded)
         abort(); /* 1 */
     if (t->proc && t->st != WT_RUNNING)
         abort();

@@ -75,8 +75,8 @@ void worker__slots_start_waiting(struct worker *w)
     if (w->freed)
         return;
     for (struct wtask *t = w->tasks; t; t = t->next) {
-        if (t->st != WT_WAITING)
-            continue;
+        if (t->slot < 0 || t->st != WT_WAITING)
+            continue; /* (a claimed task is never WAITING: only assignments wait) */
         if (w->stopping) {
             worker__slot_give_back(t, "returned", "the worker stops");
             return worker__slots_start_waiting(w); /* the list may have changed */

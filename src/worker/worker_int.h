@@ -251,14 +251,15 @@ struct strmap;
 struct event;
 
 enum wstate {
-    WT_WAITING, /* an assignment (slot.c) waiting for a free place: worker.concurrency */
-    WT_RECORDING,
+    WT_RECORDING, /* 0: a claimed task's first state (take.c) */
     WT_CONTEXT,
     WT_NODES,
     WT_RESOURCES,
     WT_RUNNING,
     WT_COMPLETING,
-    WT_DONE
+    WT_DONE,
+    WT_WAITING /* an assignment (slot.c) waiting for a free place: worker.concurrency; last,
+                  so that a claimed task never is in it and the states' numbers stay */
 };
 
 struct wqueue {
