@@ -15,8 +15,7 @@
 # "5") and read after (VmHWM): the growth is the peak minus the RSS before.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../../integration/lib.sh"
-. "$here/../../integration/api/api_lib.sh"
+. "$here/../lib.sh"
 ntasks=${1:-140007}
 
 start_api_node droverd-1 "log.level = warn"

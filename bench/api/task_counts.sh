@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # task_counts.sh: what the triggers that keep job_task_counts cost PostgreSQL (run under
-# scripts/with-stack; docs/benchmarks.md "Reading a large job").
+# scripts/with-stack; docs/benchmarks.md "API").
 #
 #   DROVER_BUILD_DIR=$PWD/build-rel DROVER_SOURCE_DIR=$PWD \
 #     scripts/with-stack -- bench/api/task_counts.sh
@@ -11,8 +11,7 @@
 # sums of PostgreSQL's statement times, then the counts the triggers kept.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../../integration/lib.sh"
-. "$here/../../integration/api/api_lib.sh"
+. "$here/../lib.sh"
 start_api_node droverd-1 "log.level = warn"
 api POST /v1/tenants '{"name":"bench"}' "$SUPER" > /dev/null
 psql_q "INSERT INTO clusters (tenant_id, name, template_name, template_version, status) SELECT id, 'c', 't', 1, 'active' FROM tenants LIMIT 1"

@@ -11,8 +11,7 @@
 # node's requests per second and the sum. Figures: bench/api/README.md.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../../integration/lib.sh"
-. "$here/../../integration/api/api_lib.sh"
+. "$here/../lib.sh"
 secs=${1:-10}
 conns=${2:-32}
 

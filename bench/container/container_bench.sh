@@ -6,10 +6,10 @@
 #     the plugin, as N workers would, from the first create's start until every node's
 #     sshd answers; then confirmed, then deleted at once (also timed);
 #   seconds to a working 3-node ensemble: the catalogue's zookeeper-ensemble created on
-#     container nodes (solver, planner, the shell engine of catalog_lib.sh, the real
+#     container nodes (solver, planner, the shell engine of testlib/catalog.sh, the real
 #     plugins) until all three servers answer with one leader and two followers.
 PROVIDER=container
-. "$DROVER_SOURCE_DIR/integration/plugins/catalog_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/catalog.sh"
 
 n=${BENCH_NODES:-6}
 ms() { date +%s%3N; }

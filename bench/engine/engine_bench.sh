@@ -59,7 +59,7 @@ workers() { # PLUGINS CONCURRENCY: four workers, replacing the earlier ones
 }
 
 # ZooKeeper's last zxid (its srvr four-letter word): transactions applied, within one epoch.
-# (zk_requests, its requests received: engine_lib.sh.)
+# (zk_requests, its requests received: testlib/engine.sh.)
 zk_zxid() { printf '%d\n' "$(zk_4lw srvr | awk '$1 == "Zxid:" { print $2 }')"; }
 
 # cpu_of NAME...: CPU time (user + system, clock ticks) of the processes whose pids the stack

@@ -4,8 +4,8 @@
 # token with a 4 MB body costs the node nothing; a large body from a caller
 # who may send it is parsed off the event loop, so /healthz stays fast while
 # several 4 MB bodies are parsed.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a
 expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant"

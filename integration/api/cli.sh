@@ -3,8 +3,8 @@
 # and --json, import of a catalogue directory, clusters and jobs, `job watch`
 # until the job ends, exit codes (0 ok, 1 API error, 2 usage), and HTTPS
 # with a certificate from the config.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a
 D="$BIN/drover"

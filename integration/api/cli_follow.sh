@@ -8,9 +8,9 @@
 # 1-node job and of a 12-node job (ten times the tasks) a poll answers the same few bytes,
 # where the whole job the follower used to read each time grows with the tasks (byte
 # counts of one run compared, no timing).
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1
 CONCURRENCY=8 start_worker worker-1

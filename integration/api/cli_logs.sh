@@ -7,9 +7,9 @@
 # task that failed first with its own error and stderr; droverd's task-gave-up line of each
 # task carries that task's own error, not the job's first one. Also `workers` (what each runs)
 # and `job plan` (stage by stage) while the job runs.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1 "engine.max_failures = 1"
 start_worker worker-1

@@ -6,8 +6,8 @@
 # nothing behind; operations on a busy cluster get 409; pause, resume and
 # cancel are requests the owner acts on; and a second tenant sees nothing of
 # the first.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a "http.max_body = 1m"
 # A worker running every task at once (the noop plugins): jobs end quickly.

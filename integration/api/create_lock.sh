@@ -14,8 +14,8 @@
 # first's commit). Then, with acme's clusters quota two above its use, a held create and a
 # second one: the second waits for the first (the exact count must see it), after its
 # inserts; released, both answer 202, and a third create is refused: the quota held.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a "log.level = warn"
 expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant acme"

@@ -8,8 +8,8 @@
 #   deleted by delete jobs first: 409); once they are gone, the tenant, its
 #   users and its entities are marked deleted, its tokens stop, and the name
 #   may be used again for a tenant that sees nothing of the old one.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a
 start_noop_worker worker-a acme

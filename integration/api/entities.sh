@@ -3,8 +3,8 @@
 # superadmin token, tenants and users, CRUD of every entity kind, import and
 # export of the whole Coopr catalogue, roles (a user cannot write admin
 # entities), sealed provider secrets, and no token in clear in the database.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a
 [ "$(stat -c %a "$TOKFILE")" = 600 ] || fail "bootstrap token file mode is $(stat -c %a "$TOKFILE")"

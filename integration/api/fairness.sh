@@ -7,8 +7,8 @@
 # median latency under the load is compared with the median measured alone in
 # the same run. Beyond api.max_heavy_waiting_per_tenant a heavy request gets
 # 429 with Retry-After.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a "log.level = warn" "api.heavy_threads = 3" "api.max_heavy_per_user = 2" \
   "api.max_heavy_per_tenant = 2"

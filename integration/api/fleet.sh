@@ -4,8 +4,8 @@
 # (a write through one is read through the others); /v1/members lists the
 # three and names one ring owner per unfinished job; a malformed request on
 # one connection does not disturb the others.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 ports=()
 for n in 1 2 3; do

@@ -7,8 +7,8 @@
 # unknown methods get 501 and known ones on the wrong path 405 (with Allow),
 # an oversized body 413 before it is read, all as JSON; the probes and
 # /metrics answer GET and HEAD only.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a "http.max_body = 64k"
 expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant"

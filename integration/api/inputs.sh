@@ -5,8 +5,8 @@
 # add, remove or start, entity names "." and "..": each a 4xx naming the
 # field, and nothing written. Also: the bearer scheme in any case, and an
 # unknown service in addservices is unknown-reference as in a create.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a
 start_noop_worker worker-a acme

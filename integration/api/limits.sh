@@ -4,8 +4,8 @@
 # head deadline when it sends nothing) and is closed; once clients leave, new
 # ones are served again; oversized headers are refused (431); over TLS the
 # connection beyond the limit gets the same 503 and /healthz still answers.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a "http.max_connections = 7"
 TOKEN=$SUPER

@@ -4,8 +4,8 @@
 # with an admin's token (a route of another role answers 403) and sample values, no answer is the router's own
 # 404 ("no such path") or 405. (test_openapi holds the document to the route table without
 # a server; the other API tests validate the answers they get against it.)
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node d1
 setup_acme

@@ -5,8 +5,8 @@
 # never 500, the pool must drop those connections (event=postgres-connection-dropped
 # why=server-state, drover_store_connections_dropped_total), and once the database takes
 # writes again the same request succeeds, with no restart of droverd.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a
 expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant"

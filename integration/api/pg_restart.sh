@@ -3,8 +3,8 @@
 # get 503 (code "unavailable") and /readyz says not ready; once it is back,
 # the same requests work again, with no restart of droverd. Nothing is
 # half-written: the write refused during the outage is simply absent.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a
 expect 201 "$(api POST /v1/tenants '{"name":"acme"}' "$SUPER")" '' "tenant"

@@ -13,8 +13,8 @@
 #               the DAG's summary with an estimate from past tasks, the rollback, and the
 #               revision; nothing is written; an apply with a stale plan_revision is 409;
 #               the CLI's --dry-run diff and --yes; drover preview's summary and stages
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a
 start_noop_worker worker-a acme

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GET /v1/queues: the tenant's task queues with length and oldest item age,
 # read from ZooKeeper; another tenant sees none of them.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a
 for t in acme globex; do api POST /v1/tenants "{\"name\":\"$t\"}" "$SUPER" > /dev/null; done

@@ -6,8 +6,8 @@
 # root password) are sealed before they reach the database and shown as
 # "********"; "********" sent back keeps the stored value. Checked in the rows
 # and in a pg_dump of the whole database.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a
 start_noop_worker worker-a acme

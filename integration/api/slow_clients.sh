@@ -13,8 +13,8 @@
 #      503 JSON, and are served again once the slow heads are cut;
 #   3. slow bodies (R-U-Dead-Yet) from slowhttptest, and one from a client
 #      with a valid token: a body has http.body_timeout to arrive, then 408.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 command -v slowhttptest > /dev/null || fail "slowhttptest is not installed (scripts/deps)"
 OTHER=127.0.0.2 # another client's address (loopback answers to all of 127/8)

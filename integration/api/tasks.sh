@@ -4,9 +4,9 @@
 # streamed in chunks, and the summary kept at write time (task counts, revision, ETag).
 # One droverd and a worker with the sleep plugin: a finished job, a rolled-back one and
 # one that runs while it is paged through.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 # few requests in progress per user: a streamed read whose client went away must give its slot back
 start_droverd 1 "api.max_requests_per_user = 4"

@@ -3,8 +3,8 @@
 # listing one's own live tokens, and a cache of verified tokens: a cached
 # token needs no database round trip, a revocation is effective at once on
 # the node that made it and within api.token_cache_ttl on every other node.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 CACHE_S=2
 start_api_node droverd-a "api.token_ttl = 1h" "api.token_max_ttl = 2h" "api.token_cache_ttl = ${CACHE_S}s"

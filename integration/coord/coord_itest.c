@@ -253,23 +253,9 @@ static void on_state_trace(struct coord_session *s, enum coord_state st, void *a
         strncat(order_trace, "expired;", sizeof(order_trace) - strlen(order_trace) - 1);
 }
 
-struct txn_out {
-    bool done;
-    int rc;
-    int failed_op;
-};
-
-static void on_txn(const struct coord_txn_result *r, void *arg)
-{
-    struct txn_out *o = arg;
-    o->done = true;
-    o->rc = r->rc;
-    o->failed_op = r->failed_op;
-}
-
 static bool txn_done(void *arg)
 {
-    return ((struct txn_out *)arg)->done;
+    return ((struct it_txn *)arg)->done;
 }
 
 int t_lock_expiry(void)
@@ -296,10 +282,10 @@ int t_lock_expiry(void)
     bool ok = false;
     coord_ensure_path(s1, "/drover/itest/job", set_bool, &ok);
     CHECK(it_run_until(base, &ok, 20000), "ensure");
-    struct txn_out w1 = {0};
+    struct it_txn w1 = {0};
     struct coord_txn *t = coord_txn_new();
     coord_txn_set(t, "/drover/itest/job", "{\"owner\":\"a\"}", 0);
-    coord_txn_commit(s1, t, a.l, on_txn, &w1);
+    coord_txn_commit(s1, t, a.l, it_on_txn, &w1);
     CHECK(it_run_until_fn(base, txn_done, &w1, 20000) && w1.rc == 0, "fenced write rc %d", w1.rc);
 
     /* Expire a's session behind its back, then let it write before it knows. */
@@ -307,11 +293,11 @@ int t_lock_expiry(void)
     it_expire(s1);
     it_wait_gone(a_node); /* the server has ended the session (the loop has not run) */
     free(a_node);
-    struct txn_out w2 = {0};
+    struct it_txn w2 = {0};
     t = coord_txn_new();
     coord_txn_set(t, "/drover/itest/job", "{\"owner\":\"a-stale\"}", 1);
     CHECK(coord_lock_held(a.l), "a does not know yet");
-    coord_txn_commit(s1, t, a.l, on_txn, &w2);
+    coord_txn_commit(s1, t, a.l, it_on_txn, &w2);
     CHECK(it_run_until_fn(base, txn_done, &w2, 20000), "stale write answered");
     /*
      * Rejected: DRV_ECONFLICT when the server saw it, or another error when the
@@ -324,7 +310,7 @@ int t_lock_expiry(void)
         memset(&w2, 0, sizeof(w2));
         t = coord_txn_new();
         coord_txn_set(t, "/drover/itest/job", "{\"owner\":\"a-stale\"}", 1);
-        coord_txn_commit(s1, t, a.l, on_txn, &w2);
+        coord_txn_commit(s1, t, a.l, it_on_txn, &w2);
         CHECK(it_run_until_fn(base, txn_done, &w2, 20000), "stale write answered");
         CHECK(w2.rc != 0, "the stale write was applied");
     }
@@ -336,15 +322,15 @@ int t_lock_expiry(void)
     CHECK(coord_lock_token(b.l) > ta, "token grows");
 
     /* b's fenced write with the right version works; with a stale version it fails. */
-    struct txn_out w3 = {0}, w4 = {0};
+    struct it_txn w3 = {0}, w4 = {0};
     t = coord_txn_new();
     coord_txn_set(t, "/drover/itest/job", "{\"owner\":\"b\"}", 1);
-    coord_txn_commit(s2, t, b.l, on_txn, &w3);
+    coord_txn_commit(s2, t, b.l, it_on_txn, &w3);
     CHECK(it_run_until_fn(base, txn_done, &w3, 20000) && w3.rc == 0, "b write %d", w3.rc);
     t = coord_txn_new();
     coord_txn_check(t, "/drover/itest", -1);
     coord_txn_set(t, "/drover/itest/job", "{\"owner\":\"b\"}", 1);
-    coord_txn_commit(s2, t, b.l, on_txn, &w4);
+    coord_txn_commit(s2, t, b.l, it_on_txn, &w4);
     CHECK(it_run_until_fn(base, txn_done, &w4, 20000), "w4");
     CHECK(w4.rc == DRV_ECONFLICT && w4.failed_op == 1, "w4 rc %d op %d", w4.rc, w4.failed_op);
     CHECK(coord_lock_held(b.l), "a version conflict does not lose the lock");
@@ -427,29 +413,6 @@ static void qt_take(struct coord_queue_item *it, int rc, void *arg)
     qt_taken_common(x, it);
 }
 
-struct stat_out {
-    bool done;
-    int rc;
-    struct coord_queue_stats st;
-};
-
-static void on_stats(const struct coord_queue_stats *st, int rc, void *arg)
-{
-    struct stat_out *o = arg;
-    o->rc = rc;
-    if (st)
-        o->st = *st;
-    o->done = true;
-}
-
-static struct coord_queue_stats qstats(struct event_base *base, struct coord_queue *q)
-{
-    struct stat_out o = {0};
-    coord_queue_stats(q, on_stats, &o);
-    CHECK(it_run_until(base, &o.done, 20000) && o.rc == 0, "stats rc %d", o.rc);
-    return o.st;
-}
-
 int t_queue(void)
 {
     struct event_base *base = event_base_new();
@@ -465,7 +428,7 @@ int t_queue(void)
     CHECK(it_run_until(base, &a.ready, 20000), "ready");
     while (a.puts_done < 1)
         it_run_for(base, 10);
-    struct coord_queue_stats st = qstats(base, a.q);
+    struct coord_queue_stats st = it_queue_stats(base, a.q);
     CHECK(st.length == 4 && st.claimed == 0, "length %lld claimed %lld", (long long)st.length,
           (long long)st.claimed);
     for (int i = 0; i < 4; i++) {
@@ -475,7 +438,7 @@ int t_queue(void)
     for (int w = 0; w < 2000 && a.taken < 4; w++)
         it_run_for(base, 10);
     CHECK(strcmp(a.order, "9,9,5,1,") == 0, "order %s", a.order);
-    st = qstats(base, a.q);
+    st = it_queue_stats(base, a.q);
     CHECK(st.length == 4 && st.claimed == 4, "claimed %lld", (long long)st.claimed);
     /* Nothing left to take: a take times out. */
     a.outstanding++;
@@ -505,7 +468,7 @@ int t_queue(void)
     }
     while (b.puts_done < N / 100)
         it_run_for(base, 10);
-    st = qstats(base, c.q);
+    st = it_queue_stats(base, c.q);
     CHECK(st.length == N, "length %lld", (long long)st.length);
     CHECK(st.oldest_age_ms >= 0, "age %lld", (long long)st.oldest_age_ms);
     for (int i = 0; i < 8; i++) {
@@ -530,7 +493,7 @@ int t_queue(void)
     for (int i = 0; i < N; i++)
         CHECK(b.seen[i], "item %d never delivered", i);
     CHECK(b.errors + c.errors == 0, "errors %d", b.errors + c.errors);
-    st = qstats(base, c.q);
+    st = it_queue_stats(base, c.q);
     CHECK(st.length == 0 && st.claimed == 0, "left %lld", (long long)st.length);
     printf("queue: ok (b took %d, c took %d)\n", b.taken, c.taken);
     coord_queue_close(b.q);
@@ -583,7 +546,7 @@ int t_queue_backlog(void)
         }
         it_run_for(base, 5);
     }
-    struct coord_queue_stats st = qstats(base, p.q);
+    struct coord_queue_stats st = it_queue_stats(base, p.q);
     CHECK(st.length == N && st.claimed == 0, "length %lld", (long long)st.length);
     size_t max = 0, total = 0;
     for (unsigned k = 0; k < COORD_QUEUE_DEFAULT_SHARDS; k++) {
@@ -607,7 +570,7 @@ int t_queue_backlog(void)
         }
         it_run_for(base, 5);
     }
-    st = qstats(base, p.q);
+    st = it_queue_stats(base, p.q);
     CHECK(st.length == N - 2000, "length %lld", (long long)st.length);
     CHECK(st.oldest_age_ms >= 0, "age %lld", (long long)st.oldest_age_ms);
     printf("queue-backlog: ok (oldest item %lld ms old)\n", (long long)st.oldest_age_ms);
@@ -740,7 +703,7 @@ int t_queue_kill(void)
     }
     /* While a lives, b gets nothing more. */
     CHECK(!it_read_line(fb, line, sizeof(line), 1000), "b got %s while a holds it", line);
-    struct coord_queue_stats st = qstats(base, p.q);
+    struct coord_queue_stats st = it_queue_stats(base, p.q);
     CHECK(st.length == K && st.claimed == K, "length %lld claimed %lld", (long long)st.length,
           (long long)st.claimed);
 
@@ -756,7 +719,7 @@ int t_queue_kill(void)
     CHECK(it_wait(b) == 0, "b failed");
     for (int i = 0; i < N; i++)
         CHECK(done[i] == 1, "item %d completed %d times", i, done[i]);
-    st = qstats(base, p.q);
+    st = it_queue_stats(base, p.q);
     CHECK(st.length == 0 && st.claimed == 0, "left %lld", (long long)st.length);
     close(fa);
     close(fb);
@@ -892,7 +855,7 @@ int t_connloss(void)
             found = found || strcmp(c->names[j], coord__basename_it(coord_lock_node(k[i].l))) == 0;
         CHECK(found, "lock %d node %s not on the server", i, coord_lock_node(k[i].l));
     }
-    struct coord_queue_stats st = qstats(base, q.q);
+    struct coord_queue_stats st = it_queue_stats(base, q.q);
     CHECK(st.length == P * B, "%lld items for %d put", (long long)st.length, P * B);
     while (txn_rc == 0 || seq_rc == 0)
         it_run_for(base, 10);

@@ -72,6 +72,60 @@ void it_read_check(struct event_base *base, struct coord_session *s, const char 
 /* The rc of one read of path (0, DRV_EPERM, ...). */
 int it_read_rc(struct event_base *base, struct coord_session *s, const char *path);
 
+/* A callback's int answer (a coord rc callback's arg): it came (calls: how many times)
+ * with rc. it_wait_rc runs base until it comes, or fails the test after ms; its rc. */
+struct it_rc {
+    bool done;
+    int rc;
+    int calls;
+};
+void it_on_rc(int rc, void *arg);
+int it_wait_rc(struct event_base *base, struct it_rc *o, int ms);
+
+/* A multi-op's answer (coord_txn_commit's arg): rc, failed_op, zrc, the first four
+ * creates' names. it_wait_txn runs base until it comes, or fails after ms. */
+struct it_txn {
+    bool done;
+    int rc, failed_op, zrc;
+    char created[4][256];
+};
+void it_on_txn(const struct coord_txn_result *r, void *arg);
+struct it_txn it_wait_txn(struct event_base *base, struct it_txn *o, int ms);
+
+/* A take's answer (coord_queue_take's arg): rc, the item's id and JSON. it_take takes
+ * one from q (waiting up to ms for an item), answered within 30 s or the test fails. */
+struct it_take {
+    bool done;
+    int rc;
+    char id[512];
+    char json[256];
+};
+void it_on_take(struct coord_queue_item *it, int rc, void *arg);
+struct it_take it_take_one(struct event_base *base, struct coord_queue *q, int ms);
+
+/* A read's answer (coord_get's arg): rc, version, data. it_get reads path through s,
+ * answered within 20 s or the test fails. */
+struct it_got {
+    bool done;
+    int rc, version;
+    char data[256];
+};
+void it_on_got(int rc, const char *data, int version, void *arg);
+struct it_got it_get(struct event_base *base, struct coord_session *s, const char *path);
+
+/* How many children path has, listed through s (answered within 20 s, or the test fails);
+ * with must_exist the listing must succeed too, else a failed one counts 0. */
+size_t it_children_count(struct event_base *base, struct coord_session *s, const char *path,
+                         bool must_exist);
+
+/* A queue at path opened through s (shards, consumer id, on_lost and its arg or NULL),
+ * its open answered 0 within ms, or the test fails. */
+struct coord_queue *it_queue_open(struct event_base *base, struct coord_session *s,
+                                  const char *path, unsigned shards, const char *consumer,
+                                  coord_lost_cb on_lost, void *lost_arg, int ms);
+/* The queue's figures (coord_queue_stats), answered 0 within 20 s, or the test fails. */
+struct coord_queue_stats it_queue_stats(struct event_base *base, struct coord_queue *q);
+
 /* Start a child with its stdout on a pipe (*out_fd); read one line with a timeout. */
 pid_t it_spawn_pipe(char *const argv[], int *out_fd);
 bool it_read_line(int fd, char *buf, size_t n, int timeout_ms);

@@ -23,86 +23,6 @@
 
 /* ---- small helpers ------------------------------------------------------- */
 
-struct rc_out {
-    bool done;
-    int rc;
-    int calls;
-};
-
-static void on_rc(int rc, void *arg)
-{
-    struct rc_out *o = arg;
-    o->rc = rc;
-    o->calls++;
-    o->done = true;
-}
-
-static int wait_rc(struct event_base *base, struct rc_out *o, int ms)
-{
-    CHECK(it_run_until(base, &o->done, ms), "no answer within %d ms", ms);
-    return o->rc;
-}
-
-struct take_out {
-    bool done;
-    int rc;
-    char id[512];
-    char json[256];
-};
-
-static void on_take(struct coord_queue_item *it, int rc, void *arg)
-{
-    struct take_out *o = arg;
-    o->rc = rc;
-    if (it) {
-        snprintf(o->id, sizeof(o->id), "%s", it->id);
-        snprintf(o->json, sizeof(o->json), "%s", it->json);
-        coord_queue_item_free(it);
-    }
-    o->done = true;
-}
-
-static struct take_out take1(struct event_base *base, struct coord_queue *q, int timeout_ms)
-{
-    struct take_out o = {0};
-    coord_queue_take(q, timeout_ms, on_take, &o);
-    CHECK(it_run_until(base, &o.done, 30000), "take never answered");
-    return o;
-}
-
-struct stats_out {
-    bool done;
-    int rc;
-    struct coord_queue_stats st;
-};
-
-static void on_stats(const struct coord_queue_stats *st, int rc, void *arg)
-{
-    struct stats_out *o = arg;
-    o->rc = rc;
-    if (st)
-        o->st = *st;
-    o->done = true;
-}
-
-static struct coord_queue_stats stats(struct event_base *base, struct coord_queue *q)
-{
-    struct stats_out o = {0};
-    coord_queue_stats(q, on_stats, &o);
-    CHECK(it_run_until(base, &o.done, 20000) && o.rc == 0, "stats rc %d", o.rc);
-    return o.st;
-}
-
-static struct coord_queue *open_q(struct event_base *base, struct coord_session *s,
-                                  const char *path, unsigned shards, const char *consumer)
-{
-    struct rc_out o = {0};
-    struct coord_queue_opts qo = {.shards = shards, .consumer_id = consumer};
-    struct coord_queue *q = coord_queue_open(s, path, &qo, on_rc, &o);
-    CHECK(wait_rc(base, &o, 20000) == 0, "open %s rc %d", path, o.rc);
-    return q;
-}
-
 static void put_n(struct event_base *base, struct coord_queue *q, int n, int first)
 {
     struct coord_queue_put_item *items = xcalloc((size_t)n, sizeof(*items));
@@ -111,9 +31,9 @@ static void put_n(struct event_base *base, struct coord_queue *q, int n, int fir
         json[i] = xasprintf("{\"n\":%d}", first + i);
         items[i] = (struct coord_queue_put_item){json[i], 5};
     }
-    struct rc_out o = {0};
-    CHECK(coord_queue_put(q, items, (size_t)n, on_rc, &o) == 0, "put");
-    CHECK(wait_rc(base, &o, 20000) == 0, "put rc %d", o.rc);
+    struct it_rc o = {0};
+    CHECK(coord_queue_put(q, items, (size_t)n, it_on_rc, &o) == 0, "put");
+    CHECK(it_wait_rc(base, &o, 20000) == 0, "put rc %d", o.rc);
     for (int i = 0; i < n; i++)
         free(json[i]);
     free(json);
@@ -138,42 +58,42 @@ static int t_claim_late(bool complete)
     struct coord_session *s1 = it_session(base, 4000);
     struct coord_session *s2 = it_session(base, 10000);
     const char *path = complete ? "/drover/queues/itest/late-c" : "/drover/queues/itest/late-r";
-    struct coord_queue *q1 = open_q(base, s1, path, 1, "c1");
-    struct coord_queue *q2 = open_q(base, s2, path, 1, "c2");
+    struct coord_queue *q1 = it_queue_open(base, s1, path, 1, "c1", NULL, NULL, 20000);
+    struct coord_queue *q2 = it_queue_open(base, s2, path, 1, "c2", NULL, NULL, 20000);
     put_n(base, q2, 1, 0);
-    struct take_out t1 = take1(base, q1, 10000);
+    struct it_take t1 = it_take_one(base, q1, 10000);
     CHECK(t1.rc == 0, "c1 take rc %d", t1.rc);
 
     /* c1's session expires: its claim goes, and c1 gets a new session by itself. */
     it_expire(s1);
     CHECK(it_run_until_fn(base, renewed, s1, 20000), "c1 has no new session");
-    struct take_out t2 = take1(base, q2, 10000);
+    struct it_take t2 = it_take_one(base, q2, 10000);
     CHECK(t2.rc == 0 && strcmp(t1.id, t2.id) == 0, "c2 got %s (rc %d), not %s", t2.id, t2.rc,
           t1.id);
 
-    struct rc_out late = {0};
+    struct it_rc late = {0};
     if (!complete) {
-        coord_queue_release(q1, t1.id, on_rc, &late);
-        wait_rc(base, &late, 20000);
-        struct coord_queue_stats st = stats(base, q2);
+        coord_queue_release(q1, t1.id, it_on_rc, &late);
+        it_wait_rc(base, &late, 20000);
+        struct coord_queue_stats st = it_queue_stats(base, q2);
         CHECK(st.claimed == 1, "c1's late release freed c2's claim (claimed %lld)",
               (long long)st.claimed);
-        struct take_out t3 = take1(base, q1, 1000);
+        struct it_take t3 = it_take_one(base, q1, 1000);
         CHECK(t3.rc == DRV_ETIMEDOUT, "the item was handed out a third time (rc %d)", t3.rc);
         CHECK(late.rc == DRV_ECONFLICT, "c1's late release said %d", late.rc);
     } else {
-        coord_queue_complete(q1, t1.id, on_rc, &late);
-        wait_rc(base, &late, 20000);
-        struct coord_queue_stats st = stats(base, q2);
+        coord_queue_complete(q1, t1.id, it_on_rc, &late);
+        it_wait_rc(base, &late, 20000);
+        struct coord_queue_stats st = it_queue_stats(base, q2);
         CHECK(st.length == 1 && st.claimed == 1,
               "c1's late complete removed the item c2 runs (length %lld claimed %lld)",
               (long long)st.length, (long long)st.claimed);
         CHECK(late.rc == DRV_ECONFLICT, "c1's late complete said %d", late.rc);
     }
-    struct rc_out done = {0};
-    coord_queue_complete(q2, t2.id, on_rc, &done);
-    CHECK(wait_rc(base, &done, 20000) == 0, "c2's complete rc %d", done.rc);
-    struct coord_queue_stats st = stats(base, q2);
+    struct it_rc done = {0};
+    coord_queue_complete(q2, t2.id, it_on_rc, &done);
+    CHECK(it_wait_rc(base, &done, 20000) == 0, "c2's complete rc %d", done.rc);
+    struct coord_queue_stats st = it_queue_stats(base, q2);
     CHECK(st.length == 0 && st.claimed == 0, "left %lld", (long long)st.length);
     coord_queue_close(q1);
     coord_queue_close(q2);
@@ -236,24 +156,24 @@ int t_members_partial(void)
     struct coord_session *sw = it_session_at(base, it_proxy_addr(p), 20000);
     const char *grp = "/drover/members/itest-partial";
     struct coord_member *m[MP_N];
-    struct rc_out joined[MP_N];
+    struct it_rc joined[MP_N];
     memset(joined, 0, sizeof(joined));
     for (int i = 0; i < MP_N; i++) {
         char id[16], json[32];
         snprintf(id, sizeof(id), "m%02d", i);
         snprintf(json, sizeof(json), "{\"n\":%d}", i);
-        m[i] = coord_member_join(direct, grp, id, json, on_rc, &joined[i]);
+        m[i] = coord_member_join(direct, grp, id, json, it_on_rc, &joined[i]);
     }
     for (int i = 0; i < MP_N; i++)
-        CHECK(wait_rc(base, &joined[i], 20000) == 0, "join %d", i);
+        CHECK(it_wait_rc(base, &joined[i], 20000) == 0, "join %d", i);
     struct coord_group *g = coord_group_watch(sw, grp, on_mp, NULL);
     CHECK(it_run_until_fn(base, mp_full, NULL, 20000), "the watcher sees %d members", mp.last_n);
 
     /* A change starts a refresh: its listing is answered, its reads are not; then the cut. */
     it_proxy_set_swallow(p, 4 /* getData */);
-    struct rc_out upd = {0};
-    coord_member_update(m[0], "{\"n\":100}", on_rc, &upd);
-    CHECK(wait_rc(base, &upd, 20000) == 0, "update");
+    struct it_rc upd = {0};
+    coord_member_update(m[0], "{\"n\":100}", it_on_rc, &upd);
+    CHECK(it_wait_rc(base, &upd, 20000) == 0, "update");
     it_run_for(base, 500);
     it_proxy_cut_all(p);
     it_proxy_set_swallow(p, 0);
@@ -287,33 +207,33 @@ int t_queue_close_claims(void)
     struct it_proxy *p = it_proxy_new(it_zk_port(1));
     struct coord_session *sc = it_session_at(base, it_proxy_addr(p), 20000);
     const char *path = "/drover/queues/itest/close";
-    struct coord_queue *qd = open_q(base, sd, path, 1, "producer");
-    struct coord_queue *qc = open_q(base, sc, path, 1, "closer");
+    struct coord_queue *qd = it_queue_open(base, sd, path, 1, "producer", NULL, NULL, 20000);
+    struct coord_queue *qc = it_queue_open(base, sc, path, 1, "closer", NULL, NULL, 20000);
     put_n(base, qd, 21, 0);
     /* One take lists the shard (the consumer caches the other names) ... */
-    struct take_out first = take1(base, qc, 10000);
+    struct it_take first = it_take_one(base, qc, 10000);
     CHECK(first.rc == 0, "first take rc %d", first.rc);
-    struct rc_out fin = {0};
-    coord_queue_complete(qc, first.id, on_rc, &fin);
-    CHECK(wait_rc(base, &fin, 20000) == 0, "complete rc %d", fin.rc);
+    struct it_rc fin = {0};
+    coord_queue_complete(qc, first.id, it_on_rc, &fin);
+    CHECK(it_wait_rc(base, &fin, 20000) == 0, "complete rc %d", fin.rc);
     /* ... so the next claims go out at once: they reach the server, their answers wait. */
     it_proxy_set_hold(p, true);
     int answered = 0;
     for (int i = 0; i < 20; i++)
         coord_queue_take(qc, -1, on_take_ignore, &answered);
     it_run_for(base, 500);
-    struct coord_queue_stats st = stats(base, qd);
+    struct coord_queue_stats st = it_queue_stats(base, qd);
     CHECK(st.claimed == 20, "the claims did not reach the server (%lld)", (long long)st.claimed);
     coord_queue_close(qc);
     it_proxy_set_hold(p, false);
     for (int w = 0; w < 100 && st.claimed > 0; w++) {
         it_run_for(base, 100);
-        st = stats(base, qd);
+        st = it_queue_stats(base, qd);
     }
     CHECK(st.claimed == 0, "%lld items stay claimed by a closed queue", (long long)st.claimed);
     int got = 0;
     for (int i = 0; i < 20; i++) {
-        struct take_out t = take1(base, qd, 10000);
+        struct it_take t = it_take_one(base, qd, 10000);
         got += t.rc == 0;
     }
     CHECK(got == 20, "the producer could take %d of 20", got);
@@ -340,15 +260,15 @@ int t_queue_open_retry(void)
     it_proxy_set_down(p, true);
     it_proxy_cut_all(p);
     CHECK(it_run_until_fn(base, suspended, s, 20000), "still connected");
-    struct rc_out o = {0};
+    struct it_rc o = {0};
     struct coord_queue_opts qo = {.shards = 2, .consumer_id = "reopen"};
-    struct coord_queue *q = coord_queue_open(s, "/drover/queues/itest/reopen", &qo, on_rc, &o);
+    struct coord_queue *q = coord_queue_open(s, "/drover/queues/itest/reopen", &qo, it_on_rc, &o);
     CHECK(it_run_until(base, &o.done, 30000), "the open never answered");
     CHECK(o.rc != 0, "the open worked while cut off");
     it_proxy_set_down(p, false);
     CHECK(it_run_until_fn(base, connected, s, 20000), "no reconnection");
     put_n(base, q, 5, 0);
-    struct coord_queue_stats st = stats(base, q);
+    struct coord_queue_stats st = it_queue_stats(base, q);
     CHECK(st.length == 5, "length %lld", (long long)st.length);
     coord_queue_close(q);
     coord_session_free(s);
@@ -407,8 +327,8 @@ int t_put_exactly_once(void)
     struct it_proxy *p = it_proxy_new(it_zk_port(1));
     struct coord_session *sp = it_session_at(base, it_proxy_addr(p), 20000);
     const char *path = "/drover/queues/itest/once";
-    struct coord_queue *qp = open_q(base, sp, path, 4, "producer");
-    pc.q = open_q(base, sd, path, 4, "consumer");
+    struct coord_queue *qp = it_queue_open(base, sp, path, 4, "producer", NULL, NULL, 20000);
+    pc.q = it_queue_open(base, sd, path, 4, "consumer", NULL, NULL, 20000);
     pc_fill();
     /* The put is applied, its answer swallowed; meanwhile every item is completed. */
     it_proxy_set_swallow(p, 14 /* multi */);
@@ -418,15 +338,15 @@ int t_put_exactly_once(void)
         snprintf(json[i], sizeof(json[i]), "{\"n\":%d}", i);
         items[i] = (struct coord_queue_put_item){json[i], 5};
     }
-    struct rc_out pr = {0};
-    CHECK(coord_queue_put(qp, items, 20, on_rc, &pr) == 0, "put");
+    struct it_rc pr = {0};
+    CHECK(coord_queue_put(qp, items, 20, it_on_rc, &pr) == 0, "put");
     CHECK(it_run_until_fn(base, pc_twenty, NULL, 20000), "completed %d", pc.completed);
     CHECK(!pr.done, "the put was answered through the proxy");
     it_proxy_cut_all(p);
     it_proxy_set_swallow(p, 0);
     CHECK(it_run_until(base, &pr.done, 30000), "the put never settled");
     it_run_for(base, 1000);
-    struct coord_queue_stats st = stats(base, pc.q);
+    struct coord_queue_stats st = it_queue_stats(base, pc.q);
     CHECK(pc.taken == 20 && st.length == 0,
           "the put was applied again: %d items delivered, %lld waiting", pc.taken,
           (long long)st.length);

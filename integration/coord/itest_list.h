@@ -65,6 +65,9 @@ ITEST("queue-herd", t_queue_herd)
 ITEST("queue-homes-move", t_queue_homes_move)
 ITEST("queue-steal", t_queue_steal)
 
+/* What a fleet costs as it grows, issue 37 (itest_fleet.c). */
+ITEST("members-cost", t_members_cost)
+
 /* Lost answers made by coord's test hook, issue 33 (itest_lost.c). */
 ITEST("answer-lost", t_answer_lost)
 ITEST("queue-txn-lost", t_queue_txn_lost)

@@ -21,60 +21,12 @@
 #include "itest.h"
 #include "xalloc.h"
 
-struct rc_out {
-    bool done;
-    int rc;
-};
-
-static void on_rc(int rc, void *arg)
+static struct it_txn commit(struct event_base *base, struct coord_session *s, struct coord_txn *t)
 {
-    struct rc_out *o = arg;
-    o->rc = rc;
-    o->done = true;
-}
-
-struct txn_out {
-    bool done;
-    int rc, failed_op, zrc;
-};
-
-static void on_txn(const struct coord_txn_result *r, void *arg)
-{
-    struct txn_out *o = arg;
-    o->rc = r->rc;
-    o->failed_op = r->failed_op;
-    o->zrc = r->zrc;
-    o->done = true;
-}
-
-static struct txn_out commit(struct event_base *base, struct coord_session *s, struct coord_txn *t)
-{
-    struct txn_out o = {0};
-    coord_txn_commit(s, t, NULL, on_txn, &o);
+    struct it_txn o = {0};
+    coord_txn_commit(s, t, NULL, it_on_txn, &o);
     CHECK(it_run_until(base, &o.done, 30000), "commit never answered");
     return o;
-}
-
-struct got {
-    bool done;
-    int rc;
-    char data[128];
-};
-
-static void on_got(int rc, const char *data, int version, void *arg)
-{
-    struct got *g = arg;
-    g->rc = rc;
-    snprintf(g->data, sizeof(g->data), "%s", rc == 0 && data ? data : "");
-    g->done = true;
-}
-
-static struct got get_now(struct event_base *base, struct coord_session *s, const char *path)
-{
-    struct got g = {0};
-    coord_get(s, path, on_got, &g);
-    CHECK(it_run_until(base, &g.done, 20000), "no answer to get %s", path);
-    return g;
 }
 
 /* A session whose answers under prefix are all lost (the hook with N 1). */
@@ -92,16 +44,16 @@ int t_answer_lost(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *d = it_session(base, 20000);
-    struct rc_out e = {0};
-    coord_ensure_path(d, "/drover/itest/al/x", on_rc, &e);
+    struct it_rc e = {0};
+    coord_ensure_path(d, "/drover/itest/al/x", it_on_rc, &e);
     CHECK(it_run_until(base, &e.done, 20000) && e.rc == 0, "ensure");
     struct coord_session *s = lossy(base, "any", "/drover/itest/al/");
 
     struct coord_txn *t = coord_txn_new();
     coord_txn_create(t, "/drover/itest/al/a", "{\"v\":1}", 0);
-    struct txn_out o = commit(base, s, t);
+    struct it_txn o = commit(base, s, t);
     CHECK(o.rc == DRV_EAGAIN, "create: rc %d, want the answer lost", o.rc);
-    struct got g = get_now(base, d, "/drover/itest/al/a");
+    struct it_got g = it_get(base, d, "/drover/itest/al/a");
     CHECK(g.rc == 0 && strcmp(g.data, "{\"v\":1}") == 0, "the create applied: rc %d %s", g.rc,
           g.data);
 
@@ -109,7 +61,7 @@ int t_answer_lost(void)
     coord_txn_set(t, "/drover/itest/al/a", "{\"v\":2}", 0);
     o = commit(base, s, t);
     CHECK(o.rc == DRV_EAGAIN, "set: rc %d", o.rc);
-    g = get_now(base, d, "/drover/itest/al/a");
+    g = it_get(base, d, "/drover/itest/al/a");
     CHECK(g.rc == 0 && strcmp(g.data, "{\"v\":2}") == 0, "the set applied: %s", g.data);
 
     t = coord_txn_new();
@@ -118,9 +70,9 @@ int t_answer_lost(void)
     coord_txn_delete(t, "/drover/itest/al/a", 1);
     o = commit(base, s, t);
     CHECK(o.rc == DRV_EAGAIN, "multi: rc %d", o.rc);
-    CHECK(get_now(base, d, "/drover/itest/al/a").rc == DRV_ENOENT, "the delete applied");
-    CHECK(get_now(base, d, "/drover/itest/al/b").rc == 0 &&
-              get_now(base, d, "/drover/itest/al/c").rc == 0,
+    CHECK(it_get(base, d, "/drover/itest/al/a").rc == DRV_ENOENT, "the delete applied");
+    CHECK(it_get(base, d, "/drover/itest/al/b").rc == 0 &&
+              it_get(base, d, "/drover/itest/al/c").rc == 0,
           "the creates applied");
 
     /* A failed request keeps its answer (only applied ones are lost). */
@@ -150,69 +102,53 @@ int t_answer_lost(void)
     return 0;
 }
 
-struct take_out {
-    bool done;
-    int rc;
-    char id[512];
-};
-
-static void on_take(struct coord_queue_item *it, int rc, void *arg)
-{
-    struct take_out *o = arg;
-    o->rc = rc;
-    if (it)
-        snprintf(o->id, sizeof(o->id), "%s", it->id);
-    coord_queue_item_free(it);
-    o->done = true;
-}
-
 int t_queue_txn_lost(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *d = it_session(base, 20000);
     struct coord_session *s = lossy(base, "multi", "/drover/itest/qtl/");
     const char *qp = "/drover/queues/itest/qtl";
-    struct rc_out e = {0};
-    coord_ensure_path(d, "/drover/itest/qtl/runs", on_rc, &e);
+    struct it_rc e = {0};
+    coord_ensure_path(d, "/drover/itest/qtl/runs", it_on_rc, &e);
     CHECK(it_run_until(base, &e.done, 20000) && e.rc == 0, "ensure");
     struct coord_queue_opts qo = {.shards = 1, .consumer_id = "c"};
-    e = (struct rc_out){0};
-    struct coord_queue *q = coord_queue_open(s, qp, &qo, on_rc, &e);
+    e = (struct it_rc){0};
+    struct coord_queue *q = coord_queue_open(s, qp, &qo, it_on_rc, &e);
     CHECK(it_run_until(base, &e.done, 20000) && e.rc == 0, "open");
     struct coord_queue_opts po = {.shards = 1, .consumer_id = "producer"};
-    e = (struct rc_out){0};
-    struct coord_queue *qd = coord_queue_open(d, qp, &po, on_rc, &e);
+    e = (struct it_rc){0};
+    struct coord_queue *qd = coord_queue_open(d, qp, &po, it_on_rc, &e);
     CHECK(it_run_until(base, &e.done, 20000) && e.rc == 0, "open producer");
     struct coord_queue_put_item item = {"{\"n\":0}", 5};
-    e = (struct rc_out){0};
-    coord_queue_put(qd, &item, 1, on_rc, &e);
+    e = (struct it_rc){0};
+    coord_queue_put(qd, &item, 1, it_on_rc, &e);
     CHECK(it_run_until(base, &e.done, 20000) && e.rc == 0, "put");
-    struct take_out x = {0};
-    coord_queue_take(q, 10000, on_take, &x);
+    struct it_take x = {0};
+    coord_queue_take(q, 10000, it_on_take, &x);
     CHECK(it_run_until(base, &x.done, 20000) && x.rc == 0, "take");
 
     const char *rec = "/drover/itest/qtl/runs/f0.1.w-1.7";
     struct coord_txn *t = coord_txn_new();
     coord_txn_create(t, rec, "{\"worker\":\"w-1\"}", 0);
-    struct txn_out o = {0};
-    coord_queue_txn_commit(q, x.id, t, on_txn, &o);
+    struct it_txn o = {0};
+    coord_queue_txn_commit(q, x.id, t, it_on_txn, &o);
     CHECK(it_run_until(base, &o.done, 30000), "txn never answered");
     CHECK(o.rc == DRV_EAGAIN, "the record's answer: rc %d, want lost", o.rc);
-    struct got g = get_now(base, d, rec);
+    struct it_got g = it_get(base, d, rec);
     CHECK(g.rc == 0 && strstr(g.data, "w-1"), "the record applied: rc %d", g.rc);
 
     t = coord_txn_new();
     coord_txn_create(t, rec, "{\"worker\":\"w-1\"}", 0);
-    o = (struct txn_out){0};
-    coord_queue_txn_commit(q, x.id, t, on_txn, &o);
+    o = (struct it_txn){0};
+    coord_queue_txn_commit(q, x.id, t, it_on_txn, &o);
     CHECK(it_run_until(base, &o.done, 30000), "resend never answered");
     CHECK(o.rc == DRV_ECONFLICT && o.failed_op == 0 && o.zrc == ZNODEEXISTS,
           "the resend: rc %d op %d zrc %d (want op 0 ZNODEEXISTS: the caller's to resolve)", o.rc,
           o.failed_op, o.zrc);
 
     /* The claim is still ours: a complete goes through (its answer lost too, resolved). */
-    e = (struct rc_out){0};
-    coord_queue_complete(q, x.id, on_rc, &e);
+    e = (struct it_rc){0};
+    coord_queue_complete(q, x.id, it_on_rc, &e);
     CHECK(it_run_until(base, &e.done, 30000), "complete never answered");
     CHECK(e.rc == 0, "complete after the lost answer: rc %d", e.rc);
 

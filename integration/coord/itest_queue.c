@@ -30,141 +30,17 @@
 #include "itest.h"
 #include "xalloc.h"
 
-struct rc_out {
-    bool done;
-    int rc;
-};
-
-static void on_rc(int rc, void *arg)
-{
-    struct rc_out *o = arg;
-    o->rc = rc;
-    o->done = true;
-}
-
-static int wait_rc(struct event_base *base, struct rc_out *o)
-{
-    CHECK(it_run_until(base, &o->done, 30000), "no answer");
-    return o->rc;
-}
-
-struct txn_out {
-    bool done;
-    int rc, failed_op, zrc;
-    char created[4][256];
-};
-
-static void on_txn(const struct coord_txn_result *r, void *arg)
-{
-    struct txn_out *o = arg;
-    o->rc = r->rc;
-    o->failed_op = r->failed_op;
-    o->zrc = r->zrc;
-    for (size_t i = 0; i < r->n && i < 4; i++)
-        snprintf(o->created[i], sizeof(o->created[i]), "%s",
-                 r->created && r->created[i] ? r->created[i] : "");
-    o->done = true;
-}
-
-static struct txn_out wait_txn(struct event_base *base, struct txn_out *o)
-{
-    CHECK(it_run_until(base, &o->done, 30000), "commit never answered");
-    return *o;
-}
-
-struct take_out {
-    bool done;
-    int rc;
-    char id[512];
-};
-
-static void on_take(struct coord_queue_item *it, int rc, void *arg)
-{
-    struct take_out *o = arg;
-    o->rc = rc;
-    if (it)
-        snprintf(o->id, sizeof(o->id), "%s", it->id);
-    coord_queue_item_free(it);
-    o->done = true;
-}
-
-static struct take_out take1(struct event_base *base, struct coord_queue *q, int ms)
-{
-    struct take_out o = {0};
-    coord_queue_take(q, ms, on_take, &o);
-    CHECK(it_run_until(base, &o.done, 30000), "take never answered");
-    return o;
-}
-
-static struct coord_queue *open_q(struct event_base *base, struct coord_session *s,
-                                  const char *path, unsigned shards, const char *consumer,
-                                  coord_lost_cb on_lost, void *lost_arg)
-{
-    struct rc_out o = {0};
-    struct coord_queue_opts qo = {
-        .shards = shards, .consumer_id = consumer, .on_lost = on_lost, .lost_arg = lost_arg};
-    struct coord_queue *q = coord_queue_open(s, path, &qo, on_rc, &o);
-    CHECK(wait_rc(base, &o) == 0, "open %s rc %d", path, o.rc);
-    return q;
-}
-
-struct stats_out {
-    bool done;
-    struct coord_queue_stats st;
-    int rc;
-};
-
-static void on_stats(const struct coord_queue_stats *st, int rc, void *arg)
-{
-    struct stats_out *o = arg;
-    o->rc = rc;
-    if (st)
-        o->st = *st;
-    o->done = true;
-}
-
-static struct coord_queue_stats stats(struct event_base *base, struct coord_queue *q)
-{
-    struct stats_out o = {0};
-    coord_queue_stats(q, on_stats, &o);
-    CHECK(it_run_until(base, &o.done, 20000) && o.rc == 0, "stats rc %d", o.rc);
-    return o.st;
-}
-
-struct get_out {
-    bool done;
-    int rc, version;
-    char data[256];
-};
-
-static void on_get(int rc, const char *data, int version, void *arg)
-{
-    struct get_out *o = arg;
-    o->rc = rc;
-    o->version = version;
-    snprintf(o->data, sizeof(o->data), "%s", data ? data : "");
-    o->done = true;
-}
-
-static struct get_out read_node(struct event_base *base, struct coord_session *s, const char *p)
-{
-    struct get_out o = {0};
-    coord_get(s, p, on_get, &o);
-    CHECK(it_run_until(base, &o.done, 20000), "read %s", p);
-    return o;
-}
-
 static void write_node(struct event_base *base, struct coord_session *s, const char *p,
                        const char *json)
 {
-    struct rc_out e = {0};
-    coord_ensure_path(s, p, on_rc, &e);
-    CHECK(wait_rc(base, &e) == 0, "ensure %s", p);
-    struct txn_out o = {0};
+    struct it_rc e = {0};
+    coord_ensure_path(s, p, it_on_rc, &e);
+    CHECK(it_wait_rc(base, &e, 30000) == 0, "ensure %s", p);
+    struct it_txn o = {0};
     struct coord_txn *t = coord_txn_new();
     coord_txn_set(t, p, json, -1);
-    coord_txn_commit(s, t, NULL, on_txn, &o);
-    CHECK(wait_txn(base, &o).rc == 0, "write %s rc %d", p, o.rc);
+    coord_txn_commit(s, t, NULL, it_on_txn, &o);
+    CHECK(it_wait_txn(base, &o, 30000).rc == 0, "write %s rc %d", p, o.rc);
 }
 
 struct lk {
@@ -227,7 +103,7 @@ int t_queue_keyed(void)
     struct event_base *base = event_base_new();
     struct coord_session *s = it_session(base, 20000), *d = it_session(base, 20000);
     const char *qp = "/drover/queues/itest/keyed";
-    struct coord_queue *q = open_q(base, s, qp, 4, "owner", NULL, NULL);
+    struct coord_queue *q = it_queue_open(base, s, qp, 4, "owner", NULL, NULL, 30000);
     struct lk k = {0};
     struct coord_lock *l = coord_lock_new(s, "/drover/locks/itest-keyed", "{}", on_lock, &k);
     coord_lock_acquire(l, -1);
@@ -244,9 +120,9 @@ int t_queue_keyed(void)
                   coord_txn_queue_put_bytes(q, "j1.0.1", "{\"task\":0}") +
                   coord_txn_queue_put_bytes(q, "j1.1.1", "{\"task\":1}");
     CHECK(coord_txn_bytes(t) == want, "bytes %zu, predicted %zu", coord_txn_bytes(t), want);
-    struct txn_out o = {0};
-    coord_txn_commit(s, t, l, on_txn, &o);
-    CHECK(wait_txn(base, &o).rc == 0, "commit rc %d op %d", o.rc, o.failed_op);
+    struct it_txn o = {0};
+    coord_txn_commit(s, t, l, it_on_txn, &o);
+    CHECK(it_wait_txn(base, &o, 30000).rc == 0, "commit rc %d op %d", o.rc, o.failed_op);
     char id0[256], id1[256];
     CHECK(coord_queue_item_id(q, o.created[1], id0, sizeof(id0)) == 0, "id of %s", o.created[1]);
     CHECK(coord_queue_item_id(q, o.created[2], id1, sizeof(id1)) == 0, "id of %s", o.created[2]);
@@ -260,11 +136,11 @@ int t_queue_keyed(void)
     coord_txn_set(t, "/drover/itest/job", "{\"dispatched\":3}", 2);
     coord_txn_queue_put(t, q, "j1.0.1", "{\"task\":0}", 5);
     memset(&o, 0, sizeof(o));
-    coord_txn_commit(s, t, l, on_txn, &o);
-    wait_txn(base, &o);
+    coord_txn_commit(s, t, l, it_on_txn, &o);
+    it_wait_txn(base, &o, 30000);
     CHECK(o.rc == DRV_ECONFLICT && o.failed_op == 1 && o.zrc == -110, "re-put rc %d op %d zrc %d",
           o.rc, o.failed_op, o.zrc);
-    struct get_out job = read_node(base, d, "/drover/itest/job");
+    struct it_got job = it_get(base, d, "/drover/itest/job");
     CHECK(job.version == 2 && strcmp(job.data, "{\"dispatched\":2}") == 0, "job %s v%d", job.data,
           job.version);
 
@@ -292,8 +168,8 @@ int t_queue_keyed(void)
     CHECK(find(base, q, "j9.9.9").rc == DRV_ENOENT, "a key never put");
 
     /* A consumer takes one: holder and find say who. */
-    struct coord_queue *qc = open_q(base, d, qp, 4, "worker-7", NULL, NULL);
-    struct take_out tk = take1(base, qc, 10000);
+    struct coord_queue *qc = it_queue_open(base, d, qp, 4, "worker-7", NULL, NULL, 30000);
+    struct it_take tk = it_take_one(base, qc, 10000);
     CHECK(tk.rc == 0, "take rc %d", tk.rc);
     struct found h = {0};
     coord_queue_holder(q, tk.id, on_holder, &h);
@@ -308,33 +184,33 @@ int t_queue_keyed(void)
     CHECK(it_run_until(base, &ho.done, 20000) && ho.rc == 0 && !ho.claimed, "unclaimed holder");
 
     /* cancel: not a claimed one; an unclaimed one (its key may be put again); a gone one. */
-    struct rc_out c1 = {0}, c2 = {0}, c3 = {0};
-    coord_queue_cancel(q, tk.id, on_rc, &c1);
-    CHECK(wait_rc(base, &c1) == DRV_ECONFLICT, "cancel of a claimed item rc %d", c1.rc);
-    coord_queue_cancel(q, other, on_rc, &c2);
-    CHECK(wait_rc(base, &c2) == 0, "cancel rc %d", c2.rc);
-    coord_queue_cancel(q, other, on_rc, &c3);
-    CHECK(wait_rc(base, &c3) == DRV_ENOENT, "cancel of a gone item rc %d", c3.rc);
+    struct it_rc c1 = {0}, c2 = {0}, c3 = {0};
+    coord_queue_cancel(q, tk.id, it_on_rc, &c1);
+    CHECK(it_wait_rc(base, &c1, 30000) == DRV_ECONFLICT, "cancel of a claimed item rc %d", c1.rc);
+    coord_queue_cancel(q, other, it_on_rc, &c2);
+    CHECK(it_wait_rc(base, &c2, 30000) == 0, "cancel rc %d", c2.rc);
+    coord_queue_cancel(q, other, it_on_rc, &c3);
+    CHECK(it_wait_rc(base, &c3, 30000) == DRV_ENOENT, "cancel of a gone item rc %d", c3.rc);
     struct found fg = {0};
     coord_queue_holder(q, other, on_holder, &fg);
     CHECK(it_run_until(base, &fg.done, 20000) && fg.rc == DRV_ENOENT, "holder of a gone item");
 
     /* Complete deletes the key record too: both keys may be put again now. */
-    struct rc_out cd = {0};
-    coord_queue_complete(qc, tk.id, on_rc, &cd);
-    CHECK(wait_rc(base, &cd) == 0, "complete rc %d", cd.rc);
+    struct it_rc cd = {0};
+    coord_queue_complete(qc, tk.id, it_on_rc, &cd);
+    CHECK(it_wait_rc(base, &cd, 30000) == 0, "complete rc %d", cd.rc);
     t = coord_txn_new();
     coord_txn_queue_put(t, q, "j1.0.1", "{\"task\":0,\"again\":true}", 5);
     coord_txn_queue_put(t, q, "j1.1.1", "{\"task\":1,\"again\":true}", 7);
     memset(&o, 0, sizeof(o));
-    coord_txn_commit(s, t, l, on_txn, &o);
-    CHECK(wait_txn(base, &o).rc == 0, "put again rc %d op %d", o.rc, o.failed_op);
-    struct coord_queue_stats st = stats(base, q);
+    coord_txn_commit(s, t, l, it_on_txn, &o);
+    CHECK(it_wait_txn(base, &o, 30000).rc == 0, "put again rc %d op %d", o.rc, o.failed_op);
+    struct coord_queue_stats st = it_queue_stats(base, q);
     CHECK(st.length == 2 && st.claimed == 0, "length %lld", (long long)st.length);
 
     /* A stale owner: its lock is lost (session expired), its fenced put fails. */
     struct coord_session *s3 = it_session(base, 4000);
-    struct coord_queue *q3 = open_q(base, s3, qp, 4, "stale", NULL, NULL);
+    struct coord_queue *q3 = it_queue_open(base, s3, qp, 4, "stale", NULL, NULL, 30000);
     struct lk k3 = {0};
     struct coord_lock *l3 = coord_lock_new(s3, "/drover/locks/itest-keyed3", "{}", on_lock, &k3);
     coord_lock_acquire(l3, -1);
@@ -346,8 +222,8 @@ int t_queue_keyed(void)
     t = coord_txn_new();
     CHECK(coord_txn_queue_put(t, q3, "j2.0.1", "{}", 5) == 0, "stale put");
     memset(&o, 0, sizeof(o));
-    coord_txn_commit(s3, t, l3, on_txn, &o);
-    wait_txn(base, &o);
+    coord_txn_commit(s3, t, l3, it_on_txn, &o);
+    it_wait_txn(base, &o, 30000);
     CHECK(o.rc != 0, "a stale owner's put applied");
     CHECK(find(base, q, "j2.0.1").rc == DRV_ENOENT, "the stale put is in the queue");
 
@@ -374,31 +250,31 @@ int t_queue_txn(void)
     struct coord_session *s = it_session_at(base, it_proxy_addr(p), 20000);
     struct coord_session *d = it_session(base, 20000);
     const char *qp = "/drover/queues/itest/qtxn";
-    struct coord_queue *q = open_q(base, s, qp, 1, "c", NULL, NULL);
-    struct coord_queue *qd = open_q(base, d, qp, 1, "producer", NULL, NULL);
+    struct coord_queue *q = it_queue_open(base, s, qp, 1, "c", NULL, NULL, 30000);
+    struct coord_queue *qd = it_queue_open(base, d, qp, 1, "producer", NULL, NULL, 30000);
     write_node(base, d, "/drover/itest/rec", "{\"v\":0}"); /* version 1 */
     struct coord_queue_put_item items[3] = {{"{\"n\":0}", 5}, {"{\"n\":1}", 5}, {"{\"n\":2}", 5}};
-    struct rc_out pr = {0};
-    coord_queue_put(qd, items, 3, on_rc, &pr);
-    CHECK(wait_rc(base, &pr) == 0, "put");
-    struct take_out x = take1(base, q, 10000);
+    struct it_rc pr = {0};
+    coord_queue_put(qd, items, 3, it_on_rc, &pr);
+    CHECK(it_wait_rc(base, &pr, 30000) == 0, "put");
+    struct it_take x = it_take_one(base, q, 10000);
     CHECK(x.rc == 0, "take");
 
     /* A transaction only while holding the claim. */
     struct coord_txn *t = coord_txn_new();
     coord_txn_set(t, "/drover/itest/rec", "{\"v\":1}", 1);
-    struct txn_out o = {0};
-    coord_queue_txn_commit(q, x.id, t, on_txn, &o);
-    CHECK(wait_txn(base, &o).rc == 0, "txn on a held claim rc %d", o.rc);
+    struct it_txn o = {0};
+    coord_queue_txn_commit(q, x.id, t, it_on_txn, &o);
+    CHECK(it_wait_txn(base, &o, 30000).rc == 0, "txn on a held claim rc %d", o.rc);
 
     /* Complete with a transaction whose op fails: nothing applied, still held. */
     t = coord_txn_new();
     coord_txn_set(t, "/drover/itest/rec", "{\"v\":2}", 1);
     memset(&o, 0, sizeof(o));
-    coord_queue_complete_txn(q, x.id, t, on_txn, &o);
-    wait_txn(base, &o);
+    coord_queue_complete_txn(q, x.id, t, it_on_txn, &o);
+    it_wait_txn(base, &o, 30000);
     CHECK(o.rc == DRV_ECONFLICT && o.failed_op == 0, "rc %d failed_op %d", o.rc, o.failed_op);
-    struct coord_queue_stats st = stats(base, qd);
+    struct coord_queue_stats st = it_queue_stats(base, qd);
     CHECK(st.length == 3 && st.claimed == 1, "length %lld claimed %lld", (long long)st.length,
           (long long)st.claimed);
     /* The counters, from the child versions: 3 put, 1 claimed, none removed. */
@@ -410,47 +286,47 @@ int t_queue_txn(void)
     coord_txn_set(t, "/drover/itest/rec", "{\"v\":2}", 2);
     coord_txn_create(t, "/drover/itest/result-x", "{\"ok\":true}", 0);
     memset(&o, 0, sizeof(o));
-    coord_queue_complete_txn(q, x.id, t, on_txn, &o);
-    CHECK(wait_txn(base, &o).rc == 0, "complete_txn rc %d op %d", o.rc, o.failed_op);
+    coord_queue_complete_txn(q, x.id, t, it_on_txn, &o);
+    CHECK(it_wait_txn(base, &o, 30000).rc == 0, "complete_txn rc %d op %d", o.rc, o.failed_op);
     CHECK(strcmp(o.created[1], "/drover/itest/result-x") == 0, "created %s", o.created[1]);
-    st = stats(base, qd);
+    st = it_queue_stats(base, qd);
     CHECK(st.length == 2 && st.claimed == 0, "length %lld", (long long)st.length);
 
     /* Not the holder (any more): nothing applied, failed_op -1. */
     t = coord_txn_new();
     coord_txn_set(t, "/drover/itest/rec", "{\"v\":99}", -1);
     memset(&o, 0, sizeof(o));
-    coord_queue_complete_txn(q, x.id, t, on_txn, &o);
-    wait_txn(base, &o);
+    coord_queue_complete_txn(q, x.id, t, it_on_txn, &o);
+    it_wait_txn(base, &o, 30000);
     CHECK(o.rc == DRV_ECONFLICT && o.failed_op == -1, "not held: rc %d op %d", o.rc, o.failed_op);
     t = coord_txn_new();
     coord_txn_set(t, "/drover/itest/rec", "{\"v\":99}", -1);
     memset(&o, 0, sizeof(o));
-    coord_queue_txn_commit(q, x.id, t, on_txn, &o);
-    wait_txn(base, &o);
+    coord_queue_txn_commit(q, x.id, t, it_on_txn, &o);
+    it_wait_txn(base, &o, 30000);
     CHECK(o.rc == DRV_ECONFLICT && o.failed_op == -1, "not held: rc %d op %d", o.rc, o.failed_op);
 
     /* Answers lost (the proxy swallows them, then cuts): resolved, applied exactly once. */
-    struct take_out y = take1(base, q, 10000), z = take1(base, q, 10000);
+    struct it_take y = it_take_one(base, q, 10000), z = it_take_one(base, q, 10000);
     CHECK(y.rc == 0 && z.rc == 0, "takes");
     it_proxy_set_swallow(p, 14 /* multi */);
     t = coord_txn_new();
     coord_txn_set(t, "/drover/itest/rec", "{\"v\":3}", 3);
     memset(&o, 0, sizeof(o));
-    coord_queue_complete_txn(q, y.id, t, on_txn, &o);
-    struct rc_out zc = {0};
-    coord_queue_complete(q, z.id, on_rc, &zc);
+    coord_queue_complete_txn(q, y.id, t, it_on_txn, &o);
+    struct it_rc zc = {0};
+    coord_queue_complete(q, z.id, it_on_rc, &zc);
     it_run_for(base, 500);
     CHECK(!o.done && !zc.done, "answered through the proxy: %d/%d %d/%d", o.done, o.rc, zc.done,
           zc.rc);
     it_proxy_cut_all(p);
     it_proxy_set_swallow(p, 0);
-    CHECK(wait_txn(base, &o).rc == 0, "lost complete_txn rc %d op %d", o.rc, o.failed_op);
-    CHECK(wait_rc(base, &zc) == 0, "lost complete rc %d", zc.rc);
-    struct get_out rec = read_node(base, d, "/drover/itest/rec");
+    CHECK(it_wait_txn(base, &o, 30000).rc == 0, "lost complete_txn rc %d op %d", o.rc, o.failed_op);
+    CHECK(it_wait_rc(base, &zc, 30000) == 0, "lost complete rc %d", zc.rc);
+    struct it_got rec = it_get(base, d, "/drover/itest/rec");
     CHECK(rec.version == 4 && strcmp(rec.data, "{\"v\":3}") == 0, "rec %s v%d", rec.data,
           rec.version);
-    st = stats(base, qd);
+    st = it_queue_stats(base, qd);
     CHECK(st.length == 0 && st.claimed == 0, "length %lld", (long long)st.length);
     coord_queue_close(q);
     coord_queue_close(qd);
@@ -470,24 +346,24 @@ int t_queue_gather(void)
     struct coord_session *s = it_session_at(base, it_proxy_addr(p), 20000);
     struct coord_session *d = it_session(base, 20000);
     const char *qp = "/drover/queues/itest/qgather";
-    struct coord_queue *q = open_q(base, s, qp, 1, "c", NULL, NULL);
-    struct coord_queue *qd = open_q(base, d, qp, 1, "producer", NULL, NULL);
+    struct coord_queue *q = it_queue_open(base, s, qp, 1, "c", NULL, NULL, 30000);
+    struct coord_queue *qd = it_queue_open(base, d, qp, 1, "producer", NULL, NULL, 30000);
     write_node(base, d, "/drover/itest/grec", "{\"v\":0}"); /* version 1 */
     enum { N = 9 };
     struct coord_queue_put_item items[N];
     for (int i = 0; i < N; i++)
         items[i] = (struct coord_queue_put_item){"{}", 5};
-    struct rc_out pr = {0};
-    coord_queue_put(qd, items, N, on_rc, &pr);
-    CHECK(wait_rc(base, &pr) == 0, "put");
-    struct take_out x[N];
+    struct it_rc pr = {0};
+    coord_queue_put(qd, items, N, it_on_rc, &pr);
+    CHECK(it_wait_rc(base, &pr, 30000) == 0, "put");
+    struct it_take x[N];
     for (int i = 0; i < N; i++) {
-        x[i] = take1(base, q, 10000);
+        x[i] = it_take_one(base, q, 10000);
         CHECK(x[i].rc == 0, "take %d", i);
     }
 
     /* Three completes and two transactions in one turn: one multi-op, five answers. */
-    struct txn_out o[5];
+    struct it_txn o[5];
     memset(o, 0, sizeof(o));
     int multis = it_proxy_requests(p, 14);
     for (int i = 0; i < 5; i++) {
@@ -496,20 +372,20 @@ int t_queue_gather(void)
         snprintf(path, sizeof(path), "/drover/itest/g-%d", i);
         coord_txn_create(t, path, "{}", 0);
         if (i < 3)
-            coord_queue_complete_txn(q, x[i].id, t, on_txn, &o[i]);
+            coord_queue_complete_txn(q, x[i].id, t, it_on_txn, &o[i]);
         else
-            coord_queue_txn_commit(q, x[i].id, t, on_txn, &o[i]);
+            coord_queue_txn_commit(q, x[i].id, t, it_on_txn, &o[i]);
     }
     for (int i = 0; i < 5; i++) {
         char path[64];
         snprintf(path, sizeof(path), "/drover/itest/g-%d", i);
-        CHECK(wait_txn(base, &o[i]).rc == 0, "gathered commit %d rc %d op %d", i, o[i].rc,
+        CHECK(it_wait_txn(base, &o[i], 30000).rc == 0, "gathered commit %d rc %d op %d", i, o[i].rc,
               o[i].failed_op);
         CHECK(strcmp(o[i].created[0], path) == 0, "commit %d created %s", i, o[i].created[0]);
     }
     CHECK(it_proxy_requests(p, 14) - multis == 1, "%d multi-ops for five commits of one turn",
           it_proxy_requests(p, 14) - multis);
-    struct coord_queue_stats st = stats(base, qd);
+    struct coord_queue_stats st = it_queue_stats(base, qd);
     CHECK(st.length == N - 3 && st.claimed == N - 3, "length %lld claimed %lld",
           (long long)st.length, (long long)st.claimed);
 
@@ -517,22 +393,22 @@ int t_queue_gather(void)
     memset(o, 0, sizeof(o));
     struct coord_txn *t = coord_txn_new();
     coord_txn_set(t, "/drover/itest/grec", "{\"v\":1}", 7); /* wrong version */
-    coord_queue_complete_txn(q, x[3].id, t, on_txn, &o[0]);
+    coord_queue_complete_txn(q, x[3].id, t, it_on_txn, &o[0]);
     t = coord_txn_new();
     coord_txn_set(t, "/drover/itest/grec", "{\"v\":1}", 1);
-    coord_queue_complete_txn(q, x[4].id, t, on_txn, &o[1]);
+    coord_queue_complete_txn(q, x[4].id, t, it_on_txn, &o[1]);
     t = coord_txn_new();
     coord_txn_create(t, "/drover/itest/g-5", "{}", 0);
-    coord_queue_txn_commit(q, x[5].id, t, on_txn, &o[2]);
-    wait_txn(base, &o[0]);
+    coord_queue_txn_commit(q, x[5].id, t, it_on_txn, &o[2]);
+    it_wait_txn(base, &o[0], 30000);
     CHECK(o[0].rc == DRV_ECONFLICT && o[0].failed_op == 0, "the failing one: rc %d op %d", o[0].rc,
           o[0].failed_op);
-    CHECK(wait_txn(base, &o[1]).rc == 0, "its neighbour rc %d", o[1].rc);
-    CHECK(wait_txn(base, &o[2]).rc == 0, "its other neighbour rc %d", o[2].rc);
-    struct get_out rec = read_node(base, d, "/drover/itest/grec");
+    CHECK(it_wait_txn(base, &o[1], 30000).rc == 0, "its neighbour rc %d", o[1].rc);
+    CHECK(it_wait_txn(base, &o[2], 30000).rc == 0, "its other neighbour rc %d", o[2].rc);
+    struct it_got rec = it_get(base, d, "/drover/itest/grec");
     CHECK(rec.version == 2 && strcmp(rec.data, "{\"v\":1}") == 0, "grec %s v%d", rec.data,
           rec.version);
-    st = stats(base, qd);
+    st = it_queue_stats(base, qd);
     CHECK(st.length == N - 4 && st.claimed == N - 4, "length %lld claimed %lld",
           (long long)st.length, (long long)st.claimed);
 
@@ -544,20 +420,21 @@ int t_queue_gather(void)
         char path[64];
         snprintf(path, sizeof(path), "/drover/itest/gl-%d", i);
         coord_txn_create(t, path, "{}", 0);
-        coord_queue_complete_txn(q, x[6 + i].id, t, on_txn, &o[i]);
+        coord_queue_complete_txn(q, x[6 + i].id, t, it_on_txn, &o[i]);
     }
     it_run_for(base, 500);
     CHECK(!o[0].done && !o[1].done && !o[2].done, "answered through the proxy");
     it_proxy_cut_all(p);
     it_proxy_set_swallow(p, 0);
     for (int i = 0; i < 3; i++)
-        CHECK(wait_txn(base, &o[i]).rc == 0, "lost gathered complete %d rc %d", i, o[i].rc);
+        CHECK(it_wait_txn(base, &o[i], 30000).rc == 0, "lost gathered complete %d rc %d", i,
+              o[i].rc);
     for (int i = 0; i < 3; i++) {
         char path[64];
         snprintf(path, sizeof(path), "/drover/itest/gl-%d", i);
-        CHECK(read_node(base, d, path).rc == 0, "%s not created", path);
+        CHECK(it_get(base, d, path).rc == 0, "%s not created", path);
     }
-    st = stats(base, qd);
+    st = it_queue_stats(base, qd);
     CHECK(st.length == N - 7 && st.claimed == N - 7, "length %lld claimed %lld",
           (long long)st.length, (long long)st.claimed);
     coord_queue_close(q);
@@ -609,8 +486,8 @@ int t_queue_pipelined(void)
     struct coord_session *s = it_session_at(base, it_proxy_addr(p), 20000);
     struct coord_session *d = it_session(base, 20000);
     const char *qp = "/drover/queues/itest/qpipe";
-    struct coord_queue *q = open_q(base, s, qp, 1, "c", NULL, NULL);
-    struct coord_queue *qd = open_q(base, d, qp, 1, "other", NULL, NULL);
+    struct coord_queue *q = it_queue_open(base, s, qp, 1, "c", NULL, NULL, 30000);
+    struct coord_queue *qd = it_queue_open(base, d, qp, 1, "other", NULL, NULL, 30000);
     enum { N = 8 };
     char payload[N][32];
     struct coord_queue_put_item items[N];
@@ -618,11 +495,11 @@ int t_queue_pipelined(void)
         snprintf(payload[i], sizeof(payload[i]), "{\"n\":%d}", i);
         items[i] = (struct coord_queue_put_item){payload[i], 5};
     }
-    struct rc_out pr = {0};
-    coord_queue_put(qd, items, N, on_rc, &pr);
-    CHECK(wait_rc(base, &pr) == 0, "put");
+    struct it_rc pr = {0};
+    coord_queue_put(qd, items, N, it_on_rc, &pr);
+    CHECK(it_wait_rc(base, &pr, 30000) == 0, "put");
     /* One take lists the shard: the consumer caches the other names ... */
-    struct take_out first = take1(base, q, 10000);
+    struct it_take first = it_take_one(base, q, 10000);
     CHECK(first.rc == 0, "first take rc %d", first.rc);
 
     /* ... so the next takes claim at once. Replies wait at the proxy: the reads can only
@@ -662,7 +539,7 @@ int t_queue_pipelined(void)
 
     /* A claim that loses: another consumer took the head of our cache first. Our read of
        that item went out behind the failed claim; it must not be delivered. */
-    struct take_out other = take1(base, qd, 10000);
+    struct it_take other = it_take_one(base, qd, 10000);
     CHECK(other.rc == 0, "the other consumer's take rc %d", other.rc);
     struct ptake mine = {0};
     coord_queue_take(q, 10000, on_ptake, &mine);
@@ -673,7 +550,7 @@ int t_queue_pipelined(void)
     for (int i = 0; i < K; i++)
         CHECK(strcmp(t[i].id, other.id) != 0 && strcmp(t[i].id, mine.id) != 0,
               "item %s delivered twice", t[i].id);
-    struct coord_queue_stats st = stats(base, qd);
+    struct coord_queue_stats st = it_queue_stats(base, qd);
     CHECK(st.length == N && st.claimed == K + 3, "length %lld claimed %lld", (long long)st.length,
           (long long)st.claimed);
 
@@ -709,8 +586,8 @@ static void on_state_tr(struct coord_session *s, enum coord_state st, void *arg)
 
 static void on_take_tr(struct coord_queue_item *it, int rc, void *arg)
 {
-    struct take_out *o = arg;
-    on_take(it, rc, arg);
+    struct it_take *o = arg;
+    it_on_take(it, rc, arg);
     if (o->rc == 0)
         tr("b-took;");
 }
@@ -734,41 +611,45 @@ int t_claim_lost(void)
     struct event_base *base = event_base_new();
     struct coord_session *d = it_session(base, 20000);
     struct coord_queue *qd =
-        open_q(base, d, "/drover/queues/itest/lost", 1, "producer", NULL, NULL);
+        it_queue_open(base, d, "/drover/queues/itest/lost", 1, "producer", NULL, NULL, 30000);
     struct coord_queue_put_item one = {"{\"n\":1}", 5};
-    struct rc_out pr = {0};
+    struct it_rc pr = {0};
 
     /* 1. Silent partition: a is told before b can take the item. */
     struct it_proxy *p = it_proxy_new(it_zk_port(1));
     struct coord_session *sa = it_session_at(base, it_proxy_addr(p), T);
     struct coord_session *sb = it_session(base, T);
-    struct coord_queue *qa = open_q(base, sa, "/drover/queues/itest/lost", 1, "a", on_lost, "a");
-    struct coord_queue *qb = open_q(base, sb, "/drover/queues/itest/lost", 1, "b", NULL, NULL);
-    coord_queue_put(qd, &one, 1, on_rc, &pr);
-    CHECK(wait_rc(base, &pr) == 0, "put");
-    struct take_out ta = take1(base, qa, 10000);
+    struct coord_queue *qa =
+        it_queue_open(base, sa, "/drover/queues/itest/lost", 1, "a", on_lost, "a", 30000);
+    struct coord_queue *qb =
+        it_queue_open(base, sb, "/drover/queues/itest/lost", 1, "b", NULL, NULL, 30000);
+    coord_queue_put(qd, &one, 1, it_on_rc, &pr);
+    CHECK(it_wait_rc(base, &pr, 30000) == 0, "put");
+    struct it_take ta = it_take_one(base, qa, 10000);
     CHECK(ta.rc == 0, "a take");
-    struct take_out tb = {0};
+    struct it_take tb = {0};
     coord_queue_take(qb, -1, on_take_tr, &tb);
     it_proxy_set_silent(p, true);
     CHECK(it_run_until(base, &tb.done, 4 * T), "b never got it: %s", trace);
     CHECK(strcmp(trace, "a-lost;b-took;") == 0 && strcmp(ta.id, tb.id) == 0, "order: %s", trace);
-    struct rc_out late = {0};
-    coord_queue_complete(qa, ta.id, on_rc, &late);
-    CHECK(wait_rc(base, &late) == DRV_ECONFLICT, "a's complete after on_lost rc %d", late.rc);
-    struct rc_out bc = {0};
-    coord_queue_complete(qb, tb.id, on_rc, &bc);
-    CHECK(wait_rc(base, &bc) == 0, "b's complete rc %d", bc.rc);
+    struct it_rc late = {0};
+    coord_queue_complete(qa, ta.id, it_on_rc, &late);
+    CHECK(it_wait_rc(base, &late, 30000) == DRV_ECONFLICT, "a's complete after on_lost rc %d",
+          late.rc);
+    struct it_rc bc = {0};
+    coord_queue_complete(qb, tb.id, it_on_rc, &bc);
+    CHECK(it_wait_rc(base, &bc, 30000) == 0, "b's complete rc %d", bc.rc);
     coord_queue_close(qa);
     coord_session_free(sa);
 
     /* 2. The claim deleted by hand (held for a while: watched). */
     trace[0] = '\0';
     memset(&pr, 0, sizeof(pr));
-    coord_queue_put(qd, &one, 1, on_rc, &pr);
-    CHECK(wait_rc(base, &pr) == 0, "put");
-    struct coord_queue *qc = open_q(base, d, "/drover/queues/itest/lost", 1, "c", on_lost, "c");
-    struct take_out tc = take1(base, qc, 10000);
+    coord_queue_put(qd, &one, 1, it_on_rc, &pr);
+    CHECK(it_wait_rc(base, &pr, 30000) == 0, "put");
+    struct coord_queue *qc =
+        it_queue_open(base, d, "/drover/queues/itest/lost", 1, "c", on_lost, "c", 30000);
+    struct it_take tc = it_take_one(base, qc, 10000);
     CHECK(tc.rc == 0, "c take");
     it_run_for(base, 1200);
     char claim[600];
@@ -780,37 +661,38 @@ int t_claim_lost(void)
     coord_txn_commit(sb, t, NULL, NULL, NULL);
     CHECK(it_run_until_fn(base, has, "c-lost;", 20000), "no on_lost for a deleted claim: %s",
           trace);
-    struct rc_out cc = {0};
-    coord_queue_complete(qc, tc.id, on_rc, &cc);
-    CHECK(wait_rc(base, &cc) == DRV_ECONFLICT, "c's complete rc %d", cc.rc);
-    struct take_out again = take1(base, qb, 10000);
+    struct it_rc cc = {0};
+    coord_queue_complete(qc, tc.id, it_on_rc, &cc);
+    CHECK(it_wait_rc(base, &cc, 30000) == DRV_ECONFLICT, "c's complete rc %d", cc.rc);
+    struct it_take again = it_take_one(base, qb, 10000);
     CHECK(again.rc == 0 && strcmp(again.id, tc.id) == 0, "b takes it");
     memset(&bc, 0, sizeof(bc));
-    coord_queue_complete(qb, again.id, on_rc, &bc);
-    CHECK(wait_rc(base, &bc) == 0, "complete");
+    coord_queue_complete(qb, again.id, it_on_rc, &bc);
+    CHECK(it_wait_rc(base, &bc, 30000) == 0, "complete");
     coord_queue_close(qc);
 
     /* 3. Expiry: every held claim is told, before the owner hears EXPIRED. */
     trace[0] = '\0';
     struct coord_queue_put_item three[3] = {{"{\"n\":1}", 5}, {"{\"n\":2}", 5}, {"{\"n\":3}", 5}};
     memset(&pr, 0, sizeof(pr));
-    coord_queue_put(qd, three, 3, on_rc, &pr);
-    CHECK(wait_rc(base, &pr) == 0, "put");
+    coord_queue_put(qd, three, 3, it_on_rc, &pr);
+    CHECK(it_wait_rc(base, &pr, 30000) == 0, "put");
     struct coord_session *se = it_session_nowait(base, it_zk(), 4000, on_state_tr, NULL);
     struct drv_err err;
     CHECK(coord_session_wait_connected(se, 20000, &err) == 0, "%s", err.msg);
-    struct coord_queue *qe = open_q(base, se, "/drover/queues/itest/lost", 1, "e", on_lost, "e");
+    struct coord_queue *qe =
+        it_queue_open(base, se, "/drover/queues/itest/lost", 1, "e", on_lost, "e", 30000);
     for (int i = 0; i < 3; i++)
-        CHECK(take1(base, qe, 10000).rc == 0, "e take %d", i);
+        CHECK(it_take_one(base, qe, 10000).rc == 0, "e take %d", i);
     it_expire(se);
     CHECK(it_run_until_fn(base, has, "expired;", 20000), "no expiry");
     CHECK(strcmp(trace, "e-lost;e-lost;e-lost;expired;") == 0, "trace %s", trace);
     for (int i = 0; i < 3; i++) {
-        struct take_out tt = take1(base, qb, 10000);
+        struct it_take tt = it_take_one(base, qb, 10000);
         CHECK(tt.rc == 0, "b takes e's items");
         memset(&bc, 0, sizeof(bc));
-        coord_queue_complete(qb, tt.id, on_rc, &bc);
-        CHECK(wait_rc(base, &bc) == 0, "complete");
+        coord_queue_complete(qb, tt.id, it_on_rc, &bc);
+        CHECK(it_wait_rc(base, &bc, 30000) == 0, "complete");
     }
     coord_queue_close(qe);
     coord_session_free(se);
@@ -818,23 +700,24 @@ int t_claim_lost(void)
     /* 4. Cut off past the threshold, back before the expiry: told, and the claim deleted. */
     trace[0] = '\0';
     memset(&pr, 0, sizeof(pr));
-    coord_queue_put(qd, &one, 1, on_rc, &pr);
-    CHECK(wait_rc(base, &pr) == 0, "put");
+    coord_queue_put(qd, &one, 1, it_on_rc, &pr);
+    CHECK(it_wait_rc(base, &pr, 30000) == 0, "put");
     struct it_proxy *p2 = it_proxy_new(it_zk_port(1));
     struct coord_session *sf = it_session_at(base, it_proxy_addr(p2), T);
-    struct coord_queue *qf = open_q(base, sf, "/drover/queues/itest/lost", 1, "f", on_lost, "f");
-    struct take_out tf = take1(base, qf, 10000);
+    struct coord_queue *qf =
+        it_queue_open(base, sf, "/drover/queues/itest/lost", 1, "f", on_lost, "f", 30000);
+    struct it_take tf = it_take_one(base, qf, 10000);
     CHECK(tf.rc == 0, "f take");
     it_proxy_set_down(p2, true);
     it_proxy_cut_all(p2);
     CHECK(it_run_until_fn(base, has, "f-lost;", 3 * T), "f not told: %s", trace);
     it_proxy_set_down(p2, false);
-    struct take_out tg = take1(base, qb, 3 * T);
+    struct it_take tg = it_take_one(base, qb, 3 * T);
     CHECK(tg.rc == 0 && strcmp(tg.id, tf.id) == 0, "b never got f's item (rc %d)", tg.rc);
     CHECK(coord_session_generation(sf) == 0, "f's session was expected to survive");
     memset(&bc, 0, sizeof(bc));
-    coord_queue_complete(qb, tg.id, on_rc, &bc);
-    CHECK(wait_rc(base, &bc) == 0, "complete");
+    coord_queue_complete(qb, tg.id, it_on_rc, &bc);
+    CHECK(it_wait_rc(base, &bc, 30000) == 0, "complete");
     CHECK(count("-lost;") == 1, "trace %s", trace);
     coord_queue_close(qf);
     coord_session_free(sf);
@@ -842,16 +725,17 @@ int t_claim_lost(void)
     /* 5. A watched claim completed, and the queue closed in the same turn: done(0), no lost. */
     trace[0] = '\0';
     memset(&pr, 0, sizeof(pr));
-    coord_queue_put(qd, &one, 1, on_rc, &pr);
-    CHECK(wait_rc(base, &pr) == 0, "put");
-    struct coord_queue *qh = open_q(base, d, "/drover/queues/itest/lost", 1, "h", on_lost, "h");
-    struct take_out th = take1(base, qh, 10000);
+    coord_queue_put(qd, &one, 1, it_on_rc, &pr);
+    CHECK(it_wait_rc(base, &pr, 30000) == 0, "put");
+    struct coord_queue *qh =
+        it_queue_open(base, d, "/drover/queues/itest/lost", 1, "h", on_lost, "h", 30000);
+    struct it_take th = it_take_one(base, qh, 10000);
     CHECK(th.rc == 0, "h take");
     it_run_for(base, 1200); /* its claim is watched by now */
-    struct rc_out hc = {0};
-    coord_queue_complete(qh, th.id, on_rc, &hc);
+    struct it_rc hc = {0};
+    coord_queue_complete(qh, th.id, it_on_rc, &hc);
     coord_queue_close(qh);
-    CHECK(wait_rc(base, &hc) == 0, "complete across close rc %d", hc.rc);
+    CHECK(it_wait_rc(base, &hc, 30000) == 0, "complete across close rc %d", hc.rc);
     it_run_for(base, 200);
     CHECK(trace[0] == '\0', "trace %s", trace);
 
@@ -882,33 +766,33 @@ int t_queue_skip(void)
     struct coord_session *s = it_session(base, 20000), *b = it_session(base, 20000);
     const char *qp = "/drover/queues/itest/skip";
     struct skip_set ks = {"j1.f0.2"};
-    struct rc_out o = {0};
+    struct it_rc o = {0};
     struct coord_queue_opts qo = {
         .shards = 8, .consumer_id = "a", .skip = skip_cb, .skip_arg = &ks};
-    struct coord_queue *qa = coord_queue_open(s, qp, &qo, on_rc, &o);
-    CHECK(wait_rc(base, &o) == 0, "open a");
-    struct coord_queue *qb = open_q(base, b, qp, 8, "b", NULL, NULL);
+    struct coord_queue *qa = coord_queue_open(s, qp, &qo, it_on_rc, &o);
+    CHECK(it_wait_rc(base, &o, 30000) == 0, "open a");
+    struct coord_queue *qb = it_queue_open(base, b, qp, 8, "b", NULL, NULL, 30000);
 
     struct coord_txn *t = coord_txn_new();
     CHECK(coord_txn_queue_put(t, qa, "j1.f0.2", "{\"task\":0}", 9) == 0, "put 0");
     CHECK(coord_txn_queue_put(t, qa, "j1.f1.1", "{\"task\":1}", 5) == 0, "put 1");
-    struct txn_out to = {0};
-    coord_txn_commit(s, t, NULL, on_txn, &to);
-    CHECK(wait_txn(base, &to).rc == 0, "puts rc %d", to.rc);
+    struct it_txn to = {0};
+    coord_txn_commit(s, t, NULL, it_on_txn, &to);
+    CHECK(it_wait_txn(base, &to, 30000).rc == 0, "puts rc %d", to.rc);
 
     /* a passes the higher-priority item over: it gets the other, then nothing. */
-    struct take_out ta = take1(base, qa, 10000);
+    struct it_take ta = it_take_one(base, qa, 10000);
     CHECK(ta.rc == 0 && strstr(ta.id, "kj1.f1.1"), "a took %s rc %d", ta.id, ta.rc);
-    struct take_out tn = take1(base, qa, 1500);
+    struct it_take tn = it_take_one(base, qa, 1500);
     CHECK(tn.rc == DRV_ETIMEDOUT, "a took the skipped item: %s rc %d", tn.id, tn.rc);
-    struct coord_queue_stats st = stats(base, qb);
+    struct coord_queue_stats st = it_queue_stats(base, qb);
     CHECK(st.length == 2 && st.claimed == 1, "passed over is not claimed: length %zu claimed %zu",
           (size_t)st.length, (size_t)st.claimed);
 
     /* The filter lets it through now: an idle a takes it after a rescan (nothing else
        changes in the queue, so without the rescan the take would time out). */
-    struct take_out tr = {0};
-    coord_queue_take(qa, 20000, on_take, &tr);
+    struct it_take tr = {0};
+    coord_queue_take(qa, 20000, it_on_take, &tr);
     it_run_for(base, 500); /* a is idle by now */
     ks.key = NULL;
     coord_queue_rescan(qa);
@@ -917,13 +801,13 @@ int t_queue_skip(void)
           tr.rc);
 
     /* b waits behind a's claims; a releases one: b takes it. */
-    struct take_out tb = {0};
-    coord_queue_take(qb, 20000, on_take, &tb);
+    struct it_take tb = {0};
+    coord_queue_take(qb, 20000, it_on_take, &tb);
     it_run_for(base, 500);
     CHECK(!tb.done, "b took %s while both items were claimed", tb.id);
-    struct rc_out rr = {0};
-    coord_queue_release(qa, tr.id, on_rc, &rr);
-    CHECK(wait_rc(base, &rr) == 0, "release");
+    struct it_rc rr = {0};
+    coord_queue_release(qa, tr.id, it_on_rc, &rr);
+    CHECK(it_wait_rc(base, &rr, 30000) == 0, "release");
     CHECK(it_run_until(base, &tb.done, 30000), "b never took the released item");
     CHECK(tb.rc == 0 && strcmp(tb.id, tr.id) == 0, "b took %s rc %d", tb.id, tb.rc);
 
@@ -950,10 +834,10 @@ int t_queue_paced(void)
     struct event_base *base = event_base_new();
     struct coord_session *s = it_session(base, 20000), *b = it_session(base, 20000);
     const char *qp = "/drover/queues/itest/paced";
-    struct coord_queue *qa = open_q(base, s, qp, 16, "a", NULL, NULL);
-    struct take_out tk[8] = {{0}};
+    struct coord_queue *qa = it_queue_open(base, s, qp, 16, "a", NULL, NULL, 30000);
+    struct it_take tk[8] = {{0}};
     for (int i = 0; i < 8; i++)
-        coord_queue_take(qa, 60000, on_take, &tk[i]);
+        coord_queue_take(qa, 60000, it_on_take, &tk[i]);
     it_run_for(base, 300); /* a round of empty shards: idle */
 
     uint64_t c0 = coord_session_requests(s, COORD_REQ_CHILDREN);
@@ -962,16 +846,16 @@ int t_queue_paced(void)
     while (it_now_ms() - t0 < 1500) {
         char p[128];
         snprintf(p, sizeof(p), "%s/items/s%02d/x-%d", qp, churns % 16, churns);
-        struct txn_out o = {0};
+        struct it_txn o = {0};
         struct coord_txn *t = coord_txn_new();
         coord_txn_create(t, p, "{}", 0);
-        coord_txn_commit(b, t, NULL, on_txn, &o);
-        CHECK(wait_txn(base, &o).rc == 0, "create %s rc %d", p, o.rc);
-        struct txn_out d = {0};
+        coord_txn_commit(b, t, NULL, it_on_txn, &o);
+        CHECK(it_wait_txn(base, &o, 30000).rc == 0, "create %s rc %d", p, o.rc);
+        struct it_txn d = {0};
         t = coord_txn_new();
         coord_txn_delete(t, p, -1);
-        coord_txn_commit(b, t, NULL, on_txn, &d);
-        CHECK(wait_txn(base, &d).rc == 0, "delete %s rc %d", p, d.rc);
+        coord_txn_commit(b, t, NULL, it_on_txn, &d);
+        CHECK(it_wait_txn(base, &d, 30000).rc == 0, "delete %s rc %d", p, d.rc);
         churns++;
     }
     long ms = it_now_ms() - t0;
@@ -990,9 +874,9 @@ int t_queue_paced(void)
     /* An item put now is taken by one of the waiting takes. */
     struct coord_txn *t = coord_txn_new();
     CHECK(coord_txn_queue_put(t, qa, "j1.f0.1", "{\"task\":0}", 5) == 0, "put");
-    struct txn_out to = {0};
-    coord_txn_commit(b, t, NULL, on_txn, &to);
-    CHECK(wait_txn(base, &to).rc == 0, "put rc %d", to.rc);
+    struct it_txn to = {0};
+    coord_txn_commit(b, t, NULL, it_on_txn, &to);
+    CHECK(it_wait_txn(base, &to, 30000).rc == 0, "put rc %d", to.rc);
     bool any = false;
     for (long w0 = it_now_ms(); !any && it_now_ms() - w0 < 30000;) {
         it_run_for(base, 20);

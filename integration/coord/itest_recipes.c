@@ -17,65 +17,34 @@
 #include "itest.h"
 #include "xalloc.h"
 
-struct rc_out {
-    bool done;
-    int rc;
-};
-
-static void on_rc(int rc, void *arg)
-{
-    struct rc_out *o = arg;
-    o->rc = rc;
-    o->done = true;
-}
-
-static int wait_rc(struct event_base *base, struct rc_out *o)
-{
-    CHECK(it_run_until(base, &o->done, 20000), "no answer");
-    return o->rc;
-}
-
 static void must(struct event_base *base, struct coord_session *s, const char *what,
                  void (*fn)(struct coord_session *, const char *, coord_done_cb, void *),
                  const char *path)
 {
-    struct rc_out o = {0};
-    fn(s, path, on_rc, &o);
-    CHECK(wait_rc(base, &o) == 0, "%s %s rc %d", what, path, o.rc);
-}
-
-struct txn_out {
-    bool done;
-    int rc, failed_op;
-};
-
-static void on_txn(const struct coord_txn_result *r, void *arg)
-{
-    struct txn_out *o = arg;
-    o->rc = r->rc;
-    o->failed_op = r->failed_op;
-    o->done = true;
+    struct it_rc o = {0};
+    fn(s, path, it_on_rc, &o);
+    CHECK(it_wait_rc(base, &o, 20000) == 0, "%s %s rc %d", what, path, o.rc);
 }
 
 static void write_json(struct event_base *base, struct coord_session *s, const char *path,
                        const char *json, int flags)
 {
-    struct txn_out o = {0};
+    struct it_txn o = {0};
     struct coord_txn *t = coord_txn_new();
     if (flags < 0)
         coord_txn_set(t, path, json, -1);
     else
         coord_txn_create(t, path, json, flags);
-    coord_txn_commit(s, t, NULL, on_txn, &o);
+    coord_txn_commit(s, t, NULL, it_on_txn, &o);
     CHECK(it_run_until(base, &o.done, 20000) && o.rc == 0, "write %s rc %d", path, o.rc);
 }
 
 static void remove_path(struct event_base *base, struct coord_session *s, const char *path)
 {
-    struct txn_out o = {0};
+    struct it_txn o = {0};
     struct coord_txn *t = coord_txn_new();
     coord_txn_delete(t, path, -1);
-    coord_txn_commit(s, t, NULL, on_txn, &o);
+    coord_txn_commit(s, t, NULL, it_on_txn, &o);
     CHECK(it_run_until(base, &o.done, 20000) && o.rc == 0, "delete %s rc %d", path, o.rc);
 }
 
@@ -293,9 +262,9 @@ int t_watch(void)
     it_run_for(base, 300);
     CHECK(wd.calls == calls, "a freed watcher was called");
 
-    struct rc_out sy = {0};
-    coord_sync(s, "/drover/itest/w", on_rc, &sy);
-    CHECK(wait_rc(base, &sy) == 0, "sync rc %d", sy.rc);
+    struct it_rc sy = {0};
+    coord_sync(s, "/drover/itest/w", it_on_rc, &sy);
+    CHECK(it_wait_rc(base, &sy, 20000) == 0, "sync rc %d", sy.rc);
     coord_session_free(s);
     coord_session_free(d);
     event_base_free(base);
@@ -320,28 +289,6 @@ static void on_lock(struct coord_lock *l, enum coord_lock_event ev, void *arg)
 static bool lk_event(void *arg)
 {
     return ((struct lk *)arg)->last != 0;
-}
-
-struct kids {
-    bool done;
-    int rc;
-    size_t n;
-};
-
-static void on_kids(int rc, char *const *names, size_t n, void *arg)
-{
-    struct kids *k = arg;
-    k->rc = rc;
-    k->n = n;
-    k->done = true;
-}
-
-static size_t count_children(struct event_base *base, struct coord_session *s, const char *path)
-{
-    struct kids k = {0};
-    coord_children(s, path, on_kids, &k);
-    CHECK(it_run_until(base, &k.done, 20000), "list %s", path);
-    return k.rc == 0 ? k.n : 0;
 }
 
 struct gone {
@@ -392,15 +339,15 @@ int t_lock_release_done(void)
     CHECK(ka.events == 1, "a heard %d events", ka.events);
 
     /* Idle: done(0) at once. Released while its create is in flight: nothing left behind. */
-    struct rc_out idle = {0};
-    coord_lock_release_done(a, on_rc, &idle);
-    CHECK(wait_rc(base, &idle) == 0, "idle rc %d", idle.rc);
-    struct rc_out early = {0};
+    struct it_rc idle = {0};
+    coord_lock_release_done(a, it_on_rc, &idle);
+    CHECK(it_wait_rc(base, &idle, 20000) == 0, "idle rc %d", idle.rc);
+    struct it_rc early = {0};
     coord_lock_acquire(a, -1);
-    coord_lock_release_done(a, on_rc, &early);
-    CHECK(wait_rc(base, &early) == 0, "early rc %d", early.rc);
-    CHECK(count_children(base, d, dir) == 1, "%zu contenders left, want b's only",
-          count_children(base, d, dir));
+    coord_lock_release_done(a, it_on_rc, &early);
+    CHECK(it_wait_rc(base, &early, 20000) == 0, "early rc %d", early.rc);
+    CHECK(it_children_count(base, d, dir, false) == 1, "%zu contenders left, want b's only",
+          it_children_count(base, d, dir, false));
 
     /* The holder's session expired: done(0) all the same (the znode went with it). */
     struct lk kc = {0};
@@ -409,9 +356,9 @@ int t_lock_release_done(void)
     coord_lock_acquire(c, -1);
     CHECK(it_run_until_fn(base, lk_event, &kc, 20000) && kc.last == COORD_LOCK_ACQUIRED, "c");
     it_expire(sa);
-    struct rc_out ex = {0};
-    coord_lock_release_done(c, on_rc, &ex);
-    CHECK(wait_rc(base, &ex) == 0, "expired rc %d", ex.rc);
+    struct it_rc ex = {0};
+    coord_lock_release_done(c, it_on_rc, &ex);
+    CHECK(it_wait_rc(base, &ex, 20000) == 0, "expired rc %d", ex.rc);
     coord_lock_free(a);
     coord_lock_free(b);
     coord_lock_free(c);
@@ -442,9 +389,9 @@ int t_lock_orphan(void)
     struct coord_lock *l = coord_lock_new(s, dir, "{}", on_lock, &k);
     it_proxy_set_swallow(p, 15 /* create2 */);
     coord_lock_acquire(l, 1500);
-    for (int w = 0; w < 500 && count_children(base, d, dir) == 0; w++)
+    for (int w = 0; w < 500 && it_children_count(base, d, dir, false) == 0; w++)
         it_run_for(base, 10);
-    CHECK(count_children(base, d, dir) == 1, "the create did not reach the server");
+    CHECK(it_children_count(base, d, dir, false) == 1, "the create did not reach the server");
     it_proxy_set_down(p, true);
     it_proxy_cut_all(p);
     it_proxy_set_swallow(p, 0);
@@ -456,8 +403,8 @@ int t_lock_orphan(void)
     CHECK(it_run_until_fn(base, lk_event, &k, 20000) && k.last == COORD_LOCK_ACQUIRED,
           "the lock waits behind its own orphan contender (event %d)", k.last);
     it_run_for(base, 300);
-    CHECK(count_children(base, d, dir) == 1, "%zu contenders, want the holder only",
-          count_children(base, d, dir));
+    CHECK(it_children_count(base, d, dir, false) == 1, "%zu contenders, want the holder only",
+          it_children_count(base, d, dir, false));
     coord_lock_free(l);
     coord_session_free(s);
     coord_session_free(d);
@@ -518,9 +465,9 @@ int t_many_locks(void)
         paths[i] = xasprintf("/drover/itest/many/w%d", i);
         coord_exists_w(s, paths[i], on_many_stat, on_many_ev, paths[i]);
     }
-    struct rc_out sy = {0};
-    coord_sync(s, "/drover/itest/many", on_rc, &sy);
-    CHECK(wait_rc(base, &sy) == 0, "sync");
+    struct it_rc sy = {0};
+    coord_sync(s, "/drover/itest/many", it_on_rc, &sy);
+    CHECK(it_wait_rc(base, &sy, 20000) == 0, "sync");
     for (int i = 0; i < MANY; i++)
         coord_ensure_path(d, paths[i], NULL, NULL);
     CHECK(it_run_until_fn(base, counted, &many_fired, 120000), "fired %ld", many_fired);
@@ -545,29 +492,6 @@ int t_many_locks(void)
 
 /* ---- upsert ------------------------------------------------------------------------- */
 
-struct got {
-    bool done;
-    int rc, version;
-    char data[128];
-};
-
-static void on_got(int rc, const char *data, int version, void *arg)
-{
-    struct got *g = arg;
-    g->rc = rc;
-    g->version = version;
-    snprintf(g->data, sizeof(g->data), "%s", rc == 0 && data ? data : "");
-    g->done = true;
-}
-
-static struct got get_now(struct event_base *base, struct coord_session *s, const char *path)
-{
-    struct got g = {0};
-    coord_get(s, path, on_got, &g);
-    CHECK(it_run_until(base, &g.done, 20000), "no answer to get %s", path);
-    return g;
-}
-
 /* coord_upsert: creates what is missing, sets what is there, and two writers racing to create
    the same znode both succeed (the loser sets); a missing parent is an error, not a loop. */
 int t_upsert(void)
@@ -576,40 +500,40 @@ int t_upsert(void)
     struct coord_session *s = it_session(base, 20000), *d = it_session(base, 20000);
     must(base, d, "ensure", coord_ensure_path, "/drover/itest/put");
 
-    struct rc_out o = {0};
-    coord_upsert(s, "/drover/itest/put/a", "{\"v\":1}", on_rc, &o);
-    CHECK(wait_rc(base, &o) == 0, "put of a missing znode: rc %d", o.rc);
-    struct got g = get_now(base, d, "/drover/itest/put/a");
+    struct it_rc o = {0};
+    coord_upsert(s, "/drover/itest/put/a", "{\"v\":1}", it_on_rc, &o);
+    CHECK(it_wait_rc(base, &o, 20000) == 0, "put of a missing znode: rc %d", o.rc);
+    struct it_got g = it_get(base, d, "/drover/itest/put/a");
     CHECK(g.rc == 0 && strcmp(g.data, "{\"v\":1}") == 0 && g.version == 0, "created: %s v%d",
           g.data, g.version);
 
-    o = (struct rc_out){0};
-    coord_upsert(s, "/drover/itest/put/a", "{\"v\":2}", on_rc, &o);
-    CHECK(wait_rc(base, &o) == 0, "put of an existing znode: rc %d", o.rc);
-    g = get_now(base, d, "/drover/itest/put/a");
+    o = (struct it_rc){0};
+    coord_upsert(s, "/drover/itest/put/a", "{\"v\":2}", it_on_rc, &o);
+    CHECK(it_wait_rc(base, &o, 20000) == 0, "put of an existing znode: rc %d", o.rc);
+    g = it_get(base, d, "/drover/itest/put/a");
     CHECK(strcmp(g.data, "{\"v\":2}") == 0 && g.version == 1, "set: %s v%d", g.data, g.version);
 
     /* Two sessions put the same missing znode in the same turn: one creates, the other's
        set finds nothing, its create then finds the first's znode, and it sets. */
-    struct rc_out o1 = {0}, o2 = {0};
-    coord_upsert(s, "/drover/itest/put/b", "{\"by\":1}", on_rc, &o1);
-    coord_upsert(d, "/drover/itest/put/b", "{\"by\":2}", on_rc, &o2);
-    CHECK(wait_rc(base, &o1) == 0 && wait_rc(base, &o2) == 0, "racing puts: rc %d %d", o1.rc,
-          o2.rc);
-    g = get_now(base, d, "/drover/itest/put/b");
+    struct it_rc o1 = {0}, o2 = {0};
+    coord_upsert(s, "/drover/itest/put/b", "{\"by\":1}", it_on_rc, &o1);
+    coord_upsert(d, "/drover/itest/put/b", "{\"by\":2}", it_on_rc, &o2);
+    CHECK(it_wait_rc(base, &o1, 20000) == 0 && it_wait_rc(base, &o2, 20000) == 0,
+          "racing puts: rc %d %d", o1.rc, o2.rc);
+    g = it_get(base, d, "/drover/itest/put/b");
     CHECK(g.rc == 0 && (strcmp(g.data, "{\"by\":1}") == 0 || strcmp(g.data, "{\"by\":2}") == 0),
           "raced: %s", g.data);
 
-    o = (struct rc_out){0};
-    coord_upsert(s, "/drover/itest/put/none/c", "{}", on_rc, &o);
-    CHECK(wait_rc(base, &o) == DRV_ECONFLICT, "put under a missing parent: rc %d", o.rc);
-    g = get_now(base, d, "/drover/itest/put/none/c");
+    o = (struct it_rc){0};
+    coord_upsert(s, "/drover/itest/put/none/c", "{}", it_on_rc, &o);
+    CHECK(it_wait_rc(base, &o, 20000) == DRV_ECONFLICT, "put under a missing parent: rc %d", o.rc);
+    g = it_get(base, d, "/drover/itest/put/none/c");
     CHECK(g.rc == DRV_ENOENT, "under a missing parent: rc %d", g.rc);
 
     coord_upsert(s, "/drover/itest/put/d", "{}", NULL, NULL); /* done may be NULL */
-    for (int i = 0; i < 200 && get_now(base, d, "/drover/itest/put/d").rc != 0; i++)
+    for (int i = 0; i < 200 && it_get(base, d, "/drover/itest/put/d").rc != 0; i++)
         it_run_for(base, 10);
-    CHECK(get_now(base, d, "/drover/itest/put/d").rc == 0, "put without a callback");
+    CHECK(it_get(base, d, "/drover/itest/put/d").rc == 0, "put without a callback");
 
     coord_session_free(s);
     coord_session_free(d);

@@ -21,59 +21,6 @@
 #include "itest.h"
 #include "xalloc.h"
 
-struct rc_out {
-    bool done;
-    int rc;
-    int calls;
-};
-
-static void on_rc(int rc, void *arg)
-{
-    struct rc_out *o = arg;
-    o->rc = rc;
-    o->calls++;
-    o->done = true;
-}
-
-static int wait_rc(struct event_base *base, struct rc_out *o, int ms)
-{
-    CHECK(it_run_until(base, &o->done, ms), "no answer within %d ms", ms);
-    return o->rc;
-}
-
-struct stats_out {
-    bool done;
-    int rc;
-    struct coord_queue_stats st;
-};
-
-static void on_stats(const struct coord_queue_stats *st, int rc, void *arg)
-{
-    struct stats_out *o = arg;
-    o->rc = rc;
-    if (st)
-        o->st = *st;
-    o->done = true;
-}
-
-static struct coord_queue_stats stats(struct event_base *base, struct coord_queue *q)
-{
-    struct stats_out o = {0};
-    coord_queue_stats(q, on_stats, &o);
-    CHECK(it_run_until(base, &o.done, 20000) && o.rc == 0, "stats rc %d", o.rc);
-    return o.st;
-}
-
-static struct coord_queue *open_q(struct event_base *base, struct coord_session *s,
-                                  const char *path, unsigned shards, const char *consumer)
-{
-    struct rc_out o = {0};
-    struct coord_queue_opts qo = {.shards = shards, .consumer_id = consumer};
-    struct coord_queue *q = coord_queue_open(s, path, &qo, on_rc, &o);
-    CHECK(wait_rc(base, &o, 20000) == 0, "open %s rc %d", path, o.rc);
-    return q;
-}
-
 static bool renewed(void *arg)
 {
     return coord_session_generation(arg) >= 1 && coord_session_state(arg) == COORD_CONNECTED;
@@ -89,51 +36,15 @@ static void on_state_trace(struct coord_session *s, enum coord_state st, void *a
     strncat(state_trace, ";", sizeof(state_trace) - strlen(state_trace) - 1);
 }
 
-struct txn_out {
-    bool done;
-    int rc;
-    int failed_op;
-};
-
-static void on_txn(const struct coord_txn_result *r, void *arg)
-{
-    struct txn_out *o = arg;
-    o->rc = r->rc;
-    o->failed_op = r->failed_op;
-    o->done = true;
-}
-
-struct kids {
-    bool done;
-    int rc;
-    size_t n;
-};
-
-static void on_kids(int rc, char *const *names, size_t n, void *arg)
-{
-    struct kids *k = arg;
-    k->rc = rc;
-    k->n = n;
-    k->done = true;
-}
-
-static size_t count_children(struct event_base *base, struct coord_session *s, const char *path)
-{
-    struct kids k = {0};
-    coord_children(s, path, on_kids, &k);
-    CHECK(it_run_until(base, &k.done, 20000) && k.rc == 0, "list %s rc %d", path, k.rc);
-    return k.n;
-}
-
 int t_txn_too_large(void)
 {
     struct event_base *base = event_base_new();
     struct coord_session *s = it_session_nowait(base, it_zk(), 10000, on_state_trace, NULL);
     struct drv_err err;
     CHECK(coord_session_wait_connected(s, 30000, &err) == 0, "%s", err.msg);
-    struct rc_out ok = {0};
-    coord_ensure_path(s, "/drover/itest/big", on_rc, &ok);
-    CHECK(wait_rc(base, &ok, 20000) == 0, "ensure");
+    struct it_rc ok = {0};
+    coord_ensure_path(s, "/drover/itest/big", it_on_rc, &ok);
+    CHECK(it_wait_rc(base, &ok, 20000) == 0, "ensure");
     char *pad = xmalloc(4001);
     memset(pad, 'x', 4000);
     pad[4000] = '\0';
@@ -146,22 +57,23 @@ int t_txn_too_large(void)
         snprintf(path, sizeof(path), "/drover/itest/big/n%03d", i);
         coord_txn_create(t, path, big, 0);
     }
-    struct txn_out to = {0};
-    coord_txn_commit(s, t, NULL, on_txn, &to);
+    struct it_txn to = {0};
+    coord_txn_commit(s, t, NULL, it_on_txn, &to);
     CHECK(it_run_until(base, &to.done, 30000), "the commit was never answered");
     CHECK(to.rc == DRV_ETOOBIG, "a 1.2 MB commit got rc %d, want DRV_ETOOBIG", to.rc);
-    CHECK(count_children(base, s, "/drover/itest/big") == 0, "some of it was applied");
+    CHECK(it_children_count(base, s, "/drover/itest/big", true) == 0, "some of it was applied");
 
     /* A put of 400 items of 4 KB: split under the budget, every item in. */
-    struct coord_queue *q = open_q(base, s, "/drover/queues/itest/big", 4, "big");
+    struct coord_queue *q =
+        it_queue_open(base, s, "/drover/queues/itest/big", 4, "big", NULL, NULL, 20000);
     struct coord_queue_put_item *items = xcalloc(400, sizeof(*items));
     for (int i = 0; i < 400; i++)
         items[i] = (struct coord_queue_put_item){big, 3};
-    struct rc_out pr = {0};
-    CHECK(coord_queue_put(q, items, 400, on_rc, &pr) == 0, "put");
+    struct it_rc pr = {0};
+    CHECK(coord_queue_put(q, items, 400, it_on_rc, &pr) == 0, "put");
     CHECK(it_run_until(base, &pr.done, 30000), "a 1.6 MB put never finished");
     CHECK(pr.rc == 0, "put rc %d", pr.rc);
-    struct coord_queue_stats st = stats(base, q);
+    struct coord_queue_stats st = it_queue_stats(base, q);
     CHECK(st.length == 400, "%lld items for 400", (long long)st.length);
 
     /* One item of 2 MB: refused with a clear error. */
@@ -170,10 +82,10 @@ int t_txn_too_large(void)
     huge_pad[2 * 1024 * 1024] = '\0';
     char *huge = xasprintf("{\"pad\":\"%s\"}", huge_pad);
     struct coord_queue_put_item one = {huge, 3};
-    struct rc_out hr = {0};
-    int rc = coord_queue_put(q, &one, 1, on_rc, &hr);
+    struct it_rc hr = {0};
+    int rc = coord_queue_put(q, &one, 1, it_on_rc, &hr);
     if (rc == 0)
-        rc = wait_rc(base, &hr, 30000);
+        rc = it_wait_rc(base, &hr, 30000);
     CHECK(rc == DRV_ETOOBIG, "a 2 MB item got rc %d, want DRV_ETOOBIG", rc);
     CHECK(strstr(state_trace, "suspended") == NULL, "the server dropped the connection (states %s)",
           state_trace);
@@ -224,18 +136,6 @@ static void on_state_starve(struct coord_session *s, enum coord_state st, void *
     rr.starved = true;
 }
 
-struct get_out {
-    bool done;
-    int rc;
-};
-
-static void on_get(int rc, const char *data, int version, void *arg)
-{
-    struct get_out *o = arg;
-    o->rc = rc;
-    o->done = true;
-}
-
 int t_session_restart_retry(void)
 {
     struct event_base *base = event_base_new();
@@ -263,8 +163,8 @@ int t_session_restart_retry(void)
           coord_state_name(coord_session_state(s)));
     CHECK(coord_session_generation(s) == 1, "generation %u after one new session",
           coord_session_generation(s));
-    struct get_out g = {0};
-    coord_get(s, "/zookeeper", on_get, &g);
+    struct it_got g = {0};
+    coord_get(s, "/zookeeper", it_on_got, &g);
     CHECK(it_run_until(base, &g.done, 20000) && g.rc == 0, "read after restart rc %d", g.rc);
     coord_session_free(s);
     event_base_free(base);
@@ -321,10 +221,10 @@ int t_prefix_collision(void)
     struct event_base *base = event_base_new();
     struct coord_session *direct = it_session(base, 20000);
     const char *dir = "/drover/locks/itest-prefix";
-    struct rc_out ok1 = {0}, ok2 = {0};
-    coord_ensure_path(direct, dir, on_rc, &ok1);
-    coord_ensure_path(direct, "/drover/itest/pfx", on_rc, &ok2);
-    CHECK(wait_rc(base, &ok1, 20000) == 0 && wait_rc(base, &ok2, 20000) == 0, "dirs");
+    struct it_rc ok1 = {0}, ok2 = {0};
+    coord_ensure_path(direct, dir, it_on_rc, &ok1);
+    coord_ensure_path(direct, "/drover/itest/pfx", it_on_rc, &ok2);
+    CHECK(it_wait_rc(base, &ok1, 20000) == 0 && it_wait_rc(base, &ok2, 20000) == 0, "dirs");
     struct it_proxy *pa = it_proxy_new(it_zk_port(1)), *pb = it_proxy_new(it_zk_port(1));
     it_proxy_set_down(pa, true);
     it_proxy_set_down(pb, true);
@@ -353,7 +253,7 @@ int t_prefix_collision(void)
           coord_lock_held(pf.la));
     CHECK(qa.rc == 0 && qb.rc == 0, "creates rc %d %d", qa.rc, qb.rc);
     CHECK(strcmp(qa.path, qb.path) != 0, "a took b's znode %s for its own", qb.path);
-    CHECK(count_children(base, direct, "/drover/itest/pfx") == 2, "want 2 znodes");
+    CHECK(it_children_count(base, direct, "/drover/itest/pfx", true) == 2, "want 2 znodes");
     coord_lock_free(lb);
     coord_lock_free(pf.la);
     coord_session_free(sa);
@@ -466,17 +366,17 @@ int t_session_free_in_callback(void)
     struct event_base *base = event_base_new();
     struct coord_session *direct = it_session(base, 20000);
     fc.s = it_session(base, 20000);
-    struct rc_out j = {0};
-    fc.m = coord_member_join(fc.s, "/drover/members/itest-free", "x", "{}", on_rc, &j);
-    CHECK(wait_rc(base, &j, 20000) == 0, "join");
+    struct it_rc j = {0};
+    fc.m = coord_member_join(fc.s, "/drover/members/itest-free", "x", "{}", it_on_rc, &j);
+    CHECK(it_wait_rc(base, &j, 20000) == 0, "join");
     /* Twenty reads answered together; the first one's callback frees the session. */
     for (int i = 0; i < 20; i++)
         coord_get(fc.s, "/drover", on_get_free, NULL);
     CHECK(it_run_until_fn(base, all_calls, NULL, 20000), "%d of 20 callbacks", fc.calls);
     it_run_for(base, 200);
     CHECK(fc.calls == 20, "%d callbacks for 20 reads", fc.calls);
-    struct get_out g = {0};
-    coord_get(direct, "/drover/members/itest-free/x", on_get, &g);
+    struct it_got g = {0};
+    coord_get(direct, "/drover/members/itest-free/x", it_on_got, &g);
     CHECK(it_run_until(base, &g.done, 20000) && g.rc == DRV_ENOENT, "the member is still there");
 
     /* Freed from the state callback that reports its expiry. */

@@ -728,3 +728,133 @@ long it_now_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
+
+/* ---- answers, queues ---- */
+
+void it_on_rc(int rc, void *arg)
+{
+    struct it_rc *o = arg;
+    o->rc = rc;
+    o->calls++;
+    o->done = true;
+}
+
+int it_wait_rc(struct event_base *base, struct it_rc *o, int ms)
+{
+    CHECK(it_run_until(base, &o->done, ms), "no answer within %d ms", ms);
+    return o->rc;
+}
+
+struct coord_queue *it_queue_open(struct event_base *base, struct coord_session *s,
+                                  const char *path, unsigned shards, const char *consumer,
+                                  coord_lost_cb on_lost, void *lost_arg, int ms)
+{
+    struct it_rc o = {0};
+    struct coord_queue_opts qo = {
+        .shards = shards, .consumer_id = consumer, .on_lost = on_lost, .lost_arg = lost_arg};
+    struct coord_queue *q = coord_queue_open(s, path, &qo, it_on_rc, &o);
+    CHECK(it_wait_rc(base, &o, ms) == 0, "open %s rc %d", path, o.rc);
+    return q;
+}
+
+struct stats_out {
+    bool done;
+    int rc;
+    struct coord_queue_stats st;
+};
+
+static void on_stats(const struct coord_queue_stats *st, int rc, void *arg)
+{
+    struct stats_out *o = arg;
+    o->rc = rc;
+    if (st)
+        o->st = *st;
+    o->done = true;
+}
+
+struct coord_queue_stats it_queue_stats(struct event_base *base, struct coord_queue *q)
+{
+    struct stats_out o = {0};
+    coord_queue_stats(q, on_stats, &o);
+    CHECK(it_run_until(base, &o.done, 20000) && o.rc == 0, "stats rc %d", o.rc);
+    return o.st;
+}
+
+void it_on_txn(const struct coord_txn_result *r, void *arg)
+{
+    struct it_txn *o = arg;
+    o->rc = r->rc;
+    o->failed_op = r->failed_op;
+    o->zrc = r->zrc;
+    for (size_t i = 0; i < r->n && i < 4; i++)
+        snprintf(o->created[i], sizeof(o->created[i]), "%s",
+                 r->created && r->created[i] ? r->created[i] : "");
+    o->done = true;
+}
+
+struct it_txn it_wait_txn(struct event_base *base, struct it_txn *o, int ms)
+{
+    CHECK(it_run_until(base, &o->done, ms), "commit never answered");
+    return *o;
+}
+
+void it_on_take(struct coord_queue_item *it, int rc, void *arg)
+{
+    struct it_take *o = arg;
+    o->rc = rc;
+    if (it) {
+        snprintf(o->id, sizeof(o->id), "%s", it->id);
+        snprintf(o->json, sizeof(o->json), "%s", it->json);
+        coord_queue_item_free(it);
+    }
+    o->done = true;
+}
+
+struct it_take it_take_one(struct event_base *base, struct coord_queue *q, int ms)
+{
+    struct it_take o = {0};
+    coord_queue_take(q, ms, it_on_take, &o);
+    CHECK(it_run_until(base, &o.done, 30000), "take never answered");
+    return o;
+}
+
+void it_on_got(int rc, const char *data, int version, void *arg)
+{
+    struct it_got *g = arg;
+    g->rc = rc;
+    g->version = version;
+    snprintf(g->data, sizeof(g->data), "%s", rc == 0 && data ? data : "");
+    g->done = true;
+}
+
+struct it_got it_get(struct event_base *base, struct coord_session *s, const char *path)
+{
+    struct it_got g = {0};
+    coord_get(s, path, it_on_got, &g);
+    CHECK(it_run_until(base, &g.done, 20000), "no answer to get %s", path);
+    return g;
+}
+
+struct kids {
+    bool done;
+    int rc;
+    size_t n;
+};
+
+static void on_kids(int rc, char *const *names, size_t n, void *arg)
+{
+    struct kids *k = arg;
+    k->rc = rc;
+    k->n = n;
+    k->done = true;
+}
+
+size_t it_children_count(struct event_base *base, struct coord_session *s, const char *path,
+                         bool must_exist)
+{
+    struct kids k = {0};
+    coord_children(s, path, on_kids, &k);
+    CHECK(it_run_until(base, &k.done, 20000) && (!must_exist || k.rc == 0), "list %s rc %d", path,
+          k.rc);
+    return k.rc == 0 ? k.n : 0;
+}

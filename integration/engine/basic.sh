@@ -4,9 +4,9 @@
 # Each job succeeds; every task ran once; the nodes carry their providers' key-values;
 # attempts, audit and snapshots are in PostgreSQL; the provider's password reached the
 # plugin opened and is nowhere in clear; nothing of a finished job stays in ZooKeeper.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1
 start_worker worker-1

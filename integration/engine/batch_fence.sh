@@ -10,9 +10,9 @@
 # A third, W, has its task rows refused by a trigger (a write that fails, not a fencing):
 # its part of a batch is rolled back and retried, the others' commit; once the trigger is
 # gone, W goes on and succeeds.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 ZKCLI=/usr/share/zookeeper/bin/zkCli.sh
 # Whether a fenced job's first write met others' in a batch was the scheduling's (one
@@ -25,15 +25,6 @@ K=${BATCH_FENCE_K:-6}
 DROVER_FAULT=gather-progress=$K start_droverd 1
 setup_tenant
 
-submit() { # NAME: prints the job id
-  body_of "$(api POST /v1/clusters "$(jq -cn --arg n "$1" '{name: $n, template: "single", nodes: 3}')")" | jq -r .job.id
-}
-dispatched() { # JOB...: every job's first tasks are on the queue
-  local J
-  for J in "$@"; do
-    [ "$(psql_q "SELECT count(*) FROM tasks WHERE job_id = $J AND status = 'queued'")" -gt 0 ] || return 1
-  done
-}
 ids=()
 for ((i = 1; i <= K; i++)); do ids+=("$(submit "b$i")"); done
 wait_until 120 "the $K jobs to dispatch" dispatched "${ids[@]}"

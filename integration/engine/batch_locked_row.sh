@@ -10,18 +10,15 @@
 # while the lock is still held, L only waits (tried again, never lost or failed), and once the
 # lock goes L succeeds too. On the code before, the fence waited for the row, and every job of
 # the batch with it.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 K=5
 DROVER_FAULT=gather-loads=$K start_droverd 1
 setup_tenant
 WORKER_PLUGINS=noop,noop-provider CONCURRENCY=16 start_worker worker-1
 D() { DROVER_URL="http://127.0.0.1:${DPORTS[1]}" DROVER_TOKEN=$SUPER "$BIN/drover" "$@"; }
-submit() { # NAME: prints the job id
-  body_of "$(api POST /v1/clusters "$(jq -cn --arg n "$1" '{name: $n, template: "single", nodes: 3}')")" | jq -r .job.id
-}
 
 D node drain droverd-1 --wait 20 > "$T/drain.out" || fail "drover node drain: $(cat "$T/drain.out")"
 ids=()

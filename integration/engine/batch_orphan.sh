@@ -7,21 +7,14 @@
 # the answer over only while its session closes, after the engine is gone. droverd-1 must exit
 # 0, without a crash or a sanitizer report, the orphaned answer only freeing its dead jobs'
 # parts; the next owner finishes every job, each task run once.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 K=6
 DROVER_FAULT=hold-batch-answer start_droverd 1 "shutdown.grace = 2s"
 setup_tenant
 
-# dispatched JOB...: every job's first tasks are on the queue
-dispatched() {
-  local J
-  for J in "$@"; do
-    [ "$(psql_q "SELECT count(*) FROM tasks WHERE job_id = $J AND status = 'queued'")" -gt 0 ] || return 1
-  done
-}
 # The jobs are all under way before any task runs (no worker yet), so that their rounds
 # coincide once one runs their tasks, and go out in one multi-op. Since the jobs' starts are
 # batched too, their first dispatch may already be that multi-op (held, so they never show

@@ -12,9 +12,9 @@
 # without a failed or lost write, and every job ends succeeded with its attempt rows. The
 # transactions carried more than one job's start and more than one job's end (counts, from
 # the owner's /metrics: drover_engine_pg_shared_starts_total, _pg_shared_ends_total).
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 # The owner gathers the jobs' starts until all K have one, and its first final write until
 # all K jobs have a part (DROVER_FAULT gather-starts and gather-ends, batch.c): whether a
@@ -25,12 +25,7 @@ DROVER_FAULT=gather-starts=$K,gather-ends=$K start_droverd 1
 setup_tenant
 WORKER_PLUGINS=noop,noop-provider CONCURRENCY=16 start_worker worker-1
 D() { DROVER_URL="http://127.0.0.1:${DPORTS[1]}" DROVER_TOKEN=$SUPER "$BIN/drover" "$@"; }
-submit() { # NAME: prints the job id
-  body_of "$(api POST /v1/clusters "$(jq -cn --arg n "$1" '{name: $n, template: "single", nodes: 3}')")" | jq -r .job.id
-}
-owner_metric() { # SERIES: droverd-1's value
-  curl -s "http://127.0.0.1:${DPORTS[1]}/metrics" | awk -v s="$1" '$1 == s { v = $2 } END { print v + 0 }'
-}
+owner_metric() { metric_value "${DPORTS[1]}" "$1"; } # SERIES: droverd-1's value
 
 D node drain droverd-1 --wait 20 > "$T/drain.out" || fail "drover node drain: $(cat "$T/drain.out")"
 ids=()

@@ -14,9 +14,9 @@
 #   BATCH_MEASURE=1 BATCH_K=16 scripts/with-stack -- integration/engine/batching.sh
 # (also prints pg_stat_database's xact_commit per job, which counts every client: the API's
 # polls included).
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 K=${BATCH_K:-12}
 NODES=${BATCH_NODES:-3}
@@ -35,32 +35,18 @@ workers_down() {
   kill "$(pid_of "worker-$worker")"
   wait_exit "worker-$worker" 30 > /dev/null
 }
-# dispatched JOB...: every job's first tasks are on the queue
-dispatched() {
-  local J
-  for J in "$@"; do
-    [ "$(psql_q "SELECT count(*) FROM tasks WHERE job_id = $J AND status = 'queued'")" -gt 0 ] || return 1
-  done
-}
 workers_up
 
-metric() { # SERIES: droverd-1's value
-  curl -s "http://127.0.0.1:${DPORTS[1]}/metrics" | awk -v s="$1" '$1 == s { v = $2 } END { print v + 0 }'
-}
-none_owned() { [ "$(metric drover_engine_jobs_owned)" = 0 ]; }
+d1() { metric_value "${DPORTS[1]}" "$1"; } # SERIES: droverd-1's value
+none_owned() { [ "$(d1 drover_engine_jobs_owned)" = 0 ]; }
 xacts() { psql_q "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
 # snap: owner's PostgreSQL transactions, its ZooKeeper multi-ops, its rounds' batches and the
 # jobs they carried, ZooKeeper's requests, PostgreSQL's commits
 snap() {
-  echo "$(metric drover_engine_pg_transactions_total) $(metric drover_engine_zk_multis_total)" \
-    "$(metric drover_engine_pg_batches_total) $(metric drover_engine_pg_batch_jobs_total) $(zk_requests) $(xacts)"
+  echo "$(d1 drover_engine_pg_transactions_total) $(d1 drover_engine_zk_multis_total)" \
+    "$(d1 drover_engine_pg_batches_total) $(d1 drover_engine_pg_batch_jobs_total) $(zk_requests) $(xacts)"
 }
 
-submit() { # NAME: prints the job id
-  local body
-  body=$(jq -cn --arg n "$1" --argjson k "$NODES" '{name: $n, template: "single", nodes: $k}')
-  body_of "$(api POST /v1/clusters "$body")" | jq -r .job.id
-}
 
 # rounds LABEL JOBS BEFORE AFTER: the figures per job
 rounds() {
@@ -75,12 +61,12 @@ rounds() {
 }
 
 # Warm-up: the queue opened, the catalogue's first read, the statistics collector's pace.
-wait_job "$(submit warm-up)" succeeded 120
+wait_job "$(submit warm-up "$NODES")" succeeded 120
 
 # One job alone.
 workers_down
 s0=$(snap)
-JA=$(submit alone)
+JA=$(submit alone "$NODES")
 wait_until 60 "job $JA to dispatch" dispatched "$JA"
 workers_up
 wait_job "$JA" succeeded 120
@@ -91,7 +77,7 @@ rounds alone 1 "$s0" "$s1"
 # K jobs at once.
 workers_down
 ids=()
-for ((i = 1; i <= K; i++)); do ids+=("$(submit "many-$i")"); done
+for ((i = 1; i <= K; i++)); do ids+=("$(submit "many-$i" "$NODES")"); done
 wait_until 120 "the $K jobs to dispatch" dispatched "${ids[@]}"
 workers_up
 for J in "${ids[@]}"; do WAIT_JOB_POLL=0.5 wait_job "$J" succeeded 300; done

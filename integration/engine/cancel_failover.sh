@@ -8,9 +8,9 @@
 # item, and a run record nobody will finish. It must declare the attempt lost (a failed
 # attempt), so that the drain ends and the rollback runs: the job ends cancelled within
 # wait_job's bound.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 HELD=node-1/app/install # held on its first attempt for ever (a file never made)
 

@@ -15,9 +15,9 @@
 #   removeservices   ZooKeeper stopped and its files gone; the web tier untouched
 #   restart          served again
 #   delete           nothing of any node left on the host
-. "$(dirname "$0")/../plugins/container_lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/container.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 SESSION=6s
 RESOURCES="$DROVER_SOURCE_DIR/conf/catalog/resources"

@@ -18,9 +18,9 @@
 #
 # and a create that cannot succeed (a service whose install fails) is rolled
 # back: its containers are deleted, nothing is left.
-. "$(dirname "$0")/../plugins/container_lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/container.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 SESSION=6s
 RESOURCES="$DROVER_SOURCE_DIR/conf/catalog/resources"

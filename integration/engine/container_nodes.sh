@@ -14,9 +14,9 @@
 #
 # The nodes keep running across their workers' deaths and restarts, a later job reaches
 # them; the cluster's delete leaves nothing on the host.
-. "$(dirname "$0")/../plugins/container_lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/container.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 SESSION=6s
 # The shipped catalogue's resources, with a gate in zookeeper-server's install: it counts

@@ -4,9 +4,9 @@
 #    waiting tasks say "paused"; resume: the job goes on and succeeds;
 #  - a waiting task says which dependency it waits for;
 #  - cancel: running tasks finish, then what was done is rolled back: cancelled.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1
 start_worker worker-1

@@ -8,9 +8,9 @@
 #  - `drover node undrain ID` puts it back: /readyz 200, it takes its share of new jobs;
 #  - a drain asked of one incarnation does not touch the next process under the same id;
 #  - `drover worker drain ID` makes that worker stop taking, finish and exit 0.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 for n in 1 2 3; do start_droverd $n; done
 CONCURRENCY=6

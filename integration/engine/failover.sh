@@ -6,9 +6,9 @@
 #  - SIGTERM of the owner: it hands the job over at once (no session timeout): the time
 #    from the signal to the next owner's lock is printed (target: under 1 s);
 #  - a member that joins takes its share of running jobs the same way.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 for n in 1 2 3; do start_droverd $n; done
 CONCURRENCY=6
@@ -16,9 +16,7 @@ for w in 1 2 3; do start_worker worker-$w; done
 setup_tenant
 
 port_of() { echo "${DPORTS[${1#droverd-}]}"; }
-metric_of() { # NODE SERIES: the sample's value on NODE's /metrics (0 when absent)
-  curl -s "http://127.0.0.1:$(port_of "$1")/metrics" | awk -v s="$2" '$1 == s { v = $2 } END { print v + 0 }'
-}
+metric_of() { metric_value "$(port_of "$1")" "$2"; } # NODE SERIES: its value on NODE
 log_ms() { # FILE EVENT JOB: the at_ms of the first line with event=EVENT job=JOB
   grep "event=$2 job=$3 " "$1" | head -n 1 | sed 's/.*at_ms=\([0-9]*\).*/\1/'
 }

@@ -3,9 +3,9 @@
 # PostgreSQL, whose lock znode is gone, or whose session expired while it was frozen,
 # stops acting on the job; the job is taken up again (by it, with a new token, or by
 # another member) and succeeds with no task run twice.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 ZKCLI=/usr/share/zookeeper/bin/zkCli.sh
 for n in 1 2; do start_droverd $n; done

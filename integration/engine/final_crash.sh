@@ -4,9 +4,9 @@
 # PostgreSQL still says running, and the cluster is not active yet. The next owner
 # resumes the job in its final phase and writes the end: succeeded, the cluster active
 # with its nodes, nothing run again, nothing left in ZooKeeper.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 DROVER_FAULT=crash-before-final-write start_droverd 1
 start_worker worker-1

@@ -6,9 +6,9 @@
 # PostgreSQL with the task log and the run records still in ZooKeeper before it writes
 # the end. Checked from PostgreSQL: every task row agrees with the end, every succeeded
 # task has a succeeded attempt row, every node has its key-values.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 LAST=node-1/db/start # the plan's last task (3-node create of template simple)
 GATE="$T/gate-last"

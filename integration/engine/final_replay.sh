@@ -7,9 +7,9 @@
 # the replay made the cluster 3 nodes again, the removed node's row active). Then again in
 # a batch with job 1's final write, as the engine sends the final writes of jobs that end
 # together (engine__pg_multi_work): the same.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 REPLAY="$DROVER_BUILD_DIR/integration/engine/final_replay"
 

@@ -10,9 +10,15 @@
 # a worker comes the job succeeds with every task run exactly once. The key record left
 # names an item that is gone: it is stale, and would refuse the put of its key for ever
 # unless the new owner deletes it (it did not: the task waited, queued, for ever).
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+#
+# lost_items.sh answer-lost (engine_lost_items_answer): the new owner's multi-ops under the
+# queue's keys/ (the stale record's fenced delete, the puts) lose their answers after they
+# applied (DROVER_FAULT=zk-answer-lost:multi:/keys/:1). The delete's is settled by reading
+# the record again (gone: done), so the resume goes on: the job is taken once. Before the
+# fix (issue 33 item 5) the resume gave up and the job was taken again.
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 ZKCLI=/usr/share/zookeeper/bin/zkCli.sh
 
@@ -34,7 +40,11 @@ count_items() {
 [ "$(count_items)" = 0 ] || fail "the items were not deleted: $(tail -5 "$T/zkcli.out")"
 [ "$(zk ls "$Q/keys" | grep -c . || true)" = 1 ] || fail "expected only the stale key record left"
 
-start_droverd 2
+if [ "${1:-}" = answer-lost ]; then
+  DROVER_FAULT=zk-answer-lost:multi:/keys/:1 start_droverd 2
+else
+  start_droverd 2
+fi
 PORT=${DPORTS[2]}
 lost=${#items[@]}
 put_again() { [ "$(grep -c "event=task-reconciled job=$JID .* action=put" "$T/droverd-2.log" || true)" -ge "$lost" ]; }
@@ -44,6 +54,13 @@ wait_until 30 "the lost tasks' items to be back in the queue" has_items
 grep -q "event=stale-queue-key job=$JID key=$stale " "$T/droverd-2.log" ||
   fail "droverd-2 did not say the key record $stale was stale"
 pass "the next owner found $lost queued tasks without an item or a run record (one with a stale key record) and put them again"
+if [ "${1:-}" = answer-lost ]; then
+  n=$(grep -c "event=fault-injected fault=zk-answer-lost" "$T/droverd-2.log" || true)
+  [ "$n" -ge 2 ] || fail "only $n answers were lost: the test tested too little"
+  a=$(grep -c "event=job-acquired job=$JID " "$T/droverd-2.log" || true)
+  [ "$a" = 1 ] || fail "droverd-2 took job $JID $a times: a lost answer gave its resume up"
+  pass "the stale record's delete and the puts lost their answers ($n); the resume went on"
+fi
 
 start_worker worker-1
 wait_job "$JID" succeeded 120

@@ -13,9 +13,9 @@
 #      fails and rolls back (what runs finishes first).
 #   5. the only worker drains (SIGTERM while its task runs): it takes nothing more, so the
 #      job is unserved at once, though the worker is still a member.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 logged() { grep -q "event=$2 job=$3 " "$T/$1.log"; }
 unserved_is() { [ "$(metric "$PORT" "drover_engine_jobs_unserved{node=\"$1\"}")" = "$2" ]; }

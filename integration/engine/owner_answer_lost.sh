@@ -8,9 +8,9 @@
 # that finds nothing is done. Before the fix (issue 33, finding A) a start whose answer was
 # lost was swept and begun again, and with every answer lost that was for ever. Two jobs
 # succeed, each task once, and the tree is clean.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 DROVER_FAULT=zk-answer-lost:any:/drover/:1 start_droverd 1
 start_worker worker-1

@@ -3,9 +3,9 @@
 # failing and being retried starts no new attempt of it while paused (the retry is taken
 # back, pending again); after a resume the task is dispatched again (with cleanup: a
 # create) and the job succeeds. run.c task_event, engine__commit_retries_withdraw (commit.c).
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1 "engine.max_failures = 10"
 start_worker worker-1

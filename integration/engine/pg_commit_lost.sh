@@ -9,9 +9,9 @@
 # that record attempts, the start's plan into job_plans: the owner sends them again (each is
 # safe to repeat: job_pg.h) and every job succeeds, each task once, each attempt row once.
 # Last the catalogue's pin, in a create's transaction (the API) and in an engine's start.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 DROVER_FAULT="pg-commit-lost:INSERT INTO tenants:1" start_droverd 9
 r=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $SUPER" \

@@ -44,9 +44,9 @@
 #   change during it is the ensemble's own (tickTime 500 ms x syncLimit 10: a server stalled
 #   5 s drops out), which the jobs survive like any; the epoch before and after is printed.
 FAULT=${1:-kill}
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 [ "${DROVER_PG_HA:-0}" -ge 3 ] || fail "run me under scripts/with-stack --ha"
 case $FAULT in
@@ -79,7 +79,7 @@ patroni_closed "at the start"
 jobs=()
 c=0
 # unavailable ANSWER WHAT: a 503 is the retry the client is told to make: "unavailable" with
-# Retry-After (api_lib keeps the last answer's headers in $T/api.head).
+# Retry-After (testlib/api.sh keeps the last answer's headers in $T/api.head).
 unavailable() {
   echo "$1" | grep -q '"unavailable"' || fail "a $2 answered 503 without \"unavailable\": $1"
   grep -qi '^Retry-After: [0-9]' "$T/api.head" || fail "a $2 answered 503 without Retry-After: $(cat "$T/api.head")"

@@ -15,7 +15,7 @@
 #      cloned again, since its WAL holds a commit the new timeline lacks; then every server
 #      holds exactly the new primary's rows: every acknowledged number, and none of the big
 #      transaction's rows, which the old primary alone had committed.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
 
 [ "${DROVER_PG_HA:-0}" -ge 3 ] || fail "run me under scripts/with-stack --ha"
 

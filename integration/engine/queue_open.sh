@@ -4,9 +4,9 @@
 # this test); the job waits, nothing is dispatched; once the ACL is lifted, coord's retry
 # opens the queue and the owner dispatches: the job succeeds (engine.c engine__queue,
 # commit.c asks coord_queue_is_open each round).
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 ZKCLI=/usr/share/zookeeper/bin/zkCli.sh
 zkcli() { "$ZKCLI" -server "$DROVER_ZK" "$@" > "$T/zkcli.out" 2>&1 || true; }

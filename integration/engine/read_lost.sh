@@ -5,9 +5,9 @@
 # owner must read it again. (Found by a 600 s chaos run with a ZooKeeper leader kill: the
 # owner took the failed read for a deleted record, stopped watching it, never read the
 # outcome, and the job stayed running for ever without a word.)
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 DROVER_FAULT=zk-read-lost:/runs/ start_droverd 1
 start_worker worker-1

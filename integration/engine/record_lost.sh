@@ -7,9 +7,9 @@
 # its own record (ZNODEEXISTS on op 0; its name is the delivery's own) and must take it as
 # recorded: before the fix (issue 33 item 1) it dropped the item unrun and the task showed
 # running for ever. Every job succeeds, each task run once.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1
 DROVER_FAULT=zk-answer-lost:multi:/runs/ CONCURRENCY=1 start_worker worker-1

@@ -5,9 +5,9 @@
 # afresh without that node layout, on big machines, and succeeds. Refused:
 # a recreate of a cluster that is not failed (409), and one with no layout
 # left (422, nothing written).
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1
 start_worker worker-1

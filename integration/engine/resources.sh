@@ -10,9 +10,9 @@
 # worker.resources_dir serves; a job running while a new version is pushed finishes with
 # the version it pinned, the next job uses the new one; every task saw a complete version
 # that did not change under it; old versions go once no job uses them.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 export RES_LOG="$RUNS/resources.log"
 : > "$RES_LOG"

@@ -4,9 +4,9 @@
 # (meanwhile the cluster takes no operation and the job no cancel):
 # every machine made is deleted, the cluster is failed and empty, the job says
 # rolled-back and why; nothing ran twice, nothing stays in ZooKeeper.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1 "engine.max_failures = 2"
 start_worker worker-1

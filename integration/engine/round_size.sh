@@ -11,9 +11,9 @@
 #      (An item alone over the session's limit, which an entity can no longer make, fails its
 #      task at once with the sizes in the job's error: commit_zk.c put_task.)
 # In both, droverd never logs txn-too-large.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 LOG_LEVEL=${LOG_LEVEL:-warn}
 start_droverd 1
@@ -21,14 +21,12 @@ setup_tenant
 # The test catalogue with one more service on the template `fat`: `fat` (fields of ~60 KB).
 cp -r "$CATALOG" "$T/cat"
 blob() { head -c "$1" /dev/zero | tr '\0' x; }
-for s in fat:60000; do
-  name=${s%%:*}
-  blob "${s#*:}" | jq -Rs --arg n "$name" '{
-    name: $n, description: "a service with large task fields",
-    dependencies: {conflicts: [], install: {requires: ["base"], uses: []}, provides: [],
-                   runtime: {requires: ["base"], uses: []}},
-    provisioner: {actions: {install: {type: "noop", fields: {blob: .}}}}}' > "$T/cat/services/$name.json"
-done
+name=fat
+blob 60000 | jq -Rs --arg n "$name" '{
+  name: $n, description: "a service with large task fields",
+  dependencies: {conflicts: [], install: {requires: ["base"], uses: []}, provides: [],
+                 runtime: {requires: ["base"], uses: []}},
+  provisioner: {actions: {install: {type: "noop", fields: {blob: .}}}}}' > "$T/cat/services/$name.json"
 jq -n '{name: "fat", description: "base and a service with large fields",
   compatibility: {services: ["base", "fat"], hardwaretypes: ["small"], imagetypes: ["img"]},
   defaults: {services: ["base", "fat"], provider: "fake", hardwaretype: "small", imagetype: "img", config: {}}}' \

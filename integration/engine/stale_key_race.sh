@@ -13,9 +13,9 @@
 # no longer holds, it must fail (an unfenced one would delete droverd-2's record: the put's
 # idempotence gone), and droverd-1 let the job go. The new key record stays, the task runs
 # exactly once, the job succeeds.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 ZKCLI=/usr/share/zookeeper/bin/zkCli.sh
 W1=

@@ -4,9 +4,9 @@
 # The next owner resumes the job still pending and must start it: the job succeeds,
 # nothing runs twice, nothing is left in ZooKeeper. (Found by a 600 s chaos run: such a
 # job was resumed with PROGRESS, which leaves PENDING be, and waited for ever.)
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 DROVER_FAULT=crash-after-start start_droverd 1
 start_worker worker-1

@@ -7,9 +7,9 @@
 # Each time: the owner is stopped (SIGTERM: it hands the job over, to nobody), the znode
 # altered, another node started; that node ends the job failed with the cause, and its
 # log says so once.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 ZKCLI=/usr/share/zookeeper/bin/zkCli.sh
 zk_set() { "$ZKCLI" -server "$DROVER_ZK" set "$1" "$2" > "$T/zkcli.out" 2>&1 || true; }

@@ -5,9 +5,9 @@
 # ends cancelled; and the time per item taken back of the large job is within a few times
 # the small one's (a find per item, which read the whole queue each time, made it grow with
 # the queue's length: quadratic).
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 SMALL=${SMALL:-200}
 start_droverd 1

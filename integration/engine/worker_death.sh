@@ -3,9 +3,9 @@
 # overlap with the next attempt: the sleep plugin's flock), the task goes to the other
 # worker once the dead worker's session has expired, and the job succeeds. The dead
 # delivery is recorded as a lost attempt.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1
 CONCURRENCY=2

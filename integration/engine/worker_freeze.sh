@@ -7,9 +7,9 @@
 # no two deliveries of the task overlapped (the sleep plugin's flock and its runs log);
 # the job succeeds; the frozen attempt is recorded lost; and the frozen worker, once
 # woken, logged event=lease-expired.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 SESSION=4s
 start_droverd 1

@@ -4,9 +4,9 @@
 # (its claim is reported lost well before the server can expire its session). The task
 # runs again on the other worker after the session expired, never at the same time (the
 # plugin's record and flock), and the job succeeds.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 SESSION=6s
 start_droverd 1

@@ -9,11 +9,11 @@
 # (before the fix the item stays claimed until that expiry). The plugins of the dead worker
 # are dead (the sleep plugin's flock: no overlap), the job succeeds. A second worker given
 # the same session file while the first runs finds it busy and touches nothing.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 PY=/usr/bin/python3 # the system's, with python3-kazoo
 SESSION=20s # long: an expiry cannot hide inside the test's own steps
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 zk_logins
 ZK_DROVERD_ID=$DROVERD_ID # workers: tenant acme's identity

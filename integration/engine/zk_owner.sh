@@ -18,20 +18,15 @@
 # the outcome is there at the first read or not) and the rounds depend on timing.
 # Then a job paused and resumed (the API's control znode is a name the owner did not make):
 # its sweep falls back to listing, and the tree is clean.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 JOBS=${JOBS:-3}
 LOG_LEVEL=info start_droverd 1
 setup_tenant
 WORKER_PLUGINS=noop,noop-provider CONCURRENCY=16 start_worker worker-1
 
-submit() { # NAME: prints the job id
-  local body
-  body=$(jq -cn --arg n "$1" '{name: $n, template: "single", nodes: 3}')
-  body_of "$(api POST /v1/clusters "$body")" | jq -r .job.id
-}
 owned() { curl -s "http://127.0.0.1:${DPORTS[1]}/metrics" | awk '$1 == "drover_engine_jobs_owned{node=\"droverd-1\"}" { print $2 }'; }
 none_owned() { [ "$(owned)" = 0 ]; }
 # by_path: droverd-1's requests so far, "kind path count" a line

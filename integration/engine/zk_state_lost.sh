@@ -6,9 +6,9 @@
 # the znodes itself while no node owns the job. The next owner must not start the job over
 # (its creates would make second machines): it ends the job failed, saying why, and runs
 # nothing again. Before, it found no state, started the job afresh, and every task ran twice.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 ZKCLI=/usr/share/zookeeper/bin/zkCli.sh
 GATE="$T/gate"

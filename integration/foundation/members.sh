@@ -2,7 +2,7 @@
 # A droverd and a drover-worker register ephemeral member znodes with JSON
 # data, and SIGTERM removes them at once (not after the session timeout,
 # which is 20 s here), with exit status 0.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
 
 port=$(free_port)
 write_droverd_conf droverd-a "$port"

@@ -16,9 +16,9 @@
 #    version (pinned once in catalogs); a new entity gives the tenant a new version, pinned by
 #    the next create; every job succeeds and its plan reads back;
 #  - a database newer than the build is refused at start, clearly.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 # --- version 8, filled as version 8 wrote it ----------------------------------------------
 port=$(free_port)

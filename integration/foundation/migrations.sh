@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Three droverd starting together against an empty database apply each
 # migration exactly once; a restart applies nothing and changes nothing.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
 
 ports=()
 for n in 1 2 3; do

@@ -4,7 +4,7 @@
 # SIGTERM during that wait ends it cleanly (exit 0). A database that answers
 # but refuses the login (an unknown database here) is a configuration error:
 # the start ends at once with exit 1, it is not waited for.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
 
 pg_stop
 pass "postgresql stopped"

@@ -4,7 +4,7 @@
 # droverd and drover-worker, started with $NOTIFY_SOCKET as systemd would,
 # send READY=1 once they serve (droverd's /readyz answers 200 by then) and
 # STOPPING=1 when SIGTERM starts their drain, then exit 0.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
 
 units="$DROVER_SOURCE_DIR/conf/systemd"
 port=$(free_port)

@@ -5,9 +5,9 @@
 # and the fleet shrinks back to --min once idle, the workers drained by SIGTERM (they
 # finish what they run). Every task succeeds once: no attempt lost, failed or run twice.
 # Prints the figures for docs/benchmarks.md (peak workers, time to drain the burst).
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 NODES=${NODES:-286} SLEEP_MS=${SLEEP_MS:-100} MAX=${MAX:-6}
 LOG_LEVEL=warn

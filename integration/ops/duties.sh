@@ -5,9 +5,9 @@
 # Each surviving member's janitor announces the jobs of its share, and droverd-3's share once
 # its session has expired and the ring no longer names it. Every job is announced exactly
 # once (no object swept twice) and every one runs to success (none forgotten).
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 N=${N:-24}
 for n in 1 2 3; do start_droverd "$n"; done

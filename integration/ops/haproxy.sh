@@ -9,9 +9,9 @@
 #  - the drained node stops receiving requests (HAProxy's log names the node of each one)
 #    within 3 s of the drain (two failed health checks 0.5 s apart, measured 0.8 s), 6 s
 #    before it stops.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 for n in 1 2 3; do start_droverd $n; done
 setup_tenant

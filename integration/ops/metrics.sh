@@ -2,9 +2,9 @@
 # Metrics (docs/operations.md "Metrics"): a stack that ran a job serves /metrics (no token,
 # no tenant named in it) and /v1/metrics (a token; the caller's tenant only, every tenant for
 # the superadmin), both accepted by `promtool check metrics`, with figures that match the job.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 command -v promtool > /dev/null || fail "promtool missing (scripts/deps installs prometheus)"
 start_droverd 1

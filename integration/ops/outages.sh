@@ -10,9 +10,9 @@
 #    answer 503 "database unavailable", the engine dispatches nothing; when it is back the job
 #    goes on and succeeds.
 # Either way no task runs twice to success and none is lost.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1
 start_worker worker-1

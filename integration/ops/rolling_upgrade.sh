@@ -9,9 +9,9 @@
 #  - jobs started while any format-1 node was a member are format 1 in every record, jobs
 #    started once all were upgraded are format 2; nodes of both builds owned format-1 jobs.
 # The next build is made once into $DROVER_BUILD_DIR/format-next (or $DROVER_NEXT_BUILD_DIR).
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 NEXT=${DROVER_NEXT_BUILD_DIR:-$DROVER_BUILD_DIR/format-next}
 echo "building the next format into $NEXT"

@@ -7,9 +7,9 @@
 # connection, 10 s), and droverd-2, which reaches PostgreSQL, takes the job and finishes it;
 # nothing runs twice. Healed: droverd-1 answers 200 again, leaves the drain
 # (event=postgres-back) and serves.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 . "$(dirname "$0")/partition_lib.sh"
 
 SESSION=4s

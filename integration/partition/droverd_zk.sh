@@ -5,9 +5,9 @@
 # still writes there is fenced (a row update carrying an older token changes nothing) and
 # nothing runs twice. droverd-1's /readyz is 503 while it has no session. Healed, it gets a
 # new session, rejoins the ring and answers 200.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 . "$(dirname "$0")/partition_lib.sh"
 
 SESSION=4s

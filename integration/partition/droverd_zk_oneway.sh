@@ -5,9 +5,9 @@
 # answer, gives the connection up (its FIN still arrives) and cannot connect again, and the
 # session expires the same way. Either way droverd-1's /readyz turns 503, its job moves to
 # droverd-2 under a newer token, nothing runs twice; healed, droverd-1 rejoins.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 . "$(dirname "$0")/partition_lib.sh"
 
 SESSION=4s

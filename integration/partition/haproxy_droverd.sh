@@ -5,9 +5,9 @@
 # way is retried there (retries 3, redispatch). Every request through HAProxy is answered
 # right; droverd-1 itself goes on serving its jobs (it reaches ZooKeeper and PostgreSQL).
 # Healed, HAProxy marks it up again and sends to both.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 . "$(dirname "$0")/partition_lib.sh"
 
 fleet 2 1

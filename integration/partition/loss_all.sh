@@ -4,9 +4,9 @@
 # ZooKeeper's quorum links included, while jobs run on two droverd and two workers. TCP
 # retransmits; no session expires (the clients' pings have the session timeout to get
 # through); every job succeeds, nothing runs twice or overlaps, nothing is left in the tree.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 . "$(dirname "$0")/partition_lib.sh"
 
 SESSION=6s

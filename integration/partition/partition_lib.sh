@@ -1,11 +1,11 @@
 # shellcheck shell=bash
-# partition_lib.sh: the fleet of the partition tests (sourced after ../lib.sh, ../api/api_lib.sh
-# and ../engine/engine_lib.sh), on the multi-host stack (scripts/with-stack --hosts): every
+# partition_lib.sh: the fleet of the partition tests (sourced after testlib's test-lib.sh, api.sh
+# and engine.sh), on the multi-host stack (scripts/with-stack --hosts): every
 # server and process on a host of its own, the faults made by scripts/netfault inside the
 # hosts' namespaces (docs/operations.md "When the network fails": one test per row).
 #
-# Each test starts what it needs with start_droverd / start_worker (engine_lib.sh): on hosts,
-# each goes on a host named after it (lib.sh start_proc). nf runs scripts/netfault on the
+# Each test starts what it needs with start_droverd / start_worker (testlib/engine.sh): on hosts,
+# each goes on a host named after it (testlib/test-lib.sh start_proc). nf runs scripts/netfault on the
 # test's stack; the stack's teardown removes every rule however the test ends.
 
 on_hosts || fail "run me under scripts/with-stack --hosts"

@@ -3,9 +3,9 @@
 # send at 256 kbit/s (scripts/netfault slow: a tbf qdisc on each one's egress) while jobs run.
 # Everything is slower and nothing else changes: no session expires, every job succeeds,
 # nothing runs twice or overlaps, nothing is left in the tree.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 . "$(dirname "$0")/partition_lib.sh"
 
 SESSION=6s

@@ -7,9 +7,9 @@
 # gives up at its connect timeout, and the attempt is recorded failed with the reason; healed,
 # the task's retry (engine.max_failures) reaches the node and the job succeeds. No attempt
 # overlapped another; the node's delete leaves nothing behind.
-. "$(dirname "$0")/../plugins/container_lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/container.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 . "$(dirname "$0")/partition_lib.sh"
 
 SESSION=6s

@@ -4,9 +4,9 @@
 # kills the plugin (event=claim-lost) before the task can be given to anyone else; worker-2
 # runs the task again after that, never at the same time (the plugin's record and flock), and
 # the job succeeds. The attempts say so: worker-1's lost, worker-2's succeeded.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 . "$(dirname "$0")/partition_lib.sh"
 
 SESSION=6s

@@ -8,9 +8,9 @@
 # worker connected there suspects its session first (half the timeout without an answer,
 # src/coord/session.c) and gives its running plugins up: those tasks run again, never at the
 # same time, recorded succeeded once (RERUN_OK).
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 . "$(dirname "$0")/partition_lib.sh"
 
 [ -f "$T/hosts/zk3" ] || fail "run me under scripts/with-stack --hosts --ensemble"

@@ -5,9 +5,9 @@
 # workers' leases run out and their plugins are killed, the ZooKeeper client holding its
 # session); API writes still go to PostgreSQL. Healed, a leader is elected and everything goes
 # on: every job succeeds, nothing ran twice or overlapped, nothing is left in the tree.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 . "$(dirname "$0")/partition_lib.sh"
 
 [ -f "$T/hosts/zk3" ] || fail "run me under scripts/with-stack --hosts --ensemble"

@@ -6,7 +6,7 @@
 # reconfigured), add and remove a service (a ZooKeeper ensemble on the nginx
 # nodes), restart, delete; and a failed create (a fault injected in one
 # node's nginx start) rolled back, leaving no node, process or address.
-. "$DROVER_SOURCE_DIR/integration/plugins/catalog_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/catalog.sh"
 
 TEMPLATE=web-tier
 LAYOUT="$CL/target.json"

@@ -6,7 +6,7 @@
 # inside the nodes and from the host (ruok, srvr: one leader and two followers; a znode
 # listed through every server), then stop, start, configure with and without a
 # restart, and delete, each checked on the nodes themselves.
-. "$DROVER_SOURCE_DIR/integration/plugins/catalog_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/catalog.sh"
 
 TEMPLATE=zookeeper-ensemble
 LAYOUT="$CL/target.json"

@@ -4,7 +4,7 @@
 # isolation from the host and from another node; root in the node is not root on the
 # host; delete, and a create killed half-way then rolled back, leave nothing on the
 # host (process, mount, veth, cgroup, file, claim); bad input.
-. "$DROVER_SOURCE_DIR/integration/plugins/container_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/container.sh"
 
 # --- create and confirm: two nodes, each answering with its own host key ---
 HW='{"image": "debian12", "cpus": "1", "memory": "512M"}' ct_create node-1

@@ -2,7 +2,7 @@
 # The container nodes' image (scripts/image), built once per run of the suite and reused:
 # the fixture the container tests require (FIXTURES_SETUP container_image). Built, it is
 # reused at once; a second build is a no-op.
-. "$DROVER_SOURCE_DIR/integration/lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/test-lib.sh"
 
 dir=${DROVER_IMAGE_DIR:-/var/cache/drover/images}
 start=$(date +%s)

@@ -15,7 +15,7 @@
 # (lxc-ls), process, mount, veth, cgroup, file or address claim, no bridge, no address-range
 # reservation, and no process of the dead stack (its ZooKeeper).
 if [ "${1:-}" = inner ]; then
-  . "$DROVER_SOURCE_DIR/integration/plugins/container_lib.sh"
+  . "$DROVER_SOURCE_DIR/testlib/container.sh"
   ct_create node-1
   # What the outer test needs to look for, written last (its signal that all is up).
   jq -n --arg dir "$T" --arg root "$CT_ROOT" --arg bridge "$CT_BRIDGE" --arg prefix "$CT_NET_PREFIX" \
@@ -28,7 +28,7 @@ if [ "${1:-}" = inner ]; then
   exit 0
 fi
 
-. "$DROVER_SOURCE_DIR/integration/plugins/container_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/container.sh"
 
 # inner NAME: start an inner test in a session of its own; waits until its node is up.
 # Sets INNER (its process group) and I_DIR, I_ROOT, I_ID, ... from what it wrote.

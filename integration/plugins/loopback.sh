@@ -2,7 +2,7 @@
 # The loopback provider against real sshd processes: create, confirm and
 # delete; idempotent and concurrent creates; nothing of a deleted node left
 # (no process in its namespace, no file, no address in use); bad input.
-. "$DROVER_SOURCE_DIR/integration/plugins/plugins_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/plugins.sh"
 
 # --- create and confirm: a node that answers with its own host key ---
 lb_create node-1

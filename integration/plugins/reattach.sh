@@ -6,7 +6,7 @@
 # attempt stops an older one still running, a late delivery of the older one is
 # refused, a run that vanished from the node is reported, and no command line
 # on this machine shows a secret meanwhile.
-. "$DROVER_SOURCE_DIR/integration/plugins/plugins_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/plugins.sh"
 
 R="$T/resources"
 mkdir -p "$R"

@@ -4,7 +4,7 @@
 # uploaded by SFTP, its output captured (bounded), its exit status reported,
 # its time limit enforced by killing its process group on the node; bootstrap;
 # and clear errors for bad input.
-. "$DROVER_SOURCE_DIR/integration/plugins/plugins_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/plugins.sh"
 
 R="$T/resources"
 mkdir -p "$R/t/conf"

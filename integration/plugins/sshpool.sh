@@ -4,7 +4,7 @@
 # test stack's real ZooKeeper. Concurrent creates never claim one host twice; a
 # claimed host takes the cluster's key; a deleted node's host is wiped, loses
 # the cluster's key and is free again; bad input fails clearly.
-. "$DROVER_SOURCE_DIR/integration/plugins/plugins_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/plugins.sh"
 
 export DROVER_ZK_HOSTS="$DROVER_ZK"
 R="$T/resources"
@@ -26,16 +26,17 @@ pool_hosts h1 h2 h3
 
 hosts=$(pool_hosts_json h1 h2 h3 | jq -c 'map(. + {hostname: ("pool-" + .address)})')
 pool_provider() {
+  # (wipe_script: the operator's script on this host, as worker.provider_settings gives it)
   jq -cn --argjson hosts "$hosts" --rawfile key "$T/pool_key" --arg pub "$(cat "$T/pool_key.pub")" \
-    '{name: "rack-a", providertype: "ssh-pool", hosts: $hosts, private_key: $key,
-      public_key: $pub, wipe_script: "pool/wipe.sh"}'
+    --arg wipe "$R/pool/wipe.sh" '{name: "rack-a", providertype: "ssh-pool", hosts: $hosts,
+      private_key: $key, public_key: $pub, wipe_script: $wipe}'
 }
 # ptask TASK NODE [ATTEMPT [EXTRA]]: a task for the pool (cluster c9).
 ptask() {
   CLUSTER_ID=c9 task "$1" "$2" "${3:-1}" 1 ".config.provider = $(pool_provider) | ${4:-.}"
 }
 # Claims of tenant acme's pool rack-a (a tenant's own namespace: docs/security.md).
-claims() { "$BIN/drover" zk ls /drover/pools/acme/rack-a/claims --zk "$DROVER_ZK" 2>/dev/null | sort; }
+A=/drover/pools/acme/rack-a/claims
 
 # --- five concurrent creates for three hosts ---
 nodes=(p-1 p-2 p-3 p-4 p-5)
@@ -61,7 +62,7 @@ done
 [ "$ok" = 3 ] || fail "$ok creates succeeded, expected 3"
 ids=$(for n in "${nodes[@]}"; do jq -r '.result."provider-id" // empty' "$T/create-$n.json"; done | sort)
 [ "$(echo "$ids" | uniq | wc -l)" = 3 ] || fail "two nodes got one host: $ids"
-[ "$(claims | wc -l)" = 3 ] || fail "zookeeper holds $(claims | wc -l) claims"
+[ "$(claims "$A" | wc -l)" = 3 ] || fail "zookeeper holds $(claims "$A" | wc -l) claims"
 pass "5 concurrent creates, 3 hosts: 3 claimed, each once; the others: no free host"
 
 # A retried create finds its claim.
@@ -107,7 +108,7 @@ last .message | grep -q "wiped host" || fail "delete: $(last .message)"
 [ "$(cat "$hroot/wipes")" = 1 ] || fail "wipe count $(cat "$hroot/wipes")"
 grep -q "drover:acme:c9:$winner" "$hroot/root/.ssh/authorized_keys" && fail "the cluster's key stayed"
 [ -e "$hroot/var/lib/drover" ] && fail "the automator's work directory stayed"
-[ "$(claims | wc -l)" = 2 ] || fail "the claim was not released"
+[ "$(claims "$A" | wc -l)" = 2 ] || fail "the claim was not released"
 ptask confirm "$winner" | run "$POOL" && fail "a released host still confirms for the node"
 pass "delete: wiped, key removed, claim released"
 
@@ -135,22 +136,22 @@ for n in "${nodes[@]}"; do
   case " ${losers[*]} " in *" $n "*) [ "$n" != "$loser" ] && continue ;; esac
   ptask delete "$n" | run "$POOL" || fail "delete $n: $(last .message)"
 done
-[ -z "$(claims)" ] || fail "claims left: $(claims)"
+[ -z "$(claims "$A")" ] || fail "claims left: $(claims "$A")"
 pass "every host wiped and free again"
 
 # --- a pool the operator declares and grants to two tenants ("shared": true comes only from
 # worker.provider_settings, docs/security.md): one namespace, each host to one node at a time.
 shared='.config.provider.shared = true | .config.provider.pool = "rack-s"'
-scl() { "$BIN/drover" zk ls /drover/pools/_operator/rack-s/claims --zk "$DROVER_ZK" 2>/dev/null | sort; }
+S=/drover/pools/_operator/rack-s/claims
 ptask create s-1 1 "$shared" | run "$POOL" || fail "acme in the shared pool: $(last .message)"
 merge s-1
 ptask create s-2 1 "$shared | .tenant = \"globex\"" | run "$POOL" || fail "globex in the shared pool: $(last .message)"
 merge s-2
-[ "$(scl | wc -l)" = 2 ] || fail "shared claims: $(scl)"
+[ "$(claims "$S" | wc -l)" = 2 ] || fail "shared claims: $(claims "$S")"
 [ "$(kv s-1 '.["provider-id"]')" != "$(kv s-2 '.["provider-id"]')" ] || fail "two tenants got one host"
 ptask delete s-1 1 "$shared" | run "$POOL" || fail "delete s-1: $(last .message)"
 ptask delete s-2 1 "$shared | .tenant = \"globex\"" | run "$POOL" || fail "delete s-2: $(last .message)"
-[ -z "$(scl)" ] || fail "shared claims left: $(scl)"
+[ -z "$(claims "$S")" ] || fail "shared claims left: $(claims "$S")"
 pass "an operator's pool granted to two tenants: one namespace, two hosts, both released"
 
 # --- a wipe that fails keeps the host claimed ---
@@ -158,20 +159,20 @@ ptask create p-1 3 | run "$POOL" || fail "create p-1: $(last .message)"
 printf '#!/bin/sh\necho "cannot wipe: disk busy" >&2\nexit 7\n' > "$R/pool/wipe.sh"
 ptask delete p-1 | run "$POOL" && fail "a failed wipe succeeded"
 last .message | grep -q "exited with 7 (the host stays claimed)" || fail "failed wipe: $(last .message)"
-[ "$(claims | wc -l)" = 1 ] || fail "a failed wipe released the host"
-"$BIN/drover" zk get "/drover/pools/acme/rack-a/claims/$(claims)" --zk "$DROVER_ZK" | grep -q '"wiping"' ||
+[ "$(claims "$A" | wc -l)" = 1 ] || fail "a failed wipe released the host"
+"$BIN/drover" zk get "/drover/pools/acme/rack-a/claims/$(claims "$A")" --zk "$DROVER_ZK" | grep -q '"wiping"' ||
   fail "the claim does not say wiping"
 pass "a failed wipe keeps the host claimed (state wiping)"
 
 # Attack (issue 20, point 5): tenant globex names acme's pool "rack-a" and its hosts, with a
 # key of its own. Its claims are in its own namespace: acme's claims do not change (none of
 # acme's hosts is taken or left wiping by globex), and its key logs in nowhere.
-before=$(claims)
+before=$(claims "$A")
 "$KEYGEN" "$T/evil_key" "evil-key"
 ptask create g-1 1 ".tenant = \"globex\" | .config.provider.private_key = $(jq -Rs . < "$T/evil_key")" |
   expect_fail "$POOL" "another tenant's hosts" "."
-[ "$(claims)" = "$before" ] || fail "globex changed acme's claims: $(claims)"
-"$BIN/drover" zk get "/drover/pools/acme/rack-a/claims/$(claims)" --zk "$DROVER_ZK" | grep -q '"tenant":"acme"' ||
+[ "$(claims "$A")" = "$before" ] || fail "globex changed acme's claims: $(claims "$A")"
+"$BIN/drover" zk get "/drover/pools/acme/rack-a/claims/$(claims "$A")" --zk "$DROVER_ZK" | grep -q '"tenant":"acme"' ||
   fail "acme's claim changed hands"
 pass "another tenant naming the same pool and hosts claims nothing of acme's"
 

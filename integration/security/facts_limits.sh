@@ -7,8 +7,8 @@
 #  2. an entry's key over 64 bytes, an entity over 64 KiB: 422 too-large naming the field;
 #  3. an entry just under the bound, and the other tenant's entities: accepted, untouched.
 # Before the fix, every one of these was stored (201), up to the 4 MiB body.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a
 for t in acme evil; do

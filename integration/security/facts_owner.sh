@@ -17,7 +17,7 @@
 # Each is refused with an error naming config "facts.provider-id", and acme's node answers
 # afterwards with the same init and its own authorized key. Before the fix every one of
 # them acted on acme's node.
-. "$DROVER_SOURCE_DIR/integration/plugins/container_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/container.sh"
 
 ct_create node-1
 VID=$(kv node-1 '."provider-id"')

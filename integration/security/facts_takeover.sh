@@ -19,9 +19,9 @@
 # ZooKeeper stopped answering), step 3's install succeeded and its cluster's delete took
 # demo's node.
 SESSION=6s
-. "$DROVER_SOURCE_DIR/integration/plugins/container_lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/container.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 # Each tenant's workers have their own resources; evil's service writes what the test puts in
 # evil/target.json to $DROVER_RESULT.

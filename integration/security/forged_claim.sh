@@ -13,9 +13,9 @@
 # the forged claim (event=acl-fixup-unproven). A claim acme made before this check (read and
 # write for acme, no admin: a rolling upgrade) is refused by confirm with a clear error until a
 # droverd start has proven it (and given acme admin), then found.
-. "$DROVER_SOURCE_DIR/integration/plugins/plugins_lib.sh"
-. "$DROVER_SOURCE_DIR/integration/api/api_lib.sh"
-. "$DROVER_SOURCE_DIR/integration/engine/engine_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/plugins.sh"
+. "$DROVER_SOURCE_DIR/testlib/api.sh"
+. "$DROVER_SOURCE_DIR/testlib/engine.sh"
 
 pool_hosts h1 h2 h3
 hosts=$(pool_hosts_json h1 h2 h3)
@@ -43,7 +43,6 @@ stask() {
 }
 pool() { DROVER_ZK_DIGEST_FILE='' DROVER_ZK_HOSTS='' run "$POOL"; }
 S=/drover/pools/_operator/rack-s/claims
-claims() { zk ls "$S" 2> /dev/null | sort; }
 claim_of() { zk get "$S/$1" 2> /dev/null; }
 host_of() { last .result.\"provider-id\" | sed 's/^pool:rack-s://'; }
 H1=$(jq -r '.[0] | "\(.address):\(.port // 22)"' <<< "$hosts")
@@ -80,7 +79,7 @@ HA=$(host_of)
 [ "$HA" != "$H1" ] || fail "attack succeeded: acme adopted beta's forged claim of $H1 ($(last .message))"
 grep -q "event=claim-unproven pool=_operator/rack-s host=$H1 tenant=acme node=a-1" "$T/plugins.log" ||
   fail "no claim-unproven for the forged claim of $H1"
-[ "$(claims | wc -l)" = 3 ] && [ "$(claim_of "$H1")" = "$FORGED" ] || fail "claims: $(claims)"
+[ "$(claims "$S" | wc -l)" = 3 ] && [ "$(claim_of "$H1")" = "$FORGED" ] || fail "claims: $(claims "$S")"
 stask confirm a-1 acme | pool || fail "acme: confirm: $(last .message)"
 pass "acme's create did not adopt beta's forged claim of $H1: it claimed $HA, which answers"
 
@@ -96,7 +95,7 @@ c = json.loads(d); c["state"] = "released"
 zk.set(sys.argv[3], json.dumps(c).encode(), version=st.version)
 zk.create(sys.argv[3].replace("/claims/", "/released/") + "-", b"{}", sequence=True)
 PY
-h1_freed() { ! claims | grep -qx "$H1"; }
+h1_freed() { ! claims "$S" | grep -qx "$H1"; }
 wait_until 60 "droverd to free beta's released forgery of $H1" h1_freed
 [ "$(claim_of "$HA")" = "$A_CLAIM" ] || fail "acme's claim of $HA changed: $(claim_of "$HA")"
 stask confirm a-1 acme | pool || fail "acme: confirm after beta's release: $(last .message)"
@@ -107,7 +106,7 @@ pass "beta's release of its forgery freed $H1 only; acme's node keeps $HA"
 stask delete a-2 acme | pool && fail "an unproven claim was adopted by delete"
 last .message | grep -q "does not show that this tenant's workers made it" ||
   fail "delete of a-2: $(last .message)"
-claims | grep -qx "$H3" || fail "the delete refused still touched $H3: $(claims)"
+claims "$S" | grep -qx "$H3" || fail "the delete refused still touched $H3: $(claims "$S")"
 /usr/bin/python3 - "$DROVER_ZK" "$BETA_ZK" "$S/$H1" "$DROVERD_ID" << 'PY' || fail "beta's second forgery"
 import json, sys
 from kazoo.client import KazooClient

@@ -12,9 +12,9 @@
 # member is unproven (event=member-unproven), not in acme's /v1/workers, not counted by the
 # watchdog (job-no-worker is logged for acme's job), and granted nothing at droverd's start
 # (event=acl-fixup-unproven). A real acme worker is proven, listed, and runs the job.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 zk_logins
 ZK_DROVERD_ID=$DROVERD_ID # start_worker logs workers in as their tenant

@@ -11,8 +11,8 @@
 #  5. GET /v1/members as a tenant admin: the fleet's hosts, pids and addresses;
 #  6. a drain of another tenant's worker: refused, and no entry in the caller's audit log;
 #  7. api.max_heavy_per_tenant at api.heavy_threads: refused at start.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a "api.loopback_tenants = acme"
 for t in acme globex; do

@@ -10,9 +10,9 @@
 # owner of its home in worker.plugin_homes, not root), reads
 # nothing of the above, finds no fleet variable, gets the operator's root and no sshd,
 # and its resources are 0700/0600 and its own.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 (umask 077 && echo "drover:$(openssl rand -hex 12)" > "$T/zk.digest")
 start_droverd 1 "zookeeper.digest_file = $T/zk.digest"

@@ -6,9 +6,9 @@
 # the tenant's key, then open each one where it is; a second start finds nothing to do; a
 # legacy value that does not open under the fleet key stops the start, naming the entity,
 # and changes nothing.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 # legacy KEYFILE JSON_VALUE: the value sealed in the legacy format under that key.
 legacy() {

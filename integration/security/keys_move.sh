@@ -11,9 +11,9 @@
 #      echoes): refused, the password is nowhere;
 #   A4 between two entities of one tenant (provider fake's password into fake2's): refused.
 # A worker holds its tenant's key only: one configured with the fleet key does not start.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1
 start_worker worker-a

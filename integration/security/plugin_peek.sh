@@ -11,9 +11,9 @@
 # a uid of their own (worker.plugin_uids), so the kernel refuses every one of them (EACCES
 # or EPERM); acme's plugin then reads its whole task, marker included, and both jobs
 # succeed. Before the fix both ran as drover-plugin and beta read all of it.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 start_droverd 1
 setup_tenant # acme, $TOKEN its admin

@@ -10,9 +10,9 @@
 # (read, list, write, delete, create), a task naming acme run with beta's login is refused,
 # beta is refused the operator's pool it is not granted, and no tenant may create in pools/
 # itself (no squatting another's name); each time nothing changes.
-. "$DROVER_SOURCE_DIR/integration/plugins/plugins_lib.sh"
-. "$DROVER_SOURCE_DIR/integration/api/api_lib.sh"
-. "$DROVER_SOURCE_DIR/integration/engine/engine_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/plugins.sh"
+. "$DROVER_SOURCE_DIR/testlib/api.sh"
+. "$DROVER_SOURCE_DIR/testlib/engine.sh"
 
 R="$T/resources"
 mkdir -p "$R/pool"
@@ -49,15 +49,14 @@ wait_until 60 "droverd to make the tenants' pools" let_in
 # plugin's environment.
 ptask() {
   local prov
-  prov=$(jq -cn --argjson hosts "$hosts" --rawfile key "$T/pool_key" \
+  prov=$(jq -cn --argjson hosts "$hosts" --rawfile key "$T/pool_key" --arg wipe "$R/pool/wipe.sh" \
     '{name: "rack-a", providertype: "ssh-pool", hosts: $hosts, private_key: $key,
-      wipe_script: "pool/wipe.sh"}')
+      wipe_script: $wipe}')
   CLUSTER_ID=c9 task "$1" "$2" 1 1 ".config.provider = $prov |
     .zookeeper = {hosts: \"$DROVER_ZK\", digest: \"$(cat "$3")\", acl_owner: \"$DROVERD_ID\",
                   acl_readers: \"$OPS_ID\"} | ${4:-.}"
 }
 pool() { DROVER_ZK_DIGEST_FILE='' DROVER_ZK_HOSTS='' run "$POOL"; }
-claims() { zk ls "$1" 2> /dev/null | sort; }
 A=/drover/pools/acme/rack-a/claims
 S=/drover/pools/_operator/rack-s/claims
 shared='.config.provider.shared = true | .config.provider.pool = "rack-s"'

@@ -15,9 +15,9 @@
 #      deleted when droverd starts.
 # Two droverd nodes run, each with its pool janitor: every marker is handled by exactly one of
 # them (the other finds it gone), never twice.
-. "$DROVER_SOURCE_DIR/integration/plugins/plugins_lib.sh"
-. "$DROVER_SOURCE_DIR/integration/api/api_lib.sh"
-. "$DROVER_SOURCE_DIR/integration/engine/engine_lib.sh"
+. "$DROVER_SOURCE_DIR/testlib/plugins.sh"
+. "$DROVER_SOURCE_DIR/testlib/api.sh"
+. "$DROVER_SOURCE_DIR/testlib/engine.sh"
 
 R="$T/resources"
 mkdir -p "$R/pool"
@@ -44,9 +44,9 @@ export DROVER_ZK_DIGEST_FILE="$T/ops.digest" # the zk helper reads as the operat
 stask() {
   local prov login
   [ "$3" = acme ] && login=$ACME_ZK || login=$BETA_ZK
-  prov=$(jq -cn --argjson hosts "$hosts" --rawfile key "$T/pool_key" \
+  prov=$(jq -cn --argjson hosts "$hosts" --rawfile key "$T/pool_key" --arg wipe "$R/pool/wipe.sh" \
     '{name: "rack-s", providertype: "ssh-pool", hosts: $hosts, private_key: $key,
-      wipe_script: "pool/wipe.sh", shared: true}')
+      wipe_script: $wipe, shared: true}')
   CLUSTER_ID=c9 task "$1" "$2" 1 1 ".config.provider = $prov | .tenant = \"$3\" |
     .zookeeper = {hosts: \"$DROVER_ZK\", digest: \"$(cat "$login")\", acl_owner: \"$DROVERD_ID\",
                   acl_readers: \"$OPS_ID\"}"
@@ -54,7 +54,6 @@ stask() {
 pool() { DROVER_ZK_DIGEST_FILE='' DROVER_ZK_HOSTS='' run "$POOL"; }
 S=/drover/pools/_operator/rack-s/claims
 REL=/drover/pools/_operator/rack-s/released
-claims() { zk ls "$S" 2> /dev/null | sort; }
 markers() { zk ls "$REL" 2> /dev/null; }
 claim_of() { zk get "$S/$1" 2> /dev/null; }
 # logged EVENT HOST: how many times the droverd nodes logged EVENT for HOST, both together.
@@ -65,8 +64,8 @@ stask create a-1 acme | pool || fail "acme: create: $(last .message)"
 HA=$(host_of)
 stask create b-1 beta | pool || fail "beta: create: $(last .message)"
 HB=$(host_of)
-[ -n "$HA" ] && [ -n "$HB" ] && [ "$HA" != "$HB" ] && [ "$(claims | wc -l)" = 2 ] ||
-  fail "two claims, one a tenant: $(claims)"
+[ -n "$HA" ] && [ -n "$HB" ] && [ "$HA" != "$HB" ] && [ "$(claims "$S" | wc -l)" = 2 ] ||
+  fail "two claims, one a tenant: $(claims "$S")"
 A_BEFORE=$(claim_of "$HA")
 
 # 1. and the forgery of 2., with each tenant's own login.
@@ -104,7 +103,7 @@ print(beta.create(f"{REL}/{ha}-", b"{}", sequence=True))
 PY
 MARK=$(/usr/bin/python3 "$T/tries.py" "$DROVER_ZK" "$ACME_ZK" "$BETA_ZK" "$S" "$REL" "$HA" "$HB") ||
   fail "a tenant deleted or changed a claim of the shared pool, or could not make a marker (above)"
-[ "$(claims | wc -l)" = 2 ] || fail "claims changed: $(claims)"
+[ "$(claims "$S" | wc -l)" = 2 ] || fail "claims changed: $(claims "$S")"
 pass "no tenant deletes a claim of the shared pool, its own included, nor sets another's (NOAUTH)"
 
 marker_gone() { ! markers | grep -qx "${MARK##*/}"; }
@@ -114,7 +113,7 @@ no_markers() { [ -z "$(markers)" ]; }
 wait_until 60 "droverd to remove beta's marker that names no claim" no_markers
 [ "$(cat "$T"/droverd-[12].log | grep -c 'event=pool-marker-bad pool=_operator/rack-s marker=evil')" = 1 ] ||
   fail "no pool-marker-bad for the marker that names no claim"
-[ "$(claims | wc -l)" = 2 ] || fail "claims changed: $(claims)"
+[ "$(claims "$S" | wc -l)" = 2 ] || fail "claims changed: $(claims "$S")"
 [ "$(logged pool-release-forged "$HA")" = 1 ] ||
   fail "pool-release-forged logged $(logged pool-release-forged "$HA") times, not once"
 pass "a release beta forges for acme's claim, and a marker naming no claim, are removed and logged; acme's claim stays"
@@ -122,7 +121,7 @@ pass "a release beta forges for acme's claim, and a marker naming no claim, are 
 # 3. acme's own release, through the plugin: droverd deletes the claim, beta may claim it.
 stask delete a-1 acme | pool || fail "acme: delete: $(last .message)"
 last .message | grep -q "released it to pool rack-s" || fail "acme: delete: $(last .message)"
-claim_gone() { ! claims | grep -qx "$1"; }
+claim_gone() { ! claims "$S" | grep -qx "$1"; }
 wait_until 60 "droverd to free acme's released claim" claim_gone "$HA"
 [ "$(logged pool-claim-freed "$HA")" = 1 ] ||
   fail "pool-claim-freed logged $(logged pool-claim-freed "$HA") times, not once"

@@ -11,8 +11,8 @@
 # (API, CLI) over api.max_heavy_per_tenant, refused (422 naming it) at or above the node's
 # api.heavy_threads, so that one tenant never holds them all; the tenant's own applies at once.
 # No worker runs: the jobs stay unfinished, which is what the jobs quota counts.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
 
 start_api_node droverd-a
 for t in acme globex; do

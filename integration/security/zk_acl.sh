@@ -15,12 +15,12 @@
 # run record: each NOAUTH, nothing changed; a beta worker set to serve acme's queue is refused
 # and logs it. `drover zk` reads with the operator's credentials and is refused without them;
 # the job then ends well.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 zk_logins intruder
-# start_worker gives the workers their tenant's identity (engine_lib.sh).
+# start_worker gives the workers their tenant's identity (testlib/engine.sh).
 ZK_DROVERD_ID=$DROVERD_ID
 ZK_READERS=$OPS_ID
 ACME_ZK=$(worker_zk_file acme)

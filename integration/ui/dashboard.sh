@@ -11,9 +11,9 @@
 #
 # Screenshots: $DROVER_KEEP_LOGS/ui-dashboard/ when set (where CI keeps logs), else
 # $DROVER_UI_SHOTS, else build/ui-screenshots.
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../api/api_lib.sh"
-. "$(dirname "$0")/../engine/engine_lib.sh"
+. "$(dirname "$0")/../../testlib/test-lib.sh"
+. "$(dirname "$0")/../../testlib/api.sh"
+. "$(dirname "$0")/../../testlib/engine.sh"
 
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 [ -x "$CHROMIUM" ] || fail "no $CHROMIUM (scripts/deps installs the chromium package)"

@@ -17,10 +17,13 @@
  */
 #include "sshc.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -150,10 +153,64 @@ static int check_host_key(struct sshc *c, const struct sshc_opts *o, struct drv_
     if (!o->host_key || !*o->host_key)
         return drv_err_set(err, DRV_EPERM, 0, "no expected host key for %s (no trust on first use)",
                            c->peer);
+    /* Not the key the host offered: whoever named the address (a tenant's pool host) would
+       learn the fingerprint of any host the worker reaches (an oracle). */
     if (strcmp(c->fp, o->host_key) != 0)
+        return drv_err_set(err, DRV_EPERM, 0, "host key of %s does not match the one expected (%s)",
+                           c->peer, o->host_key);
+    return 0;
+}
+
+/* a (network order, 16 bytes for v6) as IPv4 when it is one or an IPv4-mapped v6. */
+static bool as_v4(int family, const unsigned char *a, struct in_addr *v4)
+{
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (family == AF_INET) {
+        memcpy(v4, a, 4);
+        return true;
+    }
+    if (memcmp(a, mapped, 12) == 0) {
+        memcpy(v4, a + 12, 4);
+        return true;
+    }
+    return false;
+}
+
+int sshc_node_address(const char *host, struct drv_err *err)
+{
+    unsigned char a[16];
+    struct in_addr v4;
+    int family = 0;
+    if (host && inet_pton(AF_INET, host, a) == 1)
+        family = AF_INET;
+    else if (host && inet_pton(AF_INET6, host, a) == 1)
+        family = AF_INET6;
+    if (!family)
         return drv_err_set(err, DRV_EPERM, 0,
-                           "host key of %s does not match: expected %s, got %s %s", c->peer,
-                           o->host_key, c->type, c->fp);
+                           "refusing to connect to \"%.80s\": a node is reached at the address "
+                           "its provider reported, not a name",
+                           host ? host : "");
+    bool is4 = as_v4(family, a, &v4);
+    static const unsigned char any6[16], lo6[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    bool own = is4 ? (v4.s_addr == htonl(INADDR_ANY) || v4.s_addr == htonl(INADDR_LOOPBACK))
+                   : (memcmp(a, any6, 16) == 0 || memcmp(a, lo6, 16) == 0);
+    struct ifaddrs *ifs = NULL;
+    if (!own && getifaddrs(&ifs) == 0) {
+        for (struct ifaddrs *i = ifs; i && !own; i = i->ifa_next) {
+            if (!i->ifa_addr)
+                continue;
+            if (i->ifa_addr->sa_family == AF_INET && is4)
+                own = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == v4.s_addr;
+            else if (i->ifa_addr->sa_family == AF_INET6 && !is4)
+                own = memcmp(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, a, 16) == 0;
+        }
+        freeifaddrs(ifs);
+    }
+    if (own)
+        return drv_err_set(err, DRV_EPERM, 0,
+                           "refusing to connect to %s: an address of this host (the worker's), "
+                           "never a node's",
+                           host);
     return 0;
 }
 
@@ -173,6 +230,8 @@ struct sshc *sshc_connect(const struct sshc_opts *o, struct drv_err *err)
                     "refusing to authenticate to a host whose key is unchecked");
         return NULL;
     }
+    if (o->nodes_only && sshc_node_address(o->host, err) != 0)
+        return NULL;
     struct sshc *c = xcalloc(1, sizeof(*c));
     c->fd = -1;
     c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;

@@ -37,6 +37,9 @@ struct sshc_opts {
     const char *host_key;      /* the expected fingerprint "SHA256:..."; see accept_any_host_key */
     const char *host_key_type; /* "ssh-ed25519" etc.: ask the server for this type; NULL: any */
     bool accept_any_host_key;  /* probes only (user must be NULL): learn the key, check nothing */
+    bool nodes_only;           /* refuse a host that is not a node's address: a name, an
+                                  unspecified address or one of this host's own
+                                  (sshc_node_address); the ssh automator's, ssh-pool's */
     int timeout_ms;            /* bound of each blocking step and of a command run with
                                   timeout 0; 0 means 10000 (plugin_ssh_timeout_ms) */
 };
@@ -46,10 +49,20 @@ struct sshc;
 /*
  * Connect, handshake, check the host key and authenticate. Returns NULL with
  * err filled: "connect to 127.0.0.9:22: connection refused", "host key of
- * 10.0.0.5:22 does not match: expected SHA256:..., got SHA256:...", "ssh key
- * authentication as root on 10.0.0.5:22 refused".
+ * 10.0.0.5:22 does not match the one expected (SHA256:...)" (never the key the
+ * host offered: a tenant that names an address would learn it, an oracle),
+ * "ssh key authentication as root on 10.0.0.5:22 refused".
  */
 struct sshc *sshc_connect(const struct sshc_opts *o, struct drv_err *err);
+
+/*
+ * Whether host may be connected to as a node (issue 32): a numeric IPv4 or IPv6
+ * address that is neither unspecified (0.0.0.0, ::) nor one of this host's own
+ * (its interfaces' addresses, 127.0.0.1 and ::1 always, an IPv4-mapped form
+ * too): the worker's host is no node, and its sshd no tenant's. 0, or
+ * DRV_EPERM with err naming the address.
+ */
+int sshc_node_address(const char *host, struct drv_err *err);
 
 /* The server's host key fingerprint and type ("ssh-ed25519"); owned by c. */
 const char *sshc_host_key(const struct sshc *c);

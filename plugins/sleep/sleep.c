@@ -19,9 +19,12 @@
  *                "file": path}: the matching tasks wait, after their start, until path
  *                exists (a test's gate; a path never made holds them for ever)
  *   exclusive_dir  hold an exclusive flock on <dir>/<job>-<phase><index>.lock
- *                while running; if another attempt of the task holds it, two
- *                attempts overlap: append "OVERLAP <taskId>" to <dir>/overlaps
- *                and fail
+ *                while running (the file names the holder's pid); if another
+ *                attempt of the task holds it and runs, two attempts overlap:
+ *                append "OVERLAP <taskId>" to <dir>/overlaps and fail; if the
+ *                holder is stopped (SIGSTOP: frozen with its worker, a host
+ *                suspend's stand-in), append "WAITED <taskId>" to <dir>/waits
+ *                and wait for the lock (its guard kills it when it wakes)
  *   record_dir   append "<taskId> <task> <start ms> <end ms> <ok|failed> <cleanup>" to
  *                <dir>/runs.log when done (one write, O_APPEND); cleanup is the
  *                task's "cleanup" flag, 0 or 1
@@ -37,6 +40,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +53,26 @@
 #include "clock.h"
 
 static json_t *task;
+
+/* Is the process whose pid the lock file names stopped (SIGSTOP: state T or t)? */
+static bool holder_frozen(int fd)
+{
+    char buf[32] = {0}, path[64], stat[512];
+    if (pread(fd, buf, sizeof(buf) - 1, 0) <= 0)
+        return false;
+    long pid = strtol(buf, NULL, 10);
+    if (pid <= 0)
+        return false;
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *rp = strrchr(stat, ')'); /* "pid (comm) S ...": comm may hold spaces */
+    return rp && rp[1] == ' ' && (rp[2] == 'T' || rp[2] == 't');
+}
 
 /* The parameter named key: the action's fields first, then config.cluster.sleep. */
 static json_t *param(const char *key)
@@ -168,11 +192,30 @@ int main(void)
         snprintf(path, sizeof(path), "%s/%s.lock", xdir, key);
         lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         if (lock_fd >= 0 && flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-            char line[512];
-            snprintf(line, sizeof(line), "OVERLAP %s %s\n", task_id, str("task"));
-            append_line(xdir, "overlaps", line);
-            reply(0, NULL, "another attempt of this task is running");
-            return 1;
+            /* Held by an attempt that is frozen (a host-suspend stand-in: scripts/chaos
+               suspend): it does not run, and its guard kills it when it wakes (its lease
+               ran out): wait for that, as a retry on another host waits for a shared
+               resource its sleeping holder cannot use. Held by one that runs: an overlap. */
+            if (holder_frozen(lock_fd)) {
+                char line[512];
+                snprintf(line, sizeof(line), "WAITED %s %s\n", task_id, str("task"));
+                append_line(xdir, "waits", line);
+                flock(lock_fd, LOCK_EX);
+                start = clock_wall_ms();
+            } else {
+                char line[512];
+                snprintf(line, sizeof(line), "OVERLAP %s %s\n", task_id, str("task"));
+                append_line(xdir, "overlaps", line);
+                reply(0, NULL, "another attempt of this task is running");
+                return 1;
+            }
+        }
+        if (lock_fd >= 0) {
+            /* The holder's pid, for a later attempt's holder_frozen. */
+            char pid[32];
+            int n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+            if (ftruncate(lock_fd, 0) != 0 || pwrite(lock_fd, pid, (size_t)n, 0) != n)
+                fprintf(stderr, "sleep: cannot write the lock's holder\n");
         }
     }
     fprintf(stderr, "sleep: %s %s on %s\n", name, str("task"), str("nodeId"));

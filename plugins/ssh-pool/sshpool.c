@@ -4,7 +4,8 @@
  *
  * Provider fields: "hosts" (address, port, user, host_key, hostname), the
  * pool's own key ("private_key", sensitive; "public_key"), "wipe_script" (a
- * resource path) and "pool" (the claims' name, default the provider's name).
+ * script on the worker's host: the operator's, from worker.provider_settings) and
+ * "pool" (the claims' name, default the provider's name).
  *
  * A host's life in the pool:
  *
@@ -61,7 +62,7 @@ struct pool {
     struct pool_host *hosts;
     size_t n;
     const char *key, *pubkey; /* the pool's own key pair */
-    const char *wipe;         /* resource path or NULL */
+    const char *wipe;         /* the operator's script on this host, or NULL */
 };
 
 /* What check() and open() make of the task, for the actions. */
@@ -115,10 +116,15 @@ static int pool_parse(json_t *prov, struct pool *p, struct drv_err *err)
     if (!p->key || !*p->key)
         return drv_err_set(err, DRV_EINVAL, 0,
                            "provider field \"private_key\" (the pool's key) is missing");
+    /* The operator's (worker.provider_settings; the worker drops a tenant's, droverd refuses
+       it in an entity): a host's wipe decides what the next node, maybe another tenant's,
+       finds there, so no tenant writes it. */
     p->wipe = json_string_value(json_object_get(prov, "wipe_script"));
-    if (p->wipe && (!*p->wipe || p->wipe[0] == '/' || strstr(p->wipe, "..")))
+    if (p->wipe && (p->wipe[0] != '/' || strstr(p->wipe, "/../")))
         return drv_err_set(err, DRV_EINVAL, 0,
-                           "provider field \"wipe_script\": expected a path in the resources");
+                           "provider field \"wipe_script\": expected an absolute path of a script "
+                           "on the worker's host, which the operator names in "
+                           "worker.provider_settings (no longer a path in the tenant's resources)");
     return 0;
 }
 
@@ -143,6 +149,8 @@ static struct sshc *host_connect(const struct plugin_task *t, struct pool *p, st
         .host_key = h->fp,
         .host_key_type = h->type[0] ? h->type : NULL,
         .timeout_ms = 15000,
+        /* A pool's hosts are the tenant's to list: never this host itself (issue 32). */
+        .nodes_only = true,
     };
     return sshc_connect(&o, err);
 }
@@ -397,15 +405,12 @@ static void do_delete(struct plugin_task *t, void *ctx, struct plugin_result *r)
         return;
     }
     if (p->wipe) {
-        const char *res = getenv("DROVER_RESOURCES");
-        char *local = res ? xasprintf("%s/%s", res, p->wipe) : NULL;
         size_t len = 0;
-        char *script = local ? plugin_read_file(local, 1 << 20, &len, &err) : NULL;
-        free(local);
+        char *script = plugin_read_file(p->wipe, 1 << 20, &len, &err);
         if (!script) {
             sshc_close(c);
-            plugin_result_fail(r, "delete: wipe script \"%s\" not found in resources \"%s\"",
-                               p->wipe, res ? res : "(DROVER_RESOURCES unset)");
+            plugin_result_fail(r, "delete: wipe script \"%s\": %s (the host stays claimed)",
+                               p->wipe, err.msg);
             return;
         }
         char *q = plugin_sh_quote(wipe_sh);

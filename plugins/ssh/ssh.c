@@ -409,6 +409,7 @@ static struct sshc *connect_node(const struct plugin_task *t, struct drv_err *er
         .host_key = fp,
         .host_key_type = type ? type : (ty[0] ? ty : NULL),
         .timeout_ms = 15000,
+        .nodes_only = true, /* the facts' address only, never this host's (issue 32) */
     };
     if (plugin_ssh_timeout_ms(t, 15000, &o.timeout_ms, err) != 0)
         return NULL;

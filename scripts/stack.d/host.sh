@@ -3,7 +3,7 @@
 # nodes that tests and scripts/run made, the tests' address-range reservations, and the
 # sweep of stacks whose owner died. Sourced by scripts/stack (common.sh first).
 #
-# Container nodes: a stack whose tests (integration/plugins/container_lib.sh) or whose
+# Container nodes: a stack whose tests (testlib/container.sh) or whose
 # scripts/run made container nodes has their host settings in DIR/host.conf
 # (container.root, container.bridge). `down` deletes every node of that root through the
 # container plugin's own delete, by the node's name (its container, overlay mount, veth,
@@ -52,7 +52,7 @@ sweep_containers() {
   return 0
 }
 
-# release_nets: the test address ranges (integration/plugins/*_lib.sh) reserved for DIR.
+# release_nets: the test address ranges (testlib/plugins.sh, container.sh) reserved for DIR.
 release_nets() {
   local o
   for o in /tmp/drover-container-nets/*/owner /tmp/drover-loopback-nets/*/owner; do

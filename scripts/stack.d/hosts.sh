@@ -6,7 +6,7 @@
 #
 # The network: 10.252.N.0/24, N (1-250) reserved machine-wide for the stack by an atomic
 # mkdir of /tmp/drover-hosts-nets/N (its owner file names DIR), as the tests' node ranges are
-# (integration/plugins/plugins_lib.sh reserve_slot); the container nodes keep 10.251.0.0/24.
+# (testlib/plugins.sh reserve_slot); the container nodes keep 10.251.0.0/24.
 # The bridge drvhN lives in the machine's own namespace with 10.252.N.1, the operator's
 # address: the tests, `drover` and curl reach every host from there, and netfault never cuts
 # it. Forwarding is off on the bridge and no host has a default route, so nothing leaves the

@@ -5,8 +5,12 @@
 #
 # PostgreSQL runs as the unprivileged user "postgres" when invoked as root
 # (initdb refuses root); the database "drover" belongs to the superuser
-# "drover" and is reached over TCP on 127.0.0.1 with trust auth: this is a
-# developer's and a test's stack, not a production one.
+# "drover", reached over TCP on 127.0.0.1. Every connection, the local socket's
+# included, needs the superuser's password (scram-sha-256; issue 32: no local
+# user is trusted): a random one per stack, in DIR/pg.pass (0600, a libpq
+# password file: DROVER_PG names it with passfile=, and stack.env exports it as
+# PGPASSFILE, so that psql, psycopg2 and droverd started from the stack's
+# environment find it).
 #
 # --ha: PostgreSQL made highly available by Patroni on the stack's own
 # ZooKeeper ensemble (implies --ensemble): N PostgreSQL servers (--pg-nodes,
@@ -28,6 +32,27 @@
 # workers keep the plain, digest-authenticated port (DROVER_ZK); the TLS
 # ports are DROVER_ZK_TLS.
 
+# pg_password: the stack's PostgreSQL password (made once, 0600, with DIR/pg.pass, the libpq
+# password file that holds it for the superuser drover and the replication user).
+pg_password() {
+  if [ ! -s "$dir/pg.password" ]; then
+    (
+      umask 077
+      openssl rand -hex 16 > "$dir/pg.password"
+      printf '*:*:*:drover:%s\n*:*:*:replicator:%s\n' "$(cat "$dir/pg.password")" \
+        "$(cat "$dir/pg.password")" > "$dir/pg.pass"
+    )
+  fi
+  cat "$dir/pg.password"
+}
+
+# pg_as_psql ARGS...: psql as the postgres user (when we are root) with the stack's password.
+pg_as_psql() {
+  local as=()
+  [ "$(id -u)" = 0 ] && as=(runuser -u postgres --)
+  "${as[@]}" env PGPASSWORD="$(pg_password)" "$(pg_bindir)/psql" "$@"
+}
+
 start_pg() {
   local port=$1 addr=${2:-127.0.0.1}
   local pdir="$dir/pg"
@@ -47,8 +72,12 @@ start_pg() {
       case "$(stat -c %A "$d" | cut -c10)" in x | t) ;; *) chmod o+x "$d" ;; esac
     done
   fi
-  "${as[@]}" "$bin/initdb" -D "$pdir/data" -U drover --auth=trust -E UTF8 --locale=C.UTF-8 \
-    > "$pdir/initdb.log" 2>&1 || { cat "$pdir/initdb.log" >&2; die "initdb failed"; }
+  # The superuser's password, for initdb in a file of postgres's own, removed after.
+  (umask 077 && pg_password > "$pdir/initdb.pw")
+  [ "$(id -u)" = 0 ] && chown postgres: "$pdir/initdb.pw"
+  "${as[@]}" "$bin/initdb" -D "$pdir/data" -U drover --auth=scram-sha-256 --pwfile="$pdir/initdb.pw" \
+    -E UTF8 --locale=C.UTF-8 > "$pdir/initdb.log" 2>&1 || { cat "$pdir/initdb.log" >&2; die "initdb failed"; }
+  rm -f "$pdir/initdb.pw"
   cat >> "$pdir/data/postgresql.conf" <<EOF
 listen_addresses = '$addr'
 port = $port
@@ -67,15 +96,14 @@ EOF
       >> "$pdir/data/postgresql.conf"
   fi
   # On hosts, the other hosts (and the operator's address) reach it through the bridge.
-  if hosts_on; then echo "host all all $(hosts_net) trust" >> "$pdir/data/pg_hba.conf"; fi
+  if hosts_on; then echo "host all all $(hosts_net) scram-sha-256" >> "$pdir/data/pg_hba.conf"; fi
   host_prefix pg
   # setsid: the server leaves the caller's process group, so an interrupted
   # test runner's signal does not race with the reaper's orderly `down`.
   "${HX[@]}" "${as[@]}" setsid "$bin/pg_ctl" -D "$pdir/data" -l "$pdir/postgres.log" -w -t 60 start \
     > "$pdir/pg_ctl.log" 2>&1 || { cat "$pdir/postgres.log" >&2; die "postgres did not start"; }
   head -n 1 "$pdir/data/postmaster.pid" > "$dir/pids/pg.pid"
-  "${as[@]}" "$bin/psql" -h "$addr" -p "$port" -U drover -d postgres -qAtc 'CREATE DATABASE drover' \
-    > /dev/null
+  pg_as_psql -h "$addr" -p "$port" -U drover -d postgres -qAtc 'CREATE DATABASE drover' > /dev/null
 }
 
 pg_bindir() { printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1; }
@@ -231,24 +259,31 @@ postgresql:
   # for a spread one (minutes).
   basebackup:
     - checkpoint: fast
+  # Passwords on every connection (scram-sha-256), the local socket's included: the
+  # stack's (pg_password), for the superuser and the replication user alike.
   authentication:
     superuser:
       username: drover
+      password: '$(pg_password)'
     replication:
       username: replicator
+      password: '$(pg_password)'
   parameters:
     unix_socket_directories: '$pdir'
     log_min_messages: warning
+    password_encryption: scram-sha-256
   pg_hba:
-    - local all all trust
-    - host all all 127.0.0.1/32 trust
-    - host replication replicator 127.0.0.1/32 trust
+    - local all all scram-sha-256
+    - host all all 127.0.0.1/32 scram-sha-256
+    - host replication replicator 127.0.0.1/32 scram-sha-256
 EOF
   if hosts_on; then
     # On hosts, the other servers replicate and the clients connect through the bridge.
-    printf '    - host all all %s trust\n    - host replication replicator %s trust\n' \
+    printf '    - host all all %s scram-sha-256\n    - host replication replicator %s scram-sha-256\n' \
       "$(hosts_net)" "$(hosts_net)" >> "$pdir/patroni.yml"
   fi
+  chmod 600 "$pdir/patroni.yml" # (it holds the password: postgres's own)
+  [ "$(id -u)" = 0 ] && chown postgres: "$pdir/patroni.yml"
   echo "$pg_port $rest_port" > "$dir/pg$n.ports"
   launch_patroni "$n"
 }
@@ -319,11 +354,10 @@ ha_any_alive() {
 
 # ha_database_everywhere: every PostgreSQL server of the stack answers and has the database.
 ha_database_everywhere() {
-  local n pg rest as=()
-  [ "$(id -u)" = 0 ] && as=(runuser -u postgres --)
+  local n pg rest
   for n in $(seq 1 "$pg_nodes"); do
     read -r pg rest < "$dir/pg$n.ports"
-    [ -n "$("${as[@]}" "$(pg_bindir)/psql" "host=$(host_addr "pg$n") port=$pg user=drover dbname=postgres connect_timeout=2" -qAtc \
+    [ -n "$(pg_as_psql "host=$(host_addr "pg$n") port=$pg user=drover dbname=postgres connect_timeout=2" -qAtc \
       "SELECT 1 FROM pg_database WHERE datname = 'drover'" 2> /dev/null)" ] || return 1
   done
 }
@@ -351,9 +385,7 @@ start_ha() {
   read -r pg rest < "$dir/pg$p.ports"
   # The database, on the primary (the replicas get it by replication). Then wait for a
   # synchronous standby: in strict mode the primary accepts no write until one exists.
-  local as=()
-  [ "$(id -u)" = 0 ] && as=(runuser -u postgres --)
-  "${as[@]}" "$(pg_bindir)/psql" -h "$(host_addr "pg$p")" -p "$pg" -U drover -d postgres -qAtc 'CREATE DATABASE drover' \
+  pg_as_psql -h "$(host_addr "pg$p")" -p "$pg" -U drover -d postgres -qAtc 'CREATE DATABASE drover' \
     > /dev/null || { cmd_down; die "cannot create the database on pg$p"; }
   until ha_synced; do
     [ $SECONDS -lt $deadline ] || { tail -n 20 "$dir"/pg*/patroni.log >&2; cmd_down; die "no synchronous standby"; }
@@ -367,10 +399,10 @@ start_ha() {
     sleep 0.3
   done
   read -r pg rest < "$dir/pg$p.ports"
-  if [ -z "$("${as[@]}" "$(pg_bindir)/psql" -h "$(host_addr "pg$p")" -p "$pg" -U drover -d postgres -qAtc \
+  if [ -z "$(pg_as_psql -h "$(host_addr "pg$p")" -p "$pg" -U drover -d postgres -qAtc \
     "SELECT 1 FROM pg_database WHERE datname = 'drover'")" ]; then
     echo "stack: the database is not on the new primary pg$p: created again" >&2
-    "${as[@]}" "$(pg_bindir)/psql" -h "$(host_addr "pg$p")" -p "$pg" -U drover -d postgres -qAtc 'CREATE DATABASE drover' \
+    pg_as_psql -h "$(host_addr "pg$p")" -p "$pg" -U drover -d postgres -qAtc 'CREATE DATABASE drover' \
       > /dev/null || { cmd_down; die "cannot create the database on pg$p"; }
   fi
   # And on every replica: libpq tries the next host of a multi-host string only when a server
@@ -382,7 +414,7 @@ start_ha() {
     [ $SECONDS -lt $deadline ] || { tail -n 20 "$dir"/pg*/patroni.log >&2; cmd_down; die "the database did not reach every server"; }
     sleep 0.3
   done
-  echo "host=$hosts port=$ports dbname=drover user=drover connect_timeout=2 target_session_attrs=read-write"
+  echo "host=$hosts port=$ports dbname=drover user=drover connect_timeout=2 target_session_attrs=read-write passfile=$dir/pg.pass"
 }
 
 # stop_ha: each Patroni (it stops its postgres: fast shutdown), then any postgres left

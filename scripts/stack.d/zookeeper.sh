@@ -13,6 +13,9 @@
 # (ZOOKEEPER-4646, -4785; seen in the long chaos run, docs/operations.md). A
 # snapshot sync is written to the follower's disk before it acknowledges.
 #
+# Every server enforces ZooKeeper's quotas (zookeeper.enforceQuota=true): droverd sets a
+# hard quota on each tenant's subtrees (docs/security.md "ZooKeeper quotas").
+#
 # With --ha each server also has a TLS client port for Patroni (stack.d/postgres.sh,
 # make_tls): its ports are in ZK_SPORTS, listed as DROVER_ZK_TLS.
 
@@ -89,6 +92,7 @@ EOF
   "${HX[@]}" setsid java ${DROVER_ZK_JVM:--Xms32m -Xmx256m -XX:+UseSerialGC} -Dzookeeper.log.dir="$zdir" \
     -Dlog4j.configuration="file:$zdir/log4j.properties" -Dzookeeper.jmx.log4j.disable=true \
     -Dzookeeper.forceSnapshotSync=true -Dzookeeper.snapshotSizeFactor=-1 \
+    -Dzookeeper.enforceQuota=true \
     -cp "$cp" org.apache.zookeeper.server.quorum.QuorumPeerMain "$zdir/zoo.cfg" \
     > "$zdir/stdout.log" 2>&1 < /dev/null &
   echo $! > "$dir/pids/zk$n.pid"

@@ -4,7 +4,8 @@
  *
  * A provider entity is the tenant admin's; the worker that runs its tasks is the
  * operator's. Fields that name host programs, host paths or address ranges of the
- * workers' hosts (the loopback provider's root, network, port, sshd and unshare) are
+ * workers' hosts (the loopback provider's root, network, port, sshd and unshare), or
+ * that act on what other tenants get next (ssh-pool's shared and wipe_script) are
  * the operator's to set, in the workers' worker.provider_settings (sandbox.c); a
  * tenant entity that sets one is refused with 422 "host-field" naming it. The check
  * looks at the field's name only, never at the path it names, so the answer says
@@ -30,7 +31,9 @@ struct host_fields {
 
 static const struct host_fields host_fields[] = {
     {"loopback", {"root", "network", "port", "sshd", "unshare", NULL}},
-    {"ssh-pool", {"shared", NULL}}, /* an operator's pool: worker.provider_settings only */
+    /* shared: an operator's pool; wipe_script: a program run on hosts other tenants get
+       next (issue 32): worker.provider_settings only */
+    {"ssh-pool", {"shared", "wipe_script", NULL}},
 };
 
 bool api__loopback_allowed(const struct api_opts *o, const char *tenant)

@@ -104,6 +104,7 @@ struct node {
     int pub_draining, pub_drained, pub_pg;
     size_t pub_owned;
     int64_t pub_ms; /* when it was last written (monotonic) */
+    bool old_build; /* test hook: member data without "keeps_runs" (member_data) */
 };
 
 static int on_healthz(json_t **body, void *arg)
@@ -150,11 +151,26 @@ static int member_schema(void)
     return said;
 }
 
+static json_t *member_data_now(const struct node *n, size_t owned);
+
 static json_t *member_data(const struct node *n, size_t owned)
 {
     /* keeps_runs: this build keeps run records after their rows and merges them in the
        order they ended on resume (docs/engine.md): records are kept when every member says so. */
     /* postgres: this node reaches PostgreSQL (the others' engine_peers_serving). */
+    /* Test hook (DROVER_FAULT=member-old-build, docs/testing.md "Fault hooks"): the member
+       data of a build before "keeps_runs", so that a rolling upgrade's mixed ring can be
+       made with one build (integration/engine/old_member.sh). */
+    if (n->old_build) {
+        json_t *d = member_data_now(n, owned);
+        json_object_del(d, "keeps_runs");
+        return d;
+    }
+    return member_data_now(n, owned);
+}
+
+static json_t *member_data_now(const struct node *n, size_t owned)
+{
     return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:i, s:b, s:b, s:I, s:b, s:b}", "id",
                      n->conf.prog.node_id, "kind", "droverd", "http", n->conf.api.listen, "pid",
                      (json_int_t)getpid(), "started", (json_int_t)n->started, "host", n->host,
@@ -709,6 +725,11 @@ int main(int argc, char **argv)
     n.base = event_base_new();
     n.watch = loopwatch_new(n.base, MODULE, LOOPWATCH_WARN_MS);
     n.started = time(NULL);
+    char *old_build = fault_arg("member-old-build");
+    n.old_build = old_build != NULL;
+    if (old_build)
+        log_warn(MODULE, "event=fault-armed fault=member-old-build");
+    free(old_build);
     gethostname(n.host, sizeof(n.host) - 1);
     rc = run(&n);
     node_release(&n);

@@ -122,6 +122,9 @@ int coord__acl_build(struct coord_session *s, const struct coord_session_opts *o
     }
     s->acl_tenant_id = o->acl_tenant_id;
     s->acl_tenant_arg = o->acl_tenant_arg;
+    s->quota_znodes = o->tenant_quota_znodes;
+    s->quota_bytes = o->tenant_quota_bytes;
+    s->chrooted = o->chroot && *o->chroot;
     for (char *r = strtok_r(list, ",", &save); r; r = strtok_r(NULL, ",", &save)) {
         while (*r == ' ')
             r++;
@@ -386,12 +389,20 @@ struct tenant_add {
     char *tenant;
     char id[COORD_ACL_MAX_GRANT_ID + 1];
     unsigned tries;
+    int quota_step; /* subtrees whose quota is set: queues/<t>, then pools/<t> */
     coord_done_cb done;
     void *arg;
 };
 
+static void tenant_quota_next(struct tenant_add *a);
+
 static void tenant_add_end(struct tenant_add *a, int rc)
 {
+    if (rc == 0 && a->quota_step < 2 && (a->s->quota_znodes > 0 || a->s->quota_bytes > 0) &&
+        !a->s->chrooted) {
+        tenant_quota_next(a);
+        return;
+    }
     if (rc)
         log_warn(MOD, "event=acl-tenant-add-failed tenant=%s rc=%d", a->tenant, rc);
     else
@@ -467,6 +478,50 @@ static void tenant_pools_ready(int rc, void *arg)
         return;
     }
     coord_ensure_path(a->s, ZKPATH_MEMBERS_WORKER, tenant_members_ready, a);
+}
+
+/*
+ * The tenant's ZooKeeper quota (coord_session_opts.tenant_quota_*), on queues/<t> then
+ * pools/<t>: ZooKeeper keeps a subtree's quota at /zookeeper/quota/<path>, zookeeper_limits
+ * ("count=-1,bytes=-1,countHardLimit=N,byteHardLimit=B": the hard limits, which a server run
+ * with zookeeper.enforceQuota=true enforces) and zookeeper_stats (what the subtree holds:
+ * the server counts it when the znode is created, whatever it is created with, and keeps it
+ * since; so it is made once, never set). Every znode there is droverd's (its ACL: droverd
+ * all, the readers read), and so is /zookeeper/quota itself (coord_acl_fixup), so that no
+ * tenant lifts its own quota.
+ */
+static void tenant_quota_set(int rc, void *arg)
+{
+    struct tenant_add *a = arg;
+    if (rc == 0)
+        log_info(MOD, "event=zk-quota-set tenant=%s subtree=%s znodes=%ld bytes=%ld", a->tenant,
+                 a->quota_step == 1 ? "queues" : "pools", a->s->quota_znodes, a->s->quota_bytes);
+    tenant_add_end(a, rc);
+}
+
+static void tenant_quota_stats(int rc, void *arg)
+{
+    struct tenant_add *a = arg;
+    if (rc) {
+        tenant_add_end(a, rc);
+        return;
+    }
+    char *p = xasprintf("/zookeeper/quota%s/%s/zookeeper_limits",
+                        a->quota_step == 1 ? ZKPATH_QUEUES : ZKPATH_POOLS, a->tenant);
+    char *limits = xasprintf("count=-1,bytes=-1,countHardLimit=%ld,byteHardLimit=%ld",
+                             a->s->quota_znodes > 0 ? a->s->quota_znodes : -1,
+                             a->s->quota_bytes > 0 ? a->s->quota_bytes : -1);
+    coord_upsert(a->s, p, limits, tenant_quota_set, a);
+    free(limits);
+    free(p);
+}
+
+static void tenant_quota_next(struct tenant_add *a)
+{
+    const char *sub = a->quota_step++ == 0 ? ZKPATH_QUEUES : ZKPATH_POOLS;
+    char *stats = xasprintf("/zookeeper/quota%s/%s/zookeeper_stats", sub, a->tenant);
+    coord_ensure_path(a->s, stats, tenant_quota_stats, a);
+    free(stats);
 }
 
 /* Then pools/<t>: where its workers' ssh-pool plugin makes its pools (no tenant may create
@@ -753,6 +808,36 @@ static int fix(struct fixup *f, const char *path, const char *job_tenant, struct
     return out;
 }
 
+/*
+ * The tenants' quotas are droverd's: /zookeeper/quota (world all on a new ensemble) and
+ * every znode of /zookeeper/quota/drover get the base ACL (droverd all, the readers read),
+ * so no tenant's identity changes or deletes one (ZooKeeper checks a delete against the
+ * parent). A znode there droverd may not fix (made before by another identity, without
+ * droverd in its ACL) is logged, not fatal: the quota under it may be someone else's.
+ */
+static void fix_quotas(struct fixup *f)
+{
+    int seen = f->seen, changed = f->changed; /* counted apart from the /drover walk's */
+    struct ACL_vector base;
+    with_grant(&f->base, -1, NULL, &base);
+    int rc = zoo_set_acl(f->zh, "/zookeeper/quota", -1, &base);
+    free_vector(&base);
+    struct drv_err err;
+    drv_err_clear(&err);
+    if (rc == ZOK)
+        rc = zoo_exists(f->zh, "/zookeeper/quota" ZKPATH_ROOT, 0, NULL) == ZNONODE
+                 ? ZOK
+                 : (fix(f, "/zookeeper/quota" ZKPATH_ROOT, NULL, &err) ? err.lib_code : ZOK);
+    if (rc != ZOK)
+        log_error(MOD, "event=zk-quota-not-droverds path=/zookeeper/quota zrc=%d error=\"%s\"", rc,
+                  err.code ? err.msg : zerror(rc));
+    else
+        log_info(MOD, "event=zk-quota-fixup znodes=%d changed=%d", f->seen - seen,
+                 f->changed - changed);
+    f->seen = seen;
+    f->changed = changed;
+}
+
 /* The operator's granted pools' claims directories, made when missing (the walk then gives
    each its grant). */
 static int make_shared_pools(struct fixup *f, struct drv_err *err)
@@ -836,6 +921,9 @@ int coord_acl_fixup(const struct coord_session_opts *o, const char *root,
             out = make_shared_pools(&f, err);
         if (out == 0)
             out = fix(&f, root, NULL, err);
+        if (out == 0 && strcmp(root, ZKPATH_ROOT) == 0 && !(o->chroot && *o->chroot) &&
+            (o->tenant_quota_znodes > 0 || o->tenant_quota_bytes > 0))
+            fix_quotas(&f);
     }
     coord__acl_free(&tmp);
     zookeeper_close(zh);

@@ -29,6 +29,15 @@ const struct config_key coord_config_keys[] = {
                .help = "droverd: the operator's ssh-pool pools (\"shared\": true) and the "
                        "tenants granted each, POOL:TENANT+TENANT,...; only their workers reach "
                        "pools/_operator/POOL"),
+    CONFIG_KEY("zookeeper.tenant_quota_znodes", CONFIG_INT, struct coord_conf,
+               session.tenant_quota_znodes, .deflt = "250000", .min = 0, .max = 100000000,
+               .help = "droverd: ZooKeeper's hard quota of znodes in each tenant's queues/<t> "
+                       "and pools/<t> (0: none; enforced by servers run with "
+                       "-Dzookeeper.enforceQuota=true)"),
+    CONFIG_KEY("zookeeper.tenant_quota_bytes", CONFIG_SIZE, struct coord_conf,
+               session.tenant_quota_bytes, .deflt = "64m", .min = 0, .max = 1L << 40,
+               .help = "droverd: ZooKeeper's hard quota of data bytes in each tenant's "
+                       "queues/<t> and pools/<t> (0: none)"),
     CONFIG_KEY("zookeeper.session_timeout", CONFIG_DURATION, struct coord_conf,
                session.session_timeout_ms, .deflt = "10s", .min = 1000, .max = 60000,
                .help = "ZooKeeper session timeout"),

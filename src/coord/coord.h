@@ -123,6 +123,14 @@ struct coord_session_opts {
      * claims: coord_pool_janitor_new); no other tenant reaches it. NULL or "": none.
      */
     const char *acl_pool_grants;
+    /*
+     * droverd's, with acl_tenant_id and no chroot: the ZooKeeper quota (hard limits, znodes
+     * and data bytes; 0: none) on each tenant's subtrees queues/<t> and pools/<t>, set when
+     * the tenant is let in (coord_acl_tenant_add). ZooKeeper enforces them only with
+     * -Dzookeeper.enforceQuota=true (docs/operations.md); a create or set that would pass
+     * one fails there, the tenant's own, nobody else's.
+     */
+    long tenant_quota_znodes, tenant_quota_bytes;
     int session_timeout_ms;  /* 0 means 10000; the server clamps it to its limits */
     coord_state_cb on_state; /* NULL or called on every state change */
     void *arg;
@@ -504,6 +512,8 @@ struct coord_member_info {
     const char *id;   /* the znode name */
     const char *json; /* its data ("" when unreadable) */
     enum coord_member_proof proof;
+    int64_t czxid;   /* the znode's creation zxid (-1 unknown): a new incarnation differs */
+    int64_t session; /* its ephemeralOwner: the member's session id (0 unknown) */
 };
 
 /* members sorted by id; valid only during the call. */
@@ -514,7 +524,9 @@ struct coord_group;
 /*
  * Watch group: cb gets the whole member list once at first and after every
  * change (joins, leaves, data changes), and again after a new session. The
- * group path is created when missing.
+ * group path is created when missing. Cost: a join is one listing and one read of the
+ * newcomer, a leave one listing, a member's data change one read of that member (each
+ * member's data is read with a watch and kept until it fires); a new session reads all.
  */
 struct coord_group *coord_group_watch(struct coord_session *s, const char *group, coord_group_cb cb,
                                       void *arg);

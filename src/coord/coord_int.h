@@ -270,6 +270,8 @@ struct coord_session {
     char *acl_self;   /* this session's digest id, when it grants with it (acl_owner given) */
     int (*acl_tenant_id)(const char *tenant, char *id, size_t n, void *arg);
     void *acl_tenant_arg;
+    long quota_znodes, quota_bytes; /* coord_session_opts.tenant_quota_*: droverd's */
+    bool chrooted;
     struct coord__acl_grant *acl_grants; /* built ACLs, (tenant, perms), kept until free */
     struct coord__acl_bind *acl_binds;   /* job path -> tenant (coord_acl_bind) */
 };

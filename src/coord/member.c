@@ -8,9 +8,13 @@
  * re-created). After an expiry the NEW_SESSION listener creates it again with
  * the latest data.
  *
- * A group watch lists the children with a watch and reads each child's data
- * with a watch, all pipelined; any event (join, leave, data change, new
- * session) starts one more refresh, coalesced while one is in flight.
+ * A group watch keeps each member's data as last read with a watch (the cache) and
+ * reads only what changed: the children's watch (a join or a leave) lists the group and
+ * reads the members not in the cache; a member's data watch (an update) reads that
+ * member alone; a new session (every watch gone) lists and reads all. So a join costs
+ * each watcher two requests, not one per member (issue 37: a fleet of W forming cost
+ * O(W^2) reads per watcher before). Events that come while a refresh is in flight are
+ * coalesced into one more.
  *
  * A refresh reports only a complete view. A child gone between the listing
  * and its read (ZNONODE) has left; one this session may not read (ZNOAUTH:
@@ -19,9 +23,11 @@
  * run, the last good view stands, and the refresh is retried with backoff. So the ring never sees a
  * member vanish that did not leave.
  *
- *   IDLE --event--> LISTING --listed--> READING --all read--> IDLE (callback)
- *                     |                    |
- *                     +--failed--+---------+--a read failed--> RETRY --backoff--> LISTING
+ *   IDLE --children/new session--> LISTING --listed--> READING --all read--> IDLE (callback)
+ *     \--a member's data changed-------------------------^  |
+ *                     |                                      |
+ *                     +--failed--+---------------------------+--a read failed--> RETRY
+ *                                                              --backoff--> LISTING
  *
  * A checked watch (coord_group_watch_checked, droverd's view of the workers) also reads,
  * after a member's data, its ACL when its (czxid, named tenant) was not checked in the last
@@ -250,11 +256,23 @@ void coord_member_leave(struct coord_member *m)
 
 /* ---- group watch ------------------------------------------------------- */
 
-/* A member's proof as last checked: (id, czxid, tenant named) -> proof. */
-struct group_proof {
-    char *id, *tenant;
-    int64_t czxid;
+/*
+ * A member as last read. valid: its data was read with a watch that has not fired since,
+ * so it is what the server holds (the client library sets the watch again after a
+ * connection loss; a new session voids every entry). hidden: this session may not read it
+ * (NOAUTH: another tenant's worker), not in the view, not read again while it stays listed.
+ */
+struct gmember {
+    char *id;
+    char *data; /* NULL until read, or hidden */
+    bool valid, hidden, gone;
+    int64_t czxid, session;
+    struct coord__watch *reg; /* its registration in the session's registry */
+    /* coord_group_watch_checked: the proof of (czxid, tenant) as last checked */
+    char *tenant;
+    int64_t proof_czxid;
     enum coord_member_proof proof;
+    bool proof_known;
 };
 
 struct coord_group {
@@ -265,99 +283,133 @@ struct coord_group {
     void *arg;
     int refs;
     bool dead;
-    bool busy;   /* a refresh is in flight */
-    bool again;  /* an event came during it */
-    bool failed; /* a read of the refresh in flight failed: it is void */
+    bool busy;      /* a refresh is in flight */
+    bool again;     /* an event came during it */
+    bool failed;    /* a read of the refresh in flight failed: it is void */
+    bool need_list; /* the children changed (or nothing is known): list before reading */
     unsigned tries;
-    /* the refresh in flight */
-    size_t n, pending;
-    char **ids;
-    char **data;
-    struct group_proof *proofs; /* n of them, with field: this refresh's */
-    /* with field: the last complete refresh's proofs (the cache) */
-    struct group_proof *known;
-    size_t n_known;
+    size_t pending;
+    struct gmember *m; /* the cache, sorted by id */
+    size_t n;
+    struct coord__watch *dir_reg;
 };
 
-static void proofs_free(struct group_proof *p, size_t n)
+static void gmember_clear(struct coord_group *g, struct gmember *e)
 {
-    for (size_t i = 0; p && i < n; i++) {
-        free(p[i].id);
-        free(p[i].tenant);
-    }
-    free(p);
+    if (e->reg)
+        coord__reg_watch_del(&g->s->reg, e->reg);
+    free(e->id);
+    free(e->data);
+    free(e->tenant);
+    memset(e, 0, sizeof(*e));
 }
 
 static void group_unref(struct coord_group *g)
 {
     if (--g->refs > 0)
         return;
-    proofs_free(g->known, g->n_known);
+    for (size_t i = 0; i < g->n; i++) {
+        free(g->m[i].id);
+        free(g->m[i].data);
+        free(g->m[i].tenant);
+    }
+    free(g->m);
     free(g->field);
     free(g->path);
     free(g);
 }
 
-static void group_refresh(struct coord_group *g);
-
-static void group_clear(struct coord_group *g)
+/*
+ * Invariants (group_check_inv, DROVER_CHECKS): G1. the cache is sorted by id, each id
+ * once; G2. every entry has its registration; G3. while no refresh is in flight nothing
+ * is pending; G4. a valid entry is either hidden or has data.
+ */
+static void group_check_inv(const struct coord_group *g)
 {
+#if DRV_CHECKS
     for (size_t i = 0; i < g->n; i++) {
-        free(g->ids[i]);
-        free(g->data[i]);
+        COORD__ASSERT(g->m[i].id && g->m[i].reg);                        /* G2 */
+        COORD__ASSERT(i == 0 || strcmp(g->m[i - 1].id, g->m[i].id) < 0); /* G1 */
+        COORD__ASSERT(!g->m[i].valid || g->m[i].hidden || g->m[i].data); /* G4 */
     }
-    FREE_NULL(g->ids);
-    FREE_NULL(g->data);
-    proofs_free(g->proofs, g->n);
-    g->proofs = NULL;
-    g->n = 0;
+    COORD__ASSERT(g->busy || g->pending == 0); /* G3 */
+#else
+    (void)g;
+#endif
 }
 
-static int cmp_info(const void *a, const void *b)
+static struct gmember *group_find(struct coord_group *g, const char *id)
 {
-    return strcmp(((const struct coord_member_info *)a)->id,
-                  ((const struct coord_member_info *)b)->id);
+    size_t lo = 0, hi = g->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(g->m[mid].id, id);
+        if (c == 0)
+            return &g->m[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
 }
 
+static void group_refresh(struct coord_group *g);
 static void group_later(struct coord_group *g);
 
 static void group_finish(struct coord_group *g)
 {
     bool failed = g->failed;
+    /* Members gone between the listing and their read have left. */
+    size_t k = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->m[i].gone) {
+            gmember_clear(g, &g->m[i]);
+            continue;
+        }
+        g->m[k++] = g->m[i];
+    }
+    g->n = k;
     if (!g->dead && !failed) {
         struct coord_member_info *mi = xcalloc(g->n ? g->n : 1, sizeof(*mi));
-        size_t k = 0;
-        for (size_t i = 0; i < g->n; i++)
-            if (g->data[i]) /* NULL: gone between the list and the read: it left */
-                mi[k++] = (struct coord_member_info){.id = g->ids[i],
-                                                     .json = g->data[i],
-                                                     .proof = g->proofs ? g->proofs[i].proof
-                                                                        : COORD_MEMBER_UNCHECKED};
-        qsort(mi, k, sizeof(*mi), cmp_info);
-        g->tries = 0;
-        g->cb(mi, k, g->arg);
-        free(mi);
-        if (g->proofs) { /* this view's proofs are the next refresh's cache */
-            proofs_free(g->known, g->n_known);
-            g->known = g->proofs;
-            g->n_known = g->n;
-            g->proofs = NULL;
+        k = 0;
+        for (size_t i = 0; i < g->n; i++) {
+            const struct gmember *e = &g->m[i];
+            if (e->hidden || !e->data)
+                continue;
+            mi[k++] = (struct coord_member_info){
+                .id = e->id,
+                .json = e->data,
+                .proof = g->field && e->proof_known ? e->proof : COORD_MEMBER_UNCHECKED,
+                .czxid = e->czxid,
+                .session = e->session,
+            };
         }
+        g->tries = 0;
+        COORD__CHECK(group_check_inv, g);
+        g->cb(mi, k, g->arg); /* sorted: the cache is */
+        free(mi);
     }
-    group_clear(g);
     g->busy = false;
     g->failed = false;
     if (g->dead)
         return;
     if (failed) {
-        /* Keep the last good view; look again a little later. */
+        /* Keep the last good view; look again a little later (listing too). */
         log_info(MOD, "event=group-refresh-incomplete path=%s", g->path);
         g->again = false;
+        g->need_list = true;
         group_later(g);
     } else if (g->again) {
         g->again = false;
         group_refresh(g);
     }
+}
+
+static void group_done_one(struct coord_group *g)
+{
+    if (--g->pending == 0)
+        group_finish(g);
 }
 
 /* The member's ACL, read by droverd: proven when it grants WRITE to the exact worker id of
@@ -366,54 +418,56 @@ static void group_acl_got(struct coord__op *op)
 {
     struct coord_group *g = op->owner;
     size_t i = (size_t)op->tag;
-    if (i < g->n && g->proofs) {
-        struct group_proof *p = &g->proofs[i];
+    if (i < g->n && !g->dead) {
+        struct gmember *e = &g->m[i];
         char id[COORD_ACL_MAX_GRANT_ID + 1];
         if (op->rc == ZOK || op->rc == ZNOAUTH) { /* NOAUTH: made to hide from droverd */
-            bool ok = op->rc == ZOK && coord__acl_worker_id(g->s, p->tenant, id, sizeof(id)) &&
+            bool ok = op->rc == ZOK && coord__acl_worker_id(g->s, e->tenant, id, sizeof(id)) &&
                       coord__acl_strv_writer(op->strv, op->strc, id);
-            p->proof = ok ? COORD_MEMBER_PROVEN : COORD_MEMBER_UNPROVEN;
+            e->proof = ok ? COORD_MEMBER_PROVEN : COORD_MEMBER_UNPROVEN;
+            e->proof_known = true;
             if (!ok)
-                log_warn(MOD, "event=member-unproven path=%s/%s tenant=%s", g->path, p->id,
-                         p->tenant);
+                log_warn(MOD, "event=member-unproven path=%s/%s tenant=%s", g->path, e->id,
+                         e->tenant);
         } else if (op->rc == ZNONODE) {
-            FREE_NULL(g->data[i]); /* left meanwhile */
+            e->gone = true; /* left meanwhile */
         } else {
+            e->valid = false;
             g->failed = true;
         }
     }
-    if (--g->pending == 0)
-        group_finish(g);
+    if (!g->dead)
+        group_done_one(g);
     group_unref(g);
 }
 
-/* With field: the proof of member i, from the cache or from its ACL (pending one more). */
-static void group_check(struct coord_group *g, size_t i, int64_t czxid)
+/* With field: member i's proof, kept while its czxid and named tenant stay, else read from
+   its ACL (one more pending). */
+static void group_prove(struct coord_group *g, size_t i)
 {
-    struct group_proof *p = &g->proofs[i];
-    p->id = xstrdup(g->ids[i]);
-    p->czxid = czxid;
-    json_t *d = json_loads(g->data[i], 0, NULL);
+    struct gmember *e = &g->m[i];
+    json_t *d = json_loads(e->data, 0, NULL);
     const char *t = json_string_value(json_object_get(d, g->field));
-    p->tenant = xstrdup(t ? t : "");
+    t = t ? t : "";
+    bool same = e->proof_known && e->tenant && strcmp(e->tenant, t) == 0 &&
+                e->proof_czxid == e->czxid && e->proof != COORD_MEMBER_UNCHECKED;
+    free(e->tenant);
+    e->tenant = xstrdup(t);
     json_decref(d);
+    if (same)
+        return;
+    e->proof_czxid = e->czxid;
+    e->proof_known = true;
     if (!coord__acl_can_derive(g->s)) {
-        p->proof = COORD_MEMBER_UNCHECKED; /* no credentials, no fleet key: nothing to check */
+        e->proof = COORD_MEMBER_UNCHECKED; /* no credentials, no fleet key: nothing to check */
         return;
     }
-    if (!*p->tenant) {
-        p->proof = COORD_MEMBER_UNPROVEN;
+    if (!*e->tenant) {
+        e->proof = COORD_MEMBER_UNPROVEN;
         return;
     }
-    for (size_t k = 0; k < g->n_known; k++) {
-        const struct group_proof *q = &g->known[k];
-        if (strcmp(q->id, p->id) == 0 && q->czxid == czxid && strcmp(q->tenant, p->tenant) == 0 &&
-            q->proof != COORD_MEMBER_UNCHECKED) {
-            p->proof = q->proof;
-            return;
-        }
-    }
-    char *path = xasprintf("%s/%s", g->path, g->ids[i]);
+    e->proof_known = false;
+    char *path = xasprintf("%s/%s", g->path, e->id);
     struct coord__op *op = coord__op_new(g->s, group_acl_got, g);
     op->tag = (intptr_t)i;
     g->refs++;
@@ -426,15 +480,56 @@ static void group_got(struct coord__op *op)
 {
     struct coord_group *g = op->owner;
     size_t i = (size_t)op->tag;
-    if (op->rc == ZOK && i < g->n) {
-        g->data[i] = xstrdup(op->value);
-        if (g->proofs)
-            group_check(g, i, op->has_stat ? op->stat.czxid : -1);
-    } else if (op->rc != ZNONODE && op->rc != ZNOAUTH)
-        g->failed = true; /* NOAUTH: another tenant's worker, not this reader's to see */
-    if (--g->pending == 0)
-        group_finish(g);
+    if (g->dead) {
+        group_unref(g);
+        return;
+    }
+    if (i >= g->n) { /* cannot happen: the cache changes only between refreshes */
+        g->failed = true;
+        group_done_one(g);
+        group_unref(g);
+        return;
+    }
+    struct gmember *e = &g->m[i];
+    if (op->rc == ZOK) {
+        free(e->data);
+        e->data = xstrdup(op->value);
+        e->czxid = op->has_stat ? op->stat.czxid : -1;
+        e->session = op->has_stat ? op->stat.ephemeralOwner : 0;
+        e->hidden = false;
+        e->valid = true;
+        if (g->field)
+            group_prove(g, i);
+    } else if (op->rc == ZNONODE) {
+        e->gone = true; /* gone between the listing and its read: it left */
+    } else if (op->rc == ZNOAUTH) {
+        e->hidden = true; /* another tenant's worker, not this reader's to see */
+        e->valid = true;
+        FREE_NULL(e->data);
+    } else {
+        g->failed = true;
+    }
+    group_done_one(g);
     group_unref(g);
+}
+
+/* Read every member whose data is not known (or whose watch fired): the refresh's reads. */
+static void group_read_stale(struct coord_group *g)
+{
+    g->pending = 1; /* held while the reads are issued */
+    for (size_t i = 0; i < g->n; i++) {
+        struct gmember *e = &g->m[i];
+        if (e->valid || e->gone)
+            continue;
+        char *p = xasprintf("%s/%s", g->path, e->id);
+        struct coord__op *get = coord__op_new(g->s, group_got, g);
+        get->tag = (intptr_t)i;
+        g->refs++;
+        g->pending++;
+        coord__zk_get(get, p, true);
+        free(p);
+    }
+    group_done_one(g);
 }
 
 static void group_event(void *owner, int type, const char *path)
@@ -442,6 +537,20 @@ static void group_event(void *owner, int type, const char *path)
     struct coord_group *g = owner;
     if (g->dead)
         return;
+    if (!path || strcmp(path, g->path) == 0) {
+        g->need_list = true;
+        if (!path) /* a new session: every watch is gone */
+            for (size_t i = 0; i < g->n; i++)
+                g->m[i].valid = false;
+    } else {
+        struct gmember *e = group_find(g, coord__basename(path));
+        if (e)
+            e->valid = false;
+        /* Deleted: the group's children watch, set by the listing that found it, fires
+           too, and that listing says it left: nothing to read for it now. */
+        if (type == ZOO_DELETED_EVENT)
+            return;
+    }
     if (g->busy)
         g->again = true;
     else
@@ -462,6 +571,16 @@ static void group_later(struct coord_group *g)
     coord__timer(g->s, coord__backoff_ms(g->s, g->tries++), group_retry, g);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The listing: the cache becomes the listed members, in order. A member listed and known
+ * (valid) is not read again; one new, or whose watch fired, is read; one no longer listed
+ * has left.
+ */
 static void group_listed(struct coord__op *op)
 {
     struct coord_group *g = op->owner;
@@ -472,6 +591,7 @@ static void group_listed(struct coord__op *op)
     }
     if (op->rc != ZOK) {
         g->busy = false;
+        g->need_list = true;
         if (op->rc == ZNONODE) {
             coord_ensure_path(g->s, g->path, NULL, NULL);
         }
@@ -482,27 +602,32 @@ static void group_listed(struct coord__op *op)
         group_unref(g);
         return;
     }
-    g->n = (size_t)op->strc;
-    g->ids = xcalloc(g->n ? g->n : 1, sizeof(char *));
-    g->data = xcalloc(g->n ? g->n : 1, sizeof(char *));
-    if (g->field)
-        g->proofs = xcalloc(g->n ? g->n : 1, sizeof(*g->proofs));
-    g->pending = g->n;
-    g->failed = false;
-    coord__reg_watch_remove(&g->s->reg, g);
-    coord__reg_watch_add(&g->s->reg, g->path, COORD__WM_ANY, g, group_event);
-    for (size_t i = 0; i < g->n; i++) {
-        g->ids[i] = xstrdup(op->strv[i]);
-        char *p = xasprintf("%s/%s", g->path, op->strv[i]);
-        coord__reg_watch_add(&g->s->reg, p, COORD__WM_ANY, g, group_event);
-        struct coord__op *get = coord__op_new(g->s, group_got, g);
-        get->tag = (intptr_t)i;
-        g->refs++;
-        coord__zk_get(get, p, true);
+    size_t n = (size_t)op->strc;
+    qsort(op->strv, n, sizeof(char *), cmp_str);
+    struct gmember *m = xcalloc(n ? n : 1, sizeof(*m));
+    size_t k = 0, a = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && strcmp(op->strv[i - 1], op->strv[i]) == 0)
+            continue;
+        while (a < g->n && strcmp(g->m[a].id, op->strv[i]) < 0)
+            gmember_clear(g, &g->m[a++]); /* not listed: it left */
+        if (a < g->n && strcmp(g->m[a].id, op->strv[i]) == 0) {
+            m[k++] = g->m[a++];
+            continue;
+        }
+        struct gmember *e = &m[k++];
+        e->id = xstrdup(op->strv[i]);
+        char *p = xasprintf("%s/%s", g->path, e->id);
+        e->reg = coord__reg_watch_add(&g->s->reg, p, COORD__WM_ANY, g, group_event);
         free(p);
     }
-    if (g->n == 0)
-        group_finish(g);
+    while (a < g->n)
+        gmember_clear(g, &g->m[a++]);
+    free(g->m);
+    g->m = m;
+    g->n = k;
+    g->failed = false;
+    group_read_stale(g);
     group_unref(g);
 }
 
@@ -510,6 +635,16 @@ static void group_refresh(struct coord_group *g)
 {
     g->busy = true;
     g->again = false;
+    g->failed = false;
+    if (!g->need_list) {
+        g->refs++;
+        group_read_stale(g);
+        group_unref(g);
+        return;
+    }
+    g->need_list = false;
+    if (!g->dir_reg)
+        g->dir_reg = coord__reg_watch_add(&g->s->reg, g->path, COORD__WM_ANY, g, group_event);
     g->refs++;
     coord__zk_children(coord__op_new(g->s, group_listed, g), g->path, true);
 }
@@ -545,6 +680,7 @@ struct coord_group *coord_group_watch_checked(struct coord_session *s, const cha
     g->arg = arg;
     g->refs = 2;
     g->busy = true;
+    g->need_list = true;
     coord__reg_listener_add(&s->reg, g, group_session);
     coord_ensure_path(s, group, group_ready, g);
     return g;
@@ -557,5 +693,8 @@ void coord_group_free(struct coord_group *g)
     g->dead = true;
     coord__reg_listener_remove(&g->s->reg, g);
     coord__reg_watch_remove(&g->s->reg, g);
+    for (size_t i = 0; i < g->n; i++)
+        g->m[i].reg = NULL; /* removed above */
+    g->dir_reg = NULL;
     group_unref(g);
 }

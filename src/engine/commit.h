@@ -46,6 +46,15 @@ void engine__commit_unhold(struct ejob *j);
 /* Does PostgreSQL lack something this owner decided while ACTIVE (rows, key-values), and
  * can it take it now (its last write did not fail)? A handover writes that first. */
 bool engine__commit_pg_owed(const struct ejob *j);
+/* Kept run records (rows written, results in the log) that a member of an older build
+ * would merge in its listing's order: while the fleet does not keep them (engine.c,
+ * fleet_keeps_runs), a handover deletes them in a round before it lets the lock go
+ * (issue 33 item 4). True while some are owed, and then a round is on its way (kicked
+ * now, or by the retry timer after a failed one). False while PostgreSQL is down (no
+ * round goes out then). */
+bool engine__commit_runs_flush(struct ejob *j);
+/* How many run records are kept now (rows written, not deleted): for the logs. */
+size_t engine__commit_runs_kept(const struct ejob *j);
 
 /* Marks: the job row's phase and status; a node's key-values (props: the node's whole
  * key-values, borrowed: referenced here); the rollback plan's task rows. Each goes in the

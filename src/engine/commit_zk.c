@@ -363,6 +363,27 @@ static struct etxn *zk_build(struct ejob *j)
 
 static void zk_settled(struct etxn *t, bool applied);
 
+size_t engine__commit_runs_kept(const struct ejob *j)
+{
+    size_t pos = 0, n = 0;
+    void *v;
+    while (j->runs && strmap_next(j->runs, &pos, NULL, &v)) {
+        const struct erun *run = v;
+        n += run->recorded && !run->deleted;
+    }
+    return n;
+}
+
+bool engine__commit_runs_flush(struct ejob *j)
+{
+    struct ecommit *c = j->commit;
+    if (j->e->keep_runs || c->pg_down || engine__commit_runs_kept(j) == 0)
+        return false;
+    if (!c->retry_ev || !event_pending(c->retry_ev, EV_TIMEOUT, NULL))
+        engine__kick(j);
+    return true;
+}
+
 /* An answer for a job that has gone (lost or freed) meanwhile: drop the multi-op and the
  * answer's reference. True when it did. */
 static bool job_gone(struct etxn *t)
@@ -439,8 +460,9 @@ static void on_zk(const struct coord_txn_result *r, struct engine__zpart *z)
         engine__job_lost(j, "a version of the job's znodes moved: another owner wrote");
         etxn_free(t);
     } else {
-        log_warn(MOD, "event=job-zk-write-failed job=%s error=%s op=%d", j->id, drv_strerror(r->rc),
-                 r->failed_op);
+        /* zrc -125: the tenant's ZooKeeper quota (docs/security.md "ZooKeeper quotas"). */
+        log_warn(MOD, "event=job-zk-write-failed job=%s error=%s op=%d zrc=%d", j->id,
+                 drv_strerror(r->rc), r->failed_op, r->zrc);
         zk_settled(t, false);
         engine__commit_retry_later(j); /* not at once: what failed may fail again */
     }

@@ -11,9 +11,10 @@ const struct config_key engine_config_keys[] = {
     CONFIG_KEY("engine.max_failures", CONFIG_INT, struct engine_opts, max_failures, .deflt = "3",
                .min = 1, .max = 60,
                .help = "failed attempts of a task before it gives up and the job fails"),
-    CONFIG_KEY("engine.max_in_flight", CONFIG_INT, struct engine_opts, max_in_flight, .deflt = "0",
-               .min = 0, .max = 1000000,
-               .help = "tasks queued or running per job (0: only the plan's limits)"),
+    CONFIG_KEY("engine.max_in_flight", CONFIG_INT, struct engine_opts, max_in_flight,
+               .deflt = "1000", .min = 0, .max = 1000000,
+               .help = "tasks queued or running per job, each a queue item in ZooKeeper "
+                       "(0: only the plan's limits, no bound on ZooKeeper's share)"),
     CONFIG_KEY_NOT(
         "engine.rollback", struct engine_opts, no_rollback, .deflt = "true",
         .help = "roll a failed or cancelled job back (false: leave it failed, for debugging)"),

@@ -49,7 +49,8 @@ struct model_catcache;
 struct engine_opts {
     const char *node_id;      /* this droverd's member id in /drover/members/droverd (required) */
     unsigned max_failures;    /* failed attempts before a task gives up (0: 3) */
-    unsigned max_in_flight;   /* tasks queued or running per job (0: only the plan's limits) */
+    unsigned max_in_flight;   /* tasks queued or running per job (0: only the plan's limits;
+                                 engine.max_in_flight's default is 1000) */
     bool no_rollback;         /* leave a failed job "failed" instead of rolling it back */
     size_t txn_budget;        /* bytes of one ZooKeeper multi-op (0: 256 KiB) */
     int task_timeout_ms;      /* time limit given to workers (0: the plugin's own) */

@@ -228,6 +228,12 @@ void engine__job_idle(struct ejob *j)
             engine__kick(j); /* pg_done calls here again */
             return;
         }
+        /* A member of an older build joined: the kept records go first, or that owner
+           would merge them in its listing's order (zk_settled calls here again). */
+        if (engine__commit_runs_flush(j))
+            return;
+        log_info(MOD, "event=job-handed-over job=%s runs_kept=%zu keep_runs=%d", j->id,
+                 engine__commit_runs_kept(j), (int)j->e->keep_runs);
         j->e->stats.handed_over++;
         engine__observe_handover(j);
         engine__job_release(j);

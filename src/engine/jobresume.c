@@ -43,6 +43,8 @@
 #include "xalloc.h"
 #include "zkpath.h"
 
+#include <zookeeper/zookeeper.h>
+
 #define MOD "engine"
 
 /* ---- resuming a job another owner started ------------------------------------------------- */
@@ -472,14 +474,32 @@ static void key_read_end(struct key_read *x, enum key_found f)
     engine__job_unref(j);
 }
 
-/* The stale key record is gone (or was already): its task's item is gone, a candidate. */
+static void recon_key_read(int rc, const char *data, int version, void *arg);
+
+/*
+ * The stale key record is gone (or was already): its task's item is gone, a candidate.
+ * Already gone (ZNONODE on the delete: someone else removed it) is the state the delete
+ * wanted; an answer lost (DRV_EAGAIN) is settled by reading the record again (gone: a
+ * candidate; there: its item read and the delete sent again). Only a lock not held or a
+ * record rewritten meanwhile (a new put's, ZBADVERSION) lets the job go: before, every
+ * failure did, and the next owner built the plan again (issue 33 item 5).
+ */
 static void stale_key_deleted(const struct coord_txn_result *res, void *arg)
 {
     struct key_read *x = arg;
-    if (res->rc != 0)
-        log_warn(MOD, "event=stale-key-delete-failed job=%s key=%s error=%s", x->r->j->id,
-                 x->key_path, drv_strerror(res->rc));
-    key_read_end(x, res->rc == 0 ? KEY_ITEM_GONE : KEY_READ_FAILED);
+    struct ejob *j = x->r->j;
+    bool gone =
+        res->rc == 0 || (res->rc == DRV_ECONFLICT && res->failed_op == 0 && res->zrc == ZNONODE);
+    if (!gone)
+        log_warn(MOD, "event=stale-key-delete-failed job=%s key=%s error=%s op=%d", j->id,
+                 x->key_path, drv_strerror(res->rc), res->failed_op);
+    if (res->rc == DRV_EAGAIN && j->own == EJ_LOADING) {
+        free(x->item_path);
+        x->item_path = NULL;
+        coord_get(j->e->zk, x->key_path, recon_key_read, x);
+        return;
+    }
+    key_read_end(x, gone ? KEY_ITEM_GONE : KEY_READ_FAILED);
 }
 
 /*

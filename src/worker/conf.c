@@ -19,6 +19,12 @@ const struct config_key worker_config_keys[] = {
     CONFIG_KEY("worker.plugins", CONFIG_STRING, struct worker_opts, plugins, .deflt = "",
                .help =
                    "plugins to use, comma-separated (empty: every plugin in worker.plugin_dir)"),
+    CONFIG_KEY("worker.testing_plugins", CONFIG_BOOL, struct worker_opts, testing_plugins,
+               .deflt = "false",
+               .help = "run the plugins whose descriptor says \"testing\": true (noop, sleep: "
+                       "for tests and benchmarks only; the sleep plugin writes files the task "
+                       "names); false: they are skipped, and naming one in worker.plugins "
+                       "stops the start"),
     CONFIG_KEY("worker.grace", CONFIG_DURATION, struct worker_opts, grace_ms, .deflt = "30s",
                .min = 0, .max = 3600000,
                .help = "on SIGTERM: how long running tasks may finish before they are handed back"),

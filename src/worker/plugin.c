@@ -272,3 +272,32 @@ void worker__plugins_filter(struct worker__plugins *ps, const char *allow)
     }
     ps->n = keep;
 }
+
+int worker__plugins_testing(struct worker__plugins *ps, const char *allow, bool allowed,
+                            char *dropped, size_t n, struct drv_err *err)
+{
+    if (n)
+        dropped[0] = '\0';
+    if (allowed)
+        return 0;
+    size_t keep = 0;
+    int rc = 0;
+    for (size_t i = 0; i < ps->n; i++) {
+        if (!ps->v[i].testing) {
+            ps->v[keep++] = ps->v[i];
+            continue;
+        }
+        if (rc == 0 && allow && *allow && listed(allow, ps->v[i].name))
+            rc = drv_err_set(err, DRV_EINVAL, 0,
+                             "worker.plugins names \"%s\", a plugin for tests and benchmarks only "
+                             "(\"testing\": true in %s/plugin.json): it runs only where "
+                             "worker.testing_plugins = true",
+                             ps->v[i].name, ps->v[i].dir);
+        size_t len = strlen(dropped);
+        if (len + strlen(ps->v[i].name) + 2 < n)
+            snprintf(dropped + len, n - len, "%s%s", len ? "," : "", ps->v[i].name);
+        plugin_clear(&ps->v[i]);
+    }
+    ps->n = keep;
+    return rc;
+}

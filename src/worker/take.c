@@ -25,8 +25,9 @@
 
 #define MOD "worker"
 #define TAKE_WAIT_MS 1000
-#define PUMP_RETRY_MS 250 /* while the session is not connected */
-#define AVOID_MS 5000     /* how long a retry that avoids this worker is left to the others */
+#define PUMP_RETRY_MS 250      /* while the session is not connected */
+#define AVOID_MS 5000          /* how long a retry that avoids this worker is left to the others */
+#define AVOID_FORGET_MS 600000 /* how long after that it is run here without avoiding it again */
 
 /* ---- claims ------------------------------------------------------------------------ */
 
@@ -80,12 +81,18 @@ void worker__avoid_expire_cb(evutil_socket_t fd, short what, void *arg)
     const char *k;
     void *v;
     while (strmap_next(w->avoided, &pos, &k, &v)) {
+        /* An entry outlives its avoidance by AVOID_FORGET_MS: while it is there, the item
+           is run here when it comes back (start_task). Forgotten at once, it was avoided
+           again each time, for ever when no other worker took it (issue 33: a peer whose
+           queue stopped taking left a retry unrun). */
         int64_t until = *(int64_t *)v;
-        if (until <= now) {
+        int64_t at = until > now ? until : until + AVOID_FORGET_MS;
+        if (until + AVOID_FORGET_MS <= now) {
             free(strmap_del(w->avoided, k)); /* allowed during the iteration */
-        } else if (!next || until < next) {
-            next = until;
+            continue;
         }
+        if (!next || at < next)
+            next = at;
     }
     for (size_t i = 0; i < w->n_queues; i++)
         coord_queue_rescan(w->queues[i].q);

@@ -182,8 +182,11 @@ static int pick_new(const char *homes, int dfd, const char *tenant, uid_t first,
     char *tmp = xasprintf(".%s.new", tenant);
     int rc = 0;
     unlinkat(dfd, tmp, AT_REMOVEDIR);
-    if (mkdirat(dfd, tmp, 0700) != 0 || fchownat(dfd, tmp, u, u, AT_SYMLINK_NOFOLLOW) != 0 ||
-        fchmodat(dfd, tmp, 0700, 0) != 0 || renameat(dfd, tmp, dfd, tenant) != 0) {
+    /* The mode before the owner: once the directory is u's, changing its mode would take
+       CAP_FOWNER, which the unit does not give (conf/systemd/drover-worker.service). */
+    if (mkdirat(dfd, tmp, 0700) != 0 || fchmodat(dfd, tmp, 0700, 0) != 0 ||
+        fchownat(dfd, tmp, u, u, AT_SYMLINK_NOFOLLOW) != 0 ||
+        renameat(dfd, tmp, dfd, tenant) != 0) {
         rc = drv_err_set(err, DRV_EIO, errno,
                          "worker.plugin_homes \"%s\": cannot make %s's home for uid %u: %s", homes,
                          tenant, (unsigned)u, strerror(errno));

@@ -161,6 +161,17 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
     if (worker__plugins_load(o->plugin_dir, &ps, err) != 0)
         return NULL;
     worker__plugins_filter(ps, o->plugins);
+    char dropped[512];
+    if (worker__plugins_testing(ps, o->plugins, o->testing_plugins, dropped, sizeof(dropped),
+                                err) != 0) {
+        worker__plugins_free(ps);
+        return NULL;
+    }
+    if (dropped[0])
+        log_warn(MOD,
+                 "event=plugins-testing-skipped plugins=%s reason=\"testing in their descriptors: "
+                 "for tests and benchmarks only (worker.testing_plugins)\"",
+                 dropped);
     struct worker *w = xcalloc(1, sizeof(*w));
     w->base = base;
     w->zk = zk;

@@ -60,6 +60,8 @@ struct worker_opts {
     unsigned concurrency;       /* tasks at once (>= 1) */
     const char *plugin_dir;     /* required */
     const char *plugins;        /* comma-separated allow-list of plugin names, NULL or "": all */
+    int testing_plugins;        /* run plugins marked "testing": true (noop, sleep); else they
+                                   are skipped, and naming one in plugins is an error */
     int grace_ms;               /* worker_stop: how long running tasks may finish */
     const unsigned char *key;   /* the tenant's key (32 bytes) or NULL: sealed values stay sealed */
     const char *resources_dir;  /* DROVER_RESOURCES for plugins, NULL: none */

@@ -173,6 +173,14 @@ int worker__plugins_load(const char *dir, struct worker__plugins **out, struct d
 void worker__plugins_free(struct worker__plugins *ps);
 /* Keep only the plugins named in allow (comma-separated; NULL or "": keep all). */
 void worker__plugins_filter(struct worker__plugins *ps, const char *allow);
+/*
+ * Unless allowed (worker.testing_plugins), take out the plugins whose descriptor says
+ * "testing": true (docs/plugins.md: for tests and benchmarks only), their names into
+ * dropped (n bytes, comma-separated). DRV_EINVAL naming the plugin when allow (the
+ * worker.plugins list) names one of them: asked for by name, it is an error, not a skip.
+ */
+int worker__plugins_testing(struct worker__plugins *ps, const char *allow, bool allowed,
+                            char *dropped, size_t n, struct drv_err *err);
 
 /* The plugin for a task: a provider for create/confirm/delete (type = the
  * provider's providertype), else an automator (type = the action's type).

@@ -165,9 +165,9 @@ static void test_weight_and_draining(void **state)
 
 static void test_from_members(void **state)
 {
-    struct coord_member_info m[] = {{"a", "{\"weight\":2}", COORD_MEMBER_UNCHECKED},
-                                    {"b", "{\"draining\":true}", COORD_MEMBER_UNCHECKED},
-                                    {"c", "not json", COORD_MEMBER_UNCHECKED}};
+    struct coord_member_info m[] = {{.id = "a", .json = "{\"weight\":2}"},
+                                    {.id = "b", .json = "{\"draining\":true}"},
+                                    {.id = "c", .json = "not json"}};
     struct coord_ring *r = coord_ring_from_members(m, 3, 0);
     assert_int_equal(coord_ring_size(r), 3);
     for (int i = 0; i < 1000; i++)

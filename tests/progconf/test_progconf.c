@@ -99,7 +99,7 @@ static void test_modules_fill_their_structs(void **state)
     assert_true(c.engine.no_rollback);
     assert_int_equal(c.engine.txn_budget, 64 * 1024);
     assert_int_equal(c.engine.max_failures, 7);
-    assert_int_equal(c.engine.max_in_flight, 0);
+    assert_int_equal(c.engine.max_in_flight, 1000);
     assert_int_equal(c.engine.task_timeout_ms, 0);
     assert_int_equal(c.engine.plan_threads, 3);
     assert_int_equal(c.api.scale_worker_slots, 8);

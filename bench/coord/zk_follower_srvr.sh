@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# zk-follower-srvr [TRIES (3)]: does a follower leave a four-letter word unanswered when its
+# zk_follower_srvr.sh [TRIES (3)] (bench/run zk-follower-srvr): does a follower leave a four-letter word unanswered when its
 # leader stops? On a three-server ensemble of its own (scripts/stack up --ensemble --no-pg, a
 # directory under /tmp, taken down at the end), srvr is asked in a loop of each follower (3 s
-# limit each, as integration/lib.sh's zk_four) while the leader is sent SIGTERM; each try
+# limit each, as testlib/test-lib.sh's zk_four) while the leader is sent SIGTERM; each try
 # prints, per follower, the asks, the unanswered ones and when (seconds after the stop), and
 # the "not currently serving" answers of the election. ZooKeeper's Learner.shutdown closes
 # every client connection when a follower loses its leader, a srvr in flight too: that is
 # why engine_catalog_zookeeper's sampler asks a silent server twice (docs/testing.md).
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 tries=${1:-3}
 D=$(mktemp -d /tmp/drover-zkprobe.XXXXXX)
 trap 'touch "$D/stop"; wait; scripts/stack down --dir "$D/stack" > /dev/null 2>&1 || true; rm -rf "$D"' EXIT

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# container_lib.sh: helpers for the tests of the container provider (real unprivileged LXC
-# containers). Source it instead of plugins_lib.sh (which it sources): the same task(),
+# container.sh: helpers for the tests of the container provider (real unprivileged LXC
+# containers). Source it instead of plugins.sh (which it sources): the same task(),
 # run, merge, kv, on and known_host, with the container provider in place of loopback.
 #
 # Every test gets its own host settings ($T/host.conf: DROVER_HOST_CONF), so tests
@@ -10,8 +10,8 @@
 # the fixture test plugins_container_image). The EXIT trap deletes every node the test
 # made, through the plugin, then the bridge, however the test ends.
 
-# shellcheck source=plugins_lib.sh
-. "$DROVER_SOURCE_DIR/integration/plugins/plugins_lib.sh"
+# shellcheck source=plugins.sh
+. "$DROVER_SOURCE_DIR/testlib/plugins.sh"
 
 CT="$PLUGINS/container/container"
 CT_ROOT="$T/containers"
@@ -40,8 +40,9 @@ export DROVER_HOST_CONF="$T/host.conf" DROVER_CHECKS=1
 [ -f "$IMAGE_DIR/debian12/image.json" ] ||
   fail "no image in $IMAGE_DIR/debian12: the fixture test plugins_container_image builds it (scripts/image)"
 
-# The hardware type's fields for every task (small: 1 CPU, 512 MiB), unless HW says otherwise.
-provider_json() { jq -cn '{name: "container", providertype: "container"}'; }
+# The tasks' provider (plugins.sh provider_json), and the hardware type's fields for every
+# task (small: 1 CPU, 512 MiB), unless HW says otherwise.
+PROVIDER=${PROVIDER:-container}
 HW=${HW:-'{"image": "debian12", "cpus": "1", "memory": "512M", "flavor": "container"}'}
 
 # ct_task TASKNAME NODE [ATTEMPT [INDEX [EXTRA_JQ]]]: task() with the hardware fields.
@@ -62,7 +63,7 @@ ct_id() {
   k=$({ cat "$CT_ROOT/.secret"; printf '\n%s\n%s\n%s' "${2:-acme}" "${3:-${CLUSTER_ID:-c1}}" "$1"; } | sha256sum | cut -c1-20)
   echo "ct-$h-$k"
 }
-# known_host (plugins_lib) reads the host key under node_dir: the container's directory.
+# known_host (plugins.sh) reads the host key under node_dir: the container's directory.
 node_dir() { ct_dir "$1"; }
 # The loopback helpers' pid bookkeeping: a container is not a process of the test.
 record_node() { :; }
@@ -142,7 +143,7 @@ cleanup_containers() {
   done
   ip link del "$CT_BRIDGE" 2> /dev/null || true
   [ -f "$T/ct-net.lock" ] && rm -rf "$(cat "$T/ct-net.lock")"
-  cleanup_nodes || true # plugins_lib's part: loopback nodes, if any, and their /24
+  cleanup_nodes || true # plugins.sh's part: loopback nodes, if any, and their /24
   return $rc
 }
 trap cleanup_containers EXIT

@@ -1,6 +1,11 @@
 # shellcheck shell=bash
-# lib.sh: helpers for shell integration tests; source it from a test run by
-# scripts/with-stack (DROVER_STACK_DIR, DROVER_ZK, DROVER_PG are set).
+# test-lib.sh: the shell test library's base, for the integration tests and the benchmarks
+# (git's t/test-lib.sh is the model): sourced first, by a script that scripts/with-stack
+# runs (DROVER_STACK_DIR, DROVER_ZK, DROVER_PG are set), by the integration tests and
+# through bench/lib.sh. It sets strict mode and the stack's paths, and has what every test needs:
+# fail and pass, processes and ports, waiting, HTTP, ZooKeeper, PostgreSQL and its server.
+# What the API and the engine take is in api.sh and engine.sh beside it; a helper that two
+# tests need lives in one of these three, once.
 #
 # Processes a test starts go through start_proc, which records their pid in
 # the stack's pid directory: if the test dies, the stack's teardown stops
@@ -102,6 +107,8 @@ write_worker_conf() {
       echo "worker.privileged_plugins = loopback,container,sleep,sleep-provider"
     # The record of the tenants' plugin uids on this host (docs/security.md): the stack's.
     conf_sets worker.plugin_homes "$@" || echo "worker.plugin_homes = $T/plugin-homes"
+    # The tests' plugins (noop, sleep: "testing": true) run here, not in production.
+    conf_sets worker.testing_plugins "$@" || echo "worker.testing_plugins = true"
     printf '%s\n' "$@"
   ) > "$T/$name.conf"
   chmod 600 "$T/$name.conf"
@@ -199,6 +206,14 @@ metric() {
   local port=$1 series=$2
   shift 2
   curl -s "$@" "http://$(at "$port"):$port/metrics" | awk -v s="$series" '$1 == s { print $2 }'
+}
+
+# metric_value PORT SERIES: the last sample of SERIES on the droverd at PORT's /metrics, 0
+# while it has none (a counter not counted yet).
+metric_value() {
+  local v
+  v=$(metric "$1" "$2" | tail -n 1)
+  echo "${v:-0}"
 }
 
 # median: the median of the numbers on stdin, one a line, sorted.

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# plugins_lib.sh: helpers for the plugin integration tests. Source it from a
+# plugins.sh: helpers for the plugin integration tests. Source it from a
 # test run by scripts/with-stack. It plays the worker's part: it writes task
 # JSON as docs/plugins.md describes it, runs a plugin with it on standard input,
 # and merges the result's key-values into the node's config for later tasks.
@@ -11,8 +11,8 @@
 # PID 1 of the node's namespace) is recorded in the stack's pid directory, so
 # that the stack's reaper stops it even when the test is killed with SIGKILL.
 
-# shellcheck source=../lib.sh
-. "$DROVER_SOURCE_DIR/integration/lib.sh"
+# shellcheck source=test-lib.sh
+. "$DROVER_SOURCE_DIR/testlib/test-lib.sh"
 
 PLUGINS="$DROVER_BUILD_DIR/plugins"
 LB="$PLUGINS/loopback/loopback"
@@ -73,9 +73,30 @@ loopback_settings() {
 "$KEYGEN" "$T/cluster_key" "drover-test-cluster" || fail "keygen"
 CLUSTER_PUB=$(cat "$T/cluster_key.pub")
 
+# provider_json: the provider in the tasks task() makes. PROVIDER: loopback (the default,
+# this test's root and network) or container (container.sh sets it). With PROVIDER_FROM
+# (a catalogue's providers/ folder: catalog.sh), that catalogue's entity of the provider
+# instead, its provisioner fields in (loopback's with this test's root and network).
 provider_json() {
-  jq -cn --arg root "$NODES" --arg net "$NET" \
-    '{name: "local", providertype: "loopback", root: $root, network: $net}'
+  local from=${PROVIDER_FROM:-}
+  case "${PROVIDER:-loopback}" in
+    container)
+      if [ -n "$from" ]; then
+        jq -c '{name, providertype} + .provisioner' "$from/container.json"
+      else
+        jq -cn '{name: "container", providertype: "container"}'
+      fi
+      ;;
+    *)
+      if [ -n "$from" ]; then
+        jq -c --arg root "$NODES" --arg net "$NET" '{name, providertype} + .provisioner +
+          {root: $root, network: $net}' "$from/loopback.json"
+      else
+        jq -cn --arg root "$NODES" --arg net "$NET" \
+          '{name: "local", providertype: "loopback", root: $root, network: $net}'
+      fi
+      ;;
+  esac
 }
 
 # The keys of a node that are its provider's facts (src/common/facts.h): the worker gives
@@ -139,7 +160,7 @@ node_dir() { echo "$NODES/$(kv "$1" '."provider-id"')"; }
 
 # create_nodes PLUGIN TASK_FN NODE...: create and confirm each node (the creates in
 # parallel) with the provider PLUGIN, its task JSON made by TASK_FN (task, or
-# container_lib's ct_task); each node is recorded (record_node) and its host key trusted
+# container.sh's ct_task); each node is recorded (record_node) and its host key trusted
 # (known_host). Fails the test on error.
 create_nodes() {
   local plugin=$1 taskfn=$2 n pids=() rc=0
@@ -254,6 +275,10 @@ cleanup_nodes() {
   return $rc
 }
 trap cleanup_nodes EXIT
+
+# claims PATH: the ssh-pool claims under PATH (a pool's claims znode), sorted, one a line
+# (nothing while there is none).
+claims() { zk ls "$1" 2> /dev/null | sort; }
 
 # pool_hosts HOST...: loopback nodes for an ssh-pool, whose only authorised key is a new
 # pool key ($T/pool_key); the cluster key ($T/cluster_key, CLUSTER_PUB) is left as it was.

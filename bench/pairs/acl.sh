@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# bench/acl_pairs: the cost of ZooKeeper ACLs on the wide DAG, measured side by side: the same
+# bench/pairs/acl.sh (bench/run zk-acl-pairs): the cost of ZooKeeper ACLs on the wide DAG, measured side by side: the same
 # build in the same run, bench/engine/engine_bench.sh wide without credentials ("open") and
 # with digest ACLs on and every worker logged in with its tenant's own identity ("acl",
 # BENCH_ZK_ACL=1), in interleaved pairs so that both sides share the machine's load
 # (docs/benchmarks.md "ZooKeeper ACLs"; issue 20: no figure more than 10% worse).
 #
-#   bench/acl_pairs BUILD_DIR [PAIRS (2)]
+#   bench/pairs/acl.sh BUILD_DIR [PAIRS (2)]
 #
 # Each side on its own stack (scripts/with-stack; BENCH_DURABLE=0: without disk syncs, as the
 # tests run). BENCH_WARMUP default 2 here. The side that goes first alternates from pair to
 # pair. The last lines are the ratios acl / open of tasks/s and of ZooKeeper requests a task.
 set -euo pipefail
-top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 [ $# -ge 1 ] || { sed -n '2,12p' "$0" >&2; exit 2; }
 build=$(cd "$1" && pwd) pairs=${2:-2}
 export DROVER_ZK_JVM=${DROVER_ZK_JVM:--Xms512m -Xmx1g -XX:+UseParallelGC}

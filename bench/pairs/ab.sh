@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# bench/ab: two builds side by side on this tree's durable stack, in interleaved pairs, so
-# that a change's cost is a ratio taken under one load (docs/benchmarks.md "A/B").
+# bench/pairs/ab.sh (bench/run ab): two builds side by side on this tree's durable stack, in interleaved pairs, so
+# that a change's cost is a ratio taken under one load (docs/benchmarks.md "Comparing two builds").
 #
-#   bench/ab OLD_BUILD_DIR NEW_BUILD_DIR [PAIRS (3)] [engine_bench.sh what (wide)]
+#   bench/run ab OLD_BUILD_DIR NEW_BUILD_DIR [PAIRS (3)] [engine_bench.sh what (wide)]
 #
 # Build each side first, e.g. for a commit C:
 #   git worktree add /tmp/old C && cmake -S /tmp/old -B /tmp/old/build-rel \
@@ -10,7 +10,7 @@
 # Both sides run this tree's scripts (stack, engine_bench.sh), so both get the same
 # server settings (durable: PostgreSQL and ZooKeeper sync to disk).
 set -euo pipefail
-top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 [ $# -ge 2 ] || { sed -n '2,11p' "$0" >&2; exit 2; }
 old=$(cd "$1" && pwd) new=$(cd "$2" && pwd) pairs=${3:-3} what=${4:-wide}
 export DROVER_ZK_JVM=${DROVER_ZK_JVM:--Xms512m -Xmx1g -XX:+UseParallelGC}

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# bench/durability: the cost of syncing to disk, measured once side by side: the same build
+# bench/pairs/durability.sh (bench/run durability): the cost of syncing to disk, measured once side by side: the same build
 # in the same run, on a durable stack (PostgreSQL fsync and full_page_writes on, ZooKeeper
 # forceSync=yes) and on one without those syncs (scripts/with-stack --no-disk-sync, the
 # tests' setting; synchronous_commit stays on), in interleaved pairs so that both sides share
 # the machine's load (docs/benchmarks.md "The cost of durability").
 #
-#   bench/durability BUILD_DIR [PAIRS (2)] [small|wide ...] (default: small wide)
+#   bench/pairs/durability.sh BUILD_DIR [PAIRS (2)] [small|wide ...] (default: small wide)
 #
 # small: bench/engine/engine_small.sh with N jobs (default here 200; IN_FLIGHT, CLIENTS as
 # there, LONE default 1); wide: bench/engine/engine_bench.sh wide (BENCH_WARMUP default 2 here).
 # The side that goes first alternates from pair to pair. The last lines are the ratios.
 set -euo pipefail
-top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 [ $# -ge 1 ] || { sed -n '2,13p' "$0" >&2; exit 2; }
 build=$(cd "$1" && pwd) pairs=${2:-2}
 shift $(($# >= 2 ? 2 : 1))
@@ -32,7 +32,7 @@ one() { # WHAT SIDE
       bench/engine/engine_small.sh 2>&1 | grep -E '^(small|lone):|FAIL' | sed "s/^/$2 /" | tee -a "$out" ;;
     wide) DROVER_BUILD_DIR=$build DROVER_SOURCE_DIR=$top scripts/with-stack "${args[@]}" -- \
       bench/engine/engine_bench.sh wide 2>&1 | grep -E '^wide:|FAIL' | sed "s/^/$2 /" | tee -a "$out" ;;
-    *) echo "bench/durability: unknown \"$1\"" >&2; exit 2 ;;
+    *) echo "bench/pairs/durability.sh: unknown \"$1\"" >&2; exit 2 ;;
   esac
 }
 

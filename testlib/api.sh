@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# api_lib.sh: helpers for the API's integration tests (sourced after ../lib.sh).
+# api.sh: the shell test library's API helpers (sourced after test-lib.sh, by the API's tests
+# and through bench/lib.sh).
 #
 # start_api_node NAME [extra config lines...]: a droverd with a secrets key and a
 # bootstrap token file in the stack dir; sets PORT_<NAME> (read by api_port NAME, dashes as

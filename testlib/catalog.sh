@@ -1,10 +1,10 @@
 # shellcheck shell=bash
-# catalog_lib.sh: run the shipped catalogue (conf/catalog) for real, with the
+# catalog.sh: run the shipped catalogue (conf/catalog) for real, with the
 # engine's part played by this shell: `drover solve` makes the layout, `drover
 # plan` the DAG of tasks, and exec_plan runs the tasks whose dependencies are
 # done, wave after wave (at most one task per node at a time, one-by-one
 # strategies honoured), through the real plugins: the provider PROVIDER
-# (container, the default: real LXC containers, container_lib.sh; or loopback)
+# (container, the default: real LXC containers, container.sh; or loopback)
 # for create, confirm and delete, ssh for bootstrap and the services' shell actions.
 # A create gets the node's hardware and image types' providermap fields (cpus,
 # memory, image), as the engine's would. Macros of the
@@ -14,14 +14,14 @@
 
 PROVIDER=${PROVIDER:-container}
 if [ "$PROVIDER" = container ]; then
-  # shellcheck source=container_lib.sh
-  . "$DROVER_SOURCE_DIR/integration/plugins/container_lib.sh"
+  # shellcheck source=container.sh
+  . "$DROVER_SOURCE_DIR/testlib/container.sh"
   PROV_PLUGIN=$CT
   # shellcheck disable=SC2034 # for the tests that source this file
   PROV_ROOT=$CT_ROOT
 else
-  # shellcheck source=plugins_lib.sh
-  . "$DROVER_SOURCE_DIR/integration/plugins/plugins_lib.sh"
+  # shellcheck source=plugins.sh
+  . "$DROVER_SOURCE_DIR/testlib/plugins.sh"
   PROV_PLUGIN=$LB
   # shellcheck disable=SC2034 # for the tests that source this file
   PROV_ROOT=$NODES
@@ -29,20 +29,13 @@ fi
 # PROV_ROOT: the provider's directory of nodes, with their address claims in .addresses.
 
 CATALOG="${CATALOG:-$DROVER_SOURCE_DIR/conf/catalog}"
+# The tasks' provider is the catalogue's entity (plugins.sh provider_json).
+PROVIDER_FROM="$CATALOG/providers"
 export DROVER_RESOURCES="${DROVER_RESOURCES:-$CATALOG/resources}"
 MACRO="$DROVER_BUILD_DIR/tests/plugins/drover-test-macro"
 CL="$T/cluster"
 mkdir -p "$CL"
 JOB=0
-
-provider_json() {
-  if [ "$PROVIDER" = container ]; then
-    jq -c '{name, providertype} + .provisioner' "$CATALOG/providers/container.json"
-    return
-  fi
-  jq -c --arg root "$NODES" --arg net "$NET" '{name, providertype} + .provisioner +
-    {root: $root, network: $net}' "$CATALOG/providers/loopback.json"
-}
 
 # types_json NODE: the providermap fields of the node's hardware and image types for
 # PROVIDER (cost left out), as the engine puts them in the node's config.

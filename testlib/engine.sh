@@ -1,8 +1,9 @@
 # shellcheck shell=bash
-# engine_lib.sh: a fleet for the engine's integration tests (sourced after ../lib.sh and
-# ../api/api_lib.sh): droverd nodes, workers running the sleep plugin, a tenant with the
-# test catalogue (integration/engine/catalog), waiting on jobs, the checks of what jobs
-# left, and ZooKeeper's own counters (four-letter words).
+# engine.sh: the shell test library's fleet for the engine's tests and the benchmarks
+# (sourced after test-lib.sh and api.sh, by the engine's tests and through bench/lib.sh):
+# droverd nodes, workers running the sleep plugin, a tenant with the test catalogue
+# (integration/engine/catalog), submitting small jobs and waiting on them, the checks of
+# what jobs left, and ZooKeeper's own counters (four-letter words).
 #
 # SESSION (default 4s) is every process's ZooKeeper session timeout: failover waits for it.
 
@@ -104,6 +105,22 @@ create_cluster() {
 job_field() { body_of "$(api GET "/v1/jobs/$1")" | jq -r "$2"; }
 # The same without the tasks (a watcher's poll: cheap for a job of 140,000 tasks too).
 job_status_field() { body_of "$(api GET "/v1/jobs/$1?tasks=none")" | jq -r "$2"; }
+
+# submit NAME [NODES]: a cluster NAME of NODES nodes (default 3) of the `single` template
+# created through the API; prints its job's id.
+submit() {
+  local body
+  body=$(jq -cn --arg n "$1" --argjson k "${2:-3}" '{name: $n, template: "single", nodes: $k}')
+  body_of "$(api POST /v1/clusters "$body")" | jq -r .job.id
+}
+
+# dispatched JOB...: every job has a task on the queue (its first dispatch went out).
+dispatched() {
+  local J
+  for J in "$@"; do
+    job_has_queued "$J" 1 || return 1
+  done
+}
 
 # wait_job JID STATUS [SECONDS]: until the job has STATUS; fails on another final status.
 wait_job() {
