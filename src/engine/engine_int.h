@@ -384,6 +384,7 @@ struct ewithdraw;
 struct enodes;
 struct ewatchdog;
 struct ewatch;
+struct resync_read;
 
 struct engine {
     struct event_base *base;
@@ -407,8 +408,13 @@ struct engine {
     char **ids; /* the announced jobs, sorted */
     size_t n_ids;
     bool have_ids;
-    struct strmap *jobs;   /* id -> struct ejob (owned or contending) */
-    struct strmap *queues; /* "<tenant>/<class>" -> struct equeue */
+    /* The periodic check against lost watches (engine.c, "Lost watches" in docs/engine.md):
+       every resync_ms the job list is read apart from the watcher, and the groups again. */
+    struct event *resync;
+    struct resync_read *resync_rd; /* the job list's read in flight, or NULL */
+    unsigned long stale_lists;     /* resyncs that found the list a watch left stale */
+    struct strmap *jobs;           /* id -> struct ejob (owned or contending) */
+    struct strmap *queues;         /* "<tenant>/<class>" -> struct equeue */
     struct loopq *lq;
     bool stopping;
     int write_format; /* format of the jobs this node starts: the lowest of the members' */
@@ -514,6 +520,9 @@ void engine__reconcile(struct engine *e);
 bool engine__ring_mine(struct engine *e, const char *id);
 /* Is the job announced (in the last listing of /drover/jobs)? */
 bool engine__announced(const struct engine *e, const char *id);
+/* The job's announcement is gone (the sweep deleted it or found it deleted): drop it from
+   the list until a listing says otherwise, so that a stale list does not take it again. */
+void engine__ids_forget(struct engine *e, const char *id);
 /* A job is gone from this node (lost, released, finished): forget it. */
 void engine__job_gone(struct engine *e, struct ejob *j);
 
