@@ -540,6 +540,14 @@ struct coord_group *coord_group_watch(struct coord_session *s, const char *group
  */
 struct coord_group *coord_group_watch_checked(struct coord_session *s, const char *group,
                                               const char *field, coord_group_cb cb, void *arg);
+/*
+ * Read the group again whatever its watches said (a watch the server or a reconnection lost
+ * tells nothing; docs/engine.md "Lost watches"): list it, and with reread read every
+ * member's data too, not only the new ones'; the callback runs with the complete view as
+ * after any refresh. One listing (plus one read per member with reread). A refresh in flight
+ * is followed by this one.
+ */
+void coord_group_resync(struct coord_group *g, bool reread);
 void coord_group_free(struct coord_group *g);
 
 /* ------------------------------------------------------------------------ */
