@@ -71,6 +71,10 @@ ITEST("members-cost", t_members_cost)
 /* Lost answers made by coord's test hook, issue 33 (itest_lost.c). */
 ITEST("answer-lost", t_answer_lost)
 ITEST("queue-txn-lost", t_queue_txn_lost)
+ITEST("queue-answers-lost", t_queue_answers_lost)
+
+/* Requests a closed handle never answered, issue 34 (itest_abandon.c). */
+ITEST("abandoned", t_abandoned)
 
 /* The restart test against a three-server ensemble, whose leader it kills. */
 ITEST_VARIANT("restart-ensemble", "restart", "--ensemble")

@@ -175,6 +175,9 @@ struct coord__op {
     bool has_stat;
     bool fault_point;  /* a read the test hook may fail (zkops.c fault_read_lost) */
     bool fault_answer; /* a write whose answer the test hook may lose (zkops.c answer_lost) */
+    bool fault_hold;   /* a read whose answer the test hook may hold (zkops.c answer_held) */
+    bool in_lib;       /* in s->lib_ops: handed to the library, no answer yet (guarded by mu) */
+    struct coord__op *lib_prev, *lib_next;
     struct Stat stat;
     char *value; /* get: data (NUL-terminated); create: the created path */
     int value_len;
@@ -236,11 +239,14 @@ struct coord_session {
     struct coord__commit **gather; /* guarded commits of this turn, sent together (txn.c) */
     size_t n_gather, cap_gather;
     struct coord__op *zombies; /* see issued() in zkops.c */
-    bool suspected;            /* SUSPECT was told during this suspension or silence */
-    bool silent;               /* SUSPENDED because no answer came, not by the client */
-    bool draining;             /* coord_session_free waits on cond for results (guarded by mu) */
-    long last_ok_ms;           /* issue time (boot clock) of the latest request answered */
-    bool probing;              /* a liveness probe is in flight */
+    /* Requests the client library took (issued() with ZOK) and has not answered yet, guarded
+       by mu: what a closed handle did not answer is answered here (coord__ops_abandon). */
+    struct coord__op *lib_ops;
+    bool suspected;     /* SUSPECT was told during this suspension or silence */
+    bool silent;        /* SUSPENDED because no answer came, not by the client */
+    bool draining;      /* coord_session_free waits on cond for results (guarded by mu) */
+    long last_ok_ms;    /* issue time (boot clock) of the latest request answered */
+    bool probing;       /* a liveness probe is in flight */
     int stakes;         /* locks held and queues holding claims: what suspicion protects (probes) */
     struct event *tick; /* silence detector, every timeout/10 */
     struct event *restart_timer; /* a new handle could not start: retry */
@@ -264,6 +270,20 @@ struct coord_session {
     int fault_answer_kind; /* enum coord_req, or COORD_REQ_N for any write */
     unsigned fault_answer_every;
     unsigned fault_answers; /* applied matching answers seen (guarded by mu) */
+    /* Test hook (DROVER_FAULT=zk-answer-held:SUBSTRING[:N], docs/testing.md): the first read
+       (get, children, exists) whose path holds SUBSTRING, and every N-th such after it (N 2
+       when not given), has its answer held back, as the client library holds a request it
+       had not answered when its handle is closed under it (it never answers it): the caller
+       hears nothing until coord closes the handle (a session expiry, coord_session_free). */
+    char *fault_hold;
+    unsigned fault_hold_every;
+    unsigned fault_holds; /* matching answers seen (guarded by mu) */
+    /* Test hook (DROVER_FAULT=zk-watch-lost:PATH[:N], docs/testing.md): the first watch event
+       of exactly PATH, and every N-th such after it (N 1 when not given: all of them), is
+       dropped before any watch hears it, as a watch the server or a reconnection lost. */
+    char *fault_watch;
+    unsigned fault_watch_every;
+    unsigned fault_watches; /* matching events seen (loop thread) */
     /* acl.c: tenants' grants (coord_acl_grant), guarded by acl_mu. */
     pthread_mutex_t acl_mu;
     char *acl_tenant; /* a worker's own tenant, or NULL */
@@ -366,6 +386,14 @@ int coord__multi_failed(const struct coord__op *op);
 
 /* The hand-off queue: run what ZooKeeper's threads queued (eventfd callback). */
 void coord__drain(struct coord_session *s);
+/*
+ * Answer, with rc, every request the client library took and did not answer (s->lib_ops),
+ * once its handle is closed: zookeeper_close does not run the completions still queued in
+ * the library (the multi-threaded client's completion thread stops first), so without this
+ * their owners would wait for ever (a watcher's read, a member's create). Call after
+ * zookeeper_close returned (no library thread left); the answers reach the loop like any.
+ */
+void coord__ops_abandon(struct coord_session *s, int rc);
 /* Called by on_efd for each completion: liveness bookkeeping (session.c). */
 void coord__answered(struct coord_session *s, const struct coord__op *op);
 /* The global watcher, and the session event handler (session.c). */

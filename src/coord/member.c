@@ -11,7 +11,9 @@
  * A group watch keeps each member's data as last read with a watch (the cache) and
  * reads only what changed: the children's watch (a join or a leave) lists the group and
  * reads the members not in the cache; a member's data watch (an update) reads that
- * member alone; a new session (every watch gone) lists and reads all. So a join costs
+ * member alone; a new session (every watch gone) lists and reads all; so does
+ * coord_group_resync with reread (the owner's periodic check against lost watches;
+ * without reread it lists and reads the new members only). So a join costs
  * each watcher two requests, not one per member (issue 37: a fleet of W forming cost
  * O(W^2) reads per watcher before). Events that come while a refresh is in flight are
  * coalesced into one more.
@@ -684,6 +686,20 @@ struct coord_group *coord_group_watch_checked(struct coord_session *s, const cha
     coord__reg_listener_add(&s->reg, g, group_session);
     coord_ensure_path(s, group, group_ready, g);
     return g;
+}
+
+void coord_group_resync(struct coord_group *g, bool reread)
+{
+    if (!g || g->dead)
+        return;
+    g->need_list = true;
+    if (reread)
+        for (size_t i = 0; i < g->n; i++)
+            g->m[i].valid = false;
+    if (g->busy)
+        g->again = true;
+    else
+        group_refresh(g);
 }
 
 void coord_group_free(struct coord_group *g)

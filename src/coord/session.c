@@ -23,6 +23,16 @@
  * owner hears CONNECTED. Items from an older handle are recognised by their
  * generation and dropped (completions still run, with their error).
  *
+ * A closed handle's unanswered requests. zookeeper_close stops the client
+ * library's completion thread before it runs the completions still queued (the
+ * expiry's own ZSESSIONEXPIRED answers can be among them, a race its threads
+ * lose under load), so some requests are never answered. Each is answered by
+ * coord instead, once the handle is closed (coord__ops_abandon, zkops.c), with
+ * what the library would have said: ZSESSIONEXPIRED at an expiry, ZCLOSING at
+ * coord_session_free. Without it, a watcher whose read was among them stays
+ * busy for ever and never reads again (coord_abandoned): a droverd's list of
+ * announced jobs would freeze, and its share of new jobs never be taken.
+ *
  * Suspicion. A holder must stop before the server can expire its session and
  * hand its locks or claims to others: the server does so once the whole
  * timeout T has passed since it last heard from the client. Listeners hear
@@ -130,7 +140,8 @@ static int start_handle(struct coord_session *s, struct drv_err *err)
     return 0;
 }
 
-static void close_handle(struct coord_session *s)
+/* Close the handle; what it took and never answered is answered with rc (zkops.c). */
+static void close_handle(struct coord_session *s, int rc)
 {
     if (!s->zh)
         return;
@@ -138,6 +149,7 @@ static void close_handle(struct coord_session *s)
     zookeeper_close(s->zh);
     s->zh = NULL;
     free(hc);
+    coord__ops_abandon(s, rc);
     /* No completion of the closed handle can come any more. */
     while (s->zombies) {
         struct coord__op *z = s->zombies;
@@ -336,7 +348,8 @@ void coord__session_event(struct coord_session *s, int state)
         report(s, COORD_EXPIRED);
         if (s->closing || s->free_pending)
             return;
-        close_handle(s);
+        /* What the library would answer had it the time: the session is gone. */
+        close_handle(s, ZSESSIONEXPIRED);
         restart(s);
     } else if (state == ZOO_AUTH_FAILED_STATE) {
         log_error(MOD, "event=auth-failed");
@@ -388,6 +401,34 @@ static void fault_answer_parse(struct coord_session *s)
              kind == COORD_REQ_N ? "any" : coord_req_name(kind), s->fault_answer, every);
 }
 
+/* DROVER_FAULT=zk-answer-held:SUBSTRING[:N] and zk-watch-lost:PATH[:N] (coord_int.h). */
+static void fault_hold_parse(struct coord_session *s)
+{
+    char *a = fault_arg("zk-answer-held");
+    if (a) {
+        s->fault_hold_every = fault_every(a, 2);
+        if (!*a) {
+            log_error(MOD, "event=fault-refused fault=zk-answer-held reason=\"want "
+                           "SUBSTRING[:N]\"");
+            abort();
+        }
+        s->fault_hold = a;
+        log_warn(MOD, "event=fault-armed fault=zk-answer-held path=%s every=%u", a,
+                 s->fault_hold_every);
+    }
+    a = fault_arg("zk-watch-lost");
+    if (a) {
+        s->fault_watch_every = fault_every(a, 1);
+        if (a[0] != '/') {
+            log_error(MOD, "event=fault-refused fault=zk-watch-lost reason=\"want PATH[:N]\"");
+            abort();
+        }
+        s->fault_watch = a;
+        log_warn(MOD, "event=fault-armed fault=zk-watch-lost path=%s every=%u", a,
+                 s->fault_watch_every);
+    }
+}
+
 struct coord_session *coord_session_new(struct event_base *base, const struct coord_session_opts *o,
                                         struct drv_err *err)
 {
@@ -435,6 +476,7 @@ struct coord_session *coord_session_new(struct event_base *base, const struct co
         s->fault_read = NULL;
     }
     fault_answer_parse(s);
+    fault_hold_parse(s);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cond, NULL);
     s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -463,6 +505,8 @@ fail:
     free(s->digest);
     free(s->fault_read);
     free(s->fault_answer);
+    free(s->fault_hold);
+    free(s->fault_watch);
     coord__acl_free(s);
     free(s);
     return NULL;
@@ -641,7 +685,7 @@ static void destroy(struct coord_session *s)
         coord__drain(s);
     }
     /* zookeeper_close sends what is queued, then the close request. */
-    close_handle(s);
+    close_handle(s, ZCLOSING);
     /*
      * Run what the close completed (with ZCLOSING) and every pending timer
      * (retries, deferred work: they fail at once now) so that owners' refs drop.
@@ -668,6 +712,8 @@ static void destroy(struct coord_session *s)
     free(s->digest);
     free(s->fault_read);
     free(s->fault_answer);
+    free(s->fault_hold);
+    free(s->fault_watch);
     coord__acl_free(s);
     free(s);
 }

@@ -22,6 +22,10 @@
  * registers the completion, every op is queued at most once (a flag under
  * the mutex) and such ops are freed only when their handle is closed.
  *
+ * Unanswered requests. Every request the library took (issued() with ZOK) is in
+ * s->lib_ops until its answer is queued; what is still there when the handle is
+ * closed, the library will never answer: coord__ops_abandon answers it (session.c).
+ *
  * Sizes: the jute encoding of each op is counted as it is added to a
  * multi-op (ACLs at their largest), and the whole checked against the
  * session's budget before sending: ZooKeeper drops the connection of a client
@@ -49,8 +53,22 @@
  * Queue op for the loop, once. Called with s->mu held; returns whether the
  * loop must be woken.
  */
+static void lib_unlink_locked(struct coord_session *s, struct coord__op *op)
+{
+    if (op->lib_prev)
+        op->lib_prev->lib_next = op->lib_next;
+    else
+        s->lib_ops = op->lib_next;
+    if (op->lib_next)
+        op->lib_next->lib_prev = op->lib_prev;
+    op->lib_prev = op->lib_next = NULL;
+    op->in_lib = false;
+}
+
 static bool enqueue_locked(struct coord_session *s, struct coord__op *op)
 {
+    if (op->in_lib)
+        lib_unlink_locked(s, op);
     bool was_empty = s->q_head == NULL;
     op->queued = true;
     op->next = NULL;
@@ -120,10 +138,29 @@ static void answer_lost_locked(struct coord__op *op)
              op->path && *op->path ? op->path : "-", op->nops);
 }
 
+/*
+ * The test hook of coord_int.h (DROVER_FAULT=zk-answer-held): a read's answer is held, under
+ * s->mu, as the client library holds one it will never give (a request still in its queues
+ * when its handle is closed): the op stays in s->lib_ops, so only coord__ops_abandon answers
+ * it, at the handle's close.
+ */
+static bool answer_held_locked(struct coord__op *op)
+{
+    struct coord_session *s = op->s;
+    if (!op->fault_hold || s->fault_holds++ % s->fault_hold_every)
+        return false;
+    log_warn(MOD, "event=fault-injected fault=zk-answer-held path=%s", op->path ? op->path : "-");
+    return true;
+}
+
 static void completion_end(struct coord__op *op)
 {
     struct coord_session *s = op->s;
     answer_lost_locked(op);
+    if (answer_held_locked(op)) {
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
     bool w = enqueue_locked(s, op);
     pthread_mutex_unlock(&s->mu);
     if (w)
@@ -172,6 +209,52 @@ void coord__op_free(struct coord__op *op)
     free(op);
 }
 
+/* The test hook of coord_int.h (DROVER_FAULT=zk-watch-lost:PATH[:N]): drop this event? */
+static bool watch_lost(struct coord_session *s, const struct coord__op *ev)
+{
+    if (!s->fault_watch || strcmp(ev->path, s->fault_watch) != 0 ||
+        s->fault_watches++ % s->fault_watch_every)
+        return false;
+    log_warn(MOD, "event=fault-injected fault=zk-watch-lost path=%s type=%d", ev->path,
+             ev->ev_type);
+    return true;
+}
+
+void coord__ops_abandon(struct coord_session *s, int rc)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&s->mu);
+    bool w = false;
+    while (s->lib_ops) {
+        struct coord__op *op = s->lib_ops;
+        /* No answer reached it, or the test hook held the one that did: drop what it holds. */
+        op->rc = rc;
+        free(op->value);
+        op->value = NULL;
+        op->value_len = 0;
+        op->has_stat = false;
+        if (op->strv) {
+            for (int i = 0; i < op->strc; i++)
+                free(op->strv[i]);
+            free(op->strv);
+            op->strv = NULL;
+        }
+        op->strc = 0;
+        if (op->results)
+            memset(op->results, 0, (size_t)(op->nops ? op->nops : 1) * sizeof(*op->results));
+        w |= enqueue_locked(s, op);
+        n++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (w)
+        wake(s);
+    if (n)
+        log_info(MOD,
+                 "event=requests-abandoned count=%u zrc=%d why=\"the closed handle never "
+                 "answered them\"",
+                 n, rc);
+}
+
 void coord__drain(struct coord_session *s)
 {
     pthread_mutex_lock(&s->mu);
@@ -189,7 +272,7 @@ void coord__drain(struct coord_session *s)
         } else if (op->gen == s->gen) {
             if (op->ev_type == ZOO_SESSION_EVENT)
                 coord__session_event(s, op->ev_state);
-            else
+            else if (!watch_lost(s, op))
                 coord__reg_dispatch(&s->reg, op->ev_type, op->path);
         }
         if (op->zombie) {
@@ -398,6 +481,17 @@ static void issued(struct coord__op *op, enum coord_req kind, int zrc)
 
     s->inflight++;
     if (zrc == ZOK) {
+        /* Its answer may have come already (then it is queued); else the library holds it. */
+        pthread_mutex_lock(&s->mu);
+        if (!op->queued) {
+            op->in_lib = true;
+            op->lib_prev = NULL;
+            op->lib_next = s->lib_ops;
+            if (s->lib_ops)
+                s->lib_ops->lib_prev = op;
+            s->lib_ops = op;
+        }
+        pthread_mutex_unlock(&s->mu);
         s->sent[kind]++;
         coord__count_path(s, kind, kind == COORD_REQ_MULTI ? multi_path(op) : op->path);
         return;
@@ -464,6 +558,7 @@ void coord__zk_exists(struct coord__op *op, const char *path, bool watch)
 {
     op->path = xstrdup(path);
     op->fault_point = true;
+    op->fault_hold = op->s->fault_hold && strstr(path, op->s->fault_hold);
     if (refused(op))
         return;
     issued(op, COORD_REQ_EXISTS, zoo_aexists(op->s->zh, path, watch, c_stat, op));
@@ -473,6 +568,7 @@ void coord__zk_get(struct coord__op *op, const char *path, bool watch)
 {
     op->path = xstrdup(path);
     op->fault_point = true;
+    op->fault_hold = op->s->fault_hold && strstr(path, op->s->fault_hold);
     if (refused(op))
         return;
     issued(op, COORD_REQ_GET, zoo_aget(op->s->zh, path, watch, c_data, op));
@@ -492,6 +588,7 @@ void coord__zk_children(struct coord__op *op, const char *path, bool watch)
 {
     op->path = xstrdup(path);
     op->fault_point = true;
+    op->fault_hold = op->s->fault_hold && strstr(path, op->s->fault_hold);
     if (refused(op))
         return;
     issued(op, COORD_REQ_CHILDREN, zoo_aget_children2(op->s->zh, path, watch, c_strings_stat, op));

@@ -32,6 +32,11 @@ const struct config_key engine_config_keys[] = {
                .deflt = "0", .min = 0, .max = 2000000000,
                .help = "a job whose forward plan runs longer than this since it was created "
                        "fails and rolls back (0: no deadline)"),
+    CONFIG_KEY("engine.resync_interval", CONFIG_DURATION, struct engine_opts, resync_ms,
+               .deflt = "30s", .min = 500, .max = 3600000,
+               .help = "how often each droverd lists the announced jobs and the members again "
+                       "whatever its watches said: the bound on a job's wait when a watch was "
+                       "lost (docs/engine.md \"Lost watches\")"),
     CONFIG_KEY("engine.txn_budget", CONFIG_SIZE, struct engine_opts, txn_budget, .deflt = "256k",
                .min = 16384, .max = 900000,
                .help = "bytes of one ZooKeeper multi-op written by the engine"),

@@ -17,6 +17,9 @@
  *      it, so only its jobs move (coord_ring_add). engine_stop makes this
  *      node take nothing and hand everything over; engine_resume (undrain)
  *      makes it take its share again.
+ *   5. Every engine.resync_interval the job list and the ring are read again
+ *      whatever the watches said (on_resync): a lost watch costs a job one
+ *      interval, not for ever. A swept job leaves the list at once.
  *
  * Two members with different views of the ring for a moment both contend;
  * the lock decides, and the one that should not own the job releases it as
@@ -24,7 +27,8 @@
  * fail, so a wrong view costs time, never correctness.
  *
  * Cost: a reconcile is O(jobs announced + jobs here), on a membership or job
- * list change; a job's lock costs one contender znode and one exists-watch.
+ * list change; a job's lock costs one contender znode and one exists-watch; a
+ * resync one listing of the jobs, one of each group and one read per member.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -38,6 +42,7 @@
 #include "engine_int.h"
 #include "log.h"
 #include "loopq.h"
+#include "store.h"
 #include "strmap.h"
 #include "watchdog.h"
 #include "workpool.h"
@@ -307,6 +312,20 @@ static bool fleet_keeps_runs(const struct coord_member_info *m, size_t n)
     return all;
 }
 
+/* Does every member know the schema with job_plans and the catalogue by version? A member
+   that says no schema predates them. */
+static bool fleet_slim_jobs(const struct coord_member_info *m, size_t n)
+{
+    bool all = true;
+    for (size_t i = 0; i < n && all; i++) {
+        json_error_t je;
+        json_t *d = m[i].json && *m[i].json ? json_loads(m[i].json, 0, &je) : NULL;
+        all = json_integer_value(json_object_get(d, "schema")) >= STORE_SCHEMA_JOB_PLANS;
+        json_decref(d);
+    }
+    return all;
+}
+
 /* Members other than this node that are not draining and do not say they lost PostgreSQL. */
 static size_t peers_serving(const struct engine *e, const struct coord_member_info *m, size_t n)
 {
@@ -335,6 +354,10 @@ static void on_members(const struct coord_member_info *m, size_t n, void *arg)
     if (keep != e->keep_runs)
         log_info(MOD, "event=run-records-kept node=%s kept=%d", e->node_id, (int)keep);
     e->keep_runs = keep;
+    bool slim = fleet_slim_jobs(m, n);
+    if (slim != e->slim_jobs)
+        log_info(MOD, "event=job-plans-kept-apart node=%s kept_apart=%d", e->node_id, (int)slim);
+    e->slim_jobs = slim;
     int f = fleet_format(m, n);
     if (f != e->write_format)
         log_info(MOD, "event=format-chosen node=%s format=%d builds_up_to=%d", e->node_id, f,
@@ -363,11 +386,9 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void on_jobs(int rc, char *const *names, size_t n, const struct coord_stat *st, void *arg)
+/* The list becomes names (rc 0) or empty (ENOENT), sorted. */
+static void set_ids(struct engine *e, int rc, char *const *names, size_t n)
 {
-    struct engine *e = arg;
-    if (rc != 0 && rc != DRV_ENOENT)
-        return; /* the watcher reads again by itself */
     for (size_t i = 0; i < e->n_ids; i++)
         free(e->ids[i]);
     free(e->ids);
@@ -377,7 +398,109 @@ static void on_jobs(int rc, char *const *names, size_t n, const struct coord_sta
         e->ids[e->n_ids++] = xstrdup(names[i]);
     qsort(e->ids, e->n_ids, sizeof(char *), cmp_str);
     e->have_ids = true;
+}
+
+static void on_jobs(int rc, char *const *names, size_t n, const struct coord_stat *st, void *arg)
+{
+    struct engine *e = arg;
+    if (rc != 0 && rc != DRV_ENOENT)
+        return; /* the watcher reads again by itself */
+    set_ids(e, rc, names, n);
     engine__reconcile(e);
+}
+
+void engine__ids_forget(struct engine *e, const char *id)
+{
+    size_t lo = 0, hi = e->n_ids;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(e->ids[mid], id);
+        if (c == 0) {
+            free(e->ids[mid]);
+            memmove(&e->ids[mid], &e->ids[mid + 1], (e->n_ids - mid - 1) * sizeof(char *));
+            e->n_ids--;
+            return;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+}
+
+/* ---- lost watches: the periodic resync ------------------------------------------------ */
+
+/*
+ * Every engine.resync_interval the job list is read apart from its watcher (a plain read,
+ * whatever state the watcher is in), and the droverd group is read again whole (members
+ * and their data), the workers' listed again: a watch that the server or a reconnection
+ * lost, or a watcher left waiting, then costs a job at most one interval, not for ever.
+ * Reads on one session are answered in order, so the latest answer, the watcher's or this
+ * one's, is the newest list. A list found stale is logged (event=jobs-list-stale): it
+ * means a watch was lost.
+ */
+struct resync_read {
+    struct engine *e; /* NULL once the engine is freed: the answer is dropped */
+};
+
+/* How many of a (sorted) are not in b (sorted). */
+static size_t missing_from(char *const *a, size_t na, char *const *b, size_t nb, const char **first)
+{
+    size_t k = 0, j = 0;
+    for (size_t i = 0; i < na; i++) {
+        while (j < nb && strcmp(b[j], a[i]) < 0)
+            j++;
+        if (j < nb && strcmp(b[j], a[i]) == 0)
+            continue;
+        if (k++ == 0)
+            *first = a[i];
+    }
+    return k;
+}
+
+static void on_jobs_resynced(int rc, char *const *names, size_t n, void *arg)
+{
+    struct resync_read *rd = arg;
+    struct engine *e = rd->e;
+    free(rd);
+    if (!e)
+        return;
+    e->resync_rd = NULL;
+    if (rc != 0 && rc != DRV_ENOENT)
+        return; /* the next interval reads again */
+    char **sorted = xcalloc(n + 1, sizeof(char *));
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        sorted[i] = names[i];
+    size_t m = rc == 0 ? n : 0;
+    qsort(sorted, m, sizeof(char *), cmp_str);
+    const char *first_added = "", *first_removed = "";
+    size_t added = missing_from(sorted, m, e->ids, e->n_ids, &first_added);
+    size_t removed = missing_from(e->ids, e->n_ids, sorted, m, &first_removed);
+    if (added || removed) {
+        e->stale_lists++;
+        log_warn(MOD,
+                 "event=jobs-list-stale node=%s added=%zu removed=%zu first_added=%s "
+                 "first_removed=%s why=\"no watch told of them\"",
+                 e->node_id, added, removed, *first_added ? first_added : "-",
+                 *first_removed ? first_removed : "-");
+    }
+    free(sorted);
+    if (added || removed || !e->have_ids) {
+        set_ids(e, rc, names, n);
+        engine__reconcile(e);
+    }
+}
+
+static void on_resync(evutil_socket_t fd, short what, void *arg)
+{
+    struct engine *e = arg;
+    if (!e->resync_rd) {
+        e->resync_rd = xcalloc(1, sizeof(*e->resync_rd));
+        e->resync_rd->e = e;
+        coord_children(e->zk, ZKPATH_JOBS, on_jobs_resynced, e->resync_rd);
+    }
+    coord_group_resync(e->members, true);
+    coord_group_resync(e->workers, false);
 }
 
 /* The watchdog over every job owned here (the tick, and a change of the workers: a job
@@ -426,6 +549,7 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     e->base = base;
     e->zk = zk;
     e->db = db;
+    e->catalogs = o->catalogs;
     e->node_id = xstrdup(o->node_id);
     e->max_failures = o->max_failures ? o->max_failures : 3;
     e->max_in_flight = o->max_in_flight;
@@ -460,6 +584,10 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     e->tick = event_new(base, -1, EV_PERSIST, on_tick, e);
     struct timeval tv = {5, 0};
     event_add(e->tick, &tv);
+    int rs = o->resync_ms > 0 ? o->resync_ms : 30000;
+    e->resync = event_new(base, -1, EV_PERSIST, on_resync, e);
+    struct timeval rtv = {rs / 1000, (rs % 1000) * 1000};
+    event_add(e->resync, &rtv);
     log_info(MOD,
              "event=engine-started node=%s max_failures=%u plan_threads=%d builds_up_to=%d "
              "reads_from=%d",
@@ -542,6 +670,9 @@ void engine_free(struct engine *e)
         free(e->ids[i]);
     free(e->ids);
     event_free(e->tick);
+    event_free(e->resync);
+    if (e->resync_rd)
+        e->resync_rd->e = NULL; /* its answer comes while the session closes: dropped */
     event_free(e->soon);
     loopq_free(e->lq);
     explicit_bzero(e->key, sizeof(e->key));

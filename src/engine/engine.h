@@ -44,6 +44,7 @@ struct event_base;
 struct coord_session;
 struct store;
 struct engine;
+struct model_catcache;
 
 struct engine_opts {
     const char *node_id;      /* this droverd's member id in /drover/members/droverd (required) */
@@ -56,13 +57,18 @@ struct engine_opts {
     int plan_threads;         /* threads that build plans (0: 2) */
     int no_worker_timeout_ms; /* a job no worker serves gives up after this (0: never) */
     int job_deadline_ms;      /* a forward plan running longer gives up (0: no deadline) */
+    int resync_ms; /* list the announced jobs and the members again this often (0: 30 s) */
     const unsigned char *key; /* the secrets key (32 bytes), or NULL */
+    /* The catalogues parsed, by tenant and version, shared with the API (model.h); borrowed;
+       NULL: each job parses its own */
+    struct model_catcache *catalogs;
 };
 
 /*
  * The engine.* keys of droverd's config file: they fill max_failures,
  * max_in_flight, no_rollback (engine.rollback = false), task_timeout_ms,
- * plan_threads, no_worker_timeout_ms, job_deadline_ms and txn_budget of a struct engine_opts
+ * plan_threads, no_worker_timeout_ms, job_deadline_ms, resync_ms and txn_budget of a struct
+ * engine_opts
  * (src/engine/conf.c; docs/configuration.md). The program sets node_id and key.
  */
 extern const struct config_key engine_config_keys[];

@@ -144,19 +144,21 @@ static void read_chunks(struct ejob *j, struct eplan *p, void (*done)(struct ejo
 
 struct recon {
     struct ejob *j;
-    json_t *runs;  /* run record name -> its data, as last read */
-    uint8_t *cand; /* per task of cur: 'q' and its item is gone */
-    size_t n_cand; /* how many */
-    bool confirm;  /* step 3: read only the candidates' records */
-    int left;      /* reads in flight */
-    int failed;    /* reads that failed */
-    size_t merged; /* results merged again */
+    json_t *runs;    /* run record name -> its data, as last read */
+    json_t *written; /* run record name -> the zxid of its last write (its mzxid) */
+    uint8_t *cand;   /* per task of cur: 'q' and its item is gone */
+    size_t n_cand;   /* how many */
+    bool confirm;    /* step 3: read only the candidates' records */
+    int left;        /* reads in flight */
+    int failed;      /* reads that failed */
+    size_t merged;   /* results merged again */
     void (*done)(struct recon *r);
 };
 
 static void recon_free(struct recon *r)
 {
     json_decref(r->runs);
+    json_decref(r->written);
     free(r->cand);
     free(r);
 }
@@ -184,17 +186,19 @@ struct recon_read {
     char *name;
 };
 
-static void recon_run_read(int rc, const char *data, int version, void *arg)
+static void recon_run_read(int rc, const char *data, size_t len, const struct coord_stat *st,
+                           void *arg)
 {
     struct recon_read *x = arg;
     struct recon *r = x->r;
     struct ejob *j = r->j;
-    (void)version;
     if (rc == 0) {
         json_error_t je;
-        json_t *d = json_loads(data, 0, &je);
-        if (d)
+        json_t *d = json_loadb(data, len, 0, &je);
+        if (d) {
             json_object_set_new(r->runs, x->name, d);
+            json_object_set_new(r->written, x->name, json_integer(st ? st->mzxid : 0));
+        }
     } else if (rc != DRV_ENOENT) {
         r->failed++;
     }
@@ -232,7 +236,7 @@ static void recon_runs_listed(int rc, char *const *names, size_t n, void *arg)
         char *path = zkpath_job_run(NULL, 0, j->id, names[i]);
         r->left++;
         engine__job_ref(j);
-        coord_get(j->e->zk, path, recon_run_read, x);
+        coord_get_w(j->e->zk, path, recon_run_read, NULL, x);
         free(path);
     }
     if (--r->left == 0)
@@ -259,37 +263,26 @@ static struct eplan *recon_plan(struct ejob *j, char phase)
     return phase == 'r' && j->rb.plan ? &j->rb : NULL;
 }
 
-struct merge_ref {
-    const char *name;
-    json_t *d;
-    int64_t end_ms;
-};
-
-static int by_end(const void *a, const void *b)
-{
-    const struct merge_ref *x = a, *y = b;
-    return x->end_ms < y->end_ms ? -1 : x->end_ms > y->end_ms ? 1 : strcmp(x->name, y->name);
-}
-
 /* Step 1: the results of p's done tasks merged again where recon.c says so, in the order
-   they ended: records are kept after their rows (ENGINE_RUNS_KEEP), so two tasks of one
-   node may both be here, and the later one's key-values must win, as they did. */
+   ZooKeeper wrote their outcomes (engine_recon_merge_order): records are kept after their
+   rows (ENGINE_RUNS_KEEP), so two tasks of one node may both be here, and the later one's
+   key-values must win, as they did. */
 static void recon_merge(struct recon *r, struct eplan *p)
 {
     size_t n = 0;
-    struct merge_ref *refs = xcalloc(json_object_size(r->runs) + 1, sizeof(*refs));
+    struct engine_recon_written *refs = xcalloc(json_object_size(r->runs) + 1, sizeof(*refs));
     const char *key;
     json_t *val;
     json_object_foreach(r->runs, key, val)
     {
         refs[n].name = key;
-        refs[n].d = val;
-        refs[n++].end_ms = json_integer_value(json_object_get(val, "end"));
+        refs[n].data = val;
+        refs[n++].mzxid = json_integer_value(json_object_get(r->written, key));
     }
-    qsort(refs, n, sizeof(*refs), by_end);
+    engine_recon_merge_order(refs, n);
     for (size_t i = 0; i < n; i++) {
         const char *name = refs[i].name;
-        json_t *d = refs[i].d;
+        json_t *d = refs[i].data;
         char ph;
         uint32_t idx;
         unsigned att;
@@ -671,6 +664,7 @@ static void fwd_chunks_read(struct ejob *j, int failed)
     struct recon *r = xcalloc(1, sizeof(*r));
     r->j = j;
     r->runs = json_object();
+    r->written = json_object();
     recon_read_runs(r, recon_runs_read);
 }
 

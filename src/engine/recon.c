@@ -37,8 +37,15 @@
  * already says is done: its result was merged by the last owner in memory,
  * but PostgreSQL (the node's key-values) may not have it: merge it again.
  * That is a succeeded task's result, or a create that failed for good (its
- * provider-id: the rollback's delete needs it).
+ * provider-id: the rollback's delete needs it). Records are kept after their rows
+ * (ENGINE_RUNS_KEEP), so two tasks of one node may both be there: they are merged in the
+ * order ZooKeeper wrote their outcomes (engine_recon_merge_order), which is the order the
+ * last owner merged them in (a task is dispatched only after its dependencies' results were
+ * merged), not in the workers' wall-clock "end", which a skew between hosts reverses.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "engine_int.h"
 #include "recon.h"
 
@@ -64,6 +71,18 @@ bool engine_recon_merge(const struct engine_recon_run *r)
     if (r->state == ENGINE_TS_FAILED)
         return !r->ok && r->is_create;
     return false; /* in flight: run.c steps the task (and merges) from the record */
+}
+
+static int by_written(const void *a, const void *b)
+{
+    const struct engine_recon_written *x = a, *y = b;
+    return x->mzxid < y->mzxid ? -1 : x->mzxid > y->mzxid ? 1 : strcmp(x->name, y->name);
+}
+
+void engine_recon_merge_order(struct engine_recon_written *w, size_t n)
+{
+    if (n > 1)
+        qsort(w, n, sizeof(*w), by_written);
 }
 
 const char *engine_recon_name(enum engine_recon_action a)

@@ -42,4 +42,20 @@ struct engine_recon_run {
 bool engine_recon_merge(const struct engine_recon_run *r);
 const char *engine_recon_name(enum engine_recon_action a);
 
+/* A run record to merge again: its name, the zxid of its last write (the worker's outcome,
+ * ZooKeeper's mzxid), and its data (the caller's). */
+struct engine_recon_written {
+    const char *name;
+    int64_t mzxid;
+    void *data;
+};
+
+/*
+ * The records in the order their outcomes were written in ZooKeeper (mzxid; by name for
+ * equal ones): the order the last owner merged them in, so the later of two results of one
+ * node writing one key wins again. Not the workers' "end": wall clocks of different hosts,
+ * which a skew reverses (issue 33 item 5).
+ */
+void engine_recon_merge_order(struct engine_recon_written *w, size_t n);
+
 #endif

@@ -85,6 +85,11 @@ static void sweep_end(struct sweep *s, int rc)
             log_error(MOD, "event=job-sweep-failed job=%s error=%s", j->id, drv_strerror(rc));
         else
             log_info(MOD, "event=job-swept job=%s kept_announcement=%d", j->id, (int)keep);
+        /* Gone from the list until a listing shows it again: a list a lost watch left stale
+           would otherwise take the ended job again and again (the chaos run 2 of
+           2026-11-28: five times a second for minutes). */
+        if (rc == 0 && !keep)
+            engine__ids_forget(j->e, j->id);
         engine__job_release(j);
     } else {
         sweep_start(j, keep);

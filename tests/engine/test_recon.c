@@ -111,6 +111,30 @@ static void test_merge(void **state)
     assert_false(merge(ENGINE_TS_WAITING, true, true, true, false));
 }
 
+/* Two results of one node: a task and the task after it (its dependent), whose workers' wall
+ * clocks differ, the second's an hour behind ("end" earlier). The merge order is the order
+ * ZooKeeper wrote the outcomes (mzxid), so the dependent's key-values win again, as they did
+ * under the last owner; sorting by "end" (the code before) put the dependent first. */
+static void test_merge_order(void **state)
+{
+    (void)state;
+    long end_first = 1700000000000L, end_second = end_first + 2000 - 3600000L; /* skewed */
+    struct engine_recon_written w[] = {
+        {"f-2-1", 5002, &end_second}, /* the dependent: written later, its clock behind */
+        {"f-7-1", 4000, NULL},        /* another node's */
+        {"f-1-1", 5001, &end_first},  /* the task it waited for */
+        {"f-3-2", 5001, NULL},        /* the same zxid (one multi-op): by name */
+    };
+    engine_recon_merge_order(w, 4);
+    assert_string_equal(w[0].name, "f-7-1");
+    assert_string_equal(w[1].name, "f-1-1");
+    assert_string_equal(w[2].name, "f-3-2");
+    assert_string_equal(w[3].name, "f-2-1");
+    assert_true(*(long *)w[3].data < *(long *)w[1].data); /* the wall clocks say otherwise */
+    engine_recon_merge_order(w, 0);
+    engine_recon_merge_order(NULL, 0);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -128,6 +152,7 @@ int main(void)
         cmocka_unit_test(test_final_phases),
         cmocka_unit_test(test_not_in_flight),
         cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_merge_order),
         cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
