@@ -950,7 +950,10 @@ void coord_queue_rescan(struct coord_queue *q);
  * homes (one when there are no more consumers than shards, about W / S when W
  * consumers share S shards), not every idle consumer. Call it again whenever the
  * view changes: a consumer given a new home lists it (what a consumer that left
- * held comes back with its session's claims). Without a view every shard is a
+ * held comes back with its session's claims). A consumer that came back under
+ * the same id before its old session expired changes no id: its old claims die
+ * unseen, and the caller calls coord_queue_rescan once that session must be over
+ * (the worker: worker.c, reclaim_cb). Without a view every shard is a
  * home (every idle consumer wakes on every put). Loop thread; ids copied.
  */
 void coord_queue_set_peers(struct coord_queue *q, const char *const *ids, size_t n);

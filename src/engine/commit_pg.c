@@ -141,6 +141,7 @@ bool engine__commit_pg_flush(struct ejob *j)
     if (j->commit->pg_rb && j->rb.plan) {
         b->rb_tasks = engine__pg_task_rows(j->rb.plan, 0, j->rb.n);
         b->rb_plan = planner_plan_to_json_text(j->rb.plan, NULL);
+        b->slim = j->slim;
         g->rb = true;
         j->commit->pg_rb = false;
         any = true;

@@ -42,6 +42,7 @@
 #include "engine_int.h"
 #include "log.h"
 #include "loopq.h"
+#include "store.h"
 #include "strmap.h"
 #include "watchdog.h"
 #include "workpool.h"
@@ -311,6 +312,20 @@ static bool fleet_keeps_runs(const struct coord_member_info *m, size_t n)
     return all;
 }
 
+/* Does every member know the schema with job_plans and the catalogue by version? A member
+   that says no schema predates them. */
+static bool fleet_slim_jobs(const struct coord_member_info *m, size_t n)
+{
+    bool all = true;
+    for (size_t i = 0; i < n && all; i++) {
+        json_error_t je;
+        json_t *d = m[i].json && *m[i].json ? json_loads(m[i].json, 0, &je) : NULL;
+        all = json_integer_value(json_object_get(d, "schema")) >= STORE_SCHEMA_JOB_PLANS;
+        json_decref(d);
+    }
+    return all;
+}
+
 /* Members other than this node that are not draining and do not say they lost PostgreSQL. */
 static size_t peers_serving(const struct engine *e, const struct coord_member_info *m, size_t n)
 {
@@ -339,6 +354,10 @@ static void on_members(const struct coord_member_info *m, size_t n, void *arg)
     if (keep != e->keep_runs)
         log_info(MOD, "event=run-records-kept node=%s kept=%d", e->node_id, (int)keep);
     e->keep_runs = keep;
+    bool slim = fleet_slim_jobs(m, n);
+    if (slim != e->slim_jobs)
+        log_info(MOD, "event=job-plans-kept-apart node=%s kept_apart=%d", e->node_id, (int)slim);
+    e->slim_jobs = slim;
     int f = fleet_format(m, n);
     if (f != e->write_format)
         log_info(MOD, "event=format-chosen node=%s format=%d builds_up_to=%d", e->node_id, f,
@@ -530,6 +549,7 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     e->base = base;
     e->zk = zk;
     e->db = db;
+    e->catalogs = o->catalogs;
     e->node_id = xstrdup(o->node_id);
     e->max_failures = o->max_failures ? o->max_failures : 3;
     e->max_in_flight = o->max_in_flight;

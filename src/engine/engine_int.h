@@ -252,11 +252,13 @@ struct planner_exec;
 struct planner_input;
 struct planner_task;
 struct model_catalog;
+struct model_catset;
 
 struct engine__plan_in {
     const char *op;            /* the API's operation name */
     const json_t *request;     /* the job's request (configure's "restart") */
     const json_t *catalog;     /* [{kind, name, body}]: the tenant's catalogue as pinned */
+    struct model_catset *set;  /* the same parsed and shared (borrowed), or NULL: parse catalog */
     const char *template_name; /* the cluster's template */
     const char *provider;      /* the cluster's provider (may be NULL) */
     const json_t *start;       /* layout before the operation (NULL or null: none) */
@@ -270,8 +272,10 @@ struct engine__plan_out {
     char *text; /* planner_plan_to_json_text */
     size_t len;
     char sha[65];
-    struct planner_input *in; /* kept: rollback plans need its services and layouts */
-    struct model_catalog *cat;
+    struct planner_input *in;        /* kept: rollback plans need its services and layouts */
+    const struct model_catalog *cat; /* own_cat, or set's: in borrows from it */
+    struct model_catalog *own_cat;   /* parsed from the inputs' rows */
+    struct model_catset *set;        /* a reference to the shared catalogue cat is, or NULL */
     json_t *target_layout; /* per node with ids: the cluster's layout once the job succeeds */
     /* node id -> {hardwaretype, imagetype, services, entries}: entries are the types'
        providermap entries for the job's provider (the tenant's: no reserved key, facts.h) */
@@ -416,6 +420,10 @@ struct engine {
     bool stopping;
     int write_format; /* format of the jobs this node starts: the lowest of the members' */
     bool keep_runs;   /* every member says "keeps_runs": records kept (ENGINE_RUNS_KEEP) */
+    /* every member knows schema STORE_SCHEMA_JOB_PLANS: jobs started now keep their plan in
+       job_plans and name their catalogue's version (an older node reads neither) */
+    bool slim_jobs;
+    struct model_catcache *catalogs; /* engine_opts' (borrowed), shared with the API */
     void (*stop_done)(void *);
     void *stop_arg;
     struct event *tick;
@@ -459,7 +467,9 @@ struct ejob {
     bool acl_bound;  /* coord_acl_bind done for the job's path: job_free unbinds it */
     json_t *job;     /* the job row */
     json_t *cluster; /* the cluster row, with "nodes" */
-    json_t *catalog; /* the catalogue rows, when the job has no pinned inputs yet */
+    /* the catalogue of a first start, or the one the pinned inputs name by version */
+    struct model_catset *catset;
+    bool slim; /* the plan, inputs and snapshot in job_plans (decided at the first start) */
     /* the plans */
     struct engine__plan_out po; /* the forward plan and what it was made of */
     json_t *inputs;             /* the pinned inputs */

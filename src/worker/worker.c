@@ -70,10 +70,61 @@ void worker__maybe_stopped(struct worker *w)
     }
 }
 
+/*
+ * A member that came back under a new session (a worker restarted under the same
+ * name before its old session expired: coord_member_join replaced its znode) leaves
+ * claims of its old session behind. They die when that session expires, but the view
+ * does not change then (the name is still there), and with a view nobody watches the
+ * claims (queue_home.c): their items would wait for the next put in their shards. So
+ * on a new session under a known name, and at this worker's first view (its own
+ * predecessor's, which no view shows), the queues are looked at again once the old
+ * session must have expired: after its timeout, the server's expiry tick, and a margin.
+ */
+static void reclaim_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    (void)fd;
+    (void)what;
+    log_info(MOD, "event=queues-rescan worker=%s reason=member-came-back", w->id);
+    for (size_t i = 0; i < w->n_queues; i++)
+        coord_queue_rescan(w->queues[i].q);
+}
+
+static void peers_note_sessions(struct worker *w, const struct coord_member_info *m, size_t n)
+{
+    bool came_back = w->peer_sessions == NULL; /* the first view */
+    struct strmap *now = strmap_new();
+    for (size_t i = 0; i < n; i++) {
+        int64_t *was = w->peer_sessions ? strmap_get(w->peer_sessions, m[i].id) : NULL;
+        if (was && *was && m[i].session && *was != m[i].session) {
+            log_info(MOD, "event=member-came-back worker=%s member=%s", w->id, m[i].id);
+            came_back = true;
+        }
+        int64_t *v = xmalloc(sizeof(*v));
+        *v = m[i].session;
+        free(strmap_put(now, m[i].id, v));
+    }
+    if (w->peer_sessions) {
+        size_t pos = 0;
+        void *v;
+        while (strmap_next(w->peer_sessions, &pos, NULL, &v))
+            free(v);
+        strmap_free(w->peer_sessions);
+    }
+    w->peer_sessions = now;
+    if (came_back) {
+        int ms = coord_session_timeout_ms(w->zk);
+        ms = (ms > 0 ? ms : 10000) * 3 / 2 + 2000;
+        struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+        event_add(w->reclaim_ev, &tv); /* a later one moves it later */
+    }
+}
+
 static void on_peers(const struct coord_member_info *m, size_t n, void *arg)
 {
     struct worker *w = arg;
     size_t peers = 0;
+    peers_note_sessions(w, m, n);
     /* Per queue, the members that consume it too (same tenant, same class): its view of
        its consumers, from which coord computes which shards wake this worker when idle
        (coord_queue_set_peers: a put wakes its shard's homes, not every idle worker). */
@@ -245,6 +296,7 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
     worker__lease_arm(w);
     w->avoided = strmap_new();
     w->avoid_ev = evtimer_new(base, worker__avoid_expire_cb, w);
+    w->reclaim_ev = evtimer_new(base, reclaim_cb, w);
     w->ctxs = worker__ctxs_new(zk, worker__run_ctx_ready_cb, worker__run_nodes_ready_cb, w);
     w->gc_ev = event_new(base, -1, EV_PERSIST, worker__ctx_gc_cb, w);
     struct timeval tv = {10, 0};
@@ -344,6 +396,14 @@ void worker_free(struct worker *w)
     event_free(w->pump_retry_ev);
     event_free(w->lease_ev);
     event_free(w->avoid_ev);
+    event_free(w->reclaim_ev);
+    if (w->peer_sessions) {
+        size_t rpos = 0;
+        void *rv;
+        while (strmap_next(w->peer_sessions, &rpos, NULL, &rv))
+            free(rv);
+        strmap_free(w->peer_sessions);
+    }
     size_t pos = 0;
     void *v;
     while (strmap_next(w->avoided, &pos, NULL, &v))

@@ -307,6 +307,8 @@ struct worker {
     struct worker__res *res;   /* NULL: no sync, worker.resources_dir for every task */
     struct coord_group *peers;
     size_t n_peers;                  /* other live workers of this tenant sharing a class */
+    struct strmap *peer_sessions;    /* member id -> int64_t *: its session in the last view */
+    struct event *reclaim_ev;        /* a predecessor's claims are dead: look at the queues again */
     struct strmap *avoided;          /* task key -> int64_t *: passed over until then (monotonic) */
     struct event *avoid_ev;          /* the next expiry: look at the queues again */
     struct worker__sandbox *sandbox; /* who plugins run as, what they get (sandbox.c) */
