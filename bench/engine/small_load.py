@@ -23,7 +23,8 @@ counted and taken out of the transaction figures. Figures:
     runs each under a savepoint; read-only ones not) and all commits (pg_stat_database
     xact_commit, after a wait of 11 s: a backend flushes its counters when idle, within
     10 s), each per job; and the server's WAL syncs and writes per job (pg_stat_wal: the
-    durable flushes; a sync carries every commit that waits for it);
+    durable flushes; a sync carries every commit that waits for it) and its WAL bytes per job
+    (pg_current_wal_lsn's growth);
   - ZooKeeper: requests received (mntr zk_packets_received, every client's, idle pings too)
     and transactions (growth of the zxid, srvr), each per job and per task;
   - under load, the parts of request to succeeded of every tenth job, as lone's below (without
@@ -100,9 +101,11 @@ def pg_counters(pg):
 
 
 def pg_wal(pg):
-    """(WAL syncs, WAL writes) of the server (pg_stat_wal): the durable flushes."""
-    r = pg.q("SELECT wal_sync, wal_write FROM pg_stat_wal")
-    return int(r[0][0]), int(r[0][1])
+    """(WAL syncs, WAL writes, WAL position in bytes) of the server: pg_stat_wal's durable
+    flushes, and pg_current_wal_lsn() (every client's WAL, full-page images included)."""
+    r = pg.q("SELECT wal_sync, wal_write, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint"
+             " FROM pg_stat_wal")
+    return int(r[0][0]), int(r[0][1]), int(r[0][2])
 
 
 class Api:
@@ -247,8 +250,9 @@ def cmd_load(a):
           " (pg_stat_database xact_commit; every client, less the bench's own %d statements)"
           % ((x1 - x0 - 1) / n, (c1 - c0 - bench_stmts) / n, bench_stmts))
     print("small: PostgreSQL WAL: %.1f syncs per job, %.1f writes per job (pg_stat_wal: the"
-          " server's durable flushes, every client's; one sync carries every commit waiting)"
-          % ((w1[0] - w0[0]) / n, (w1[1] - w0[1]) / n))
+          " server's durable flushes, every client's; one sync carries every commit waiting),"
+          " %.1f KB per job (the WAL position's growth, full-page images included)"
+          % ((w1[0] - w0[0]) / n, (w1[1] - w0[1]) / n, (w1[2] - w0[2]) / n / 1024.0))
     print("small: ZooKeeper: %.1f requests per job (%.2f per task; every client, idle ones too),"
           " %.2f transactions per job (%.3f per task)"
           % ((z1[0] - z0[0]) / n, (z1[0] - z0[0]) / max(tasks, 1), (z1[1] - z0[1]) / n,

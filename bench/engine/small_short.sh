@@ -35,6 +35,9 @@ l=$(line '^small: PostgreSQL: ')
 m=("${BASH_REMATCH[@]}")
 pos "${m[1]}" && pos "${m[2]}" || bad "PostgreSQL figures not positive: $l"
 
+l=$(line '^small: PostgreSQL WAL: ')
+[[ "$l" =~ ,\ ([0-9.]+)\ KB\ per\ job ]] && pos "${BASH_REMATCH[1]}" || bad "no WAL bytes per job: ${l:-missing}"
+
 l=$(line '^small: ZooKeeper: ')
 [[ "$l" =~ ([0-9.]+)\ requests\ per\ job.*\ ([0-9.]+)\ transactions\ per\ job ]] || bad "no ZooKeeper figures: ${l:-missing}"
 m=("${BASH_REMATCH[@]}")

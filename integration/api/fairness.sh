@@ -128,9 +128,10 @@ curl -s -o "$T/held.body" -w '%{http_code}\n' -X POST -H "Authorization: Bearer 
   "http://127.0.0.1:$PORT/v1/clusters" > "$T/held.code" &
 create=$!
 # shellcheck disable=SC2317 # run by wait_until
-# (the create waits at its first statement that needs the tenant's row: its cluster insert,
-# whose foreign key's check conflicts with FOR UPDATE; its quota lock comes last)
-blocked() { [ "$(psql_q "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name <> 'fair-hold' AND (query LIKE '%INSERT INTO clusters%' OR query LIKE '%FROM tenants%UPDATE%')")" -ge 1 ]; }
+# (the create waits at its first statement that needs the tenant's row: the pin of its
+# catalogue's version when not yet pinned, else its cluster insert, whose foreign keys' checks
+# conflict with FOR UPDATE; its quota's share lock comes last)
+blocked() { [ "$(psql_q "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name <> 'fair-hold' AND (query LIKE '%INSERT INTO catalogs%' OR query LIKE '%INSERT INTO clusters%' OR query LIKE '%FROM tenants%UPDATE%' OR query LIKE '%FROM tenants%SHARE%')")" -ge 1 ]; }
 wait_until 30 "the create to wait for the tenant's lock in its write" blocked
 code=$(curl -s -o "$T/small.body" -w '%{http_code}' --max-time 20 -X POST -H "Authorization: Bearer $OLGA" \
   --data-binary '{"template":"hadoop-distributed","nodes":3,"provider":"rackspace"}' "http://127.0.0.1:$PORT/v1/plans" || true)

@@ -10,7 +10,8 @@
 . "$(dirname "$0")/../../testlib/engine.sh"
 
 SMALL=${SMALL:-200}
-start_droverd 1
+# 10 x SMALL queued at once: above the default engine.max_in_flight (1,000).
+start_droverd 1 "engine.max_in_flight = 0"
 setup_tenant
 
 queued_of() { psql_q "SELECT count(*) FROM tasks WHERE job_id = $1 AND status = 'queued'"; }

@@ -189,7 +189,7 @@ action 14 t/echo.sh null ".config.ssh_host_key = \"$(kv node-2 .ssh_host_key)\""
   expect_fail "$SSHA" "wrong host key" "host key of $(kv node-1 .ipaddresses.access_v4):22 does not match"
 action 15 t/echo.sh null 'del(.config.ssh_host_key)' | expect_fail "$SSHA" "no host key" "no trust on first use"
 action 16 t/echo.sh null ".config.ipaddresses.access_v4 = \"$NET_PREFIX.250\"" |
-  expect_fail "$SSHA" "unreachable" "connect to $NET_PREFIX.250:22: connection refused"
+  expect_fail "$SSHA" "unreachable" "refusing to connect to $NET_PREFIX.250: .*no node listens on exactly $NET_PREFIX.250:22"
 action 17 t/echo.sh null '.config.ssh.private_key = "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n"' |
   expect_fail "$SSHA" "bad key" "authentication"
 action 18 t/echo.sh null '.config.service.action.fields = {}' | expect_fail "$SSHA" "no script" 'no "script" field'

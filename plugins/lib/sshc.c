@@ -176,7 +176,30 @@ static bool as_v4(int family, const unsigned char *a, struct in_addr *v4)
     return false;
 }
 
-int sshc_node_address(const char *host, struct drv_err *err)
+/*
+ * Whether a socket of this network namespace listens on exactly v4:port (not on the
+ * wildcard), from /proc/net/tcp: a loopback node's sshd binds its own address
+ * (lbnode.c's ListenAddress), the host's own services 127.0.0.1 or the wildcard. The
+ * kernel prints the address as the u32 it holds (network order read as a host int) and
+ * the port in host order. -1 when the table cannot be read.
+ */
+static int listens_exactly(struct in_addr v4, int port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    int found = 0;
+    while (!found && fgets(line, sizeof(line), f)) {
+        unsigned int addr, lport, st;
+        if (sscanf(line, " %*u: %8X:%4X %*8X:%*4X %2X", &addr, &lport, &st) == 3)
+            found = st == 0x0A && (uint32_t)addr == (uint32_t)v4.s_addr && (int)lport == port;
+    }
+    fclose(f);
+    return found;
+}
+
+int sshc_node_address(const char *host, int port, struct drv_err *err)
 {
     unsigned char a[16];
     struct in_addr v4;
@@ -211,6 +234,19 @@ int sshc_node_address(const char *host, struct drv_err *err)
                            "refusing to connect to %s: an address of this host (the worker's), "
                            "never a node's",
                            host);
+    /* The rest of 127.0.0.0/8 (and 0.0.0.0/8) reaches this host too: whatever listens on
+       the wildcard (the host's sshd) answers on every one of them. Such an address is a
+       node's only when something listens on exactly it: a loopback node's sshd. */
+    uint32_t h4 = is4 ? ntohl(v4.s_addr) : 0;
+    if (is4 && ((h4 >> 24) == 0 || (h4 >> 24) == 127)) {
+        int p = port > 0 ? port : 22;
+        int l = (h4 >> 24) == 127 ? listens_exactly(v4, p) : 0;
+        if (l != 1)
+            return drv_err_set(err, DRV_EPERM, 0,
+                               "refusing to connect to %s: an address of this host (the worker's), "
+                               "never a node's: no node listens on exactly %s:%d%s",
+                               host, host, p, l < 0 ? " (/proc/net/tcp unreadable)" : "");
+    }
     return 0;
 }
 
@@ -230,7 +266,7 @@ struct sshc *sshc_connect(const struct sshc_opts *o, struct drv_err *err)
                     "refusing to authenticate to a host whose key is unchecked");
         return NULL;
     }
-    if (o->nodes_only && sshc_node_address(o->host, err) != 0)
+    if (o->nodes_only && sshc_node_address(o->host, o->port, err) != 0)
         return NULL;
     struct sshc *c = xcalloc(1, sizeof(*c));
     c->fd = -1;

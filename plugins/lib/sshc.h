@@ -38,8 +38,9 @@ struct sshc_opts {
     const char *host_key_type; /* "ssh-ed25519" etc.: ask the server for this type; NULL: any */
     bool accept_any_host_key;  /* probes only (user must be NULL): learn the key, check nothing */
     bool nodes_only;           /* refuse a host that is not a node's address: a name, an
-                                  unspecified address or one of this host's own
-                                  (sshc_node_address); the ssh automator's, ssh-pool's */
+                                  unspecified address, one of this host's own, a loopback
+                                  address no node listens on (sshc_node_address); the
+                                  ssh automator's, ssh-pool's */
     int timeout_ms;            /* bound of each blocking step and of a command run with
                                   timeout 0; 0 means 10000 (plugin_ssh_timeout_ms) */
 };
@@ -56,13 +57,15 @@ struct sshc;
 struct sshc *sshc_connect(const struct sshc_opts *o, struct drv_err *err);
 
 /*
- * Whether host may be connected to as a node (issue 32): a numeric IPv4 or IPv6
- * address that is neither unspecified (0.0.0.0, ::) nor one of this host's own
- * (its interfaces' addresses, 127.0.0.1 and ::1 always, an IPv4-mapped form
- * too): the worker's host is no node, and its sshd no tenant's. 0, or
- * DRV_EPERM with err naming the address.
+ * Whether host:port (port 0: 22) may be connected to as a node (issue 32): a
+ * numeric IPv4 or IPv6 address that is neither unspecified (0.0.0.0/8, ::) nor
+ * one of this host's own (its interfaces' addresses, 127.0.0.1 and ::1 always,
+ * an IPv4-mapped form too); another address of 127.0.0.0/8 only when a socket
+ * listens on exactly it and port (a loopback node's sshd), since the host's
+ * wildcard listeners answer on all of them: the worker's host is no node, and
+ * its sshd no tenant's. 0, or DRV_EPERM with err naming the address.
  */
-int sshc_node_address(const char *host, struct drv_err *err);
+int sshc_node_address(const char *host, int port, struct drv_err *err);
 
 /* The server's host key fingerprint and type ("ssh-ed25519"); owned by c. */
 const char *sshc_host_key(const struct sshc *c);

@@ -32,6 +32,7 @@
 struct event_base;
 struct store;
 struct coord_session;
+struct model_catcache;
 struct api;
 
 struct api_opts {
@@ -64,6 +65,9 @@ struct api_opts {
     const char *loopback_tenants;     /* tenants allowed the loopback provider: "a,b", "*" or "" */
     /* Quotas' defaults for a tenant the superadmin gave none (quota.c; 0: no limit): */
     long quota_clusters, quota_nodes, quota_jobs, quota_resource_versions, quota_resource_bytes;
+    /* The catalogues this process parsed, by tenant and version, shared with the engine
+       (model.h); borrowed; NULL: none kept, each request parses its own. */
+    struct model_catcache *catalogs;
 };
 
 /*

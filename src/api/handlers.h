@@ -31,6 +31,7 @@
 #include "api_int.h"
 
 struct model_catalog;
+struct model_catset;
 struct model_template;
 struct model_layout;
 /* ---- hostfields.c: what a tenant's provider entity may not say ---- */
@@ -82,6 +83,22 @@ int api__quota_check(PGconn *conn, struct call *c, const long asked[API_QUOTA_CO
  * foreign keys' FOR KEY SHARE does not conflict with it). */
 int api__quota_check_after(PGconn *conn, struct call *c, const long asked[API_QUOTA_COUNT],
                            struct drv_err *err);
+/*
+ * A create's check, after its writes, that does not serialise the tenant's creates while
+ * they are far from every limit (docs/api.md "Quotas"). The tenant row is share-locked
+ * (FOR SHARE: a quota's change, the tenant's deletion and api__quota_check's lock wait for
+ * it; other creates do not). No limit on what asked adds: 0, nothing counted. Else, when
+ * each asked[q] is small (1 cluster, 1 job, 100 nodes at most), one of the tenant's 8 lanes
+ * is taken (a transaction advisory lock) and the use counted: within each limit less 7 times
+ * that most (room for the creates in the other lanes, uncounted), 0. Otherwise
+ * API_QUOTA_SLOW: the caller rolls its transaction back and makes it again with
+ * api__quota_check_after, which decides exactly. Safe: a create's count misses at most one
+ * create per other lane, each within the most, and api__quota_check_after's lock waits for
+ * every create that holds the share lock.
+ */
+#define API_QUOTA_SLOW 1
+int api__quota_check_fast(PGconn *conn, struct call *c, const long asked[API_QUOTA_COUNT],
+                          struct drv_err *err);
 /* The same lock alone, for a write checked after it (a resources push). */
 int api__quota_lock(PGconn *conn, struct call *c, struct drv_err *err);
 /* After a resources version of size bytes was inserted (under api__quota_lock): prune the
@@ -108,9 +125,6 @@ int api__string_list_ok(const json_t *j);
 /* The entity kind (enum model_kind) of a collection name ("providers"), or -1. */
 int api__kind_of(const char *seg);
 
-struct model_catalog;
-/* The tenant's catalogue as the model sees it (*out, caller frees) and its rows (*rows:
-   [{kind, name, version, body}], caller decrefs). */
 /* ---- plans of operations (handlers_plan.c) ---- */
 
 /* A cluster's revision: a digest of what an operation is judged on (size, services, layout,
@@ -123,7 +137,7 @@ struct api_plan_in {
     const char *op;     /* the API's operation name */
     const json_t *body; /* the request */
     const json_t *cluster;
-    struct model_catalog *cat;
+    const struct model_catalog *cat;
     const struct model_template *t;
     const struct model_layout *existing; /* NULL: none (a recreate) */
     const struct model_layout *target;   /* solved; NULL: the layout stays */
@@ -144,8 +158,13 @@ int api__plan_answer(struct call *c, const struct api_plan_in *in, struct drv_er
 /* A configure's whole config, as the job applies it (handlers_clusters.c). New in *out. */
 int api__configure_config(PGconn *conn, struct call *c, const json_t *cluster, json_t **out,
                           struct drv_err *err);
-int api__load_catalog(PGconn *conn, struct call *c, struct model_catalog **out, json_t **rows,
-                      struct drv_err *err);
+/* The caller's tenant's catalogue now (its head version's, from this node's cache when it
+ * has it), a new reference. */
+int api__load_catalog(PGconn *conn, struct call *c, struct model_catset **out, struct drv_err *err);
+/* Pin s's version (store_catalog_pin) inside the caller's transaction, unless it is known
+ * pinned; the caller marks it pinned (model_catset_set_pinned) once that transaction
+ * committed. */
+int api__pin_catalog(PGconn *conn, struct model_catset *s, struct drv_err *err);
 /* The version of an entity among rows, 0 when absent. */
 int api__entity_version(const json_t *rows, const char *kind, const char *name);
 

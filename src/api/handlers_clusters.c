@@ -236,8 +236,10 @@ struct op_work {
     json_t *cluster; /* as read in the first part */
     json_t *services;
     long nodes;
-    int version; /* upgrade: the template version asked for */
-    struct model_catalog *cat;
+    int version;                     /* upgrade: the template version asked for */
+    struct model_catset *set;        /* the catalogue solved against (the job names it) */
+    const struct model_catalog *cat; /* set's, or own */
+    struct model_catalog *own;       /* an upgrade's: set's with the template version asked */
     struct model_template *t;
     struct model_layout *existing;
     struct model_layout *excluded; /* recreate: node layouts that failed, never used again */
@@ -254,7 +256,8 @@ static void op_work_free(void *w)
     struct op_work *o = w;
     json_decref(o->cluster);
     json_decref(o->services);
-    model_catalog_free(o->cat);
+    model_catset_unref(o->set);
+    model_catalog_free(o->own);
     model_template_free(o->t);
     model_layout_free(o->existing);
     model_layout_free(o->excluded);
@@ -320,12 +323,11 @@ static int op_load(PGconn *conn, struct call *c, struct op_work *o, struct drv_e
     const json_t *cl = o->cluster;
     const char *tname = json_string_value(json_object_get(cl, "template"));
     long size = (long)json_integer_value(json_object_get(cl, "size"));
-    json_t *rows = NULL;
-    int rc = api__load_catalog(conn, c, &o->cat, &rows, err);
-    int current = rc == 0 ? api__entity_version(rows, "clustertemplate", tname) : 0;
-    json_decref(rows);
+    int rc = api__load_catalog(conn, c, &o->set, err);
     if (rc)
         return rc;
+    o->cat = model_catset_catalog(o->set);
+    int current = api__entity_version(model_catset_rows(o->set), "clustertemplate", tname);
     if (op_is(o->op, "upgrade")) {
         json_t *v = c->body ? json_object_get(c->body, "template_version") : NULL;
         o->version = v ? (int)json_integer_value(v) : current;
@@ -346,11 +348,26 @@ static int op_load(PGconn *conn, struct call *c, struct op_work *o, struct drv_e
                              "template \"%s\" has no version %d", tname, o->version);
         if (rc)
             return rc;
-        if (o->version != current &&
-            model_catalog_put_json(o->cat, MODEL_TEMPLATE, json_object_get(row, "body"), NULL,
-                                   err) != 0) {
-            json_decref(row);
-            return call_fail(c, 422, "unsatisfiable", "template_version", "%s", err->msg);
+        if (o->version != current) {
+            /* The shared catalogue is never changed: this request's own copy gets the
+               version asked for. */
+            o->own = model_catalog_new();
+            size_t i;
+            json_t *r;
+            json_array_foreach(model_catset_rows(o->set), i, r)
+            {
+                int k = model_kind_parse(json_string_value(json_object_get(r, "kind")));
+                struct drv_err e;
+                if (k >= 0)
+                    model_catalog_put_json(o->own, (enum model_kind)k, json_object_get(r, "body"),
+                                           NULL, &e);
+            }
+            o->cat = o->own;
+            if (model_catalog_put_json(o->own, MODEL_TEMPLATE, json_object_get(row, "body"), NULL,
+                                       err) != 0) {
+                json_decref(row);
+                return call_fail(c, 422, "unsatisfiable", "template_version", "%s", err->msg);
+            }
         }
         json_decref(row);
     }
@@ -519,13 +536,12 @@ int api__configure_config(PGconn *conn, struct call *c, const json_t *cluster, j
         *out = jmerge_patch(json_is_object(now) ? now : NULL, jc);
         return 0;
     }
-    struct model_catalog *cat = NULL;
+    struct model_catset *set = NULL;
     struct model_template *t = NULL;
-    json_t *rows = NULL;
-    rc = api__load_catalog(conn, c, &cat, &rows, err);
-    json_decref(rows);
+    rc = api__load_catalog(conn, c, &set, err);
     if (rc)
         return rc;
+    const struct model_catalog *cat = model_catset_catalog(set);
     const char *tname = json_string_value(json_object_get(cluster, "template"));
     struct drv_err e;
     if (tname && model_template_resolve(cat, tname, &t, &e) == 0)
@@ -540,7 +556,7 @@ int api__configure_config(PGconn *conn, struct call *c, const json_t *cluster, j
         *out = NULL;
     }
     model_template_free(t);
-    model_catalog_free(cat);
+    model_catset_unref(set);
     return rc;
 }
 
@@ -613,9 +629,16 @@ static int op_record(PGconn *conn, struct call *c, struct drv_err *err)
     bool recreate = op_is(op, "recreate");
     const struct planner_api_op *api_op = planner_api_op(op);
     const char *job_op = api_op ? api_op->job_op : op;
+    /* An operation that solved names the catalogue it solved against (pinned); the others
+       leave it to the engine (the tenant's version when the job starts). */
+    char catv[24];
+    snprintf(catv, sizeof(catv), "%lld", o && o->set ? model_catset_version(o->set) : 0LL);
+    bool pin = rc == 0 && o && o->set;
+    if (pin)
+        rc = api__pin_catalog(conn, o->set, err);
     if (rc == 0)
-        rc = store_job_insert(conn, c->who.tenant_id, c->seg[2], job_op, req, c->who.user_id, &job,
-                              err);
+        rc = store_job_insert(conn, c->who.tenant_id, c->seg[2], job_op, req, c->who.user_id,
+                              pin ? catv : NULL, &job, err);
     free(req);
     if (rc == 0 && recreate) {
         json_t *layout = json_object_get(o->target, "layout");
@@ -646,6 +669,8 @@ static int op_record(PGconn *conn, struct call *c, struct drv_err *err)
         json_decref(job);
         return rc;
     }
+    if (pin)
+        model_catset_set_pinned(o->set);
     json_object_del(cluster, "nodes");
     c->out = json_pack("{s:o, s:o}", "cluster", cluster, "job", job);
     c->status = 202;

@@ -101,7 +101,8 @@ struct create_req {
     char *provider, *hw, *img;
     char *config; /* JSON text */
     int tversion;
-    struct model_catalog *cat;
+    struct model_catset *set;        /* the catalogue checked against (pinned with the job) */
+    const struct model_catalog *cat; /* set's */
     struct model_template *t;
     struct model_layout *layout;
 };
@@ -115,7 +116,7 @@ static void create_req_clear(struct create_req *r)
     free(r->config);
     model_layout_free(r->layout);
     model_template_free(r->t);
-    model_catalog_free(r->cat);
+    model_catset_unref(r->set);
 }
 
 static void create_req_free(void *w)
@@ -169,11 +170,10 @@ static int create_load(PGconn *conn, struct call *c, int need_name, struct creat
     r->name = jname ? json_string_value(jname) : NULL;
     r->tname = json_string_value(jt);
 
-    json_t *rows;
-    if ((rc = api__load_catalog(conn, c, &r->cat, &rows, err)) != 0)
+    if ((rc = api__load_catalog(conn, c, &r->set, err)) != 0)
         return rc;
-    r->tversion = api__entity_version(rows, "clustertemplate", r->tname);
-    json_decref(rows);
+    r->cat = model_catset_catalog(r->set);
+    r->tversion = api__entity_version(model_catset_rows(r->set), "clustertemplate", r->tname);
     if (!model_catalog_template(r->cat, r->tname, false))
         return call_fail(c, 422, "unknown-reference", "template", "no clustertemplate \"%s\"",
                          r->tname);
@@ -242,8 +242,10 @@ static int create_solve(struct call *c, struct create_req *r, struct drv_err *er
     return rc;
 }
 
-/* A create's last part: the cluster, its job and the audit entry in one transaction. */
-static int create_write(PGconn *conn, struct call *c, struct drv_err *err)
+/* A create's last part: the cluster, its job and the audit entry in one transaction; fast:
+ * the quota's check that does not serialise the tenant's creates (API_QUOTA_SLOW when it
+ * cannot decide). */
+static int create_txn(PGconn *conn, struct call *c, bool fast, struct drv_err *err)
 {
     struct create_req *rp = c->work, r = *rp;
     int rc = 0;
@@ -256,8 +258,14 @@ static int create_write(PGconn *conn, struct call *c, struct drv_err *err)
     json_decref(lj);
     char *req_text = json_dumps(c->body, JSON_COMPACT | JSON_SORT_KEYS);
     json_t *cluster = NULL, *job = NULL;
+    char catv[24];
+    snprintf(catv, sizeof(catv), "%lld", model_catset_version(r.set));
     if (rc == 0)
         rc = store_begin(conn, err);
+    /* The job is planned from the catalogue checked here (its version, pinned once per
+       version: store_catalog_pin), not from whatever the engine would read later. */
+    if (rc == 0)
+        rc = api__pin_catalog(conn, r.set, err);
     /* The rows first, the tenant row's lock last (api__quota_check_after): the lock that
        serialises the tenant's quota checks is held from the count to the commit only, not
        over the inserts (docs/api.md "Quotas"). */
@@ -280,8 +288,8 @@ static int create_write(PGconn *conn, struct call *c, struct drv_err *err)
     }
     const char *cid = cluster ? json_string_value(json_object_get(cluster, "id")) : NULL;
     if (rc == 0)
-        rc = store_job_insert(conn, c->who.tenant_id, cid, "create", req_text, c->who.user_id, &job,
-                              err);
+        rc = store_job_insert(conn, c->who.tenant_id, cid, "create", req_text, c->who.user_id, catv,
+                              &job, err);
     if (rc == 0)
         rc = api__audit(conn, c, "cluster.create", "cluster", cid,
                         json_pack("{s:s, s:s, s:s}", "name", r.name, "template", r.tname, "job",
@@ -290,10 +298,13 @@ static int create_write(PGconn *conn, struct call *c, struct drv_err *err)
     if (rc == 0) { /* counts this create's rows; a tenant deleted meanwhile: refused */
         long asked[API_QUOTA_COUNT] = {
             [API_QUOTA_CLUSTERS] = 1, [API_QUOTA_NODES] = r.nodes, [API_QUOTA_JOBS] = 1};
-        rc = api__quota_check_after(conn, c, asked, err);
+        rc = fast ? api__quota_check_fast(conn, c, asked, err)
+                  : api__quota_check_after(conn, c, asked, err);
     }
     if (rc == 0)
         rc = store_commit(conn, err);
+    if (rc == 0)
+        model_catset_set_pinned(r.set);
     free(svc_text);
     free(layout_text);
     free(req_text);
@@ -306,6 +317,16 @@ static int create_write(PGconn *conn, struct call *c, struct drv_err *err)
     c->status = 202;
     api__announce(c, json_string_value(json_object_get(job, "id")), cid, "create");
     return 0;
+}
+
+static int create_write(PGconn *conn, struct call *c, struct drv_err *err)
+{
+    int rc = create_txn(conn, c, true, err);
+    if (rc == API_QUOTA_SLOW) { /* near a limit: the same again, with the exact check */
+        store_rollback(conn);
+        rc = create_txn(conn, c, false, err);
+    }
+    return rc;
 }
 
 static int create_heavy(struct call *c, struct drv_err *err)

@@ -80,7 +80,11 @@ int api__h_job_plan(PGconn *conn, struct call *c, struct drv_err *err)
         return call_fail(c, 404, "not-found", NULL, "job \"%s\" has no plan yet", c->seg[2]);
     json_t *row;
     const char *p[] = {c->seg[2]};
-    rc = store_query_row(conn, "SELECT plan FROM jobs WHERE id = $1::bigint", 1, p, &row, err);
+    /* The plan is in job_plans since version 9; on the row for jobs an older node started. */
+    rc = store_query_row(conn,
+                         "SELECT coalesce(p.plan, j.plan) AS plan FROM jobs j"
+                         " LEFT JOIN job_plans p ON p.job_id = j.id WHERE j.id = $1::bigint",
+                         1, p, &row, err);
     if (rc)
         return rc;
     json_t *plan = json_incref(json_object_get(row, "plan"));

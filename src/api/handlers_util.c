@@ -92,27 +92,43 @@ int api__kind_of(const char *seg)
     return k;
 }
 
-/* The tenant's catalogue as the model sees it, and each entity's version. */
-int api__load_catalog(PGconn *conn, struct call *c, struct model_catalog **out, json_t **rows,
-                      struct drv_err *err)
+/*
+ * The caller's tenant's catalogue now, shared (model_catset). A catalogue version names one
+ * catalogue (docs/schema.md, version 9), so while this node's cache has the tenant's head
+ * version the catalogue costs one indexed read of the head; otherwise the entities and
+ * their version are read in one statement, parsed, and cached for the next request (and
+ * for the engine, which plans the job from the same version). *out is a new reference.
+ */
+int api__load_catalog(PGconn *conn, struct call *c, struct model_catset **out, struct drv_err *err)
 {
-    int rc = store_entity_all(conn, c->who.tenant_id, rows, err);
+    const char *tenant = c->who.tenant_id;
+    long long version = 0;
+    *out = NULL;
+    int rc = store_catalog_head(conn, tenant, &version, err);
     if (rc)
         return rc;
-    struct model_catalog *cat = model_catalog_new();
-    size_t i;
-    json_t *r;
-    json_array_foreach(*rows, i, r)
-    {
-        int k = model_kind_parse(json_string_value(json_object_get(r, "kind")));
-        struct drv_err e;
-        if (k >= 0 && model_catalog_put_json(cat, (enum model_kind)k, json_object_get(r, "body"),
-                                             NULL, &e) != 0)
-            log_warn("api", "event=bad_stored_entity kind=%s name=%s", model_kind_name(k),
-                     json_string_value(json_object_get(r, "name")));
-    }
-    *out = cat;
+    *out = model_catcache_get(c->opts->catalogs, tenant, version);
+    if (*out)
+        return 0;
+    json_t *rows;
+    if ((rc = store_catalog_read(conn, tenant, &version, &rows, err)) != 0)
+        return rc;
+    *out = model_catset_new(tenant, version, rows, false);
+    if (model_catset_refused(*out))
+        log_warn("api", "event=bad_stored_entity tenant=%s catalog_version=%lld refused=%zu",
+                 tenant, version, model_catset_refused(*out));
+    model_catcache_put(c->opts->catalogs, *out);
     return 0;
+}
+
+int api__pin_catalog(PGconn *conn, struct model_catset *s, struct drv_err *err)
+{
+    if (model_catset_pinned(s))
+        return 0;
+    char *text = json_dumps(model_catset_rows(s), JSON_COMPACT);
+    int rc = store_catalog_pin(conn, model_catset_tenant(s), model_catset_version(s), text, err);
+    free(text);
+    return rc;
 }
 
 int api__entity_version(const json_t *rows, const char *kind, const char *name)

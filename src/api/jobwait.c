@@ -48,8 +48,8 @@ struct job_wait {
 void api__job_revision(json_t *job, char out[33])
 {
     json_object_del(job, "revision");
-    /* The summary is O(1) in the job's size (its task counts and task_changes, a counter
-       of the writes to its tasks, are kept at write time: store.h), so is its hash. */
+    /* The summary is O(1) in the job's size (its task counts are kept at write time, and
+       task_changes is its newest attempt number, one index probe: store.h), so is its hash. */
     char *text = json_dumps(job, JSON_COMPACT | JSON_SORT_KEYS);
     json_object_del(job, "task_changes");
     unsigned char md[EVP_MAX_MD_SIZE];

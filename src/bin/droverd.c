@@ -65,6 +65,7 @@
 #include "seal.h"
 #include "log.h"
 #include "loopwatch.h"
+#include "model.h"
 #include "droverd_conf.h"
 #include "sdnotify.h"
 #include "store.h"
@@ -86,6 +87,8 @@ struct node {
     struct coord_control *control;
     struct engine *engine;
     struct loopwatch *watch; /* the loop's lateness: loop-stalled, drover_loop_lag_seconds */
+    /* The catalogues parsed, by tenant and version: the API's and the engine's (model.h) */
+    struct model_catcache *catalogs;
     struct event *sig_term, *sig_int, *grace, *publish;
     int draining;         /* out of the ring, handing over (an operator's drain or a signal) */
     int pg_out;           /* draining because PostgreSQL was lost (pg_watch undoes it) */
@@ -133,6 +136,21 @@ static size_t owned_now(const struct node *n)
     return st.owned;
 }
 
+/* The schema this node says it knows: its own, or DROVER_FAULT=member-schema:N's (a test
+   stands in for an older node in the fleet's choices, docs/testing.md "Fault hooks"). */
+static int member_schema(void)
+{
+    static int said;
+    if (!said) {
+        char *a = fault_arg("member-schema");
+        said = a && atoi(a) > 0 ? atoi(a) : store_schema_version();
+        if (a)
+            log_warn(MODULE, "event=fault-armed fault=member-schema schema=%d", said);
+        free(a);
+    }
+    return said;
+}
+
 static json_t *member_data_now(const struct node *n, size_t owned);
 
 static json_t *member_data(const struct node *n, size_t owned)
@@ -143,9 +161,13 @@ static json_t *member_data(const struct node *n, size_t owned)
     /* Test hook (DROVER_FAULT=member-old-build, docs/testing.md "Fault hooks"): the member
        data of a build before "keeps_runs", so that a rolling upgrade's mixed ring can be
        made with one build (integration/engine/old_member.sh). */
+    /* slots: this build assigns tasks to the workers' slots (docs/engine.md "Tasks to
+       slots"), which happens only while every member says so: an older one resuming such a
+       job would not know its key records. */
     if (n->old_build) {
         json_t *d = member_data_now(n, owned);
         json_object_del(d, "keeps_runs");
+        json_object_del(d, "slots");
         return d;
     }
     return member_data_now(n, owned);
@@ -153,12 +175,12 @@ static json_t *member_data(const struct node *n, size_t owned)
 
 static json_t *member_data_now(const struct node *n, size_t owned)
 {
-    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:i, s:b, s:b, s:I, s:b, s:b}", "id",
+    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:i, s:b, s:b, s:I, s:b, s:b, s:i}", "id",
                      n->conf.prog.node_id, "kind", "droverd", "http", n->conf.api.listen, "pid",
                      (json_int_t)getpid(), "started", (json_int_t)n->started, "host", n->host,
-                     "schema", store_schema_version(), "format", DROVER_FORMAT_VERSION, "draining",
+                     "schema", member_schema(), "format", DROVER_FORMAT_VERSION, "draining",
                      n->draining, "drained", n->drained, "owned", (json_int_t)owned, "keeps_runs",
-                     1, "postgres", store_healthy(n->store));
+                     1, "postgres", store_healthy(n->store), "slots", 1);
 }
 
 /* Write the member znode when what it says changed (force: always). */
@@ -339,6 +361,7 @@ static int start_http(struct node *n, struct drv_err *err)
 {
     struct api_opts o = n->conf.api;
     o.node_id = n->conf.prog.node_id;
+    o.catalogs = n->catalogs;
     n->api = api_new(n->base, n->store, n->zk, &o, err);
     if (!n->api)
         return err->code ? err->code : DRV_EIO;
@@ -567,6 +590,9 @@ static int run(struct node *n)
 
     n->store = store_new(n->base, n->conf.store.conninfo, n->conf.store.pool_size);
     store_start_health(n->store);
+    /* A few catalogues: one per tenant creating at once, in practice (each is a few hundred
+       KB parsed). */
+    n->catalogs = model_catcache_new(32);
 
     if (zk_worker_ids(n, &err) != 0 ||
         prog_zk_connect(n->base, &n->conf.prog, MODULE, &n->zk) != 0 || acl_fixup(n, &err) != 0)
@@ -593,6 +619,7 @@ static int run(struct node *n)
     struct engine_opts eo = n->conf.engine;
     eo.node_id = n->conf.prog.node_id;
     eo.key = has_key ? key : NULL;
+    eo.catalogs = n->catalogs;
     n->engine = engine_new(n->base, n->zk, n->store, &eo, &err);
     explicit_bzero(key, sizeof(key));
     if (!n->engine) {
@@ -640,6 +667,7 @@ static void node_release(struct node *n)
     coord_member_leave(n->member);
     coord_session_free(n->zk);
     store_free(n->store);
+    model_catcache_free(n->catalogs);
     loopwatch_free(n->watch);
     if (n->base)
         event_base_free(n->base);

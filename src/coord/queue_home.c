@@ -37,7 +37,9 @@
  * nobody watches the claims: every claim's create and delete would wake every idle
  * consumer that passed an item over (the herd again); a release by a live holder is
  * its own to take again (it lists on), a dead holder's claims come back with the
- * view's change. A change of any other shard is
+ * view's change (a holder that came back under the same id before its old session
+ * expired changes no name of the view: the caller looks again, coord_queue_rescan,
+ * once that session must be over; coord.h, coord_queue_set_peers). A change of any other shard is
  * marked (its watch is spent: the next round lists it) but wakes nobody but its
  * homes. With a view, a round covers only this consumer's shards (homes and those it
  * is the fallback of): puts spread over the shards, each has its own homes and

@@ -37,11 +37,13 @@
 
 #include <event2/event.h>
 
+#include "assign.h"
 #include "batch.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "log.h"
 #include "loopq.h"
+#include "store.h"
 #include "strmap.h"
 #include "watchdog.h"
 #include "workpool.h"
@@ -230,6 +232,7 @@ static void reconcile_soon(evutil_socket_t fd, short what, void *arg)
 void engine__job_gone(struct engine *e, struct ejob *j)
 {
     engine__watchdog_forget(j);
+    engine__assign_job_gone(j);
     if (j->acl_bound) {
         /* Nothing more of it is created on this session: its znodes' tenant is forgotten
            (counted: a new owner object of the same job binds again). */
@@ -311,6 +314,20 @@ static bool fleet_keeps_runs(const struct coord_member_info *m, size_t n)
     return all;
 }
 
+/* Does every member know the schema with job_plans and the catalogue by version? A member
+   that says no schema predates them. */
+static bool fleet_slim_jobs(const struct coord_member_info *m, size_t n)
+{
+    bool all = true;
+    for (size_t i = 0; i < n && all; i++) {
+        json_error_t je;
+        json_t *d = m[i].json && *m[i].json ? json_loads(m[i].json, 0, &je) : NULL;
+        all = json_integer_value(json_object_get(d, "schema")) >= STORE_SCHEMA_JOB_PLANS;
+        json_decref(d);
+    }
+    return all;
+}
+
 /* Members other than this node that are not draining and do not say they lost PostgreSQL. */
 static size_t peers_serving(const struct engine *e, const struct coord_member_info *m, size_t n)
 {
@@ -339,11 +356,16 @@ static void on_members(const struct coord_member_info *m, size_t n, void *arg)
     if (keep != e->keep_runs)
         log_info(MOD, "event=run-records-kept node=%s kept=%d", e->node_id, (int)keep);
     e->keep_runs = keep;
+    bool slim = fleet_slim_jobs(m, n);
+    if (slim != e->slim_jobs)
+        log_info(MOD, "event=job-plans-kept-apart node=%s kept_apart=%d", e->node_id, (int)slim);
+    e->slim_jobs = slim;
     int f = fleet_format(m, n);
     if (f != e->write_format)
         log_info(MOD, "event=format-chosen node=%s format=%d builds_up_to=%d", e->node_id, f,
                  DROVER_FORMAT_VERSION);
     e->write_format = f;
+    engine__assign_members(e, m, n);
     coord_ring_free(e->ring);
     e->ring = coord_ring_from_members(m, n, 0);
     e->have_ring = true;
@@ -508,6 +530,7 @@ static void watch_jobs(struct engine *e)
 static void on_workers(const struct coord_member_info *m, size_t n, void *arg)
 {
     engine__workers_seen(arg, m, n);
+    engine__assign_workers(arg, m, n);
     watch_jobs(arg);
 }
 
@@ -530,6 +553,7 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     e->base = base;
     e->zk = zk;
     e->db = db;
+    e->catalogs = o->catalogs;
     e->node_id = xstrdup(o->node_id);
     e->max_failures = o->max_failures ? o->max_failures : 3;
     e->max_in_flight = o->max_in_flight;
@@ -553,6 +577,7 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     e->queues = strmap_new();
     engine__batch_init(e);
     engine__watchdog_init(e, o->no_worker_timeout_ms, o->job_deadline_ms);
+    engine__assign_init(e);
     engine__metrics_init(e);
     e->lq = loopq_new(base);
     engine__offload_init(e, o->plan_threads);
@@ -644,6 +669,7 @@ void engine_free(struct engine *e)
     strmap_free(e->queues);
     engine__metrics_free(e);
     engine__watchdog_free(e);
+    engine__assign_free(e);
     free(e->ring_sig);
     coord_ring_free(e->ring);
     for (size_t i = 0; i < e->n_ids; i++)

@@ -44,6 +44,7 @@ struct event_base;
 struct coord_session;
 struct store;
 struct engine;
+struct model_catcache;
 
 struct engine_opts {
     const char *node_id;      /* this droverd's member id in /drover/members/droverd (required) */
@@ -58,6 +59,9 @@ struct engine_opts {
     int job_deadline_ms;      /* a forward plan running longer gives up (0: no deadline) */
     int resync_ms; /* list the announced jobs and the members again this often (0: 30 s) */
     const unsigned char *key; /* the secrets key (32 bytes), or NULL */
+    /* The catalogues parsed, by tenant and version, shared with the API (model.h); borrowed;
+       NULL: each job parses its own */
+    struct model_catcache *catalogs;
 };
 
 /*

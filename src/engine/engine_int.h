@@ -7,6 +7,7 @@
  * and struct engine / struct ejob hold only a pointer to it, opaque elsewhere:
  *
  *   batch.h     batch.c's: the jobs' parts gathered into shared transactions and multi-ops
+ *   assign.h    assign.c's: the workers' slots the jobs hold, the offers, the node's view
  *   commit.h    the commit pipeline's (commit.c, commit_pg.c, commit_zk.c): busy flags,
  *               retries to put, PostgreSQL marks, timers, backoff, the final write
  *   nodes.h     nodes.c's: the cluster as the job sees it, key-values, maps, macros
@@ -43,6 +44,7 @@
  *     commit.c    phase "commit": the job's fenced writes, the rounds and the final write
  *     commit_pg.c a round's PostgreSQL batch
  *     commit_zk.c a round's ZooKeeper multi-op, with the dispatch
+ *     assign.c    the dispatch into the workers' slots (when all can), their offers
  *     sweep.c     phase "sweep": the ZooKeeper subtree removed, then the lock released
  *   below the jobs:
  *     batch.c     the rounds and parts of all the jobs together: one transaction, one
@@ -167,6 +169,7 @@ enum engine_task_event {
     ENGINE_TEV_FAIL,
     ENGINE_TEV_WITHDRAWN, /* its queue item was taken back unclaimed */
     ENGINE_TEV_CANCEL,    /* the job ends without it */
+    ENGINE_TEV_LOST,      /* its attempt was cut short with its worker's slot (worker.md) */
 };
 
 struct engine_task_policy {
@@ -252,11 +255,13 @@ struct planner_exec;
 struct planner_input;
 struct planner_task;
 struct model_catalog;
+struct model_catset;
 
 struct engine__plan_in {
     const char *op;            /* the API's operation name */
     const json_t *request;     /* the job's request (configure's "restart") */
     const json_t *catalog;     /* [{kind, name, body}]: the tenant's catalogue as pinned */
+    struct model_catset *set;  /* the same parsed and shared (borrowed), or NULL: parse catalog */
     const char *template_name; /* the cluster's template */
     const char *provider;      /* the cluster's provider (may be NULL) */
     const json_t *start;       /* layout before the operation (NULL or null: none) */
@@ -270,8 +275,10 @@ struct engine__plan_out {
     char *text; /* planner_plan_to_json_text */
     size_t len;
     char sha[65];
-    struct planner_input *in; /* kept: rollback plans need its services and layouts */
-    struct model_catalog *cat;
+    struct planner_input *in;        /* kept: rollback plans need its services and layouts */
+    const struct model_catalog *cat; /* own_cat, or set's: in borrows from it */
+    struct model_catalog *own_cat;   /* parsed from the inputs' rows */
+    struct model_catset *set;        /* a reference to the shared catalogue cat is, or NULL */
     json_t *target_layout; /* per node with ids: the cluster's layout once the job succeeds */
     /* node id -> {hardwaretype, imagetype, services, entries}: entries are the types'
        providermap entries for the job's provider (the tenant's: no reserved key, facts.h) */
@@ -339,6 +346,7 @@ struct erun {
     bool deleting;  /* its delete is in a ZooKeeper transaction */
     bool queued_pg; /* its row is in the PostgreSQL batch */
     bool deleted;   /* its delete was committed */
+    bool refused;   /* its delete was refused (NOAUTH): not sent again, the sweep tries it */
     json_t *data;   /* the record as last read */
 };
 
@@ -380,6 +388,8 @@ struct ewithdraw;
 struct enodes;
 struct ewatchdog;
 struct ewatch;
+struct eassign;
+struct ejassign;
 struct resync_read;
 
 struct engine {
@@ -415,6 +425,10 @@ struct engine {
     bool stopping;
     int write_format; /* format of the jobs this node starts: the lowest of the members' */
     bool keep_runs;   /* every member says "keeps_runs": records kept (ENGINE_RUNS_KEEP) */
+    /* every member knows schema STORE_SCHEMA_JOB_PLANS: jobs started now keep their plan in
+       job_plans and name their catalogue's version (an older node reads neither) */
+    bool slim_jobs;
+    struct model_catcache *catalogs; /* engine_opts' (borrowed), shared with the API */
     void (*stop_done)(void *);
     void *stop_arg;
     struct event *tick;
@@ -435,6 +449,7 @@ struct engine {
     struct coord_group *workers; /* /drover/members/worker (the watchdog reads it) */
     struct ewatchdog *watchdog;  /* watchdog.c's (watchdog.h) */
     struct ebatch *batch;        /* batch.c's: the jobs' writes gathered (batch.h) */
+    struct eassign *assign;      /* assign.c's: the slots the jobs here hold (assign.h) */
 };
 
 enum ejob_own {
@@ -458,7 +473,9 @@ struct ejob {
     bool acl_bound;  /* coord_acl_bind done for the job's path: job_free unbinds it */
     json_t *job;     /* the job row */
     json_t *cluster; /* the cluster row, with "nodes" */
-    json_t *catalog; /* the catalogue rows, when the job has no pinned inputs yet */
+    /* the catalogue of a first start, or the one the pinned inputs name by version */
+    struct model_catset *catset;
+    bool slim; /* the plan, inputs and snapshot in job_plans (decided at the first start) */
     /* the plans */
     struct engine__plan_out po; /* the forward plan and what it was made of */
     json_t *inputs;             /* the pinned inputs */
@@ -477,6 +494,8 @@ struct ejob {
     struct ecommit *commit;     /* the commit pipeline (commit.h) */
     struct ewithdraw *withdraw; /* the withdrawal's counts (withdraw.h) */
     int sweeps;                 /* attempts at removing the subtree */
+    struct event *sweep_ev;     /* a sweep refused (NOAUTH) tries again after it (sweep.c) */
+    bool sweep_keep_root;       /* that sweep's keep_root */
     bool subtree_made;          /* this owner created the subtree (jobstart.c): the sweep
                                    knows its names without listing them (sweep.c) */
     size_t ctx_parts;           /* ctx/p<k> it created (0: the context in ctx alone) */
@@ -487,6 +506,7 @@ struct ejob {
     int64_t t_handover;         /* when the ring moved it away (ms, monotonic), 0: not moving */
     int64_t control_ms;         /* when a control znode's request was last read (ms, monotonic) */
     struct ewatch *watch;       /* the watchdog's clocks of the job (watchdog.h) */
+    struct ejassign *assign;    /* its workers' slots (assign.h) */
 };
 
 /* A row's string column, "" when absent or null. */

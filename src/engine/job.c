@@ -59,6 +59,7 @@
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
+#include "model.h"
 #include "nodes.h"
 #include "planner_model.h"
 #include "store.h"
@@ -118,7 +119,7 @@ static void job_free(struct ejob *j)
     engine__plan_out_clear(&j->po);
     json_decref(j->job);
     json_decref(j->cluster);
-    json_decref(j->catalog);
+    model_catset_unref(j->catset);
     json_decref(j->inputs);
     json_decref(j->snapshot);
     json_decref(j->ctx);
@@ -135,6 +136,8 @@ static void job_free(struct ejob *j)
         }
         strmap_free(j->runs);
     }
+    if (j->sweep_ev)
+        event_free(j->sweep_ev);
     engine__commit_free(j);
     engine__nodes_free(j);
     engine__withdraw_free(j);
@@ -363,7 +366,8 @@ static void loaded(int rc, const struct drv_err *err, void *arg)
     }
     j->job = json_incref(l->job);
     j->cluster = json_incref(l->cluster);
-    j->catalog = json_incref(l->catalog);
+    j->catset = model_catset_ref(l->catset);
+    j->slim = json_is_true(json_object_get(l->job, "slim"));
     snprintf(j->tenant_id, sizeof(j->tenant_id), "%s", engine__row_str(l->job, "tenant_id"));
     snprintf(j->tenant, sizeof(j->tenant), "%s", engine__row_str(l->job, "tenant"));
     /* The job's context, nodes and run records grant its tenant's workers what they need
@@ -400,6 +404,7 @@ static void load(struct ejob *j)
     snprintf(l->id, sizeof(l->id), "%s", j->id);
     snprintf(l->node, sizeof(l->node), "%s", j->e->node_id);
     l->token = j->token;
+    l->cache = j->e->catalogs;
     engine__job_ref(j);
     /* With the other jobs' parts of this turn (batch.c): one transaction for all. */
     engine__batch_pg_part(j->e, ENGINE__PG_LOAD, l, claimed);

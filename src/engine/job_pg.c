@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "job_pg.h"
+#include "model.h"
 #include "planner.h"
 #include "store.h"
 #include "strbuf.h"
@@ -132,25 +133,67 @@ int engine__pg_claim_work(PGconn *conn, void *arg, struct drv_err *err)
     return 0;
 }
 
+/* The catalogue version v of the job's tenant: this node's parsed one, or the pinned rows. */
+static int catalog_pinned(PGconn *conn, struct engine__pg_load *l, const char *tenant, long long v,
+                          struct drv_err *err)
+{
+    l->catset = model_catcache_get(l->cache, tenant, v);
+    if (l->catset)
+        return 0;
+    json_t *rows;
+    int rc = store_catalog_pinned(conn, tenant, v, &rows, err);
+    if (rc)
+        return rc;
+    l->catset = model_catset_new(tenant, v, rows, true);
+    model_catcache_put(l->cache, l->catset);
+    return 0;
+}
+
+/* A first start's catalogue when the API named none: the tenant's version now. */
+static int catalog_now(PGconn *conn, struct engine__pg_load *l, const char *tenant,
+                       struct drv_err *err)
+{
+    long long v = 0;
+    int rc = store_catalog_head(conn, tenant, &v, err);
+    if (rc)
+        return rc;
+    l->catset = model_catcache_get(l->cache, tenant, v);
+    if (l->catset)
+        return 0;
+    json_t *rows;
+    if ((rc = store_catalog_read(conn, tenant, &v, &rows, err)) != 0)
+        return rc;
+    l->catset = model_catset_new(tenant, v, rows, false);
+    model_catcache_put(l->cache, l->catset);
+    return 0;
+}
+
 int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_load *l = arg;
     const char *q[] = {l->id};
-    int rc = store_query_row(conn,
-                             "SELECT j.id::text AS id, j.tenant_id::text AS tenant_id,"
-                             " t.name AS tenant, j.cluster_id::text AS cluster_id, j.operation,"
-                             " j.status, j.phase, j.request, j.inputs, j.plan_sha, j.control,"
-                             " j.error, j.snapshot, j.format_version, j.owner_token,"
-                             " (extract(epoch FROM now() - j.created_at) * 1000)::bigint::text"
-                             "  AS age_ms,"
-                             " (SELECT count(*) FROM tasks x WHERE x.job_id = j.id"
-                             "  AND x.status NOT IN ('waiting', 'skipped'))::text AS tasks_begun,"
-                             " (SELECT json_build_object('version', r.version, 'sha256', r.sha256)"
-                             "  FROM resources r WHERE r.tenant_id = j.tenant_id"
-                             "  ORDER BY r.version DESC LIMIT 1) AS resources"
-                             " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
-                             " WHERE j.id = $1::bigint",
-                             1, q, &l->job, err);
+    /* inputs, snapshot: in job_plans for a job started since version 9 by a fleet that
+       reads them there (slim), else on the row. */
+    int rc =
+        store_query_row(conn,
+                        "SELECT j.id::text AS id, j.tenant_id::text AS tenant_id,"
+                        " t.name AS tenant, j.cluster_id::text AS cluster_id, j.operation,"
+                        " j.status, j.phase, j.request, coalesce(p.inputs, j.inputs) AS inputs,"
+                        " j.plan_sha, j.control, j.error,"
+                        " coalesce(p.snapshot, j.snapshot) AS snapshot, j.format_version,"
+                        " j.owner_token, j.catalog_version::text AS catalog_version,"
+                        " p.job_id IS NOT NULL AS slim,"
+                        " (extract(epoch FROM now() - j.created_at) * 1000)::bigint::text"
+                        "  AS age_ms,"
+                        " (SELECT count(*) FROM tasks x WHERE x.job_id = j.id"
+                        "  AND x.status NOT IN ('waiting', 'skipped'))::text AS tasks_begun,"
+                        " (SELECT json_build_object('version', r.version, 'sha256', r.sha256)"
+                        "  FROM resources r WHERE r.tenant_id = j.tenant_id"
+                        "  ORDER BY r.version DESC LIMIT 1) AS resources"
+                        " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
+                        " LEFT JOIN job_plans p ON p.job_id = j.id"
+                        " WHERE j.id = $1::bigint",
+                        1, q, &l->job, err);
     if (rc == DRV_ENOENT)
         return drv_err_set(err, DRV_ENOENT, 0, "no job %s", l->id);
     if (rc)
@@ -175,9 +218,22 @@ int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err)
     if (rc)
         return rc;
     json_object_set_new(l->cluster, "nodes", nodes);
-    if (!json_is_object(json_object_get(l->job, "inputs")))
-        rc = store_entity_all(conn, json_string_value(json_object_get(l->job, "tenant_id")),
-                              &l->catalog, err);
+    const char *tenant = json_string_value(json_object_get(l->job, "tenant_id"));
+    const json_t *inputs = json_object_get(l->job, "inputs");
+    const char *named = json_string_value(json_object_get(l->job, "catalog_version"));
+    if (json_is_object(inputs)) {
+        /* Pinned: the rows themselves (before version 9, or a fleet with an older node),
+           or the version they name. */
+        const json_t *cat = json_object_get(inputs, "catalog");
+        if (json_is_object(cat))
+            rc =
+                catalog_pinned(conn, l, tenant,
+                               (long long)json_integer_value(json_object_get(cat, "version")), err);
+    } else if (named) {
+        rc = catalog_pinned(conn, l, tenant, strtoll(named, NULL, 10), err);
+    } else {
+        rc = catalog_now(conn, l, tenant, err);
+    }
     return rc;
 }
 
@@ -185,7 +241,7 @@ void engine__pg_load_free(struct engine__pg_load *l)
 {
     json_decref(l->job);
     json_decref(l->cluster);
-    json_decref(l->catalog);
+    model_catset_unref(l->catset);
     free(l);
 }
 
@@ -243,6 +299,7 @@ void engine__pg_start_free(struct engine__pg_start *s)
     free(s->new_nodes);
     free(s->detail);
     free(s->ssh);
+    free(s->pin);
     free(s);
 }
 
@@ -262,12 +319,41 @@ static int start_writes(PGconn *conn, void *arg, struct drv_err *err)
         return rc;
     bool first = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
     PQclear(r);
-    rc = store_execp(conn,
-                     "UPDATE jobs SET status = $2, phase = $3, inputs = $4::jsonb,"
-                     " plan = $5::jsonb, plan_sha = $6, snapshot = $7::jsonb,"
-                     " target = $8::jsonb, error = NULL, format_version = $9::int,"
-                     " started_at = coalesce(started_at, now()) WHERE id = $1::bigint",
-                     9, p, NULL, err);
+    if (s->pin) /* the catalogue the inputs name, once per version (store_catalog_pin) */
+        rc = store_catalog_pin(conn, s->tenant_id, strtoll(s->catalog_version, NULL, 10), s->pin,
+                               err);
+    if (rc == 0 && s->slim) {
+        /* Written once (a replay writes the same: the same owner's, or a next owner's plan
+           made again from the same inputs); the job row's updates then copy a small tuple. */
+        const char *pp[] = {s->id, s->inputs, s->plan, s->snapshot};
+        rc = store_execp(conn,
+                         "INSERT INTO job_plans (job_id, inputs, plan, snapshot)"
+                         " VALUES ($1::bigint, $2::jsonb, $3::jsonb, $4::jsonb)"
+                         " ON CONFLICT (job_id) DO UPDATE SET inputs = excluded.inputs,"
+                         " plan = excluded.plan, snapshot = excluded.snapshot",
+                         4, pp, NULL, err);
+        const char *pj[] = {s->id,
+                            s->status,
+                            s->phase,
+                            s->sha,
+                            s->target,
+                            s->format,
+                            *s->catalog_version ? s->catalog_version : NULL};
+        if (rc == 0)
+            rc = store_execp(conn,
+                             "UPDATE jobs SET status = $2, phase = $3, plan_sha = $4,"
+                             " target = $5::jsonb, error = NULL, format_version = $6::int,"
+                             " catalog_version = coalesce($7::bigint, catalog_version),"
+                             " started_at = coalesce(started_at, now()) WHERE id = $1::bigint",
+                             7, pj, NULL, err);
+    } else if (rc == 0) {
+        rc = store_execp(conn,
+                         "UPDATE jobs SET status = $2, phase = $3, inputs = $4::jsonb,"
+                         " plan = $5::jsonb, plan_sha = $6, snapshot = $7::jsonb,"
+                         " target = $8::jsonb, error = NULL, format_version = $9::int,"
+                         " started_at = coalesce(started_at, now()) WHERE id = $1::bigint",
+                         9, p, NULL, err);
+    }
     for (size_t c = 0; rc == 0 && c < s->n_chunks; c++) {
         const char *q[] = {s->id, s->task_chunks[c]};
         rc = store_execp(conn,
@@ -340,7 +426,14 @@ static int batch_writes(PGconn *conn, void *arg, struct drv_err *err)
                          "   AS r(i int, id text, n text, s text, a text, d jsonb, g text)"
                          " ON CONFLICT DO NOTHING",
                          2, p, NULL, err);
-        if (rc == 0) {
+        if (rc == 0 && b->slim) {
+            const char *q[] = {b->id, b->rb_plan};
+            rc = store_execp(conn,
+                             "INSERT INTO job_plans (job_id, rollback_plan)"
+                             " VALUES ($1::bigint, $2::jsonb) ON CONFLICT (job_id)"
+                             " DO UPDATE SET rollback_plan = excluded.rollback_plan",
+                             2, q, NULL, err);
+        } else if (rc == 0) {
             const char *q[] = {b->id, b->rb_plan};
             rc =
                 store_execp(conn, "UPDATE jobs SET rollback_plan = $2::jsonb WHERE id = $1::bigint",

@@ -23,6 +23,8 @@
 
 struct ejob;
 struct planner_plan;
+struct model_catcache;
+struct model_catset;
 
 /* Append s to the JSON text sent as one parameter, as a JSON string (quoted, escaped); NULL as
  * null. */
@@ -36,19 +38,28 @@ struct engine__pg_load {
     struct ejob *j;
     char id[24], node[128];
     int64_t token;
-    json_t *job;     /* job row, with "tenant" (its name) */
-    json_t *cluster; /* cluster row with "nodes" */
-    json_t *catalog; /* [{kind, name, body}] when the job has no pinned inputs, else NULL */
+    json_t *job;                  /* job row, with "tenant" (its name) */
+    json_t *cluster;              /* cluster row with "nodes" */
+    struct model_catcache *cache; /* the engine's (borrowed) */
+    /* The catalogue: a first start's (the version the API checked the request against,
+     * jobs.catalog_version, else the tenant's version now), or the one the pinned inputs
+     * name ({"catalog": {"version"}}); NULL when the inputs carry their catalogue's rows. */
+    struct model_catset *catset;
 };
 int engine__pg_claim_work(PGconn *conn, void *arg, struct drv_err *err);
 int engine__pg_load_work(PGconn *conn, void *arg, struct drv_err *err);
 void engine__pg_load_free(struct engine__pg_load *l);
 
-/* Start: plan, inputs, snapshot, the task rows, the new nodes, the cluster's status. */
+/* Start: plan, inputs, snapshot, the task rows, the new nodes, the cluster's status. slim:
+ * plan, inputs and snapshot into job_plans (every member reads them there), else on the job's
+ * row as before version 9. */
 struct engine__pg_start {
     char id[24], tenant_id[24], cluster_id[24], node[128];
     int64_t token;
-    char format[12]; /* the job's format version (jobs.format_version) */
+    bool slim;
+    char catalog_version[24]; /* the catalogue the plan was made from ("" when unnamed) */
+    char *pin;                /* its rows (JSON text) to pin first, or NULL: pinned already */
+    char format[12];          /* the job's format version (jobs.format_version) */
     char *status, *phase;
     char *inputs, *plan, *sha, *snapshot, *target;
     char **task_chunks; /* JSON arrays of ROWS_PER_INSERT rows */
@@ -76,6 +87,7 @@ struct engine__pg_batch {
     char *nodes;    /* JSON object node id -> key-values, or NULL */
     char *rb_tasks; /* JSON array of rollback task rows to insert, or NULL */
     char *rb_plan;  /* the rollback plan's text, or NULL */
+    bool slim;      /* the rollback plan goes to job_plans, not to the job's row */
     void *back;     /* commit_pg.c's round that made it (not freed here) */
 };
 int engine__pg_batch_work(PGconn *conn, void *arg, struct drv_err *err);

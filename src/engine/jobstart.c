@@ -26,6 +26,7 @@
 #include "engine_int.h"
 #include "job_pg.h"
 #include "log.h"
+#include "model.h"
 #include "nodes.h"
 #include "planner.h"
 #include "planner_model.h"
@@ -69,13 +70,19 @@ static json_t *make_inputs(struct ejob *j)
     /* The tenant's resources as they are now (null: none pushed): the job keeps this
        version to the end, whatever is pushed meanwhile (docs/worker.md "Resources"). */
     json_t *res = json_object_get(j->job, "resources");
-    return json_pack(
-        "{s:i, s:s, s:O, s:O, s:O, s:s, s:s?, s:o, s:o, s:O}", "format", j->e->write_format, "op",
-        j->op, "resources", json_is_object(res) ? res : json_null(), "request",
-        req ? req : json_null(), "catalog", j->catalog ? j->catalog : json_null(), "template",
-        engine__row_str(j->cluster, "template"), "provider",
-        json_string_value(json_object_get(j->cluster, "provider")), "start", start, "target",
-        target, "subset", acts_on_subset && json_is_array(subset) ? subset : json_null());
+    /* The catalogue by its version when every member reads it so (the rows are pinned once
+       per version in catalogs), else its rows, as an older node reads them. */
+    json_t *cat = !j->catset ? json_null()
+                  : j->slim
+                      ? json_pack("{s:I}", "version", (json_int_t)model_catset_version(j->catset))
+                      : json_incref((json_t *)model_catset_rows(j->catset));
+    return json_pack("{s:i, s:s, s:O, s:O, s:o, s:s, s:s?, s:o, s:o, s:O}", "format",
+                     j->e->write_format, "op", j->op, "resources",
+                     json_is_object(res) ? res : json_null(), "request", req ? req : json_null(),
+                     "catalog", cat, "template", engine__row_str(j->cluster, "template"),
+                     "provider", json_string_value(json_object_get(j->cluster, "provider")),
+                     "start", start, "target", target, "subset",
+                     acts_on_subset && json_is_array(subset) ? subset : json_null());
 }
 
 void engine__build_start(struct ejob *j, bool resuming, void (*done)(void *))
@@ -83,7 +90,10 @@ void engine__build_start(struct ejob *j, bool resuming, void (*done)(void *))
     struct engine__build *b = xcalloc(1, sizeof(*b));
     b->j = j;
     b->resuming = resuming;
+    if (!resuming) /* decided once, by the first start (job_pg.h, struct engine__pg_start) */
+        j->slim = j->e->slim_jobs;
     b->inputs = resuming ? json_incref(j->inputs) : make_inputs(j);
+    b->in.set = j->catset;
     b->in.op = json_string_value(json_object_get(b->inputs, "op"));
     b->in.request = json_object_get(b->inputs, "request");
     b->in.catalog = json_object_get(b->inputs, "catalog");
@@ -127,6 +137,8 @@ static void started_pg(int rc, const struct drv_err *err, void *arg)
 {
     struct engine__pg_start *s = arg;
     struct ejob *j = s->j;
+    if (rc == 0 && s->pin && j->catset)
+        model_catset_set_pinned(j->catset); /* committed: the next start need not pin it */
     engine__pg_start_free(s);
     engine__commit_unhold(j);
     if (j->own == EJ_HANDING_OVER)
@@ -201,6 +213,13 @@ static struct engine__pg_start *start_part_new(struct ejob *j)
     snprintf(s->cluster_id, sizeof(s->cluster_id), "%s", j->cluster_id);
     snprintf(s->node, sizeof(s->node), "%s", j->e->node_id);
     s->token = j->token;
+    s->slim = j->slim;
+    if (j->catset) {
+        snprintf(s->catalog_version, sizeof(s->catalog_version), "%lld",
+                 model_catset_version(j->catset));
+        if (j->slim && !model_catset_pinned(j->catset))
+            s->pin = json_dumps(model_catset_rows(j->catset), JSON_COMPACT);
+    }
     snprintf(s->format, sizeof(s->format), "%d", j->st.format);
     s->status =
         xstrdup(engine_phase_status(j->st.paused ? ENGINE_PH_PAUSED : ENGINE_PH_RUNNING, false));

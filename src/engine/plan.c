@@ -51,7 +51,8 @@ void engine__plan_out_clear(struct engine__plan_out *o)
     planner_plan_free(o->plan);
     free(o->text);
     planner_input_free(o->in);
-    model_catalog_free(o->cat);
+    model_catalog_free(o->own_cat);
+    model_catset_unref(o->set);
     json_decref(o->target_layout);
     json_decref(o->nodeinfo);
     json_decref(o->provider);
@@ -155,7 +156,15 @@ int engine__plan_build(const struct engine__plan_in *pin, struct engine__plan_ou
     int op = engine__op_parse(pin->op, pin->request);
     if (op < 0)
         return drv_err_set(err, DRV_EINVAL, 0, "unknown operation \"%s\"", pin->op ? pin->op : "");
-    out->cat = catalog_of(pin->catalog);
+    /* The shared catalogue when the job has one (parsed once per version), else the
+       inputs' own rows. */
+    if (pin->set) {
+        out->set = model_catset_ref(pin->set);
+        out->cat = model_catset_catalog(out->set);
+    } else {
+        out->own_cat = catalog_of(pin->catalog);
+        out->cat = out->own_cat;
+    }
     struct model_template *tmpl = NULL;
     struct model_layout *start = NULL, *target = NULL;
     int rc = 0;

@@ -24,7 +24,8 @@
  * The directory loader prefixes the file: `services/x.json: service "x": ...`.
  *
  * Nothing here keeps global state; a catalogue is not thread-safe (one thread
- * at a time, or a lock held by the caller).
+ * at a time, or a lock held by the caller), but lookups change nothing, so a
+ * catalogue nobody changes any more (a catset's, below) is read from any thread.
  */
 #ifndef DROVER_MODEL_H
 #define DROVER_MODEL_H
@@ -288,6 +289,51 @@ int model_catalog_remove(struct model_catalog *c, enum model_kind k, const char 
  */
 int model_template_resolve(const struct model_catalog *c, const char *name,
                            struct model_template **out, struct drv_err *err);
+
+/* ---- a catalogue shared: one version of a tenant's, and a cache of them ------ */
+
+/*
+ * A tenant's catalogue at one version (docs/schema.md, version 9: a version names one
+ * catalogue), parsed once and shared by reference between threads: its rows and its
+ * catalogue never change after model_catset_new, so they may be read from any number of
+ * threads at once (the catalogue's lookups and model_template_resolve change nothing).
+ * Only the reference count and "pinned" (the version is in the catalogs table: a job may
+ * name it) change, atomically.
+ *
+ * model_catset_new steals rows ([{kind, name, version, body}], the entities as stored; not
+ * an array: none) and parses each body with the codec; a row it refuses is left out and
+ * counted (model_catset_refused). The catset starts with one reference, the caller's;
+ * model_catset_ref adds one, model_catset_unref drops one and frees at the last. The
+ * accessors borrow.
+ */
+struct model_catset;
+struct model_catset *model_catset_new(const char *tenant_id, long long version, json_t *rows,
+                                      bool pinned);
+struct model_catset *model_catset_ref(struct model_catset *s);
+void model_catset_unref(struct model_catset *s);
+const struct model_catalog *model_catset_catalog(const struct model_catset *s);
+const json_t *model_catset_rows(const struct model_catset *s);
+long long model_catset_version(const struct model_catset *s);
+const char *model_catset_tenant(const struct model_catset *s);
+size_t model_catset_refused(const struct model_catset *s);
+bool model_catset_pinned(const struct model_catset *s);
+void model_catset_set_pinned(struct model_catset *s);
+
+/*
+ * The catsets a process has parsed, by (tenant, version), at most cap of them (the least
+ * recently used goes). Thread-safe (one mutex, held for a short search). _get returns a new
+ * reference (the caller's) or NULL; _put keeps a reference of its own (a catset of the
+ * same tenant and version already there is replaced, its "pinned" carried over).
+ */
+struct model_catcache;
+struct model_catcache *model_catcache_new(size_t cap);
+void model_catcache_free(struct model_catcache *c);
+struct model_catset *model_catcache_get(struct model_catcache *c, const char *tenant_id,
+                                        long long version);
+void model_catcache_put(struct model_catcache *c, struct model_catset *s);
+/* Lookups that found a catset, and those that did not, since the cache was made. */
+void model_catcache_stats(struct model_catcache *c, unsigned long long *hits,
+                          unsigned long long *misses);
 
 /* ---- cluster layout --------------------------------------------------------- */
 

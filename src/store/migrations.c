@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault.h"
 #include "log.h"
 #include "store.h"
 
@@ -260,6 +261,82 @@ static const struct migration migrations[] = {
      "CREATE TRIGGER task_attempts_seq BEFORE INSERT OR UPDATE ON task_attempts"
      "  FOR EACH ROW EXECUTE FUNCTION drover_attempt_seq();"
      "CREATE INDEX task_attempts_seq ON task_attempts (job_id, seq);"},
+    {9, "small jobs: catalogue versions, the plan off the job row, no job row write per task write",
+     /* A tenant's catalogue has a version: a row-level trigger on entities gives the
+        tenant a new number (the sequence catalog_numbers) in every transaction that
+        writes one of its entities, whoever writes it (an older node too). A number names
+        one catalogue only: the entities a snapshot sees with that head are those of the
+        transaction that set it. droverd keeps the catalogues it parsed by (tenant,
+        version) and reads the head alone while it has it (docs/schema.md, version 9). */
+     "CREATE SEQUENCE catalog_numbers;"
+     "CREATE TABLE catalog_heads ("
+     "  tenant_id bigint PRIMARY KEY REFERENCES tenants(id) ON DELETE CASCADE,"
+     "  version bigint NOT NULL);"
+     "INSERT INTO catalog_heads (tenant_id, version)"
+     "  SELECT id, nextval('catalog_numbers') FROM tenants;"
+     "CREATE FUNCTION drover_catalog_version() RETURNS trigger LANGUAGE plpgsql AS $f$"
+     " DECLARE t bigint := CASE WHEN TG_OP = 'DELETE' THEN OLD.tenant_id ELSE NEW.tenant_id END;"
+     " BEGIN"
+     "  INSERT INTO catalog_heads AS h (tenant_id, version)"
+     "   SELECT t, nextval('catalog_numbers') WHERE EXISTS (SELECT 1 FROM tenants WHERE id = t)"
+     "   ON CONFLICT (tenant_id) DO UPDATE SET version = nextval('catalog_numbers');"
+     "  RETURN NULL;"
+     " END $f$;"
+     "CREATE TRIGGER entities_catalog_version AFTER INSERT OR UPDATE OR DELETE ON entities"
+     "  FOR EACH ROW EXECUTE FUNCTION drover_catalog_version();"
+     /* The catalogues jobs were made from, once per version (jobs.catalog_version, and
+        inputs {"catalog": {"version": V}}), instead of a copy in every job. */
+     "CREATE TABLE catalogs ("
+     "  tenant_id bigint NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,"
+     "  version bigint NOT NULL,"
+     "  entities jsonb NOT NULL," /* [{kind, name, version, body}], as the API read them */
+     "  created_at timestamptz NOT NULL DEFAULT now(),"
+     "  PRIMARY KEY (tenant_id, version));"
+     "ALTER TABLE jobs ADD COLUMN catalog_version bigint;"
+     /* What is large and written once leaves the job row, whose updates (owner, phase,
+        status, end) then copy a small tuple: inputs, plan and snapshot at the start,
+        the rollback plan when made. Ended jobs' move now; unfinished ones keep theirs on
+        the row, where an older node resuming them during a rolling upgrade reads them
+        (readers take job_plans' first, then the row's). */
+     "CREATE TABLE job_plans ("
+     "  job_id bigint PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,"
+     "  inputs jsonb, plan jsonb, snapshot jsonb, rollback_plan jsonb);"
+     "INSERT INTO job_plans (job_id, inputs, plan, snapshot, rollback_plan)"
+     "  SELECT id, inputs, plan, snapshot, rollback_plan FROM jobs WHERE ended_at IS NOT NULL"
+     "  AND (inputs IS NOT NULL OR plan IS NOT NULL OR snapshot IS NOT NULL"
+     "    OR rollback_plan IS NOT NULL);"
+     "UPDATE jobs SET inputs = NULL, plan = NULL, snapshot = NULL, rollback_plan = NULL"
+     "  WHERE ended_at IS NOT NULL AND (inputs IS NOT NULL OR plan IS NOT NULL"
+     "    OR snapshot IS NOT NULL OR rollback_plan IS NOT NULL);"
+     /* The task triggers keep the counts only: the job row was updated once per statement
+        on tasks (jobs.task_changes), about eight times a small job. The summary's revision
+        takes the job's newest attempt number instead (version 8's seq: every attempt
+        written or changed takes one). jobs.task_changes stays for older nodes, unchanged. */
+     "CREATE OR REPLACE FUNCTION drover_task_counts() RETURNS trigger LANGUAGE plpgsql AS $f$"
+     " BEGIN"
+     "  IF TG_OP = 'INSERT' THEN"
+     "   INSERT INTO job_task_counts AS c (job_id, phase, status, n)"
+     "    SELECT job_id, phase, status, count(*) FROM new_rows GROUP BY 1, 2, 3"
+     "    ON CONFLICT (job_id, phase, status) DO UPDATE SET n = c.n + excluded.n;"
+     "  ELSIF TG_OP = 'UPDATE' THEN"
+     "   INSERT INTO job_task_counts AS c (job_id, phase, status, n)"
+     "    SELECT job_id, phase, status, sum(d) FROM ("
+     "      SELECT job_id, phase, status, 1 AS d FROM new_rows"
+     "      UNION ALL SELECT job_id, phase, status, -1 FROM old_rows) x"
+     "    GROUP BY 1, 2, 3 HAVING sum(d) <> 0"
+     "    ON CONFLICT (job_id, phase, status) DO UPDATE SET n = c.n + excluded.n;"
+     "  ELSE"
+     "   UPDATE job_task_counts c SET n = c.n - x.n FROM ("
+     "     SELECT job_id, phase, status, count(*) AS n FROM old_rows GROUP BY 1, 2, 3) x"
+     "    WHERE c.job_id = x.job_id AND c.phase = x.phase AND c.status = x.status;"
+     "  END IF;"
+     "  RETURN NULL;"
+     " END $f$;"
+     /* A job's status is in no index, so its changes can be HOT updates (with room on the
+        page); the unfinished jobs stay indexed, by tenant (the jobs quota counts them). */
+     "DROP INDEX jobs_open;"
+     "CREATE INDEX jobs_open ON jobs (tenant_id) WHERE ended_at IS NULL;"
+     "ALTER TABLE jobs SET (fillfactor = 80);"},
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -306,10 +383,18 @@ int store_migrate(const char *conninfo, const char *node_id, int *applied, struc
                          "database schema version %d is newer than this build's %d", have,
                          store_schema_version());
     }
+    /* Test hook (docs/testing.md "Fault hooks"): schema-upto:N applies the migrations up to
+       version N only, then fails the start, so that a test may fill a database of an older
+       schema and watch the next migration upgrade it. */
+    char *upto_arg = fault_arg("schema-upto");
+    int upto = upto_arg ? atoi(upto_arg) : 0;
+    free(upto_arg);
     for (int i = 0; rc == 0 && i < NMIGRATIONS; i++) {
         const struct migration *m = &migrations[i];
         if (m->version <= have)
             continue;
+        if (upto > 0 && m->version > upto)
+            break;
         char v[16];
         snprintf(v, sizeof(v), "%d", m->version);
         const char *params[] = {v, m->name, node_id};
@@ -333,6 +418,11 @@ int store_migrate(const char *conninfo, const char *node_id, int *applied, struc
                  m->name, node_id);
         if (applied)
             (*applied)++;
+    }
+    if (rc == 0 && upto > 0) {
+        log_warn("store", "event=fault-injected fault=schema-upto version=%d", upto);
+        rc = drv_err_set(err, DRV_EINVAL, 0, "stopped at schema version %d (test hook schema-upto)",
+                         upto);
     }
     struct drv_err ignored;
     store_exec(c, "SELECT pg_advisory_unlock(" MIGRATION_LOCK_KEY ")", 0, NULL, NULL, &ignored);

@@ -136,6 +136,9 @@ bool store_worth_waiting(const char *conninfo);
 int store_migrate(const char *conninfo, const char *node_id, int *applied, struct drv_err *err);
 /* The newest schema version this build knows. */
 int store_schema_version(void);
+/* The schema that has job_plans and the catalogue by version (docs/schema.md, version 9):
+   jobs are started that way once every droverd member says it knows this schema. */
+#define STORE_SCHEMA_JOB_PLANS 9
 
 /* ------------------------------------------------------------------------ */
 /* Queries for the API (store_rows.c, store_auth.c, store_entities.c,       */
@@ -257,12 +260,38 @@ int store_entity_put(PGconn *conn, const char *tenant_id, const char *kind, cons
 int store_entity_delete(PGconn *conn, const char *tenant_id, const char *kind, const char *name,
                         struct drv_err *err);
 
+/* ---- the catalogue by version (store_catalogs.c; docs/schema.md, version 9) ---- */
+
+/* The tenant's catalogue version now (0: it has written no entity since version 9). */
+int store_catalog_head(PGconn *conn, const char *tenant_id, long long *version,
+                       struct drv_err *err);
+/* The tenant's live entities and the version they are, from one snapshot: *rows
+   [{kind, name, version, body}] by kind then name (as store_entity_all). */
+int store_catalog_read(PGconn *conn, const char *tenant_id, long long *version, json_t **rows,
+                       struct drv_err *err);
+/* A pinned version's entities (as store_catalog_read's); DRV_ENOENT when not pinned. */
+int store_catalog_pinned(PGconn *conn, const char *tenant_id, long long version, json_t **rows,
+                         struct drv_err *err);
+/* Pin a version's entities (JSON text of store_catalog_read's rows), once: a version
+   already pinned is left as it is (safe to repeat, a lost answer's replay included). */
+int store_catalog_pin(PGconn *conn, const char *tenant_id, long long version, const char *entities,
+                      struct drv_err *err);
+
 /* ---- quotas (store_quotas.c) ---- */
 
 /* Lock the live tenant row FOR NO KEY UPDATE (DRV_ECONFLICT when deleted): the quota
    checks of one tenant's writes (and its deletion) serialise on it, inside the caller's
    transaction; inserts naming the tenant (their foreign key's FOR KEY SHARE) do not. */
 int store_tenant_lock_quota(PGconn *conn, const char *tenant_id, struct drv_err *err);
+/* The live tenant row share-locked (FOR SHARE: taken by many at once, waited for by
+   store_tenant_lock_quota, a quota's change and the tenant's deletion) and its own limits
+   (*quotas, an object); DRV_ECONFLICT when deleted. */
+int store_tenant_share_quota(PGconn *conn, const char *tenant_id, json_t **quotas,
+                             struct drv_err *err);
+/* One of the tenant's lanes (a transaction advisory lock of lanes, numbered 0 to lanes - 1):
+   the first free from first on, else lane first once it is free; *lane receives it. */
+int store_quota_lane(PGconn *conn, const char *tenant_id, int lanes, int first, int *lane,
+                     struct drv_err *err);
 /* *row {quotas (the tenant's own limits, an object), clusters, nodes (sum of live clusters'
    sizes), jobs (not ended), resource_versions, resource_bytes}. */
 int store_tenant_usage(PGconn *conn, const char *tenant_id, json_t **row, struct drv_err *err);
@@ -328,16 +357,19 @@ int store_cluster_open_job(PGconn *conn, const char *cluster_id, json_t **row, s
  * {"service" ("" for node tasks), "action", "secs" (mean, a real), "n"}, for a plan's
  * estimate (docs/api.md "Plans"). */
 int store_task_durations(PGconn *conn, const char *tenant_id, json_t **rows, struct drv_err *err);
-/* A new pending job; request is JSON text. */
+/* A new pending job; request is JSON text; catalog_version (decimal text, NULL: none) the
+   catalogue version the request was checked against, pinned (store_catalog_pin): the
+   engine plans the job from it. */
 int store_job_insert(PGconn *conn, const char *tenant_id, const char *cluster_id,
-                     const char *operation, const char *request, const char *user_id, json_t **row,
-                     struct drv_err *err);
+                     const char *operation, const char *request, const char *user_id,
+                     const char *catalog_version, json_t **row, struct drv_err *err);
 /* The job with its tasks and progress; owner_id as for clusters. */
 int store_job_get(PGconn *conn, const char *tenant_id, const char *owner_id, const char *job_id,
                   json_t **row, struct drv_err *err);
 /* The same without "tasks": progress from the counts the tasks' triggers keep
- * (job_task_counts), and "task_changes", a counter of the statements that changed the job's
- * tasks: O(1) in the job's size, to read and to send. */
+ * (job_task_counts), and "task_changes", the job's newest attempt number (task_attempts.seq:
+ * every attempt written or changed takes the next): O(1) in the job's size, to read and to
+ * send. */
 int store_job_get_summary(PGconn *conn, const char *tenant_id, const char *owner_id,
                           const char *job_id, json_t **row, struct drv_err *err);
 /* cluster_id NULL: every visible job. Newest first, at most 500. */

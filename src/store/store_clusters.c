@@ -226,16 +226,17 @@ int store_task_durations(PGconn *conn, const char *tenant_id, json_t **rows, str
 }
 
 int store_job_insert(PGconn *conn, const char *tenant_id, const char *cluster_id,
-                     const char *operation, const char *request, const char *user_id, json_t **row,
-                     struct drv_err *err)
+                     const char *operation, const char *request, const char *user_id,
+                     const char *catalog_version, json_t **row, struct drv_err *err)
 {
-    const char *p[] = {tenant_id, cluster_id, operation, request, user_id};
+    const char *p[] = {tenant_id, cluster_id, operation, request, user_id, catalog_version};
     json_t *ids;
     int rc = store_query_row(conn,
                              "INSERT INTO jobs (tenant_id, cluster_id, operation, status, request,"
-                             " requested_by) VALUES ($1::bigint, $2::bigint, $3, 'pending',"
-                             " $4::jsonb, $5::bigint) RETURNING id::text AS id",
-                             5, p, &ids, err);
+                             " requested_by, catalog_version) VALUES ($1::bigint, $2::bigint, $3,"
+                             " 'pending', $4::jsonb, $5::bigint, $6::bigint)"
+                             " RETURNING id::text AS id",
+                             6, p, &ids, err);
     if (rc)
         return rc;
     char id[24];
@@ -252,8 +253,11 @@ static int job_row(PGconn *conn, const char *tenant_id, const char *owner_id, co
         return not_found(err, "job", job_id);
     const char *p[] = {tenant_id, owner_id, job_id};
     int rc = store_query_row(conn,
-                             "SELECT " JOB_COLS ", j.plan IS NOT NULL AS has_plan,"
-                             " j.task_changes FROM jobs j"
+                             "SELECT " JOB_COLS ", (j.plan IS NOT NULL OR EXISTS (SELECT 1"
+                             "  FROM job_plans p WHERE p.job_id = j.id AND p.plan IS NOT NULL))"
+                             "  AS has_plan,"
+                             " (SELECT coalesce(max(a.seq), 0) FROM task_attempts a"
+                             "  WHERE a.job_id = j.id) AS task_changes FROM jobs j"
                              " LEFT JOIN clusters c ON c.id = j.cluster_id"
                              " LEFT JOIN users u ON u.id = j.requested_by"
                              " WHERE j.tenant_id = $1::bigint AND j.id = $3::bigint"

@@ -7,7 +7,8 @@
  * store's configuration keys); the API's queries by subject: store_auth.c (tenants,
  * users, tokens, the audit log), store_entities.c (the catalogue, versioned),
  * store_clusters.c (clusters, nodes, jobs), store_tasks.c (a job's tasks a page at a
- * time), store_quotas.c (quotas and use), store_resources.c (plugin resources).
+ * time), store_quotas.c (quotas and use), store_resources.c (plugin resources),
+ * store_catalogs.c (the catalogue by version, pinned once per version).
  */
 #ifndef DROVER_STORE_INT_H
 #define DROVER_STORE_INT_H

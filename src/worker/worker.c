@@ -1,11 +1,10 @@
 /*
  * worker: the worker's life (worker.h has the promises, docs/worker.md the story):
- * worker_new opens the queues and watches the peers, worker_stop drains (tasks
- * taken go on within the grace, then their plugins are killed and the items handed
- * back), worker_free tears it all down. The loop is take.c (taking), attempt.c (a
- * task's attempt on the books; its design note has the task's states and
- * invariants) and run.c (from the job's context to the plugin's outcome).
- * Loop thread only.
+ * worker_new opens the queues and their slots (slot.c) and watches the peers, worker_stop drains
+ * (tasks taken go on within the grace, then their plugins are killed and the items handed back),
+ * worker_free tears it all down. The loop is take.c (taking), attempt.c (a task's attempt on the
+ * books; its design note has the task's states and invariants) and run.c (from the job's context to
+ * the plugin's outcome). Loop thread only.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 
 #include "clock.h"
 #include "coord.h"
+#include "fault.h"
 #include "log.h"
 #include "strmap.h"
 #include "worker.h"
@@ -56,17 +56,81 @@ void worker__maybe_stopped(struct worker *w)
             c.idles += one.idles;
             c.wakes += one.wakes;
         }
+        /* And its slots' (coord_slots_counters). */
+        struct coord_slots_counters sc = {0};
+        for (size_t i = 0; i < w->n_queues; i++) {
+            if (!w->queues[i].slots)
+                continue;
+            struct coord_slots_counters one = coord_slots_counters(w->queues[i].slots);
+            sc.assigned += one.assigned;
+            sc.lost += one.lost;
+            sc.offers += one.offers;
+            sc.freed_self += one.freed_self;
+        }
         log_info(MOD,
                  "event=worker-stopped worker=%s taken=%lu%s q_listings=%llu q_listings_empty=%llu "
                  "q_skipped=%llu q_claims_listings=%llu q_claims=%llu q_claims_failed=%llu "
                  "q_delivered=%llu "
-                 "q_idles=%llu q_wakes=%llu",
+                 "q_idles=%llu q_wakes=%llu s_assigned=%llu s_lost=%llu s_offers=%llu "
+                 "s_freed_self=%llu",
                  w->id, w->stats.taken, zk, (unsigned long long)c.listings,
                  (unsigned long long)c.listings_empty, (unsigned long long)c.skipped,
                  (unsigned long long)c.claims_listings, (unsigned long long)c.claims,
                  (unsigned long long)c.claims_failed, (unsigned long long)c.delivered,
-                 (unsigned long long)c.idles, (unsigned long long)c.wakes);
+                 (unsigned long long)c.idles, (unsigned long long)c.wakes,
+                 (unsigned long long)sc.assigned, (unsigned long long)sc.lost,
+                 (unsigned long long)sc.offers, (unsigned long long)sc.freed_self);
         done(w->stop_arg);
+    }
+}
+
+/*
+ * A member that came back under a new session (a worker restarted under the same
+ * name before its old session expired: coord_member_join replaced its znode) leaves
+ * claims of its old session behind. They die when that session expires, but the view
+ * does not change then (the name is still there), and with a view nobody watches the
+ * claims (queue_home.c): their items would wait for the next put in their shards. So
+ * on a new session under a known name, and at this worker's first view (its own
+ * predecessor's, which no view shows), the queues are looked at again once the old
+ * session must have expired: after its timeout, the server's expiry tick, and a margin.
+ */
+static void reclaim_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    (void)fd;
+    (void)what;
+    log_info(MOD, "event=queues-rescan worker=%s reason=member-came-back", w->id);
+    for (size_t i = 0; i < w->n_queues; i++)
+        coord_queue_rescan(w->queues[i].q);
+}
+
+static void peers_note_sessions(struct worker *w, const struct coord_member_info *m, size_t n)
+{
+    bool came_back = w->peer_sessions == NULL; /* the first view */
+    struct strmap *now = strmap_new();
+    for (size_t i = 0; i < n; i++) {
+        int64_t *was = w->peer_sessions ? strmap_get(w->peer_sessions, m[i].id) : NULL;
+        if (was && *was && m[i].session && *was != m[i].session) {
+            log_info(MOD, "event=member-came-back worker=%s member=%s", w->id, m[i].id);
+            came_back = true;
+        }
+        int64_t *v = xmalloc(sizeof(*v));
+        *v = m[i].session;
+        free(strmap_put(now, m[i].id, v));
+    }
+    if (w->peer_sessions) {
+        size_t pos = 0;
+        void *v;
+        while (strmap_next(w->peer_sessions, &pos, NULL, &v))
+            free(v);
+        strmap_free(w->peer_sessions);
+    }
+    w->peer_sessions = now;
+    if (came_back) {
+        int ms = coord_session_timeout_ms(w->zk);
+        ms = (ms > 0 ? ms : 10000) * 3 / 2 + 2000;
+        struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+        event_add(w->reclaim_ev, &tv); /* a later one moves it later */
     }
 }
 
@@ -74,6 +138,7 @@ static void on_peers(const struct coord_member_info *m, size_t n, void *arg)
 {
     struct worker *w = arg;
     size_t peers = 0;
+    peers_note_sessions(w, m, n);
     /* Per queue, the members that consume it too (same tenant, same class): its view of
        its consumers, from which coord computes which shards wake this worker when idle
        (coord_queue_set_peers: a put wakes its shard's homes, not every idle worker). */
@@ -184,6 +249,12 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
     w->version = xstrdup(o->version ? o->version : "");
     w->host_conf = o->host_conf && *o->host_conf ? xstrdup(o->host_conf) : NULL;
     w->concurrency = o->concurrency;
+    /* worker.slots off (the default), or the test hook DROVER_FAULT=worker-old-build
+       (docs/testing.md: a build before slots): the queues only, and no "slots" in the
+       member znode (drover-worker.c). */
+    char *old_build = fault_arg("worker-old-build");
+    w->no_slots = old_build != NULL || !o->slots;
+    free(old_build);
     w->grace_ms = o->grace_ms;
     w->hold_fd = o->hold_fd;
     if (o->key) {
@@ -238,6 +309,8 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
                                       .skip = worker__avoid_skip_cb,
                                       .skip_arg = w};
         wq->q = coord_queue_open(zk, wq->path, &qo, NULL, NULL);
+        if (!w->no_slots)
+            worker__slots_open(wq);
     }
     w->pump_ev = event_new(base, -1, 0, worker__pump_cb, w);
     w->pump_retry_ev = evtimer_new(base, worker__pump_cb, w);
@@ -245,6 +318,7 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
     worker__lease_arm(w);
     w->avoided = strmap_new();
     w->avoid_ev = evtimer_new(base, worker__avoid_expire_cb, w);
+    w->reclaim_ev = evtimer_new(base, reclaim_cb, w);
     w->ctxs = worker__ctxs_new(zk, worker__run_ctx_ready_cb, worker__run_nodes_ready_cb, w);
     w->gc_ev = event_new(base, -1, EV_PERSIST, worker__ctx_gc_cb, w);
     struct timeval tv = {10, 0};
@@ -289,9 +363,11 @@ void worker_stop(struct worker *w, void (*done)(void *arg), void *arg)
     w->stop_arg = arg;
     log_info(MOD, "event=worker-stopping worker=%s running=%zu grace_ms=%d", w->id, w->running,
              w->grace_ms);
+    worker__slots_withdraw(w); /* no new assignment: its owner's writes go elsewhere */
     w->grace_ev = evtimer_new(w->base, on_grace, w);
     struct timeval tv = {w->grace_ms / 1000, (w->grace_ms % 1000) * 1000};
     evtimer_add(w->grace_ev, &tv);
+    worker__slots_start_waiting(w); /* the waiting ones are given back */
     worker__maybe_stopped(w);
 }
 
@@ -331,6 +407,7 @@ void worker_free(struct worker *w)
     worker__res_free(w->res);
     coord_group_free(w->peers);
     for (size_t i = 0; i < w->n_queues; i++) {
+        coord_slots_close(w->queues[i].slots);
         coord_queue_close(w->queues[i].q);
         free(w->queues[i].cls);
         free(w->queues[i].path);
@@ -344,6 +421,14 @@ void worker_free(struct worker *w)
     event_free(w->pump_retry_ev);
     event_free(w->lease_ev);
     event_free(w->avoid_ev);
+    event_free(w->reclaim_ev);
+    if (w->peer_sessions) {
+        size_t rpos = 0;
+        void *rv;
+        while (strmap_next(w->peer_sessions, &rpos, NULL, &rv))
+            free(rv);
+        strmap_free(w->peer_sessions);
+    }
     size_t pos = 0;
     void *v;
     while (strmap_next(w->avoided, &pos, NULL, &v))
