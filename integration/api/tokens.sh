@@ -56,11 +56,24 @@ r=$(api POST /v1/tokens '{"label":"ci"}' "$USER")
 T2=$(body_of "$r" | jq -r .token)
 T2_ID=$(body_of "$r" | jq -r .id)
 PORT=$PB
-hits0=$(metric "$PB" drover_token_cache_hits_total)
-for i in 1 2 3 4 5; do expect 200 "$(api GET /v1/whoami '' "$T2")" '' "whoami on B ($i)"; done
-hits1=$(metric "$PB" drover_token_cache_hits_total)
-[ $((hits1 - hits0)) -ge 4 ] || fail "five requests with one token: $((hits1 - hits0)) cache hits"
-pass "a verified token is served from the cache ($((hits1 - hits0)) hits of 5)"
+# Two requests in a row: when both ended within api.token_cache_ttl of the first's start, the
+# second was served from the entry the first made (no timing bet: a slow pair proves nothing
+# and is tried again).
+cached=""
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  hits0=$(metric "$PB" drover_token_cache_hits_total)
+  t0=$(now_ms)
+  expect 200 "$(api GET /v1/whoami '' "$T2")" '' "whoami on B ($i)"
+  expect 200 "$(api GET /v1/whoami '' "$T2")" '' "whoami on B again ($i)"
+  took=$(($(now_ms) - t0))
+  hits1=$(metric "$PB" drover_token_cache_hits_total)
+  [ "$took" -lt $((CACHE_S * 1000)) ] || continue
+  [ $((hits1 - hits0)) -ge 1 ] || fail "two requests with one token within ${took} ms: no cache hit"
+  cached=$took
+  break
+done
+[ -n "$cached" ] || fail "no two requests within api.token_cache_ttl in ten tries (a machine too loaded to tell)"
+pass "a verified token is served from the cache (a second request $cached ms after the first)"
 PORT=$PA
 expect 200 "$(api GET /v1/whoami '' "$T2")" '' "whoami on A (cached there too)"
 t0=$(now_ms)

@@ -12,7 +12,9 @@
 #                resume rewrote its authorized_keys with evil's key and started it);
 #   guess        the id of acme's node from its names (the former ids were
 #                ct-<root hash>-<tenant>-<cluster>-<node>): no such node;
-#   a record     a node whose id is evil's but whose owner record names acme: refused.
+#   a record     a node whose id is evil's but whose owner record names acme: refused;
+#   the gateway  the ssh automator with the bridge's gateway (this host) as the node's
+#                address: refused before connecting (test_sshc_addr holds the rule).
 #
 # Each is refused with an error naming config "facts.provider-id", and acme's node answers
 # afterwards with the same init and its own authorized key. Before the fix every one of
@@ -87,6 +89,15 @@ evil delete | expect_fail "$CT" "delete of a node recorded as acme's" "$refused"
 rm -f "$CT_ROOT/.owners/$own"
 acme_answers "after the record check"
 pass "a node whose owner record names another tenant: refused, the record kept"
+
+# The automator pointed at this host through the bridge: the gateway is an address of the
+# worker's host (its sshd, if it listens on the wildcard, answers there), never a node's.
+gw="$CT_NET_PREFIX.1"
+SERVICE=app task install node-1 1 5 ".config.service = {name: \"app\", action: {type: \"shell\",
+  fields: {script: \"/bin/true\"}}} | .config.ipaddresses = {access_v4: \"$gw\", bind_v4: \"$gw\"}" |
+  expect_fail "$SSHA" "the automator at the bridge's gateway" "refusing to connect to $gw: an address of this host"
+acme_answers "after the automator's refusal"
+pass "the ssh automator at the bridge's gateway $gw: refused before connecting"
 
 # Evil's own node works as ever, and its delete leaves acme's.
 evil create | run "$CT" || fail "evil's own create: $(last .message)"

@@ -336,13 +336,13 @@ static struct etxn *zk_build(struct ejob *j)
     void *v;
     while (strmap_next(j->runs, &pos, NULL, &v)) {
         const struct erun *run = v;
-        n_kept += run->recorded && !run->deleting && !run->deleted;
+        n_kept += run->recorded && !run->deleting && !run->deleted && !run->refused;
     }
     pos = 0;
     size_t keep = e->keep_runs ? ENGINE_RUNS_KEEP : 0; /* an older member: each at once */
     while (!log_behind && n_kept > keep && strmap_next(j->runs, &pos, NULL, &v)) {
         struct erun *run = v;
-        if (!run->recorded || run->deleting || run->deleted)
+        if (!run->recorded || run->deleting || run->deleted || run->refused)
             continue;
         if (t->z.bytes > e->budget)
             break;
@@ -369,7 +369,7 @@ size_t engine__commit_runs_kept(const struct ejob *j)
     void *v;
     while (j->runs && strmap_next(j->runs, &pos, NULL, &v)) {
         const struct erun *run = v;
-        n += run->recorded && !run->deleted;
+        n += run->recorded && !run->deleted && !run->refused;
     }
     return n;
 }
@@ -445,11 +445,28 @@ static void on_zk(const struct coord_txn_result *r, struct engine__zpart *z)
         etxn_free(t);
     } else if (r->failed_op >= 0 && (size_t)r->failed_op < t->z.n &&
                t->z.ops[r->failed_op].kind == ENGINE__ZOP_DELETE) {
-        /* A run record already gone: forget that delete, send the rest. */
+        /* A run record already gone (ZNONODE): forget that delete, send the rest. One whose
+         * delete was refused (NOAUTH: a runs/ that does not let droverd delete) is still
+         * there: not taken as deleted (the sweep would loop on it), not sent again with every
+         * round (the job goes on); the sweep tries it at the end, and waits while refused. */
         const struct engine__zop *o = &t->z.ops[r->failed_op];
-        for (size_t i = 0; i < t->n_dels; i++)
-            if (strcmp(t->dels[i]->path, o->path) == 0)
-                t->dels[i]->deleted = true;
+        size_t kept = 0;
+        for (size_t i = 0; i < t->n_dels; i++) {
+            struct erun *run = t->dels[i];
+            if (strcmp(run->path, o->path) != 0) {
+                t->dels[kept++] = run;
+                continue;
+            }
+            run->deleting = false; /* and out of this multi-op's deletes */
+            if (r->rc == DRV_ENOENT) {
+                run->deleted = true;
+            } else {
+                run->refused = true;
+                log_warn(MOD, "event=run-record-delete-refused job=%s record=%s error=%s zrc=%d",
+                         j->id, run->name, drv_strerror(r->rc), r->zrc);
+            }
+        }
+        t->n_dels = kept;
         engine__zpart_drop(&t->z, (size_t)r->failed_op);
         zk_send(t);
     } else if (r->failed_op == 0 || (r->failed_op > 0 && (size_t)r->failed_op < t->z.n &&

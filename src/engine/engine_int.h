@@ -343,6 +343,7 @@ struct erun {
     bool deleting;  /* its delete is in a ZooKeeper transaction */
     bool queued_pg; /* its row is in the PostgreSQL batch */
     bool deleted;   /* its delete was committed */
+    bool refused;   /* its delete was refused (NOAUTH): not sent again, the sweep tries it */
     json_t *data;   /* the record as last read */
 };
 
@@ -487,6 +488,8 @@ struct ejob {
     struct ecommit *commit;     /* the commit pipeline (commit.h) */
     struct ewithdraw *withdraw; /* the withdrawal's counts (withdraw.h) */
     int sweeps;                 /* attempts at removing the subtree */
+    struct event *sweep_ev;     /* a sweep refused (NOAUTH) tries again after it (sweep.c) */
+    bool sweep_keep_root;       /* that sweep's keep_root */
     bool subtree_made;          /* this owner created the subtree (jobstart.c): the sweep
                                    knows its names without listing them (sweep.c) */
     size_t ctx_parts;           /* ctx/p<k> it created (0: the context in ctx alone) */

@@ -136,6 +136,8 @@ static void job_free(struct ejob *j)
         }
         strmap_free(j->runs);
     }
+    if (j->sweep_ev)
+        event_free(j->sweep_ev);
     engine__commit_free(j);
     engine__nodes_free(j);
     engine__withdraw_free(j);

@@ -12,6 +12,10 @@
  *      worker's late run record, say) starts the sweep again from 1;
  *   4. release the lock: the lock directory is a container znode, which
  *      the server removes once empty.
+ * A delete refused (NOAUTH: a runs/ or child that does not let droverd
+ * delete) is neither gone nor a race: the sweep waits (the commit pipeline's
+ * backoff, up to 5 s), holding the lock, and starts again from 1, without
+ * counting against MAX_SWEEPS (issue 33 item 6; engine_record_delete_refused).
  * With keep_root (a start that failed half-way: its leftovers go, so the
  * next attempt starts clean) the announcement and the API's control znode
  * stay.
@@ -30,6 +34,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/event.h>
+
+#include "commit.h"
 #include "coord.h"
 #include "engine_int.h"
 #include "log.h"
@@ -71,6 +78,16 @@ static void add_del(struct sweep *s, char *path)
 
 static void sweep_start(struct ejob *j, bool keep_root);
 
+/* After a refused sweep's wait (sweep_end): the same sweep again. */
+static void sweep_again(evutil_socket_t fd, short what, void *arg)
+{
+    struct ejob *j = arg;
+    (void)fd;
+    (void)what;
+    if (engine__job_alive(j)) /* (no reference held: job_free frees the timer) */
+        sweep_start(j, j->sweep_keep_root);
+}
+
 static void sweep_end(struct sweep *s, int rc)
 {
     struct ejob *j = s->j;
@@ -80,7 +97,16 @@ static void sweep_end(struct sweep *s, int rc)
         engine__job_unref(j);
         return;
     }
-    if (rc == 0 || j->sweeps >= MAX_SWEEPS) {
+    if (rc == DRV_EPERM) {
+        j->sweep_keep_root = keep;
+        /* A delete refused (NOAUTH: a runs/ or a znode that does not let droverd delete):
+         * another sweep at once would be refused alike. Wait (the commit pipeline's backoff,
+         * up to 5 s), holding the lock, and try again; not counted against MAX_SWEEPS, and
+         * nothing taken as gone that is still there. */
+        log_warn(MOD, "event=job-sweep-refused job=%s error=%s", j->id, drv_strerror(rc));
+        j->sweeps--;
+        engine__commit_backoff(j, &j->sweep_ev, sweep_again);
+    } else if (rc == 0 || j->sweeps >= MAX_SWEEPS) {
         if (rc)
             log_error(MOD, "event=job-sweep-failed job=%s error=%s", j->id, drv_strerror(rc));
         else

@@ -299,6 +299,58 @@ static void test_task_facts(void **state)
     json_decref(ctx);
 }
 
+/*
+ * Issue 32's next tries: the facts through the tenant's other parts. A cluster's config, a
+ * service action's fields and (for a provider task) the provider entity's fields that name
+ * provider-id, ipaddresses, ssh_port or facts stay inside their own part (config.cluster,
+ * config.service.action.fields, config.provider); config's top level and config.facts keep
+ * the node's provider's facts only.
+ */
+static void test_task_tenant_parts(void **state)
+{
+    json_t *evil =
+        json_pack("{s:s, s:{s:s}, s:i, s:{s:s}}", "provider-id", "ct-victim", "ipaddresses",
+                  "access_v4", "127.0.0.1", "ssh_port", 22, "facts", "provider-id", "ct-victim");
+    json_t *ctx = json_pack("{s:s, s:O, s:{s:s}}", "clustername", "c", "cluster", evil, "provider",
+                            "name", "local");
+    const char *names[] = {"install", "delete"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *j =
+            json_pack("{s:i, s:s, s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:O,"
+                      " s:{s:s, s:{s:s}}}",
+                      "v", 2, "job", "42", "phase", "f", "idx", 1, "attempt", 1, "task", "node-1/x",
+                      "name", names[i], "tenant", "acme", "cluster", "7", "plugin", "shell", "node",
+                      "node-1", "service", "app", "fields", evil, "facts", "provider-id", "ct-own",
+                      "ipaddresses", "access_v4", "10.251.0.5");
+        json_t *t = task_of(j, ctx, NULL);
+        json_t *c = json_object_get(t, "config");
+        json_t *f = json_object_get(c, "facts");
+        assert_string_equal(json_string_value(json_object_get(c, "provider-id")), "ct-own");
+        assert_string_equal(json_string_value(json_object_get(f, "provider-id")), "ct-own");
+        assert_string_equal(
+            json_string_value(json_object_get(json_object_get(f, "ipaddresses"), "access_v4")),
+            "10.251.0.5");
+        assert_string_equal(
+            json_string_value(json_object_get(json_object_get(c, "ipaddresses"), "access_v4")),
+            "10.251.0.5");
+        assert_null(json_object_get(c, "ssh_port"));
+        assert_null(json_object_get(f, "ssh_port"));
+        assert_null(json_object_get(f, "facts"));
+        assert_int_equal(json_object_size(f), 2);
+        /* each where its writer put it */
+        assert_true(json_equal(json_object_get(c, "cluster"), evil));
+        json_t *own =
+            i == 0 ? json_object_get(json_object_get(json_object_get(c, "service"), "action"),
+                                     "fields")
+                   : json_object_get(c, "provider");
+        assert_string_equal(json_string_value(json_object_get(own, "provider-id")), "ct-victim");
+        json_decref(t);
+        json_decref(j);
+    }
+    json_decref(ctx);
+    json_decref(evil);
+}
+
 /* A node's own result (a script's $DROVER_RESULT) naming a fact fails its task, with the
    key named, and nothing of it is kept; a provider's result may. */
 static void test_result_reserved(void **state)
@@ -333,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_task_json),         cmocka_unit_test(test_outcomes),
         cmocka_unit_test(test_sensitive_results), cmocka_unit_test(test_task_open),
         cmocka_unit_test(test_task_facts),        cmocka_unit_test(test_result_reserved),
+        cmocka_unit_test(test_task_tenant_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
