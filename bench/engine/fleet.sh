@@ -26,7 +26,10 @@
 # A warm-up job first (ZooKeeper's JIT; engine_bench.sh). DROVER_BASE_BIN=DIR (a build's
 # src/bin) runs the workers of every other fleet size from DIR as well, so that a before and
 # after are measured interleaved on one stack: FLEET="4 4 64 64" DROVER_BASE_BIN=... gives
-# the base's figures on the even lines ("fleet(base):").
+# the base's figures on the even lines ("fleet(base):"). FLEET_SLOTS=1: the workers offer
+# slots (worker.slots = true, docs/engine.md "Tasks to slots"; label "fleet(slots)"); alt: on
+# the odd lines only, the even ones take from the queue as by default ("fleet(queue)"), so
+# FLEET="4 4 64 64" FLEET_SLOTS=alt is a before and after of the setting on one stack.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export SESSION=${SESSION:-20s}
@@ -153,6 +156,13 @@ for W in "${sizes[@]}"; do
   run=$((run + 1))
   label=fleet
   BIN=$main_bin
+  export WORKER_SLOTS=0
+  if [ "${FLEET_SLOTS:-0}" = 1 ] || { [ "${FLEET_SLOTS:-0}" = alt ] && ((run % 2 == 1)); }; then
+    WORKER_SLOTS=1
+    label="fleet(slots)"
+  elif [ "${FLEET_SLOTS:-0}" = alt ]; then
+    label="fleet(queue)"
+  fi
   if [ -n "$BASE_BIN" ] && ((run % 2 == 0)); then
     BIN=$BASE_BIN
     label="fleet(base)"

@@ -67,6 +67,9 @@ ITEST("queue-steal", t_queue_steal)
 
 /* What a fleet costs as it grows, issue 37 (itest_fleet.c). */
 ITEST("members-cost", t_members_cost)
+ITEST("slots", t_slots)
+ITEST("slots-suspect", t_slots_suspect)
+ITEST("slots-lost", t_slots_lost)
 
 /* Lost answers made by coord's test hook, issue 33 (itest_lost.c). */
 ITEST("answer-lost", t_answer_lost)

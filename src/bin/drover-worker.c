@@ -27,6 +27,7 @@
 #include <event2/event.h>
 
 #include "coord.h"
+#include "fault.h"
 #include "log.h"
 #include "loopwatch.h"
 #include "worker_conf.h"
@@ -152,6 +153,10 @@ static int run(struct node *w)
         free(one);
     }
     time_t started = time(NULL);
+    /* "slots": this worker takes tasks assigned to its slots (slot.c; worker.slots, off by
+       default), and droverd assigns to a queue's workers only when each of them says so
+       (DROVER_FAULT=worker-old-build: a build before slots, for the tests). */
+    char *old_build = fault_arg("worker-old-build");
     json_t *data = json_pack(
         "{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:s, s:I, s:s, s:i}", "id", w->conf.prog.node_id,
         "kind", "worker", "tenant", w->conf.worker.tenant, "class", w->conf.worker.classes,
@@ -160,6 +165,9 @@ static int run(struct node *w)
         "started", (json_int_t)started, "version", DROVER_VERSION,
         /* the queue items' format it reads up to: droverd writes what every worker reads */
         "taskmsg", TASKMSG_ITEM_VERSION);
+    if (!old_build && w->conf.worker.slots)
+        json_object_set_new(data, "slots", json_integer(1));
+    free(old_build);
     char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
     w->member_data = data;
     w->member =

@@ -161,9 +161,13 @@ static json_t *member_data(const struct node *n, size_t owned)
     /* Test hook (DROVER_FAULT=member-old-build, docs/testing.md "Fault hooks"): the member
        data of a build before "keeps_runs", so that a rolling upgrade's mixed ring can be
        made with one build (integration/engine/old_member.sh). */
+    /* slots: this build assigns tasks to the workers' slots (docs/engine.md "Tasks to
+       slots"), which happens only while every member says so: an older one resuming such a
+       job would not know its key records. */
     if (n->old_build) {
         json_t *d = member_data_now(n, owned);
         json_object_del(d, "keeps_runs");
+        json_object_del(d, "slots");
         return d;
     }
     return member_data_now(n, owned);
@@ -171,12 +175,12 @@ static json_t *member_data(const struct node *n, size_t owned)
 
 static json_t *member_data_now(const struct node *n, size_t owned)
 {
-    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:i, s:b, s:b, s:I, s:b, s:b}", "id",
+    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:i, s:b, s:b, s:I, s:b, s:b, s:i}", "id",
                      n->conf.prog.node_id, "kind", "droverd", "http", n->conf.api.listen, "pid",
                      (json_int_t)getpid(), "started", (json_int_t)n->started, "host", n->host,
                      "schema", member_schema(), "format", DROVER_FORMAT_VERSION, "draining",
                      n->draining, "drained", n->drained, "owned", (json_int_t)owned, "keeps_runs",
-                     1, "postgres", store_healthy(n->store));
+                     1, "postgres", store_healthy(n->store), "slots", 1);
 }
 
 /* Write the member znode when what it says changed (force: always). */

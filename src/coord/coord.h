@@ -736,6 +736,17 @@ void coord_txn_commit(struct coord_session *s, struct coord_txn *t, struct coord
                       coord_txn_cb cb, void *arg);
 
 /*
+ * The same without a fence, sent together with the other such commits (and the queue's
+ * commits on claims) of this turn of the loop in one multi-op, within the size budget, on
+ * the current handle generation: all applied, each hears its own success; an op failed,
+ * nothing applied and each is sent again alone, hearing its own answer; no answer, each
+ * hears DRV_EAGAIN (no sequential creates here: read to learn). A worker's outcomes of one
+ * turn (slots) are one request.
+ */
+void coord_txn_commit_gathered(struct coord_session *s, struct coord_txn *t, coord_txn_cb cb,
+                               void *arg);
+
+/*
  * Create one sequential znode (COORD_EPHEMERAL may be added to flags), safely
  * across a connection loss as above. cb gets the created path (valid during
  * the call) or NULL with rc < 0.
@@ -756,6 +767,69 @@ void coord_create_seq(struct coord_session *s, const char *path, const char *jso
 #define COORD_UPSERT_TRIES 4
 void coord_upsert(struct coord_session *s, const char *path, const char *json, coord_done_cb done,
                   void *arg);
+
+/* ------------------------------------------------------------------------ */
+/* Slots: a consumer's capacity, assigned to by name (issue 37)             */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A consumer (a worker) of dir (a queue's directory) keeps n slots, ephemeral znodes of its
+ * session, dir/slots/<consumer>.<session hex>.<i>, each free (data COORD_SLOT_FREE) or
+ * holding one assignment a writer (droverd) put there (coord_slot_assignment). A free slot
+ * is offered by an ephemeral dir/free/<slot>@<version>: a writer takes it by deleting the
+ * offer and setting the slot at that version in one multi-op (so two writers racing for
+ * one offer cannot both have it), and may set it again at the next versions (its next task,
+ * or free) with no offer. docs/coord.md "Slots"; src/coord/slots.c has the state diagram.
+ *
+ * Guarantees (coord_slots-* tests): on_assigned hears each assignment once; an assignment
+ * is the consumer's while its session lives, and on_lost is told (before the server can
+ * expire the session: SUSPECT, as for locks and claims) when the session is suspected or
+ * expired, or the slot is deleted, set free or set to another key under it, and the key
+ * is never handed out again. The slots die with the session; after an expiry they are made
+ * again under the new session's names. A consumer writes nothing per assignment: one
+ * multi-op per session (the slots and their first offers), one create per offer after a
+ * writer frees a slot, and, when no writer frees or reassigns a slot done with for
+ * done_free_ms, one set that frees it (at the version read: a writer's set wins).
+ */
+#define COORD_SLOTS_MAX 256
+#define COORD_SLOT_FREE "{\"v\":1}"
+
+struct coord_slots;
+/* Slot i's assignment key; json: the assignment's "task" (on_assigned), NULL (on_lost). */
+typedef void (*coord_slot_cb)(struct coord_slots *sl, unsigned i, const char *key, const char *json,
+                              void *arg);
+
+struct coord_slots_opts {
+    const char *consumer_id; /* no '/', '@' */
+    unsigned n;              /* 1..COORD_SLOTS_MAX */
+    coord_slot_cb on_assigned;
+    coord_slot_cb on_lost; /* stop the assignment now (invariant 3) */
+    void *arg;
+    int done_free_ms; /* 0: 5000 */
+};
+
+struct coord_slots_counters {
+    uint64_t assigned, lost, offers, freed_self;
+};
+
+struct coord_slots *coord_slots_open(struct coord_session *s, const char *dir,
+                                     const struct coord_slots_opts *o);
+/* Done with slot i's assignment key (its outcome is written): it waits for its writer. */
+void coord_slots_done(struct coord_slots *sl, unsigned i, const char *key);
+/* Offer free slots (on: the default) or withdraw every offer (off: a drain). */
+void coord_slots_offer(struct coord_slots *sl, bool on);
+/* Slot i's znode name under dir/slots (this session's), or NULL. */
+const char *coord_slots_name(const struct coord_slots *sl, unsigned i);
+struct coord_slots_counters coord_slots_counters(const struct coord_slots *sl);
+/* No callback from now on; the slots go with the session (close it soon after). */
+void coord_slots_close(struct coord_slots *sl);
+
+/* For the writers (pure): an offer's name into its slot's name and version; a slot's name
+   into its consumer, session and index; an assignment's data (a new string; task_json is
+   the task as JSON text, put in whole). 0 or DRV_EINVAL. */
+int coord_slot_offer_parse(const char *entry, char *slot, size_t n, int *version);
+int coord_slot_parse(const char *name, char *consumer, size_t n, int64_t *session, unsigned *i);
+char *coord_slot_assignment(const char *key, const char *by, const char *task_json);
 
 /* ------------------------------------------------------------------------ */
 /* Locking queues                                                           */

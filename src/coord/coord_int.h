@@ -6,7 +6,8 @@
  * ZooKeeper's threads), session.c (states, handles, silence, free), watch.c
  * (reads, watches, watchers, sync), member.c, ring.c, lock.c, txn.c,
  * queue.c / queue_take.c / queue_home.c / queue_hold.c (queue_int.h), queue_find.c (what the
- * janitor and /metrics ask of a queue they do not consume), election.c (a
+ * janitor and /metrics ask of a queue they do not consume), slots.c (a consumer's capacity,
+ * assigned to by name: its slots and their offers), election.c (a
  * singleton duty's leader, on a lock), control.c (operators' requests to one
  * running process), acl.c (who may read and write what: the policy, tenants'
  * grants, the start-up fix-up), acl_pool.c (an operator's ssh-pool pools and the

@@ -620,6 +620,13 @@ void coord_txn_commit(struct coord_session *s, struct coord_txn *t, struct coord
     commit_start(s, t, fence, NULL, cb, arg);
 }
 
+void coord_txn_commit_gathered(struct coord_session *s, struct coord_txn *t, coord_txn_cb cb,
+                               void *arg)
+{
+    struct coord__guard g = {.n = 0, .gen = s->gen};
+    commit_start(s, t, NULL, &g, cb, arg);
+}
+
 void coord__commit_guarded(struct coord_session *s, struct coord_txn *t,
                            const struct coord__guard *g, coord_txn_cb cb, void *arg)
 {

@@ -48,6 +48,7 @@ struct engine__zop {
     struct coord_queue *q; /* a put's queue, key and priority */
     char key[80];
     int prio;
+    int tag; /* > 0: an op of a slot's (assign.c: its group in the round, from 1) */
 };
 
 /*

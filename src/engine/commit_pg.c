@@ -79,7 +79,13 @@ static void attempt_row(struct strbuf *b, const struct ejob *j, const struct eru
     const char *task = p->plan && run->idx < p->n ? p->plan->tasks[run->idx].id : "?";
     json_t *d = run->data;
     const char *status = json_string_value(json_object_get(d, "status"));
-    const char *st = status && strcmp(status, "ok") == 0 ? "succeeded" : status ? "failed" : "lost";
+    /* A slot's task cut short with its worker's slot says "lost", one never started
+       "returned" (assign.c); no status: its worker died first. */
+    const char *st = !status                           ? "lost"
+                     : strcmp(status, "ok") == 0       ? "succeeded"
+                     : strcmp(status, "lost") == 0     ? "lost"
+                     : strcmp(status, "returned") == 0 ? "returned"
+                                                       : "failed";
     strbuf_addf(b, "%s{\"p\":\"%c\",\"t\":", first ? "" : ",", run->phase);
     engine__pg_jstr(b, task);
     strbuf_addf(b, ",\"a\":%u,\"r\":", run->attempt);

@@ -13,6 +13,7 @@
 
 #include <event2/event.h>
 
+#include "assign.h"
 #include "batch.h"
 #include "clock.h"
 #include "commit.h"
@@ -43,6 +44,7 @@ struct etxn {
     size_t n_dels, cap_dels;
     int32_t st_ver; /* the state version it expects */
     size_t dispatched;
+    bool slots; /* this round's tasks go to the workers' slots (assign.c), not the queue */
 };
 
 static void etxn_free(struct etxn *t)
@@ -151,10 +153,11 @@ static int put_task(struct etxn *t, struct eplan *p, uint32_t idx, bool cleanup,
     if (rc)
         return rc;
     /* What the put adds, by coord's own figures, with its chunk (it goes in this multi-op
-       too: counted now, added after the puts). */
+       too: counted now, added after the puts). A slot's assignment: assign.c's figure. */
     char key[80];
     taskmsg_key(key, sizeof(key), j->id, p->phase, idx, p->recs[idx].attempt);
-    size_t put = coord_txn_queue_put_bytes(j->queue->q, key, item);
+    size_t put = t->slots ? engine__assign_bytes(j, item)
+                          : coord_txn_queue_put_bytes(j->queue->q, key, item);
     size_t chunk = chunk_cost(p, idx / ENGINE_LOG_CHUNK);
     size_t need = put + (p->chunk_dirty[idx / ENGINE_LOG_CHUNK] ? 0 : chunk);
     /* A multi-op of the state, the chunk and this put alone: over the session's limit, the
@@ -173,6 +176,20 @@ static int put_task(struct etxn *t, struct eplan *p, uint32_t idx, bool cleanup,
     if ((t->dispatched > 0 && t->z.bytes + need > e->budget) || t->z.bytes + need > e->zk_max) {
         free(item);
         return DRV_ETOOBIG; /* not in this round */
+    }
+    if (t->slots) {
+        /* Into a worker's slot (assign.c): its ops count their own bytes, the chunk here.
+           No slot now: as a full round, the task waits (the job is kicked when one is
+           offered). */
+        size_t before = t->z.bytes;
+        int arc = engine__assign_task(j, &t->z, p, idx, item, avoid);
+        free(item);
+        if (arc)
+            return DRV_ETOOBIG;
+        if (t->z.bytes - before < need)
+            t->z.bytes = before + need;
+        t->dispatched++;
+        return 0;
     }
     struct engine__zop *o = engine__zpart_add(&t->z, ENGINE__ZOP_PUT, NULL, item, 0);
     o->q = j->queue->q;
@@ -211,6 +228,8 @@ static struct etxn *zk_build(struct ejob *j)
     struct eplan *p = j->cur;
     bool can_put = p && j->own == EJ_ACTIVE && !j->commit->finishing && j->queue &&
                    coord_queue_is_open(j->queue->q);
+    t->slots = engine__assign_on(j);
+    engine__assign_round_begin(j);
     if (p && j->own == EJ_ACTIVE && !j->commit->finishing && !can_put)
         engine__commit_retry_later(
             j); /* the queue is still opening (or coord retries a failed open) */
@@ -329,6 +348,8 @@ static struct etxn *zk_build(struct ejob *j)
                 chunk_add(t, q, c);
             }
     }
+    /* The slots the job no longer needs, and the key records of lost attempts. */
+    engine__assign_round_end(j, &t->z);
     /* Run records whose rows are in PostgreSQL, once the log has their results: kept
      * until more than ENGINE_RUNS_KEEP are, then all deleted (the sweep takes the rest);
      * each at once while a member of an older build may resume the job (engine.c). */
@@ -443,6 +464,10 @@ static void on_zk(const struct coord_txn_result *r, struct engine__zpart *z)
         j->commit->zk_busy = false;
         engine__job_lost(j, "the lock is gone (fenced write refused)");
         etxn_free(t);
+    } else if (r->failed_op >= 0 && engine__assign_op_failed(j, &t->z, (size_t)r->failed_op)) {
+        /* A slot's op (someone else's write came first): that slot's ops are out, its task
+           back to the retries; the rest again. */
+        zk_send(t);
     } else if (r->failed_op >= 0 && (size_t)r->failed_op < t->z.n &&
                t->z.ops[r->failed_op].kind == ENGINE__ZOP_DELETE) {
         /* A run record already gone (ZNONODE): forget that delete, send the rest. One whose
@@ -506,6 +531,7 @@ static void zk_settled(struct etxn *t, bool applied)
 {
     struct ejob *j = t->z.j;
     j->commit->zk_busy = false;
+    engine__assign_settled(j, applied);
     if (applied) {
         j->st_ver = t->st_ver + 1;
         for (size_t i = 0; i < t->n_chunks; i++) {

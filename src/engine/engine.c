@@ -37,6 +37,7 @@
 
 #include <event2/event.h>
 
+#include "assign.h"
 #include "batch.h"
 #include "coord.h"
 #include "engine_int.h"
@@ -231,6 +232,7 @@ static void reconcile_soon(evutil_socket_t fd, short what, void *arg)
 void engine__job_gone(struct engine *e, struct ejob *j)
 {
     engine__watchdog_forget(j);
+    engine__assign_job_gone(j);
     if (j->acl_bound) {
         /* Nothing more of it is created on this session: its znodes' tenant is forgotten
            (counted: a new owner object of the same job binds again). */
@@ -363,6 +365,7 @@ static void on_members(const struct coord_member_info *m, size_t n, void *arg)
         log_info(MOD, "event=format-chosen node=%s format=%d builds_up_to=%d", e->node_id, f,
                  DROVER_FORMAT_VERSION);
     e->write_format = f;
+    engine__assign_members(e, m, n);
     coord_ring_free(e->ring);
     e->ring = coord_ring_from_members(m, n, 0);
     e->have_ring = true;
@@ -527,6 +530,7 @@ static void watch_jobs(struct engine *e)
 static void on_workers(const struct coord_member_info *m, size_t n, void *arg)
 {
     engine__workers_seen(arg, m, n);
+    engine__assign_workers(arg, m, n);
     watch_jobs(arg);
 }
 
@@ -573,6 +577,7 @@ struct engine *engine_new(struct event_base *base, struct coord_session *zk, str
     e->queues = strmap_new();
     engine__batch_init(e);
     engine__watchdog_init(e, o->no_worker_timeout_ms, o->job_deadline_ms);
+    engine__assign_init(e);
     engine__metrics_init(e);
     e->lq = loopq_new(base);
     engine__offload_init(e, o->plan_threads);
@@ -664,6 +669,7 @@ void engine_free(struct engine *e)
     strmap_free(e->queues);
     engine__metrics_free(e);
     engine__watchdog_free(e);
+    engine__assign_free(e);
     free(e->ring_sig);
     coord_ring_free(e->ring);
     for (size_t i = 0; i < e->n_ids; i++)

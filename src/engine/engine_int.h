@@ -7,6 +7,7 @@
  * and struct engine / struct ejob hold only a pointer to it, opaque elsewhere:
  *
  *   batch.h     batch.c's: the jobs' parts gathered into shared transactions and multi-ops
+ *   assign.h    assign.c's: the workers' slots the jobs hold, the offers, the node's view
  *   commit.h    the commit pipeline's (commit.c, commit_pg.c, commit_zk.c): busy flags,
  *               retries to put, PostgreSQL marks, timers, backoff, the final write
  *   nodes.h     nodes.c's: the cluster as the job sees it, key-values, maps, macros
@@ -43,6 +44,7 @@
  *     commit.c    phase "commit": the job's fenced writes, the rounds and the final write
  *     commit_pg.c a round's PostgreSQL batch
  *     commit_zk.c a round's ZooKeeper multi-op, with the dispatch
+ *     assign.c    the dispatch into the workers' slots (when all can), their offers
  *     sweep.c     phase "sweep": the ZooKeeper subtree removed, then the lock released
  *   below the jobs:
  *     batch.c     the rounds and parts of all the jobs together: one transaction, one
@@ -167,6 +169,7 @@ enum engine_task_event {
     ENGINE_TEV_FAIL,
     ENGINE_TEV_WITHDRAWN, /* its queue item was taken back unclaimed */
     ENGINE_TEV_CANCEL,    /* the job ends without it */
+    ENGINE_TEV_LOST,      /* its attempt was cut short with its worker's slot (worker.md) */
 };
 
 struct engine_task_policy {
@@ -385,6 +388,8 @@ struct ewithdraw;
 struct enodes;
 struct ewatchdog;
 struct ewatch;
+struct eassign;
+struct ejassign;
 struct resync_read;
 
 struct engine {
@@ -444,6 +449,7 @@ struct engine {
     struct coord_group *workers; /* /drover/members/worker (the watchdog reads it) */
     struct ewatchdog *watchdog;  /* watchdog.c's (watchdog.h) */
     struct ebatch *batch;        /* batch.c's: the jobs' writes gathered (batch.h) */
+    struct eassign *assign;      /* assign.c's: the slots the jobs here hold (assign.h) */
 };
 
 enum ejob_own {
@@ -500,6 +506,7 @@ struct ejob {
     int64_t t_handover;         /* when the ring moved it away (ms, monotonic), 0: not moving */
     int64_t control_ms;         /* when a control znode's request was last read (ms, monotonic) */
     struct ewatch *watch;       /* the watchdog's clocks of the job (watchdog.h) */
+    struct ejassign *assign;    /* its workers' slots (assign.h) */
 };
 
 /* A row's string column, "" when absent or null. */

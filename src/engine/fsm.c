@@ -40,6 +40,8 @@
  *                                               WITHDRAW  |    | FAIL, retries    | OK
  *                                         (back to [.])   v    | left             v
  *                                                     PENDING  +-----------  SUCCEEDED [S]
+ *   QUEUED, RUNNING --LOST (its slot went with its worker's session)--> QUEUED [q], next
+ *                     attempt, no failure counted (a create: as FAIL)
  *   RUNNING --WITHDRAW (its item taken back unclaimed: its worker is gone)--> PENDING [.]
  *   QUEUED, RUNNING --FAIL, no retry left--> FAILED [F]
  *   WAITING, PENDING --a dependency failed--> FAILED_DEP (derived, never written)
@@ -52,6 +54,10 @@
  *   T2. failures <= max_failures; FAILED only when failures reached it.
  *   T3. A failed create is dispatched again with cleanup set: the provider
  *       removes what the failed attempt made before creating (seed 000).
+ *   T4. A lost attempt (LOST: its worker's slot went with its session, or the
+ *       worker was cut off and killed its plugin) is dispatched again as a new
+ *       attempt without counting a failure, but for a create (T3), and never
+ *       past ENGINE_MAX_ATTEMPT.
  */
 #include <string.h>
 
@@ -293,6 +299,21 @@ struct engine_task_out engine_task_step(struct engine_task_rec *t, enum engine_t
         /* T3: a create that failed may have made a machine: it goes first. */
         return task_out(ENGINE_TS_QUEUED, ENGINE_TACT_PUT | ENGINE_TACT_AVOID_WORKER |
                                               (pol->is_create ? ENGINE_TACT_CLEANUP : 0));
+    case ENGINE_TEV_LOST:
+        /* T4: its worker lost the slot (died, or was cut off and killed its plugin): again,
+           elsewhere, without counting a failure; a create counts one, so that the next
+           attempt cleans up whatever this one made (T3). */
+        if (st != ENGINE_TS_QUEUED && st != ENGINE_TS_RUNNING)
+            return task_out(st, 0);
+        if (pol->is_create)
+            return engine_task_step(t, ENGINE_TEV_FAIL, pol);
+        if (t->attempt >= ENGINE_MAX_ATTEMPT) {
+            t->state = ENGINE_TS_FAILED;
+            return task_out(ENGINE_TS_FAILED, ENGINE_TACT_EXEC_FAIL | ENGINE_TACT_GAVE_UP);
+        }
+        t->attempt++;
+        t->state = ENGINE_TS_QUEUED;
+        return task_out(ENGINE_TS_QUEUED, ENGINE_TACT_PUT | ENGINE_TACT_AVOID_WORKER);
     case ENGINE_TEV_WITHDRAWN:
         /* Its item was taken back unclaimed. RUNNING too: a run record says it started, but
            its worker no longer holds the item (it died, or lost its claim and killed its

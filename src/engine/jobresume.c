@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assign.h"
 #include "commit.h"
 #include "coord.h"
 #include "engine_int.h"
@@ -421,6 +422,7 @@ static void resume_active(struct recon *r)
     struct ejob *j = r->j;
     engine__job_activate(j, true);
     recon_apply(r);
+    engine__assign_resumed(j);
     recon_free(r);
     log_info(MOD, "event=job-resumed job=%s phase=%s node=%s done=%zu in_flight=%zu", j->id,
              engine_phase_name(j->st.phase), j->e->node_id, j->cur->done, j->cur->in_flight);
@@ -529,6 +531,35 @@ static void recon_item_read(int rc, const char *data, int version, void *arg)
     coord_txn_commit(j->e->zk, t, j->lock, stale_key_deleted, x);
 }
 
+/*
+ * The slot a key record names (assign.c: the attempt was written into a worker's slot), read:
+ * holding that very attempt's key, it runs there (adopted: its outcome, or its worker's end,
+ * ends it); anything else (freed, another task, gone with its worker's session) and the key
+ * record is stale, as a key record whose item is gone: deleted, fenced, a candidate.
+ */
+static void recon_slot_read(int rc, const char *data, int version, void *arg)
+{
+    struct key_read *x = arg;
+    struct ejob *j = x->r->j;
+    if (rc != 0 && rc != DRV_ENOENT) {
+        key_read_end(x, KEY_READ_FAILED);
+        return;
+    }
+    const char *key = strrchr(x->key_path, '/') + 1;
+    json_t *d = rc == 0 ? json_loads(data ? data : "", 0, NULL) : NULL;
+    const char *held = json_string_value(json_object_get(d, "key"));
+    if (held && strcmp(held, key) == 0 && j->own == EJ_LOADING) {
+        struct eplan *p = j->cur;
+        engine__assign_adopt(j, strrchr(x->item_path, '/') + 1, version, p->phase, x->idx,
+                             p->recs[x->idx].attempt);
+        json_decref(d);
+        key_read_end(x, KEY_ITEM_THERE);
+        return;
+    }
+    json_decref(d);
+    recon_item_read(DRV_ENOENT, NULL, 0, x); /* stale: deleted like a gone item's */
+}
+
 static void recon_key_read(int rc, const char *data, int version, void *arg)
 {
     struct key_read *x = arg;
@@ -538,6 +569,15 @@ static void recon_key_read(int rc, const char *data, int version, void *arg)
         return;
     }
     json_t *d = json_loads(data ? data : "", 0, NULL);
+    const char *slot = json_string_value(json_object_get(d, "slot"));
+    if (slot && !strchr(slot, '/') && *slot) {
+        const char *keys = strstr(x->key_path, "/keys/");
+        x->item_path = xasprintf("%.*s/slots/%s", (int)(keys - x->key_path), x->key_path, slot);
+        x->version = version;
+        json_decref(d);
+        coord_get(r->j->e->zk, x->item_path, recon_slot_read, x);
+        return;
+    }
     const char *item = json_string_value(json_object_get(d, "item"));
     if (!item || strstr(item, "..")) {
         json_decref(d);

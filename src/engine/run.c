@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assign.h"
 #include "clock.h"
 #include "commit.h"
 #include "coord.h"
@@ -178,11 +179,21 @@ static void run_seen(struct ejob *j, struct erun *run)
     }
     if (r.ended && !run->ended) {
         run->ended = true;
+        engine__assign_outcome(j, run->phase, run->idx, run->attempt); /* its slot is idle */
         if (current) {
             p->t_end[run->idx] = r.end_ms;
             engine__observe_end(j, p->t_start[run->idx] ? p->t_start[run->idx] : r.start_ms,
                                 r.end_ms);
-            task_event(j, p, run->idx, r.ok ? ENGINE_TEV_OK : ENGINE_TEV_FAIL, &r);
+            /* A slot's task that never ran ("returned": its worker stopped first) goes back
+               to pending; one cut short with its slot ("lost") again without counting a
+               failure (fsm T4). */
+            const char *status = json_string_value(json_object_get(r.root, "status"));
+            enum engine_task_event ev = r.ok ? ENGINE_TEV_OK : ENGINE_TEV_FAIL;
+            if (!r.ok && status && strcmp(status, "lost") == 0)
+                ev = ENGINE_TEV_LOST;
+            else if (!r.ok && status && strcmp(status, "returned") == 0)
+                ev = ENGINE_TEV_WITHDRAWN;
+            task_event(j, p, run->idx, ev, ev == ENGINE_TEV_WITHDRAWN ? NULL : &r);
         }
     }
     taskmsg_run_clear(&r);
@@ -287,7 +298,8 @@ static void on_runs(int rc, char *const *names, size_t n, const struct coord_sta
     void *v;
     while (strmap_next(j->runs, &pos, &name, &v)) {
         struct erun *run = v;
-        if (!strmap_get(listed, name) && run->deleted && !run->reading && !run->w) {
+        if (!strmap_get(listed, name) && run->deleted && run->recorded && !run->reading &&
+            !run->w) {
             strmap_del(j->runs, name);
             free(run->name);
             free(run->path);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "assign.h"
 #include "clock.h"
 #include "commit.h"
 #include "coord.h"
@@ -98,6 +99,10 @@ void engine__withdraw(struct ejob *j)
            worker nothing would take it back (a job no worker serves stalls: watchdog.c).
            One a live worker holds is claimed: the cancel refuses it and it runs on. */
         if (p->recs[i].state != ENGINE_TS_QUEUED && p->recs[i].state != ENGINE_TS_RUNNING)
+            continue;
+        /* In a worker's slot: it runs (there is no queue item to take back); its outcome,
+           or its worker's end (assign.c), ends it. */
+        if (engine__assign_running(j, p->phase, i))
             continue;
         struct withdraw *w = xcalloc(1, sizeof(*w));
         w->j = j;

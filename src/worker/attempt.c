@@ -76,7 +76,7 @@
 void worker__wtask_check(const struct wtask *t)
 {
 #if DRV_CHECKS
-    if (t->st >= WT_RUNNING && t->st != WT_DONE && !t->recorded)
+    if (t->st >= WT_RUNNING && t->st != WT_DONE && t->st != WT_WAITING && !t->recorded)
         abort(); /* 1 */
     if (t->proc && t->st != WT_RUNNING)
         abort();
@@ -125,6 +125,7 @@ void worker__task_finish(struct wtask *t)
     task_unlink(t);
     worker__task_unref(t);
     if (!w->freed) {
+        worker__slots_start_waiting(w);
         worker__pump(w);
         worker__maybe_stopped(w);
     }
@@ -139,8 +140,26 @@ static void released_done(int rc, void *arg)
     worker__task_unref(t);
 }
 
+void worker__task_drop_lost(struct wtask *t)
+{
+    if (t->slot < 0) {
+        worker__task_finish(t);
+        return;
+    }
+    worker__slot_give_back(t, t->started ? "lost" : "returned",
+                           t->started ? "the worker lost its slot while the plugin ran"
+                                      : "the worker lost its slot before the plugin started");
+}
+
 void worker__hand_back(struct wtask *t)
 {
+    if (t->slot >= 0) {
+        /* A slot task: its owner hears it through the record's status. */
+        worker__slot_give_back(t, t->started ? "lost" : "returned",
+                               t->started ? "the plugin was stopped (lease, or the worker's grace)"
+                                          : "the worker stops");
+        return;
+    }
     t->refs++;
     t->w->stats.handed_back++;
     coord_queue_release(t->wq->q, t->item_id, released_done, t);
@@ -209,6 +228,13 @@ static void on_completed(const struct coord_txn_result *r, void *arg)
 
 void worker__complete_send(struct wtask *t)
 {
+    if (t->slot >= 0 && !t->w->freed) {
+        if (t->lost)
+            worker__task_drop_lost(t);
+        else
+            worker__slot_complete(t);
+        return;
+    }
     if (t->lost || t->w->freed) {
         worker__task_finish(t);
         return;

@@ -14,6 +14,11 @@ const struct config_key worker_config_keys[] = {
                .help = "worker classes (queues) this worker serves, comma-separated"),
     CONFIG_KEY("worker.concurrency", CONFIG_INT, struct worker_opts, concurrency, .deflt = "4",
                .min = 1, .max = 256, .help = "tasks run at once"),
+    CONFIG_KEY("worker.slots", CONFIG_BOOL, struct worker_opts, slots, .deflt = "false",
+               .help = "also offer this worker's places as slots that droverd assigns tasks to "
+                       "by name (issue 37: no herd of workers per task; docs/worker.md "
+                       "\"Slots\"); used for a queue only while every droverd and every live "
+                       "worker of that queue says so, else the queue's items, as with false"),
     CONFIG_KEY("worker.plugin_dir", CONFIG_STRING, struct worker_opts, plugin_dir,
                .deflt = "plugins", .help = "directory of plugin descriptors"),
     CONFIG_KEY("worker.plugins", CONFIG_STRING, struct worker_opts, plugins, .deflt = "",

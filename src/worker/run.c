@@ -135,7 +135,10 @@ static void on_plugin_done(const struct worker__proc_result *r, void *arg)
         worker__wtask_check(t);
     }
     if (t->lost || w->freed) {
-        worker__task_finish(t);
+        if (w->freed)
+            worker__task_finish(t);
+        else
+            worker__task_drop_lost(t);
         worker__task_unref(t);
         return;
     }
@@ -157,9 +160,10 @@ static void on_plugin_done(const struct worker__proc_result *r, void *arg)
                  t->key, t->item.node ? t->item.node : "",
                  log_quote(json_string_value(json_object_get(t->rec, "message")), q, sizeof(q)));
     }
-    log_info(MOD, "event=task-ended worker=%s task=%s id=%s status=%s how=\"%s\" ms=%lld", w->id,
-             t->key, t->item.task, json_string_value(json_object_get(t->rec, "status")),
-             json_string_value(json_object_get(t->rec, "how")), (long long)r->elapsed_ms);
+    log_info(MOD, "event=task-ended worker=%s task=%s id=%s status=%s how=\"%s\" ms=%lld via=%s",
+             w->id, t->key, t->item.task, json_string_value(json_object_get(t->rec, "status")),
+             json_string_value(json_object_get(t->rec, "how")), (long long)r->elapsed_ms,
+             t->slot >= 0 ? "slot" : "queue");
     t->st = WT_COMPLETING;
     worker__complete_send(t);
     worker__task_unref(t);
@@ -208,6 +212,7 @@ static void run_plugin(struct wtask *t, const json_t *ctx)
                      node);
         else
             snprintf(out, sizeof(out), "{\"status\":\"ok\",\"message\":\"noop\"}");
+        t->started = true;
         struct worker__proc_result r = {.exited = true, .out = out};
         r.out_len = strlen(r.out);
         r.start_ms = r.end_ms = clock_wall_ms();
@@ -268,8 +273,10 @@ void worker__resources_ready_cb(void *arg, long version, int rc, const char *msg
     for (struct wtask *t = w->tasks; t; t = t->next) {
         if (t->st != WT_RESOURCES || t->res_version != version)
             continue;
-        if (t->lost || w->freed) {
+        if (w->freed) {
             worker__task_finish(t);
+        } else if (t->lost) {
+            worker__task_drop_lost(t);
         } else if (rc) {
             fail_now(t, msg);
         } else {
@@ -319,6 +326,7 @@ static void spawn_plugin(struct wtask *t, const json_t *ctx, const json_t *nodes
     };
     worker__sandbox_proc(w->sandbox, t->plugin, &po);
     t->refs++;
+    t->started = true;
     t->proc = worker__proc_start(w->base, &po, on_plugin_done, t, &err);
     seal_wipe_free(input);
     worker__env_free(env);
@@ -348,7 +356,7 @@ static void job_read(struct worker *w, const char *job, enum wstate st)
         if (t->st != st || strcmp(t->job, job) != 0)
             continue;
         if (t->lost)
-            worker__task_finish(t);
+            worker__task_drop_lost(t);
         else if (!ctx)
             fail_now(t, "cannot read the job's context from ZooKeeper");
         else if (st == WT_NODES && !nodes)

@@ -123,6 +123,7 @@ static void start_task(struct wqueue *wq, struct coord_queue_item *it)
     t->w = w;
     t->wq = wq;
     t->refs = 1;
+    t->slot = -1;
     t->item_id = xstrdup(it->id);
     t->next = w->tasks;
     w->tasks = t;
@@ -179,7 +180,8 @@ static void on_take(struct coord_queue_item *it, int rc, void *arg)
         return;
     }
     if (it) {
-        if (w->stopping) {
+        if (w->stopping || worker__active(w) >= w->concurrency) {
+            /* Stopping, or the places went to tasks assigned to its slots meanwhile. */
             coord_queue_release(wq->q, it->id, NULL, NULL);
         } else {
             start_task(wq, it);

@@ -1,11 +1,10 @@
 /*
  * worker: the worker's life (worker.h has the promises, docs/worker.md the story):
- * worker_new opens the queues and watches the peers, worker_stop drains (tasks
- * taken go on within the grace, then their plugins are killed and the items handed
- * back), worker_free tears it all down. The loop is take.c (taking), attempt.c (a
- * task's attempt on the books; its design note has the task's states and
- * invariants) and run.c (from the job's context to the plugin's outcome).
- * Loop thread only.
+ * worker_new opens the queues and their slots (slot.c) and watches the peers, worker_stop drains
+ * (tasks taken go on within the grace, then their plugins are killed and the items handed back),
+ * worker_free tears it all down. The loop is take.c (taking), attempt.c (a task's attempt on the
+ * books; its design note has the task's states and invariants) and run.c (from the job's context to
+ * the plugin's outcome). Loop thread only.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 
 #include "clock.h"
 #include "coord.h"
+#include "fault.h"
 #include "log.h"
 #include "strmap.h"
 #include "worker.h"
@@ -56,16 +56,30 @@ void worker__maybe_stopped(struct worker *w)
             c.idles += one.idles;
             c.wakes += one.wakes;
         }
+        /* And its slots' (coord_slots_counters). */
+        struct coord_slots_counters sc = {0};
+        for (size_t i = 0; i < w->n_queues; i++) {
+            if (!w->queues[i].slots)
+                continue;
+            struct coord_slots_counters one = coord_slots_counters(w->queues[i].slots);
+            sc.assigned += one.assigned;
+            sc.lost += one.lost;
+            sc.offers += one.offers;
+            sc.freed_self += one.freed_self;
+        }
         log_info(MOD,
                  "event=worker-stopped worker=%s taken=%lu%s q_listings=%llu q_listings_empty=%llu "
                  "q_skipped=%llu q_claims_listings=%llu q_claims=%llu q_claims_failed=%llu "
                  "q_delivered=%llu "
-                 "q_idles=%llu q_wakes=%llu",
+                 "q_idles=%llu q_wakes=%llu s_assigned=%llu s_lost=%llu s_offers=%llu "
+                 "s_freed_self=%llu",
                  w->id, w->stats.taken, zk, (unsigned long long)c.listings,
                  (unsigned long long)c.listings_empty, (unsigned long long)c.skipped,
                  (unsigned long long)c.claims_listings, (unsigned long long)c.claims,
                  (unsigned long long)c.claims_failed, (unsigned long long)c.delivered,
-                 (unsigned long long)c.idles, (unsigned long long)c.wakes);
+                 (unsigned long long)c.idles, (unsigned long long)c.wakes,
+                 (unsigned long long)sc.assigned, (unsigned long long)sc.lost,
+                 (unsigned long long)sc.offers, (unsigned long long)sc.freed_self);
         done(w->stop_arg);
     }
 }
@@ -235,6 +249,12 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
     w->version = xstrdup(o->version ? o->version : "");
     w->host_conf = o->host_conf && *o->host_conf ? xstrdup(o->host_conf) : NULL;
     w->concurrency = o->concurrency;
+    /* worker.slots off (the default), or the test hook DROVER_FAULT=worker-old-build
+       (docs/testing.md: a build before slots): the queues only, and no "slots" in the
+       member znode (drover-worker.c). */
+    char *old_build = fault_arg("worker-old-build");
+    w->no_slots = old_build != NULL || !o->slots;
+    free(old_build);
     w->grace_ms = o->grace_ms;
     w->hold_fd = o->hold_fd;
     if (o->key) {
@@ -289,6 +309,8 @@ struct worker *worker_new(struct event_base *base, struct coord_session *zk,
                                       .skip = worker__avoid_skip_cb,
                                       .skip_arg = w};
         wq->q = coord_queue_open(zk, wq->path, &qo, NULL, NULL);
+        if (!w->no_slots)
+            worker__slots_open(wq);
     }
     w->pump_ev = event_new(base, -1, 0, worker__pump_cb, w);
     w->pump_retry_ev = evtimer_new(base, worker__pump_cb, w);
@@ -341,9 +363,11 @@ void worker_stop(struct worker *w, void (*done)(void *arg), void *arg)
     w->stop_arg = arg;
     log_info(MOD, "event=worker-stopping worker=%s running=%zu grace_ms=%d", w->id, w->running,
              w->grace_ms);
+    worker__slots_withdraw(w); /* no new assignment: its owner's writes go elsewhere */
     w->grace_ev = evtimer_new(w->base, on_grace, w);
     struct timeval tv = {w->grace_ms / 1000, (w->grace_ms % 1000) * 1000};
     evtimer_add(w->grace_ev, &tv);
+    worker__slots_start_waiting(w); /* the waiting ones are given back */
     worker__maybe_stopped(w);
 }
 
@@ -383,6 +407,7 @@ void worker_free(struct worker *w)
     worker__res_free(w->res);
     coord_group_free(w->peers);
     for (size_t i = 0; i < w->n_queues; i++) {
+        coord_slots_close(w->queues[i].slots);
         coord_queue_close(w->queues[i].q);
         free(w->queues[i].cls);
         free(w->queues[i].path);

@@ -63,6 +63,8 @@ struct worker_opts {
     int testing_plugins;        /* run plugins marked "testing": true (noop, sleep); else they
                                    are skipped, and naming one in plugins is an error */
     int grace_ms;               /* worker_stop: how long running tasks may finish */
+    int slots;                  /* worker.slots: also offer slots droverd assigns tasks to
+                                   (slot.c, docs/worker.md "Slots"); 0: the queues only */
     const unsigned char *key;   /* the tenant's key (32 bytes) or NULL: sealed values stay sealed */
     const char *resources_dir;  /* DROVER_RESOURCES for plugins, NULL: none */
     const char *zk_hosts;       /* DROVER_ZK_HOSTS for plugins (ssh-pool) */

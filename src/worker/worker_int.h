@@ -13,7 +13,8 @@
  * a task's context to its plugin's outcome). sandbox.c decides who a plugin
  * runs as and what it is given, uidmap.c gives each tenant's plugins a host uid
  * of their own, rejoin.c lets a restarted worker serve again at once, conf.c
- * holds the worker's configuration keys.
+ * holds the worker's configuration keys, slot.c the tasks droverd assigns to this
+ * worker's slots.
  */
 #ifndef DROVER_WORKER_INT_H
 #define DROVER_WORKER_INT_H
@@ -250,13 +251,15 @@ struct strmap;
 struct event;
 
 enum wstate {
-    WT_RECORDING,
+    WT_RECORDING, /* 0: a claimed task's first state (take.c) */
     WT_CONTEXT,
     WT_NODES,
     WT_RESOURCES,
     WT_RUNNING,
     WT_COMPLETING,
-    WT_DONE
+    WT_DONE,
+    WT_WAITING /* an assignment (slot.c) waiting for a free place: worker.concurrency; last,
+                  so that a claimed task never is in it and the states' numbers stay */
 };
 
 struct wqueue {
@@ -264,6 +267,7 @@ struct wqueue {
     char *cls;
     char *path;
     struct coord_queue *q;
+    struct coord_slots *slots; /* its slots (slot.c), NULL for a worker of an older build */
 };
 
 struct wtask {
@@ -271,12 +275,18 @@ struct wtask {
     struct worker *w;
     struct wqueue *wq;
     enum wstate st;
-    char *item_id;
+    char *item_id; /* the queue item's id, or the slot's name (slot >= 0) */
+    int slot;      /* >= 0: assigned in this slot of wq (slot.c), not claimed from the queue */
     struct taskmsg_item item; /* decoded (taskmsg_item_decode); item.root NULL when unread */
     char key[80];
     char job[24];
     char *run_path;
     bool recorded, lost, killed_by_stop;
+    bool started;       /* its plugin was started (a slot task given back says "lost", not
+                           "returned") */
+    bool keyless;       /* a slot task whose key record its owner deleted: the record alone */
+    bool sent_unknown;  /* a slot task's outcome multi-op was sent and its answer lost: it
+                           may have applied (slot.c) */
     bool lease_expired; /* its plugin was killed by its guard: the lease ran out */
     int refs;
     struct worker__proc *proc;
@@ -315,6 +325,7 @@ struct worker {
     char **env;                      /* the plugins' base environment */
     size_t n_env;
     bool stopping, freed;
+    bool no_slots; /* test hook worker-old-build: a build before slots (queues only) */
     void (*stop_done)(void *);
     void *stop_arg;
     struct event *grace_ev, *pump_ev, *gc_ev;
@@ -333,10 +344,29 @@ void worker__task_unref(struct wtask *t);
 void worker__complete_send(struct wtask *t);
 /* Release the item unrecorded: other workers take it at once. */
 void worker__hand_back(struct wtask *t);
+/* A task told lost (its claim or slot) whose plugin is not running: a queue task ends, writing
+   nothing; a slot task writes "lost" (started) or "returned" as its outcome (slot.c). */
+void worker__task_drop_lost(struct wtask *t);
 /* Complete an item whose job is gone (or that nothing can run) without running it. */
 void worker__drop_item(struct wtask *t, const char *why);
 /* RECORDING: create the run record under the claim, one multi-op (retried until settled). */
 void worker__record_send(struct wtask *t);
+
+/* slot.c: the tasks droverd assigns to this worker's slots (coord_slots). */
+void worker__slots_open(struct wqueue *wq);
+/* Complete a slot task: its run record, with its outcome, and its key record gone, one
+   multi-op (gathered with the turn's other outcomes; retried until settled). */
+void worker__slot_complete(struct wtask *t);
+/* A slot task ends without its plugin's outcome: "lost" (it started, and was cut short:
+   its claim lost, its lease run out, killed past the grace) or "returned" (never started:
+   the worker stops), written as its outcome so its owner dispatches it again. */
+void worker__slot_give_back(struct wtask *t, const char *status, const char *why);
+/* Start the assignments waiting for a place, while there is one. */
+void worker__slots_start_waiting(struct worker *w);
+/* Stop offering the free slots (worker_stop). */
+void worker__slots_withdraw(struct worker *w);
+/* Tasks that hold a place (every task but those WAITING). */
+size_t worker__active(const struct worker *w);
 
 /* take.c: the claim loop. */
 /* Take more on the next turn of the loop (up to the concurrency); no-op once freed. */

@@ -181,7 +181,7 @@ static void test_task_happy_path(void **state)
     assert_int_equal(o.state, ENGINE_TS_SUCCEEDED);
     assert_int_equal(o.actions, ENGINE_TACT_EXEC_OK);
     /* Done stays done: late results and dispatches change nothing. */
-    for (int ev = ENGINE_TEV_DISPATCH; ev <= ENGINE_TEV_CANCEL; ev++) {
+    for (int ev = ENGINE_TEV_DISPATCH; ev <= ENGINE_TEV_LOST; ev++) {
         o = engine_task_step(&t, ev, &pol);
         assert_int_equal(o.state, ENGINE_TS_SUCCEEDED);
         assert_int_equal(o.actions, 0);
@@ -224,6 +224,36 @@ static void test_task_create_cleanup(void **state)
     o = engine_task_step(&t, ENGINE_TEV_DISPATCH, &pol);
     assert_true(o.actions & ENGINE_TACT_CLEANUP);
     assert_int_equal(t.attempt, 3);
+}
+
+static void test_task_lost(void **state)
+{
+    struct engine_task_policy pol = {2, false};
+    struct engine_task_rec t = {ENGINE_TS_WAITING, 0, 0};
+    struct engine_task_out o = engine_task_step(&t, ENGINE_TEV_LOST, &pol);
+    assert_int_equal(o.actions, 0); /* only one in flight can be lost */
+    engine_task_step(&t, ENGINE_TEV_DISPATCH, &pol);
+    engine_task_step(&t, ENGINE_TEV_STARTED, &pol);
+    o = engine_task_step(&t, ENGINE_TEV_LOST, &pol); /* T4: again, no failure */
+    assert_int_equal(o.state, ENGINE_TS_QUEUED);
+    assert_int_equal(o.actions, ENGINE_TACT_PUT | ENGINE_TACT_AVOID_WORKER);
+    assert_int_equal(t.attempt, 2);
+    assert_int_equal(t.failures, 0);
+    for (int i = 0; i < 5; i++) /* lost again and again: never gives up for that */
+        o = engine_task_step(&t, ENGINE_TEV_LOST, &pol);
+    assert_int_equal(o.state, ENGINE_TS_QUEUED);
+    assert_int_equal(t.failures, 0);
+    t.attempt = ENGINE_MAX_ATTEMPT; /* ... but for the attempts' bound */
+    o = engine_task_step(&t, ENGINE_TEV_LOST, &pol);
+    assert_int_equal(o.state, ENGINE_TS_FAILED);
+    assert_true(o.actions & ENGINE_TACT_GAVE_UP);
+    /* A create lost counts a failure, so its next attempt cleans up (T3). */
+    struct engine_task_policy cpol = {3, true};
+    t = (struct engine_task_rec){ENGINE_TS_RUNNING, 1, 0};
+    o = engine_task_step(&t, ENGINE_TEV_LOST, &cpol);
+    assert_int_equal(o.state, ENGINE_TS_QUEUED);
+    assert_true(o.actions & ENGINE_TACT_CLEANUP);
+    assert_int_equal(t.failures, 1);
 }
 
 static void test_task_withdraw_and_cancel(void **state)
@@ -338,6 +368,7 @@ int main(void)
         cmocka_unit_test(test_task_retries),
         cmocka_unit_test(test_task_create_cleanup),
         cmocka_unit_test(test_task_withdraw_and_cancel),
+        cmocka_unit_test(test_task_lost),
         cmocka_unit_test(test_log_roundtrip),
         cmocka_unit_test(test_state_roundtrip),
     };
