@@ -157,7 +157,7 @@ if [ -n "$perf_pid" ]; then
   comm=()
   [ "$BENCH_PERF" = droverd ] || comm=(--comm postgres)
   perf report -i "$T/perf.data" "${comm[@]}" --children --sort sym --stdio -g none 2> /dev/null |
-    awk '$1 ~ /%$/ && $4 !~ /^0x/ { print "small:   " $1, $4 }' | head -50
+    awk '$1 ~ /%$/ && $4 !~ /^0x/ { print "small:   " $1, $4 }' | head -50 || true # head's early close
 fi
 read -r zd1 zw1 zo1 < <(zk_by_client)
 zk_by_path > "$T/zkpath1"

@@ -122,15 +122,21 @@ deploy() {
   ct "$n" sh -c 'chown drover:drover /etc/drover/secrets.key && chmod 600 /etc/drover/secrets.key &&
     drover key derive acme --key-file /etc/drover/secrets.key > /etc/drover/acme.key &&
     chown drover:drover /etc/drover/acme.key && chmod 600 /etc/drover/acme.key'
+  # The stack's PostgreSQL takes a password (scram): its libpq password file, in ~drover/.pgpass
+  # as docs/deploy.md says (the stack's conninfo names its own copy on this machine: taken out).
+  ct "$n" mkdir -p /var/lib/drover
+  ct_put "$n" "$DROVER_STACK_DIR/pg.pass" /var/lib/drover/.pgpass
+  ct "$n" sh -c 'chown drover:drover /var/lib/drover /var/lib/drover/.pgpass && chmod 600 /var/lib/drover/.pgpass'
   ct "$n" sed -i -e "s|^node.id = .*|node.id = droverd-host$n|" \
     -e "s|^http.listen = .*|http.listen = $(addr "$n"):8080|" \
     -e "s|^zookeeper.hosts = .*|zookeeper.hosts = $DROVER_ZK|" \
-    -e "s|^postgres.conninfo = .*|postgres.conninfo = $DROVER_PG|" /etc/drover/droverd.conf
+    -e "s|^postgres.conninfo = .*|postgres.conninfo = ${DROVER_PG% passfile=*}|" \
+    /etc/drover/droverd.conf
   ct "$n" sed -i -e "s|^node.id = .*|node.id = worker-host$n|" \
     -e "s|^zookeeper.hosts = .*|zookeeper.hosts = $DROVER_ZK|" \
     -e "s|^worker.tenant = .*|worker.tenant = acme|" \
     -e "s|^# secrets.tenant_key_file = .*|secrets.tenant_key_file = /etc/drover/acme.key|" \
-    -e "s|^worker.concurrency = .*|worker.concurrency = 4\nworker.plugins = sleep,sleep-provider\nworker.grace = 3s|" \
+    -e "s|^worker.concurrency = .*|worker.concurrency = 4\nworker.plugins = sleep,sleep-provider\nworker.testing_plugins = true\nworker.grace = 3s|" \
     /etc/drover/drover-worker.conf
   ct "$n" systemctl enable --now droverd drover-worker > "$T/enable-$n.log" 2>&1 ||
     fail "systemctl enable --now on host $n: $(cat "$T/enable-$n.log")"
