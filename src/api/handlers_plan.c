@@ -58,8 +58,8 @@ void api__cluster_revision(const json_t *cluster, char out[API_REVISION_LEN + 1]
     out[API_REVISION_LEN] = '\0';
 }
 
-/* The planner's operation for an API operation, as engine__op_parse maps it; -1 if none. */
-/* The planner's operation, as the engine maps the job's (planner_api_op_plan). */
+/* The planner's operation for an API operation, as the engine maps the job's
+   (planner_api_op_plan, the one table); -1 if none. */
 static int plan_op(const char *op, const json_t *body)
 {
     return planner_api_op_plan(op, json_is_true(json_object_get(body, "restart")));
