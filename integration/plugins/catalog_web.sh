@@ -132,9 +132,13 @@ done | jq -s '{tasks: (. as $t | [range(0; $t | length) as $k |
 cp "$CL/rollback.json" "$CL/plan.json"
 exec_plan || fail "rollback: $FAILED_TASK failed: $FAILED_MESSAGE"
 pass "rollback: $(jq '.tasks | length' "$CL/rollback.json") inverse tasks done"
-left=$(find "$PROV_ROOT" -mindepth 1 -maxdepth 1 ! -name .lock ! -name .addresses | wc -l)
-[ "$left" = 0 ] || fail "the rollback left $left node directories"
+# (the host's own bookkeeping stays: the allocation lock, the claims and owner records
+# directories, the secret that keys the node ids)
+left=$(find "$PROV_ROOT" -mindepth 1 -maxdepth 1 ! -name .lock ! -name .addresses ! -name .owners \
+  ! -name .secret -printf '%f ' | sed 's/ $//')
+[ -z "$left" ] || fail "the rollback left node directories: $left"
 [ -z "$(ls -A "$PROV_ROOT/.addresses")" ] || fail "the rollback left address claims"
+[ -z "$(ls -A "$PROV_ROOT/.owners" 2> /dev/null)" ] || fail "the rollback left owner records: $(ls -A "$PROV_ROOT/.owners")"
 # shellcheck disable=SC2009 # every process whose command line names the directory, shown
 ps -eo args | grep -F "$PROV_ROOT" | grep -v grep && fail "the rollback left a process"
 pass "rolled back: no node, process or address left"
