@@ -86,7 +86,8 @@ static int cmp_uid(const void *a, const void *b)
 uid_t worker__uid_pick(uid_t first, uid_t last, uid_t *used, size_t n,
                        bool (*taken)(uid_t uid, void *arg), void *arg)
 {
-    qsort(used, n, sizeof(*used), cmp_uid);
+    if (n > 1) /* used may be NULL when n is 0, which qsort does not allow */
+        qsort(used, n, sizeof(*used), cmp_uid);
     size_t i = 0;
     for (uid_t u = first;; u++) {
         while (i < n && used[i] < u)
