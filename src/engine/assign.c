@@ -909,7 +909,9 @@ bool engine__assign_running(const struct ejob *j, char phase, uint32_t idx)
  * A lost attempt's trace (invariant 5): its worker died before it wrote a record, so the
  * owner makes one in memory, with no outcome, never in ZooKeeper: the commit pipeline writes
  * its attempt row ("lost", commit_pg.c) once its attempt is superseded, as for a record a
- * dead worker left without an outcome.
+ * dead worker left without an outcome. A worker that was only cut off (frozen, partitioned)
+ * writes its record of the attempt later, alone (its key record is gone): run.c gives that
+ * record the trace's row, so the attempt has one row, the worker's words in it.
  */
 static void lost_row(struct ejob *j, const struct eheld *h)
 {
@@ -917,6 +919,11 @@ static void lost_row(struct ejob *j, const struct eheld *h)
     taskmsg_run_name(name, sizeof(name), h->phase, h->idx, h->attempt, h->worker, 0);
     if (strmap_get(j->runs, name))
         return;
+    size_t pos = 0;
+    const char *other;
+    while (strmap_next(j->runs, &pos, &other, NULL))
+        if (taskmsg_run_same_delivery(name, other))
+            return; /* its worker's own record is in: its row is the trace */
     struct eplan *p = plan_of(j, h->phase);
     struct erun *run = xcalloc(1, sizeof(*run));
     run->j = j;
@@ -926,6 +933,7 @@ static void lost_row(struct ejob *j, const struct eheld *h)
     run->attempt = h->attempt;
     run->started = true;
     run->deleted = true; /* nothing in ZooKeeper to delete */
+    run->trace = true;
     char sess[32];
     snprintf(sess, sizeof(sess), "0x%llx", (unsigned long long)h->session);
     run->data = taskmsg_run_start(h->worker, sess, h->name,
