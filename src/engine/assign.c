@@ -72,6 +72,7 @@
 #include "planner.h"
 #include "strmap.h"
 #include "taskmsg.h"
+#include "watchdog.h"
 #include "xalloc.h"
 #include "zkpath.h"
 
@@ -337,6 +338,12 @@ void engine__assign_members(struct engine *e, const struct coord_member_info *m,
 
 static void lost_check(struct ejob *j);
 
+static void mark_cb(const char *queue, void *arg)
+{
+    if (arg)
+        strmap_put(arg, queue, (void *)1);
+}
+
 void engine__assign_workers(struct engine *e, const struct coord_member_info *m, size_t n)
 {
     struct eassign *a = e->assign;
@@ -360,19 +367,9 @@ void engine__assign_workers(struct engine *e, const struct coord_member_info *m,
         strmap_put(a->live, m[i].id, s);
         if (draining)
             strmap_put(a->draining, m[i].id, (void *)1);
-        size_t k;
-        json_t *c;
-        json_array_foreach(json_object_get(d, "classes"), k, c)
-        {
-            if (!tenant || !json_is_string(c))
-                continue;
-            char key[300];
-            snprintf(key, sizeof(key), "%s/%s", tenant, json_string_value(c));
-            if (!slots)
-                strmap_put(old, key, (void *)1);
-            else if (!draining)
-                strmap_put(a->slots_ok, key, (void *)1);
-        }
+        /* A queue one live worker serves without slots stays on the queue's items (old); a
+           draining worker's takes nothing more. */
+        engine__member_queues(d, tenant, mark_cb, !slots ? old : draining ? NULL : a->slots_ok);
         json_decref(d);
     }
     size_t pos = 0;
