@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A worker whose ZooKeeper session expires while it is busy, and that joins again with the same
 # process (SIGSTOP past the session, as a host that sleeps), goes on taking tasks. Found by
-# scripts/chaos --hosts (2026-11-28, runs 1, 2 and 4; their stack logs): a worker that joined
+# scripts/chaos (2026-11-28: two 60 s runs with lost answers and run 4 of --hosts; their stack
+# logs): a worker that joined
 # again after its session expired took nothing for the rest of the run, each time shortly after
 # it had passed over a retry that avoided it. Here worker-2 passes a retry over, is frozen past
 # its session and joins again, three times, while jobs run on both workers; then worker-1 stops
