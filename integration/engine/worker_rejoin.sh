@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # A worker whose ZooKeeper session expires while it is busy, and that joins again with the same
 # process (SIGSTOP past the session, as a host that sleeps), goes on taking tasks. Found by
-# scripts/chaos (2026-11-28: two 60 s runs with lost answers and run 4 of --hosts; their stack
-# logs): a worker that joined
-# again after its session expired took nothing for the rest of the run, each time shortly after
-# it had passed over a retry that avoided it. Here worker-2 passes a retry over, is frozen past
-# its session and joins again, three times, while jobs run on both workers; then worker-1 stops
-# and worker-2 alone must run a new job to the end. (Not reproduced by this test: it passed on
-# the code where chaos saw it; it holds the path.)
+# scripts/chaos (2026-11-28: two 60 s runs with lost answers, and run 4 of --hosts; their stack
+# logs): a worker that joined again after its session expired took nothing for the rest of the
+# run, each time shortly after it had passed over a retry that avoided it. Here worker-2 passes
+# a retry over, is frozen past its session and joins again, three times, while jobs run on both
+# workers; then worker-1 stops and worker-2 alone must run a new job to the end. (Not
+# reproduced by this test: it passes on the code where chaos saw it; it holds the path.)
 . "$(dirname "$0")/../../testlib/test-lib.sh"
 . "$(dirname "$0")/../../testlib/api.sh"
 . "$(dirname "$0")/../../testlib/engine.sh"
