@@ -580,15 +580,68 @@ static void zk_settled(struct etxn *t, bool applied)
     engine__job_idle(j);
 }
 
+/* The first multi-op that puts, while PostgreSQL records no task of the job begun: held
+ * back until the round carrying its tasks' queued rows has committed (pg_done calls
+ * engine__commit_zk_unpark), so that a ZooKeeper state lost once a task is dispatched
+ * always finds tasks_begun > 0 (docs/engine.md "Resuming after a failover"). Its tasks'
+ * rows are marked for that round here, whatever marked them before. */
+static void park(struct ejob *j, struct etxn *t, size_t puts)
+{
+    for (size_t i = 0; i < t->z.n; i++) {
+        char job[24], ph;
+        uint32_t idx;
+        unsigned att;
+        if (t->z.ops[i].kind != ENGINE__ZOP_PUT ||
+            taskmsg_key_parse(t->z.ops[i].key, job, &ph, &idx, &att) != 0)
+            continue;
+        struct eplan *p = ph == 'r' ? &j->rb : &j->fwd;
+        if (p->plan && idx < p->n)
+            engine__task_touch(p, idx);
+    }
+    j->commit->zk_parked = t;
+    log_info(MOD, "event=job-dispatch-waits-for-pg job=%s puts=%zu", j->id, puts);
+    engine__kick(j); /* the round with the queued rows */
+}
+
+void engine__commit_zk_unpark(struct ejob *j)
+{
+    struct ecommit *c = j->commit;
+    struct etxn *t = c->zk_parked;
+    if (!t)
+        return;
+    if (!engine__job_alive(j)) {
+        c->zk_parked = NULL;
+        c->zk_busy = false;
+        etxn_free(t);
+    } else if (c->pg_begun) {
+        c->zk_parked = NULL;
+        zk_send(t);
+    } else if (c->pg_down && j->own == EJ_HANDING_OVER) {
+        c->zk_parked = NULL;
+        zk_settled(t, false); /* never sent: the next owner dispatches */
+    }
+}
+
+void engine__commit_zk_parked_free(struct ejob *j)
+{
+    if (j->commit->zk_parked)
+        etxn_free(j->commit->zk_parked);
+    j->commit->zk_parked = NULL;
+}
+
 void engine__commit_zk_flush(struct ejob *j)
 {
     struct etxn *t = zk_build(j);
     if (!t)
         return;
-    bool puts = false;
+    size_t puts = 0;
     for (size_t i = 0; i < t->z.n; i++)
-        puts |= t->z.ops[i].kind == ENGINE__ZOP_PUT;
-    engine__job_check_io(j, puts); /* job.c invariants 3, 4 */
+        puts += t->z.ops[i].kind == ENGINE__ZOP_PUT;
+    engine__job_check_io(j, puts > 0); /* job.c invariants 3, 4 */
     j->commit->zk_busy = true;
+    if (puts && !j->commit->pg_begun) {
+        park(j, t, puts);
+        return;
+    }
     zk_send(t);
 }
