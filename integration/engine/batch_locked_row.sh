@@ -56,14 +56,14 @@ WAIT_JOB_POLL=0.5 wait_job "$L" succeeded 180
 log="$T/droverd-1.log"
 grep -q "event=fault-injected fault=gather-loads parts=$K " "$log" || fail "the loads did not gather"
 ! grep -q "event=job-lost" "$log" || fail "a job was lost: $(grep 'event=job-lost' "$log")"
-grep -q "event=job-part-held job=$L part=load .*its row is locked by another transaction" "$log" ||
-  fail "job $L's part was not held as locked: $(grep "job=$L " "$log" | tail -n 5)"
 # Held, not failed (issue 33 item 5b): the load waited and was sent again, with the job's lock
 # kept; it was never given back to the ring (before, event=job-load-failed, then a release).
 ! grep -E "event=job-(load|start)-failed job=$L " "$log" ||
   fail "job $L's lock was given back while its row was held: $(grep -E "event=job-(load|start)-failed job=$L " "$log" | head -n 3)"
 [ "$(grep -c "event=job-acquired job=$L " "$log")" = 1 ] ||
   fail "job $L's lock was taken more than once: $(grep "event=job-acquired job=$L " "$log")"
+grep -q "event=job-part-held job=$L part=load .*its row is locked by another transaction" "$log" ||
+  fail "job $L's part was not held as locked: $(grep "job=$L " "$log" | tail -n 5)"
 pass "job $L's load waited for its row, holding its lock, and then it succeeded; no job was lost"
 
 check_attempts

@@ -44,6 +44,11 @@ struct etxn {
     size_t n_dels, cap_dels;
     int32_t st_ver; /* the state version it expects */
     size_t dispatched;
+    struct {
+        struct eplan *p;
+        uint32_t idx;
+    } * disp; /* the tasks dispatched (put, or into a slot) */
+    size_t n_disp, cap_disp;
     bool slots; /* this round's tasks go to the workers' slots (assign.c), not the queue */
 };
 
@@ -52,7 +57,16 @@ static void etxn_free(struct etxn *t)
     engine__zpart_clear(&t->z);
     free(t->chunks);
     free(t->dels);
+    free(t->disp);
     free(t);
+}
+
+static void note_dispatch(struct etxn *t, struct eplan *p, uint32_t idx)
+{
+    XGROW(t->disp, t->cap_disp, t->n_disp + 1);
+    t->disp[t->n_disp].p = p;
+    t->disp[t->n_disp++].idx = idx;
+    t->dispatched++;
 }
 
 /* ---- ZooKeeper ----------------------------------------------------------------------------- */
@@ -188,7 +202,7 @@ static int put_task(struct etxn *t, struct eplan *p, uint32_t idx, bool cleanup,
             return DRV_ETOOBIG;
         if (t->z.bytes - before < need)
             t->z.bytes = before + need;
-        t->dispatched++;
+        note_dispatch(t, p, idx);
         return 0;
     }
     struct engine__zop *o = engine__zpart_add(&t->z, ENGINE__ZOP_PUT, NULL, item, 0);
@@ -196,7 +210,7 @@ static int put_task(struct etxn *t, struct eplan *p, uint32_t idx, bool cleanup,
     o->prio = p->phase == 'r' ? 7 : 5;
     memcpy(o->key, key, sizeof(o->key));
     t->z.bytes += need;
-    t->dispatched++;
+    note_dispatch(t, p, idx);
     return 0;
 }
 
@@ -580,26 +594,17 @@ static void zk_settled(struct etxn *t, bool applied)
     engine__job_idle(j);
 }
 
-/* The first multi-op that puts, while PostgreSQL records no task of the job begun: held
- * back until the round carrying its tasks' queued rows has committed (pg_done calls
+/* The first multi-op that dispatches (puts, or assigns to a slot), while PostgreSQL records
+ * no task of the job begun: held back until the round carrying its tasks' queued rows has committed (pg_done calls
  * engine__commit_zk_unpark), so that a ZooKeeper state lost once a task is dispatched
  * always finds tasks_begun > 0 (docs/engine.md "Resuming after a failover"). Its tasks'
  * rows are marked for that round here, whatever marked them before. */
-static void park(struct ejob *j, struct etxn *t, size_t puts)
+static void park(struct ejob *j, struct etxn *t)
 {
-    for (size_t i = 0; i < t->z.n; i++) {
-        char job[24], ph;
-        uint32_t idx;
-        unsigned att;
-        if (t->z.ops[i].kind != ENGINE__ZOP_PUT ||
-            taskmsg_key_parse(t->z.ops[i].key, job, &ph, &idx, &att) != 0)
-            continue;
-        struct eplan *p = ph == 'r' ? &j->rb : &j->fwd;
-        if (p->plan && idx < p->n)
-            engine__task_touch(p, idx);
-    }
+    for (size_t i = 0; i < t->n_disp; i++)
+        engine__task_touch(t->disp[i].p, t->disp[i].idx);
     j->commit->zk_parked = t;
-    log_info(MOD, "event=job-dispatch-waits-for-pg job=%s puts=%zu", j->id, puts);
+    log_info(MOD, "event=job-dispatch-waits-for-pg job=%s tasks=%zu", j->id, t->dispatched);
     engine__kick(j); /* the round with the queued rows */
 }
 
@@ -634,13 +639,13 @@ void engine__commit_zk_flush(struct ejob *j)
     struct etxn *t = zk_build(j);
     if (!t)
         return;
-    size_t puts = 0;
+    bool puts = false;
     for (size_t i = 0; i < t->z.n; i++)
-        puts += t->z.ops[i].kind == ENGINE__ZOP_PUT;
-    engine__job_check_io(j, puts > 0); /* job.c invariants 3, 4 */
+        puts |= t->z.ops[i].kind == ENGINE__ZOP_PUT;
+    engine__job_check_io(j, puts); /* job.c invariants 3, 4 */
     j->commit->zk_busy = true;
-    if (puts && !j->commit->pg_begun) {
-        park(j, t, puts);
+    if (t->dispatched && !j->commit->pg_begun) {
+        park(j, t);
         return;
     }
     zk_send(t);
