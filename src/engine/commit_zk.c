@@ -595,9 +595,9 @@ static void zk_settled(struct etxn *t, bool applied)
 }
 
 /* The first multi-op that dispatches (puts, or assigns to a slot), while PostgreSQL records
- * no task of the job begun: held back until the round carrying its tasks' queued rows has committed (pg_done calls
- * engine__commit_zk_unpark), so that a ZooKeeper state lost once a task is dispatched
- * always finds tasks_begun > 0 (docs/engine.md "Resuming after a failover"). Its tasks'
+ * no task of the job begun: held back until the round carrying its tasks' queued rows has committed
+ * (pg_done calls engine__commit_zk_unpark), so that a ZooKeeper state lost once a task is
+ * dispatched always finds tasks_begun > 0 (docs/engine.md "Resuming after a failover"). Its tasks'
  * rows are marked for that round here, whatever marked them before. */
 static void park(struct ejob *j, struct etxn *t)
 {
