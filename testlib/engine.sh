@@ -57,15 +57,10 @@ worker_zk_file() {
 # start_worker NAME [extra config lines...]: serving tenant $WORKER_TENANT (default acme).
 # When droverd runs with ZooKeeper credentials (ZK_DROVERD_ID: its digest id; ZK_READERS:
 # the operator's), the worker logs in with its tenant's own identity (docs/zookeeper-tree.md
-# "ACLs") unless an extra line sets zookeeper.digest_file. WORKER_SLOTS=1: worker.slots = true
-# (docs/worker.md "Slots") unless an extra line sets it: the tests run again on slots
-# (integration/engine/CMakeLists.txt, the *_slots tests).
+# "ACLs") unless an extra line sets zookeeper.digest_file. WORKER_SLOTS: write_worker_conf.
 start_worker() {
-  local name=$1 zk=() sl=()
+  local name=$1 zk=()
   shift
-  if [ "${WORKER_SLOTS:-0}" = 1 ] && ! conf_sets worker.slots "$@"; then
-    sl=("worker.slots = true")
-  fi
   if [ -n "${ZK_DROVERD_ID:-}" ] && ! conf_sets zookeeper.digest_file "$@"; then
     zk=("zookeeper.digest_file = $(worker_zk_file "${WORKER_TENANT:-acme}")"
       "zookeeper.acl_owner = $ZK_DROVERD_ID" "zookeeper.acl_readers = ${ZK_READERS:-}")
@@ -73,7 +68,7 @@ start_worker() {
   write_worker_conf "$name" "worker.tenant = ${WORKER_TENANT:-acme}" "worker.plugin_dir = ${WORKER_PLUGIN_DIR:-$DROVER_BUILD_DIR/plugins}" \
     "worker.plugins = ${WORKER_PLUGINS:-sleep,sleep-provider}" "worker.concurrency = ${CONCURRENCY:-4}" \
     "secrets.tenant_key_file = $(tenant_key_file "${WORKER_TENANT:-acme}")" "log.level = ${LOG_LEVEL:-info}" \
-    "${zk[@]}" "${sl[@]}" "$@"
+    "${zk[@]}" "$@"
   sed -i "s/^zookeeper.session_timeout = 20s/zookeeper.session_timeout = $SESSION/" "$T/$name.conf"
   start_proc "$name" "$BIN/drover-worker"
 }

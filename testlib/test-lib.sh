@@ -94,7 +94,9 @@ write_droverd_conf() {
 # as their tenant's own unprivileged uid (recorded in $T/plugin-homes), but for loopback (root by design), container (LXC,
 # mounts, the bridge) and the test plugins
 # sleep and sleep-provider, which write to the test's own files (worker.privileged_plugins,
-# docs/security.md), unless an extra line sets the key.
+# docs/security.md), unless an extra line sets the key. WORKER_SLOTS=1 or 0: worker.slots =
+# true or false (docs/worker.md "Slots") unless an extra line sets it; unset: the build's
+# default. The engine's tests run again on either path so (integration/engine/CMakeLists.txt).
 write_worker_conf() {
   local name=$1
   shift
@@ -109,6 +111,12 @@ write_worker_conf() {
     conf_sets worker.plugin_homes "$@" || echo "worker.plugin_homes = $T/plugin-homes"
     # The tests' plugins (noop, sleep: "testing": true) run here, not in production.
     conf_sets worker.testing_plugins "$@" || echo "worker.testing_plugins = true"
+    case "${WORKER_SLOTS:-}" in
+      1) conf_sets worker.slots "$@" || echo "worker.slots = true" ;;
+      0) conf_sets worker.slots "$@" || echo "worker.slots = false" ;;
+      '') ;;
+      *) echo "WORKER_SLOTS=$WORKER_SLOTS: 1 or 0" >&2 && return 1 ;;
+    esac
     printf '%s\n' "$@"
   ) > "$T/$name.conf"
   chmod 600 "$T/$name.conf"

@@ -14,6 +14,17 @@
  *               once, DRV_EAGAIN. On the code before, the watcher stayed busy with the
  *               unanswered read for ever and never delivered (a droverd's list of announced
  *               jobs would freeze so), and the read was never answered
+ *
+ *   lock-release-closed
+ *               a lock released (coord_lock_release_done) while its contender's create is in
+ *               flight, the create applied and its answer lost (zk-answer-lost), so the
+ *               release lists the lock's directory to delete what it made by its prefix
+ *               (lock.c cleanup_prefix); that listing is pending when the session expires and
+ *               coord replaces the handle, and the library answers it ZCLOSING
+ *               (zk-answer-closed holds it and answers it so at the close). The contender went
+ *               with the expired session, so the release is done(0), as coord.h promises; on
+ *               the code before, cleanup_listed read that ZCLOSING as the session closing and
+ *               said DRV_EAGAIN (issue 33 item 6)
  */
 #include <string.h>
 
@@ -95,5 +106,63 @@ int t_abandoned(void)
     coord_session_free(d);
     event_base_free(base);
     printf("abandoned: ok\n");
+    return 0;
+}
+
+/* ---- lock-release-closed --------------------------------------------------------------- */
+
+static bool listed_sent(void *arg)
+{
+    return coord_session_requests(arg, COORD_REQ_CHILDREN) >= 1;
+}
+
+static void on_lock_ignored(struct coord_lock *l, enum coord_lock_event ev, void *arg)
+{
+    (void)l;
+    (void)ev;
+    (*(int *)arg)++;
+}
+
+int t_lock_release_closed(void)
+{
+    struct event_base *base = event_base_new();
+    struct coord_session *d = it_session(base, 20000);
+    const char *dir = "/drover/locks/itest-relclosed";
+    struct it_rc e = {0};
+    coord_ensure_path(d, dir, it_on_rc, &e);
+    CHECK(it_run_until(base, &e.done, 20000) && e.rc == 0, "ensure");
+
+    /* The contender's create applies and loses its answer; the first listing of the
+       directory is held, then answered ZCLOSING when the handle is closed. */
+    setenv("DROVER_FAULT",
+           "zk-answer-lost:create:/drover/locks/itest-relclosed/c-:1000000,"
+           "zk-answer-closed:/drover/locks/itest-relclosed:1000000",
+           1);
+    struct coord_session *s = it_session(base, 4000);
+    unsetenv("DROVER_FAULT");
+    int events = 0;
+    struct coord_lock *l = coord_lock_new(s, dir, "{}", on_lock_ignored, &events);
+    CHECK(coord_lock_acquire(l, -1) == 0, "acquire");
+    struct it_rc rel = {0};
+    coord_lock_release_done(l, it_on_rc, &rel); /* CREATING: settled when the create is answered */
+    CHECK(it_run_until_fn(base, listed_sent, s, 20000), "the release never listed the directory");
+    it_run_for(base, 500);
+    CHECK(!rel.done, "the held listing was answered (rc %d): the hook is not real", rel.rc);
+    CHECK(it_children_count(base, d, dir, false) == 1, "the lost create did not apply");
+
+    /* The session expires: coord replaces the handle, the listing hears ZCLOSING. */
+    it_expire(s);
+    CHECK(it_wait_rc(base, &rel, 20000) == 0,
+          "release done(%d) after the handle's replacement, want 0 (the contender went with "
+          "the expired session)",
+          rel.rc);
+    CHECK(rel.calls == 1, "done ran %d times", rel.calls);
+    CHECK(it_children_count(base, d, dir, false) == 0, "a contender is left");
+    CHECK(events == 0, "the lock's callback heard %d events after its release", events);
+    coord_lock_free(l);
+    coord_session_free(s);
+    coord_session_free(d);
+    event_base_free(base);
+    printf("lock-release-closed: ok\n");
     return 0;
 }

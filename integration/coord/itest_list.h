@@ -78,6 +78,7 @@ ITEST("queue-answers-lost", t_queue_answers_lost)
 
 /* Requests a closed handle never answered, issue 34 (itest_abandon.c). */
 ITEST("abandoned", t_abandoned)
+ITEST("lock-release-closed", t_lock_release_closed)
 
 /* The restart test against a three-server ensemble, whose leader it kills. */
 ITEST_VARIANT("restart-ensemble", "restart", "--ensemble")

@@ -73,6 +73,18 @@ int taskmsg_run_name_parse(const char *name, char *phase, uint32_t *idx, unsigne
     return end && *end == '.' ? 0 : DRV_EINVAL;
 }
 
+bool taskmsg_run_same_delivery(const char *a, const char *b)
+{
+    char ph;
+    uint32_t idx;
+    unsigned att;
+    if (taskmsg_run_name_parse(a, &ph, &idx, &att) != 0 ||
+        taskmsg_run_name_parse(b, &ph, &idx, &att) != 0)
+        return false;
+    const char *da = strrchr(a, '.'), *db = strrchr(b, '.');
+    return da - a == db - b && strncmp(a, b, (size_t)(da - a)) == 0;
+}
+
 /* v is a version of a kind this build writes up to `latest` and reads down to 1. */
 static bool version_readable(const json_t *v, int latest)
 {

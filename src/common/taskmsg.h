@@ -69,6 +69,9 @@ int taskmsg_key_parse(const char *key, char job[24], char *phase, uint32_t *idx,
 int taskmsg_run_name(char *buf, size_t n, char phase, uint32_t idx, unsigned attempt,
                      const char *worker, unsigned nonce);
 int taskmsg_run_name_parse(const char *name, char *phase, uint32_t *idx, unsigned *attempt);
+/* Do two run record names name one attempt of one task on one worker (they differ at most
+   in the nonce)? false when either is not a run record name. */
+bool taskmsg_run_same_delivery(const char *a, const char *b);
 
 /*
  * A queue item. To encode: strings and JSON values are borrowed (the encoder

@@ -177,6 +177,7 @@ struct coord__op {
     bool fault_point;  /* a read the test hook may fail (zkops.c fault_read_lost) */
     bool fault_answer; /* a write whose answer the test hook may lose (zkops.c answer_lost) */
     bool fault_hold;   /* a read whose answer the test hook may hold (zkops.c answer_held) */
+    bool fault_held;   /* ... and did (guarded by s->mu) */
     bool in_lib;       /* in s->lib_ops: handed to the library, no answer yet (guarded by mu) */
     struct coord__op *lib_prev, *lib_next;
     struct Stat stat;
@@ -276,7 +277,11 @@ struct coord_session {
        when not given), has its answer held back, as the client library holds a request it
        had not answered when its handle is closed under it (it never answers it): the caller
        hears nothing until coord closes the handle (a session expiry, coord_session_free). */
+    /* DROVER_FAULT=zk-answer-closed:SUBSTRING[:N]: the same, and the held answer is given
+       as the library gives a request still pending at its handle's close, ZCLOSING, also at
+       an expiry's close (where coord's own answer would be ZSESSIONEXPIRED). */
     char *fault_hold;
+    bool fault_hold_closing;
     unsigned fault_hold_every;
     unsigned fault_holds; /* matching answers seen (guarded by mu) */
     /* Test hook (DROVER_FAULT=zk-watch-lost:PATH[:N], docs/testing.md): the first watch event

@@ -260,9 +260,12 @@ static void cleanup_listed(struct coord__op *op)
         r->c = c;
         coord__timer(op->s, coord__backoff_ms(op->s, c->tries++), cleanup_again, r);
     } else {
-        /* ZNONODE: no directory, no contender; session gone: its ephemerals too. */
+        /* ZNONODE: no directory, no contender; session gone: its ephemerals too. ZCLOSING
+           is the session closing only when it is: after a handle's replacement (its session
+           expired) the library answers what it had pending with it too
+           (coord_lock-release-closed). */
         c->pending = 1;
-        cleanup_part(op->rc == ZCLOSING ? DRV_EAGAIN : 0, c);
+        cleanup_part(op->rc == ZCLOSING && op->s->closing ? DRV_EAGAIN : 0, c);
     }
 }
 

@@ -401,20 +401,30 @@ static void fault_answer_parse(struct coord_session *s)
              kind == COORD_REQ_N ? "any" : coord_req_name(kind), s->fault_answer, every);
 }
 
-/* DROVER_FAULT=zk-answer-held:SUBSTRING[:N] and zk-watch-lost:PATH[:N] (coord_int.h). */
+/* DROVER_FAULT=zk-answer-held:SUBSTRING[:N], zk-answer-closed:SUBSTRING[:N] and
+   zk-watch-lost:PATH[:N] (coord_int.h). */
 static void fault_hold_parse(struct coord_session *s)
 {
     char *a = fault_arg("zk-answer-held");
+    char *c = fault_arg("zk-answer-closed");
+    if (a && c) {
+        log_error(MOD, "event=fault-refused fault=zk-answer-closed reason=\"not with "
+                       "zk-answer-held\"");
+        abort();
+    }
+    if (c) {
+        a = c;
+        s->fault_hold_closing = true;
+    }
+    const char *name = c ? "zk-answer-closed" : "zk-answer-held";
     if (a) {
         s->fault_hold_every = fault_every(a, 2);
         if (!*a) {
-            log_error(MOD, "event=fault-refused fault=zk-answer-held reason=\"want "
-                           "SUBSTRING[:N]\"");
+            log_error(MOD, "event=fault-refused fault=%s reason=\"want SUBSTRING[:N]\"", name);
             abort();
         }
         s->fault_hold = a;
-        log_warn(MOD, "event=fault-armed fault=zk-answer-held path=%s every=%u", a,
-                 s->fault_hold_every);
+        log_warn(MOD, "event=fault-armed fault=%s path=%s every=%u", name, a, s->fault_hold_every);
     }
     a = fault_arg("zk-watch-lost");
     if (a) {

@@ -149,7 +149,10 @@ static bool answer_held_locked(struct coord__op *op)
     struct coord_session *s = op->s;
     if (!op->fault_hold || s->fault_holds++ % s->fault_hold_every)
         return false;
-    log_warn(MOD, "event=fault-injected fault=zk-answer-held path=%s", op->path ? op->path : "-");
+    op->fault_held = true;
+    log_warn(MOD, "event=fault-injected fault=%s path=%s",
+             s->fault_hold_closing ? "zk-answer-closed" : "zk-answer-held",
+             op->path ? op->path : "-");
     return true;
 }
 
@@ -227,8 +230,9 @@ void coord__ops_abandon(struct coord_session *s, int rc)
     bool w = false;
     while (s->lib_ops) {
         struct coord__op *op = s->lib_ops;
-        /* No answer reached it, or the test hook held the one that did: drop what it holds. */
-        op->rc = rc;
+        /* No answer reached it, or the test hook held the one that did: drop what it holds.
+           The hook zk-answer-closed answers as the library does what it had pending. */
+        op->rc = op->fault_held && s->fault_hold_closing ? ZCLOSING : rc;
         free(op->value);
         op->value = NULL;
         op->value_len = 0;

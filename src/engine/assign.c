@@ -72,6 +72,7 @@
 #include "planner.h"
 #include "strmap.h"
 #include "taskmsg.h"
+#include "watchdog.h"
 #include "xalloc.h"
 #include "zkpath.h"
 
@@ -337,6 +338,12 @@ void engine__assign_members(struct engine *e, const struct coord_member_info *m,
 
 static void lost_check(struct ejob *j);
 
+static void mark_cb(const char *queue, void *arg)
+{
+    if (arg)
+        strmap_put(arg, queue, (void *)1);
+}
+
 void engine__assign_workers(struct engine *e, const struct coord_member_info *m, size_t n)
 {
     struct eassign *a = e->assign;
@@ -360,19 +367,9 @@ void engine__assign_workers(struct engine *e, const struct coord_member_info *m,
         strmap_put(a->live, m[i].id, s);
         if (draining)
             strmap_put(a->draining, m[i].id, (void *)1);
-        size_t k;
-        json_t *c;
-        json_array_foreach(json_object_get(d, "classes"), k, c)
-        {
-            if (!tenant || !json_is_string(c))
-                continue;
-            char key[300];
-            snprintf(key, sizeof(key), "%s/%s", tenant, json_string_value(c));
-            if (!slots)
-                strmap_put(old, key, (void *)1);
-            else if (!draining)
-                strmap_put(a->slots_ok, key, (void *)1);
-        }
+        /* A queue one live worker serves without slots stays on the queue's items (old); a
+           draining worker's takes nothing more. */
+        engine__member_queues(d, tenant, mark_cb, !slots ? old : draining ? NULL : a->slots_ok);
         json_decref(d);
     }
     size_t pos = 0;
@@ -909,7 +906,9 @@ bool engine__assign_running(const struct ejob *j, char phase, uint32_t idx)
  * A lost attempt's trace (invariant 5): its worker died before it wrote a record, so the
  * owner makes one in memory, with no outcome, never in ZooKeeper: the commit pipeline writes
  * its attempt row ("lost", commit_pg.c) once its attempt is superseded, as for a record a
- * dead worker left without an outcome.
+ * dead worker left without an outcome. A worker that was only cut off (frozen, partitioned)
+ * writes its record of the attempt later, alone (its key record is gone): run.c gives that
+ * record the trace's row, so the attempt has one row, the worker's words in it.
  */
 static void lost_row(struct ejob *j, const struct eheld *h)
 {
@@ -917,6 +916,11 @@ static void lost_row(struct ejob *j, const struct eheld *h)
     taskmsg_run_name(name, sizeof(name), h->phase, h->idx, h->attempt, h->worker, 0);
     if (strmap_get(j->runs, name))
         return;
+    size_t pos = 0;
+    const char *other;
+    while (strmap_next(j->runs, &pos, &other, NULL))
+        if (taskmsg_run_same_delivery(name, other))
+            return; /* its worker's own record is in: its row is the trace */
     struct eplan *p = plan_of(j, h->phase);
     struct erun *run = xcalloc(1, sizeof(*run));
     run->j = j;
@@ -926,6 +930,7 @@ static void lost_row(struct ejob *j, const struct eheld *h)
     run->attempt = h->attempt;
     run->started = true;
     run->deleted = true; /* nothing in ZooKeeper to delete */
+    run->trace = true;
     char sess[32];
     snprintf(sess, sizeof(sess), "0x%llx", (unsigned long long)h->session);
     run->data = taskmsg_run_start(h->worker, sess, h->name,

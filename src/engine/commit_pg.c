@@ -93,7 +93,7 @@ static void attempt_row(struct strbuf *b, const struct ejob *j, const struct eru
     strbuf_addf(b, "%s{\"j\":%s,\"p\":\"%c\",\"t\":", first ? "" : ",", j->id, run->phase);
     engine__pg_jstr(b, task);
     strbuf_addf(b, ",\"a\":%u,\"r\":", run->attempt);
-    engine__pg_jstr(b, run->name);
+    engine__pg_jstr(b, run->row ? run->row : run->name); /* one row per attempt (run.c) */
     strbuf_addstr(b, ",\"w\":");
     engine__pg_jstr(b, json_string_value(json_object_get(d, "worker")));
     strbuf_addf(b, ",\"st\":\"%s\"", st);

@@ -347,6 +347,9 @@ struct erun {
     bool queued_pg; /* its row is in the PostgreSQL batch */
     bool deleted;   /* its delete was committed */
     bool refused;   /* its delete was refused (NOAUTH): not sent again, the sweep tries it */
+    bool trace;     /* the owner's trace of a lost attempt, never in ZooKeeper (assign.c) */
+    char *row;      /* the run name of its PostgreSQL row when not its own: the trace's, for
+                       the worker's record of a traced attempt (run.c), so one row each */
     json_t *data;   /* the record as last read */
 };
 

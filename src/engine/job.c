@@ -131,6 +131,7 @@ static void job_free(struct ejob *j)
             struct erun *r = v;
             free(r->name);
             free(r->path);
+            free(r->row);
             json_decref(r->data);
             free(r);
         }

@@ -270,6 +270,26 @@ static void read_run(struct ejob *j, struct erun *run)
     run->w = coord_get_w(j->e->zk, run->path, on_run_data, on_run_event, run);
 }
 
+/* A worker's record of an attempt the owner traced as lost (assign.c lost_row: its slot's
+   session ended; the worker, only cut off, wrote its record alone later): the record takes
+   the trace's PostgreSQL row, and the trace writes none of its own (or none again), so the
+   attempt has one row. The trace's row, when written, is written first (one PostgreSQL
+   write of a job in flight at a time): the record's upsert follows it. */
+static void took_trace(struct ejob *j, struct erun *run)
+{
+    size_t pos = 0;
+    void *v;
+    while (strmap_next(j->runs, &pos, NULL, &v)) {
+        struct erun *t = v;
+        if (!t->trace || !taskmsg_run_same_delivery(t->name, run->name))
+            continue;
+        free(run->row);
+        run->row = xstrdup(t->name);
+        t->recorded = true; /* its row is the record's now */
+        return;
+    }
+}
+
 static void on_runs(int rc, char *const *names, size_t n, const struct coord_stat *st, void *arg)
 {
     struct ejob *j = arg;
@@ -289,6 +309,7 @@ static void on_runs(int rc, char *const *names, size_t n, const struct coord_sta
             run->ended = true;
             run->data = json_object();
         }
+        took_trace(j, run);
         strmap_put(j->runs, names[i], run);
         read_run(j, run);
     }
@@ -303,6 +324,7 @@ static void on_runs(int rc, char *const *names, size_t n, const struct coord_sta
             strmap_del(j->runs, name);
             free(run->name);
             free(run->path);
+            free(run->row);
             json_decref(run->data);
             free(run);
         }

@@ -130,6 +130,27 @@ enum engine_watch engine_watch_step(const struct engine_watch_facts *f)
     return ENGINE_WATCH_UNSERVED;      /* rule 1 */
 }
 
+void engine__member_queues(const json_t *d, const char *tenant,
+                           void (*fn)(const char *queue, void *arg), void *arg)
+{
+    size_t k;
+    json_t *c;
+    json_array_foreach(json_object_get(d, "classes"), k, c)
+    {
+        if (!tenant || !json_is_string(c))
+            continue;
+        char key[300];
+        snprintf(key, sizeof(key), "%s/%s", tenant, json_string_value(c));
+        fn(key, arg);
+    }
+}
+
+static void count_cb(const char *queue, void *arg)
+{
+    struct strmap *served = arg;
+    strmap_put(served, queue, (void *)((uintptr_t)strmap_get(served, queue) + 1)); /* a count */
+}
+
 /* "<tenant>/<class>" -> live workers serving it, rebuilt from the whole group on each change. */
 void engine__workers_seen(struct engine *e, const struct coord_member_info *m, size_t n)
 {
@@ -152,17 +173,7 @@ void engine__workers_seen(struct engine *e, const struct coord_member_info *m, s
         if (m[i].proof == COORD_MEMBER_UNPROVEN)
             tenant = NULL; /* its ACL does not prove the tenant it names: forged, or made
                               with droverd's credentials (docs/security.md) */
-        size_t k;
-        json_t *c;
-        json_array_foreach(json_object_get(d, "classes"), k, c)
-        {
-            if (!tenant || !json_is_string(c))
-                continue;
-            char key[300];
-            snprintf(key, sizeof(key), "%s/%s", tenant, json_string_value(c));
-            strmap_put(w->served, key,
-                       (void *)((uintptr_t)strmap_get(w->served, key) + 1)); /* a count */
-        }
+        engine__member_queues(d, tenant, count_cb, w->served);
         json_decref(d);
     }
     w->have_workers = true;

@@ -42,6 +42,10 @@ void engine__watchdog_free(struct engine *e);
 struct coord_member_info;
 /* The worker group changed: count who serves which "<tenant>/<class>". */
 void engine__workers_seen(struct engine *e, const struct coord_member_info *m, size_t n);
+/* Each "<tenant>/<class>" queue a worker's member data d names, to fn (none when tenant is
+ * NULL: the caller's word that the member serves nothing). assign.c reads the same group. */
+void engine__member_queues(const json_t *d, const char *tenant,
+                           void (*fn)(const char *queue, void *arg), void *arg);
 /* The queue items' format version every live worker reads (taskmsg.h; 1 before any is seen). */
 int engine__workers_item_version(const struct engine *e);
 /* Jobs owned here that no worker serves now (drover_engine_jobs_unserved). */

@@ -53,6 +53,20 @@ static void test_run_names(void **state)
     assert_int_equal(att, 2);
     assert_int_equal(taskmsg_run_name_parse("r9.2", &ph, &idx, &att), DRV_EINVAL);
     assert_int_equal(taskmsg_run_name_parse("x9.2.w.1", &ph, &idx, &att), DRV_EINVAL);
+    /* One delivery: only the nonce differs (assign.c's trace of a lost attempt, nonce 0,
+       and its worker's own record of it). */
+    char other[128];
+    taskmsg_run_name(other, sizeof(other), 'r', 9, 2, "worker.a-1", 0);
+    assert_true(taskmsg_run_same_delivery(buf, other));
+    taskmsg_run_name(other, sizeof(other), 'r', 9, 2, "worker.a-2", 0xbeef);
+    assert_false(taskmsg_run_same_delivery(buf, other));
+    taskmsg_run_name(other, sizeof(other), 'r', 9, 3, "worker.a-1", 0xbeef);
+    assert_false(taskmsg_run_same_delivery(buf, other));
+    taskmsg_run_name(other, sizeof(other), 'f', 9, 2, "worker.a-1", 0xbeef);
+    assert_false(taskmsg_run_same_delivery(buf, other));
+    taskmsg_run_name(other, sizeof(other), 'r', 9, 2, "worker.a", 0xbeef);
+    assert_false(taskmsg_run_same_delivery(buf, other));
+    assert_false(taskmsg_run_same_delivery(buf, "r9.2"));
 }
 
 static void test_item_check(void **state)
