@@ -30,21 +30,22 @@ static int round_of(PGconn *conn, const char *id, const char *tag, bool bad,
 {
     json_t *row = NULL;
     const char *p[] = {id};
-    int rc = store_query_row(conn,
-                             "SELECT j.owner_token::text AS token, t.idx::text AS idx, t.id AS task,"
-                             " t.status, t.attempts::text AS attempts FROM jobs j JOIN tasks t"
-                             " ON t.job_id = j.id AND t.phase = 'f'"
-                             " WHERE j.id = $1::bigint ORDER BY t.idx LIMIT 1",
-                             1, p, &row, err);
+    int rc =
+        store_query_row(conn,
+                        "SELECT j.owner_token::text AS token, t.idx::text AS idx, t.id AS task,"
+                        " t.status, t.attempts::text AS attempts FROM jobs j JOIN tasks t"
+                        " ON t.job_id = j.id AND t.phase = 'f'"
+                        " WHERE j.id = $1::bigint ORDER BY t.idx LIMIT 1",
+                        1, p, &row, err);
     if (rc)
         return rc;
     memset(b, 0, sizeof(*b));
     snprintf(b->id, sizeof(b->id), "%s", id);
     b->token = strtoll(field(row, "token"), NULL, 10);
-    b->tasks = xasprintf("[{\"j\":%s,\"p\":\"f\",\"i\":%s,\"st\":\"%s\",\"at\":%s,\"w\":null,"
-                         "\"m\":\"%s-%s\"}]",
-                         id, field(row, "idx"), field(row, "status"), field(row, "attempts"), tag,
-                         id);
+    b->tasks =
+        xasprintf("[{\"j\":%s,\"p\":\"f\",\"i\":%s,\"st\":\"%s\",\"at\":%s,\"w\":null,"
+                  "\"m\":\"%s-%s\"}]",
+                  id, field(row, "idx"), field(row, "status"), field(row, "attempts"), tag, id);
     b->attempts = xasprintf("[{\"j\":%s,\"p\":\"f\",\"t\":\"%s\",\"a\":%s,\"r\":\"%s-%s\","
                             "\"w\":\"rounds-merge\",\"st\":\"succeeded\",\"s\":1,\"e\":2,"
                             "\"m\":null,\"h\":null,\"tail\":null}]",
