@@ -979,6 +979,9 @@ int coord_queue_item_id(const struct coord_queue *q, const char *path, char *buf
 /* When the item was put (Unix ms, the putter's clock, from its name), or -1 when id is not an
    item's id. Pure. */
 int64_t coord_queue_item_time(const char *item_id);
+/* The key of a keyed item (the key of its put, which the skip filter hears), from its id; NULL
+   for an item put without a key or not an item's id. Points into item_id. Pure. */
+const char *coord_queue_item_key(const char *item_id);
 
 struct coord_queue_item {
     char *id;   /* "<shard>/<name>": pass to complete/release */

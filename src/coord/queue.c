@@ -124,6 +124,12 @@ static const char *key_of(const char *name)
     return name + 3 + TIME_DIGITS + 2;
 }
 
+const char *coord_queue_item_key(const char *item_id)
+{
+    const char *slash = item_id ? strrchr(item_id, '/') : NULL;
+    return slash && coord__q_name_ok(slash + 1) ? key_of(slash + 1) : NULL;
+}
+
 int coord__q_cmp_item(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);

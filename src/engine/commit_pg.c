@@ -58,6 +58,7 @@ struct pgb {
         uint32_t idx;
     } * tasks;
     size_t n_tasks;
+    bool begun; /* a task row past waiting (what tasks_begun counts) */
 };
 
 /* Each row names its job ("j", which the job's own statements ignore): rows of several jobs'
@@ -164,6 +165,8 @@ bool engine__commit_pg_flush(struct ejob *j)
             uint32_t idx = p->pg_list[i];
             p->pg_dirty[idx] = 0;
             task_row(&tb, j->id, p, idx, tb.len == 0);
+            enum engine_task_state st = (enum engine_task_state)p->recs[idx].state;
+            g->begun |= st != ENGINE_TS_WAITING && st != ENGINE_TS_SKIPPED;
             g->tasks = xrealloc(g->tasks, (g->n_tasks + 1) * sizeof(*g->tasks));
             g->tasks[g->n_tasks].p = p;
             g->tasks[g->n_tasks++].idx = idx;
@@ -226,6 +229,7 @@ static void pg_done(int rc, const struct drv_err *err, void *arg)
             g->runs[i]->recorded = true;
     }
     if (rc == 0) {
+        j->commit->pg_begun |= g->begun;
         j->commit->backoff_ms = 0;
         if (j->commit->pg_down)
             log_info(MOD, "event=job-pg-write-resumed job=%s", j->id);
@@ -253,6 +257,7 @@ static void pg_done(int rc, const struct drv_err *err, void *arg)
     free(g->tasks);
     free(g->runs);
     free(g);
+    engine__commit_zk_unpark(j); /* a first dispatch waiting for these rows */
     if (engine__job_alive(j)) {
         engine__kick(j);
         engine__job_idle(j);

@@ -27,6 +27,8 @@
 #include "xalloc.h"
 
 #define ROWS_PER_INSERT 10000
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 /* ---- JSON text ----------------------------------------------------------------------- */
 
@@ -57,6 +59,54 @@ void engine__pg_jstr(struct strbuf *b, const char *s)
 
 /* ---- shared ----------------------------------------------------------------------------- */
 
+/* SQLSTATE lock_not_available (55P03) as store.c encodes it in lib_code (base 36). */
+static int lock_na_code(void)
+{
+    int v = 0;
+    for (const char *c = "55P03"; *c; c++)
+        v = v * 36 + (*c >= '0' && *c <= '9' ? *c - '0' : *c - 'A' + 10);
+    return v;
+}
+
+int engine__pg_held_set(struct drv_err *err, const char *id, const char *why)
+{
+    return drv_err_set(err, DRV_EAGAIN, lock_na_code(), "job %s: %s", id, why);
+}
+
+bool engine__pg_held(int rc, const struct drv_err *err)
+{
+    return rc == DRV_EAGAIN && err && err->lib_code == lock_na_code();
+}
+
+/* A statement that waited lock_timeout for another transaction's lock (DRV_EPG, 55P03):
+ * the part's row held, as the fence's SKIP LOCKED finds it. */
+static int held_from(int rc, struct drv_err *err)
+{
+    if (rc == DRV_EPG && err->lib_code == lock_na_code()) {
+        err->code = DRV_EAGAIN;
+        return DRV_EAGAIN;
+    }
+    return rc;
+}
+
+/* The settings of every engine write transaction. A bulk write may take minutes; an owner
+ * frozen between two statements (SIGSTOP, a stalled host) must not hold the job's row lock,
+ * which the next owner's load waits for: the server ends a transaction idle for 10 s. No
+ * statement waits longer than ENGINE_PG_LOCK_TIMEOUT_MS for another transaction's lock (a
+ * user's pause holding a task or node row a moment): it fails (55P03), its part is held
+ * (engine__pg_held) and tried again shortly, and the other parts of a batch go on. */
+static int tx_settings(PGconn *conn, struct drv_err *err)
+{
+    return store_execp(conn,
+                       "SELECT set_config('statement_timeout', '300000', true),"
+                       " set_config('idle_in_transaction_session_timeout', '10000', true),"
+                       " set_config('lock_timeout', '" STR(ENGINE_PG_LOCK_TIMEOUT_MS) "', true)",
+                       0, NULL, NULL, err);
+}
+
+/* The job's row locked (SKIP LOCKED: another transaction holding it, a user's pause or an
+ * older owner frozen mid-transaction, makes the part held, not waiting) and its token
+ * compared with the owner's. */
 static int fence(PGconn *conn, const char *id, int64_t token, struct drv_err *err)
 {
     char tok[24];
@@ -64,13 +114,18 @@ static int fence(PGconn *conn, const char *id, int64_t token, struct drv_err *er
     const char *p[] = {id, tok};
     PGresult *r;
     int rc = store_execp(conn,
-                         "SELECT owner_token = $2::bigint AS mine FROM jobs WHERE id = $1::bigint"
-                         " FOR UPDATE",
+                         "SELECT (SELECT owner_token = $2::bigint FROM jobs WHERE id = $1::bigint"
+                         "   FOR UPDATE SKIP LOCKED) AS mine,"
+                         " EXISTS (SELECT 1 FROM jobs WHERE id = $1::bigint) AS there",
                          2, p, &r, err);
     if (rc)
         return rc;
-    int mine = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
+    bool locked = PQntuples(r) == 1 && !PQgetisnull(r, 0, 0);
+    bool mine = locked && PQgetvalue(r, 0, 0)[0] == 't';
+    bool there = PQntuples(r) == 1 && PQgetvalue(r, 0, 1)[0] == 't';
     PQclear(r);
+    if (!locked && there)
+        return engine__pg_held_set(err, id, "its row is locked by another transaction");
     if (!mine)
         return drv_err_set(err, DRV_ECONFLICT, 0,
                            "job %s: a newer owner's token is recorded: this owner is fenced out",
@@ -85,17 +140,11 @@ static int fenced(PGconn *conn, const char *id, int64_t token,
     int rc = store_begin(conn, err);
     if (rc)
         return rc;
-    /* A bulk write may take minutes; an owner frozen between two statements (SIGSTOP, a
-     * stalled host) must not hold the job's row lock, which the next owner's load waits
-     * for: the server ends a transaction idle for 10 s. */
-    rc = store_execp(conn,
-                     "SELECT set_config('statement_timeout', '300000', true),"
-                     " set_config('idle_in_transaction_session_timeout', '10000', true)",
-                     0, NULL, NULL, err);
+    rc = tx_settings(conn, err);
     if (rc == 0)
         rc = fence(conn, id, token, err);
     if (rc == 0)
-        rc = fn(conn, arg, err);
+        rc = held_from(fn(conn, arg, err), err);
     if (rc == 0)
         rc = store_commit(conn, err);
     if (rc)
@@ -128,6 +177,37 @@ int engine__pg_claim_work(PGconn *conn, void *arg, struct drv_err *err)
         return rc;
     int claimed = PQntuples(r);
     PQclear(r);
+    if (!claimed)
+        return drv_err_set(err, DRV_ECONFLICT, 0, "job %s: a newer owner's token is recorded",
+                           l->id);
+    return 0;
+}
+
+/* The claim alone (a batch of one): in one statement, the row locked SKIP LOCKED (held by
+ * another transaction: the part is held, not waiting), the token recorded when higher. */
+static int claim_alone(PGconn *conn, struct engine__pg_load *l, struct drv_err *err)
+{
+    char tok[24];
+    snprintf(tok, sizeof(tok), "%lld", (long long)l->token);
+    const char *p[] = {l->id, l->node, tok};
+    PGresult *r;
+    int rc = store_execp(conn,
+                         "WITH l AS (SELECT id, owner_token < $3::bigint AS ok FROM jobs"
+                         "   WHERE id = $1::bigint FOR UPDATE SKIP LOCKED),"
+                         " u AS (UPDATE jobs j SET owner = $2, owner_token = $3::bigint FROM l"
+                         "   WHERE j.id = l.id AND l.ok RETURNING j.id)"
+                         " SELECT (SELECT count(*) FROM u) AS claimed,"
+                         " (SELECT count(*) FROM l) AS locked,"
+                         " EXISTS (SELECT 1 FROM jobs WHERE id = $1::bigint) AS there",
+                         3, p, &r, err);
+    if (rc)
+        return rc;
+    bool claimed = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == '1';
+    bool locked = PQntuples(r) == 1 && PQgetvalue(r, 0, 1)[0] == '1';
+    bool there = PQntuples(r) == 1 && PQgetvalue(r, 0, 2)[0] == 't';
+    PQclear(r);
+    if (!locked && there)
+        return engine__pg_held_set(err, l->id, "its row is locked by another transaction");
     if (!claimed)
         return drv_err_set(err, DRV_ECONFLICT, 0, "job %s: a newer owner's token is recorded",
                            l->id);
@@ -532,7 +612,7 @@ int engine__pg_part_work(PGconn *conn, struct engine__pg_part *p, struct drv_err
 {
     switch (p->kind) {
     case ENGINE__PG_LOAD:
-        return engine__pg_claim_work(conn, p->arg, err);
+        return claim_alone(conn, p->arg, err);
     case ENGINE__PG_START:
         return engine__pg_start_work(conn, p->arg, err);
     case ENGINE__PG_ROUND:
@@ -545,10 +625,10 @@ int engine__pg_part_work(PGconn *conn, struct engine__pg_part *p, struct drv_err
 
 /* Every part's job row locked in id order (the parts come sorted), each token checked: a
  * load's must be higher than the one recorded, any other's equal to it. rc[i]
- * DRV_ECONFLICT for a part whose owner is fenced out; DRV_EAGAIN for one whose row another
- * transaction holds (SKIP LOCKED: an older owner frozen in its own transaction, until
- * idle_in_transaction_session_timeout ends it, must not hold the batch's other jobs with it;
- * that part's job tries again as after any write that did not happen). */
+ * DRV_ECONFLICT for a part whose owner is fenced out; held (engine__pg_held) for one whose
+ * row another transaction holds (SKIP LOCKED: a user's pause or cancel a moment, an older
+ * owner frozen in its own transaction until idle_in_transaction_session_timeout ends it,
+ * must not hold the batch's other jobs with it; batch.c sends that part again shortly). */
 static int fence_many(PGconn *conn, struct engine__pg_multi *m, struct drv_err *err)
 {
     struct strbuf ids = STRBUF_INIT, toks = STRBUF_INIT, claims = STRBUF_INIT;
@@ -557,8 +637,8 @@ static int fence_many(PGconn *conn, struct engine__pg_multi *m, struct drv_err *
         strbuf_addf(&ids, "%s%s", i ? "," : "{", p->id);
         strbuf_addf(&toks, "%s%lld", i ? "," : "{", (long long)p->token);
         strbuf_addf(&claims, "%s%s", i ? "," : "{", p->kind == ENGINE__PG_LOAD ? "t" : "f");
-        m->rc[i] = drv_err_set(&m->err[i], DRV_EAGAIN, 0,
-                               "job %s: its row is locked by another transaction", p->id);
+        m->rc[i] =
+            engine__pg_held_set(&m->err[i], p->id, "its row is locked by another transaction");
     }
     strbuf_addch(&ids, '}');
     strbuf_addch(&toks, '}');
@@ -698,10 +778,7 @@ int engine__pg_multi_work(PGconn *conn, void *arg, struct drv_err *err)
     struct engine__pg_multi *m = arg;
     int rc = store_begin(conn, err);
     if (rc == 0)
-        rc = store_execp(conn,
-                         "SELECT set_config('statement_timeout', '300000', true),"
-                         " set_config('idle_in_transaction_session_timeout', '10000', true)",
-                         0, NULL, NULL, err);
+        rc = tx_settings(conn, err);
     if (rc == 0)
         rc = fence_many(conn, m, err);
     /* One round trip per part around its statements: the savepoint is made before the
@@ -732,6 +809,8 @@ int engine__pg_multi_work(PGconn *conn, void *arg, struct drv_err *err)
             rc = DRV_EAGAIN;
             break;
         }
+        /* A statement that waited lock_timeout for a foreign lock: held, rolled back alone. */
+        m->rc[i] = held_from(m->rc[i], &m->err[i]);
         any |= m->rc[i] == 0;
         bool more = false;
         for (size_t k = i + 1; k < m->n && !more; k++)

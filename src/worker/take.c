@@ -28,6 +28,7 @@
 #define PUMP_RETRY_MS 250      /* while the session is not connected */
 #define AVOID_MS 5000          /* how long a retry that avoids this worker is left to the others */
 #define AVOID_FORGET_MS 600000 /* how long after that it is run here without avoiding it again */
+#define TOO_NEW_MS 60000       /* how long an item of a newer format is left to newer workers */
 
 /* ---- claims ------------------------------------------------------------------------ */
 
@@ -103,21 +104,21 @@ void worker__avoid_expire_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-static void avoid_add(struct worker *w, const char *key)
+static void avoid_add(struct worker *w, const char *key, int ms)
 {
     int64_t *until = strmap_get(w->avoided, key);
     if (!until) {
         until = xmalloc(sizeof(*until));
         strmap_put(w->avoided, key, until);
     }
-    *until = clock_mono_ms() + AVOID_MS;
+    *until = clock_mono_ms() + ms;
     /* Armed later (an older entry's forget time, up to AVOID_FORGET_MS away): armed again
        for this one's end. Before, the timer was left as it was, so a retry avoided then
        waited for the older entry's forget time, ten minutes, unless something else made
        the queue look again (scripts/chaos --hosts, 2026-11-28: a job stuck so). */
     int64_t at = *until + 1000;
     if (!evtimer_pending(w->avoid_ev, NULL) || !w->avoid_at || w->avoid_at > at) {
-        struct timeval tv = {AVOID_MS / 1000 + 1, (AVOID_MS % 1000) * 1000};
+        struct timeval tv = {ms / 1000 + 1, (ms % 1000) * 1000};
         w->avoid_at = at;
         event_add(w->avoid_ev, &tv);
     }
@@ -140,7 +141,24 @@ static void start_task(struct wqueue *wq, struct coord_queue_item *it)
     struct drv_err err;
     json_t *j = json_loads(it->json, 0, &je);
     int rc = taskmsg_item_decode(j, &t->item, &err);
+    json_int_t v = json_integer_value(json_object_get(j, "v"));
     json_decref(j);
+    if (rc != 0 && v > TASKMSG_ITEM_VERSION) {
+        /* A newer build's item: a worker that reads it can run it, so it is left to one (the
+           claim given back, its key passed over for TOO_NEW_MS, then looked at again), never
+           dropped: its task stays queued, not lost (docs/worker.md, issue 33 item 6). */
+        snprintf(t->key, sizeof(t->key), "%s", it->id);
+        const char *key = coord_queue_item_key(it->id);
+        w->stats.too_new++;
+        log_warn(MOD,
+                 "event=task-item-too-new worker=%s item=%s v=%lld reads=%d key=%s "
+                 "why=\"left in the queue for a worker that reads it\"",
+                 w->id, it->id, (long long)v, TASKMSG_ITEM_VERSION, key ? key : "-");
+        if (key)
+            avoid_add(w, key, TOO_NEW_MS);
+        worker__hand_back(t);
+        return;
+    }
     if (rc != 0) {
         /* Nothing can run it, now or later: drop it loudly rather than loop. */
         snprintf(t->key, sizeof(t->key), "%s", it->id);
@@ -160,7 +178,7 @@ static void start_task(struct wqueue *wq, struct coord_queue_item *it)
     if (avoid && strcmp(avoid, w->id) == 0 && w->n_peers > 0 && !strmap_get(w->avoided, t->key)) {
         /* A retry after a failure here: leave it to another worker for a while. */
         log_info(MOD, "event=task-avoided worker=%s task=%s", w->id, t->key);
-        avoid_add(w, t->key);
+        avoid_add(w, t->key, AVOID_MS);
         worker__hand_back(t);
         return;
     }

@@ -68,12 +68,13 @@ void worker__maybe_stopped(struct worker *w)
             sc.freed_self += one.freed_self;
         }
         log_info(MOD,
-                 "event=worker-stopped worker=%s taken=%lu%s q_listings=%llu q_listings_empty=%llu "
+                 "event=worker-stopped worker=%s taken=%lu too_new=%lu%s q_listings=%llu "
+                 "q_listings_empty=%llu "
                  "q_skipped=%llu q_claims_listings=%llu q_claims=%llu q_claims_failed=%llu "
                  "q_delivered=%llu "
                  "q_idles=%llu q_wakes=%llu s_assigned=%llu s_lost=%llu s_offers=%llu "
                  "s_freed_self=%llu",
-                 w->id, w->stats.taken, zk, (unsigned long long)c.listings,
+                 w->id, w->stats.taken, w->stats.too_new, zk, (unsigned long long)c.listings,
                  (unsigned long long)c.listings_empty, (unsigned long long)c.skipped,
                  (unsigned long long)c.claims_listings, (unsigned long long)c.claims,
                  (unsigned long long)c.claims_failed, (unsigned long long)c.delivered,

@@ -128,6 +128,7 @@ size_t worker_running(const struct worker *w);
 /* Counters since start, for logs and tests. */
 struct worker_stats {
     unsigned long taken, succeeded, failed, lost, handed_back;
+    unsigned long too_new; /* items of a newer format given back (event=task-item-too-new) */
 };
 void worker_get_stats(const struct worker *w, struct worker_stats *st);
 
