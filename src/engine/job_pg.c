@@ -56,16 +56,17 @@ void engine__pg_jstr(struct strbuf *b, const char *s)
 
 /* ---- shared ----------------------------------------------------------------------------- */
 
-static int fence(PGconn *conn, const char *id, int64_t token, struct drv_err *err)
+static int fence(PGconn *conn, const char *id, int64_t token, int64_t zk, struct drv_err *err)
 {
-    char tok[24];
+    char tok[24], zks[24];
     snprintf(tok, sizeof(tok), "%lld", (long long)token);
-    const char *p[] = {id, tok};
+    snprintf(zks, sizeof(zks), "%lld", (long long)zk);
+    const char *p[] = {id, tok, zks};
     PGresult *r;
     int rc = store_execp(conn,
-                         "SELECT owner_token = $2::bigint AS mine FROM jobs WHERE id = $1::bigint"
-                         " FOR UPDATE",
-                         2, p, &r, err);
+                         "SELECT owner_token = $2::bigint AND owner_zk = $3::bigint AS mine"
+                         " FROM jobs WHERE id = $1::bigint FOR UPDATE",
+                         3, p, &r, err);
     if (rc)
         return rc;
     int mine = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
@@ -78,7 +79,7 @@ static int fence(PGconn *conn, const char *id, int64_t token, struct drv_err *er
 }
 
 /* Run the writes of fn inside BEGIN, the fence, COMMIT. */
-static int fenced(PGconn *conn, const char *id, int64_t token,
+static int fenced(PGconn *conn, const char *id, int64_t token, int64_t zk,
                   int (*fn)(PGconn *, void *, struct drv_err *), void *arg, struct drv_err *err)
 {
     int rc = store_begin(conn, err);
@@ -92,7 +93,7 @@ static int fenced(PGconn *conn, const char *id, int64_t token,
                      " set_config('idle_in_transaction_session_timeout', '10000', true)",
                      0, NULL, NULL, err);
     if (rc == 0)
-        rc = fence(conn, id, token, err);
+        rc = fence(conn, id, token, zk, err);
     if (rc == 0)
         rc = fn(conn, arg, err);
     if (rc == 0)
@@ -115,14 +116,18 @@ static int audit(PGconn *conn, const char *tenant_id, const char *node, const ch
 int engine__pg_claim_work(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_load *l = arg;
-    char tok[24];
+    char tok[24], zk[24];
     snprintf(tok, sizeof(tok), "%lld", (long long)l->token);
-    const char *p[] = {l->id, l->node, tok};
+    snprintf(zk, sizeof(zk), "%lld", (long long)l->zk);
+    const char *p[] = {l->id, l->node, tok, zk};
     PGresult *r;
+    /* The pair (incarnation, zxid) must be higher than the one recorded (job.c "The
+       incarnation"): a token of a rebuilt ZooKeeper outranks the old one's. */
     int rc = store_execp(conn,
-                         "UPDATE jobs SET owner = $2, owner_token = $3::bigint"
-                         " WHERE id = $1::bigint AND owner_token < $3::bigint RETURNING id",
-                         3, p, &r, err);
+                         "UPDATE jobs SET owner = $2, owner_token = $3::bigint,"
+                         " owner_zk = $4::bigint WHERE id = $1::bigint"
+                         " AND (owner_zk, owner_token) < ($4::bigint, $3::bigint) RETURNING id",
+                         4, p, &r, err);
     if (rc)
         return rc;
     int claimed = PQntuples(r);
@@ -397,7 +402,7 @@ static int start_writes(PGconn *conn, void *arg, struct drv_err *err)
 int engine__pg_start_work(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_start *s = arg;
-    return fenced(conn, s->id, s->token, start_writes, s, err);
+    return fenced(conn, s->id, s->token, s->zk, start_writes, s, err);
 }
 
 /* ---- a batch ------------------------------------------------------------------------------------
@@ -484,7 +489,7 @@ static int batch_writes(PGconn *conn, void *arg, struct drv_err *err)
 int engine__pg_batch_work(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_batch *b = arg;
-    return fenced(conn, b->id, b->token, batch_writes, b, err);
+    return fenced(conn, b->id, b->token, b->zk, batch_writes, b, err);
 }
 
 static int final_writes(PGconn *conn, void *arg, struct drv_err *err);
@@ -550,11 +555,12 @@ int engine__pg_part_work(PGconn *conn, struct engine__pg_part *p, struct drv_err
  * that part's job tries again as after any write that did not happen). */
 static int fence_many(PGconn *conn, struct engine__pg_multi *m, struct drv_err *err)
 {
-    struct strbuf ids = STRBUF_INIT, toks = STRBUF_INIT, claims = STRBUF_INIT;
+    struct strbuf ids = STRBUF_INIT, toks = STRBUF_INIT, claims = STRBUF_INIT, zks = STRBUF_INIT;
     for (size_t i = 0; i < m->n; i++) {
         const struct engine__pg_part *p = &m->p[i];
         strbuf_addf(&ids, "%s%s", i ? "," : "{", p->id);
         strbuf_addf(&toks, "%s%lld", i ? "," : "{", (long long)p->token);
+        strbuf_addf(&zks, "%s%lld", i ? "," : "{", (long long)p->zk);
         strbuf_addf(&claims, "%s%s", i ? "," : "{", p->kind == ENGINE__PG_LOAD ? "t" : "f");
         m->rc[i] = drv_err_set(&m->err[i], DRV_EAGAIN, 0,
                                "job %s: its row is locked by another transaction", p->id);
@@ -562,18 +568,21 @@ static int fence_many(PGconn *conn, struct engine__pg_multi *m, struct drv_err *
     strbuf_addch(&ids, '}');
     strbuf_addch(&toks, '}');
     strbuf_addch(&claims, '}');
-    const char *q[] = {ids.buf, toks.buf, claims.buf};
+    strbuf_addch(&zks, '}');
+    const char *q[] = {ids.buf, toks.buf, claims.buf, zks.buf};
     PGresult *r;
-    int rc = store_execp(conn,
-                         "SELECT u.k, CASE WHEN u.claim THEN j.owner_token < u.tok"
-                         "   ELSE j.owner_token = u.tok END FROM jobs j"
-                         " JOIN unnest($1::bigint[], $2::bigint[], $3::bool[]) WITH ORDINALITY"
-                         "   AS u(id, tok, claim, k) ON j.id = u.id"
-                         " ORDER BY j.id FOR UPDATE OF j SKIP LOCKED",
-                         3, q, &r, err);
+    int rc =
+        store_execp(conn,
+                    "SELECT u.k, CASE WHEN u.claim THEN (j.owner_zk, j.owner_token) < (u.zk, u.tok)"
+                    "   ELSE j.owner_token = u.tok AND j.owner_zk = u.zk END FROM jobs j"
+                    " JOIN unnest($1::bigint[], $2::bigint[], $3::bool[], $4::bigint[])"
+                    "   WITH ORDINALITY AS u(id, tok, claim, zk, k) ON j.id = u.id"
+                    " ORDER BY j.id FOR UPDATE OF j SKIP LOCKED",
+                    4, q, &r, err);
     strbuf_release(&ids);
     strbuf_release(&toks);
     strbuf_release(&claims);
+    strbuf_release(&zks);
     if (rc)
         return rc;
     for (int t = 0; t < PQntuples(r); t++) {
@@ -790,5 +799,5 @@ static int final_writes(PGconn *conn, void *arg, struct drv_err *err)
 int engine__pg_final_work(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_final *f = arg;
-    return fenced(conn, f->id, f->token, final_writes, f, err);
+    return fenced(conn, f->id, f->token, f->zk, final_writes, f, err);
 }
