@@ -350,11 +350,13 @@ static void ens_stat(int rc, const struct coord_stat *st, void *arg)
         coord_ensure_path(en->e->zk, ZKPATH_ENSEMBLE, ens_made, en);
         return;
     }
+    if (rc == 0 && en->reading_gen != coord_session_generation(en->e->zk)) {
+        ens_read(en); /* read on a session that has ended since: read on the new one */
+        return;
+    }
     en->reading = false;
-    if (rc || en->reading_gen != coord_session_generation(en->e->zk)) {
-        /* Failed, or read on a session that has ended since: no answer for this one. */
-        if (rc)
-            log_warn(MOD, "event=zk-ensemble-failed step=read error=%s", drv_strerror(rc));
+    if (rc) {
+        log_warn(MOD, "event=zk-ensemble-failed step=read error=%s", drv_strerror(rc));
         ens_flush(en, false);
         return;
     }
