@@ -7,9 +7,10 @@
 # was never in a batch to skip). Before that, a transaction of the test's own locks job L's row
 # and stays open, as an older owner frozen mid-transaction would (until PostgreSQL's idle limit
 # ended it). The batch's fence skips the locked row (SKIP LOCKED): every other job succeeds
-# while the lock is still held, L only waits (tried again, never lost or failed), and once the
-# lock goes L succeeds too. On the code before, the fence waited for the row, and every job of
-# the batch with it.
+# while the lock is still held, L only waits (its load held and sent again, its lock kept:
+# never lost, failed or given back), and once the lock goes L succeeds too. On the code
+# before, the fence waited for the row, and every job of the batch with it; later, L's load
+# failed and gave the lock back to the ring (issue 33 item 5b).
 . "$(dirname "$0")/../../testlib/test-lib.sh"
 . "$(dirname "$0")/../../testlib/api.sh"
 . "$(dirname "$0")/../../testlib/engine.sh"
@@ -55,9 +56,15 @@ WAIT_JOB_POLL=0.5 wait_job "$L" succeeded 180
 log="$T/droverd-1.log"
 grep -q "event=fault-injected fault=gather-loads parts=$K " "$log" || fail "the loads did not gather"
 ! grep -q "event=job-lost" "$log" || fail "a job was lost: $(grep 'event=job-lost' "$log")"
-grep -q "job=$L .*its row is locked by another transaction" "$log" ||
-  fail "job $L's part was not skipped as locked: $(grep "job=$L " "$log" | tail -n 5)"
-pass "job $L waited for its row and then succeeded; no job was lost"
+# Held, not failed (issue 33 item 5b): the load waited and was sent again, with the job's lock
+# kept; it was never given back to the ring (before, event=job-load-failed, then a release).
+! grep -E "event=job-(load|start)-failed job=$L " "$log" ||
+  fail "job $L's lock was given back while its row was held: $(grep -E "event=job-(load|start)-failed job=$L " "$log" | head -n 3)"
+[ "$(grep -c "event=job-acquired job=$L " "$log")" = 1 ] ||
+  fail "job $L's lock was taken more than once: $(grep "event=job-acquired job=$L " "$log")"
+grep -q "event=job-part-held job=$L part=load .*its row is locked by another transaction" "$log" ||
+  fail "job $L's part was not held as locked: $(grep "job=$L " "$log" | tail -n 5)"
+pass "job $L's load waited for its row, holding its lock, and then it succeeded; no job was lost"
 
 check_attempts
 check_tree_clean

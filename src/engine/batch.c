@@ -22,12 +22,16 @@
  *   PostgreSQL (engine__pg_multi_work, job_pg.c): one statement locks the parts' job rows in
  *     id order (two batches never deadlock: each takes its locks in the same order) and
  *     checks each token (a load's higher than the one recorded, any other's equal); a part
- *     fenced out is left out before its statements (DRV_ECONFLICT: its job is lost), and so
- *     is a part whose row another transaction holds (SKIP LOCKED, DRV_EAGAIN: an older owner
- *     frozen mid-transaction delays only its own job, which tries again as after any write
- *     that did not happen; engine_batch_locked_row); each other part's statements run under
- *     a SAVEPOINT, so a part whose statements fail is rolled back alone and the others
- *     commit.
+ *     fenced out is left out before its statements (DRV_ECONFLICT: its job is lost); each other
+ *     part's statements run under a SAVEPOINT, so a part whose statements fail is rolled back
+ *     alone and the others commit. A part is held (job_pg.h engine__pg_held) when another
+ *     transaction holds a lock it needs: its job row (the fence's SKIP LOCKED: a user's pause
+ *     a moment, an older owner frozen mid-transaction) or a row its statements write (past
+ *     lock_timeout). Nothing of it is written, and it is not answered: hold_part keeps it and
+ *     sends it again in the lane's next transaction after a short wait, so its job keeps its
+ *     lock and its pipeline as if the transaction were slow (no load given back, no start
+ *     planned again, no round counted as PostgreSQL down; engine_batch_locked_row,
+ *     engine_row_held).
  *   ZooKeeper: a multi-op applies whole or not at all, so each job's part begins with a check
  *     of its lock's contender znode (what coord_txn_commit's fence checks for one), then its
  *     ops (the state's versioned set first). When an op fails, the part it is in says whose:
@@ -40,7 +44,9 @@
  *      one part per job (gather_cb keeps a second for the next; commit.c's pg_busy and
  *      zk_busy: one round of each in flight per job).
  *   2. Every round and part handed here is answered once, through its done callback or
- *      on_zk, also when the engine stops (engine__batch_free: DRV_EAGAIN), and also when
+ *      on_zk (a held part only once it is written, fenced or failed for another reason, or
+ *      its job is dead), also when the engine stops (engine__batch_free: DRV_EAGAIN, the
+ *      held ones too), and also when
  *      coord answers a multi-op after the engine is freed (an orphaned zmulti: its jobs are
  *      dead, their parts only freed).
  *   3. A job's part of a ZooKeeper batch applies only with its lock's check in the same
@@ -95,6 +101,7 @@ struct pgq {
     int kind; /* enum engine__pg_kind */
     void *arg;
     void (*done)(int rc, const struct drv_err *err, void *arg);
+    unsigned held; /* times it was held (engine__pg_held) since it was handed here */
 };
 
 /* A lane: its gathered parts and its transactions in flight. */
@@ -104,7 +111,16 @@ struct pglane {
     size_t n_gather, cap_gather;
     struct event *gather_ev;
     int pg_multis; /* the lane's transactions in flight (at most ENGINE_PG_MULTIS) */
+    /* Parts held (another transaction held a lock they need, engine__pg_held): sent again
+       after held_ms (HELD_MIN_MS doubling to HELD_MAX_MS while the lane's transactions
+       keep finding parts held), their jobs not told. */
+    struct pgq *held;
+    size_t n_held, cap_held;
+    struct event *held_ev;
+    int held_ms;
 };
+#define HELD_MIN_MS 20
+#define HELD_MAX_MS 500
 
 /* The test hooks that gather PostgreSQL parts (gather_held). */
 enum gather_hook { GATHER_LOADS, GATHER_STARTS, GATHER_PROGRESS, GATHER_ENDS, GATHER_HOOKS };
@@ -192,6 +208,22 @@ static const char *part_id(const struct pgq *q, int64_t *token, int64_t *zk)
     return "";
 }
 
+/* The job a part is of. */
+static struct ejob *part_job(const struct pgq *q)
+{
+    switch ((enum engine__pg_kind)q->kind) {
+    case ENGINE__PG_LOAD:
+        return ((struct engine__pg_load *)q->arg)->j;
+    case ENGINE__PG_START:
+        return ((struct engine__pg_start *)q->arg)->j;
+    case ENGINE__PG_ROUND:
+        return ((struct engine__pg_batch *)q->arg)->j;
+    case ENGINE__PG_FINAL:
+        return ((struct engine__pg_final *)q->arg)->j;
+    }
+    return NULL;
+}
+
 void engine__batch_pg_part(struct engine *e, int kind, void *arg,
                            void (*done)(int rc, const struct drv_err *err, void *arg))
 {
@@ -245,6 +277,49 @@ static int multi_work(PGconn *conn, void *arg, struct drv_err *err)
     return pm->m.rc[0];
 }
 
+/* The held parts go back to the gather, for the lane's next transaction. */
+static void pg_held_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct pglane *l = arg;
+    for (size_t i = 0; i < l->n_held; i++) {
+        XGROW(l->gather, l->cap_gather, l->n_gather + 1);
+        l->gather[l->n_gather++] = l->held[i];
+    }
+    l->n_held = 0;
+    if (l->n_gather && l->pg_multis < ENGINE_PG_MULTIS && l->gather_ev)
+        event_active(l->gather_ev, EV_TIMEOUT, 0);
+}
+
+/* A part held (engine__pg_held): nothing of it was written; it is sent again after a short
+ * wait, its job keeps what it holds (its lock, its place in the pipeline) and hears nothing,
+ * as if the transaction were slow. A dead job's part is answered at once instead (its
+ * callback only frees it). */
+static bool hold_part(struct pglane *l, struct pgq *q, const struct drv_err *err, size_t batch)
+{
+    struct ejob *j = part_job(q);
+    if (!j || !engine__job_alive(j))
+        return false;
+    q->held++;
+    if (!l->held_ev)
+        l->held_ev = evtimer_new(l->e->base, pg_held_cb, l);
+    if (!evtimer_pending(l->held_ev, NULL)) {
+        l->held_ms = l->held_ms ? l->held_ms * 2 : HELD_MIN_MS;
+        if (l->held_ms > HELD_MAX_MS)
+            l->held_ms = HELD_MAX_MS;
+        struct timeval tv = {l->held_ms / 1000, (l->held_ms % 1000) * 1000};
+        evtimer_add(l->held_ev, &tv);
+    }
+    if (q->held == 1 || q->held % 50 == 0)
+        log_info(MOD,
+                 "event=job-part-held job=%s part=%s batch=%zu times=%u retry_ms=%d error=\"%s\"",
+                 j->id, engine__pg_kind_name((enum engine__pg_kind)q->kind), batch, q->held,
+                 l->held_ms, err->msg);
+    l->e->stats.pg_held++;
+    XGROW(l->held, l->cap_held, l->n_held + 1);
+    l->held[l->n_held++] = *q;
+    return true;
+}
+
 static void multi_done(int rc, const struct drv_err *err, void *arg)
 {
     struct pgmulti *pm = arg;
@@ -256,9 +331,15 @@ static void multi_done(int rc, const struct drv_err *err, void *arg)
         pm->m.rc[i] = rc;
         pm->m.err[i] = *err;
     }
+    bool any_held = false;
     for (size_t i = 0; i < pm->m.n; i++) {
         const struct engine__pg_part *p = &pm->m.p[i];
         const char *part = engine__pg_kind_name(p->kind);
+        if (engine__pg_held(pm->m.rc[i], &pm->m.err[i]) &&
+            hold_part(l, &pm->q[i], &pm->m.err[i], pm->m.n)) {
+            any_held = true;
+            continue;
+        }
         if (pm->m.n > 1 && !rc && pm->m.rc[i] == DRV_ECONFLICT)
             log_info(MOD, "event=job-fenced-in-batch job=%s batch=%zu store=pg part=%s", p->id,
                      pm->m.n, part);
@@ -267,6 +348,8 @@ static void multi_done(int rc, const struct drv_err *err, void *arg)
                      p->id, pm->m.n, part, pm->m.err[i].msg);
         pm->q[i].done(pm->m.rc[i], &pm->m.err[i], pm->q[i].arg);
     }
+    if (!any_held && !l->n_held)
+        l->held_ms = 0; /* the lane's next held part waits the shortest again */
     free(pm->q);
     free(pm->m.p);
     free(pm->m.rc);
@@ -657,6 +740,11 @@ void engine__batch_free(struct engine *e)
         free(l->gather);
         if (l->gather_ev)
             event_free(l->gather_ev);
+        for (size_t i = 0; i < l->n_held; i++)
+            l->held[i].done(DRV_EAGAIN, &err, l->held[i].arg);
+        free(l->held);
+        if (l->held_ev)
+            event_free(l->held_ev);
     }
     struct coord_txn_result gone = {.rc = DRV_ECONFLICT, .failed_op = -1};
     for (size_t i = 0; i < b->n_zgather; i++)

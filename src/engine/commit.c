@@ -40,6 +40,14 @@
  * PostgreSQL (a new owner writes the rows again from the run records still
  * there), never behind ZooKeeper's queues.
  *
+ * A job's first dispatch (a multi-op that puts while PostgreSQL records no task of the
+ * job begun, ecommit.pg_begun) is parked until the round with its tasks' queued rows has
+ * committed (commit_zk.c), so that a ZooKeeper state lost after a dispatch always meets
+ * tasks_begun > 0 at the next load (job.c).
+ *
+ * A row held by another transaction a moment (a user's pause) is not a failure: batch.c
+ * sends the part again shortly and the round stays in flight (job_pg.h engine__pg_held).
+ *
  * PostgreSQL unreachable (a write failed, not fenced out): the job's rounds
  * stop, ZooKeeper's included, so nothing more is dispatched while the system
  * of record cannot follow; the PostgreSQL write alone is tried again with
@@ -88,6 +96,7 @@ void engine__commit_free(struct ejob *j)
     struct ecommit *c = j->commit;
     if (!c)
         return;
+    engine__commit_zk_parked_free(j);
     json_decref(c->pg_nodes);
     free(c->retries);
     if (c->kick_ev)

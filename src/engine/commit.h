@@ -93,6 +93,13 @@ struct ecommit {
     bool finishing;       /* FINISH asked: flush, then the final write */
     bool final_sent;      /* the final PostgreSQL write is in flight or done */
     bool dispatched_once; /* this owner has put a task (logged once) */
+    /* PostgreSQL records a task of the job begun (a row past waiting: read at the load,
+       tasks_begun, or committed by this owner's round), so that a ZooKeeper state lost
+       from now on is caught at the next load (job.c, engine_zk_state_lost). Until then a
+       multi-op that puts is parked (zk_parked, zk_busy set): it goes once the round that
+       carries its tasks' queued rows has committed (engine__commit_zk_unpark). */
+    bool pg_begun;
+    struct etxn *zk_parked;
 };
 
 /* Arm *ev (made with cb and j on first use) after the job's backoff: 100 ms doubling to
@@ -107,5 +114,12 @@ bool engine__commit_pg_flush(struct ejob *j);
 /* commit_zk.c: build the next multi-op and hand it to the batch; nothing when there is
  * nothing to write. Only while no multi-op of the job's is in flight (zk_busy). */
 void engine__commit_zk_flush(struct ejob *j);
+/* commit_zk.c: the parked multi-op (ecommit.zk_parked), after a PostgreSQL round's answer
+ * or a handover: sent once pg_begun; dropped as not applied while PostgreSQL is down and the
+ * job is being handed over (its puts back to the retries), or freed with a dead job; else
+ * kept. */
+void engine__commit_zk_unpark(struct ejob *j);
+/* commit_zk.c: free a parked multi-op (the job is being freed). */
+void engine__commit_zk_parked_free(struct ejob *j);
 
 #endif

@@ -58,13 +58,18 @@ struct pgb {
         uint32_t idx;
     } * tasks;
     size_t n_tasks;
+    bool begun; /* a task row past waiting (what tasks_begun counts) */
 };
 
-static void task_row(struct strbuf *b, const struct eplan *p, uint32_t i, bool first)
+/* Each row names its job ("j", which the job's own statements ignore): rows of several jobs'
+ * rounds merge into one statement by concatenation (job_pg.c, merge_rounds). */
+static void task_row(struct strbuf *b, const char *job, const struct eplan *p, uint32_t i,
+                     bool first)
 {
     const struct engine_task_rec *r = &p->recs[i];
-    strbuf_addf(b, "%s{\"p\":\"%c\",\"i\":%u,\"st\":\"%s\",\"at\":%u,\"w\":", first ? "" : ",",
-                p->phase, i, engine_task_state_name((enum engine_task_state)r->state), r->attempt);
+    strbuf_addf(
+        b, "%s{\"j\":%s,\"p\":\"%c\",\"i\":%u,\"st\":\"%s\",\"at\":%u,\"w\":", first ? "" : ",",
+        job, p->phase, i, engine_task_state_name((enum engine_task_state)r->state), r->attempt);
     engine__pg_jstr(b, p->worker[i]);
     if (p->t_start[i])
         strbuf_addf(b, ",\"s\":%lld", (long long)p->t_start[i]);
@@ -86,7 +91,7 @@ static void attempt_row(struct strbuf *b, const struct ejob *j, const struct eru
                      : strcmp(status, "lost") == 0     ? "lost"
                      : strcmp(status, "returned") == 0 ? "returned"
                                                        : "failed";
-    strbuf_addf(b, "%s{\"p\":\"%c\",\"t\":", first ? "" : ",", run->phase);
+    strbuf_addf(b, "%s{\"j\":%s,\"p\":\"%c\",\"t\":", first ? "" : ",", j->id, run->phase);
     engine__pg_jstr(b, task);
     strbuf_addf(b, ",\"a\":%u,\"r\":", run->attempt);
     engine__pg_jstr(b, run->row ? run->row : run->name); /* one row per attempt (run.c) */
@@ -160,7 +165,9 @@ bool engine__commit_pg_flush(struct ejob *j)
         for (size_t i = 0; i < p->n_pg; i++) {
             uint32_t idx = p->pg_list[i];
             p->pg_dirty[idx] = 0;
-            task_row(&tb, p, idx, tb.len == 0);
+            task_row(&tb, j->id, p, idx, tb.len == 0);
+            enum engine_task_state st = (enum engine_task_state)p->recs[idx].state;
+            g->begun |= st != ENGINE_TS_WAITING && st != ENGINE_TS_SKIPPED;
             g->tasks = xrealloc(g->tasks, (g->n_tasks + 1) * sizeof(*g->tasks));
             g->tasks[g->n_tasks].p = p;
             g->tasks[g->n_tasks++].idx = idx;
@@ -223,6 +230,7 @@ static void pg_done(int rc, const struct drv_err *err, void *arg)
             g->runs[i]->recorded = true;
     }
     if (rc == 0) {
+        j->commit->pg_begun |= g->begun;
         j->commit->backoff_ms = 0;
         if (j->commit->pg_down)
             log_info(MOD, "event=job-pg-write-resumed job=%s", j->id);
@@ -250,6 +258,7 @@ static void pg_done(int rc, const struct drv_err *err, void *arg)
     free(g->tasks);
     free(g->runs);
     free(g);
+    engine__commit_zk_unpark(j); /* a first dispatch waiting for these rows */
     if (engine__job_alive(j)) {
         engine__kick(j);
         engine__job_idle(j);

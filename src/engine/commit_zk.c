@@ -44,6 +44,11 @@ struct etxn {
     size_t n_dels, cap_dels;
     int32_t st_ver; /* the state version it expects */
     size_t dispatched;
+    struct {
+        struct eplan *p;
+        uint32_t idx;
+    } * disp; /* the tasks dispatched (put, or into a slot) */
+    size_t n_disp, cap_disp;
     bool slots; /* this round's tasks go to the workers' slots (assign.c), not the queue */
 };
 
@@ -52,7 +57,16 @@ static void etxn_free(struct etxn *t)
     engine__zpart_clear(&t->z);
     free(t->chunks);
     free(t->dels);
+    free(t->disp);
     free(t);
+}
+
+static void note_dispatch(struct etxn *t, struct eplan *p, uint32_t idx)
+{
+    XGROW(t->disp, t->cap_disp, t->n_disp + 1);
+    t->disp[t->n_disp].p = p;
+    t->disp[t->n_disp++].idx = idx;
+    t->dispatched++;
 }
 
 /* ---- ZooKeeper ----------------------------------------------------------------------------- */
@@ -188,7 +202,7 @@ static int put_task(struct etxn *t, struct eplan *p, uint32_t idx, bool cleanup,
             return DRV_ETOOBIG;
         if (t->z.bytes - before < need)
             t->z.bytes = before + need;
-        t->dispatched++;
+        note_dispatch(t, p, idx);
         return 0;
     }
     struct engine__zop *o = engine__zpart_add(&t->z, ENGINE__ZOP_PUT, NULL, item, 0);
@@ -196,7 +210,7 @@ static int put_task(struct etxn *t, struct eplan *p, uint32_t idx, bool cleanup,
     o->prio = p->phase == 'r' ? 7 : 5;
     memcpy(o->key, key, sizeof(o->key));
     t->z.bytes += need;
-    t->dispatched++;
+    note_dispatch(t, p, idx);
     return 0;
 }
 
@@ -580,6 +594,46 @@ static void zk_settled(struct etxn *t, bool applied)
     engine__job_idle(j);
 }
 
+/* The first multi-op that dispatches (puts, or assigns to a slot), while PostgreSQL records
+ * no task of the job begun: held back until the round carrying its tasks' queued rows has committed
+ * (pg_done calls engine__commit_zk_unpark), so that a ZooKeeper state lost once a task is
+ * dispatched always finds tasks_begun > 0 (docs/engine.md "Resuming after a failover"). Its tasks'
+ * rows are marked for that round here, whatever marked them before. */
+static void park(struct ejob *j, struct etxn *t)
+{
+    for (size_t i = 0; i < t->n_disp; i++)
+        engine__task_touch(t->disp[i].p, t->disp[i].idx);
+    j->commit->zk_parked = t;
+    log_info(MOD, "event=job-dispatch-waits-for-pg job=%s tasks=%zu", j->id, t->dispatched);
+    engine__kick(j); /* the round with the queued rows */
+}
+
+void engine__commit_zk_unpark(struct ejob *j)
+{
+    struct ecommit *c = j->commit;
+    struct etxn *t = c->zk_parked;
+    if (!t)
+        return;
+    if (!engine__job_alive(j)) {
+        c->zk_parked = NULL;
+        c->zk_busy = false;
+        etxn_free(t);
+    } else if (c->pg_begun) {
+        c->zk_parked = NULL;
+        zk_send(t);
+    } else if (c->pg_down && j->own == EJ_HANDING_OVER) {
+        c->zk_parked = NULL;
+        zk_settled(t, false); /* never sent: the next owner dispatches */
+    }
+}
+
+void engine__commit_zk_parked_free(struct ejob *j)
+{
+    if (j->commit->zk_parked)
+        etxn_free(j->commit->zk_parked);
+    j->commit->zk_parked = NULL;
+}
+
 void engine__commit_zk_flush(struct ejob *j)
 {
     struct etxn *t = zk_build(j);
@@ -590,5 +644,9 @@ void engine__commit_zk_flush(struct ejob *j)
         puts |= t->z.ops[i].kind == ENGINE__ZOP_PUT;
     engine__job_check_io(j, puts); /* job.c invariants 3, 4 */
     j->commit->zk_busy = true;
+    if (t->dispatched && !j->commit->pg_begun) {
+        park(j, t);
+        return;
+    }
     zk_send(t);
 }

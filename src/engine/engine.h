@@ -117,6 +117,9 @@ struct engine_stats {
      * in a transaction carrying other jobs' parts too (batch.c). */
     unsigned long pg_shared_starts;
     unsigned long pg_shared_ends;
+    /* Jobs' parts held (another transaction held a lock they need) and sent again
+     * (batch.c, job_pg.h engine__pg_held). */
+    unsigned long pg_held;
 };
 void engine_get_stats(const struct engine *e, struct engine_stats *st);
 

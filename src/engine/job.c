@@ -226,6 +226,12 @@ static bool pipeline_idle(const struct ejob *j)
  * re-derive them from the run records (issue 22 item 1; jobresume.c does). */
 void engine__job_idle(struct ejob *j)
 {
+    if (j->own == EJ_HANDING_OVER && j->commit->zk_parked) {
+        /* A first dispatch waiting for PostgreSQL: dropped while it is down (commit_zk.c). */
+        engine__commit_zk_unpark(j);
+        if (j->commit->zk_parked || j->own != EJ_HANDING_OVER)
+            return;
+    }
     if (j->own == EJ_HANDING_OVER && pipeline_idle(j)) {
         if (engine__commit_pg_owed(j)) {
             engine__kick(j); /* pg_done calls here again */
@@ -519,6 +525,8 @@ static void loaded(int rc, const struct drv_err *err, void *arg)
     }
     j->job = json_incref(l->job);
     j->cluster = json_incref(l->cluster);
+    /* Tasks begun as PostgreSQL records them: a first dispatch need not wait (commit.h). */
+    j->commit->pg_begun = strtol(engine__row_str(l->job, "tasks_begun"), NULL, 10) > 0;
     j->catset = model_catset_ref(l->catset);
     j->slim = json_is_true(json_object_get(l->job, "slim"));
     snprintf(j->tenant_id, sizeof(j->tenant_id), "%s", engine__row_str(l->job, "tenant_id"));

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "job_pg.h"
+#include "log.h"
 #include "model.h"
 #include "planner.h"
 #include "store.h"
@@ -26,6 +27,8 @@
 #include "xalloc.h"
 
 #define ROWS_PER_INSERT 10000
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 /* ---- JSON text ----------------------------------------------------------------------- */
 
@@ -56,6 +59,54 @@ void engine__pg_jstr(struct strbuf *b, const char *s)
 
 /* ---- shared ----------------------------------------------------------------------------- */
 
+/* SQLSTATE lock_not_available (55P03) as store.c encodes it in lib_code (base 36). */
+static int lock_na_code(void)
+{
+    int v = 0;
+    for (const char *c = "55P03"; *c; c++)
+        v = v * 36 + (*c >= '0' && *c <= '9' ? *c - '0' : *c - 'A' + 10);
+    return v;
+}
+
+int engine__pg_held_set(struct drv_err *err, const char *id, const char *why)
+{
+    return drv_err_set(err, DRV_EAGAIN, lock_na_code(), "job %s: %s", id, why);
+}
+
+bool engine__pg_held(int rc, const struct drv_err *err)
+{
+    return rc == DRV_EAGAIN && err && err->lib_code == lock_na_code();
+}
+
+/* A statement that waited lock_timeout for another transaction's lock (DRV_EPG, 55P03):
+ * the part's row held, as the fence's SKIP LOCKED finds it. */
+static int held_from(int rc, struct drv_err *err)
+{
+    if (rc == DRV_EPG && err->lib_code == lock_na_code()) {
+        err->code = DRV_EAGAIN;
+        return DRV_EAGAIN;
+    }
+    return rc;
+}
+
+/* The settings of every engine write transaction. A bulk write may take minutes; an owner
+ * frozen between two statements (SIGSTOP, a stalled host) must not hold the job's row lock,
+ * which the next owner's load waits for: the server ends a transaction idle for 10 s. No
+ * statement waits longer than ENGINE_PG_LOCK_TIMEOUT_MS for another transaction's lock (a
+ * user's pause holding a task or node row a moment): it fails (55P03), its part is held
+ * (engine__pg_held) and tried again shortly, and the other parts of a batch go on. */
+static int tx_settings(PGconn *conn, struct drv_err *err)
+{
+    return store_execp(conn,
+                       "SELECT set_config('statement_timeout', '300000', true),"
+                       " set_config('idle_in_transaction_session_timeout', '10000', true),"
+                       " set_config('lock_timeout', '" STR(ENGINE_PG_LOCK_TIMEOUT_MS) "', true)",
+                       0, NULL, NULL, err);
+}
+
+/* The job's row locked (SKIP LOCKED: another transaction holding it, a user's pause or an
+ * older owner frozen mid-transaction, makes the part held, not waiting) and its token
+ * compared with the owner's. */
 static int fence(PGconn *conn, const char *id, int64_t token, int64_t zk, struct drv_err *err)
 {
     char tok[24], zks[24];
@@ -64,13 +115,18 @@ static int fence(PGconn *conn, const char *id, int64_t token, int64_t zk, struct
     const char *p[] = {id, tok, zks};
     PGresult *r;
     int rc = store_execp(conn,
-                         "SELECT owner_token = $2::bigint AND owner_zk = $3::bigint AS mine"
-                         " FROM jobs WHERE id = $1::bigint FOR UPDATE",
+                         "SELECT (SELECT owner_token = $2::bigint AND owner_zk = $3::bigint"
+                         "   FROM jobs WHERE id = $1::bigint FOR UPDATE SKIP LOCKED) AS mine,"
+                         " EXISTS (SELECT 1 FROM jobs WHERE id = $1::bigint) AS there",
                          3, p, &r, err);
     if (rc)
         return rc;
-    int mine = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
+    bool locked = PQntuples(r) == 1 && !PQgetisnull(r, 0, 0);
+    bool mine = locked && PQgetvalue(r, 0, 0)[0] == 't';
+    bool there = PQntuples(r) == 1 && PQgetvalue(r, 0, 1)[0] == 't';
     PQclear(r);
+    if (!locked && there)
+        return engine__pg_held_set(err, id, "its row is locked by another transaction");
     if (!mine)
         return drv_err_set(err, DRV_ECONFLICT, 0,
                            "job %s: a newer owner's token is recorded: this owner is fenced out",
@@ -85,17 +141,11 @@ static int fenced(PGconn *conn, const char *id, int64_t token, int64_t zk,
     int rc = store_begin(conn, err);
     if (rc)
         return rc;
-    /* A bulk write may take minutes; an owner frozen between two statements (SIGSTOP, a
-     * stalled host) must not hold the job's row lock, which the next owner's load waits
-     * for: the server ends a transaction idle for 10 s. */
-    rc = store_execp(conn,
-                     "SELECT set_config('statement_timeout', '300000', true),"
-                     " set_config('idle_in_transaction_session_timeout', '10000', true)",
-                     0, NULL, NULL, err);
+    rc = tx_settings(conn, err);
     if (rc == 0)
         rc = fence(conn, id, token, zk, err);
     if (rc == 0)
-        rc = fn(conn, arg, err);
+        rc = held_from(fn(conn, arg, err), err);
     if (rc == 0)
         rc = store_commit(conn, err);
     if (rc)
@@ -132,6 +182,40 @@ int engine__pg_claim_work(PGconn *conn, void *arg, struct drv_err *err)
         return rc;
     int claimed = PQntuples(r);
     PQclear(r);
+    if (!claimed)
+        return drv_err_set(err, DRV_ECONFLICT, 0, "job %s: a newer owner's token is recorded",
+                           l->id);
+    return 0;
+}
+
+/* The claim alone (a batch of one): in one statement, the row locked SKIP LOCKED (held by
+ * another transaction: the part is held, not waiting), the token recorded when higher. */
+static int claim_alone(PGconn *conn, struct engine__pg_load *l, struct drv_err *err)
+{
+    char tok[24], zk[24];
+    snprintf(tok, sizeof(tok), "%lld", (long long)l->token);
+    snprintf(zk, sizeof(zk), "%lld", (long long)l->zk);
+    const char *p[] = {l->id, l->node, tok, zk};
+    PGresult *r;
+    /* The pair (incarnation, zxid), as engine__pg_claim_work. */
+    int rc =
+        store_execp(conn,
+                    "WITH l AS (SELECT id, (owner_zk, owner_token) < ($4::bigint, $3::bigint)"
+                    "   AS ok FROM jobs WHERE id = $1::bigint FOR UPDATE SKIP LOCKED),"
+                    " u AS (UPDATE jobs j SET owner = $2, owner_token = $3::bigint,"
+                    "   owner_zk = $4::bigint FROM l WHERE j.id = l.id AND l.ok RETURNING j.id)"
+                    " SELECT (SELECT count(*) FROM u) AS claimed,"
+                    " (SELECT count(*) FROM l) AS locked,"
+                    " EXISTS (SELECT 1 FROM jobs WHERE id = $1::bigint) AS there",
+                    4, p, &r, err);
+    if (rc)
+        return rc;
+    bool claimed = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == '1';
+    bool locked = PQntuples(r) == 1 && PQgetvalue(r, 0, 1)[0] == '1';
+    bool there = PQntuples(r) == 1 && PQgetvalue(r, 0, 2)[0] == 't';
+    PQclear(r);
+    if (!locked && there)
+        return engine__pg_held_set(err, l->id, "its row is locked by another transaction");
     if (!claimed)
         return drv_err_set(err, DRV_ECONFLICT, 0, "job %s: a newer owner's token is recorded",
                            l->id);
@@ -536,7 +620,7 @@ int engine__pg_part_work(PGconn *conn, struct engine__pg_part *p, struct drv_err
 {
     switch (p->kind) {
     case ENGINE__PG_LOAD:
-        return engine__pg_claim_work(conn, p->arg, err);
+        return claim_alone(conn, p->arg, err);
     case ENGINE__PG_START:
         return engine__pg_start_work(conn, p->arg, err);
     case ENGINE__PG_ROUND:
@@ -549,10 +633,10 @@ int engine__pg_part_work(PGconn *conn, struct engine__pg_part *p, struct drv_err
 
 /* Every part's job row locked in id order (the parts come sorted), each token checked: a
  * load's must be higher than the one recorded, any other's equal to it. rc[i]
- * DRV_ECONFLICT for a part whose owner is fenced out; DRV_EAGAIN for one whose row another
- * transaction holds (SKIP LOCKED: an older owner frozen in its own transaction, until
- * idle_in_transaction_session_timeout ends it, must not hold the batch's other jobs with it;
- * that part's job tries again as after any write that did not happen). */
+ * DRV_ECONFLICT for a part whose owner is fenced out; held (engine__pg_held) for one whose
+ * row another transaction holds (SKIP LOCKED: a user's pause or cancel a moment, an older
+ * owner frozen in its own transaction until idle_in_transaction_session_timeout ends it,
+ * must not hold the batch's other jobs with it; batch.c sends that part again shortly). */
 static int fence_many(PGconn *conn, struct engine__pg_multi *m, struct drv_err *err)
 {
     struct strbuf ids = STRBUF_INIT, toks = STRBUF_INIT, claims = STRBUF_INIT, zks = STRBUF_INIT;
@@ -562,8 +646,8 @@ static int fence_many(PGconn *conn, struct engine__pg_multi *m, struct drv_err *
         strbuf_addf(&toks, "%s%lld", i ? "," : "{", (long long)p->token);
         strbuf_addf(&zks, "%s%lld", i ? "," : "{", (long long)p->zk);
         strbuf_addf(&claims, "%s%s", i ? "," : "{", p->kind == ENGINE__PG_LOAD ? "t" : "f");
-        m->rc[i] = drv_err_set(&m->err[i], DRV_EAGAIN, 0,
-                               "job %s: its row is locked by another transaction", p->id);
+        m->rc[i] =
+            engine__pg_held_set(&m->err[i], p->id, "its row is locked by another transaction");
     }
     strbuf_addch(&ids, '}');
     strbuf_addch(&toks, '}');
@@ -604,24 +688,128 @@ static int fence_many(PGconn *conn, struct engine__pg_multi *m, struct drv_err *
     return 0;
 }
 
+/* A round that writes only task states and attempt rows (no job row, rollback plan or node
+ * properties): most of a small job's rounds. */
+static bool plain_round(const struct engine__pg_part *p)
+{
+    const struct engine__pg_batch *b = p->arg;
+    return p->kind == ENGINE__PG_ROUND && !b->job_phase && !b->rb_tasks && !b->nodes &&
+           (b->tasks || b->attempts);
+}
+
+/* The rows of the plain rounds marked in `in`, concatenated: each part's JSON array (rows that
+ * name their job, commit_pg.c) without its brackets. NULL when none has any. */
+static char *merged_rows(const struct engine__pg_multi *m, const bool *in, bool attempts)
+{
+    struct strbuf sb = STRBUF_INIT;
+    for (size_t i = 0; i < m->n; i++) {
+        const struct engine__pg_batch *b = m->p[i].arg;
+        const char *rows = !in[i] ? NULL : attempts ? b->attempts : b->tasks;
+        size_t len = rows ? strlen(rows) : 0;
+        if (len <= 2)
+            continue;
+        strbuf_addch(&sb, sb.len ? ',' : '[');
+        strbuf_add(&sb, rows + 1, len - 2);
+    }
+    if (!sb.len)
+        return NULL;
+    strbuf_addch(&sb, ']');
+    return strbuf_detach(&sb, NULL);
+}
+
+/* The plain rounds of two or more jobs whose fence held, written by one UPDATE of tasks and
+ * one INSERT of attempts for all of them, under the batch's savepoint (made here; the caller
+ * makes it again before the next part): a statement per kind instead of one per job, and the
+ * task triggers' statements once. Sets in[i] for each part it wrote (rc[i] stays 0). When a
+ * merged statement fails, the savepoint is rolled back to, nothing is marked, and the caller
+ * writes each part alone as before (so one job's bad row fails its part only). Returns the
+ * error that broke the connection (DRV_EAGAIN), else 0. */
+static int merge_rounds(PGconn *conn, struct engine__pg_multi *m, bool *in, bool *saved,
+                        struct drv_err *err)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        in[i] = m->rc[i] == 0 && plain_round(&m->p[i]);
+        n += in[i];
+    }
+    if (n < 2) {
+        memset(in, 0, m->n * sizeof(*in));
+        return 0;
+    }
+    char *tasks = merged_rows(m, in, false), *attempts = merged_rows(m, in, true);
+    struct drv_err e;
+    int rc = store_exec(conn, "SAVEPOINT job", 0, NULL, NULL, err);
+    if (rc == 0)
+        *saved = true;
+    if (rc == 0 && tasks) {
+        const char *p[] = {tasks};
+        rc = store_execp(
+            conn,
+            "UPDATE tasks t SET status = u.st, attempts = u.at,"
+            " worker = coalesce(u.w, t.worker), message = coalesce(u.m, t.message),"
+            " started_at = coalesce(t.started_at, to_timestamp(u.s / 1000.0)),"
+            " ended_at = CASE WHEN u.e IS NULL THEN t.ended_at ELSE to_timestamp(u.e / 1000.0) END"
+            " FROM jsonb_to_recordset($1::jsonb)"
+            "   AS u(j bigint, p text, i int, st text, at int, w text, m text, s bigint, e bigint)"
+            " WHERE t.job_id = u.j AND t.phase = u.p AND t.idx = u.i",
+            1, p, NULL, &e);
+    }
+    if (rc == 0 && attempts) {
+        const char *p[] = {attempts};
+        rc = store_execp(
+            conn,
+            "INSERT INTO task_attempts (job_id, phase, task_id, attempt, run, worker, status,"
+            " started_at, ended_at, message, how, output_tail, result, undo)"
+            " SELECT u.j, u.p, u.t, u.a, u.r, u.w, u.st, to_timestamp(u.s / 1000.0),"
+            " to_timestamp(u.e / 1000.0), u.m, u.h, u.tail, u.res, u.undo"
+            " FROM jsonb_to_recordset($1::jsonb) AS u(j bigint, p text, t text, a int, r text,"
+            "   w text, st text, s bigint, e bigint, m text, h text, tail text, res jsonb,"
+            "   undo jsonb)"
+            " ON CONFLICT (job_id, phase, task_id, attempt, run) DO UPDATE SET"
+            " status = excluded.status, ended_at = excluded.ended_at,"
+            " message = excluded.message, how = excluded.how,"
+            " output_tail = excluded.output_tail, result = excluded.result",
+            1, p, NULL, &e);
+    }
+    free(tasks);
+    free(attempts);
+    if (rc == DRV_EAGAIN && *saved) { /* the connection broke: nothing is written */
+        *err = e;
+        return rc;
+    }
+    if (rc && *saved) {
+        log_info("engine", "event=pg-rounds-merge-failed parts=%zu error=\"%s\"", n, e.msg);
+        memset(in, 0, m->n * sizeof(*in));
+        return store_exec(conn, "ROLLBACK TO SAVEPOINT job", 0, NULL, NULL, err);
+    }
+    return rc;
+}
+
 int engine__pg_multi_work(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_multi *m = arg;
     int rc = store_begin(conn, err);
     if (rc == 0)
-        rc = store_execp(conn,
-                         "SELECT set_config('statement_timeout', '300000', true),"
-                         " set_config('idle_in_transaction_session_timeout', '10000', true)",
-                         0, NULL, NULL, err);
+        rc = tx_settings(conn, err);
     if (rc == 0)
         rc = fence_many(conn, m, err);
     /* One round trip per part around its statements: the savepoint is made before the
      * first part; after a part that wrote, it is released and made again in one script;
      * after one that failed, rolled back to (it stays, for the next part). */
     bool any = false, saved = false;
+    bool *merged = xcalloc(m->n ? m->n : 1, sizeof(*merged));
+    if (rc == 0)
+        rc = merge_rounds(conn, m, merged, &saved, err);
+    bool alone = false; /* a part still to write alone after the merged ones */
+    for (size_t i = 0; i < m->n; i++) {
+        any |= merged[i];
+        alone |= m->rc[i] == 0 && !merged[i];
+    }
+    if (rc == 0 && any && alone) /* what the merged statements wrote stays if one fails */
+        rc = store_exec_script(conn, "RELEASE SAVEPOINT job; SAVEPOINT job", err);
     for (size_t i = 0; rc == 0 && i < m->n; i++) {
-        if (m->rc[i])
-            continue; /* fenced out: its statements are not run, the others go on */
+        if (m->rc[i] || merged[i])
+            continue; /* fenced out, or written merged: the others go on */
         if (!saved)
             rc = store_exec(conn, "SAVEPOINT job", 0, NULL, NULL, err);
         if (rc)
@@ -633,10 +821,12 @@ int engine__pg_multi_work(PGconn *conn, void *arg, struct drv_err *err)
             rc = DRV_EAGAIN;
             break;
         }
+        /* A statement that waited lock_timeout for a foreign lock: held, rolled back alone. */
+        m->rc[i] = held_from(m->rc[i], &m->err[i]);
         any |= m->rc[i] == 0;
         bool more = false;
         for (size_t k = i + 1; k < m->n && !more; k++)
-            more = m->rc[k] == 0;
+            more = m->rc[k] == 0 && !merged[k];
         if (m->rc[i])
             rc = store_exec(conn, "ROLLBACK TO SAVEPOINT job", 0, NULL, NULL, err);
         else if (more)
@@ -651,6 +841,7 @@ int engine__pg_multi_work(PGconn *conn, void *arg, struct drv_err *err)
             m->rc[i] = rc;
             m->err[i] = *err;
         }
+    free(merged);
     return rc;
 }
 

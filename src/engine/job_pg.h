@@ -127,6 +127,17 @@ struct engine__pg_multi {
     struct drv_err *err; /* n errors */
 };
 int engine__pg_multi_work(PGconn *conn, void *arg, struct drv_err *err);
+/* A part is held when another transaction holds a lock it needs: its job row (the fence
+ * locks it SKIP LOCKED, in a batch and alone), or a row one of its statements writes (a task,
+ * attempt, node or cluster row: no statement waits longer than ENGINE_PG_LOCK_TIMEOUT_MS, the
+ * transactions' lock_timeout). Nothing of a held part is written (its statements are rolled
+ * back to its savepoint, the other parts go on): rc[i] is DRV_EAGAIN with SQLSTATE 55P03
+ * (lock_not_available) in err[i].lib_code, which engine__pg_held tells from a connection
+ * that broke. batch.c sends a held part again shortly, its job never hears it
+ * (docs/engine.md "Batching across jobs"). */
+#define ENGINE_PG_LOCK_TIMEOUT_MS 200
+bool engine__pg_held(int rc, const struct drv_err *err);
+int engine__pg_held_set(struct drv_err *err, const char *id, const char *why);
 /* One part alone, as its own work (the load unfenced, the others fenced), for a batch of
  * one. */
 int engine__pg_part_work(PGconn *conn, struct engine__pg_part *p, struct drv_err *err);

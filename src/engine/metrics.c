@@ -141,6 +141,10 @@ static const struct node_metric node_metrics[] = {
      STAT(pg_shared_starts)},
     {"drover_engine_pg_shared_ends_total",
      "Jobs' final writes written in a transaction with other jobs' parts.", STAT(pg_shared_ends)},
+    {"drover_engine_pg_held_total",
+     "Jobs' parts held by another transaction's lock (a job row, a task or node row) and sent "
+     "again shortly.",
+     STAT(pg_held)},
     {"drover_engine_zk_multi_jobs_total",
      "Jobs carried by the rounds' ZooKeeper multi-ops (one carries one or more).",
      STAT(zk_multi_jobs)},
