@@ -61,11 +61,15 @@ struct pgb {
     bool begun; /* a task row past waiting (what tasks_begun counts) */
 };
 
-static void task_row(struct strbuf *b, const struct eplan *p, uint32_t i, bool first)
+/* Each row names its job ("j", which the job's own statements ignore): rows of several jobs'
+ * rounds merge into one statement by concatenation (job_pg.c, merge_rounds). */
+static void task_row(struct strbuf *b, const char *job, const struct eplan *p, uint32_t i,
+                     bool first)
 {
     const struct engine_task_rec *r = &p->recs[i];
-    strbuf_addf(b, "%s{\"p\":\"%c\",\"i\":%u,\"st\":\"%s\",\"at\":%u,\"w\":", first ? "" : ",",
-                p->phase, i, engine_task_state_name((enum engine_task_state)r->state), r->attempt);
+    strbuf_addf(
+        b, "%s{\"j\":%s,\"p\":\"%c\",\"i\":%u,\"st\":\"%s\",\"at\":%u,\"w\":", first ? "" : ",",
+        job, p->phase, i, engine_task_state_name((enum engine_task_state)r->state), r->attempt);
     engine__pg_jstr(b, p->worker[i]);
     if (p->t_start[i])
         strbuf_addf(b, ",\"s\":%lld", (long long)p->t_start[i]);
@@ -87,7 +91,7 @@ static void attempt_row(struct strbuf *b, const struct ejob *j, const struct eru
                      : strcmp(status, "lost") == 0     ? "lost"
                      : strcmp(status, "returned") == 0 ? "returned"
                                                        : "failed";
-    strbuf_addf(b, "%s{\"p\":\"%c\",\"t\":", first ? "" : ",", run->phase);
+    strbuf_addf(b, "%s{\"j\":%s,\"p\":\"%c\",\"t\":", first ? "" : ",", j->id, run->phase);
     engine__pg_jstr(b, task);
     strbuf_addf(b, ",\"a\":%u,\"r\":", run->attempt);
     engine__pg_jstr(b, run->row ? run->row : run->name); /* one row per attempt (run.c) */
@@ -160,7 +164,7 @@ bool engine__commit_pg_flush(struct ejob *j)
         for (size_t i = 0; i < p->n_pg; i++) {
             uint32_t idx = p->pg_list[i];
             p->pg_dirty[idx] = 0;
-            task_row(&tb, p, idx, tb.len == 0);
+            task_row(&tb, j->id, p, idx, tb.len == 0);
             enum engine_task_state st = (enum engine_task_state)p->recs[idx].state;
             g->begun |= st != ENGINE_TS_WAITING && st != ENGINE_TS_SKIPPED;
             g->tasks = xrealloc(g->tasks, (g->n_tasks + 1) * sizeof(*g->tasks));

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "job_pg.h"
+#include "log.h"
 #include "model.h"
 #include "planner.h"
 #include "store.h"
@@ -675,6 +676,103 @@ static int fence_many(PGconn *conn, struct engine__pg_multi *m, struct drv_err *
     return 0;
 }
 
+/* A round that writes only task states and attempt rows (no job row, rollback plan or node
+ * properties): most of a small job's rounds. */
+static bool plain_round(const struct engine__pg_part *p)
+{
+    const struct engine__pg_batch *b = p->arg;
+    return p->kind == ENGINE__PG_ROUND && !b->job_phase && !b->rb_tasks && !b->nodes &&
+           (b->tasks || b->attempts);
+}
+
+/* The rows of the plain rounds marked in `in`, concatenated: each part's JSON array (rows that
+ * name their job, commit_pg.c) without its brackets. NULL when none has any. */
+static char *merged_rows(const struct engine__pg_multi *m, const bool *in, bool attempts)
+{
+    struct strbuf sb = STRBUF_INIT;
+    for (size_t i = 0; i < m->n; i++) {
+        const struct engine__pg_batch *b = m->p[i].arg;
+        const char *rows = !in[i] ? NULL : attempts ? b->attempts : b->tasks;
+        size_t len = rows ? strlen(rows) : 0;
+        if (len <= 2)
+            continue;
+        strbuf_addch(&sb, sb.len ? ',' : '[');
+        strbuf_add(&sb, rows + 1, len - 2);
+    }
+    if (!sb.len)
+        return NULL;
+    strbuf_addch(&sb, ']');
+    return strbuf_detach(&sb, NULL);
+}
+
+/* The plain rounds of two or more jobs whose fence held, written by one UPDATE of tasks and
+ * one INSERT of attempts for all of them, under the batch's savepoint (made here; the caller
+ * makes it again before the next part): a statement per kind instead of one per job, and the
+ * task triggers' statements once. Sets in[i] for each part it wrote (rc[i] stays 0). When a
+ * merged statement fails, the savepoint is rolled back to, nothing is marked, and the caller
+ * writes each part alone as before (so one job's bad row fails its part only). Returns the
+ * error that broke the connection (DRV_EAGAIN), else 0. */
+static int merge_rounds(PGconn *conn, struct engine__pg_multi *m, bool *in, bool *saved,
+                        struct drv_err *err)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        in[i] = m->rc[i] == 0 && plain_round(&m->p[i]);
+        n += in[i];
+    }
+    if (n < 2) {
+        memset(in, 0, m->n * sizeof(*in));
+        return 0;
+    }
+    char *tasks = merged_rows(m, in, false), *attempts = merged_rows(m, in, true);
+    struct drv_err e;
+    int rc = store_exec(conn, "SAVEPOINT job", 0, NULL, NULL, err);
+    if (rc == 0)
+        *saved = true;
+    if (rc == 0 && tasks) {
+        const char *p[] = {tasks};
+        rc = store_execp(
+            conn,
+            "UPDATE tasks t SET status = u.st, attempts = u.at,"
+            " worker = coalesce(u.w, t.worker), message = coalesce(u.m, t.message),"
+            " started_at = coalesce(t.started_at, to_timestamp(u.s / 1000.0)),"
+            " ended_at = CASE WHEN u.e IS NULL THEN t.ended_at ELSE to_timestamp(u.e / 1000.0) END"
+            " FROM jsonb_to_recordset($1::jsonb)"
+            "   AS u(j bigint, p text, i int, st text, at int, w text, m text, s bigint, e bigint)"
+            " WHERE t.job_id = u.j AND t.phase = u.p AND t.idx = u.i",
+            1, p, NULL, &e);
+    }
+    if (rc == 0 && attempts) {
+        const char *p[] = {attempts};
+        rc = store_execp(
+            conn,
+            "INSERT INTO task_attempts (job_id, phase, task_id, attempt, run, worker, status,"
+            " started_at, ended_at, message, how, output_tail, result, undo)"
+            " SELECT u.j, u.p, u.t, u.a, u.r, u.w, u.st, to_timestamp(u.s / 1000.0),"
+            " to_timestamp(u.e / 1000.0), u.m, u.h, u.tail, u.res, u.undo"
+            " FROM jsonb_to_recordset($1::jsonb) AS u(j bigint, p text, t text, a int, r text,"
+            "   w text, st text, s bigint, e bigint, m text, h text, tail text, res jsonb,"
+            "   undo jsonb)"
+            " ON CONFLICT (job_id, phase, task_id, attempt, run) DO UPDATE SET"
+            " status = excluded.status, ended_at = excluded.ended_at,"
+            " message = excluded.message, how = excluded.how,"
+            " output_tail = excluded.output_tail, result = excluded.result",
+            1, p, NULL, &e);
+    }
+    free(tasks);
+    free(attempts);
+    if (rc == DRV_EAGAIN && *saved) { /* the connection broke: nothing is written */
+        *err = e;
+        return rc;
+    }
+    if (rc && *saved) {
+        log_info("engine", "event=pg-rounds-merge-failed parts=%zu error=\"%s\"", n, e.msg);
+        memset(in, 0, m->n * sizeof(*in));
+        return store_exec(conn, "ROLLBACK TO SAVEPOINT job", 0, NULL, NULL, err);
+    }
+    return rc;
+}
+
 int engine__pg_multi_work(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_multi *m = arg;
@@ -687,9 +785,19 @@ int engine__pg_multi_work(PGconn *conn, void *arg, struct drv_err *err)
      * first part; after a part that wrote, it is released and made again in one script;
      * after one that failed, rolled back to (it stays, for the next part). */
     bool any = false, saved = false;
+    bool *merged = xcalloc(m->n ? m->n : 1, sizeof(*merged));
+    if (rc == 0)
+        rc = merge_rounds(conn, m, merged, &saved, err);
+    bool alone = false; /* a part still to write alone after the merged ones */
+    for (size_t i = 0; i < m->n; i++) {
+        any |= merged[i];
+        alone |= m->rc[i] == 0 && !merged[i];
+    }
+    if (rc == 0 && any && alone) /* what the merged statements wrote stays if one fails */
+        rc = store_exec_script(conn, "RELEASE SAVEPOINT job; SAVEPOINT job", err);
     for (size_t i = 0; rc == 0 && i < m->n; i++) {
-        if (m->rc[i])
-            continue; /* fenced out: its statements are not run, the others go on */
+        if (m->rc[i] || merged[i])
+            continue; /* fenced out, or written merged: the others go on */
         if (!saved)
             rc = store_exec(conn, "SAVEPOINT job", 0, NULL, NULL, err);
         if (rc)
@@ -706,7 +814,7 @@ int engine__pg_multi_work(PGconn *conn, void *arg, struct drv_err *err)
         any |= m->rc[i] == 0;
         bool more = false;
         for (size_t k = i + 1; k < m->n && !more; k++)
-            more = m->rc[k] == 0;
+            more = m->rc[k] == 0 && !merged[k];
         if (m->rc[i])
             rc = store_exec(conn, "ROLLBACK TO SAVEPOINT job", 0, NULL, NULL, err);
         else if (more)
@@ -721,6 +829,7 @@ int engine__pg_multi_work(PGconn *conn, void *arg, struct drv_err *err)
             m->rc[i] = rc;
             m->err[i] = *err;
         }
+    free(merged);
     return rc;
 }
 
