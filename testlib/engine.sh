@@ -54,6 +54,23 @@ worker_zk_file() {
   echo "$f"
 }
 
+# held_tasks QUEUE: "<znode> <session>" for each task held in QUEUE (/drover/queues/<t>/<c>),
+# whichever way the workers take them: a claim of a queue item (the session in its data) or a
+# slot holding an assignment (the session in its name, <worker>.<session hex>.<i>:
+# docs/coord.md "Slots").
+held_tasks() {
+  local q=$1 c s
+  for c in $(zk ls "$q/claims" 2> /dev/null); do
+    s=$(zk get "$q/claims/$c" 2> /dev/null | grep -o '"session":"0x[0-9a-f]*"' | cut -d'"' -f4)
+    echo "$c $s"
+  done
+  for c in $(zk ls "$q/slots" 2> /dev/null); do
+    zk get "$q/slots/$c" 2> /dev/null | grep -q '"key"' || continue
+    s=${c%.*}
+    echo "$c 0x${s##*.}"
+  done
+}
+
 # start_worker NAME [extra config lines...]: serving tenant $WORKER_TENANT (default acme).
 # When droverd runs with ZooKeeper credentials (ZK_DROVERD_ID: its digest id; ZK_READERS:
 # the operator's), the worker logs in with its tenant's own identity (docs/zookeeper-tree.md

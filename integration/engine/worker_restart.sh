@@ -4,9 +4,11 @@
 # ZooKeeper identity, which may not delete its stale member znode, and keeps its session in
 # worker.session_file. The dead one's installs are held (claimed by its session); the
 # restarted worker proves it dead (the file's lock is free) and closes that session, then
-# joins and claims one of those very items with its new session. Asserted by event order:
-# when the new session holds the item, ZooKeeper has logged no expiry of the old session
-# (before the fix the item stays claimed until that expiry). The plugins of the dead worker
+# joins and claims one of those very items with its new session (with slots, worker.slots:
+# the owner sees the member back with another session and writes the task into a slot of
+# the new one). Asserted by event order: when the new session holds the task, ZooKeeper has
+# logged no expiry of the old session (before the fix the item stays claimed until that
+# expiry). The plugins of the dead worker
 # are dead (the sleep plugin's flock: no overlap), the job succeeds. A second worker given
 # the same session file while the first runs finds it busy and touches nothing.
 . "$(dirname "$0")/../../testlib/test-lib.sh"
@@ -23,16 +25,15 @@ SF="$T/worker-1.session"
 start_worker worker-1 "worker.session_file = $SF"
 export DROVER_ZK_DIGEST_FILE="$T/zk.digest"
 Q=/drover/queues/acme/default
-held() { [ "$(zk ls "$Q/claims" 2> /dev/null | grep -c .)" = 2 ]; }
+held() { [ "$(held_tasks "$Q" | grep -c .)" = 2 ]; }
 read -r _ JID <<< "$(create_cluster c1 2 '{"hold_on":{"task":"install","file":"'"$T/gate"'"}}')"
 wait_until 60 "worker-1 to hold both installs" held
 [ "$(stat -c %a "$SF")" = 600 ] || fail "the session file is $(stat -c %a "$SF")"
 old=$(awk '{print $1}' "$SF")
-mine() { zk get "$Q/claims/$1" 2> /dev/null | grep -o '"session":"0x[0-9a-f]*"' | cut -d'"' -f4; }
-held=$(zk ls "$Q/claims")
-for c in $held; do
-  [ "$(($(mine "$c")))" = "$((old))" ] || fail "claim $c is not worker-1's session $old: $(mine "$c")"
-done
+held=$(held_tasks "$Q")
+while read -r c s; do
+  [ "$((s))" = "$((old))" ] || fail "$c is not held by worker-1's session $old: $s"
+done <<< "$held"
 
 # A second process given the same file while worker-1 lives: busy, nothing closed.
 start_worker worker-1b "worker.session_file = $SF"
@@ -41,19 +42,19 @@ wait_until 60 "worker-1b to find the session file busy" busy
 grep -q 'previous-session-closed' "$T/worker-1b.log" && fail "worker-1b closed a live worker's session"
 kill "$(pid_of worker-1b)"
 wait_exit worker-1b > /dev/null
-held || fail "worker-1b changed worker-1's claims"
+[ "$(held_tasks "$Q")" = "$held" ] || fail "worker-1b changed worker-1's claims or slots"
 pass "a session file held by a live worker: busy, its session left alone"
 
 kill -9 "$(pid_of worker-1)"
 wait_exit worker-1 > /dev/null
 start_worker worker-1 "worker.session_file = $SF"
-# taken_again: one of the dead session's items is claimed by worker-1's new session.
+# taken_again: one of the dead session's tasks (only the installs run: the gate holds them)
+# is held by worker-1's new session.
 taken_again() {
   local c s
-  for c in $held; do
-    s=$(mine "$c")
+  while read -r c s; do
     [ -n "$s" ] && [ "$((s))" != "$((old))" ] && return 0
-  done
+  done <<< "$(held_tasks "$Q")"
   return 1
 }
 wait_until 60 "the restarted worker-1 to claim a dead session's item" taken_again

@@ -7,13 +7,14 @@
 # tenant's queue, resources, job context, nodes and run records what that tenant's workers
 # need (the per-path table); never world. A tree written before (world readable) is closed at
 # droverd's start. The worker runs with tenant acme's own identity (drover key worker-zk).
-# While a job is in flight (its context, nodes, run records, queue items and claims, the
-# members all present) the whole tree is walked with each identity: none and an intruder read
-# nothing and list nothing, the operator reads everything and writes nothing, acme's workers
-# read exactly their tenant's part, Drover's own identity reads everything. A hostile worker
-# of tenant beta tries to take acme's queue item, read its context and run record, write its
-# run record: each NOAUTH, nothing changed; a beta worker set to serve acme's queue is refused
-# and logs it. `drover zk` reads with the operator's credentials and is refused without them;
+# While a job is in flight (its context, nodes, run records, queue items and claims, or with
+# worker.slots the worker's slots, offers and key records, the members all present) the whole
+# tree is walked with each identity: none and an intruder read nothing and list nothing, the
+# operator reads everything and writes nothing, acme's workers read exactly their tenant's
+# part, Drover's own identity reads everything. A hostile worker of tenant beta tries to take
+# acme's queue item (or write a task into acme's slot, read it, take or make an offer), read
+# its context and run record, write its run record: each NOAUTH, nothing changed; a beta
+# worker set to serve acme's queue is refused and logs it. `drover zk` reads with the operator's credentials and is refused without them;
 # the job then ends well.
 . "$(dirname "$0")/../../testlib/test-lib.sh"
 . "$(dirname "$0")/../../testlib/api.sh"
@@ -54,7 +55,7 @@ setup_tenant
 expect 201 "$(api POST /v1/tenants '{"name":"beta"}' "$SUPER")" '' "tenant beta"
 read -r _ JID <<< "$(create_cluster c1 2 '{"hold_on":{"task":"install","file":"'"$T/gate"'"}}')"
 export DROVER_ZK_DIGEST_FILE="$T/ops.digest" # for the zk helper: the operator reads
-claimed() { [ -n "$(zk ls /drover/queues/acme/default/claims 2> /dev/null)" ]; }
+claimed() { [ -n "$(held_tasks /drover/queues/acme/default)" ]; }
 wait_until 60 "the job to hold its installs" claimed
 
 # walk: every znode, by Drover's identity; each checked with each identity.
@@ -160,7 +161,8 @@ must = [f"{J}/ctx", f"{J}/runs", f"{J}/state", "/drover/members/worker/worker-1"
         "/drover/legacy/open"]
 missing = [m for m in must if m not in paths]
 runs = [p for p in paths if p.startswith(f"{J}/runs/")]
-claims = [p for p in paths if p.startswith("/drover/queues/acme/default/claims/")]
+claims = [p for p in paths if p.startswith(("/drover/queues/acme/default/claims/",
+                                            "/drover/queues/acme/default/slots/"))]
 if missing or not runs or not claims:
     bad.append(f"the walk missed {missing} (runs {len(runs)}, claims {len(claims)})")
 for b in bad[:20]:
@@ -184,21 +186,42 @@ drover = client(open(f"{t}/zk.digest").read().strip())
 beta = client(open(beta_file).read().strip())
 J, Q = f"/drover/jobs/{jid}", "/drover/queues/acme/default"
 run = f"{J}/runs/" + sorted(drover.get_children(f"{J}/runs"))[0]
-shard = [s for s in sorted(drover.get_children(f"{Q}/items")) if drover.get_children(f"{Q}/items/{s}")][0]
-item = sorted(drover.get_children(f"{Q}/items/{shard}"))[0]
-before = {p: drover.get(p)[0] for p in (f"{J}/ctx", run, f"{Q}/items/{shard}/{item}")}
+before = {p: drover.get(p)[0] for p in (f"{J}/ctx", run)}
 claims = set(drover.get_children(f"{Q}/claims"))
 tries = [("read acme's context", lambda: beta.get(f"{J}/ctx")),
          ("read acme's run record", lambda: beta.get(run)),
          ("write acme's run record", lambda: beta.set(run, b'{"status":"ok"}')),
          ("record a run of acme's job", lambda: beta.create(f"{J}/runs/f0.1.evil.1", b"{}")),
-         ("read acme's queue item", lambda: beta.get(f"{Q}/items/{shard}/{item}")),
-         ("list acme's queue", lambda: beta.get_children(f"{Q}/items/{shard}")),
-         ("claim acme's queue item", lambda: beta.create(f"{Q}/claims/{shard}-{item}", b"{}", ephemeral=True)),
-         ("delete acme's queue item", lambda: beta.delete(f"{Q}/items/{shard}/{item}")),
+         ("list acme's queue", lambda: beta.get_children(f"{Q}/items")),
          ("make a queue in acme's name", lambda: beta.create("/drover/queues/acme/evil", b"{}")),
          ("read acme's resources", lambda: beta.get("/drover/resources/acme")),
          ("read acme's worker", lambda: beta.get("/drover/members/worker/worker-1"))]
+shards = [s for s in sorted(drover.get_children(f"{Q}/items")) if drover.get_children(f"{Q}/items/{s}")]
+if shards:  # the queue's items (worker.slots off)
+    shard = shards[0]
+    item = sorted(drover.get_children(f"{Q}/items/{shard}"))[0]
+    before[f"{Q}/items/{shard}/{item}"] = drover.get(f"{Q}/items/{shard}/{item}")[0]
+    tries += [("read acme's queue item", lambda: beta.get(f"{Q}/items/{shard}/{item}")),
+              ("list acme's queue shard", lambda: beta.get_children(f"{Q}/items/{shard}")),
+              ("claim acme's queue item", lambda: beta.create(f"{Q}/claims/{shard}-{item}", b"{}", ephemeral=True)),
+              ("delete acme's queue item", lambda: beta.delete(f"{Q}/items/{shard}/{item}"))]
+slots = sorted(drover.get_children(f"{Q}/slots")) if drover.exists(f"{Q}/slots") else []
+busy = [s for s in slots if b'"key"' in drover.get(f"{Q}/slots/{s}")[0]]
+if busy:  # worker.slots: droverd wrote the tasks into acme's worker's slots
+    slot = busy[0]
+    before[f"{Q}/slots/{slot}"] = drover.get(f"{Q}/slots/{slot}")[0]
+    keys = sorted(drover.get_children(f"{Q}/keys"))
+    tries += [("read acme's slot", lambda: beta.get(f"{Q}/slots/{slot}")),
+              ("write a task into acme's slot", lambda: beta.set(f"{Q}/slots/{slot}", b'{"v":1,"key":"1.f0.9"}')),
+              ("delete acme's slot", lambda: beta.delete(f"{Q}/slots/{slot}")),
+              ("list acme's offers", lambda: beta.get_children(f"{Q}/free")),
+              ("offer a slot in acme's queue", lambda: beta.create(f"{Q}/free/{slot}@99", b"", ephemeral=True)),
+              ("make a slot in acme's queue", lambda: beta.create(f"{Q}/slots/evil.1.0", b'{"v":1}', ephemeral=True))]
+    if keys:
+        tries += [("delete acme's key record", lambda: beta.delete(f"{Q}/keys/{keys[0]}"))]
+if not shards and not busy:
+    print("FAIL: neither a queue item nor a busy slot of acme's to try")
+    sys.exit(1)
 bad = []
 for what, f in tries:
     try:

@@ -91,7 +91,8 @@ struct coord_slots {
     int refs;
     bool dead;
     bool offering;
-    bool making; /* the slots' multi-op is in flight */
+    bool making;       /* the slots' multi-op is in flight */
+    bool dirs_missing; /* the last make found slots/ or free/ missing: ensured before the next */
     bool staked;
     unsigned gen;    /* the handle generation the slots were made on (0: none yet) */
     int64_t session; /* their session's id */
@@ -375,14 +376,28 @@ static void slots_drop(struct coord_slots *sl)
 static void slots_make(struct coord_slots *sl);
 static void slots_send(struct coord_slots *sl);
 
+static void slots_dir_ready(int rc, void *arg);
+
+static void make_again(struct coord_slots *sl)
+{
+    if (sl->dead || sl->making)
+        return;
+    if (sl->v && sl->gen == sl->s->gen && sl->session == coord_session_id(sl->s))
+        slots_send(sl); /* this session's names: the multi-op again */
+    else
+        slots_make(sl);
+}
+
 static void make_retry(void *owner)
 {
     struct coord_slots *sl = owner;
-    if (!sl->dead && !sl->making) {
-        if (sl->v && sl->gen == sl->s->gen && sl->session == coord_session_id(sl->s))
-            slots_send(sl); /* this session's names: the multi-op again */
-        else
-            slots_make(sl);
+    if (!sl->dead && !sl->making && sl->dirs_missing) {
+        /* The parents first (their first ensure failed: a tenant's queue made after its
+           worker started, which may not create /drover/queues/<tenant> itself). */
+        sl->refs++;
+        coord_ensure_path(sl->s, sl->slots_dir, slots_dir_ready, sl);
+    } else {
+        make_again(sl);
     }
     slots_unref(sl);
 }
@@ -412,6 +427,7 @@ static void slots_made(struct coord__op *op)
         /* The NEW_SESSION listener makes them again. */
     } else {
         log_warn(MOD, "event=slots-make-failed dir=%s zrc=%d op=%d", sl->dir, op->rc, bad);
+        sl->dirs_missing = op->rc == ZNONODE; /* slots/ or free/ is not there */
         sl->refs++;
         coord__timer(sl->s, coord__backoff_ms(sl->s, sl->tries++), make_retry, sl);
     }
@@ -488,8 +504,10 @@ static void slots_session(void *owner, enum coord__session_event ev)
 static void dirs_ready(int rc, void *arg)
 {
     struct coord_slots *sl = arg;
-    if (!sl->dead && !sl->v)
-        slots_make(sl);
+    if (!sl->v || sl->dirs_missing) { /* the first make, or the one that found none */
+        sl->dirs_missing = false;
+        make_again(sl);
+    }
     slots_unref(sl);
 }
 
