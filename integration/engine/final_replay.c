@@ -30,12 +30,13 @@ static int final_of(PGconn *conn, const char *id, struct engine__pg_final *f, st
 {
     json_t *row = NULL;
     const char *p[] = {id};
-    int rc = store_query_row(conn,
-                             "SELECT tenant_id::text AS tenant_id, cluster_id::text AS cluster_id,"
-                             " owner, owner_token::text AS token, status, phase,"
-                             " coalesce(error, '') AS error, operation, target::text AS target"
-                             " FROM jobs WHERE id = $1::bigint",
-                             1, p, &row, err);
+    int rc =
+        store_query_row(conn,
+                        "SELECT tenant_id::text AS tenant_id, cluster_id::text AS cluster_id,"
+                        " owner, owner_token::text AS token, owner_zk::text AS zk, status, phase,"
+                        " coalesce(error, '') AS error, operation, target::text AS target"
+                        " FROM jobs WHERE id = $1::bigint",
+                        1, p, &row, err);
     if (rc)
         return rc;
     memset(f, 0, sizeof(*f));
@@ -44,6 +45,7 @@ static int final_of(PGconn *conn, const char *id, struct engine__pg_final *f, st
     snprintf(f->cluster_id, sizeof(f->cluster_id), "%s", field(row, "cluster_id"));
     snprintf(f->node, sizeof(f->node), "%s", field(row, "owner"));
     f->token = strtoll(field(row, "token"), NULL, 10);
+    f->zk = strtoll(field(row, "zk"), NULL, 10);
     f->status = xstrdup(field(row, "status"));
     f->phase = xstrdup(field(row, "phase"));
     f->error = xstrdup(field(row, "error"));
@@ -79,7 +81,8 @@ int main(int argc, char **argv)
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         rc = final_of(conn, argv[i + 2], &fs[i], &err);
-        parts[i] = (struct engine__pg_part){ENGINE__PG_FINAL, fs[i].id, fs[i].token, &fs[i]};
+        parts[i] =
+            (struct engine__pg_part){ENGINE__PG_FINAL, fs[i].id, fs[i].token, fs[i].zk, &fs[i]};
     }
     if (rc == 0 && n == 1) {
         rc = engine__pg_final_work(conn, &fs[0], &err);

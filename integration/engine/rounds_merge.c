@@ -30,18 +30,20 @@ static int round_of(PGconn *conn, const char *id, const char *tag, bool bad,
 {
     json_t *row = NULL;
     const char *p[] = {id};
-    int rc =
-        store_query_row(conn,
-                        "SELECT j.owner_token::text AS token, t.idx::text AS idx, t.id AS task,"
-                        " t.status, t.attempts::text AS attempts FROM jobs j JOIN tasks t"
-                        " ON t.job_id = j.id AND t.phase = 'f'"
-                        " WHERE j.id = $1::bigint ORDER BY t.idx LIMIT 1",
-                        1, p, &row, err);
+    int rc = store_query_row(
+        conn,
+        "SELECT j.owner_token::text AS token, j.owner_zk::text AS zk, t.idx::text AS idx,"
+        " t.id AS task,"
+        " t.status, t.attempts::text AS attempts FROM jobs j JOIN tasks t"
+        " ON t.job_id = j.id AND t.phase = 'f'"
+        " WHERE j.id = $1::bigint ORDER BY t.idx LIMIT 1",
+        1, p, &row, err);
     if (rc)
         return rc;
     memset(b, 0, sizeof(*b));
     snprintf(b->id, sizeof(b->id), "%s", id);
     b->token = strtoll(field(row, "token"), NULL, 10);
+    b->zk = strtoll(field(row, "zk"), NULL, 10);
     b->tasks =
         xasprintf("[{\"j\":%s,\"p\":\"f\",\"i\":%s,\"st\":\"%s\",\"at\":%s,\"w\":null,"
                   "\"m\":\"%s-%s\"}]",
@@ -79,7 +81,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const char *id = argv[i + 4];
         rc = round_of(conn, id, argv[2], strcmp(id, argv[3]) == 0, &bs[i], &err);
-        parts[i] = (struct engine__pg_part){ENGINE__PG_ROUND, bs[i].id, bs[i].token, &bs[i]};
+        parts[i] =
+            (struct engine__pg_part){ENGINE__PG_ROUND, bs[i].id, bs[i].token, bs[i].zk, &bs[i]};
     }
     if (rc == 0) {
         qsort(parts, n, sizeof(*parts), by_id);

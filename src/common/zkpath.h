@@ -41,6 +41,10 @@
 #define ZKPATH_POOLS ZKPATH_ROOT "/pools"
 /* The parent of every job's subtree; every engine watches its children. */
 #define ZKPATH_JOBS ZKPATH_ROOT "/jobs"
+/* Made once per ZooKeeper incarnation (persistent, "{}", never deleted): its ctime names the
+   incarnation the job locks' fencing tokens were taken in (docs/engine.md "A rebuilt
+   ZooKeeper"). */
+#define ZKPATH_ENSEMBLE ZKPATH_ROOT "/ensemble"
 
 /* ---- control, locks, elections ---- */
 

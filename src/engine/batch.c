@@ -175,31 +175,36 @@ struct pgmulti {
 
 static void gather_cb(evutil_socket_t fd, short what, void *arg);
 
-static const char *part_id(const struct pgq *q, int64_t *token)
+static const char *part_id(const struct pgq *q, int64_t *token, int64_t *zk)
 {
     switch ((enum engine__pg_kind)q->kind) {
     case ENGINE__PG_LOAD: {
         struct engine__pg_load *l = q->arg;
         *token = l->token;
+        *zk = l->zk;
         return l->id;
     }
     case ENGINE__PG_START: {
         struct engine__pg_start *s = q->arg;
         *token = s->token;
+        *zk = s->zk;
         return s->id;
     }
     case ENGINE__PG_ROUND: {
         struct engine__pg_batch *b = q->arg;
         *token = b->token;
+        *zk = b->zk;
         return b->id;
     }
     case ENGINE__PG_FINAL: {
         struct engine__pg_final *f = q->arg;
         *token = f->token;
+        *zk = f->zk;
         return f->id;
     }
     }
     *token = 0;
+    *zk = 0;
     return "";
 }
 
@@ -238,7 +243,7 @@ void engine__batch_pg_part(struct engine *e, int kind, void *arg,
 static int by_id(const void *a, const void *b)
 {
     int64_t t;
-    const char *x = part_id(a, &t), *y = part_id(b, &t);
+    const char *x = part_id(a, &t, &t), *y = part_id(b, &t, &t);
     return engine__pg_id_cmp(x, y);
 }
 
@@ -249,7 +254,7 @@ static void pgmulti_check(const struct pgmulti *pm)
 #if DRV_CHECKS
     for (size_t i = 0; i < pm->m.n; i++) {
         int64_t t;
-        if (strcmp(pm->m.p[i].id, part_id(&pm->q[i], &t)) != 0 ||
+        if (strcmp(pm->m.p[i].id, part_id(&pm->q[i], &t, &t)) != 0 ||
             (i && engine__pg_id_cmp(pm->m.p[i - 1].id, pm->m.p[i].id) >= 0)) {
             log_error(MOD, "event=check-failed what=pg-batch part=%zu job=%s", i, pm->m.p[i].id);
             abort();
@@ -422,7 +427,7 @@ static void gather_cb(evutil_socket_t fd, short what, void *arg)
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         int64_t t;
-        if (kept && strcmp(part_id(&qs[kept - 1], &t), part_id(&qs[i], &t)) == 0) {
+        if (kept && strcmp(part_id(&qs[kept - 1], &t, &t), part_id(&qs[i], &t, &t)) == 0) {
             XGROW(l->gather, l->cap_gather, l->n_gather + 1);
             l->gather[l->n_gather++] = qs[i];
             continue;
@@ -441,7 +446,7 @@ static void gather_cb(evutil_socket_t fd, short what, void *arg)
         struct engine__pg_part *p = &pm->m.p[i];
         p->kind = (enum engine__pg_kind)qs[i].kind;
         p->arg = qs[i].arg;
-        p->id = part_id(&qs[i], &p->token);
+        p->id = part_id(&qs[i], &p->token, &p->zk);
         if (n > 1 && (p->kind == ENGINE__PG_LOAD || p->kind == ENGINE__PG_START))
             e->stats.pg_shared_starts++;
         else if (n > 1 && p->kind == ENGINE__PG_FINAL)

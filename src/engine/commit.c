@@ -266,6 +266,7 @@ static struct engine__pg_final *final_part_new(struct ejob *j)
     snprintf(f->cluster_id, sizeof(f->cluster_id), "%s", j->cluster_id);
     snprintf(f->node, sizeof(f->node), "%s", j->e->node_id);
     f->token = j->token;
+    f->zk = j->zk;
     f->status = xstrdup(engine_phase_status(j->st.phase, j->st.cancel));
     f->phase = xstrdup(engine_phase_name(j->st.phase));
     f->error = xstrdup(j->st.error);

@@ -136,6 +136,7 @@ bool engine__commit_pg_flush(struct ejob *j)
     b->j = j;
     snprintf(b->id, sizeof(b->id), "%s", j->id);
     b->token = j->token;
+    b->zk = j->zk;
     bool any = false;
     if (j->commit->pg_job) {
         b->job_phase = xstrdup(engine_phase_name(j->st.phase));

@@ -657,6 +657,7 @@ void engine_free(struct engine *e)
     /* engine__job_lost removed them; what is left holds references only. Plans being
      * built on threads report to the loop: wait for them. */
     engine__offload_free(e);
+    engine__ensemble_free(e);
     engine__batch_free(e);
     strmap_free(e->jobs);
     pos = 0;

@@ -453,6 +453,10 @@ struct engine {
     struct ewatchdog *watchdog;  /* watchdog.c's (watchdog.h) */
     struct ebatch *batch;        /* batch.c's: the jobs' writes gathered (batch.h) */
     struct eassign *assign;      /* assign.c's: the slots the jobs here hold (assign.h) */
+    /* The ZooKeeper incarnation the session's locks live in (job.c, "The incarnation"):
+       ZKPATH_ENSEMBLE's ctime, read once per session generation; the jobs acquired
+       meanwhile wait for it. */
+    struct eensemble *ens;
 };
 
 enum ejob_own {
@@ -471,6 +475,7 @@ struct ejob {
     enum ejob_own own;
     struct coord_lock *lock;
     int64_t token;
+    int64_t zk; /* the incarnation the token was taken in (job.c "The incarnation") */
     /* from PostgreSQL */
     char tenant_id[24], tenant[128], cluster_id[24], op[32];
     bool acl_bound;  /* coord_acl_bind done for the job's path: job_free unbinds it */
@@ -571,6 +576,8 @@ void engine__job_handover(struct ejob *j);
 void engine__job_lost(struct ejob *j, const char *why);
 /* Give the lock up now (nothing more is written); the job leaves this node. */
 void engine__job_release(struct ejob *j);
+/* job.c: the incarnation's read (engine_free; jobs waiting for it are let go). */
+void engine__ensemble_free(struct engine *e);
 /* The commit pipeline went idle: a handover waiting for it continues. */
 void engine__job_idle(struct ejob *j);
 /* LOADING -> ACTIVE: the plan is in memory, or the end is decided. With follow, the job's

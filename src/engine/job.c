@@ -267,9 +267,161 @@ void engine__job_handover(struct ejob *j)
     }
 }
 
-/* ---- loading ------------------------------------------------------------------------ */
+/* ---- the incarnation -----------------------------------------------------------------
+ *
+ * A job's fencing token is its lock contender's creation zxid: it grows from holder to
+ * holder while ZooKeeper keeps its history. A ZooKeeper rebuilt from nothing (data lost,
+ * a new ensemble) starts its zxids again from low numbers, so every new token is lower
+ * than the one PostgreSQL records (jobs.owner_token) and every load would be fenced out
+ * for ever. So the token PostgreSQL records and compares is the pair (incarnation, zxid),
+ * ordered by incarnation first (jobs.owner_zk, job_pg.c):
+ *
+ *   1. the incarnation is the ctime (the ZooKeeper leader's clock, ms) of ZKPATH_ENSEMBLE,
+ *      a persistent znode made once per ZooKeeper (coord_ensure_path: whoever finds it
+ *      missing makes it; a second maker's create finds it there);
+ *   2. it is read once per session generation (a session lives in one incarnation: a
+ *      rebuilt ZooKeeper does not know the old session, which expires), before the first
+ *      load of a job acquired on that session; the jobs acquired meanwhile wait for it;
+ *   3. a job acquired on a generation the engine has not read yet waits; one whose read
+ *      fails is released (the next reconcile takes it again).
+ *
+ * Fencing stays: within one incarnation the zxids order the holders as before; a holder of
+ * a later incarnation outranks every earlier one, whose sessions the rebuild ended (a
+ * stale owner of the old ZooKeeper can neither win a load, its pair being lower, nor pass a
+ * fence, which compares both). The order holds while the ZooKeeper servers' clocks do not
+ * go back past the older incarnation's birth (the znode of a rebuilt ZooKeeper is made
+ * after the one it replaces). Rows written before this column (owner_zk 0) rank below
+ * every incarnation. Then the load goes on as for a job whose ZooKeeper state was lost
+ * (jobresume.c: failed when tasks were begun, event=job-unresumable; else started again).
+ */
+struct eensemble {
+    struct engine *e; /* NULL once the engine is freed: the read's answer is dropped */
+    bool known;       /* id was read, on session generation gen */
+    unsigned gen;
+    int64_t id;
+    bool reading;
+    unsigned reading_gen;
+    struct ejob **wait;
+    size_t n_wait, cap_wait;
+};
 
 static void load(struct ejob *j);
+static void ens_read(struct eensemble *en);
+
+static void ens_flush(struct eensemble *en, bool ok)
+{
+    struct ejob **w = en->wait;
+    size_t n = en->n_wait;
+    en->wait = NULL;
+    en->n_wait = en->cap_wait = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct ejob *j = w[i];
+        if (j->own == EJ_LOADING) {
+            if (ok)
+                load(j);
+            else
+                engine__job_release(j);
+        } else if (j->own == EJ_HANDING_OVER) {
+            engine__job_idle(j);
+        }
+        engine__job_unref(j);
+    }
+    free(w);
+}
+
+static void ens_made(int rc, void *arg)
+{
+    struct eensemble *en = arg;
+    if (!en->e) {
+        free(en);
+        return;
+    }
+    if (rc && rc != DRV_EEXIST) {
+        log_warn(MOD, "event=zk-ensemble-failed step=create error=%s", drv_strerror(rc));
+        en->reading = false;
+        ens_flush(en, false);
+        return;
+    }
+    ens_read(en);
+}
+
+static void ens_stat(int rc, const struct coord_stat *st, void *arg)
+{
+    struct eensemble *en = arg;
+    if (!en->e) {
+        free(en);
+        return;
+    }
+    if (rc == DRV_ENOENT) {
+        coord_ensure_path(en->e->zk, ZKPATH_ENSEMBLE, ens_made, en);
+        return;
+    }
+    if (rc == 0 && en->reading_gen != coord_session_generation(en->e->zk)) {
+        ens_read(en); /* read on a session that has ended since: read on the new one */
+        return;
+    }
+    en->reading = false;
+    if (rc) {
+        log_warn(MOD, "event=zk-ensemble-failed step=read error=%s", drv_strerror(rc));
+        ens_flush(en, false);
+        return;
+    }
+    if (en->id != st->ctime_ms)
+        log_info(MOD, "event=zk-ensemble id=%lld generation=%u", (long long)st->ctime_ms,
+                 en->reading_gen);
+    en->id = st->ctime_ms;
+    en->gen = en->reading_gen;
+    en->known = true;
+    ens_flush(en, true);
+}
+
+static void ens_read(struct eensemble *en)
+{
+    en->reading = true;
+    en->reading_gen = coord_session_generation(en->e->zk);
+    coord_exists_w(en->e->zk, ZKPATH_ENSEMBLE, ens_stat, NULL, en);
+}
+
+/* The incarnation of j's lock, in j->zk: true when known now; else j waits for it (load()
+   again, or released). */
+static bool ens_known(struct ejob *j)
+{
+    struct engine *e = j->e;
+    if (!e->ens) {
+        e->ens = xcalloc(1, sizeof(*e->ens));
+        e->ens->e = e;
+    }
+    struct eensemble *en = e->ens;
+    if (en->known && en->gen == coord_session_generation(e->zk)) {
+        j->zk = en->id;
+        return true;
+    }
+    engine__job_ref(j);
+    XGROW(en->wait, en->cap_wait, en->n_wait + 1);
+    en->wait[en->n_wait++] = j;
+    if (!en->reading)
+        ens_read(en);
+    return false;
+}
+
+void engine__ensemble_free(struct engine *e)
+{
+    struct eensemble *en = e->ens;
+    if (!en)
+        return;
+    for (size_t i = 0; i < en->n_wait; i++)
+        engine__job_unref(en->wait[i]);
+    free(en->wait);
+    en->wait = NULL;
+    en->n_wait = 0;
+    e->ens = NULL;
+    if (en->reading)
+        en->e = NULL; /* its answer frees it */
+    else
+        free(en);
+}
+
+/* ---- loading ------------------------------------------------------------------------ */
 
 static void on_lock(struct coord_lock *l, enum coord_lock_event ev, void *arg)
 {
@@ -408,11 +560,14 @@ static void loaded(int rc, const struct drv_err *err, void *arg)
 
 static void load(struct ejob *j)
 {
+    if (!ens_known(j))
+        return;
     struct engine__pg_load *l = xcalloc(1, sizeof(*l));
     l->j = j;
     snprintf(l->id, sizeof(l->id), "%s", j->id);
     snprintf(l->node, sizeof(l->node), "%s", j->e->node_id);
     l->token = j->token;
+    l->zk = j->zk;
     l->cache = j->e->catalogs;
     engine__job_ref(j);
     /* With the other jobs' parts of this turn (batch.c): one transaction for all. */

@@ -107,17 +107,18 @@ static int tx_settings(PGconn *conn, struct drv_err *err)
 /* The job's row locked (SKIP LOCKED: another transaction holding it, a user's pause or an
  * older owner frozen mid-transaction, makes the part held, not waiting) and its token
  * compared with the owner's. */
-static int fence(PGconn *conn, const char *id, int64_t token, struct drv_err *err)
+static int fence(PGconn *conn, const char *id, int64_t token, int64_t zk, struct drv_err *err)
 {
-    char tok[24];
+    char tok[24], zks[24];
     snprintf(tok, sizeof(tok), "%lld", (long long)token);
-    const char *p[] = {id, tok};
+    snprintf(zks, sizeof(zks), "%lld", (long long)zk);
+    const char *p[] = {id, tok, zks};
     PGresult *r;
     int rc = store_execp(conn,
-                         "SELECT (SELECT owner_token = $2::bigint FROM jobs WHERE id = $1::bigint"
-                         "   FOR UPDATE SKIP LOCKED) AS mine,"
+                         "SELECT (SELECT owner_token = $2::bigint AND owner_zk = $3::bigint"
+                         "   FROM jobs WHERE id = $1::bigint FOR UPDATE SKIP LOCKED) AS mine,"
                          " EXISTS (SELECT 1 FROM jobs WHERE id = $1::bigint) AS there",
-                         2, p, &r, err);
+                         3, p, &r, err);
     if (rc)
         return rc;
     bool locked = PQntuples(r) == 1 && !PQgetisnull(r, 0, 0);
@@ -134,7 +135,7 @@ static int fence(PGconn *conn, const char *id, int64_t token, struct drv_err *er
 }
 
 /* Run the writes of fn inside BEGIN, the fence, COMMIT. */
-static int fenced(PGconn *conn, const char *id, int64_t token,
+static int fenced(PGconn *conn, const char *id, int64_t token, int64_t zk,
                   int (*fn)(PGconn *, void *, struct drv_err *), void *arg, struct drv_err *err)
 {
     int rc = store_begin(conn, err);
@@ -142,7 +143,7 @@ static int fenced(PGconn *conn, const char *id, int64_t token,
         return rc;
     rc = tx_settings(conn, err);
     if (rc == 0)
-        rc = fence(conn, id, token, err);
+        rc = fence(conn, id, token, zk, err);
     if (rc == 0)
         rc = held_from(fn(conn, arg, err), err);
     if (rc == 0)
@@ -165,14 +166,18 @@ static int audit(PGconn *conn, const char *tenant_id, const char *node, const ch
 int engine__pg_claim_work(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_load *l = arg;
-    char tok[24];
+    char tok[24], zk[24];
     snprintf(tok, sizeof(tok), "%lld", (long long)l->token);
-    const char *p[] = {l->id, l->node, tok};
+    snprintf(zk, sizeof(zk), "%lld", (long long)l->zk);
+    const char *p[] = {l->id, l->node, tok, zk};
     PGresult *r;
+    /* The pair (incarnation, zxid) must be higher than the one recorded (job.c "The
+       incarnation"): a token of a rebuilt ZooKeeper outranks the old one's. */
     int rc = store_execp(conn,
-                         "UPDATE jobs SET owner = $2, owner_token = $3::bigint"
-                         " WHERE id = $1::bigint AND owner_token < $3::bigint RETURNING id",
-                         3, p, &r, err);
+                         "UPDATE jobs SET owner = $2, owner_token = $3::bigint,"
+                         " owner_zk = $4::bigint WHERE id = $1::bigint"
+                         " AND (owner_zk, owner_token) < ($4::bigint, $3::bigint) RETURNING id",
+                         4, p, &r, err);
     if (rc)
         return rc;
     int claimed = PQntuples(r);
@@ -187,19 +192,22 @@ int engine__pg_claim_work(PGconn *conn, void *arg, struct drv_err *err)
  * another transaction: the part is held, not waiting), the token recorded when higher. */
 static int claim_alone(PGconn *conn, struct engine__pg_load *l, struct drv_err *err)
 {
-    char tok[24];
+    char tok[24], zk[24];
     snprintf(tok, sizeof(tok), "%lld", (long long)l->token);
-    const char *p[] = {l->id, l->node, tok};
+    snprintf(zk, sizeof(zk), "%lld", (long long)l->zk);
+    const char *p[] = {l->id, l->node, tok, zk};
     PGresult *r;
-    int rc = store_execp(conn,
-                         "WITH l AS (SELECT id, owner_token < $3::bigint AS ok FROM jobs"
-                         "   WHERE id = $1::bigint FOR UPDATE SKIP LOCKED),"
-                         " u AS (UPDATE jobs j SET owner = $2, owner_token = $3::bigint FROM l"
-                         "   WHERE j.id = l.id AND l.ok RETURNING j.id)"
-                         " SELECT (SELECT count(*) FROM u) AS claimed,"
-                         " (SELECT count(*) FROM l) AS locked,"
-                         " EXISTS (SELECT 1 FROM jobs WHERE id = $1::bigint) AS there",
-                         3, p, &r, err);
+    /* The pair (incarnation, zxid), as engine__pg_claim_work. */
+    int rc =
+        store_execp(conn,
+                    "WITH l AS (SELECT id, (owner_zk, owner_token) < ($4::bigint, $3::bigint)"
+                    "   AS ok FROM jobs WHERE id = $1::bigint FOR UPDATE SKIP LOCKED),"
+                    " u AS (UPDATE jobs j SET owner = $2, owner_token = $3::bigint,"
+                    "   owner_zk = $4::bigint FROM l WHERE j.id = l.id AND l.ok RETURNING j.id)"
+                    " SELECT (SELECT count(*) FROM u) AS claimed,"
+                    " (SELECT count(*) FROM l) AS locked,"
+                    " EXISTS (SELECT 1 FROM jobs WHERE id = $1::bigint) AS there",
+                    4, p, &r, err);
     if (rc)
         return rc;
     bool claimed = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == '1';
@@ -478,7 +486,7 @@ static int start_writes(PGconn *conn, void *arg, struct drv_err *err)
 int engine__pg_start_work(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_start *s = arg;
-    return fenced(conn, s->id, s->token, start_writes, s, err);
+    return fenced(conn, s->id, s->token, s->zk, start_writes, s, err);
 }
 
 /* ---- a batch ------------------------------------------------------------------------------------
@@ -565,7 +573,7 @@ static int batch_writes(PGconn *conn, void *arg, struct drv_err *err)
 int engine__pg_batch_work(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_batch *b = arg;
-    return fenced(conn, b->id, b->token, batch_writes, b, err);
+    return fenced(conn, b->id, b->token, b->zk, batch_writes, b, err);
 }
 
 static int final_writes(PGconn *conn, void *arg, struct drv_err *err);
@@ -631,11 +639,12 @@ int engine__pg_part_work(PGconn *conn, struct engine__pg_part *p, struct drv_err
  * must not hold the batch's other jobs with it; batch.c sends that part again shortly). */
 static int fence_many(PGconn *conn, struct engine__pg_multi *m, struct drv_err *err)
 {
-    struct strbuf ids = STRBUF_INIT, toks = STRBUF_INIT, claims = STRBUF_INIT;
+    struct strbuf ids = STRBUF_INIT, toks = STRBUF_INIT, claims = STRBUF_INIT, zks = STRBUF_INIT;
     for (size_t i = 0; i < m->n; i++) {
         const struct engine__pg_part *p = &m->p[i];
         strbuf_addf(&ids, "%s%s", i ? "," : "{", p->id);
         strbuf_addf(&toks, "%s%lld", i ? "," : "{", (long long)p->token);
+        strbuf_addf(&zks, "%s%lld", i ? "," : "{", (long long)p->zk);
         strbuf_addf(&claims, "%s%s", i ? "," : "{", p->kind == ENGINE__PG_LOAD ? "t" : "f");
         m->rc[i] =
             engine__pg_held_set(&m->err[i], p->id, "its row is locked by another transaction");
@@ -643,18 +652,21 @@ static int fence_many(PGconn *conn, struct engine__pg_multi *m, struct drv_err *
     strbuf_addch(&ids, '}');
     strbuf_addch(&toks, '}');
     strbuf_addch(&claims, '}');
-    const char *q[] = {ids.buf, toks.buf, claims.buf};
+    strbuf_addch(&zks, '}');
+    const char *q[] = {ids.buf, toks.buf, claims.buf, zks.buf};
     PGresult *r;
-    int rc = store_execp(conn,
-                         "SELECT u.k, CASE WHEN u.claim THEN j.owner_token < u.tok"
-                         "   ELSE j.owner_token = u.tok END FROM jobs j"
-                         " JOIN unnest($1::bigint[], $2::bigint[], $3::bool[]) WITH ORDINALITY"
-                         "   AS u(id, tok, claim, k) ON j.id = u.id"
-                         " ORDER BY j.id FOR UPDATE OF j SKIP LOCKED",
-                         3, q, &r, err);
+    int rc =
+        store_execp(conn,
+                    "SELECT u.k, CASE WHEN u.claim THEN (j.owner_zk, j.owner_token) < (u.zk, u.tok)"
+                    "   ELSE j.owner_token = u.tok AND j.owner_zk = u.zk END FROM jobs j"
+                    " JOIN unnest($1::bigint[], $2::bigint[], $3::bool[], $4::bigint[])"
+                    "   WITH ORDINALITY AS u(id, tok, claim, zk, k) ON j.id = u.id"
+                    " ORDER BY j.id FOR UPDATE OF j SKIP LOCKED",
+                    4, q, &r, err);
     strbuf_release(&ids);
     strbuf_release(&toks);
     strbuf_release(&claims);
+    strbuf_release(&zks);
     if (rc)
         return rc;
     for (int t = 0; t < PQntuples(r); t++) {
@@ -978,5 +990,5 @@ static int final_writes(PGconn *conn, void *arg, struct drv_err *err)
 int engine__pg_final_work(PGconn *conn, void *arg, struct drv_err *err)
 {
     struct engine__pg_final *f = arg;
-    return fenced(conn, f->id, f->token, final_writes, f, err);
+    return fenced(conn, f->id, f->token, f->zk, final_writes, f, err);
 }

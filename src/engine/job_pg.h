@@ -7,7 +7,9 @@
  * transaction that first locks the job's row and checks that the token
  * recorded there is the owner's (engine__pg_fence); a newer owner records a
  * higher token when it loads the job, so an older owner's transaction
- * changes nothing and fails with DRV_ECONFLICT.
+ * changes nothing and fails with DRV_ECONFLICT. A token is the pair (zk, token):
+ * the ZooKeeper incarnation it was taken in (jobs.owner_zk, job.c "The incarnation"),
+ * then the zxid, compared in that order; a fence compares both.
  */
 #ifndef DROVER_ENGINE_JOB_PG_H
 #define DROVER_ENGINE_JOB_PG_H
@@ -37,7 +39,7 @@ void engine__pg_jstr(struct strbuf *b, const char *s);
 struct engine__pg_load {
     struct ejob *j;
     char id[24], node[128];
-    int64_t token;
+    int64_t token, zk;            /* zk: the incarnation the token was taken in (job.c) */
     json_t *job;                  /* job row, with "tenant" (its name) */
     json_t *cluster;              /* cluster row with "nodes" */
     struct model_catcache *cache; /* the engine's (borrowed) */
@@ -55,7 +57,7 @@ void engine__pg_load_free(struct engine__pg_load *l);
  * row as before version 9. */
 struct engine__pg_start {
     char id[24], tenant_id[24], cluster_id[24], node[128];
-    int64_t token;
+    int64_t token, zk;
     bool slim;
     char catalog_version[24]; /* the catalogue the plan was made from ("" when unnamed) */
     char *pin;                /* its rows (JSON text) to pin first, or NULL: pinned already */
@@ -78,7 +80,7 @@ void engine__pg_start_free(struct engine__pg_start *s);
 struct engine__pg_batch {
     struct ejob *j;
     char id[24];
-    int64_t token;
+    int64_t token, zk;
     char *job_phase; /* NULL: no change to the job row */
     char *job_status;
     char *job_error;
@@ -115,7 +117,7 @@ enum engine__pg_kind {
 struct engine__pg_part {
     enum engine__pg_kind kind;
     const char *id; /* the job's (borrowed from arg) */
-    int64_t token;
+    int64_t token, zk;
     void *arg; /* borrowed */
 };
 struct engine__pg_multi {
@@ -148,7 +150,7 @@ void engine__pg_batch_free(struct engine__pg_batch *b);
 struct engine__pg_final {
     struct ejob *j;
     char id[24], tenant_id[24], cluster_id[24], node[128];
-    int64_t token;
+    int64_t token, zk;
     char *status, *phase, *error, *op;
     char *target;           /* per-node layout with ids: the cluster after success */
     char *services;         /* the cluster's services after success (JSON array) or NULL */

@@ -213,6 +213,7 @@ static struct engine__pg_start *start_part_new(struct ejob *j)
     snprintf(s->cluster_id, sizeof(s->cluster_id), "%s", j->cluster_id);
     snprintf(s->node, sizeof(s->node), "%s", j->e->node_id);
     s->token = j->token;
+    s->zk = j->zk;
     s->slim = j->slim;
     if (j->catset) {
         snprintf(s->catalog_version, sizeof(s->catalog_version), "%lld",

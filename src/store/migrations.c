@@ -337,6 +337,12 @@ static const struct migration migrations[] = {
      "DROP INDEX jobs_open;"
      "CREATE INDEX jobs_open ON jobs (tenant_id) WHERE ended_at IS NULL;"
      "ALTER TABLE jobs SET (fillfactor = 80);"},
+    {10, "fencing tokens name their ZooKeeper incarnation",
+     /* A token is the pair (owner_zk, owner_token): the incarnation of ZooKeeper the lock
+        was taken in (the ctime of /drover/ensemble), then its zxid. A rebuilt ZooKeeper's
+        zxids start low again; its incarnation is later, so its owners' tokens still win
+        (docs/engine.md "A rebuilt ZooKeeper"). 0: taken before this version. */
+     "ALTER TABLE jobs ADD COLUMN owner_zk bigint NOT NULL DEFAULT 0;"},
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
