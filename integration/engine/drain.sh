@@ -112,7 +112,7 @@ wait_exit worker-1 40 > "$T/exit.status" || fail "worker-1 did not exit after dr
 grep -q "event=draining" "$T/worker-1.log" || fail "worker-1 did not log its drain"
 # Its last line says what it took, what it cost ZooKeeper by kind, and what its queue takes
 # did (docs/worker.md "Costs").
-grep -Eq "event=worker-stopped worker=worker-1 taken=[0-9]+ zk_create=[1-9][0-9]* .*zk_children=[1-9][0-9]* .*zk_multi=[0-9]+ q_listings=[1-9][0-9]* .*q_delivered=[0-9]+ " "$T/worker-1.log" ||
+grep -Eq "event=worker-stopped worker=worker-1 taken=[0-9]+ (too_new=[0-9]+ )?zk_create=[1-9][0-9]* .*zk_children=[1-9][0-9]* .*zk_multi=[0-9]+ q_listings=[1-9][0-9]* .*q_delivered=[0-9]+ " "$T/worker-1.log" ||
   fail "worker-1's stop line: $(grep event=worker-stopped "$T/worker-1.log")"
 wait_job "$JW" succeeded 120
 expect 404 "$(api POST /v1/workers/worker-1/drain '')" '' "drain of a worker that left"
