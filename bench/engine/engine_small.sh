@@ -136,12 +136,17 @@ read -r zd0 zw0 zo0 < <(zk_by_client)
 read -r d0 w0 z0 p0 b0 < <(cpu_ticks)
 # BENCH_PERF=droverd (or pg): call graphs of the three droverd (or of PostgreSQL's backends,
 # system-wide samples of the postgres processes) during the N jobs, then the functions with
-# the largest inclusive share (perf must be installed).
+# the largest inclusive share (perf must be installed). BENCH_PERF=zk: ZooKeeper's JVM, its
+# threads' shares of its samples (the JIT compiler's, the transaction log's SyncThread, the
+# network's, ...) and its functions with the largest own share (the JIT's symbols from `jcmd
+# PID Compiler.perfmap`, written after the jobs while the server is up).
 perf_pid=
 if [ -n "${BENCH_PERF:-}" ]; then
   if [ "$BENCH_PERF" = droverd ]; then
     perf record -F 99 --call-graph dwarf,16384 -o "$T/perf.data" \
       -p "$(pid_of droverd-1),$(pid_of droverd-2),$(pid_of droverd-3)" > "$T/perf.out" 2>&1 &
+  elif [ "$BENCH_PERF" = zk ]; then
+    perf record -F 99 -o "$T/perf.data" -p "$(pid_of zk1)" > "$T/perf.out" 2>&1 &
   else
     perf record -F 99 -a -g -o "$T/perf.data" > "$T/perf.out" 2>&1 &
   fi
@@ -153,10 +158,20 @@ read -r d1 w1 z1 p1 b1 < <(cpu_ticks)
 if [ -n "$perf_pid" ]; then
   kill -INT "$perf_pid"
   wait "$perf_pid" || true
-  echo "small: perf, the largest inclusive shares (BENCH_PERF=$BENCH_PERF):"
+  if [ "$BENCH_PERF" = zk ]; then
+    jcmd "$(pid_of zk1)" Compiler.perfmap > /dev/null 2>&1 || true
+    echo "small: perf, ZooKeeper's threads (share of its samples):"
+    perf report -i "$T/perf.data" --no-children --sort comm --stdio -g none 2> /dev/null |
+      awk '$1 ~ /%$/ { $1 = $1; print "small:   " $0 }' | head -20 || true
+    echo "small: perf, ZooKeeper's functions with the largest own share:"
+    perf report -i "$T/perf.data" --no-children --sort sym --stdio -g none 2> /dev/null |
+      awk '$1 ~ /%$/ { $1 = $1; print "small:   " substr($0, 1, 160) }' | head -30 || true
+  fi
+  [ "$BENCH_PERF" = zk ] || echo "small: perf, the largest inclusive shares (BENCH_PERF=$BENCH_PERF):"
   comm=()
   [ "$BENCH_PERF" = droverd ] || comm=(--comm postgres)
-  perf report -i "$T/perf.data" "${comm[@]}" --children --sort sym --stdio -g none 2> /dev/null |
+  [ "$BENCH_PERF" = zk ] ||
+    perf report -i "$T/perf.data" "${comm[@]}" --children --sort sym --stdio -g none 2> /dev/null |
     awk '$1 ~ /%$/ && $4 !~ /^0x/ { print "small:   " $1, $4 }' | head -50 || true # head's early close
 fi
 read -r zd1 zw1 zo1 < <(zk_by_client)
