@@ -2,8 +2,8 @@
 # A split that leaves ZooKeeper no majority (docs/operations.md "When the network fails"): the
 # three servers cut from each other, for twice the session timeout, while jobs run. No server
 # serves: droverd and the workers wait (no task is dispatched or started; /readyz is 503; the
-# workers' leases run out and their plugins are killed, the ZooKeeper client holding its
-# session); API writes still go to PostgreSQL. Healed, a leader is elected and everything goes
+# workers' leases run out and their plugins are killed; a client may give its session up after
+# two timeouts, coord/session.c); API writes still go to PostgreSQL. Healed, a leader is elected and everything goes
 # on: every job succeeds, nothing ran twice or overlapped, nothing is left in the tree.
 . "$(dirname "$0")/../../testlib/test-lib.sh"
 . "$(dirname "$0")/../../testlib/api.sh"

@@ -314,8 +314,14 @@ static void q_session(void *owner, enum coord__session_event ev)
         q->n_markers = 0;
     }
     coord__q_hold_session(q, ev);
-    if (ev == COORD__NEW_SESSION)
+    if (ev == COORD__NEW_SESSION && q->open == Q_OPEN) {
+        /* Open again: the same creates, each NODEEXISTS after an expiry, but after a
+           ZooKeeper rebuilt from nothing (session.c, "Giving up") the queue's znodes are
+           gone and every listing and put would fail for ever. Takes wait meanwhile. */
+        open_attempt(q);
+    } else if (ev == COORD__NEW_SESSION) {
         coord__q_pump(q);
+    }
 }
 
 struct coord_queue *coord_queue_open(struct coord_session *s, const char *path,

@@ -54,6 +54,17 @@
  * A silence is reported to the owner as SUSPENDED, and CONNECTED again when
  * answers resume.
  *
+ * Giving up. A session whose connection the client library has not had back for
+ * GIVE_UP_TIMEOUTS (2) whole timeouts since the server last answered is taken as
+ * expired, the way the server's own expiry is (event=session-given-up, then LOST,
+ * EXPIRED and a new handle). The server has expired it by then unless it could not
+ * (no quorum: a leader elected after the heal gives every session a new timeout), and
+ * then this process holds nothing any more either (its holders heard LOST), and the old
+ * session's ephemerals go with it a timeout after the heal. The case it is for: a
+ * ZooKeeper rebuilt from nothing refuses a client that has seen a later zxid than it
+ * has made, for ever and without an expiry, so without giving up the process would
+ * serve nothing until restarted (engine_zk_rebuilt_live). A new handle has seen no zxid.
+ *
  * Free. coord_session_free may be called from inside any callback coord runs
  * (cb_depth > 0): it is then only recorded, and the outermost callback frame
  * (coord__callbacks_done) closes and frees the session when it returns.
@@ -74,6 +85,8 @@
 #include "xalloc.h"
 
 #define MOD "coord"
+/* Giving up: a session disconnected this many timeouts is taken as expired. */
+#define GIVE_UP_TIMEOUTS 2
 
 /* What a handle's callbacks need: the session and which handle this is. */
 struct handle_ctx {
@@ -245,6 +258,18 @@ static void probe(struct coord_session *s)
     coord__zk_exists(coord__op_new(s, probed, NULL), "/", false);
 }
 
+static void expire(struct coord_session *s);
+
+/* Giving up (see "Giving up" at the top): the session is over for this process. */
+static void give_up(struct coord_session *s, long quiet)
+{
+    log_warn(MOD,
+             "event=session-given-up session=0x%llx disconnected_ms=%ld timeout_ms=%d "
+             "why=\"no server took the session back within %d timeouts\"",
+             (unsigned long long)coord_session_id(s), quiet, timeout_of(s), GIVE_UP_TIMEOUTS);
+    expire(s);
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct coord_session *s = arg;
@@ -253,7 +278,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     s->cb_depth++;
     int t = timeout_of(s);
     long quiet = clock_boot_ms() - s->last_ok_ms;
-    if (s->state == COORD_CONNECTED && quiet >= t / 2) {
+    if (s->state == COORD_SUSPENDED && quiet >= GIVE_UP_TIMEOUTS * t &&
+        zoo_state(s->zh) != ZOO_CONNECTED_STATE) {
+        give_up(s, quiet);
+    } else if (s->state == COORD_CONNECTED && quiet >= t / 2) {
         s->silent = true;
         report(s, COORD_SUSPENDED);
         suspect(s, "silent");
@@ -313,6 +341,20 @@ static void restart(struct coord_session *s)
     s->state = COORD_EXPIRED; /* so that CONNECTED renews */
 }
 
+/* The session is over (the server said so, or give_up): holders first, then the owner, then a
+   new session. */
+static void expire(struct coord_session *s)
+{
+    cancel_suspect(s);
+    tell(s, COORD__LOST);
+    report(s, COORD_EXPIRED);
+    if (s->closing || s->free_pending)
+        return;
+    /* What the library would answer had it the time: the session is gone. */
+    close_handle(s, ZSESSIONEXPIRED);
+    restart(s);
+}
+
 void coord__session_event(struct coord_session *s, int state)
 {
     if (state == ZOO_CONNECTED_STATE) {
@@ -342,15 +384,7 @@ void coord__session_event(struct coord_session *s, int state)
     } else if (state == ZOO_EXPIRED_SESSION_STATE) {
         log_warn(MOD, "event=session-expired session=0x%llx",
                  (unsigned long long)coord_session_id(s));
-        /* Holders first, then the owner, then a new session. */
-        cancel_suspect(s);
-        tell(s, COORD__LOST);
-        report(s, COORD_EXPIRED);
-        if (s->closing || s->free_pending)
-            return;
-        /* What the library would answer had it the time: the session is gone. */
-        close_handle(s, ZSESSIONEXPIRED);
-        restart(s);
+        expire(s);
     } else if (state == ZOO_AUTH_FAILED_STATE) {
         log_error(MOD, "event=auth-failed");
         report(s, COORD_AUTH_FAILED);

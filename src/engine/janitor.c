@@ -25,6 +25,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <zookeeper/zookeeper.h>
+
 #include "clock.h"
 #include "coord.h"
 #include "engine_int.h"
@@ -56,12 +58,23 @@ static int scan_work(PGconn *conn, void *arg, struct drv_err *err)
                             0, NULL, &s->rows, err);
 }
 
+struct announce {
+    struct engine *e;
+    char id[32];
+};
+
 static void announced(const struct coord_txn_result *r, void *arg)
 {
-    char *id = arg;
-    if (r->rc == 0)
-        log_info(MOD, "event=job-announced-by-janitor job=%s", id);
-    free(id);
+    struct announce *a = arg;
+    if (r->rc == 0) {
+        log_info(MOD, "event=job-announced-by-janitor job=%s", a->id);
+    } else if (r->zrc == ZNONODE) {
+        /* /drover/jobs is gone: a ZooKeeper rebuilt from nothing under a droverd that stayed
+           up (coord/session.c, "Giving up"). Made again; the next scan announces. */
+        log_warn(MOD, "event=jobs-path-missing job=%s", a->id);
+        coord_ensure_path(a->e->zk, ZKPATH_JOBS, NULL, NULL);
+    }
+    free(a);
 }
 
 static void scanned(int rc, const struct drv_err *err, void *arg)
@@ -93,7 +106,10 @@ static void scanned(int rc, const struct drv_err *err, void *arg)
         struct coord_txn *t = coord_txn_new();
         coord_txn_create(t, path, data, 0);
         free(data);
-        coord_txn_commit(e->zk, t, NULL, announced, xstrdup(id));
+        struct announce *a = xcalloc(1, sizeof(*a));
+        a->e = e;
+        snprintf(a->id, sizeof(a->id), "%s", id);
+        coord_txn_commit(e->zk, t, NULL, announced, a);
     }
     json_decref(s->rows);
     free(s);
