@@ -111,8 +111,11 @@ bool store_worth_waiting(const char *conninfo)
      * ZooKeeper). libpq says so only in its message. */
     PGconn *c = PQconnectdb(conninfo);
     bool no_primary = PQstatus(c) != CONNECTION_OK && strstr(PQerrorMessage(c), "read-only");
+    /* Or one is writable now: the connection that failed met the election before it ended
+     * (scripts/chaos --hosts, 2026-11-29: a droverd started then exited, not waiting). */
+    bool primary_now = PQstatus(c) == CONNECTION_OK;
     PQfinish(c);
-    return no_primary;
+    return no_primary || primary_now;
 }
 
 static int sqlstate_code(const char *s)

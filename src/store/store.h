@@ -127,7 +127,8 @@ PGconn *store_connect(const char *conninfo, struct drv_err *err);
  * accepts connections, so the failure is the caller's (password, database name, rights),
  * or when conninfo cannot be used at all (NO_ATTEMPT); true again when the servers answer
  * but none is writable for target_session_attrs=read-write ("session is read-only": every
- * server a replica while Patroni elects a primary, seen by scripts/chaos --hosts --ha).
+ * server a replica while Patroni elects a primary, seen by scripts/chaos --hosts --ha), and
+ * when a connection succeeds now (the one that failed met the election before it ended).
  * Blocks for one or two connection attempts.
  */
 bool store_worth_waiting(const char *conninfo);
