@@ -13,7 +13,10 @@ start_worker worker-1
 start_worker worker-2
 setup_tenant
 
-read -r _ JID <<< "$(create_cluster w1 2 '{"duration_ms": 1500}')"
+# Three nodes' tasks at once for two places a worker: the job needs both workers, also on
+# slots, where a job keeps its worker's slots for many tasks in a row (a two-node job fitted in
+# worker-2's two and never reached worker-1: CI, 2026-11-29, engine_worker_death_slots).
+read -r _ JID <<< "$(create_cluster w1 3 '{"duration_ms": 1500}')"
 # running_on_worker_1: victim is a task of the job running on worker-1.
 running_on_worker_1() {
   victim=$(psql_q "SELECT id FROM tasks WHERE job_id = $JID AND status = 'running' AND worker = 'worker-1' LIMIT 1")
