@@ -58,9 +58,11 @@
  * GIVE_UP_TIMEOUTS (2) whole timeouts since the server last answered is taken as
  * expired, the way the server's own expiry is (event=session-given-up, then LOST,
  * EXPIRED and a new handle). The server has expired it by then unless it could not
- * (no quorum: a leader elected after the heal gives every session a new timeout), and
- * then this process holds nothing any more either (its holders heard LOST), and the old
- * session's ephemerals go with it a timeout after the heal. The case it is for: a
+ * (no quorum: a leader elected after the heal gives every session a new timeout) or
+ * still hears the client (answers lost on the way back: its reconnects keep the session
+ * alive). Either way this process holds nothing any more (its holders heard LOST), the
+ * old handle is closed, and the old session's ephemerals go a timeout after the server
+ * last heard of it. Only the rebuilt case below is tested. The case it is for: a
  * ZooKeeper rebuilt from nothing refuses a client that has seen a later zxid than it
  * has made, for ever and without an expiry, so without giving up the process would
  * serve nothing until restarted (engine_zk_rebuilt_live). A new handle has seen no zxid.
